@@ -1,0 +1,106 @@
+#include "cli/client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_grpc.h"
+
+namespace memaudit::cli {
+namespace {
+
+constexpr int kCallDeadlineMs = 30000;
+
+// Adds where the call went to UNAVAILABLE, the error a newcomer meets first.
+absl::Status Explain(const grpc::Status& status, const std::string& address) {
+  absl::Status s = FromGrpc(status);
+  if (s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::Status(s.code(), absl::StrCat("coordinator at ", address, " is not reachable (",
+                                               s.message(),
+                                               "); start one or pass --coordinator HOST:PORT"));
+  }
+  return s;
+}
+
+template <typename Request, typename Response, typename Method>
+absl::StatusOr<Response> Call(v1::AuditService::Stub* stub, Method method, const Request& request,
+                              const std::string& address) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kCallDeadlineMs));
+  Response response;
+  grpc::Status status = (stub->*method)(&ctx, request, &response);
+  if (!status.ok()) return Explain(status, address);
+  return response;
+}
+
+}  // namespace
+
+Client::Client(const std::string& coordinator)
+    : address_(coordinator),
+      stub_(v1::AuditService::NewStub(
+          grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials()))) {}
+
+absl::StatusOr<v1::SubmitResponse> Client::Submit(const v1::AuditSpec& spec) {
+  v1::SubmitRequest req;
+  *req.mutable_spec() = spec;
+  return Call<v1::SubmitRequest, v1::SubmitResponse>(stub_.get(), &v1::AuditService::Stub::Submit,
+                                                     req, address_);
+}
+
+absl::StatusOr<v1::Audit> Client::Get(const std::string& audit_id) {
+  v1::GetRequest req;
+  req.set_audit_id(audit_id);
+  return Call<v1::GetRequest, v1::Audit>(stub_.get(), &v1::AuditService::Stub::Get, req, address_);
+}
+
+absl::StatusOr<v1::ListResponse> Client::List(uint32_t limit) {
+  v1::ListRequest req;
+  req.set_limit(limit);
+  return Call<v1::ListRequest, v1::ListResponse>(stub_.get(), &v1::AuditService::Stub::List, req,
+                                                 address_);
+}
+
+absl::StatusOr<v1::Audit> Client::Cancel(const std::string& audit_id) {
+  v1::CancelRequest req;
+  req.set_audit_id(audit_id);
+  return Call<v1::CancelRequest, v1::Audit>(stub_.get(), &v1::AuditService::Stub::Cancel, req,
+                                            address_);
+}
+
+absl::StatusOr<v1::AuditResults> Client::Report(const std::string& audit_id) {
+  v1::GetReportRequest req;
+  req.set_audit_id(audit_id);
+  return Call<v1::GetReportRequest, v1::AuditResults>(
+      stub_.get(), &v1::AuditService::Stub::GetReport, req, address_);
+}
+
+absl::Status Client::Watch(const std::string& audit_id,
+                           const std::function<bool(const v1::AuditEvent&)>& on_event) {
+  uint64_t after = 0;
+  // A watch that drops (coordinator restart) resumes from the last sequence.
+  for (int reconnects = 0; reconnects < 30; ++reconnects) {
+    grpc::ClientContext ctx;
+    v1::WatchRequest req;
+    req.set_audit_id(audit_id);
+    req.set_after_sequence(after);
+    auto reader = stub_->Watch(&ctx, req);
+    v1::AuditEvent event;
+    while (reader->Read(&event)) {
+      after = event.sequence();
+      if (!on_event(event)) {
+        ctx.TryCancel();
+        reader->Finish();
+        return absl::OkStatus();
+      }
+    }
+    grpc::Status status = reader->Finish();
+    if (status.ok()) return absl::OkStatus();
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return Explain(status, address_);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return absl::UnavailableError(absl::StrCat("lost the coordinator at ", address_));
+}
+
+}  // namespace memaudit::cli

@@ -1,0 +1,37 @@
+// The CLI's view of a coordinator: AuditService calls with deadlines and
+// errors turned into absl::Status.
+#ifndef MEMAUDIT_CLI_CLIENT_H_
+#define MEMAUDIT_CLI_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "memaudit/v1/audit.grpc.pb.h"
+
+namespace memaudit::cli {
+
+class Client {
+ public:
+  explicit Client(const std::string& coordinator);
+
+  absl::StatusOr<v1::SubmitResponse> Submit(const v1::AuditSpec& spec);
+  absl::StatusOr<v1::Audit> Get(const std::string& audit_id);
+  absl::StatusOr<v1::ListResponse> List(uint32_t limit);
+  absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id);
+  absl::StatusOr<v1::AuditResults> Report(const std::string& audit_id);
+  // Streams events until the audit ends; `on_event` returning false stops early.
+  absl::Status Watch(const std::string& audit_id,
+                     const std::function<bool(const v1::AuditEvent&)>& on_event);
+
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string address_;
+  std::unique_ptr<v1::AuditService::Stub> stub_;
+};
+
+}  // namespace memaudit::cli
+
+#endif  // MEMAUDIT_CLI_CLIENT_H_

@@ -1,0 +1,199 @@
+#include "cli/commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/client.h"
+#include "cli/embedded_cluster.h"
+#include "cli/render.h"
+#include "common/spec_yaml.h"
+#include "services/coordinator/spec_validator.h"
+
+namespace memaudit::cli {
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kAuditUnsuccessful = 1;
+constexpr int kBadInput = 2;
+constexpr int kUnreachable = 3;
+
+int ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kFailedPrecondition:
+      return kBadInput;
+    default:
+      return kUnreachable;
+  }
+}
+
+int PrintError(const absl::Status& status) {
+  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+  if (status.code() == absl::StatusCode::kInvalidArgument) {
+    std::fprintf(stderr, "hint: `memaudit validate SPEC` lists every problem; docs/spec.md "
+                         "describes each field\n");
+  }
+  return ExitCodeFor(status);
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::trunc);
+  out << content;
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+std::string DefaultRunDir() {
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
+  return absl::StrCat("memaudit-runs/", stamp, "-", getpid());
+}
+
+// Follows an audit to its end with a progress display; returns its last state.
+absl::StatusOr<v1::Audit> Follow(Client* client, const std::string& audit_id) {
+  ProgressPrinter progress(stderr);
+  absl::Status watched = client->Watch(audit_id, [&](const v1::AuditEvent& event) {
+    progress.Update(event);
+    return true;
+  });
+  progress.Finish();
+  if (!watched.ok()) return watched;
+  return client->Get(audit_id);
+}
+
+int ReportOutcome(const v1::Audit& audit) {
+  if (audit.state() == v1::SUCCEEDED) return kOk;
+  std::fprintf(stderr, "audit %s %s%s%s\n", audit.audit_id().c_str(),
+               StateName(audit.state()).c_str(), audit.error().empty() ? "" : ": ",
+               audit.error().c_str());
+  return kAuditUnsuccessful;
+}
+
+}  // namespace
+
+int ValidateCommand(const std::string& spec_path) {
+  auto spec = LoadSpecFile(spec_path);
+  if (!spec.ok()) return PrintError(spec.status());
+  coordinator::ApplyDefaults(&*spec);
+  if (spec->kind_case() != v1::AuditSpec::KIND_NOT_SET && !coordinator::KindImplemented(*spec)) {
+    return PrintError(coordinator::ValidateSpec(*spec));
+  }
+  std::vector<coordinator::SpecProblem> problems = coordinator::FindProblems(*spec);
+  if (problems.empty()) {
+    std::printf("%s: valid %s audit\n", spec_path.c_str(), coordinator::KindName(*spec).c_str());
+    return kOk;
+  }
+  std::fprintf(stderr, "%s: %zu problem(s)\n", spec_path.c_str(), problems.size());
+  for (const auto& p : problems) std::fprintf(stderr, "  %s: %s\n", p.field.c_str(), p.rule.c_str());
+  return kBadInput;
+}
+
+int RunCommand(const RunOptions& options) {
+  auto spec = LoadSpecFile(options.spec_path);
+  if (!spec.ok()) return PrintError(spec.status());
+  // Check offline first: a bad spec should not cost a cluster start.
+  coordinator::ApplyDefaults(&*spec);
+  if (absl::Status s = coordinator::ValidateSpec(*spec); !s.ok()) return PrintError(s);
+
+  ClusterOptions cluster_options;
+  cluster_options.dir = options.dir.empty() ? DefaultRunDir() : options.dir;
+  cluster_options.workers = options.workers;
+  cluster_options.lease_ttl_ms = options.lease_ttl_ms;
+  std::fprintf(stderr, "starting scorer, coordinator and %u worker(s) in %s\n", options.workers,
+               cluster_options.dir.c_str());
+  auto cluster = EmbeddedCluster::Start(cluster_options);
+  if (!cluster.ok()) return PrintError(cluster.status());
+  Client client((*cluster)->coordinator_address());
+  auto submitted = client.Submit(*spec);
+  if (!submitted.ok()) return PrintError(submitted.status());
+  std::fprintf(stderr, "audit %s: %u tasks\n", submitted->audit_id().c_str(), submitted->tasks());
+  auto audit = Follow(&client, submitted->audit_id());
+  if (!audit.ok()) return PrintError(audit.status());
+  if (int code = ReportOutcome(*audit); code != kOk) return code;
+
+  auto results = client.Report(submitted->audit_id());
+  if (!results.ok()) return PrintError(results.status());
+  std::printf("%s", ResultsTable(*results).c_str());
+  const std::string json = ToJson(*results);
+  std::vector<std::string> paths = {cluster_options.dir + "/results.json"};
+  if (!options.json_path.empty()) paths.push_back(options.json_path);
+  for (const std::string& path : paths) {
+    if (absl::Status s = WriteFile(path, json); !s.ok()) return PrintError(s);
+  }
+  std::fprintf(stderr, "results written to %s\n", paths.back().c_str());
+  (*cluster)->Stop();
+  return kOk;
+}
+
+int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, bool watch) {
+  auto spec = LoadSpecFile(spec_path);
+  if (!spec.ok()) return PrintError(spec.status());
+  Client client(remote.coordinator);
+  auto submitted = client.Submit(*spec);
+  if (!submitted.ok()) return PrintError(submitted.status());
+  std::printf("%s\n", submitted->audit_id().c_str());
+  std::fflush(stdout);
+  if (!watch) return kOk;
+  auto audit = Follow(&client, submitted->audit_id());
+  if (!audit.ok()) return PrintError(audit.status());
+  return ReportOutcome(*audit);
+}
+
+int StatusCommand(const RemoteOptions& remote, const std::string& audit_id) {
+  auto format = ParseOutputFormat(remote.output);
+  if (!format.ok()) return PrintError(format.status());
+  Client client(remote.coordinator);
+  std::vector<v1::Audit> audits;
+  if (audit_id.empty()) {
+    auto list = client.List(100);
+    if (!list.ok()) return PrintError(list.status());
+    audits.assign(list->audits().begin(), list->audits().end());
+  } else {
+    auto audit = client.Get(audit_id);
+    if (!audit.ok()) return PrintError(audit.status());
+    audits.push_back(*audit);
+  }
+  if (*format == OutputFormat::kTable) {
+    for (v1::Audit& a : audits) a.clear_spec();
+  }
+  std::printf("%s", RenderAudits(audits, *format).c_str());
+  return kOk;
+}
+
+int WatchCommand(const RemoteOptions& remote, const std::string& audit_id) {
+  Client client(remote.coordinator);
+  auto audit = Follow(&client, audit_id);
+  if (!audit.ok()) return PrintError(audit.status());
+  return ReportOutcome(*audit);
+}
+
+int CancelCommand(const RemoteOptions& remote, const std::string& audit_id) {
+  Client client(remote.coordinator);
+  auto audit = client.Cancel(audit_id);
+  if (!audit.ok()) return PrintError(audit.status());
+  std::printf("audit %s: %s\n", audit_id.c_str(), StateName(audit->state()).c_str());
+  return kOk;
+}
+
+int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
+                  const std::string& json_path) {
+  auto format = ParseOutputFormat(remote.output);
+  if (!format.ok()) return PrintError(format.status());
+  Client client(remote.coordinator);
+  auto results = client.Report(audit_id);
+  if (!results.ok()) return PrintError(results.status());
+  std::printf("%s", RenderResults(*results, *format).c_str());
+  if (!json_path.empty()) {
+    if (absl::Status s = WriteFile(json_path, ToJson(*results)); !s.ok()) return PrintError(s);
+  }
+  return kOk;
+}
+
+}  // namespace memaudit::cli

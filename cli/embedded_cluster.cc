@@ -1,0 +1,129 @@
+#include "cli/embedded_cluster.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+namespace memaudit::cli {
+namespace {
+
+constexpr int kStartTimeoutMs = 30000;
+
+absl::Status MakeDirs(const std::string& dir) {
+  std::string path;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!path.empty() && mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+        return absl::PermissionDeniedError(absl::StrCat("cannot create directory ", path));
+      }
+    }
+    if (i < dir.size()) path += dir[i];
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string EmbeddedCluster::Binary(const std::string& name) const {
+  return absl::StrCat(options_.bin_dir.empty() ? ExecutableDir() : options_.bin_dir, "/", name);
+}
+
+absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(
+    const ClusterOptions& options) {
+  if (absl::Status s = MakeDirs(options.dir); !s.ok()) return s;
+  std::unique_ptr<EmbeddedCluster> cluster(new EmbeddedCluster(options));
+  for (const char* name : {"memaudit-scorer", "memaudit-coordinator", "memaudit-worker"}) {
+    if (access(cluster->Binary(name).c_str(), X_OK) != 0) {
+      return absl::NotFoundError(absl::StrCat(cluster->Binary(name),
+                                              " not found; build the project first (see README)"));
+    }
+  }
+  if (absl::Status s = cluster->StartScorer(0); !s.ok()) return s;
+  if (absl::Status s = cluster->StartCoordinator(); !s.ok()) return s;
+  for (uint32_t i = 0; i < options.workers; ++i) {
+    if (absl::Status s = cluster->AddWorker(); !s.ok()) return s;
+  }
+  return cluster;
+}
+
+EmbeddedCluster::~EmbeddedCluster() { Stop(); }
+
+absl::Status EmbeddedCluster::StartScorer(int port) {
+  const std::string port_file = options_.dir + "/scorer.port";
+  const std::string metrics_file = options_.dir + "/scorer.metrics-port";
+  std::remove(port_file.c_str());
+  std::remove(metrics_file.c_str());
+  auto process = Subprocess::Spawn(
+      {Binary("memaudit-scorer"), "--listen", absl::StrCat("127.0.0.1:", port), "--port-file",
+       port_file, "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_file, "--db",
+       options_.dir + "/scorer.db"},
+      options_.dir + "/scorer.log");
+  if (!process.ok()) return process.status();
+  scorer_ = std::move(*process);
+  auto bound = WaitForPortFile(port_file, kStartTimeoutMs, scorer_.get());
+  if (!bound.ok()) {
+    return absl::UnavailableError(absl::StrCat("scorer did not start: ", bound.status().message(),
+                                               "; see ", options_.dir, "/scorer.log"));
+  }
+  scorer_port_ = *bound;
+  scorer_metrics_port_ = *WaitForPortFile(metrics_file, kStartTimeoutMs, scorer_.get());
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddedCluster::StartCoordinator() {
+  const std::string port_file = options_.dir + "/coordinator.port";
+  const std::string metrics_file = options_.dir + "/coordinator.metrics-port";
+  auto process = Subprocess::Spawn(
+      {Binary("memaudit-coordinator"), "--listen", "127.0.0.1:0", "--port-file", port_file,
+       "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_file, "--db",
+       options_.dir + "/coordinator.db", "--scorer", scorer_address(), "--lease-ttl-ms",
+       absl::StrCat(options_.lease_ttl_ms), "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)},
+      options_.dir + "/coordinator.log");
+  if (!process.ok()) return process.status();
+  coordinator_ = std::move(*process);
+  auto bound = WaitForPortFile(port_file, kStartTimeoutMs, coordinator_.get());
+  if (!bound.ok()) {
+    return absl::UnavailableError(absl::StrCat("coordinator did not start: ",
+                                               bound.status().message(), "; see ", options_.dir,
+                                               "/coordinator.log"));
+  }
+  coordinator_port_ = *bound;
+  coordinator_metrics_port_ = *WaitForPortFile(metrics_file, kStartTimeoutMs, coordinator_.get());
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddedCluster::AddWorker() {
+  auto process = Subprocess::Spawn(
+      {Binary("memaudit-worker"), "--coordinator", coordinator_address()},
+      absl::StrCat(options_.dir, "/worker-", workers_.size(), ".log"));
+  if (!process.ok()) return process.status();
+  workers_.push_back(std::move(*process));
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddedCluster::RestartScorer() {
+  scorer_->Stop();
+  return StartScorer(scorer_port_);
+}
+
+std::string EmbeddedCluster::coordinator_address() const {
+  return absl::StrCat("127.0.0.1:", coordinator_port_);
+}
+
+std::string EmbeddedCluster::scorer_address() const {
+  return absl::StrCat("127.0.0.1:", scorer_port_);
+}
+
+void EmbeddedCluster::Stop() {
+  for (auto& w : workers_) w->Signal(SIGTERM);
+  for (auto& w : workers_) w->Stop();
+  if (coordinator_) coordinator_->Stop();
+  if (scorer_) scorer_->Stop();
+}
+
+}  // namespace memaudit::cli

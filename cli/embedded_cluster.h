@@ -1,0 +1,64 @@
+// A whole memaudit deployment on loopback: a scorer, a coordinator and N
+// workers as child processes on free ports, with their databases and logs in
+// one directory. `memaudit run` uses it, and so do the integration tests.
+#ifndef MEMAUDIT_CLI_EMBEDDED_CLUSTER_H_
+#define MEMAUDIT_CLI_EMBEDDED_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/process.h"
+
+namespace memaudit::cli {
+
+struct ClusterOptions {
+  std::string dir;  // created if missing
+  uint32_t workers = 2;
+  int64_t lease_ttl_ms = 10000;
+  uint32_t heartbeat_ms = 1000;
+  // Where memaudit-coordinator, -scorer and -worker live; empty = beside
+  // the running executable.
+  std::string bin_dir;
+};
+
+class EmbeddedCluster {
+ public:
+  static absl::StatusOr<std::unique_ptr<EmbeddedCluster>> Start(const ClusterOptions& options);
+  ~EmbeddedCluster();
+
+  std::string coordinator_address() const;
+  std::string scorer_address() const;
+  int coordinator_metrics_port() const { return coordinator_metrics_port_; }
+  int scorer_metrics_port() const { return scorer_metrics_port_; }
+
+  absl::Status AddWorker();
+  size_t worker_count() const { return workers_.size(); }
+  Subprocess* worker(size_t i) { return workers_[i].get(); }
+  Subprocess* coordinator() { return coordinator_.get(); }
+  Subprocess* scorer() { return scorer_.get(); }
+  // Restarts the scorer on the same port and database (crash tests).
+  absl::Status RestartScorer();
+  // Stops workers, then the coordinator, then the scorer.
+  void Stop();
+
+ private:
+  explicit EmbeddedCluster(ClusterOptions options) : options_(std::move(options)) {}
+  absl::Status StartScorer(int port);
+  absl::Status StartCoordinator();
+  std::string Binary(const std::string& name) const;
+
+  ClusterOptions options_;
+  std::unique_ptr<Subprocess> scorer_;
+  std::unique_ptr<Subprocess> coordinator_;
+  std::vector<std::unique_ptr<Subprocess>> workers_;
+  int scorer_port_ = 0;
+  int coordinator_port_ = 0;
+  int coordinator_metrics_port_ = 0;
+  int scorer_metrics_port_ = 0;
+};
+
+}  // namespace memaudit::cli
+
+#endif  // MEMAUDIT_CLI_EMBEDDED_CLUSTER_H_

@@ -1,0 +1,88 @@
+// memaudit: the command-line client. Parses flags and dispatches to a command.
+#include <cstdlib>
+
+#include "CLI/CLI.hpp"
+#include "cli/commands.h"
+#include "common/process.h"
+
+int main(int argc, char** argv) {
+  using namespace memaudit::cli;
+  CLI::App app{
+      "memaudit audits how much a training recipe memorizes: it trains the models an audit\n"
+      "needs, scores membership inference against them, and reports the numbers.\n\n"
+      "Start here:  memaudit run examples/quickstart.yaml\n"
+      "Docs:        docs/ (spec fields: docs/spec.md)"};
+  app.require_subcommand(1);
+
+  RemoteOptions remote;
+  const char* env = std::getenv("MEMAUDIT_COORDINATOR");
+  remote.coordinator = env != nullptr ? env : "127.0.0.1:7400";
+  auto add_remote = [&](CLI::App* cmd, bool with_output) {
+    cmd->add_option("--coordinator", remote.coordinator,
+                    "coordinator address (env MEMAUDIT_COORDINATOR)")
+        ->capture_default_str();
+    if (with_output) {
+      cmd->add_option("-o,--output", remote.output, "table, json or yaml")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"table", "json", "yaml"}));
+    }
+  };
+
+  RunOptions run;
+  CLI::App* run_cmd = app.add_subcommand(
+      "run", "Run an audit end to end on this machine: starts a scorer, a coordinator and "
+             "workers on loopback, shows progress, prints the results and stops everything.");
+  run_cmd->add_option("spec", run.spec_path, "audit spec (YAML)")->required()->check(CLI::ExistingFile);
+  run_cmd->add_option("-w,--workers", run.workers, "worker processes to start")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
+  run_cmd->add_option("--dir", run.dir,
+                      "directory for databases, logs and results.json "
+                      "(default: memaudit-runs/<timestamp>)");
+  run_cmd->add_option("--json", run.json_path, "also write the results JSON here");
+  run_cmd->add_option("--lease-ttl-ms", run.lease_ttl_ms,
+                      "how long a silent worker keeps its task")
+      ->capture_default_str();
+
+  std::string spec_path;
+  CLI::App* validate_cmd =
+      app.add_subcommand("validate", "Check a spec offline and explain every problem.");
+  validate_cmd->add_option("spec", spec_path, "audit spec (YAML)")->required();
+
+  bool watch = false;
+  CLI::App* submit_cmd =
+      app.add_subcommand("submit", "Submit a spec to a running coordinator; prints the audit id.");
+  submit_cmd->add_option("spec", spec_path, "audit spec (YAML)")->required()->check(CLI::ExistingFile);
+  submit_cmd->add_flag("--watch", watch, "follow progress until the audit ends");
+  add_remote(submit_cmd, false);
+
+  std::string audit_id;
+  CLI::App* status_cmd =
+      app.add_subcommand("status", "Show one audit, or list recent audits when none is named.");
+  status_cmd->add_option("audit", audit_id, "audit id");
+  add_remote(status_cmd, true);
+
+  CLI::App* watch_cmd = app.add_subcommand("watch", "Follow an audit's progress until it ends.");
+  watch_cmd->add_option("audit", audit_id, "audit id")->required();
+  add_remote(watch_cmd, false);
+
+  CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel an audit; workers stop its tasks.");
+  cancel_cmd->add_option("audit", audit_id, "audit id")->required();
+  add_remote(cancel_cmd, false);
+
+  std::string json_path;
+  CLI::App* report_cmd = app.add_subcommand("report", "Print an audit's scored results.");
+  report_cmd->add_option("audit", audit_id, "audit id")->required();
+  report_cmd->add_option("--json", json_path, "also write the results JSON here");
+  add_remote(report_cmd, true);
+
+  CLI11_PARSE(app, argc, argv);
+  if (*run_cmd) return RunCommand(run);
+  if (*validate_cmd) return ValidateCommand(spec_path);
+  if (*submit_cmd) return SubmitCommand(remote, spec_path, watch);
+  if (*status_cmd) return StatusCommand(remote, audit_id);
+  if (*watch_cmd) return WatchCommand(remote, audit_id);
+  if (*cancel_cmd) return CancelCommand(remote, audit_id);
+  if (*report_cmd) return ReportCommand(remote, audit_id, json_path);
+  return 2;
+}

@@ -1,0 +1,187 @@
+#include "cli/render.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+
+namespace memaudit::cli {
+namespace {
+
+void EmitYaml(const nlohmann::json& j, YAML::Emitter* out) {
+  if (j.is_object()) {
+    *out << YAML::BeginMap;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      *out << YAML::Key << it.key() << YAML::Value;
+      EmitYaml(it.value(), out);
+    }
+    *out << YAML::EndMap;
+  } else if (j.is_array()) {
+    *out << YAML::BeginSeq;
+    for (const auto& item : j) EmitYaml(item, out);
+    *out << YAML::EndSeq;
+  } else if (j.is_string()) {
+    *out << j.get<std::string>();
+  } else if (j.is_null()) {
+    *out << YAML::Null;
+  } else {
+    *out << j.dump();
+  }
+}
+
+std::string FormatPercent(double value) { return absl::StrFormat("%g%%", value * 100); }
+
+std::string Duration(double seconds) {
+  const int s = static_cast<int>(seconds + 0.5);
+  if (s >= 3600) return absl::StrFormat("%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
+  return absl::StrFormat("%d:%02d", s / 60, s % 60);
+}
+
+}  // namespace
+
+absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& name) {
+  if (name == "table") return OutputFormat::kTable;
+  if (name == "json") return OutputFormat::kJson;
+  if (name == "yaml") return OutputFormat::kYaml;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--output: \"", name, "\" is not one of table, json, yaml"));
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+std::string JsonToYaml(const std::string& json) {
+  YAML::Emitter out;
+  EmitYaml(nlohmann::json::parse(json), &out);
+  return std::string(out.c_str()) + "\n";
+}
+
+std::string StateName(v1::AuditState state) {
+  std::string name = v1::AuditState_Name(state);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  return name;
+}
+
+std::string ResultsTable(const v1::AuditResults& r) {
+  if (!r.complete()) {
+    return absl::StrCat("audit ", r.audit_id(), ": results not complete yet (", r.models(),
+                        " models planned)\n");
+  }
+  std::string out = absl::StrFormat(
+      "audit %s (%s): %u models x %u examples, %u member / %u non-member scores\n\n",
+      r.audit_id(), r.kind(), r.models(), r.examples(), r.members(), r.non_members());
+  std::string header = absl::StrFormat("%-30s %8s %9s", "attack", "AUC", "bal.acc");
+  if (r.attacks_size() > 0) {
+    for (const v1::OperatingPoint& p : r.attacks(0).operating_points()) {
+      absl::StrAppend(&header, absl::StrFormat(" %14s", "TPR@" + FormatPercent(p.fpr_target()) + "FPR"));
+    }
+  }
+  absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
+  for (const v1::AttackResult& a : r.attacks()) {
+    absl::StrAppend(&out, absl::StrFormat("%-30s %8.4f %9.4f", a.attack(), a.auc(),
+                                          a.balanced_accuracy()));
+    for (const v1::OperatingPoint& p : a.operating_points()) {
+      absl::StrAppend(&out, absl::StrFormat(" %14.4f", p.tpr()));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  absl::StrAppend(&out,
+                  "\nTPR@x: the largest TPR over thresholds whose FPR is <= x, pooled over "
+                  "every (target model, example) pair.\n");
+  return out;
+}
+
+std::string RenderResults(const v1::AuditResults& results, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kJson:
+      return ToJson(results);
+    case OutputFormat::kYaml:
+      return JsonToYaml(ToJson(results));
+    default:
+      return ResultsTable(results);
+  }
+}
+
+std::string RenderAudits(const std::vector<v1::Audit>& audits, OutputFormat format) {
+  if (format != OutputFormat::kTable) {
+    v1::ListResponse list;
+    for (const v1::Audit& a : audits) *list.add_audits() = a;
+    const std::string json = ToJson(list);
+    return format == OutputFormat::kJson ? json : JsonToYaml(json);
+  }
+  std::string out = absl::StrFormat("%-20s %-12s %-10s %-16s %-12s %s\n", "AUDIT", "KIND", "STATE",
+                                    "TASKS done/all", "STEPS", "NAME");
+  for (const v1::Audit& a : audits) {
+    absl::StrAppend(&out, absl::StrFormat("%-20s %-12s %-10s %-16s %-12s %s\n", a.audit_id(),
+                                          a.kind(), StateName(a.state()),
+                                          absl::StrCat(a.tasks().succeeded(), "/", a.tasks().total()),
+                                          absl::StrCat(a.steps_done(), "/", a.steps_total()),
+                                          a.name()));
+    if (!a.error().empty()) absl::StrAppend(&out, "  error: ", a.error(), "\n");
+  }
+  return out;
+}
+
+ProgressPrinter::ProgressPrinter(std::FILE* out)
+    : out_(out),
+      tty_(isatty(fileno(out)) != 0),
+      start_(std::chrono::steady_clock::now()),
+      rate_time_(start_) {}
+
+void ProgressPrinter::Update(const v1::AuditEvent& event) {
+  const v1::Audit& a = event.audit();
+  if (!tty_) {
+    if (event.type() != "progress" && event.type() != "task_leased") {
+      std::fprintf(out_, "%s %s %s%s%s\n", a.audit_id().c_str(), event.type().c_str(),
+                   event.task_id().c_str(), event.message().empty() ? "" : ": ",
+                   event.message().c_str());
+      std::fflush(out_);
+    }
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  const double dt = std::chrono::duration<double>(now - rate_time_).count();
+  if (dt >= 1.0) {
+    const double instant = (a.steps_done() - std::min(a.steps_done(), rate_steps_)) / dt;
+    // Smoothed so the rate and ETA do not jump with every heartbeat.
+    steps_per_second_ = steps_per_second_ == 0 ? instant : 0.7 * steps_per_second_ + 0.3 * instant;
+    rate_steps_ = a.steps_done();
+    rate_time_ = now;
+  }
+  const double fraction =
+      a.steps_total() == 0 ? 0 : static_cast<double>(a.steps_done()) / a.steps_total();
+  const int width = 24;
+  const int filled = static_cast<int>(fraction * width);
+  std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
+  std::string eta = "--:--";
+  if (steps_per_second_ > 0 && a.steps_total() >= a.steps_done()) {
+    eta = Duration((a.steps_total() - a.steps_done()) / steps_per_second_);
+  }
+  std::fprintf(out_, "\r[%s] %u/%u tasks  %lu/%lu steps  %.0f steps/s  ETA %s  elapsed %s   ",
+               bar.c_str(), a.tasks().succeeded(), a.tasks().total(),
+               static_cast<unsigned long>(a.steps_done()), static_cast<unsigned long>(a.steps_total()),
+               steps_per_second_, eta.c_str(),
+               Duration(std::chrono::duration<double>(now - start_).count()).c_str());
+  std::fflush(out_);
+  drawn_ = true;
+}
+
+void ProgressPrinter::Finish() {
+  if (drawn_) std::fprintf(out_, "\n");
+  std::fflush(out_);
+}
+
+}  // namespace memaudit::cli

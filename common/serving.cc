@@ -1,0 +1,83 @@
+#include "common/serving.h"
+
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/process.h"
+
+namespace memaudit {
+
+void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& default_listen,
+                     const std::string& default_metrics) {
+  flags->listen = default_listen;
+  flags->metrics_listen = default_metrics;
+  app->add_option("--listen", flags->listen, "gRPC address host:port (port 0 = pick a free one)")
+      ->capture_default_str();
+  app->add_option("--port-file", flags->port_file,
+                  "write the bound gRPC port here once serving");
+  app->add_option("--metrics-listen", flags->metrics_listen,
+                  "Prometheus /metrics address host:port (port 0 = pick a free one)")
+      ->capture_default_str();
+  app->add_option("--metrics-port-file", flags->metrics_port_file,
+                  "write the bound /metrics port here once serving");
+}
+
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address \"", address, "\": expected host:port, e.g. 127.0.0.1:7400"));
+  }
+  return std::make_pair(address.substr(0, colon), port);
+}
+
+absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
+                                     const std::vector<grpc::Service*>& services,
+                                     const metrics::Registry* registry) {
+  if (auto split = SplitHostPort(flags.listen); !split.ok()) return split.status();
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  Serving serving;
+  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &serving.port);
+  // Observation batches for large pools exceed gRPC's 4 MiB default.
+  builder.SetMaxReceiveMessageSize(256 << 20);
+  builder.SetMaxSendMessageSize(256 << 20);
+  for (grpc::Service* s : services) builder.RegisterService(s);
+  serving.server = builder.BuildAndStart();
+  if (serving.server == nullptr || serving.port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", flags.listen));
+  }
+  auto metrics_address = SplitHostPort(flags.metrics_listen);
+  if (!metrics_address.ok()) return metrics_address.status();
+  auto http = metrics::HttpServer::Start(registry, metrics_address->first, metrics_address->second);
+  if (!http.ok()) return http.status();
+  serving.metrics = std::move(*http);
+  if (!flags.metrics_port_file.empty()) {
+    if (absl::Status s = WritePortFile(flags.metrics_port_file, serving.metrics->port()); !s.ok()) {
+      return s;
+    }
+  }
+  // The gRPC port file goes last: once it exists, everything is up.
+  if (!flags.port_file.empty()) {
+    if (absl::Status s = WritePortFile(flags.port_file, serving.port); !s.ok()) return s;
+  }
+  return serving;
+}
+
+void InitLogging(const std::string& process_name) {
+  auto logger = spdlog::stderr_color_mt(process_name);
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%n] %v");
+  spdlog::set_default_logger(logger);
+  if (const char* level = std::getenv("MEMAUDIT_LOG_LEVEL")) {
+    spdlog::set_level(spdlog::level::from_str(level));
+  }
+}
+
+}  // namespace memaudit

@@ -1,0 +1,50 @@
+// What every memaudit server process does the same way: flags for its
+// addresses, a gRPC server with the health service, a /metrics endpoint, port
+// files for callers that started it on port 0, and shutdown on SIGTERM.
+#ifndef MEMAUDIT_COMMON_SERVING_H_
+#define MEMAUDIT_COMMON_SERVING_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "common/metrics_http_server.h"
+#include "common/metrics_registry.h"
+
+namespace memaudit {
+
+struct ServingFlags {
+  std::string listen = "127.0.0.1:0";
+  std::string port_file;
+  std::string metrics_listen = "127.0.0.1:0";
+  std::string metrics_port_file;
+};
+
+// Adds --listen, --port-file, --metrics-listen, --metrics-port-file.
+void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& default_listen,
+                     const std::string& default_metrics);
+
+struct Serving {
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::unique_ptr<metrics::HttpServer> metrics;
+};
+
+// Starts gRPC (with health) and /metrics, then writes the port files.
+absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
+                                     const std::vector<grpc::Service*>& services,
+                                     const metrics::Registry* registry);
+
+// "host:port" split; port may be 0.
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);
+
+// Logs to stderr with the process name; level from MEMAUDIT_LOG_LEVEL.
+void InitLogging(const std::string& process_name);
+
+}  // namespace memaudit
+
+#endif  // MEMAUDIT_COMMON_SERVING_H_

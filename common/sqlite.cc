@@ -1,0 +1,138 @@
+#include "common/sqlite.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace memaudit::sql {
+namespace {
+
+absl::Status Error(sqlite3* db, absl::string_view what) {
+  const int code = sqlite3_errcode(db);
+  std::string message = absl::StrCat("sqlite ", what, ": ", sqlite3_errmsg(db));
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return absl::UnavailableError(message);
+  if (code == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(message);
+  return absl::InternalError(message);
+}
+
+}  // namespace
+
+Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+  other.stmt_ = nullptr;
+}
+
+Statement::~Statement() {
+  if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+}
+
+Statement& Statement::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, absl::string_view text) {
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Statement& Statement::BindBlob(int index, absl::string_view bytes) {
+  sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+absl::StatusOr<bool> Statement::Step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return Error(db_, "step");
+}
+
+absl::Status Statement::Run() {
+  absl::StatusOr<bool> row = Step();
+  if (!row.ok()) return row.status();
+  return absl::OkStatus();
+}
+
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+int64_t Statement::Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+double Statement::Double(int column) const { return sqlite3_column_double(stmt_, column); }
+bool Statement::IsNull(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+
+std::string Statement::Text(int column) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, column);
+  if (text == nullptr) return "";
+  return std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, column));
+}
+
+std::string Statement::Blob(int column) const {
+  const void* data = sqlite3_column_blob(stmt_, column);
+  if (data == nullptr) return "";
+  return std::string(static_cast<const char*>(data), sqlite3_column_bytes(stmt_, column));
+}
+
+absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db ? sqlite3_errmsg(db) : "out of memory";
+    if (db) sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ", message));
+  }
+  std::unique_ptr<Database> database(new Database(db));
+  sqlite3_busy_timeout(db, 5000);
+  absl::Status status = database->Exec(
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+  if (!status.ok()) return status;
+  return database;
+}
+
+Database::~Database() { sqlite3_close(db_); }
+
+absl::Status Database::Exec(absl::string_view sql) {
+  std::string owned(sql);
+  char* error = nullptr;
+  if (sqlite3_exec(db_, owned.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    absl::Status status = Error(db_, error ? error : "exec");
+    sqlite3_free(error);
+    return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Statement> Database::Prepare(absl::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+      SQLITE_OK) {
+    return Error(db_, absl::StrCat("prepare '", sql, "'"));
+  }
+  return Statement(db_, stmt);
+}
+
+int64_t Database::Changes() const { return sqlite3_changes(db_); }
+int64_t Database::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+
+Transaction::Transaction(Database* db) : db_(db), begin_(db->Exec("BEGIN IMMEDIATE")) {}
+
+Transaction::~Transaction() {
+  if (begin_.ok() && !done_) db_->Exec("ROLLBACK").IgnoreError();
+}
+
+absl::Status Transaction::Commit() {
+  if (!begin_.ok()) return begin_;
+  absl::Status status = db_->Exec("COMMIT");
+  done_ = status.ok();
+  return status;
+}
+
+}  // namespace memaudit::sql

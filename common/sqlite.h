@@ -1,0 +1,81 @@
+// A thin RAII wrapper over SQLite, shared by the coordinator and scorer stores.
+// Databases open in WAL mode with synchronous=FULL: a row is on disk before
+// the RPC that wrote it is acknowledged.
+#ifndef MEMAUDIT_COMMON_SQLITE_H_
+#define MEMAUDIT_COMMON_SQLITE_H_
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace memaudit::sql {
+
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&&) = delete;
+  ~Statement();
+
+  // Parameters are 1-based, as in SQLite.
+  Statement& Bind(int index, int64_t value);
+  Statement& Bind(int index, double value);
+  Statement& Bind(int index, absl::string_view text);
+  Statement& BindBlob(int index, absl::string_view bytes);
+
+  // Advances; true when a row is available, false when done.
+  absl::StatusOr<bool> Step();
+  // Runs a statement that returns no rows.
+  absl::Status Run();
+  void Reset();
+
+  int64_t Int(int column) const;
+  double Double(int column) const;
+  std::string Text(int column) const;
+  std::string Blob(int column) const;
+  bool IsNull(int column) const;
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+class Database {
+ public:
+  // Opens (creating if needed) a database file, or ":memory:".
+  static absl::StatusOr<std::unique_ptr<Database>> Open(const std::string& path);
+  ~Database();
+
+  absl::Status Exec(absl::string_view sql);
+  absl::StatusOr<Statement> Prepare(absl::string_view sql);
+  int64_t Changes() const;
+  int64_t LastInsertRowId() const;
+
+ private:
+  explicit Database(sqlite3* db) : db_(db) {}
+  sqlite3* db_;
+};
+
+// Runs BEGIN IMMEDIATE ... COMMIT; rolls back unless Commit() succeeded.
+class Transaction {
+ public:
+  explicit Transaction(Database* db);
+  ~Transaction();
+  absl::Status status() const { return begin_; }
+  absl::Status Commit();
+
+ private:
+  Database* db_;
+  absl::Status begin_;
+  bool done_ = false;
+};
+
+}  // namespace memaudit::sql
+
+#endif  // MEMAUDIT_COMMON_SQLITE_H_

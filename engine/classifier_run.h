@@ -1,0 +1,52 @@
+// Trains one classifier on a subset of LabeledImages and measures per-example
+// signals on an evaluation subset. The interface is free of LibTorch types so
+// the worker can call it without compiling torch headers.
+#ifndef MEMAUDIT_ENGINE_CLASSIFIER_RUN_H_
+#define MEMAUDIT_ENGINE_CLASSIFIER_RUN_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/labeled_images.h"
+
+namespace memaudit::engine {
+
+struct ClassifierRunSpec {
+  std::vector<uint32_t> hidden;  // MLP hidden widths; empty = logistic regression
+  double learning_rate = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  uint32_t epochs = 1;
+  uint32_t batch_size = 64;
+  // LibTorch intra-op threads. Results are bit-identical for a fixed value.
+  uint32_t threads = 1;
+  uint64_t init_seed = 0;
+  uint64_t order_seed = 0;
+  std::vector<uint32_t> train_indices;  // rows of the LabeledImages
+  std::vector<uint32_t> eval_indices;
+};
+
+struct ClassifierRunResult {
+  // Per evaluation example, in eval_indices order, computed in float64:
+  // phi = z_y - logsumexp_{j != y} z_j and loss = logsumexp_j z_j - z_y.
+  std::vector<double> phi;
+  std::vector<double> loss;
+  double train_accuracy = 0;
+  uint64_t steps = 0;
+};
+
+// Called after every optimizer step with the steps done so far; returning
+// false stops training and the run returns CANCELLED.
+using StepCallback = std::function<bool(uint64_t steps_done)>;
+
+uint64_t StepsPerEpoch(uint64_t train_size, uint32_t batch_size);
+
+absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,
+                                                  const ClassifierRunSpec& spec,
+                                                  const StepCallback& on_step);
+
+}  // namespace memaudit::engine
+
+#endif  // MEMAUDIT_ENGINE_CLASSIFIER_RUN_H_

@@ -1,0 +1,51 @@
+#include "scoring/degradation.h"
+
+#include "absl/strings/str_cat.h"
+#include "scoring/validation.h"
+
+namespace memaudit::scoring {
+namespace {
+
+absl::Status CheckUnit(absl::string_view name, absl::Span<const double> p) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (!(p[i] >= 0.0 && p[i] <= 1.0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, "[", i, "] = ", p[i], "; confidences must lie in [0, 1]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Degradation> ComputeDegradation(absl::Span<const uint8_t> is_member,
+                                               absl::Span<const double> p_attack,
+                                               absl::Span<const double> p_classical) {
+  if (auto s = CheckNonEmpty("is_member", is_member.size()); !s.ok()) return s;
+  if (auto s = CheckSameLength("is_member", is_member.size(), "p_attack", p_attack.size());
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckSameLength("is_member", is_member.size(), "p_classical", p_classical.size());
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckBinary("is_member", is_member); !s.ok()) return s;
+  if (auto s = CheckUnit("p_attack", p_attack); !s.ok()) return s;
+  if (auto s = CheckUnit("p_classical", p_classical); !s.ok()) return s;
+  double count = 0.0, rate = 0.0;
+  for (size_t i = 0; i < is_member.size(); ++i) {
+    const double pu = p_attack[i], pm = p_classical[i];
+    if (is_member[i]) {
+      count += pu > pm ? 1.0 : 0.0;
+      rate += pu - pm;
+    } else {
+      count += pu < pm ? 1.0 : 0.0;
+      rate += pm - pu;
+    }
+  }
+  const double n = static_cast<double>(is_member.size());
+  return Degradation{count / n, rate / n};
+}
+
+}  // namespace memaudit::scoring

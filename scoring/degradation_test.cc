@@ -1,0 +1,48 @@
+#include "scoring/degradation.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memaudit::scoring {
+namespace {
+
+TEST(DegradationTest, HandComputed) {
+  // b:   1     1     0     0     1
+  // p_u: 0.9   0.5   0.2   0.6   0.5
+  // p_m: 0.6   0.5   0.4   0.5   0.75
+  // count: 1 + 0 (tie) + 1 + 0 + 0 = 2 → 0.4
+  // rate:  0.3 + 0 + 0.2 − 0.1 − 0.25 = 0.15 → 0.03
+  const std::vector<uint8_t> b = {1, 1, 0, 0, 1};
+  const std::vector<double> pu = {0.9, 0.5, 0.2, 0.6, 0.5};
+  const std::vector<double> pm = {0.6, 0.5, 0.4, 0.5, 0.75};
+  auto d = ComputeDegradation(b, pu, pm);
+  ASSERT_TRUE(d.ok());
+  EXPECT_DOUBLE_EQ(d->deg_count, 0.4);
+  EXPECT_NEAR(d->deg_rate, 0.03, 1e-15);
+}
+
+TEST(DegradationTest, Extremes) {
+  // A perfect attack against a clueless baseline: count 1, rate 1.
+  auto best = ComputeDegradation(std::vector<uint8_t>{1, 0}, std::vector<double>{1.0, 0.0},
+                                 std::vector<double>{0.0, 1.0});
+  EXPECT_DOUBLE_EQ(best->deg_count, 1.0);
+  EXPECT_DOUBLE_EQ(best->deg_rate, 1.0);
+  auto same = ComputeDegradation(std::vector<uint8_t>{1, 0}, std::vector<double>{0.3, 0.3},
+                                 std::vector<double>{0.3, 0.3});
+  EXPECT_DOUBLE_EQ(same->deg_count, 0.0);
+  EXPECT_DOUBLE_EQ(same->deg_rate, 0.0);
+}
+
+TEST(DegradationTest, RejectsBadInput) {
+  const std::vector<double> p = {0.5};
+  EXPECT_FALSE(ComputeDegradation({}, {}, {}).ok());
+  EXPECT_FALSE(ComputeDegradation(std::vector<uint8_t>{1, 0}, p, p).ok());
+  EXPECT_FALSE(ComputeDegradation(std::vector<uint8_t>{2}, p, p).ok());
+  EXPECT_FALSE(ComputeDegradation(std::vector<uint8_t>{1}, std::vector<double>{1.5}, p).ok());
+  EXPECT_FALSE(ComputeDegradation(std::vector<uint8_t>{1}, p, std::vector<double>{NAN}).ok());
+}
+
+}  // namespace
+}  // namespace memaudit::scoring

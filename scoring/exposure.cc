@@ -1,0 +1,83 @@
+#include "scoring/exposure.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "scoring/validation.h"
+
+namespace memaudit::scoring {
+
+absl::StatusOr<ExposureResult> ExactExposure(absl::Span<const double> space_px,
+                                             size_t canary_index) {
+  if (auto s = CheckNonEmpty("space_px", space_px.size()); !s.ok()) return s;
+  if (auto s = CheckNoNaN("space_px", space_px); !s.ok()) return s;
+  if (canary_index >= space_px.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("canary_index = ", canary_index,
+                                                   "; must be < |space_px| = ", space_px.size()));
+  }
+  const double canary = space_px[canary_index];
+  uint64_t rank = 0;
+  for (double px : space_px) rank += px <= canary ? 1 : 0;  // includes the canary itself
+  ExposureResult r;
+  r.log2_space = std::log2(static_cast<double>(space_px.size()));
+  r.rank = rank;
+  r.exposure = r.log2_space - std::log2(static_cast<double>(rank));
+  return r;
+}
+
+absl::StatusOr<ExposureResult> ExposureFromRank(double log2_space, uint64_t rank) {
+  if (!(log2_space >= 0.0) || !std::isfinite(log2_space)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("log2_space = ", log2_space, "; must be finite and >= 0"));
+  }
+  const double log2_rank = std::log2(static_cast<double>(rank));
+  // Small slack: log2_space is itself a rounded double.
+  if (rank == 0 || log2_rank > log2_space + 1e-9) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank = ", rank, "; must satisfy 1 <= rank <= 2^log2_space"));
+  }
+  ExposureResult r;
+  r.log2_space = log2_space;
+  r.rank = rank;
+  r.exposure = log2_space - log2_rank;
+  return r;
+}
+
+absl::StatusOr<ExposureResult> SampledExposure(absl::Span<const double> reference_px,
+                                               double secret_px) {
+  if (auto s = CheckNonEmpty("reference_px", reference_px.size()); !s.ok()) return s;
+  if (auto s = CheckNoNaN("reference_px", reference_px); !s.ok()) return s;
+  if (std::isnan(secret_px)) return absl::InvalidArgumentError("secret_px is NaN");
+  uint64_t at_most = 0;
+  for (double px : reference_px) at_most += px <= secret_px ? 1 : 0;
+  ExposureResult r;
+  r.log2_space = std::log2(static_cast<double>(reference_px.size()));
+  r.rank = at_most + 1;
+  r.exposure = r.log2_space - std::log2(static_cast<double>(r.rank));
+  r.lower_bound = at_most == 0;
+  return r;
+}
+
+absl::StatusOr<std::vector<double>> CalibrateByReferenceMean(absl::Span<const double> target_px,
+                                                             const Matrix& reference_px) {
+  if (auto s = reference_px.CheckShape("reference_px"); !s.ok()) return s;
+  if (auto s = CheckNonEmpty("reference_px rows (models)", reference_px.rows); !s.ok()) return s;
+  if (auto s =
+          CheckSameLength("target_px", target_px.size(), "reference_px columns", reference_px.cols);
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckFinite("target_px", target_px); !s.ok()) return s;
+  if (auto s = CheckFinite("reference_px.data", reference_px.data); !s.ok()) return s;
+  std::vector<double> mean(reference_px.cols, 0.0);
+  for (size_t r = 0; r < reference_px.rows; ++r) {
+    for (size_t c = 0; c < reference_px.cols; ++c) mean[c] += reference_px.at(r, c);
+  }
+  std::vector<double> out(target_px.size());
+  for (size_t c = 0; c < out.size(); ++c) {
+    out[c] = target_px[c] - mean[c] / static_cast<double>(reference_px.rows);
+  }
+  return out;
+}
+
+}  // namespace memaudit::scoring

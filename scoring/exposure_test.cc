@@ -1,0 +1,86 @@
+#include "scoring/exposure.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memaudit::scoring {
+namespace {
+
+std::vector<double> OneToSixteen() {
+  std::vector<double> v;
+  for (int i = 1; i <= 16; ++i) v.push_back(i);
+  return v;
+}
+
+TEST(SampledExposureTest, PinnedVectors) {
+  const std::vector<double> refs = OneToSixteen();
+  auto below_all = SampledExposure(refs, 0.0);  // no reference lower: "≥ 4"
+  ASSERT_TRUE(below_all.ok());
+  EXPECT_DOUBLE_EQ(below_all->exposure, 4.0);
+  EXPECT_EQ(below_all->rank, 1u);
+  EXPECT_TRUE(below_all->lower_bound);
+  EXPECT_DOUBLE_EQ(below_all->log2_space, 4.0);
+
+  auto mid = SampledExposure(refs, 3.5);  // 3 lower → rank 4
+  EXPECT_DOUBLE_EQ(mid->exposure, 2.0);
+  EXPECT_EQ(mid->rank, 4u);
+  EXPECT_FALSE(mid->lower_bound);
+
+  auto tie = SampledExposure(refs, 1.0);  // the tie counts against the secret
+  EXPECT_DOUBLE_EQ(tie->exposure, 3.0);
+  EXPECT_EQ(tie->rank, 2u);
+  EXPECT_FALSE(tie->lower_bound);
+
+  auto above_all = SampledExposure(refs, 20.0);  // rank 17
+  EXPECT_NEAR(above_all->exposure, -0.0875, 5e-5);
+  EXPECT_DOUBLE_EQ(above_all->exposure, 4.0 - std::log2(17.0));
+}
+
+TEST(ExactExposureTest, CanaryCountsItselfAndTiesCountAgainstIt) {
+  // Space of 8 with the canary (index 2, Px 1.0) tied with one other.
+  const std::vector<double> space = {5, 1.0, 1.0, 7, 3, 9, 2, 4};
+  auto e = ExactExposure(space, 2);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->rank, 2u);
+  EXPECT_DOUBLE_EQ(e->log2_space, 3.0);
+  EXPECT_DOUBLE_EQ(e->exposure, 2.0);
+  // Most likely candidate: rank 1, exposure log2|R|.
+  EXPECT_DOUBLE_EQ(ExactExposure(space, 6)->exposure, 3.0 - std::log2(3.0));
+  EXPECT_DOUBLE_EQ(ExactExposure(std::vector<double>{0.5, 2, 3, 4}, 0)->exposure, 2.0);
+  // Least likely: rank |R|, exposure 0.
+  EXPECT_DOUBLE_EQ(ExactExposure(space, 5)->exposure, 0.0);
+}
+
+TEST(ExposureFromRankTest, HugeSpace) {
+  auto e = ExposureFromRank(9.0 * std::log2(10.0), 1000);
+  ASSERT_TRUE(e.ok());
+  EXPECT_NEAR(e->exposure, 6.0 * std::log2(10.0), 1e-12);
+  EXPECT_FALSE(ExposureFromRank(3.0, 0).ok());
+  EXPECT_FALSE(ExposureFromRank(3.0, 9).ok());
+  EXPECT_TRUE(ExposureFromRank(3.0, 8).ok());
+  EXPECT_FALSE(ExposureFromRank(NAN, 1).ok());
+}
+
+TEST(CalibrationTest, SubtractsMeanReferencePxPerCandidate) {
+  Matrix refs(2, 3,
+              {1.0, 10.0, 4.0,  //
+               3.0, 20.0, 4.0});
+  auto cal = CalibrateByReferenceMean(std::vector<double>{5.0, 12.0, 1.0}, refs);
+  ASSERT_TRUE(cal.ok());
+  EXPECT_EQ(*cal, (std::vector<double>{3.0, -3.0, -3.0}));
+  EXPECT_FALSE(CalibrateByReferenceMean(std::vector<double>{1.0}, refs).ok());
+  EXPECT_FALSE(CalibrateByReferenceMean(std::vector<double>{1.0}, Matrix(0, 1)).ok());
+}
+
+TEST(ExposureValidationTest, RejectsBadInput) {
+  EXPECT_EQ(SampledExposure({}, 1.0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(SampledExposure(std::vector<double>{1.0}, NAN).ok());
+  EXPECT_FALSE(SampledExposure(std::vector<double>{NAN}, 1.0).ok());
+  EXPECT_FALSE(ExactExposure(std::vector<double>{1.0, 2.0}, 2).ok());
+  EXPECT_FALSE(ExactExposure({}, 0).ok());
+}
+
+}  // namespace
+}  // namespace memaudit::scoring

@@ -1,0 +1,64 @@
+#include "scoring/intervals.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "boost/math/distributions/beta.hpp"
+#include "boost/math/distributions/students_t.hpp"
+#include "scoring/validation.h"
+
+namespace memaudit::scoring {
+namespace {
+
+absl::Status CheckConfidence(double confidence) {
+  if (!(confidence > 0.0 && confidence < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("confidence = ", confidence, "; must lie strictly between 0 and 1"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Interval> ClopperPearson(size_t successes, size_t trials, double confidence) {
+  if (auto s = CheckConfidence(confidence); !s.ok()) return s;
+  if (trials == 0) return absl::InvalidArgumentError("trials must be >= 1");
+  if (successes > trials) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("successes = ", successes, " must be <= trials = ", trials));
+  }
+  const double alpha = 1.0 - confidence;
+  const double k = static_cast<double>(successes), n = static_cast<double>(trials);
+  Interval ci{0.0, 1.0};
+  if (successes > 0) {
+    ci.lo = boost::math::quantile(boost::math::beta_distribution<double>(k, n - k + 1), alpha / 2);
+  }
+  if (successes < trials) {
+    ci.hi = boost::math::quantile(boost::math::beta_distribution<double>(k + 1, n - k),
+                                  1.0 - alpha / 2);
+  }
+  return ci;
+}
+
+absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values, double confidence) {
+  if (auto s = CheckConfidence(confidence); !s.ok()) return s;
+  if (auto s = CheckNonEmpty("values", values.size()); !s.ok()) return s;
+  if (auto s = CheckFinite("values", values); !s.ok()) return s;
+  MeanSummary out;
+  out.n = values.size();
+  const double n = static_cast<double>(out.n);
+  for (double v : values) out.mean += v;
+  out.mean /= n;
+  out.interval = {out.mean, out.mean};
+  if (out.n == 1) return out;
+  double ss = 0.0;
+  for (double v : values) ss += (v - out.mean) * (v - out.mean);
+  out.stddev = std::sqrt(ss / (n - 1.0));
+  const double t = boost::math::quantile(boost::math::students_t_distribution<double>(n - 1.0),
+                                         0.5 + confidence / 2.0);
+  const double half = t * out.stddev / std::sqrt(n);
+  out.interval = {out.mean - half, out.mean + half};
+  return out;
+}
+
+}  // namespace memaudit::scoring

@@ -1,0 +1,39 @@
+// Confidence intervals: exact binomial (Clopper–Pearson) for rates such as
+// TPR and FPR, and a Student-t interval for a mean across trials.
+#ifndef MEMAUDIT_SCORING_INTERVALS_H_
+#define MEMAUDIT_SCORING_INTERVALS_H_
+
+#include <cstddef>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace memaudit::scoring {
+
+struct Interval {
+  double lo = 0.0;
+  double hi = 0.0;
+};
+
+// Two-sided exact interval for a binomial proportion k/n at `confidence`
+// (e.g. 0.95): lo = Beta⁻¹(α/2; k, n−k+1), hi = Beta⁻¹(1−α/2; k+1, n−k),
+// with lo = 0 at k = 0 and hi = 1 at k = n. Needs n >= 1, k <= n,
+// 0 < confidence < 1.
+absl::StatusOr<Interval> ClopperPearson(size_t successes, size_t trials, double confidence = 0.95);
+
+struct MeanSummary {
+  double mean = 0.0;
+  double stddev = 0.0;  // sample std (n − 1); 0 when n = 1
+  Interval interval;    // mean ± t_{n−1}·sd/√n; [mean, mean] when n = 1
+  size_t n = 0;
+};
+
+// Mean with a Student-t interval. With few trials (the forgetting paper uses
+// 3) the t quantile, not the normal one, keeps the coverage honest.
+// Needs >= 1 finite value and 0 < confidence < 1.
+absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values,
+                                          double confidence = 0.95);
+
+}  // namespace memaudit::scoring
+
+#endif  // MEMAUDIT_SCORING_INTERVALS_H_

@@ -1,0 +1,53 @@
+#include "scoring/intervals.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memaudit::scoring {
+namespace {
+
+TEST(ClopperPearsonTest, KnownValues) {
+  auto half = ClopperPearson(5, 10);  // the textbook (0.1871, 0.8129)
+  ASSERT_TRUE(half.ok());
+  EXPECT_NEAR(half->lo, 0.187086028447398534, 1e-12);
+  EXPECT_NEAR(half->hi, 0.812913971552601428, 1e-12);
+  // k = 0: closed form hi = 1 − (α/2)^{1/n}; k = n mirrors it.
+  auto none = ClopperPearson(0, 10);
+  EXPECT_EQ(none->lo, 0.0);
+  EXPECT_NEAR(none->hi, 0.308497107818760820, 1e-12);
+  auto all = ClopperPearson(10, 10);
+  EXPECT_NEAR(all->lo, 1.0 - 0.308497107818760820, 1e-12);
+  EXPECT_EQ(all->hi, 1.0);
+  auto one = ClopperPearson(1, 1, 0.9);
+  EXPECT_NEAR(one->lo, 0.05, 1e-12);
+}
+
+TEST(ClopperPearsonTest, RejectsBadInput) {
+  EXPECT_FALSE(ClopperPearson(0, 0).ok());
+  EXPECT_FALSE(ClopperPearson(3, 2).ok());
+  EXPECT_FALSE(ClopperPearson(1, 2, 1.0).ok());
+  EXPECT_FALSE(ClopperPearson(1, 2, NAN).ok());
+}
+
+TEST(SummarizeMeanTest, StudentTInterval) {
+  auto s = SummarizeMean(std::vector<double>{1.0, 2.0, 3.0});
+  ASSERT_TRUE(s.ok());
+  EXPECT_DOUBLE_EQ(s->mean, 2.0);
+  EXPECT_DOUBLE_EQ(s->stddev, 1.0);
+  // df = 2 has a closed form: t_p = (2p − 1) / √(2p(1 − p)) = 4.30265 at p = .975.
+  const double t = 0.95 / std::sqrt(2 * 0.975 * 0.025);
+  const double half = t / std::sqrt(3.0);
+  EXPECT_NEAR(s->interval.lo, 2.0 - half, 1e-12);
+  EXPECT_NEAR(s->interval.hi, 2.0 + half, 1e-12);
+  auto single = SummarizeMean(std::vector<double>{0.7});
+  EXPECT_EQ(single->n, 1u);
+  EXPECT_DOUBLE_EQ(single->interval.lo, 0.7);
+  EXPECT_DOUBLE_EQ(single->interval.hi, 0.7);
+  EXPECT_FALSE(SummarizeMean({}).ok());
+  EXPECT_FALSE(SummarizeMean(std::vector<double>{INFINITY}).ok());
+}
+
+}  // namespace
+}  // namespace memaudit::scoring

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian package memaudit needs to build, test and run.
+# Idempotent: when everything is present it only checks and returns.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config
+  # RPC
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  # training: LibTorch plus an optimized BLAS (reference BLAS is ~20x slower)
+  libtorch-dev libopenblas0-openmp zlib1g-dev
+  # persistence, logs, CLI, config, metrics HTTP, distributions
+  libsqlite3-dev libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev
+  libcivetweb-dev civetweb libboost-math-dev nlohmann-json3-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # data
+  dataset-fashion-mnist fortunes
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

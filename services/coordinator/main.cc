@@ -1,0 +1,85 @@
+// memaudit-coordinator: plans audits, leases tasks to workers, streams progress.
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "common/clock.h"
+#include "common/process.h"
+#include "common/serving.h"
+#include "services/coordinator/audit_service.h"
+#include "services/coordinator/scheduler.h"
+#include "services/coordinator/sqlite_store.h"
+#include "services/coordinator/worker_service.h"
+
+int main(int argc, char** argv) {
+  using namespace memaudit;
+  BlockShutdownSignals();
+  CLI::App app{"memaudit coordinator: plans audits into tasks, leases them to workers, "
+               "re-queues tasks whose lease expires, and streams progress to clients."};
+  ServingFlags serving_flags;
+  AddServingFlags(&app, &serving_flags, "127.0.0.1:7400", "127.0.0.1:9400");
+  std::string db_path = "memaudit-coordinator.db";
+  std::string scorer = "127.0.0.1:7401";
+  int64_t lease_ttl_ms = 10000;
+  uint32_t heartbeat_ms = 1000;
+  app.add_option("--db", db_path, "SQLite database file (created if missing)")
+      ->capture_default_str();
+  app.add_option("--scorer", scorer, "scorer gRPC address")->capture_default_str();
+  app.add_option("--lease-ttl-ms", lease_ttl_ms, "a lease not renewed for this long is taken back")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
+  app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval workers are told to use")
+      ->capture_default_str()
+      ->check(CLI::Range(10u, 600000u));
+  CLI11_PARSE(app, argc, argv);
+  InitLogging("coordinator");
+
+  auto store = coordinator::SqliteStore::Open(db_path);
+  if (!store.ok()) {
+    spdlog::critical("{}", store.status().ToString());
+    return 1;
+  }
+  metrics::Registry registry;
+  coordinator::SchedulerOptions options;
+  options.lease_ttl_ms = lease_ttl_ms;
+  auto scheduler =
+      coordinator::Scheduler::Create(store->get(), RealClock::Get(), options, &registry);
+  if (!scheduler.ok()) {
+    spdlog::critical("{}", scheduler.status().ToString());
+    return 1;
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  auto channel = grpc::CreateCustomChannel(scorer, grpc::InsecureChannelCredentials(), args);
+  coordinator::AuditServiceImpl audit_service(scheduler->get(),
+                                              v1::ScorerService::NewStub(channel));
+  coordinator::WorkerServiceImpl worker_service(scheduler->get(), scorer, heartbeat_ms,
+                                                static_cast<uint32_t>(lease_ttl_ms));
+  auto serving = StartServing(serving_flags, {&audit_service, &worker_service}, &registry);
+  if (!serving.ok()) {
+    spdlog::critical("{}", serving.status().ToString());
+    return 1;
+  }
+  spdlog::info("serving on port {} (metrics on {}), database {}, scorer {}", serving->port,
+               serving->metrics->port(), db_path, scorer);
+
+  std::atomic<bool> stopping{false};
+  std::thread reaper([&] {
+    while (!stopping) {
+      if (absl::Status s = (*scheduler)->ExpireLeases(); !s.ok()) {
+        spdlog::error("expiring leases: {}", s.ToString());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+
+  const int signal = WaitForShutdownSignal();
+  spdlog::info("signal {}: shutting down", signal);
+  stopping = true;
+  (*scheduler)->Shutdown();
+  serving->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  reaper.join();
+  return 0;
+}

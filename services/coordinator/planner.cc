@@ -1,0 +1,26 @@
+#include "services/coordinator/planner.h"
+
+#include "common/seeding.h"
+#include "services/coordinator/spec_validator.h"
+
+namespace memaudit::coordinator {
+
+absl::StatusOr<Plan> PlanAudit(const v1::AuditSpec& spec) {
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
+  Plan plan;
+  const v1::MembershipAudit& m = spec.membership();
+  // The keep-matrix is rebuilt here only to count each model's training set
+  // exactly, so progress totals match the steps workers report.
+  const KeepMatrix keep =
+      BuildKeepMatrix(spec.seed(), m.reference_models(), m.dataset().pool_size());
+  const uint64_t batch = m.training().batch_size();
+  for (uint32_t i = 0; i < m.reference_models(); ++i) {
+    uint64_t train_size = 0;
+    for (uint32_t j = 0; j < keep.examples; ++j) train_size += keep.in(i, j);
+    const uint64_t steps_per_epoch = (train_size + batch - 1) / batch;
+    plan.tasks.push_back({"reference_model", i, steps_per_epoch * m.training().epochs()});
+  }
+  return plan;
+}
+
+}  // namespace memaudit::coordinator

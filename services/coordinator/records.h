@@ -1,0 +1,65 @@
+// The coordinator's persistent state: audits, their tasks, and an append-only
+// event log that Watch replays.
+#ifndef MEMAUDIT_SERVICES_COORDINATOR_RECORDS_H_
+#define MEMAUDIT_SERVICES_COORDINATOR_RECORDS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memaudit/v1/audit.pb.h"
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit::coordinator {
+
+enum class TaskState { kQueued = 0, kLeased = 1, kSucceeded = 2, kFailed = 3, kCancelled = 4 };
+
+struct TaskRecord {
+  std::string task_id;
+  std::string audit_id;
+  std::string role;
+  uint32_t index = 0;
+  TaskState state = TaskState::kQueued;
+  uint32_t attempts = 0;
+  uint64_t steps_total = 0;
+  uint64_t steps_done = 0;
+  std::string lease_id;
+  std::string worker_id;
+  int64_t lease_deadline_ms = 0;
+  std::string error;
+};
+
+struct AuditRecord {
+  std::string audit_id;
+  std::string name;
+  std::string kind;
+  v1::AuditState state = v1::QUEUED;
+  v1::AuditSpec spec;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+  std::string error;
+};
+
+struct EventRecord {
+  uint64_t sequence = 0;  // assigned by the store
+  std::string audit_id;
+  int64_t unix_ms = 0;
+  std::string type;
+  std::string task_id;
+  std::string message;
+};
+
+// Everything one scheduler decision changes, written in one transaction.
+struct Mutation {
+  std::vector<TaskRecord> tasks;
+  std::optional<AuditRecord> audit;
+  std::vector<EventRecord> events;
+};
+
+const char* TaskStateName(TaskState state);
+bool IsTerminal(v1::AuditState state);
+
+}  // namespace memaudit::coordinator
+
+#endif  // MEMAUDIT_SERVICES_COORDINATOR_RECORDS_H_

@@ -1,0 +1,404 @@
+#include "services/coordinator/scheduler.h"
+
+#include <chrono>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "services/coordinator/planner.h"
+#include "services/coordinator/spec_validator.h"
+
+namespace memaudit::coordinator {
+namespace {
+
+std::string RandomId(const char* prefix) {
+  static std::mutex mu;
+  static std::mt19937_64 rng(std::random_device{}());
+  std::lock_guard<std::mutex> lock(mu);
+  return absl::StrCat(prefix, absl::Hex(rng(), absl::kZeroPad16));
+}
+
+bool Unfinished(TaskState s) { return s == TaskState::kQueued || s == TaskState::kLeased; }
+
+}  // namespace
+
+std::string NewAuditId() { return RandomId("a-"); }
+
+Scheduler::Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
+                     metrics::Registry* metrics)
+    : store_(store), clock_(clock), options_(options), metrics_(metrics) {}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, const Clock* clock,
+                                                             SchedulerOptions options,
+                                                             metrics::Registry* metrics) {
+  std::unique_ptr<Scheduler> s(new Scheduler(store, clock, options, metrics));
+  auto audits = store->LoadAudits();
+  if (!audits.ok()) return audits.status();
+  for (AuditRecord& a : *audits) {
+    s->audit_order_.push_back(a.audit_id);
+    s->audits_[a.audit_id] = std::move(a);
+  }
+  auto tasks = store->LoadTasks();
+  if (!tasks.ok()) return tasks.status();
+  s->tasks_ = std::move(*tasks);
+  for (size_t i = 0; i < s->tasks_.size(); ++i) {
+    s->task_by_id_[s->tasks_[i].task_id] = i;
+    if (s->tasks_[i].state == TaskState::kLeased) s->task_by_lease_[s->tasks_[i].lease_id] = i;
+  }
+  s->UpdateGauges();
+  return s;
+}
+
+EventRecord Scheduler::Event(const std::string& audit_id, std::string type, std::string task_id,
+                             std::string message) const {
+  EventRecord e;
+  e.audit_id = audit_id;
+  e.unix_ms = clock_->NowMs();
+  e.type = std::move(type);
+  e.task_id = std::move(task_id);
+  e.message = std::move(message);
+  return e;
+}
+
+absl::Status Scheduler::Apply(const Mutation& m) {
+  if (absl::Status s = store_->Commit(m); !s.ok()) return s;
+  for (const TaskRecord& t : m.tasks) {
+    const size_t i = task_by_id_.at(t.task_id);
+    if (tasks_[i].state == TaskState::kLeased) task_by_lease_.erase(tasks_[i].lease_id);
+    tasks_[i] = t;
+    if (t.state == TaskState::kLeased) task_by_lease_[t.lease_id] = i;
+  }
+  if (m.audit.has_value()) audits_[m.audit->audit_id] = *m.audit;
+  ++version_;
+  changed_.notify_all();
+  UpdateGauges();
+  return absl::OkStatus();
+}
+
+v1::Audit Scheduler::Snapshot(const AuditRecord& a) const {
+  v1::Audit out;
+  out.set_audit_id(a.audit_id);
+  out.set_name(a.name);
+  out.set_kind(a.kind);
+  out.set_state(a.state);
+  out.set_created_unix_ms(a.created_ms);
+  out.set_updated_unix_ms(a.updated_ms);
+  out.set_error(a.error);
+  *out.mutable_spec() = a.spec;
+  v1::TaskCounts* c = out.mutable_tasks();
+  uint64_t done = 0, total = 0;
+  for (const TaskRecord& t : tasks_) {
+    if (t.audit_id != a.audit_id) continue;
+    c->set_total(c->total() + 1);
+    total += t.steps_total;
+    switch (t.state) {
+      case TaskState::kQueued:
+        c->set_queued(c->queued() + 1);
+        break;
+      case TaskState::kLeased:
+        c->set_running(c->running() + 1);
+        done += std::min(t.steps_done, t.steps_total);
+        break;
+      case TaskState::kSucceeded:
+        c->set_succeeded(c->succeeded() + 1);
+        done += t.steps_total;
+        break;
+      case TaskState::kFailed:
+        c->set_failed(c->failed() + 1);
+        break;
+      case TaskState::kCancelled:
+        c->set_cancelled(c->cancelled() + 1);
+        break;
+    }
+  }
+  out.set_steps_done(done);
+  out.set_steps_total(total);
+  return out;
+}
+
+absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id,
+                                            const v1::AuditSpec& spec) {
+  auto plan = PlanAudit(spec);
+  if (!plan.ok()) return plan.status();
+  AuditRecord audit;
+  audit.audit_id = audit_id;
+  audit.name = spec.name();
+  audit.kind = KindName(spec);
+  audit.state = v1::QUEUED;
+  audit.spec = spec;
+  audit.created_ms = audit.updated_ms = clock_->NowMs();
+  std::vector<TaskRecord> tasks;
+  for (const PlannedTask& p : plan->tasks) {
+    TaskRecord t;
+    t.task_id = absl::StrCat(audit_id, "/", p.role, "/", p.index);
+    t.audit_id = audit_id;
+    t.role = p.role;
+    t.index = p.index;
+    t.steps_total = p.steps_total;
+    tasks.push_back(std::move(t));
+  }
+  std::vector<EventRecord> events = {
+      Event(audit_id, "submitted", "", absl::StrCat(tasks.size(), " tasks planned"))};
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (audits_.count(audit_id)) {
+    return absl::AlreadyExistsError(absl::StrCat("audit ", audit_id, " already exists"));
+  }
+  if (absl::Status s = store_->CreateAudit(audit, tasks, events); !s.ok()) return s;
+  audits_[audit_id] = audit;
+  audit_order_.push_back(audit_id);
+  for (TaskRecord& t : tasks) {
+    task_by_id_[t.task_id] = tasks_.size();
+    tasks_.push_back(std::move(t));
+  }
+  ++version_;
+  changed_.notify_all();
+  UpdateGauges();
+  return Snapshot(audits_.at(audit_id));
+}
+
+absl::StatusOr<v1::Audit> Scheduler::Get(const std::string& audit_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = audits_.find(audit_id);
+  if (it == audits_.end()) return absl::NotFoundError(absl::StrCat("no audit ", audit_id));
+  return Snapshot(it->second);
+}
+
+std::vector<v1::Audit> Scheduler::List(size_t limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::Audit> out;
+  for (auto it = audit_order_.rbegin(); it != audit_order_.rend() && out.size() < limit; ++it) {
+    out.push_back(Snapshot(audits_.at(*it)));
+  }
+  return out;
+}
+
+void Scheduler::CancelRemaining(const std::string& audit_id, const std::string& except_task,
+                                Mutation* m) {
+  for (const TaskRecord& t : tasks_) {
+    if (t.audit_id != audit_id || t.task_id == except_task || !Unfinished(t.state)) continue;
+    TaskRecord c = t;
+    c.state = TaskState::kCancelled;
+    m->tasks.push_back(std::move(c));
+  }
+}
+
+absl::StatusOr<v1::Audit> Scheduler::Cancel(const std::string& audit_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = audits_.find(audit_id);
+  if (it == audits_.end()) return absl::NotFoundError(absl::StrCat("no audit ", audit_id));
+  if (IsTerminal(it->second.state)) return Snapshot(it->second);
+  Mutation m;
+  CancelRemaining(audit_id, "", &m);
+  AuditRecord a = it->second;
+  a.state = v1::CANCELLED;
+  a.updated_ms = clock_->NowMs();
+  m.audit = a;
+  m.events.push_back(Event(audit_id, "audit_cancelled", "", "cancelled by request"));
+  if (absl::Status s = Apply(m); !s.ok()) return s;
+  return Snapshot(audits_.at(audit_id));
+}
+
+std::string Scheduler::RegisterWorker(const v1::WorkerCapabilities& capabilities) {
+  std::string id = RandomId("w-");
+  std::lock_guard<std::mutex> lock(mu_);
+  workers_[id] = capabilities;
+  if (metrics_ != nullptr) {
+    metrics_->AddCounter("memaudit_coordinator_workers_registered_total",
+                         "Workers that have registered since the coordinator started.")
+        .Add({})
+        .Increment();
+  }
+  return id;
+}
+
+absl::StatusOr<std::optional<LeaseGrant>> Scheduler::Lease(const std::string& worker_id,
+                                                           int wait_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!shutdown_) {
+    for (const TaskRecord& queued : tasks_) {
+      if (queued.state != TaskState::kQueued) continue;
+      const AuditRecord& audit = audits_.at(queued.audit_id);
+      if (IsTerminal(audit.state)) continue;
+      TaskRecord t = queued;
+      t.state = TaskState::kLeased;
+      t.attempts += 1;
+      t.steps_done = 0;
+      t.lease_id = RandomId("l-");
+      t.worker_id = worker_id;
+      t.lease_deadline_ms = clock_->NowMs() + options_.lease_ttl_ms;
+      Mutation m;
+      m.tasks.push_back(t);
+      m.events.push_back(Event(t.audit_id, "task_leased", t.task_id,
+                               absl::StrCat("attempt ", t.attempts, " on ", worker_id)));
+      if (audit.state == v1::QUEUED) {
+        AuditRecord a = audit;
+        a.state = v1::RUNNING;
+        a.updated_ms = clock_->NowMs();
+        m.audit = a;
+      }
+      if (absl::Status s = Apply(m); !s.ok()) return s;
+      return std::optional<LeaseGrant>(LeaseGrant{t, audit.spec});
+    }
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  }
+  return std::optional<LeaseGrant>();
+}
+
+absl::StatusOr<TaskRecord*> Scheduler::FindLease(const std::string& lease_id) {
+  auto it = task_by_lease_.find(lease_id);
+  if (it == task_by_lease_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("lease ", lease_id, " is not held (expired, finished or cancelled)"));
+  }
+  return &tasks_[it->second];
+}
+
+absl::StatusOr<HeartbeatVerdict> Scheduler::Heartbeat(const std::string& lease_id,
+                                                      uint64_t steps_done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto task = FindLease(lease_id);
+  if (!task.ok()) return HeartbeatVerdict{true, std::string(task.status().message())};
+  TaskRecord t = **task;
+  t.steps_done = steps_done;
+  t.lease_deadline_ms = clock_->NowMs() + options_.lease_ttl_ms;
+  Mutation m;
+  m.tasks.push_back(t);
+  if (absl::Status s = Apply(m); !s.ok()) return s;
+  return HeartbeatVerdict{};
+}
+
+absl::Status Scheduler::Complete(const std::string& lease_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto task = FindLease(lease_id);
+  if (!task.ok()) return task.status();
+  TaskRecord t = **task;
+  t.state = TaskState::kSucceeded;
+  t.steps_done = t.steps_total;
+  t.lease_id.clear();
+  Mutation m;
+  m.tasks.push_back(t);
+  m.events.push_back(Event(t.audit_id, "task_succeeded", t.task_id, ""));
+  bool all_done = true;
+  for (const TaskRecord& other : tasks_) {
+    if (other.audit_id == t.audit_id && other.task_id != t.task_id &&
+        other.state != TaskState::kSucceeded) {
+      all_done = false;
+    }
+  }
+  if (all_done) {
+    AuditRecord a = audits_.at(t.audit_id);
+    a.state = v1::SUCCEEDED;
+    a.updated_ms = clock_->NowMs();
+    m.audit = a;
+    m.events.push_back(Event(t.audit_id, "audit_succeeded", "", "every task succeeded"));
+  }
+  return Apply(m);
+}
+
+void Scheduler::RetryOrFail(TaskRecord t, const std::string& reason, bool retryable, Mutation* m) {
+  const AuditRecord& audit = audits_.at(t.audit_id);
+  const uint32_t budget = audit.spec.resources().max_attempts();
+  t.lease_id.clear();
+  t.worker_id.clear();
+  t.error = reason;
+  if (retryable && t.attempts < budget) {
+    t.state = TaskState::kQueued;
+    t.steps_done = 0;
+    m->events.push_back(Event(t.audit_id, "task_retried", t.task_id,
+                              absl::StrCat(reason, " (attempt ", t.attempts, " of ", budget, ")")));
+    if (metrics_ != nullptr) {
+      metrics_->AddCounter("memaudit_coordinator_task_retries_total",
+                           "Tasks put back in the queue, by reason.")
+          .Add({{"reason", reason.rfind("lease expired", 0) == 0 ? "lease_expired" : "worker_error"}})
+          .Increment();
+    }
+    m->tasks.push_back(std::move(t));
+    return;
+  }
+  t.state = TaskState::kFailed;
+  const std::string task_id = t.task_id;
+  m->events.push_back(Event(t.audit_id, "task_failed", task_id, reason));
+  AuditRecord a = audit;
+  a.state = v1::FAILED;
+  a.updated_ms = clock_->NowMs();
+  a.error = absl::StrCat("task ", task_id, " failed after ", t.attempts, " attempt(s): ", reason);
+  m->events.push_back(Event(t.audit_id, "audit_failed", task_id, a.error));
+  m->tasks.push_back(std::move(t));
+  CancelRemaining(a.audit_id, task_id, m);
+  m->audit = std::move(a);
+}
+
+absl::Status Scheduler::Fail(const std::string& lease_id, const std::string& error,
+                             bool retryable) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto task = FindLease(lease_id);
+  if (!task.ok()) return task.status();
+  Mutation m;
+  RetryOrFail(**task, error, retryable, &m);
+  return Apply(m);
+}
+
+absl::Status Scheduler::ExpireLeases() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_->NowMs();
+  std::vector<TaskRecord> expired;
+  for (const TaskRecord& t : tasks_) {
+    if (t.state == TaskState::kLeased && t.lease_deadline_ms <= now) expired.push_back(t);
+  }
+  for (TaskRecord& t : expired) {
+    // A failure may have cancelled this task in an earlier iteration.
+    if (tasks_[task_by_id_.at(t.task_id)].state != TaskState::kLeased) continue;
+    Mutation m;
+    RetryOrFail(t, absl::StrCat("lease expired (worker ", t.worker_id, " silent)"), true, &m);
+    if (absl::Status s = Apply(m); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<EventRecord>> Scheduler::EventsAfter(const std::string& audit_id,
+                                                                uint64_t after_sequence,
+                                                                int limit) {
+  return store_->EventsAfter(audit_id, after_sequence, limit);
+}
+
+uint64_t Scheduler::version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return version_;
+}
+
+uint64_t Scheduler::WaitForChange(uint64_t seen, int timeout_ms) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                    [&] { return version_ != seen || shutdown_; });
+  return version_;
+}
+
+void Scheduler::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutdown_ = true;
+  changed_.notify_all();
+}
+
+void Scheduler::UpdateGauges() {
+  if (metrics_ == nullptr) return;
+  std::map<std::string, double> by_state = {
+      {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
+  for (const TaskRecord& t : tasks_) by_state[TaskStateName(t.state)] += 1;
+  auto& tasks = metrics_->AddGauge("memaudit_coordinator_tasks", "Tasks known, by state.");
+  for (const auto& [state, count] : by_state) tasks.Add({{"state", state}}).Set(count);
+  std::map<std::string, double> audits = {
+      {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
+  for (const auto& [id, a] : audits_) {
+    std::string name = v1::AuditState_Name(a.state);
+    for (char& c : name) c = static_cast<char>(std::tolower(c));
+    audits[name] += 1;
+  }
+  auto& family = metrics_->AddGauge("memaudit_coordinator_audits", "Audits known, by state.");
+  for (const auto& [state, count] : audits) family.Add({{"state", state}}).Set(count);
+  metrics_->AddGauge("memaudit_coordinator_leases", "Leases currently held by workers.")
+      .Add({})
+      .Set(static_cast<double>(task_by_lease_.size()));
+}
+
+}  // namespace memaudit::coordinator

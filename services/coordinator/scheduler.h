@@ -1,0 +1,109 @@
+// The coordinator's brain: hands tasks to workers under leases, re-queues a
+// task whose lease expires, retries within a per-task budget, cancels, and
+// keeps audit state. Every decision is committed to the Store before it takes
+// effect in memory or is acknowledged to a caller.
+#ifndef MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_
+#define MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/metrics_registry.h"
+#include "memaudit/v1/audit.pb.h"
+#include "memaudit/v1/worker.pb.h"
+#include "services/coordinator/records.h"
+#include "services/coordinator/store.h"
+
+namespace memaudit::coordinator {
+
+struct SchedulerOptions {
+  // A lease not renewed by a heartbeat within this time is taken back.
+  int64_t lease_ttl_ms = 10000;
+};
+
+struct LeaseGrant {
+  TaskRecord task;
+  v1::AuditSpec spec;
+};
+
+struct HeartbeatVerdict {
+  bool stop = false;
+  std::string reason;
+};
+
+// A fresh, unguessable audit id.
+std::string NewAuditId();
+
+class Scheduler {
+ public:
+  // Loads the state the store holds (a restart resumes where it stopped).
+  // `metrics` may be null.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Store* store, const Clock* clock,
+                                                           SchedulerOptions options,
+                                                           metrics::Registry* metrics);
+
+  // Plans `spec` (already validated and defaulted) and persists the audit.
+  absl::StatusOr<v1::Audit> Submit(const std::string& audit_id, const v1::AuditSpec& spec);
+  absl::StatusOr<v1::Audit> Get(const std::string& audit_id) const;
+  std::vector<v1::Audit> List(size_t limit) const;
+  absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id);
+
+  std::string RegisterWorker(const v1::WorkerCapabilities& capabilities);
+  // Waits up to `wait_ms` (real time) for a queued task.
+  absl::StatusOr<std::optional<LeaseGrant>> Lease(const std::string& worker_id, int wait_ms);
+  absl::StatusOr<HeartbeatVerdict> Heartbeat(const std::string& lease_id, uint64_t steps_done);
+  absl::Status Complete(const std::string& lease_id);
+  absl::Status Fail(const std::string& lease_id, const std::string& error, bool retryable);
+  // Takes back every lease whose deadline has passed on the clock.
+  absl::Status ExpireLeases();
+
+  absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
+                                                       uint64_t after_sequence, int limit);
+  // A counter that grows with every change; WaitForChange blocks until it
+  // passes `seen` or `timeout_ms` elapses, and returns it.
+  uint64_t version() const;
+  uint64_t WaitForChange(uint64_t seen, int timeout_ms) const;
+  // Wakes long-polls so the server can stop.
+  void Shutdown();
+
+ private:
+  Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
+            metrics::Registry* metrics);
+  absl::Status Apply(const Mutation& m);
+  v1::Audit Snapshot(const AuditRecord& audit) const;
+  EventRecord Event(const std::string& audit_id, std::string type, std::string task_id,
+                    std::string message) const;
+  // Adds to `m` the requeue or terminal failure of a leased task.
+  void RetryOrFail(TaskRecord task, const std::string& reason, bool retryable, Mutation* m);
+  // Adds to `m` the cancellation of every unfinished task of an audit.
+  void CancelRemaining(const std::string& audit_id, const std::string& except_task, Mutation* m);
+  absl::StatusOr<TaskRecord*> FindLease(const std::string& lease_id);
+  void UpdateGauges();
+
+  Store* store_;
+  const Clock* clock_;
+  SchedulerOptions options_;
+  metrics::Registry* metrics_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  uint64_t version_ = 0;
+  bool shutdown_ = false;
+  std::map<std::string, AuditRecord> audits_;
+  std::vector<std::string> audit_order_;
+  std::vector<TaskRecord> tasks_;  // in audit order, then task index
+  std::map<std::string, size_t> task_by_id_;
+  std::map<std::string, size_t> task_by_lease_;
+  std::map<std::string, v1::WorkerCapabilities> workers_;
+};
+
+}  // namespace memaudit::coordinator
+
+#endif  // MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_

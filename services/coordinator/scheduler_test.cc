@@ -1,0 +1,184 @@
+#include "services/coordinator/scheduler.h"
+
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "services/coordinator/sqlite_store.h"
+#include "services/coordinator/test_specs.h"
+
+namespace memaudit::coordinator {
+namespace {
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = testing::TempDir() + "/scheduler_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+    std::remove(path_.c_str());
+    Reopen();
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  // A fresh scheduler over the same database: what a restart sees.
+  void Reopen() {
+    scheduler_.reset();
+    store_.reset();
+    auto store = SqliteStore::Open(path_);
+    ASSERT_TRUE(store.ok());
+    store_ = std::move(*store);
+    SchedulerOptions options;
+    options.lease_ttl_ms = 1000;
+    auto s = Scheduler::Create(store_.get(), &clock_, options, &registry_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    scheduler_ = std::move(*s);
+  }
+
+  LeaseGrant MustLease(const std::string& worker = "w") {
+    auto grant = scheduler_->Lease(worker, 0);
+    EXPECT_TRUE(grant.ok());
+    EXPECT_TRUE(grant->has_value());
+    return **grant;
+  }
+
+  std::string path_;
+  FakeClock clock_;
+  metrics::Registry registry_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, LeasesEveryTaskOnceThenSucceeds) {
+  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  std::vector<std::string> leases;
+  for (int i = 0; i < 4; ++i) {
+    LeaseGrant g = MustLease();
+    EXPECT_EQ(g.task.index, static_cast<uint32_t>(i));
+    EXPECT_EQ(g.task.attempts, 1u);
+    leases.push_back(g.task.lease_id);
+  }
+  auto none = scheduler_->Lease("w", 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(scheduler_->Get("a")->state(), v1::RUNNING);
+  for (const std::string& l : leases) ASSERT_TRUE(scheduler_->Complete(l).ok());
+  auto audit = scheduler_->Get("a");
+  EXPECT_EQ(audit->state(), v1::SUCCEEDED);
+  EXPECT_EQ(audit->tasks().succeeded(), 4u);
+  EXPECT_EQ(audit->steps_done(), audit->steps_total());
+  // Completing twice is refused: the lease is gone.
+  EXPECT_EQ(scheduler_->Complete(leases[0]).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {
+  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  LeaseGrant first = MustLease("dead-worker");
+  clock_.AdvanceMs(999);
+  ASSERT_TRUE(scheduler_->ExpireLeases().ok());
+  EXPECT_EQ(scheduler_->Get("a")->tasks().running(), 1u) << "not yet expired";
+  clock_.AdvanceMs(1);
+  ASSERT_TRUE(scheduler_->ExpireLeases().ok());
+  EXPECT_EQ(scheduler_->Get("a")->tasks().running(), 0u);
+  LeaseGrant second = MustLease("live-worker");
+  EXPECT_EQ(second.task.task_id, first.task.task_id);
+  EXPECT_EQ(second.task.attempts, 2u);
+  EXPECT_NE(second.task.lease_id, first.task.lease_id);
+  // The dead worker's lease no longer counts.
+  auto verdict = scheduler_->Heartbeat(first.task.lease_id, 5);
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_TRUE(verdict->stop);
+  auto events = scheduler_->EventsAfter("a", 0, 100);
+  bool retried = false;
+  for (const EventRecord& e : *events) retried |= e.type == "task_retried";
+  EXPECT_TRUE(retried);
+}
+
+TEST_F(SchedulerTest, HeartbeatsKeepALeaseAlive) {
+  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  LeaseGrant g = MustLease();
+  for (int i = 0; i < 5; ++i) {
+    clock_.AdvanceMs(800);
+    auto verdict = scheduler_->Heartbeat(g.task.lease_id, i + 1);
+    ASSERT_TRUE(verdict.ok());
+    EXPECT_FALSE(verdict->stop);
+    ASSERT_TRUE(scheduler_->ExpireLeases().ok());
+  }
+  EXPECT_EQ(scheduler_->Get("a")->tasks().running(), 1u);
+  EXPECT_EQ(scheduler_->Get("a")->steps_done(), 5u);
+}
+
+TEST_F(SchedulerTest, RetryBudgetExhaustedFailsTheAudit) {
+  v1::AuditSpec spec = SmallMembershipSpec(4);
+  spec.mutable_resources()->set_max_attempts(2);
+  ASSERT_TRUE(scheduler_->Submit("a", spec).ok());
+  LeaseGrant g1 = MustLease();
+  ASSERT_TRUE(scheduler_->Fail(g1.task.lease_id, "out of memory", true).ok());
+  LeaseGrant g2 = MustLease();
+  EXPECT_EQ(g2.task.task_id, g1.task.task_id);
+  LeaseGrant other = MustLease();
+  ASSERT_TRUE(scheduler_->Fail(g2.task.lease_id, "out of memory", true).ok());
+  auto audit = scheduler_->Get("a");
+  EXPECT_EQ(audit->state(), v1::FAILED);
+  EXPECT_NE(audit->error().find("out of memory"), std::string::npos);
+  EXPECT_EQ(audit->tasks().failed(), 1u);
+  EXPECT_EQ(audit->tasks().cancelled(), 3u);
+  // The other worker is told to stop.
+  EXPECT_TRUE(scheduler_->Heartbeat(other.task.lease_id, 1)->stop);
+}
+
+TEST_F(SchedulerTest, NonRetryableFailureFailsAtOnce) {
+  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  LeaseGrant g = MustLease();
+  ASSERT_TRUE(scheduler_->Fail(g.task.lease_id, "dataset missing", false).ok());
+  EXPECT_EQ(scheduler_->Get("a")->state(), v1::FAILED);
+}
+
+TEST_F(SchedulerTest, CancelStopsLeasesAndQueue) {
+  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  LeaseGrant g = MustLease();
+  auto cancelled = scheduler_->Cancel("a");
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->state(), v1::CANCELLED);
+  EXPECT_EQ(cancelled->tasks().cancelled(), 4u);
+  EXPECT_TRUE(scheduler_->Heartbeat(g.task.lease_id, 3)->stop);
+  EXPECT_FALSE(scheduler_->Lease("w", 0)->has_value());
+  EXPECT_EQ(scheduler_->Cancel("missing").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SchedulerTest, RestartResumesFromTheStore) {
+  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  LeaseGrant done = MustLease();
+  ASSERT_TRUE(scheduler_->Complete(done.task.lease_id).ok());
+  LeaseGrant held = MustLease();
+  Reopen();
+  auto audit = scheduler_->Get("a");
+  ASSERT_TRUE(audit.ok());
+  EXPECT_EQ(audit->tasks().succeeded(), 1u);
+  EXPECT_EQ(audit->tasks().running(), 1u);
+  // The lease held before the restart is still honoured.
+  EXPECT_FALSE(scheduler_->Heartbeat(held.task.lease_id, 2)->stop);
+  EXPECT_EQ(MustLease().task.index, 2u);
+}
+
+TEST_F(SchedulerTest, GaugesCountTasksByState) {
+  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MustLease();
+  const std::string text = registry_.Serialize();
+  EXPECT_NE(text.find("memaudit_coordinator_tasks{state=\"queued\"} 3"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("memaudit_coordinator_tasks{state=\"running\"} 1"), std::string::npos);
+}
+
+TEST_F(SchedulerTest, LongPollWakesWhenWorkArrives) {
+  std::thread submitter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(scheduler_->Submit("late", SmallMembershipSpec(4)).ok());
+  });
+  auto grant = scheduler_->Lease("w", 5000);
+  submitter.join();
+  ASSERT_TRUE(grant.ok());
+  ASSERT_TRUE(grant->has_value());
+  EXPECT_EQ((*grant)->task.audit_id, "late");
+}
+
+}  // namespace
+}  // namespace memaudit::coordinator

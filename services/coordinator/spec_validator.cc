@@ -1,0 +1,160 @@
+#include "services/coordinator/spec_validator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace memaudit::coordinator {
+namespace {
+
+constexpr uint32_t kFashionMnistTrainSize = 60000;
+constexpr uint32_t kMaxReferenceModels = 4096;
+
+void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* problems) {
+  auto add = [&](std::string field, std::string rule) {
+    problems->push_back({absl::StrCat("membership.", field), std::move(rule)});
+  };
+  if (m.dataset().name() != "fashion_mnist") {
+    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got \"", m.dataset().name(), "\")"));
+  }
+  if (m.dataset().pool_size() < 8 || m.dataset().pool_size() > kFashionMnistTrainSize) {
+    add("dataset.pool_size",
+        absl::StrCat("must be in [8, ", kFashionMnistTrainSize, "] (got ", m.dataset().pool_size(), ")"));
+  }
+  if (m.model().architecture() != "mlp") {
+    add("model.architecture", absl::StrCat("must be \"mlp\" (got \"", m.model().architecture(), "\")"));
+  }
+  for (int i = 0; i < m.model().hidden_size(); ++i) {
+    if (m.model().hidden(i) == 0 || m.model().hidden(i) > 65536) {
+      add(absl::StrCat("model.hidden[", i, "]"),
+          absl::StrCat("must be in [1, 65536] (got ", m.model().hidden(i), ")"));
+    }
+  }
+  const v1::TrainingSpec& t = m.training();
+  if (t.optimizer() != "sgd") {
+    add("training.optimizer", absl::StrCat("must be \"sgd\" (got \"", t.optimizer(), "\")"));
+  }
+  if (!(t.learning_rate() > 0) || !std::isfinite(t.learning_rate())) {
+    add("training.learning_rate", absl::StrCat("must be > 0 (got ", t.learning_rate(), ")"));
+  }
+  if (!(t.momentum() >= 0 && t.momentum() < 1)) {
+    add("training.momentum", absl::StrCat("must be in [0, 1) (got ", t.momentum(), ")"));
+  }
+  if (!(t.weight_decay() >= 0) || !std::isfinite(t.weight_decay())) {
+    add("training.weight_decay", absl::StrCat("must be >= 0 (got ", t.weight_decay(), ")"));
+  }
+  if (t.epochs() == 0 || t.epochs() > 10000) {
+    add("training.epochs", absl::StrCat("must be in [1, 10000] (got ", t.epochs(), ")"));
+  }
+  if (t.batch_size() == 0 || t.batch_size() > 65536) {
+    add("training.batch_size", absl::StrCat("must be in [1, 65536] (got ", t.batch_size(), ")"));
+  }
+  const uint32_t n = m.reference_models();
+  if (n < 4 || n % 2 != 0 || n > kMaxReferenceModels) {
+    add("reference_models", absl::StrCat("must be an even number in [4, ", kMaxReferenceModels,
+                                         "] (got ", n, ")"));
+  }
+  const auto& known = KnownMembershipAttacks();
+  for (int i = 0; i < m.attacks_size(); ++i) {
+    if (std::find(known.begin(), known.end(), m.attacks(i)) == known.end()) {
+      add(absl::StrCat("attacks[", i, "]"), absl::StrCat("unknown attack \"", m.attacks(i),
+                                                         "\"; known: ", absl::StrJoin(known, ", ")));
+    }
+  }
+  for (int i = 0; i < m.fpr_points_size(); ++i) {
+    const double f = m.fpr_points(i);
+    if (!(f > 0 && f < 1)) {
+      add(absl::StrCat("fpr_points[", i, "]"), absl::StrCat("must be in (0, 1) (got ", f, ")"));
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& KnownMembershipAttacks() {
+  static const auto* attacks = new std::vector<std::string>{
+      "lira_online", "lira_offline", "lira_online_fixed_variance", "lira_offline_fixed_variance",
+      "loss"};
+  return *attacks;
+}
+
+std::string KindName(const v1::AuditSpec& spec) {
+  switch (spec.kind_case()) {
+    case v1::AuditSpec::kMembership:
+      return "membership";
+    case v1::AuditSpec::kExposure:
+      return "exposure";
+    case v1::AuditSpec::kForgetting:
+      return "forgetting";
+    case v1::AuditSpec::kUnlearning:
+      return "unlearning";
+    case v1::AuditSpec::kRelational:
+      return "relational";
+    default:
+      return "";
+  }
+}
+
+bool KindImplemented(const v1::AuditSpec& spec) {
+  return spec.kind_case() == v1::AuditSpec::kMembership;
+}
+
+void ApplyDefaults(v1::AuditSpec* spec) {
+  v1::Resources* r = spec->mutable_resources();
+  if (r->threads_per_task() == 0) r->set_threads_per_task(1);
+  if (r->max_attempts() == 0) r->set_max_attempts(3);
+  if (!spec->has_membership()) return;
+  v1::MembershipAudit* m = spec->mutable_membership();
+  if (m->dataset().name().empty()) m->mutable_dataset()->set_name("fashion_mnist");
+  if (m->model().architecture().empty()) m->mutable_model()->set_architecture("mlp");
+  v1::TrainingSpec* t = m->mutable_training();
+  if (t->optimizer().empty()) t->set_optimizer("sgd");
+  if (t->batch_size() == 0) t->set_batch_size(64);
+  if (m->attacks().empty()) {
+    for (const std::string& a : KnownMembershipAttacks()) m->add_attacks(a);
+  }
+  if (m->fpr_points().empty()) {
+    m->add_fpr_points(0.01);
+    m->add_fpr_points(0.001);
+  }
+}
+
+std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
+  std::vector<SpecProblem> problems;
+  if (spec.resources().threads_per_task() > 256) {
+    problems.push_back({"resources.threads_per_task", "must be in [1, 256]"});
+  }
+  if (spec.resources().max_attempts() > 100) {
+    problems.push_back({"resources.max_attempts", "must be in [1, 100]"});
+  }
+  switch (spec.kind_case()) {
+    case v1::AuditSpec::kMembership:
+      ValidateMembership(spec.membership(), &problems);
+      break;
+    case v1::AuditSpec::KIND_NOT_SET:
+      problems.push_back(
+          {"kind", "set exactly one of: membership, exposure, forgetting, unlearning, relational"});
+      break;
+    default:
+      break;
+  }
+  return problems;
+}
+
+absl::Status ValidateSpec(const v1::AuditSpec& spec) {
+  if (spec.kind_case() != v1::AuditSpec::KIND_NOT_SET && !KindImplemented(spec)) {
+    return absl::UnimplementedError(
+        absl::StrCat("audit kind \"", KindName(spec),
+                     "\" is part of the API but not runnable in this build yet; "
+                     "runnable kinds: membership"));
+  }
+  std::vector<SpecProblem> problems = FindProblems(spec);
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrJoin(
+      problems, "; ",
+      [](std::string* out, const SpecProblem& p) { absl::StrAppend(out, p.field, ": ", p.rule); }));
+}
+
+}  // namespace memaudit::coordinator

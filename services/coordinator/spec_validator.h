@@ -1,0 +1,39 @@
+// Spec checking, shared by the coordinator (Submit) and the CLI (validate):
+// defaults are filled in first, then every problem is reported with the field
+// path and the rule it breaks.
+#ifndef MEMAUDIT_SERVICES_COORDINATOR_SPEC_VALIDATOR_H_
+#define MEMAUDIT_SERVICES_COORDINATOR_SPEC_VALIDATOR_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit::coordinator {
+
+struct SpecProblem {
+  std::string field;  // e.g. "membership.reference_models"
+  std::string rule;   // e.g. "must be an even number >= 4 (got 3)"
+};
+
+// The audit kinds this build can run.
+bool KindImplemented(const v1::AuditSpec& spec);
+std::string KindName(const v1::AuditSpec& spec);
+
+// Fills every unset field that has a documented default.
+void ApplyDefaults(v1::AuditSpec* spec);
+
+// Every problem in a spec (after defaults); empty when the spec is runnable.
+std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec);
+
+// OK, INVALID_ARGUMENT listing every problem, or UNIMPLEMENTED for a kind
+// this build does not run yet.
+absl::Status ValidateSpec(const v1::AuditSpec& spec);
+
+// The membership attacks memaudit knows, in report order.
+const std::vector<std::string>& KnownMembershipAttacks();
+
+}  // namespace memaudit::coordinator
+
+#endif  // MEMAUDIT_SERVICES_COORDINATOR_SPEC_VALIDATOR_H_

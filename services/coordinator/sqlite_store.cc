@@ -1,0 +1,195 @@
+#include "services/coordinator/sqlite_store.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace memaudit::coordinator {
+namespace {
+
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS audits (
+  audit_id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  spec BLOB NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  error TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tasks (
+  task_id TEXT PRIMARY KEY,
+  audit_id TEXT NOT NULL REFERENCES audits(audit_id),
+  role TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  attempts INTEGER NOT NULL,
+  steps_total INTEGER NOT NULL,
+  steps_done INTEGER NOT NULL,
+  lease_id TEXT NOT NULL,
+  worker_id TEXT NOT NULL,
+  lease_deadline_ms INTEGER NOT NULL,
+  error TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS tasks_by_audit ON tasks(audit_id, idx);
+CREATE TABLE IF NOT EXISTS events (
+  sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+  audit_id TEXT NOT NULL,
+  unix_ms INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  message TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_by_audit ON events(audit_id, sequence);
+)sql";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+  auto db = sql::Database::Open(path);
+  if (!db.ok()) return db.status();
+  if (absl::Status s = (*db)->Exec(kSchema); !s.ok()) return s;
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(*db)));
+}
+
+absl::Status SqliteStore::UpsertAudit(const AuditRecord& a, bool insert_only) {
+  auto stmt = db_->Prepare(insert_only ? "INSERT INTO audits VALUES (?,?,?,?,?,?,?,?)"
+                                       : "INSERT OR REPLACE INTO audits VALUES (?,?,?,?,?,?,?,?)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, a.audit_id).Bind(2, a.name).Bind(3, a.kind).Bind(4, int64_t{a.state});
+  stmt->BindBlob(5, a.spec.SerializeAsString()).Bind(6, a.created_ms).Bind(7, a.updated_ms);
+  stmt->Bind(8, a.error);
+  return stmt->Run();
+}
+
+absl::Status SqliteStore::UpsertTask(const TaskRecord& t) {
+  auto stmt = db_->Prepare("INSERT OR REPLACE INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, t.task_id).Bind(2, t.audit_id).Bind(3, t.role).Bind(4, int64_t{t.index});
+  stmt->Bind(5, static_cast<int64_t>(t.state)).Bind(6, int64_t{t.attempts});
+  stmt->Bind(7, static_cast<int64_t>(t.steps_total)).Bind(8, static_cast<int64_t>(t.steps_done));
+  stmt->Bind(9, t.lease_id).Bind(10, t.worker_id).Bind(11, t.lease_deadline_ms).Bind(12, t.error);
+  return stmt->Run();
+}
+
+absl::Status SqliteStore::AppendEvent(const EventRecord& e) {
+  auto stmt = db_->Prepare(
+      "INSERT INTO events (audit_id, unix_ms, type, task_id, message) VALUES (?,?,?,?,?)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, e.audit_id).Bind(2, e.unix_ms).Bind(3, e.type).Bind(4, e.task_id);
+  stmt->Bind(5, e.message);
+  return stmt->Run();
+}
+
+absl::Status SqliteStore::CreateAudit(const AuditRecord& audit,
+                                      const std::vector<TaskRecord>& tasks,
+                                      const std::vector<EventRecord>& events) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Transaction tx(db_.get());
+  if (!tx.status().ok()) return tx.status();
+  if (absl::Status s = UpsertAudit(audit, /*insert_only=*/true); !s.ok()) return s;
+  for (const TaskRecord& t : tasks) {
+    if (absl::Status s = UpsertTask(t); !s.ok()) return s;
+  }
+  for (const EventRecord& e : events) {
+    if (absl::Status s = AppendEvent(e); !s.ok()) return s;
+  }
+  return tx.Commit();
+}
+
+absl::Status SqliteStore::Commit(const Mutation& m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Transaction tx(db_.get());
+  if (!tx.status().ok()) return tx.status();
+  if (m.audit.has_value()) {
+    if (absl::Status s = UpsertAudit(*m.audit, /*insert_only=*/false); !s.ok()) return s;
+  }
+  for (const TaskRecord& t : m.tasks) {
+    if (absl::Status s = UpsertTask(t); !s.ok()) return s;
+  }
+  for (const EventRecord& e : m.events) {
+    if (absl::Status s = AppendEvent(e); !s.ok()) return s;
+  }
+  return tx.Commit();
+}
+
+absl::StatusOr<std::vector<AuditRecord>> SqliteStore::LoadAudits() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto stmt = db_->Prepare(
+      "SELECT audit_id, name, kind, state, spec, created_ms, updated_ms, error FROM audits "
+      "ORDER BY created_ms, audit_id");
+  if (!stmt.ok()) return stmt.status();
+  std::vector<AuditRecord> out;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    AuditRecord a;
+    a.audit_id = stmt->Text(0);
+    a.name = stmt->Text(1);
+    a.kind = stmt->Text(2);
+    a.state = static_cast<v1::AuditState>(stmt->Int(3));
+    if (!a.spec.ParseFromString(stmt->Blob(4))) {
+      return absl::DataLossError(absl::StrCat("audit ", a.audit_id, ": stored spec is corrupt"));
+    }
+    a.created_ms = stmt->Int(5);
+    a.updated_ms = stmt->Int(6);
+    a.error = stmt->Text(7);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TaskRecord>> SqliteStore::LoadTasks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto stmt = db_->Prepare(
+      "SELECT t.task_id, t.audit_id, t.role, t.idx, t.state, t.attempts, t.steps_total, "
+      "t.steps_done, t.lease_id, t.worker_id, t.lease_deadline_ms, t.error FROM tasks t "
+      "JOIN audits a ON a.audit_id = t.audit_id ORDER BY a.created_ms, a.audit_id, t.idx");
+  if (!stmt.ok()) return stmt.status();
+  std::vector<TaskRecord> out;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    TaskRecord t;
+    t.task_id = stmt->Text(0);
+    t.audit_id = stmt->Text(1);
+    t.role = stmt->Text(2);
+    t.index = static_cast<uint32_t>(stmt->Int(3));
+    t.state = static_cast<TaskState>(stmt->Int(4));
+    t.attempts = static_cast<uint32_t>(stmt->Int(5));
+    t.steps_total = static_cast<uint64_t>(stmt->Int(6));
+    t.steps_done = static_cast<uint64_t>(stmt->Int(7));
+    t.lease_id = stmt->Text(8);
+    t.worker_id = stmt->Text(9);
+    t.lease_deadline_ms = stmt->Int(10);
+    t.error = stmt->Text(11);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<EventRecord>> SqliteStore::EventsAfter(const std::string& audit_id,
+                                                                  uint64_t after_sequence,
+                                                                  int limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto stmt = db_->Prepare(
+      "SELECT sequence, audit_id, unix_ms, type, task_id, message FROM events "
+      "WHERE audit_id = ? AND sequence > ? ORDER BY sequence LIMIT ?");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, audit_id).Bind(2, static_cast<int64_t>(after_sequence)).Bind(3, int64_t{limit});
+  std::vector<EventRecord> out;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    EventRecord e;
+    e.sequence = static_cast<uint64_t>(stmt->Int(0));
+    e.audit_id = stmt->Text(1);
+    e.unix_ms = stmt->Int(2);
+    e.type = stmt->Text(3);
+    e.task_id = stmt->Text(4);
+    e.message = stmt->Text(5);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace memaudit::coordinator

@@ -1,0 +1,39 @@
+// Store on SQLite (WAL, synchronous=FULL).
+#ifndef MEMAUDIT_SERVICES_COORDINATOR_SQLITE_STORE_H_
+#define MEMAUDIT_SERVICES_COORDINATOR_SQLITE_STORE_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/sqlite.h"
+#include "services/coordinator/store.h"
+
+namespace memaudit::coordinator {
+
+class SqliteStore : public Store {
+ public:
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+
+  absl::Status CreateAudit(const AuditRecord& audit, const std::vector<TaskRecord>& tasks,
+                           const std::vector<EventRecord>& events) override;
+  absl::Status Commit(const Mutation& mutation) override;
+  absl::StatusOr<std::vector<AuditRecord>> LoadAudits() override;
+  absl::StatusOr<std::vector<TaskRecord>> LoadTasks() override;
+  absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
+                                                       uint64_t after_sequence,
+                                                       int limit) override;
+
+ private:
+  explicit SqliteStore(std::unique_ptr<sql::Database> db) : db_(std::move(db)) {}
+  absl::Status UpsertAudit(const AuditRecord& audit, bool insert_only);
+  absl::Status UpsertTask(const TaskRecord& task);
+  absl::Status AppendEvent(const EventRecord& event);
+
+  std::mutex mu_;
+  std::unique_ptr<sql::Database> db_;
+};
+
+}  // namespace memaudit::coordinator
+
+#endif  // MEMAUDIT_SERVICES_COORDINATOR_SQLITE_STORE_H_

@@ -1,0 +1,31 @@
+// Where the coordinator's state lives. The scheduler writes every decision
+// through Commit before acting on it, so a restarted coordinator resumes from
+// exactly what it acknowledged.
+#ifndef MEMAUDIT_SERVICES_COORDINATOR_STORE_H_
+#define MEMAUDIT_SERVICES_COORDINATOR_STORE_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "services/coordinator/records.h"
+
+namespace memaudit::coordinator {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  // Inserts the audit, its tasks and events; fails if the audit exists.
+  virtual absl::Status CreateAudit(const AuditRecord& audit, const std::vector<TaskRecord>& tasks,
+                                   const std::vector<EventRecord>& events) = 0;
+  // Upserts the changed rows and appends the events, atomically.
+  virtual absl::Status Commit(const Mutation& mutation) = 0;
+  virtual absl::StatusOr<std::vector<AuditRecord>> LoadAudits() = 0;
+  virtual absl::StatusOr<std::vector<TaskRecord>> LoadTasks() = 0;
+  virtual absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
+                                                               uint64_t after_sequence,
+                                                               int limit) = 0;
+};
+
+}  // namespace memaudit::coordinator
+
+#endif  // MEMAUDIT_SERVICES_COORDINATOR_STORE_H_

@@ -1,0 +1,47 @@
+// memaudit-scorer: stores worker observations and computes audit metrics.
+#include <spdlog/spdlog.h>
+
+#include "CLI/CLI.hpp"
+#include "common/process.h"
+#include "common/serving.h"
+#include "services/scorer/scorer.h"
+#include "services/scorer/scorer_service.h"
+#include "services/scorer/scorer_store.h"
+
+int main(int argc, char** argv) {
+  using namespace memaudit;
+  BlockShutdownSignals();
+  CLI::App app{"memaudit scorer: persists per-example signals from workers, computes each "
+               "audit's privacy metrics once its inputs are complete, and exports them."};
+  ServingFlags serving_flags;
+  AddServingFlags(&app, &serving_flags, "127.0.0.1:7401", "127.0.0.1:9401");
+  std::string db_path = "memaudit-scorer.db";
+  app.add_option("--db", db_path, "SQLite database file (created if missing)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  InitLogging("scorer");
+
+  auto store = scorer::ScorerStore::Open(db_path);
+  if (!store.ok()) {
+    spdlog::critical("{}", store.status().ToString());
+    return 1;
+  }
+  metrics::Registry registry;
+  auto scorer = scorer::Scorer::Create(store->get(), &registry);
+  if (!scorer.ok()) {
+    spdlog::critical("{}", scorer.status().ToString());
+    return 1;
+  }
+  scorer::ScorerServiceImpl service(scorer->get());
+  auto serving = StartServing(serving_flags, {&service}, &registry);
+  if (!serving.ok()) {
+    spdlog::critical("{}", serving.status().ToString());
+    return 1;
+  }
+  spdlog::info("serving on port {} (metrics on {}), database {}", serving->port,
+               serving->metrics->port(), db_path);
+  const int signal = WaitForShutdownSignal();
+  spdlog::info("signal {}: shutting down", signal);
+  serving->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}

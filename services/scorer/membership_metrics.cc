@@ -1,0 +1,85 @@
+#include "services/scorer/membership_metrics.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/seeding.h"
+#include "scoring/lira.h"
+#include "scoring/roc.h"
+
+namespace memaudit::scorer {
+namespace {
+
+absl::StatusOr<scoring::Matrix> ToMatrix(const std::map<uint32_t, std::vector<double>>& by_run,
+                                         uint32_t runs, uint32_t examples, const char* signal) {
+  scoring::Matrix m(runs, examples);
+  for (uint32_t r = 0; r < runs; ++r) {
+    auto it = by_run.find(r);
+    if (it == by_run.end() || it->second.size() != examples) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("signal ", signal, " of run ", r, " is missing or has the wrong length"));
+    }
+    std::copy(it->second.begin(), it->second.end(), m.data.begin() + size_t{r} * examples);
+  }
+  return m;
+}
+
+absl::StatusOr<std::vector<double>> AttackScores(const std::string& attack,
+                                                 const scoring::Matrix& phi,
+                                                 const scoring::KeepMatrix& keep,
+                                                 const scoring::Matrix& loss) {
+  if (attack == "loss") return scoring::LossScores(loss.data);
+  scoring::LiraOptions options;
+  options.online = attack.rfind("lira_online", 0) == 0;
+  options.fixed_variance = attack.find("fixed_variance") != std::string::npos;
+  return scoring::LiraScoresAllTargets(phi, keep, options);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::AuditResults> ScoreMembership(
+    const v1::AuditSpec& spec, const std::map<uint32_t, std::vector<double>>& phi_by_run,
+    const std::map<uint32_t, std::vector<double>>& loss_by_run) {
+  const v1::MembershipAudit& m = spec.membership();
+  const uint32_t runs = m.reference_models();
+  const uint32_t examples = m.dataset().pool_size();
+  auto phi = ToMatrix(phi_by_run, runs, examples, kPhiSignal);
+  if (!phi.ok()) return phi.status();
+  auto loss = ToMatrix(loss_by_run, runs, examples, kLossSignal);
+  if (!loss.ok()) return loss.status();
+  const KeepMatrix keep_bits = BuildKeepMatrix(spec.seed(), runs, examples);
+  scoring::KeepMatrix keep(runs, examples, keep_bits.bits);
+
+  v1::AuditResults results;
+  results.set_kind("membership");
+  results.set_complete(true);
+  results.set_models(runs);
+  results.set_examples(examples);
+  uint64_t members = 0;
+  for (uint8_t b : keep_bits.bits) members += b;
+  results.set_members(members);
+  results.set_non_members(keep_bits.bits.size() - members);
+
+  for (const std::string& attack : m.attacks()) {
+    // Row t of the score matrix scores every example against target t, so
+    // the keep-matrix, flattened the same way, holds the truth.
+    auto scores = AttackScores(attack, *phi, keep, *loss);
+    if (!scores.ok()) return scores.status();
+    auto roc = scoring::ComputeRoc(*scores, keep.data);
+    if (!roc.ok()) return roc.status();
+    v1::AttackResult* out = results.add_attacks();
+    out->set_attack(attack);
+    out->set_auc(scoring::Auc(*roc));
+    out->set_balanced_accuracy(scoring::BalancedAccuracy(*roc));
+    for (double fpr : m.fpr_points()) {
+      auto point = scoring::TprAtFpr(*roc, fpr);
+      if (!point.ok()) return point.status();
+      v1::OperatingPoint* p = out->add_operating_points();
+      p->set_fpr_target(fpr);
+      p->set_tpr(point->tpr);
+      p->set_fpr(point->fpr);
+      p->set_threshold(point->threshold);
+    }
+  }
+  return results;
+}
+
+}  // namespace memaudit::scorer

@@ -1,0 +1,29 @@
+// Scores a membership audit once every reference model's signals are in:
+// each model in turn is the target, the others its references, and the
+// (target, example) scores of all targets are pooled into one ROC per attack.
+#ifndef MEMAUDIT_SERVICES_SCORER_MEMBERSHIP_METRICS_H_
+#define MEMAUDIT_SERVICES_SCORER_MEMBERSHIP_METRICS_H_
+
+#include <map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memaudit/v1/results.pb.h"
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit::scorer {
+
+// The evaluation point and signals a membership audit needs from each model.
+inline constexpr char kFinalPoint[] = "final";
+inline constexpr char kPhiSignal[] = "phi";
+inline constexpr char kLossSignal[] = "loss";
+
+// `phi` and `loss` map run -> one value per pool example; both must hold
+// every run 0..N-1.
+absl::StatusOr<v1::AuditResults> ScoreMembership(
+    const v1::AuditSpec& spec, const std::map<uint32_t, std::vector<double>>& phi,
+    const std::map<uint32_t, std::vector<double>>& loss);
+
+}  // namespace memaudit::scorer
+
+#endif  // MEMAUDIT_SERVICES_SCORER_MEMBERSHIP_METRICS_H_

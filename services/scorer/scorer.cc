@@ -1,0 +1,137 @@
+#include "services/scorer/scorer.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "services/scorer/membership_metrics.h"
+
+namespace memaudit::scorer {
+
+absl::StatusOr<std::unique_ptr<Scorer>> Scorer::Create(ScorerStore* store,
+                                                       metrics::Registry* metrics) {
+  std::unique_ptr<Scorer> scorer(new Scorer(store, metrics));
+  auto audits = store->ListAudits();
+  if (!audits.ok()) return audits.status();
+  for (const std::string& id : *audits) {
+    if (absl::Status s = scorer->ScoreIfComplete(id); !s.ok()) return s;
+    auto results = store->GetResults(id);
+    if (!results.ok()) return results.status();
+    if (results->has_value()) scorer->Publish(**results);
+  }
+  return scorer;
+}
+
+absl::Status Scorer::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec) {
+  if (audit_id.empty()) return absl::InvalidArgumentError("audit_id: required");
+  if (spec.kind_case() != v1::AuditSpec::kMembership) {
+    return absl::UnimplementedError("the scorer scores membership audits only in this build");
+  }
+  return store_->OpenAudit(audit_id, spec);
+}
+
+absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
+  auto spec = store_->GetAudit(o.audit_id());
+  if (!spec.ok()) return spec.status();
+  if (!spec->has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("observation.audit_id: unknown audit \"", o.audit_id(), "\""));
+  }
+  const v1::MembershipAudit& m = (*spec)->membership();
+  if (o.run() >= m.reference_models()) {
+    return absl::InvalidArgumentError(absl::StrCat("observation.run: ", o.run(),
+                                                   " is outside the audit's ",
+                                                   m.reference_models(), " models"));
+  }
+  if (o.point() != kFinalPoint) {
+    return absl::InvalidArgumentError(absl::StrCat("observation.point: \"", o.point(),
+                                                   "\" is not an evaluation point of this audit "
+                                                   "(expected \"final\")"));
+  }
+  if (o.signal() != kPhiSignal && o.signal() != kLossSignal) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("observation.signal: \"", o.signal(), "\" (expected \"phi\" or \"loss\")"));
+  }
+  if (static_cast<uint32_t>(o.values_size()) != m.dataset().pool_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("observation.values: expected ",
+                                                   m.dataset().pool_size(),
+                                                   " values (one per pool example), got ",
+                                                   o.values_size()));
+  }
+  for (int i = 0; i < o.values_size(); ++i) {
+    if (!std::isfinite(o.values(i))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values[", i, "]: not a finite number"));
+    }
+  }
+  auto stored = store_->PutObservation(o);
+  if (!stored.ok()) return stored.status();
+  if (metrics_ != nullptr) {
+    metrics_->AddCounter("memaudit_scorer_observations_total",
+                         "Observations received, by outcome.")
+        .Add({{"outcome", *stored ? "stored" : "duplicate"}})
+        .Increment();
+  }
+  return *stored;
+}
+
+absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
+  std::lock_guard<std::mutex> lock(scoring_mu_);
+  auto existing = store_->GetResults(audit_id);
+  if (!existing.ok()) return existing.status();
+  if (existing->has_value()) return absl::OkStatus();
+  auto spec = store_->GetAudit(audit_id);
+  if (!spec.ok()) return spec.status();
+  if (!spec->has_value()) return absl::NotFoundError(absl::StrCat("unknown audit ", audit_id));
+  auto phi = store_->LoadSignal(audit_id, kFinalPoint, kPhiSignal);
+  if (!phi.ok()) return phi.status();
+  auto loss = store_->LoadSignal(audit_id, kFinalPoint, kLossSignal);
+  if (!loss.ok()) return loss.status();
+  const size_t runs = (*spec)->membership().reference_models();
+  if (phi->size() < runs || loss->size() < runs) return absl::OkStatus();
+  auto results = ScoreMembership(**spec, *phi, *loss);
+  if (!results.ok()) return results.status();
+  results->set_audit_id(audit_id);
+  if (absl::Status s = store_->PutResults(*results); !s.ok()) return s;
+  Publish(*results);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id) {
+  auto spec = store_->GetAudit(audit_id);
+  if (!spec.ok()) return spec.status();
+  if (!spec->has_value()) return absl::NotFoundError(absl::StrCat("unknown audit ", audit_id));
+  auto results = store_->GetResults(audit_id);
+  if (!results.ok()) return results.status();
+  if (results->has_value()) return **results;
+  v1::AuditResults partial;
+  partial.set_audit_id(audit_id);
+  partial.set_kind("membership");
+  partial.set_complete(false);
+  partial.set_models((*spec)->membership().reference_models());
+  partial.set_examples((*spec)->membership().dataset().pool_size());
+  return partial;
+}
+
+void Scorer::Publish(const v1::AuditResults& results) {
+  if (metrics_ == nullptr) return;
+  auto& auc = metrics_->AddGauge("memaudit_membership_auc_ratio",
+                                 "Membership-inference ROC AUC, pooled over target models.");
+  auto& tpr = metrics_->AddGauge(
+      "memaudit_membership_tpr_ratio",
+      "Membership-inference TPR at the largest threshold whose FPR <= the fpr label.");
+  for (const v1::AttackResult& a : results.attacks()) {
+    metrics::Labels labels = {{"audit", results.audit_id()}, {"attack", a.attack()}};
+    auc.Add(labels).Set(a.auc());
+    for (const v1::OperatingPoint& p : a.operating_points()) {
+      metrics::Labels with_fpr = labels;
+      with_fpr["fpr"] = absl::StrFormat("%g", p.fpr_target());
+      tpr.Add(with_fpr).Set(p.tpr());
+    }
+  }
+  metrics_->AddCounter("memaudit_scorer_audits_scored_total", "Audits whose metrics were computed.")
+      .Add({})
+      .Increment();
+}
+
+}  // namespace memaudit::scorer

@@ -1,0 +1,45 @@
+// The scorer's logic, independent of gRPC: accepts audit plans and
+// observations, computes each audit's metrics the moment its inputs are
+// complete, and publishes them as gauges.
+#ifndef MEMAUDIT_SERVICES_SCORER_SCORER_H_
+#define MEMAUDIT_SERVICES_SCORER_SCORER_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/metrics_registry.h"
+#include "memaudit/v1/results.pb.h"
+#include "memaudit/v1/scorer.pb.h"
+#include "services/scorer/scorer_store.h"
+
+namespace memaudit::scorer {
+
+class Scorer {
+ public:
+  // Republishes stored results and scores any audit whose inputs completed
+  // before a crash. `metrics` may be null.
+  static absl::StatusOr<std::unique_ptr<Scorer>> Create(ScorerStore* store,
+                                                        metrics::Registry* metrics);
+
+  absl::Status OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec);
+  // True when stored now, false for a duplicate. INVALID_ARGUMENT names the
+  // bad field; NOT_FOUND for an audit never opened.
+  absl::StatusOr<bool> Ingest(const v1::Observation& observation);
+  // Scores `audit_id` if all its inputs are in and it is not scored yet.
+  absl::Status ScoreIfComplete(const std::string& audit_id);
+  absl::StatusOr<v1::AuditResults> GetResults(const std::string& audit_id);
+
+ private:
+  Scorer(ScorerStore* store, metrics::Registry* metrics) : store_(store), metrics_(metrics) {}
+  void Publish(const v1::AuditResults& results);
+
+  ScorerStore* store_;
+  metrics::Registry* metrics_;
+  std::mutex scoring_mu_;  // one audit scored at a time, never twice
+};
+
+}  // namespace memaudit::scorer
+
+#endif  // MEMAUDIT_SERVICES_SCORER_SCORER_H_

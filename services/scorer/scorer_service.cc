@@ -1,0 +1,45 @@
+#include "services/scorer/scorer_service.h"
+
+#include <set>
+
+#include "common/status_grpc.h"
+
+namespace memaudit::scorer {
+
+grpc::Status ScorerServiceImpl::OpenAudit(grpc::ServerContext*, const v1::OpenAuditRequest* req,
+                                          v1::OpenAuditResponse*) {
+  return ToGrpc(scorer_->OpenAudit(req->audit_id(), req->spec()));
+}
+
+grpc::Status ScorerServiceImpl::Ingest(grpc::ServerContext*,
+                                       grpc::ServerReader<v1::Observation>* reader,
+                                       v1::IngestResponse* resp) {
+  v1::Observation observation;
+  std::set<std::string> touched;
+  // Each observation is persisted as it arrives: a stream cut short keeps
+  // what it delivered, and the sender's retry only adds what is missing.
+  while (reader->Read(&observation)) {
+    auto stored = scorer_->Ingest(observation);
+    if (!stored.ok()) return ToGrpc(stored.status());
+    if (*stored) {
+      resp->set_accepted(resp->accepted() + 1);
+    } else {
+      resp->set_duplicates(resp->duplicates() + 1);
+    }
+    touched.insert(observation.audit_id());
+  }
+  for (const std::string& audit_id : touched) {
+    if (absl::Status s = scorer_->ScoreIfComplete(audit_id); !s.ok()) return ToGrpc(s);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ScorerServiceImpl::GetResults(grpc::ServerContext*, const v1::GetResultsRequest* req,
+                                           v1::AuditResults* resp) {
+  auto results = scorer_->GetResults(req->audit_id());
+  if (!results.ok()) return ToGrpc(results.status());
+  *resp = std::move(*results);
+  return grpc::Status::OK;
+}
+
+}  // namespace memaudit::scorer

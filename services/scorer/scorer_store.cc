@@ -1,0 +1,153 @@
+#include "services/scorer/scorer_store.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace memaudit::scorer {
+namespace {
+
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS audits (
+  audit_id TEXT PRIMARY KEY,
+  spec BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS observations (
+  audit_id TEXT NOT NULL REFERENCES audits(audit_id),
+  run INTEGER NOT NULL,
+  point TEXT NOT NULL,
+  signal TEXT NOT NULL,
+  vals BLOB NOT NULL,
+  PRIMARY KEY (audit_id, run, point, signal));
+CREATE TABLE IF NOT EXISTS results (
+  audit_id TEXT PRIMARY KEY REFERENCES audits(audit_id),
+  results BLOB NOT NULL);
+)sql";
+
+// Doubles are stored as their raw little-endian bytes: exact, and compact.
+std::string PackDoubles(const google::protobuf::RepeatedField<double>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+}
+
+std::vector<double> UnpackDoubles(const std::string& bytes) {
+  std::vector<double> out(bytes.size() / sizeof(double));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(double));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ScorerStore>> ScorerStore::Open(const std::string& path) {
+  auto db = sql::Database::Open(path);
+  if (!db.ok()) return db.status();
+  if (absl::Status s = (*db)->Exec(kSchema); !s.ok()) return s;
+  return std::unique_ptr<ScorerStore>(new ScorerStore(std::move(*db)));
+}
+
+absl::Status ScorerStore::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string bytes = spec.SerializeAsString();
+  auto select = db_->Prepare("SELECT spec FROM audits WHERE audit_id = ?");
+  if (!select.ok()) return select.status();
+  select->Bind(1, audit_id);
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return row.status();
+  if (*row) {
+    if (select->Blob(0) == bytes) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("audit ", audit_id, " is already open with a different spec"));
+  }
+  auto insert = db_->Prepare("INSERT INTO audits VALUES (?, ?)");
+  if (!insert.ok()) return insert.status();
+  insert->Bind(1, audit_id).BindBlob(2, bytes);
+  return insert->Run();
+}
+
+absl::StatusOr<std::optional<v1::AuditSpec>> ScorerStore::GetAudit(const std::string& audit_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto select = db_->Prepare("SELECT spec FROM audits WHERE audit_id = ?");
+  if (!select.ok()) return select.status();
+  select->Bind(1, audit_id);
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<v1::AuditSpec>();
+  v1::AuditSpec spec;
+  if (!spec.ParseFromString(select->Blob(0))) {
+    return absl::DataLossError(absl::StrCat("audit ", audit_id, ": stored spec is corrupt"));
+  }
+  return std::optional<v1::AuditSpec>(std::move(spec));
+}
+
+absl::StatusOr<std::vector<std::string>> ScorerStore::ListAudits() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto select = db_->Prepare("SELECT audit_id FROM audits ORDER BY audit_id");
+  if (!select.ok()) return select.status();
+  std::vector<std::string> out;
+  while (true) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    out.push_back(select->Text(0));
+  }
+}
+
+absl::StatusOr<bool> ScorerStore::PutObservation(const v1::Observation& o) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto insert = db_->Prepare("INSERT OR IGNORE INTO observations VALUES (?, ?, ?, ?, ?)");
+  if (!insert.ok()) return insert.status();
+  insert->Bind(1, o.audit_id()).Bind(2, int64_t{o.run()}).Bind(3, o.point()).Bind(4, o.signal());
+  insert->BindBlob(5, PackDoubles(o.values()));
+  if (absl::Status s = insert->Run(); !s.ok()) return s;
+  return db_->Changes() > 0;
+}
+
+absl::StatusOr<std::map<uint32_t, std::vector<double>>> ScorerStore::LoadSignal(
+    const std::string& audit_id, const std::string& point, const std::string& signal) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto select = db_->Prepare(
+      "SELECT run, vals FROM observations WHERE audit_id = ? AND point = ? AND signal = ?");
+  if (!select.ok()) return select.status();
+  select->Bind(1, audit_id).Bind(2, point).Bind(3, signal);
+  std::map<uint32_t, std::vector<double>> out;
+  while (true) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    out[static_cast<uint32_t>(select->Int(0))] = UnpackDoubles(select->Blob(1));
+  }
+}
+
+absl::StatusOr<int64_t> ScorerStore::CountObservations(const std::string& audit_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto select = db_->Prepare("SELECT COUNT(*) FROM observations WHERE audit_id = ?");
+  if (!select.ok()) return select.status();
+  select->Bind(1, audit_id);
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return row.status();
+  return select->Int(0);
+}
+
+absl::Status ScorerStore::PutResults(const v1::AuditResults& results) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto insert = db_->Prepare("INSERT OR REPLACE INTO results VALUES (?, ?)");
+  if (!insert.ok()) return insert.status();
+  insert->Bind(1, results.audit_id()).BindBlob(2, results.SerializeAsString());
+  return insert->Run();
+}
+
+absl::StatusOr<std::optional<v1::AuditResults>> ScorerStore::GetResults(
+    const std::string& audit_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto select = db_->Prepare("SELECT results FROM results WHERE audit_id = ?");
+  if (!select.ok()) return select.status();
+  select->Bind(1, audit_id);
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<v1::AuditResults>();
+  v1::AuditResults results;
+  if (!results.ParseFromString(select->Blob(0))) {
+    return absl::DataLossError(absl::StrCat("audit ", audit_id, ": stored results are corrupt"));
+  }
+  return std::optional<v1::AuditResults>(std::move(results));
+}
+
+}  // namespace memaudit::scorer

@@ -1,0 +1,51 @@
+// The scorer's SQLite state: audit plans, raw observations (one row per
+// (audit, run, point, signal), so a re-sent observation is stored once) and
+// computed results.
+#ifndef MEMAUDIT_SERVICES_SCORER_SCORER_STORE_H_
+#define MEMAUDIT_SERVICES_SCORER_SCORER_STORE_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/sqlite.h"
+#include "memaudit/v1/results.pb.h"
+#include "memaudit/v1/scorer.pb.h"
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit::scorer {
+
+class ScorerStore {
+ public:
+  static absl::StatusOr<std::unique_ptr<ScorerStore>> Open(const std::string& path);
+
+  // OK when new or identical to the stored spec; FAILED_PRECONDITION when the
+  // id is taken by a different spec.
+  absl::Status OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec);
+  absl::StatusOr<std::optional<v1::AuditSpec>> GetAudit(const std::string& audit_id);
+  absl::StatusOr<std::vector<std::string>> ListAudits();
+
+  // True when stored now, false when it was already there.
+  absl::StatusOr<bool> PutObservation(const v1::Observation& observation);
+  // run -> values for one (audit, point, signal).
+  absl::StatusOr<std::map<uint32_t, std::vector<double>>> LoadSignal(const std::string& audit_id,
+                                                                     const std::string& point,
+                                                                     const std::string& signal);
+  absl::StatusOr<int64_t> CountObservations(const std::string& audit_id);
+
+  absl::Status PutResults(const v1::AuditResults& results);
+  absl::StatusOr<std::optional<v1::AuditResults>> GetResults(const std::string& audit_id);
+
+ private:
+  explicit ScorerStore(std::unique_ptr<sql::Database> db) : db_(std::move(db)) {}
+  std::mutex mu_;
+  std::unique_ptr<sql::Database> db_;
+};
+
+}  // namespace memaudit::scorer
+
+#endif  // MEMAUDIT_SERVICES_SCORER_SCORER_STORE_H_

@@ -1,0 +1,41 @@
+// memaudit-worker: leases tasks from a coordinator and trains them.
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "common/process.h"
+#include "common/serving.h"
+#include "services/worker/worker_loop.h"
+
+int main(int argc, char** argv) {
+  using namespace memaudit;
+  BlockShutdownSignals();
+  CLI::App app{"memaudit worker: leases training tasks from a coordinator, trains them with "
+               "LibTorch and streams per-example signals to the scorer."};
+  worker::WorkerOptions options;
+  options.coordinator = "127.0.0.1:7400";
+  app.add_option("--coordinator", options.coordinator, "coordinator gRPC address")
+      ->capture_default_str();
+  app.add_option("--threads", options.threads, "compute threads this worker offers")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  InitLogging("worker");
+
+  worker::WorkerLoop loop(options);
+  absl::Status result;
+  std::thread runner([&] { result = loop.Run(); });
+  std::thread watcher([&] {
+    const int signal = WaitForShutdownSignal();
+    spdlog::info("signal {}: shutting down", signal);
+    loop.Stop();
+  });
+  runner.join();
+  if (!result.ok()) {
+    spdlog::critical("{}", result.ToString());
+    std::_Exit(1);
+  }
+  // The watcher is still blocked in sigwait when Run ended on its own.
+  watcher.join();
+  return 0;
+}

@@ -1,0 +1,78 @@
+#include "services/worker/task_runner.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/seeding.h"
+#include "engine/labeled_images.h"
+
+namespace memaudit::worker {
+namespace {
+
+absl::StatusOr<std::vector<v1::Observation>> RunMembershipModel(
+    const v1::Task& task, const engine::StepCallback& on_step) {
+  const v1::AuditSpec& spec = task.spec();
+  const v1::MembershipAudit& m = spec.membership();
+  const std::string dir = m.dataset().path().empty() ? engine::kFashionMnistDir : m.dataset().path();
+  auto data = engine::LoadMnistLayout(dir, "train");
+  if (!data.ok()) return data.status();
+
+  const std::vector<uint32_t> pool = AuditPool(spec.seed(), (*data)->count, m.dataset().pool_size());
+  if (pool.size() != m.dataset().pool_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("membership.dataset.pool_size: ",
+                                                   m.dataset().pool_size(), " exceeds the ",
+                                                   (*data)->count, " examples in ", dir));
+  }
+  const KeepMatrix keep = BuildKeepMatrix(spec.seed(), m.reference_models(), pool.size());
+  engine::ClassifierRunSpec run;
+  run.hidden.assign(m.model().hidden().begin(), m.model().hidden().end());
+  run.learning_rate = m.training().learning_rate();
+  run.momentum = m.training().momentum();
+  run.weight_decay = m.training().weight_decay();
+  run.epochs = m.training().epochs();
+  run.batch_size = m.training().batch_size();
+  run.threads = spec.resources().threads_per_task();
+  run.init_seed = DeriveSeed(spec.seed(), task.role() + "/init", task.index());
+  run.order_seed = DeriveSeed(spec.seed(), task.role() + "/order", task.index());
+  for (uint32_t j = 0; j < pool.size(); ++j) {
+    if (keep.in(task.index(), j)) run.train_indices.push_back(pool[j]);
+  }
+  run.eval_indices = pool;
+
+  auto result = engine::RunClassifier(**data, run, on_step);
+  if (!result.ok()) return result.status();
+  std::vector<v1::Observation> out(2);
+  for (v1::Observation& o : out) {
+    o.set_audit_id(task.audit_id());
+    o.set_run(task.index());
+    o.set_point("final");
+  }
+  out[0].set_signal("phi");
+  out[0].mutable_values()->Add(result->phi.begin(), result->phi.end());
+  out[1].set_signal("loss");
+  out[1].mutable_values()->Add(result->loss.begin(), result->loss.end());
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
+                                                     const engine::StepCallback& on_step) {
+  if (task.spec().has_membership() && task.role() == "reference_model") {
+    return RunMembershipModel(task, on_step);
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("this worker cannot run role \"", task.role(), "\" of this audit kind"));
+}
+
+bool Retryable(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kFailedPrecondition:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace memaudit::worker

@@ -1,0 +1,192 @@
+#include "services/worker/worker_loop.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_grpc.h"
+#include "services/worker/task_runner.h"
+
+namespace memaudit::worker {
+namespace {
+
+std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(256 << 20);
+  args.SetMaxReceiveMessageSize(256 << 20);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+void Deadline(grpc::ClientContext* ctx, int ms) {
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
+}
+
+std::string Hostname() {
+  char name[256] = {0};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+}  // namespace
+
+WorkerLoop::WorkerLoop(WorkerOptions options)
+    : options_(std::move(options)),
+      coordinator_(v1::WorkerService::NewStub(Channel(options_.coordinator))) {}
+
+absl::Status WorkerLoop::Register() {
+  v1::RegisterRequest req;
+  req.mutable_capabilities()->set_threads(options_.threads);
+  req.mutable_capabilities()->set_gpus(options_.gpus);
+  req.mutable_capabilities()->set_hostname(Hostname());
+  // The coordinator may still be starting: retry for a while.
+  for (int attempt = 0; attempt < 60 && !stopping_; ++attempt) {
+    v1::RegisterResponse resp;
+    grpc::ClientContext ctx;
+    Deadline(&ctx, 2000);
+    ctx.set_wait_for_ready(true);
+    grpc::Status status = coordinator_->Register(&ctx, req, &resp);
+    if (status.ok()) {
+      worker_id_ = resp.worker_id();
+      heartbeat_ms_ = resp.heartbeat_interval_ms() > 0 ? resp.heartbeat_interval_ms() : 1000;
+      scorer_ = v1::ScorerService::NewStub(Channel(resp.scorer_address()));
+      spdlog::info("registered as {}; scorer at {}", worker_id_, resp.scorer_address());
+      return absl::OkStatus();
+    }
+    spdlog::warn("register: {} (retrying)", status.error_message());
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return absl::UnavailableError(
+      absl::StrCat("coordinator ", options_.coordinator, " unreachable"));
+}
+
+absl::Status WorkerLoop::Run() {
+  if (absl::Status s = Register(); !s.ok()) return s;
+  while (!stopping_) {
+    v1::LeaseRequest req;
+    req.set_worker_id(worker_id_);
+    req.set_wait_ms(options_.lease_wait_ms);
+    v1::LeaseResponse resp;
+    grpc::ClientContext ctx;
+    Deadline(&ctx, static_cast<int>(options_.lease_wait_ms) + 5000);
+    grpc::Status status = coordinator_->Lease(&ctx, req, &resp);
+    if (!status.ok()) {
+      spdlog::warn("lease: {}", status.error_message());
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      continue;
+    }
+    if (resp.has_task()) RunOne(resp);
+  }
+  return absl::OkStatus();
+}
+
+void WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
+  const v1::Task& task = lease.task();
+  spdlog::info("task {} (attempt {}): training", task.task_id(), task.attempt());
+  std::atomic<uint64_t> steps{0};
+  std::atomic<bool> stop{false};
+  std::string stop_reason;
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+
+  std::thread heartbeat([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!done) {
+      done_cv.wait_for(lock, std::chrono::milliseconds(heartbeat_ms_));
+      if (done) break;
+      lock.unlock();
+      v1::HeartbeatRequest req;
+      req.set_worker_id(worker_id_);
+      req.set_lease_id(lease.lease_id());
+      req.set_steps_done(steps);
+      v1::HeartbeatResponse resp;
+      grpc::ClientContext ctx;
+      Deadline(&ctx, 5000);
+      grpc::Status status = coordinator_->Heartbeat(&ctx, req, &resp);
+      lock.lock();
+      if (status.ok() && resp.stop()) {
+        stop_reason = resp.reason();
+        stop = true;
+      }
+    }
+  });
+
+  auto observations = RunTask(task, [&](uint64_t s) {
+    steps = s;
+    return !stop && !stopping_;
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  done_cv.notify_all();
+  heartbeat.join();
+
+  if (stop) {
+    spdlog::info("task {}: stopped by coordinator ({})", task.task_id(), stop_reason);
+    return;
+  }
+  if (!observations.ok()) {
+    const bool shutting_down = observations.status().code() == absl::StatusCode::kCancelled;
+    Fail(lease.lease_id(),
+         shutting_down ? absl::UnavailableError("worker shutting down") : observations.status(),
+         shutting_down || Retryable(observations.status()));
+    return;
+  }
+  if (absl::Status s = StreamToScorer(*observations); !s.ok()) {
+    Fail(lease.lease_id(), s, Retryable(s));
+    return;
+  }
+  v1::CompleteRequest req;
+  req.set_worker_id(worker_id_);
+  req.set_lease_id(lease.lease_id());
+  v1::CompleteResponse resp;
+  grpc::ClientContext ctx;
+  Deadline(&ctx, 10000);
+  grpc::Status status = coordinator_->Complete(&ctx, req, &resp);
+  if (status.ok()) {
+    spdlog::info("task {}: done after {} steps", task.task_id(), steps.load());
+  } else {
+    spdlog::warn("task {}: complete refused: {}", task.task_id(), status.error_message());
+  }
+}
+
+absl::Status WorkerLoop::StreamToScorer(const std::vector<v1::Observation>& observations) {
+  absl::Status last;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    v1::IngestResponse resp;
+    grpc::ClientContext ctx;
+    Deadline(&ctx, 60000);
+    auto writer = scorer_->Ingest(&ctx, &resp);
+    for (const v1::Observation& o : observations) {
+      if (!writer->Write(o)) break;
+    }
+    writer->WritesDone();
+    last = FromGrpc(writer->Finish());
+    if (last.ok() || last.code() != absl::StatusCode::kUnavailable) return last;
+    spdlog::warn("ingest: {} (retrying)", last.ToString());
+    std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
+  }
+  return last;
+}
+
+void WorkerLoop::Fail(const std::string& lease_id, const absl::Status& status, bool retryable) {
+  spdlog::warn("task failed ({}): {}", retryable ? "retryable" : "final", status.ToString());
+  v1::FailRequest req;
+  req.set_worker_id(worker_id_);
+  req.set_lease_id(lease_id);
+  req.set_error(std::string(status.message()));
+  req.set_retryable(retryable);
+  v1::FailResponse resp;
+  grpc::ClientContext ctx;
+  Deadline(&ctx, 5000);
+  coordinator_->Fail(&ctx, req, &resp);
+}
+
+}  // namespace memaudit::worker

@@ -1,0 +1,49 @@
+// The worker's life: register, long-poll for a lease, run the task while a
+// heartbeat thread renews the lease (and learns of cancellation), stream the
+// signals to the scorer, then report completion or failure.
+#ifndef MEMAUDIT_SERVICES_WORKER_WORKER_LOOP_H_
+#define MEMAUDIT_SERVICES_WORKER_WORKER_LOOP_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "memaudit/v1/scorer.grpc.pb.h"
+#include "memaudit/v1/worker.grpc.pb.h"
+
+namespace memaudit::worker {
+
+struct WorkerOptions {
+  std::string coordinator;  // host:port
+  uint32_t threads = 1;
+  uint32_t gpus = 0;
+  uint32_t lease_wait_ms = 2000;
+};
+
+class WorkerLoop {
+ public:
+  explicit WorkerLoop(WorkerOptions options);
+  // Runs until Stop(); returns an error only if the coordinator is unreachable
+  // at start for too long.
+  absl::Status Run();
+  // Abandons the current task (handing it back for a retry) and returns.
+  void Stop() { stopping_ = true; }
+
+ private:
+  absl::Status Register();
+  void RunOne(const v1::LeaseResponse& lease);
+  absl::Status StreamToScorer(const std::vector<v1::Observation>& observations);
+  void Fail(const std::string& lease_id, const absl::Status& status, bool retryable);
+
+  WorkerOptions options_;
+  std::unique_ptr<v1::WorkerService::Stub> coordinator_;
+  std::unique_ptr<v1::ScorerService::Stub> scorer_;
+  std::string worker_id_;
+  uint32_t heartbeat_ms_ = 1000;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace memaudit::worker
+
+#endif  // MEMAUDIT_SERVICES_WORKER_WORKER_LOOP_H_

@@ -1,0 +1,81 @@
+#include "tests/integration/cluster_fixture.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+
+namespace memaudit::testing {
+
+v1::AuditSpec TinyMembershipSpec(uint32_t models, uint32_t epochs) {
+  v1::AuditSpec spec;
+  spec.set_name("tiny");
+  spec.set_seed(11);
+  v1::MembershipAudit* m = spec.mutable_membership();
+  m->mutable_dataset()->set_pool_size(200);
+  m->mutable_model()->add_hidden(32);
+  m->mutable_training()->set_learning_rate(0.1);
+  m->mutable_training()->set_momentum(0.9);
+  m->mutable_training()->set_epochs(epochs);
+  m->mutable_training()->set_batch_size(16);
+  m->set_reference_models(models);
+  return spec;
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string request =
+      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+  (void)!write(fd, request.data(), request.size());
+  std::string response;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
+  close(fd);
+  const size_t body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+std::string FreshTestDir(const std::string& suffix) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string dir = absl::StrCat(::testing::TempDir(), "memaudit-it-", getpid(), "-",
+                                 info->test_suite_name(), "-", info->name(), suffix);
+  std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
+  return dir;
+}
+
+void ClusterTest::StartCluster(uint32_t workers, int64_t lease_ttl_ms, const std::string& suffix) {
+  dir_ = FreshTestDir(suffix);
+  cli::ClusterOptions options;
+  options.dir = dir_;
+  options.workers = workers;
+  options.lease_ttl_ms = lease_ttl_ms;
+  options.heartbeat_ms = 200;
+  options.bin_dir = MEMAUDIT_BIN_DIR;
+  auto cluster = cli::EmbeddedCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  cluster_ = std::move(*cluster);
+  client_ = std::make_unique<cli::Client>(cluster_->coordinator_address());
+}
+
+v1::Audit ClusterTest::WaitForEnd(const std::string& audit_id) {
+  absl::Status watched = client_->Watch(audit_id, [](const v1::AuditEvent&) { return true; });
+  EXPECT_TRUE(watched.ok()) << watched;
+  auto audit = client_->Get(audit_id);
+  EXPECT_TRUE(audit.ok()) << audit.status();
+  return audit.ok() ? *audit : v1::Audit();
+}
+
+}  // namespace memaudit::testing

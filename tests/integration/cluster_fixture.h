@@ -1,0 +1,38 @@
+// Shared set-up for integration tests: a fresh directory, an embedded
+// cluster of real service processes, and small specs that train in seconds.
+#ifndef MEMAUDIT_TESTS_INTEGRATION_CLUSTER_FIXTURE_H_
+#define MEMAUDIT_TESTS_INTEGRATION_CLUSTER_FIXTURE_H_
+
+#include <memory>
+#include <string>
+
+#include "cli/client.h"
+#include "cli/embedded_cluster.h"
+#include "gtest/gtest.h"
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit::testing {
+
+// A membership audit small enough to finish in a few seconds on one core.
+v1::AuditSpec TinyMembershipSpec(uint32_t models = 4, uint32_t epochs = 3);
+
+// GET http://127.0.0.1:port/path; returns the body ("" on failure).
+std::string HttpGet(int port, const std::string& path);
+
+// A fresh directory under the test temp dir, named after the running test.
+std::string FreshTestDir(const std::string& suffix = "");
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void StartCluster(uint32_t workers, int64_t lease_ttl_ms = 10000, const std::string& suffix = "");
+  // Waits (via Watch) until the audit ends; returns its final snapshot.
+  v1::Audit WaitForEnd(const std::string& audit_id);
+
+  std::unique_ptr<cli::EmbeddedCluster> cluster_;
+  std::unique_ptr<cli::Client> client_;
+  std::string dir_;
+};
+
+}  // namespace memaudit::testing
+
+#endif  // MEMAUDIT_TESTS_INTEGRATION_CLUSTER_FIXTURE_H_

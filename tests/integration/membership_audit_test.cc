@@ -1,0 +1,152 @@
+// A membership audit through real coordinator, scorer and worker processes.
+#include <signal.h>
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "tests/integration/cluster_fixture.h"
+
+namespace memaudit::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Results without the audit id, for comparing two audits of the same spec.
+std::string Numbers(v1::AuditResults results) {
+  results.clear_audit_id();
+  return results.SerializeAsString();
+}
+
+class MembershipAuditTest : public ClusterTest {};
+
+TEST_F(MembershipAuditTest, CompletesAndScoresEveryAttack) {
+  StartCluster(/*workers=*/2);
+  auto submitted = client_->Submit(TinyMembershipSpec());
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->tasks(), 4u);
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  EXPECT_EQ(audit.tasks().succeeded(), 4u);
+  EXPECT_EQ(audit.steps_done(), audit.steps_total());
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  ASSERT_EQ(results->attacks_size(), 5);
+  EXPECT_EQ(results->members() + results->non_members(), 4u * 200u);
+  for (const v1::AttackResult& a : results->attacks()) {
+    EXPECT_GE(a.auc(), 0.0) << a.attack();
+    EXPECT_LE(a.auc(), 1.0) << a.attack();
+    ASSERT_EQ(a.operating_points_size(), 2);
+  }
+  // A listing shows the audit.
+  auto list = client_->List(10);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->audits_size(), 1);
+  EXPECT_EQ(list->audits(0).audit_id(), submitted->audit_id());
+
+  // Both services export what happened on /metrics.
+  const std::string coordinator_metrics = HttpGet(cluster_->coordinator_metrics_port(), "/metrics");
+  EXPECT_THAT(coordinator_metrics, HasSubstr("memaudit_coordinator_tasks{state=\"succeeded\"} 4"));
+  const std::string scorer_metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
+  EXPECT_THAT(scorer_metrics,
+              HasSubstr(absl::StrCat("memaudit_membership_auc_ratio{attack=\"loss\",audit=\"",
+                                     submitted->audit_id(), "\"}")));
+  // SIGTERM shuts each service down cleanly.
+  EXPECT_EQ(cluster_->coordinator()->Stop(), 0);
+  EXPECT_EQ(cluster_->scorer()->Stop(), 0);
+}
+
+TEST_F(MembershipAuditTest, KilledWorkerTaskIsReleasedAndResultsAreUnchanged) {
+  // Baseline: the same spec, undisturbed.
+  StartCluster(/*workers=*/1, /*lease_ttl_ms=*/10000, "-baseline");
+  const v1::AuditSpec spec = TinyMembershipSpec(4, 8);
+  auto baseline_id = client_->Submit(spec);
+  ASSERT_TRUE(baseline_id.ok());
+  ASSERT_EQ(WaitForEnd(baseline_id->audit_id()).state(), v1::SUCCEEDED);
+  auto baseline = client_->Report(baseline_id->audit_id());
+  ASSERT_TRUE(baseline.ok());
+  cluster_->Stop();
+
+  // Now kill the only worker while it trains the second model.
+  StartCluster(/*workers=*/1, /*lease_ttl_ms=*/1000, "-killed");
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok());
+  bool killed = false;
+  bool retried = false;
+  absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
+    if (e.type() == "task_retried") {
+      retried = true;
+      EXPECT_THAT(e.message(), HasSubstr("lease expired"));
+    }
+    if (!killed && e.type() == "task_leased" && e.task_id().size() > 2 &&
+        e.task_id().substr(e.task_id().size() - 2) == "/1") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      cluster_->worker(0)->Signal(SIGKILL);
+      killed = true;
+      EXPECT_TRUE(cluster_->AddWorker().ok());
+    }
+    return true;
+  });
+  ASSERT_TRUE(watched.ok()) << watched;
+  ASSERT_TRUE(killed);
+  EXPECT_TRUE(retried) << "the dead worker's task must be re-queued";
+  EXPECT_EQ(cluster_->worker(0)->Wait(), 128 + SIGKILL);
+  auto audit = client_->Get(submitted->audit_id());
+  ASSERT_EQ(audit->state(), v1::SUCCEEDED) << audit->error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ(Numbers(*results), Numbers(*baseline))
+      << "a re-leased task must reproduce its signals bit for bit";
+}
+
+TEST_F(MembershipAuditTest, CancelStopsTheWorkers) {
+  StartCluster(/*workers=*/1);
+  auto submitted = client_->Submit(TinyMembershipSpec(8, 2000));
+  ASSERT_TRUE(submitted.ok());
+  // Cancel once training has visibly started.
+  absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
+    if (e.audit().steps_done() > 0) {
+      auto cancelled = client_->Cancel(submitted->audit_id());
+      EXPECT_TRUE(cancelled.ok());
+      EXPECT_EQ(cancelled->state(), v1::CANCELLED);
+    }
+    return true;
+  });
+  ASSERT_TRUE(watched.ok());
+  auto audit = client_->Get(submitted->audit_id());
+  EXPECT_EQ(audit->state(), v1::CANCELLED);
+  EXPECT_EQ(audit->tasks().cancelled(), 8u);
+  EXPECT_EQ(audit->tasks().succeeded(), 0u);
+  // The worker stops the task at its next heartbeat and stays alive, idle.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_FALSE(cluster_->worker(0)->Exited());
+  auto after = client_->Get(submitted->audit_id());
+  EXPECT_EQ(after->tasks().running(), 0u);
+  EXPECT_LT(after->steps_done(), after->steps_total());
+}
+
+TEST_F(MembershipAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
+  StartCluster(/*workers=*/1);
+  v1::AuditSpec spec = TinyMembershipSpec();
+  spec.mutable_membership()->set_reference_models(3);
+  spec.mutable_membership()->mutable_training()->set_epochs(0);
+  auto refused = client_->Submit(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("membership.reference_models"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("membership.training.epochs"));
+
+  v1::AuditSpec exposure;
+  exposure.mutable_exposure();
+  auto unimplemented = client_->Submit(exposure);
+  EXPECT_EQ(unimplemented.status().code(), absl::StatusCode::kUnimplemented);
+
+  auto list = client_->List(10);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->audits_size(), 0) << "a refused spec must not create an audit";
+  EXPECT_EQ(client_->Get("a-missing").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace memaudit::testing
