@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/client.h"
+#include "cli/csv_export.h"
 #include "cli/embedded_cluster.h"
+#include "cli/html_report.h"
 #include "cli/render.h"
 #include "common/spec_yaml.h"
 #include "services/coordinator/spec_validator.h"
@@ -20,6 +22,26 @@ constexpr int kOk = 0;
 constexpr int kAuditUnsuccessful = 1;
 constexpr int kBadInput = 2;
 constexpr int kUnreachable = 3;
+
+absl::Status WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::trunc);
+  out << content;
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+// Writes whichever of the report files were asked for.
+absl::Status WriteReportFiles(const v1::Audit& audit, const v1::AuditResults& results,
+                              const ReportFiles& files) {
+  if (!files.json_path.empty()) {
+    if (absl::Status s = WriteFile(files.json_path, ToJson(results)); !s.ok()) return s;
+  }
+  if (!files.html_path.empty()) {
+    if (absl::Status s = WriteFile(files.html_path, HtmlReport(audit, results)); !s.ok()) return s;
+  }
+  if (!files.csv_dir.empty()) return WriteResultsCsv(results, files.csv_dir);
+  return absl::OkStatus();
+}
 
 int ExitCodeFor(const absl::Status& status) {
   switch (status.code()) {
@@ -40,13 +62,6 @@ int PrintError(const absl::Status& status) {
                          "describes each field\n");
   }
   return ExitCodeFor(status);
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::trunc);
-  out << content;
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
 }
 
 std::string DefaultRunDir() {
@@ -121,13 +136,18 @@ int RunCommand(const RunOptions& options) {
   auto results = client.Report(submitted->audit_id());
   if (!results.ok()) return PrintError(results.status());
   std::printf("%s", ResultsTable(*results).c_str());
-  const std::string json = ToJson(*results);
-  std::vector<std::string> paths = {cluster_options.dir + "/results.json"};
-  if (!options.json_path.empty()) paths.push_back(options.json_path);
-  for (const std::string& path : paths) {
-    if (absl::Status s = WriteFile(path, json); !s.ok()) return PrintError(s);
+  ReportFiles files;
+  files.json_path = cluster_options.dir + "/results.json";
+  files.html_path = cluster_options.dir + "/report.html";
+  if (absl::Status s = WriteReportFiles(*audit, *results, files); !s.ok()) return PrintError(s);
+  if (!options.json_path.empty()) {
+    if (absl::Status s = WriteFile(options.json_path, ToJson(*results)); !s.ok()) {
+      return PrintError(s);
+    }
   }
-  std::fprintf(stderr, "results written to %s\n", paths.back().c_str());
+  std::fprintf(stderr, "results written to %s, report to %s\n",
+               options.json_path.empty() ? files.json_path.c_str() : options.json_path.c_str(),
+               files.html_path.c_str());
   (*cluster)->Stop();
   return kOk;
 }
@@ -183,16 +203,16 @@ int CancelCommand(const RemoteOptions& remote, const std::string& audit_id) {
 }
 
 int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
-                  const std::string& json_path) {
+                  const ReportFiles& files) {
   auto format = ParseOutputFormat(remote.output);
   if (!format.ok()) return PrintError(format.status());
   Client client(remote.coordinator);
+  auto audit = client.Get(audit_id);
+  if (!audit.ok()) return PrintError(audit.status());
   auto results = client.Report(audit_id);
   if (!results.ok()) return PrintError(results.status());
   std::printf("%s", RenderResults(*results, *format).c_str());
-  if (!json_path.empty()) {
-    if (absl::Status s = WriteFile(json_path, ToJson(*results)); !s.ok()) return PrintError(s);
-  }
+  if (absl::Status s = WriteReportFiles(*audit, *results, files); !s.ok()) return PrintError(s);
   return kOk;
 }
 

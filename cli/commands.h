@@ -26,8 +26,13 @@ int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, boo
 int StatusCommand(const RemoteOptions& remote, const std::string& audit_id);
 int WatchCommand(const RemoteOptions& remote, const std::string& audit_id);
 int CancelCommand(const RemoteOptions& remote, const std::string& audit_id);
+struct ReportFiles {
+  std::string json_path;
+  std::string html_path;
+  std::string csv_dir;
+};
 int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
-                  const std::string& json_path);
+                  const ReportFiles& files);
 
 }  // namespace memaudit::cli
 

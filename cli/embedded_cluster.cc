@@ -98,15 +98,32 @@ absl::Status EmbeddedCluster::StartCoordinator() {
 }
 
 absl::Status EmbeddedCluster::AddWorker() {
+  const std::string name = absl::StrCat("worker-", workers_.size());
+  const std::string metrics_file = absl::StrCat(options_.dir, "/", name, ".metrics-port");
+  std::remove(metrics_file.c_str());
   auto process = Subprocess::Spawn(
-      {Binary("memaudit-worker"), "--coordinator", coordinator_address()},
-      absl::StrCat(options_.dir, "/worker-", workers_.size(), ".log"));
+      {Binary("memaudit-worker"), "--coordinator", coordinator_address(), "--metrics-listen",
+       "127.0.0.1:0", "--metrics-port-file", metrics_file},
+      absl::StrCat(options_.dir, "/", name, ".log"));
   if (!process.ok()) return process.status();
   workers_.push_back(std::move(*process));
+  worker_metrics_files_.push_back(metrics_file);
+  worker_metrics_ports_.push_back(0);
   return absl::OkStatus();
 }
 
-absl::Status EmbeddedCluster::RestartScorer() {
+int EmbeddedCluster::worker_metrics_port(size_t i) {
+  // Read on first use rather than in AddWorker, so adding a worker does not
+  // wait for it to start (tests depend on that timing).
+  if (worker_metrics_ports_[i] == 0) {
+    auto bound = WaitForPortFile(worker_metrics_files_[i], kStartTimeoutMs, workers_[i].get());
+    if (bound.ok()) worker_metrics_ports_[i] = *bound;
+  }
+  return worker_metrics_ports_[i];
+}
+
+absl::Status EmbeddedCluster::RestartScorer(int signal) {
+  scorer_->Signal(signal);
   scorer_->Stop();
   return StartScorer(scorer_port_);
 }

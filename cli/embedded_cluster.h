@@ -35,11 +35,15 @@ class EmbeddedCluster {
 
   absl::Status AddWorker();
   size_t worker_count() const { return workers_.size(); }
+  // Worker i's /metrics port; waits for the worker to start serving it.
+  // 0 if it never does (see its log).
+  int worker_metrics_port(size_t i);
   Subprocess* worker(size_t i) { return workers_[i].get(); }
   Subprocess* coordinator() { return coordinator_.get(); }
   Subprocess* scorer() { return scorer_.get(); }
-  // Restarts the scorer on the same port and database (crash tests).
-  absl::Status RestartScorer();
+  // Stops the scorer with `signal` (SIGKILL = a crash) and starts it again on
+  // the same port and database.
+  absl::Status RestartScorer(int signal);
   // Stops workers, then the coordinator, then the scorer.
   void Stop();
 
@@ -53,6 +57,8 @@ class EmbeddedCluster {
   std::unique_ptr<Subprocess> scorer_;
   std::unique_ptr<Subprocess> coordinator_;
   std::vector<std::unique_ptr<Subprocess>> workers_;
+  std::vector<std::string> worker_metrics_files_;
+  std::vector<int> worker_metrics_ports_;  // 0 until read
   int scorer_port_ = 0;
   int coordinator_port_ = 0;
   int coordinator_metrics_port_ = 0;

@@ -3,7 +3,6 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
-#include "common/process.h"
 
 int main(int argc, char** argv) {
   using namespace memaudit::cli;
@@ -70,10 +69,15 @@ int main(int argc, char** argv) {
   cancel_cmd->add_option("audit", audit_id, "audit id")->required();
   add_remote(cancel_cmd, false);
 
-  std::string json_path;
-  CLI::App* report_cmd = app.add_subcommand("report", "Print an audit's scored results.");
+  ReportFiles report_files;
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "Print an audit's scored results; optionally write JSON, HTML and CSV.");
   report_cmd->add_option("audit", audit_id, "audit id")->required();
-  report_cmd->add_option("--json", json_path, "also write the results JSON here");
+  report_cmd->add_option("--json", report_files.json_path, "write the results JSON here");
+  report_cmd->add_option("--html", report_files.html_path,
+                         "write a self-contained HTML report (inline SVG plots) here");
+  report_cmd->add_option("--csv", report_files.csv_dir,
+                         "write attacks.csv, operating_points.csv and roc.csv into this directory");
   add_remote(report_cmd, true);
 
   CLI11_PARSE(app, argc, argv);
@@ -83,6 +87,6 @@ int main(int argc, char** argv) {
   if (*status_cmd) return StatusCommand(remote, audit_id);
   if (*watch_cmd) return WatchCommand(remote, audit_id);
   if (*cancel_cmd) return CancelCommand(remote, audit_id);
-  if (*report_cmd) return ReportCommand(remote, audit_id, json_path);
+  if (*report_cmd) return ReportCommand(remote, audit_id, report_files);
   return 2;
 }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_server_metrics.h"
 #include "common/process.h"
 
 namespace memaudit {
@@ -15,16 +16,34 @@ namespace memaudit {
 void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& default_listen,
                      const std::string& default_metrics) {
   flags->listen = default_listen;
-  flags->metrics_listen = default_metrics;
   app->add_option("--listen", flags->listen, "gRPC address host:port (port 0 = pick a free one)")
       ->capture_default_str();
   app->add_option("--port-file", flags->port_file,
                   "write the bound gRPC port here once serving");
-  app->add_option("--metrics-listen", flags->metrics_listen,
+  AddMetricsFlags(app, &flags->metrics_listen, &flags->metrics_port_file, default_metrics);
+}
+
+void AddMetricsFlags(CLI::App* app, std::string* metrics_listen, std::string* metrics_port_file,
+                     const std::string& default_metrics) {
+  *metrics_listen = default_metrics;
+  app->add_option("--metrics-listen", *metrics_listen,
                   "Prometheus /metrics address host:port (port 0 = pick a free one)")
       ->capture_default_str();
-  app->add_option("--metrics-port-file", flags->metrics_port_file,
+  app->add_option("--metrics-port-file", *metrics_port_file,
                   "write the bound /metrics port here once serving");
+}
+
+absl::StatusOr<std::unique_ptr<metrics::HttpServer>> StartMetricsServing(
+    const std::string& metrics_listen, const std::string& metrics_port_file,
+    const metrics::Registry* registry) {
+  auto address = SplitHostPort(metrics_listen);
+  if (!address.ok()) return address.status();
+  auto http = metrics::HttpServer::Start(registry, address->first, address->second);
+  if (!http.ok()) return http.status();
+  if (!metrics_port_file.empty()) {
+    if (absl::Status s = WritePortFile(metrics_port_file, (*http)->port()); !s.ok()) return s;
+  }
+  return http;
 }
 
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address) {
@@ -40,7 +59,7 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
 
 absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
                                      const std::vector<grpc::Service*>& services,
-                                     const metrics::Registry* registry) {
+                                     metrics::Registry* registry) {
   if (auto split = SplitHostPort(flags.listen); !split.ok()) return split.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -50,20 +69,16 @@ absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
   builder.SetMaxReceiveMessageSize(256 << 20);
   builder.SetMaxSendMessageSize(256 << 20);
   for (grpc::Service* s : services) builder.RegisterService(s);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(GrpcServerMetrics(registry));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   serving.server = builder.BuildAndStart();
   if (serving.server == nullptr || serving.port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", flags.listen));
   }
-  auto metrics_address = SplitHostPort(flags.metrics_listen);
-  if (!metrics_address.ok()) return metrics_address.status();
-  auto http = metrics::HttpServer::Start(registry, metrics_address->first, metrics_address->second);
+  auto http = StartMetricsServing(flags.metrics_listen, flags.metrics_port_file, registry);
   if (!http.ok()) return http.status();
   serving.metrics = std::move(*http);
-  if (!flags.metrics_port_file.empty()) {
-    if (absl::Status s = WritePortFile(flags.metrics_port_file, serving.metrics->port()); !s.ok()) {
-      return s;
-    }
-  }
   // The gRPC port file goes last: once it exists, everything is up.
   if (!flags.port_file.empty()) {
     if (absl::Status s = WritePortFile(flags.port_file, serving.port); !s.ok()) return s;

@@ -28,16 +28,28 @@ struct ServingFlags {
 void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& default_listen,
                      const std::string& default_metrics);
 
+// Adds only --metrics-listen and --metrics-port-file, for processes (the
+// worker) that serve /metrics but no gRPC.
+void AddMetricsFlags(CLI::App* app, std::string* metrics_listen, std::string* metrics_port_file,
+                     const std::string& default_metrics);
+
+// Starts /metrics on `metrics_listen`, then writes the bound port to
+// `metrics_port_file` (if not empty).
+absl::StatusOr<std::unique_ptr<metrics::HttpServer>> StartMetricsServing(
+    const std::string& metrics_listen, const std::string& metrics_port_file,
+    const metrics::Registry* registry);
+
 struct Serving {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   std::unique_ptr<metrics::HttpServer> metrics;
 };
 
-// Starts gRPC (with health) and /metrics, then writes the port files.
+// Starts gRPC (with health) and /metrics, then writes the port files. Every
+// RPC is counted and timed into `registry` (common/grpc_server_metrics.h).
 absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
                                      const std::vector<grpc::Service*>& services,
-                                     const metrics::Registry* registry);
+                                     metrics::Registry* registry);
 
 // "host:port" split; port may be 0.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);

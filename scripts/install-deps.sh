@@ -13,8 +13,12 @@ packages=(
   # persistence, logs, CLI, config, metrics HTTP, distributions
   libsqlite3-dev libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev
   libcivetweb-dev civetweb libboost-math-dev nlohmann-json3-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # attack classifiers (the xgboost package provides what libxgboost-dev's CMake config names)
+  libxgboost-dev xgboost
+  # tests and benchmarks; prometheus (with promtool) for the metrics tests
+  libgtest-dev libgmock-dev libbenchmark-dev prometheus
+  # the HTML report is tested in headless Chromium
+  chromium
   # data
   dataset-fashion-mnist fortunes
 )

@@ -69,7 +69,6 @@ grpc::Status AuditServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRe
   auto first = scheduler_->Get(req->audit_id());
   if (!first.ok()) return ToGrpc(first.status());
   uint64_t after = req->after_sequence();
-  uint64_t seen_version = 0;
   uint64_t last_steps = ~uint64_t{0};
   while (!ctx->IsCancelled()) {
     const uint64_t version = scheduler_->version();
@@ -103,9 +102,8 @@ grpc::Status AuditServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRe
     last_steps = audit->steps_done();
     if (events->size() == 100) continue;
     if (IsTerminal(audit->state()) && events->empty()) return grpc::Status::OK;
-    seen_version = scheduler_->WaitForChange(version, 500);
+    scheduler_->WaitForChange(version, 500);
   }
-  (void)seen_version;
   return grpc::Status::OK;
 }
 

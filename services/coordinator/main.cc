@@ -55,8 +55,10 @@ int main(int argc, char** argv) {
   auto channel = grpc::CreateCustomChannel(scorer, grpc::InsecureChannelCredentials(), args);
   coordinator::AuditServiceImpl audit_service(scheduler->get(),
                                               v1::ScorerService::NewStub(channel));
+  // A worker silent for a lease TTL has lost its lease: count it gone too.
+  coordinator::WorkerPresence presence(RealClock::Get(), lease_ttl_ms, &registry);
   coordinator::WorkerServiceImpl worker_service(scheduler->get(), scorer, heartbeat_ms,
-                                                static_cast<uint32_t>(lease_ttl_ms));
+                                                static_cast<uint32_t>(lease_ttl_ms), &presence);
   auto serving = StartServing(serving_flags, {&audit_service, &worker_service}, &registry);
   if (!serving.ok()) {
     spdlog::critical("{}", serving.status().ToString());
@@ -71,6 +73,7 @@ int main(int argc, char** argv) {
       if (absl::Status s = (*scheduler)->ExpireLeases(); !s.ok()) {
         spdlog::error("expiring leases: {}", s.ToString());
       }
+      presence.Refresh();
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   });

@@ -63,6 +63,7 @@ absl::Status Scheduler::Apply(const Mutation& m) {
   if (absl::Status s = store_->Commit(m); !s.ok()) return s;
   for (const TaskRecord& t : m.tasks) {
     const size_t i = task_by_id_.at(t.task_id);
+    metrics_.TaskChanged(tasks_[i], t, clock_->NowMs());
     if (tasks_[i].state == TaskState::kLeased) task_by_lease_.erase(tasks_[i].lease_id);
     tasks_[i] = t;
     if (t.state == TaskState::kLeased) task_by_lease_[t.lease_id] = i;
@@ -202,12 +203,7 @@ std::string Scheduler::RegisterWorker(const v1::WorkerCapabilities& capabilities
   std::string id = RandomId("w-");
   std::lock_guard<std::mutex> lock(mu_);
   workers_[id] = capabilities;
-  if (metrics_ != nullptr) {
-    metrics_->AddCounter("memaudit_coordinator_workers_registered_total",
-                         "Workers that have registered since the coordinator started.")
-        .Add({})
-        .Increment();
-  }
+  metrics_.WorkerRegistered();
   return id;
 }
 
@@ -307,12 +303,7 @@ void Scheduler::RetryOrFail(TaskRecord t, const std::string& reason, bool retrya
     t.steps_done = 0;
     m->events.push_back(Event(t.audit_id, "task_retried", t.task_id,
                               absl::StrCat(reason, " (attempt ", t.attempts, " of ", budget, ")")));
-    if (metrics_ != nullptr) {
-      metrics_->AddCounter("memaudit_coordinator_task_retries_total",
-                           "Tasks put back in the queue, by reason.")
-          .Add({{"reason", reason.rfind("lease expired", 0) == 0 ? "lease_expired" : "worker_error"}})
-          .Increment();
-    }
+    metrics_.TaskRetried(reason);
     m->tasks.push_back(std::move(t));
     return;
   }
@@ -380,25 +371,6 @@ void Scheduler::Shutdown() {
   changed_.notify_all();
 }
 
-void Scheduler::UpdateGauges() {
-  if (metrics_ == nullptr) return;
-  std::map<std::string, double> by_state = {
-      {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
-  for (const TaskRecord& t : tasks_) by_state[TaskStateName(t.state)] += 1;
-  auto& tasks = metrics_->AddGauge("memaudit_coordinator_tasks", "Tasks known, by state.");
-  for (const auto& [state, count] : by_state) tasks.Add({{"state", state}}).Set(count);
-  std::map<std::string, double> audits = {
-      {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
-  for (const auto& [id, a] : audits_) {
-    std::string name = v1::AuditState_Name(a.state);
-    for (char& c : name) c = static_cast<char>(std::tolower(c));
-    audits[name] += 1;
-  }
-  auto& family = metrics_->AddGauge("memaudit_coordinator_audits", "Audits known, by state.");
-  for (const auto& [state, count] : audits) family.Add({{"state", state}}).Set(count);
-  metrics_->AddGauge("memaudit_coordinator_leases", "Leases currently held by workers.")
-      .Add({})
-      .Set(static_cast<double>(task_by_lease_.size()));
-}
+void Scheduler::UpdateGauges() { metrics_.Refresh(tasks_, audits_, task_by_lease_.size()); }
 
 }  // namespace memaudit::coordinator

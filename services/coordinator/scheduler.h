@@ -19,6 +19,7 @@
 #include "memaudit/v1/audit.pb.h"
 #include "memaudit/v1/worker.pb.h"
 #include "services/coordinator/records.h"
+#include "services/coordinator/scheduler_metrics.h"
 #include "services/coordinator/store.h"
 
 namespace memaudit::coordinator {
@@ -90,7 +91,7 @@ class Scheduler {
   Store* store_;
   const Clock* clock_;
   SchedulerOptions options_;
-  metrics::Registry* metrics_;
+  SchedulerMetrics metrics_;
 
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;

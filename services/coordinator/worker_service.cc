@@ -13,6 +13,7 @@ constexpr uint32_t kMaxLeaseWaitMs = 30000;
 grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const v1::RegisterRequest* req,
                                          v1::RegisterResponse* resp) {
   resp->set_worker_id(scheduler_->RegisterWorker(req->capabilities()));
+  Seen(resp->worker_id());
   resp->set_scorer_address(scorer_address_);
   resp->set_heartbeat_interval_ms(heartbeat_ms_);
   return grpc::Status::OK;
@@ -23,7 +24,10 @@ grpc::Status WorkerServiceImpl::Lease(grpc::ServerContext*, const v1::LeaseReque
   if (req->worker_id().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "worker_id: required (Register first)");
   }
+  // Seen before and after the long-poll, so an idle worker never looks gone.
+  Seen(req->worker_id());
   auto grant = scheduler_->Lease(req->worker_id(), std::min(req->wait_ms(), kMaxLeaseWaitMs));
+  Seen(req->worker_id());
   if (!grant.ok()) return ToGrpc(grant.status());
   if (!grant->has_value()) return grpc::Status::OK;
   const TaskRecord& t = (*grant)->task;
@@ -42,6 +46,7 @@ grpc::Status WorkerServiceImpl::Lease(grpc::ServerContext*, const v1::LeaseReque
 
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
                                           v1::HeartbeatResponse* resp) {
+  Seen(req->worker_id());
   auto verdict = scheduler_->Heartbeat(req->lease_id(), req->steps_done());
   if (!verdict.ok()) return ToGrpc(verdict.status());
   resp->set_stop(verdict->stop);
@@ -51,11 +56,13 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*, const v1::Heartb
 
 grpc::Status WorkerServiceImpl::Complete(grpc::ServerContext*, const v1::CompleteRequest* req,
                                          v1::CompleteResponse*) {
+  Seen(req->worker_id());
   return ToGrpc(scheduler_->Complete(req->lease_id()));
 }
 
 grpc::Status WorkerServiceImpl::Fail(grpc::ServerContext*, const v1::FailRequest* req,
                                      v1::FailResponse*) {
+  Seen(req->worker_id());
   return ToGrpc(scheduler_->Fail(req->lease_id(), req->error(), req->retryable()));
 }
 

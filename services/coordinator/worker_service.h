@@ -6,17 +6,20 @@
 
 #include "memaudit/v1/worker.grpc.pb.h"
 #include "services/coordinator/scheduler.h"
+#include "services/coordinator/worker_presence.h"
 
 namespace memaudit::coordinator {
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
+  // `presence` (may be null) learns of every call that names a worker.
   WorkerServiceImpl(Scheduler* scheduler, std::string scorer_address, uint32_t heartbeat_ms,
-                    uint32_t lease_ttl_ms)
+                    uint32_t lease_ttl_ms, WorkerPresence* presence = nullptr)
       : scheduler_(scheduler),
         scorer_address_(std::move(scorer_address)),
         heartbeat_ms_(heartbeat_ms),
-        lease_ttl_ms_(lease_ttl_ms) {}
+        lease_ttl_ms_(lease_ttl_ms),
+        presence_(presence) {}
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
                         v1::RegisterResponse* resp) override;
@@ -30,10 +33,15 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
                     v1::FailResponse* resp) override;
 
  private:
+  void Seen(const std::string& worker_id) {
+    if (presence_ != nullptr) presence_->Seen(worker_id);
+  }
+
   Scheduler* scheduler_;
   std::string scorer_address_;
   uint32_t heartbeat_ms_;
   uint32_t lease_ttl_ms_;
+  WorkerPresence* presence_;
 };
 
 }  // namespace memaudit::coordinator

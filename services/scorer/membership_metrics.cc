@@ -1,7 +1,10 @@
 #include "services/scorer/membership_metrics.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "scoring/intervals.h"
 #include "scoring/lira.h"
 #include "scoring/roc.h"
 
@@ -31,6 +34,45 @@ absl::StatusOr<std::vector<double>> AttackScores(const std::string& attack,
   options.online = attack.rfind("lira_online", 0) == 0;
   options.fixed_variance = attack.find("fixed_variance") != std::string::npos;
   return scoring::LiraScoresAllTargets(phi, keep, options);
+}
+
+// The largest-TPR point at each of ~100 log-spaced FPR bounds: a compact
+// curve that keeps the low-FPR region that matters on log-log axes.
+absl::Status AddRocCurve(const scoring::RocCurve& roc, v1::AttackResult* out) {
+  constexpr int kPoints = 100;
+  constexpr double kMinLog10 = -5;
+  double last_fpr = -1, last_tpr = -1;
+  for (int i = -1; i <= kPoints; ++i) {
+    const double bound = i < 0 ? 0.0 : std::pow(10.0, kMinLog10 * (1.0 - double(i) / kPoints));
+    auto point = scoring::TprAtFpr(roc, bound);
+    if (!point.ok()) return point.status();
+    if (point->fpr == last_fpr && point->tpr == last_tpr) continue;
+    v1::RocPoint* p = out->add_roc();
+    p->set_fpr(point->fpr);
+    p->set_tpr(point->tpr);
+    last_fpr = point->fpr;
+    last_tpr = point->tpr;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AddOperatingPoint(const scoring::RocCurve& roc, double fpr, v1::AttackResult* out) {
+  auto point = scoring::TprAtFpr(roc, fpr);
+  if (!point.ok()) return point.status();
+  auto tpr_ci = scoring::ClopperPearson(point->true_positives, point->positives);
+  if (!tpr_ci.ok()) return tpr_ci.status();
+  auto fpr_ci = scoring::ClopperPearson(point->false_positives, point->negatives);
+  if (!fpr_ci.ok()) return fpr_ci.status();
+  v1::OperatingPoint* p = out->add_operating_points();
+  p->set_fpr_target(fpr);
+  p->set_tpr(point->tpr);
+  p->set_fpr(point->fpr);
+  p->set_threshold(point->threshold);
+  p->set_tpr_low(tpr_ci->lo);
+  p->set_tpr_high(tpr_ci->hi);
+  p->set_fpr_low(fpr_ci->lo);
+  p->set_fpr_high(fpr_ci->hi);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -70,14 +112,9 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
     out->set_auc(scoring::Auc(*roc));
     out->set_balanced_accuracy(scoring::BalancedAccuracy(*roc));
     for (double fpr : m.fpr_points()) {
-      auto point = scoring::TprAtFpr(*roc, fpr);
-      if (!point.ok()) return point.status();
-      v1::OperatingPoint* p = out->add_operating_points();
-      p->set_fpr_target(fpr);
-      p->set_tpr(point->tpr);
-      p->set_fpr(point->fpr);
-      p->set_threshold(point->threshold);
+      if (absl::Status s = AddOperatingPoint(*roc, fpr, out); !s.ok()) return s;
     }
+    if (absl::Status s = AddRocCurve(*roc, out); !s.ok()) return s;
   }
   return results;
 }

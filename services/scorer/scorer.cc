@@ -1,12 +1,31 @@
 #include "services/scorer/scorer.h"
 
+#include <chrono>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "services/scorer/membership_metrics.h"
 
 namespace memaudit::scorer {
+namespace {
+
+// Observability (docs/observability.md): the time one audit's scoring takes.
+void ObserveScoringSeconds(metrics::Registry* metrics, const std::string& kind,
+                           std::chrono::steady_clock::time_point started) {
+  if (metrics == nullptr) return;
+  static const std::vector<double> buckets = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5,
+                                              1,     5,     10,   30,   60,  300};
+  metrics
+      ->AddHistogram("memaudit_scorer_scoring_duration_seconds",
+                     "Time to compute one audit's metrics once its inputs were complete.",
+                     buckets)
+      .Add({{"kind", kind}})
+      .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Scorer>> Scorer::Create(ScorerStore* store,
                                                        metrics::Registry* metrics) {
@@ -89,12 +108,31 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   if (!loss.ok()) return loss.status();
   const size_t runs = (*spec)->membership().reference_models();
   if (phi->size() < runs || loss->size() < runs) return absl::OkStatus();
+  const auto scoring_started = std::chrono::steady_clock::now();
   auto results = ScoreMembership(**spec, *phi, *loss);
+  ObserveScoringSeconds(metrics_, "membership", scoring_started);
   if (!results.ok()) return results.status();
   results->set_audit_id(audit_id);
   if (absl::Status s = store_->PutResults(*results); !s.ok()) return s;
   Publish(*results);
+  {
+    std::lock_guard<std::mutex> version_lock(version_mu_);
+    ++results_version_;
+  }
+  version_cv_.notify_all();
   return absl::OkStatus();
+}
+
+uint64_t Scorer::results_version() const {
+  std::lock_guard<std::mutex> lock(version_mu_);
+  return results_version_;
+}
+
+uint64_t Scorer::WaitForResults(uint64_t seen, int timeout_ms) const {
+  std::unique_lock<std::mutex> lock(version_mu_);
+  version_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                       [&] { return results_version_ != seen; });
+  return results_version_;
 }
 
 absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id) {

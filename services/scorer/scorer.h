@@ -4,6 +4,7 @@
 #ifndef MEMAUDIT_SERVICES_SCORER_SCORER_H_
 #define MEMAUDIT_SERVICES_SCORER_SCORER_H_
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +31,10 @@ class Scorer {
   // Scores `audit_id` if all its inputs are in and it is not scored yet.
   absl::Status ScoreIfComplete(const std::string& audit_id);
   absl::StatusOr<v1::AuditResults> GetResults(const std::string& audit_id);
+  // A counter bumped whenever any audit's results change; WaitForResults
+  // blocks until it passes `seen` or `timeout_ms` elapses, and returns it.
+  uint64_t results_version() const;
+  uint64_t WaitForResults(uint64_t seen, int timeout_ms) const;
 
  private:
   Scorer(ScorerStore* store, metrics::Registry* metrics) : store_(store), metrics_(metrics) {}
@@ -38,6 +43,9 @@ class Scorer {
   ScorerStore* store_;
   metrics::Registry* metrics_;
   std::mutex scoring_mu_;  // one audit scored at a time, never twice
+  mutable std::mutex version_mu_;
+  mutable std::condition_variable version_cv_;
+  uint64_t results_version_ = 0;
 };
 
 }  // namespace memaudit::scorer

@@ -43,3 +43,26 @@ grpc::Status ScorerServiceImpl::GetResults(grpc::ServerContext*, const v1::GetRe
 }
 
 }  // namespace memaudit::scorer
+
+namespace memaudit::scorer {
+
+grpc::Status ScorerServiceImpl::WatchResults(grpc::ServerContext* ctx,
+                                             const v1::GetResultsRequest* req,
+                                             grpc::ServerWriter<v1::AuditResults>* writer) {
+  std::string last_sent;
+  while (!ctx->IsCancelled()) {
+    const uint64_t version = scorer_->results_version();
+    auto results = scorer_->GetResults(req->audit_id());
+    if (!results.ok()) return ToGrpc(results.status());
+    std::string bytes = results->SerializeAsString();
+    if (bytes != last_sent) {
+      if (!writer->Write(*results)) return grpc::Status::OK;
+      last_sent = std::move(bytes);
+    }
+    if (results->complete()) return grpc::Status::OK;
+    scorer_->WaitForResults(version, 1000);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace memaudit::scorer

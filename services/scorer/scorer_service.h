@@ -17,6 +17,8 @@ class ScorerServiceImpl final : public v1::ScorerService::Service {
                       v1::IngestResponse* resp) override;
   grpc::Status GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
                           v1::AuditResults* resp) override;
+  grpc::Status WatchResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
+                            grpc::ServerWriter<v1::AuditResults>* writer) override;
 
  private:
   Scorer* scorer_;

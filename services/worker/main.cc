@@ -19,10 +19,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--threads", options.threads, "compute threads this worker offers")
       ->capture_default_str();
+  std::string metrics_listen;
+  std::string metrics_port_file;
+  AddMetricsFlags(&app, &metrics_listen, &metrics_port_file, "127.0.0.1:9402");
   CLI11_PARSE(app, argc, argv);
   InitLogging("worker");
 
-  worker::WorkerLoop loop(options);
+  // The worker serves no RPCs; Prometheus scrapes it like the servers.
+  metrics::Registry registry;
+  auto metrics_server = StartMetricsServing(metrics_listen, metrics_port_file, &registry);
+  if (!metrics_server.ok()) {
+    spdlog::critical("{}", metrics_server.status().ToString());
+    return 1;
+  }
+  spdlog::info("metrics on port {}", (*metrics_server)->port());
+  worker::WorkerLoop loop(options, &registry);
   absl::Status result;
   std::thread runner([&] { result = loop.Run(); });
   std::thread watcher([&] {

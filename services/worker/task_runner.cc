@@ -1,5 +1,7 @@
 #include "services/worker/task_runner.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
 #include "engine/labeled_images.h"
@@ -7,8 +9,17 @@
 namespace memaudit::worker {
 namespace {
 
+// Examples seen after `steps` steps of minibatch SGD over `train_size`
+// examples in batches of `batch_size`, the last batch of each epoch short.
+uint64_t ExamplesAfter(uint64_t steps, uint64_t train_size, uint32_t batch_size) {
+  const uint64_t per_epoch = engine::StepsPerEpoch(train_size, batch_size);
+  if (per_epoch == 0) return 0;
+  return steps / per_epoch * train_size +
+         std::min<uint64_t>(steps % per_epoch * batch_size, train_size);
+}
+
 absl::StatusOr<std::vector<v1::Observation>> RunMembershipModel(
-    const v1::Task& task, const engine::StepCallback& on_step) {
+    const v1::Task& task, const ProgressCallback& on_progress) {
   const v1::AuditSpec& spec = task.spec();
   const v1::MembershipAudit& m = spec.membership();
   const std::string dir = m.dataset().path().empty() ? engine::kFashionMnistDir : m.dataset().path();
@@ -37,7 +48,10 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModel(
   }
   run.eval_indices = pool;
 
-  auto result = engine::RunClassifier(**data, run, on_step);
+  const uint64_t train_size = run.train_indices.size();
+  auto result = engine::RunClassifier(**data, run, [&](uint64_t steps) {
+    return on_progress({steps, ExamplesAfter(steps, train_size, run.batch_size)});
+  });
   if (!result.ok()) return result.status();
   std::vector<v1::Observation> out(2);
   for (v1::Observation& o : out) {
@@ -55,9 +69,9 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModel(
 }  // namespace
 
 absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
-                                                     const engine::StepCallback& on_step) {
+                                                     const ProgressCallback& on_progress) {
   if (task.spec().has_membership() && task.role() == "reference_model") {
-    return RunMembershipModel(task, on_step);
+    return RunMembershipModel(task, on_progress);
   }
   return absl::UnimplementedError(
       absl::StrCat("this worker cannot run role \"", task.role(), "\" of this audit kind"));

@@ -4,6 +4,8 @@
 #ifndef MEMAUDIT_SERVICES_WORKER_TASK_RUNNER_H_
 #define MEMAUDIT_SERVICES_WORKER_TASK_RUNNER_H_
 
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,10 +15,20 @@
 
 namespace memaudit::worker {
 
+// A task's training so far. `examples` counts every example seen, once per
+// epoch it was drawn in (the last batch of an epoch may be short).
+struct TrainingProgress {
+  uint64_t steps = 0;
+  uint64_t examples = 0;
+};
+
+// Called after every optimizer step; returning false stops training.
+using ProgressCallback = std::function<bool(const TrainingProgress&)>;
+
 // INVALID_ARGUMENT / NOT_FOUND / UNIMPLEMENTED mean a retry cannot help;
-// CANCELLED means `on_step` asked to stop.
+// CANCELLED means `on_progress` asked to stop.
 absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
-                                                     const engine::StepCallback& on_step);
+                                                     const ProgressCallback& on_progress);
 
 // Whether a task failing with `status` may succeed on another attempt.
 bool Retryable(const absl::Status& status);

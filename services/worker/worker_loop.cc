@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/status_grpc.h"
 #include "services/worker/task_runner.h"
 
@@ -35,9 +36,10 @@ std::string Hostname() {
 
 }  // namespace
 
-WorkerLoop::WorkerLoop(WorkerOptions options)
+WorkerLoop::WorkerLoop(WorkerOptions options, metrics::Registry* metrics)
     : options_(std::move(options)),
-      coordinator_(v1::WorkerService::NewStub(Channel(options_.coordinator))) {}
+      coordinator_(v1::WorkerService::NewStub(Channel(options_.coordinator))),
+      metrics_(RealClock::Get(), metrics) {}
 
 absl::Status WorkerLoop::Register() {
   v1::RegisterRequest req;
@@ -80,12 +82,15 @@ absl::Status WorkerLoop::Run() {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       continue;
     }
-    if (resp.has_task()) RunOne(resp);
+    if (resp.has_task()) {
+      metrics_.TaskStarted();
+      metrics_.TaskEnded(RunOne(resp));
+    }
   }
   return absl::OkStatus();
 }
 
-void WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
+const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
   const v1::Task& task = lease.task();
   spdlog::info("task {} (attempt {}): training", task.task_id(), task.attempt());
   std::atomic<uint64_t> steps{0};
@@ -117,8 +122,9 @@ void WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
     }
   });
 
-  auto observations = RunTask(task, [&](uint64_t s) {
-    steps = s;
+  auto observations = RunTask(task, [&](const TrainingProgress& progress) {
+    steps = progress.steps;
+    metrics_.Progress(progress);
     return !stop && !stopping_;
   });
   {
@@ -130,18 +136,18 @@ void WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
 
   if (stop) {
     spdlog::info("task {}: stopped by coordinator ({})", task.task_id(), stop_reason);
-    return;
+    return "stopped";
   }
   if (!observations.ok()) {
     const bool shutting_down = observations.status().code() == absl::StatusCode::kCancelled;
     Fail(lease.lease_id(),
          shutting_down ? absl::UnavailableError("worker shutting down") : observations.status(),
          shutting_down || Retryable(observations.status()));
-    return;
+    return "failed";
   }
   if (absl::Status s = StreamToScorer(*observations); !s.ok()) {
     Fail(lease.lease_id(), s, Retryable(s));
-    return;
+    return "failed";
   }
   v1::CompleteRequest req;
   req.set_worker_id(worker_id_);
@@ -152,9 +158,11 @@ void WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
   grpc::Status status = coordinator_->Complete(&ctx, req, &resp);
   if (status.ok()) {
     spdlog::info("task {}: done after {} steps", task.task_id(), steps.load());
-  } else {
-    spdlog::warn("task {}: complete refused: {}", task.task_id(), status.error_message());
+    return "succeeded";
   }
+  // The lease was taken back meanwhile: the coordinator has moved on.
+  spdlog::warn("task {}: complete refused: {}", task.task_id(), status.error_message());
+  return "stopped";
 }
 
 absl::Status WorkerLoop::StreamToScorer(const std::vector<v1::Observation>& observations) {

@@ -9,8 +9,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/metrics_registry.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "memaudit/v1/worker.grpc.pb.h"
+#include "services/worker/worker_metrics.h"
 
 namespace memaudit::worker {
 
@@ -23,7 +25,8 @@ struct WorkerOptions {
 
 class WorkerLoop {
  public:
-  explicit WorkerLoop(WorkerOptions options);
+  // `metrics` (may be null) receives the families in worker_metrics.h.
+  explicit WorkerLoop(WorkerOptions options, metrics::Registry* metrics = nullptr);
   // Runs until Stop(); returns an error only if the coordinator is unreachable
   // at start for too long.
   absl::Status Run();
@@ -32,7 +35,8 @@ class WorkerLoop {
 
  private:
   absl::Status Register();
-  void RunOne(const v1::LeaseResponse& lease);
+  // Returns the task's outcome label for WorkerMetrics.
+  const char* RunOne(const v1::LeaseResponse& lease);
   absl::Status StreamToScorer(const std::vector<v1::Observation>& observations);
   void Fail(const std::string& lease_id, const absl::Status& status, bool retryable);
 
@@ -42,6 +46,7 @@ class WorkerLoop {
   std::string worker_id_;
   uint32_t heartbeat_ms_ = 1000;
   std::atomic<bool> stopping_{false};
+  WorkerMetrics metrics_;
 };
 
 }  // namespace memaudit::worker

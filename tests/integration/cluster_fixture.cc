@@ -26,6 +26,11 @@ v1::AuditSpec TinyMembershipSpec(uint32_t models, uint32_t epochs) {
   return spec;
 }
 
+std::string Numbers(v1::AuditResults results) {
+  results.clear_audit_id();
+  return results.SerializeAsString();
+}
+
 std::string HttpGet(int port, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -76,6 +81,18 @@ v1::Audit ClusterTest::WaitForEnd(const std::string& audit_id) {
   auto audit = client_->Get(audit_id);
   EXPECT_TRUE(audit.ok()) << audit.status();
   return audit.ok() ? *audit : v1::Audit();
+}
+
+void ClusterTest::RunBaseline(const v1::AuditSpec& spec) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1, /*lease_ttl_ms=*/10000, "-baseline"));
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  ASSERT_EQ(WaitForEnd(submitted->audit_id()).state(), v1::SUCCEEDED);
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  baseline_ = *results;
+  cluster_->Stop();
 }
 
 }  // namespace memaudit::testing

@@ -9,12 +9,16 @@
 #include "cli/client.h"
 #include "cli/embedded_cluster.h"
 #include "gtest/gtest.h"
+#include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::testing {
 
 // A membership audit small enough to finish in a few seconds on one core.
 v1::AuditSpec TinyMembershipSpec(uint32_t models = 4, uint32_t epochs = 3);
+
+// Results without the audit id, for comparing two audits of the same spec.
+std::string Numbers(v1::AuditResults results);
 
 // GET http://127.0.0.1:port/path; returns the body ("" on failure).
 std::string HttpGet(int port, const std::string& path);
@@ -27,6 +31,11 @@ class ClusterTest : public ::testing::Test {
   void StartCluster(uint32_t workers, int64_t lease_ttl_ms = 10000, const std::string& suffix = "");
   // Waits (via Watch) until the audit ends; returns its final snapshot.
   v1::Audit WaitForEnd(const std::string& audit_id);
+  // Runs `spec` undisturbed on a fresh one-worker cluster (then stopped) and
+  // stores its results in `baseline_`: what a disturbed run must reproduce.
+  void RunBaseline(const v1::AuditSpec& spec);
+
+  v1::AuditResults baseline_;
 
   std::unique_ptr<cli::EmbeddedCluster> cluster_;
   std::unique_ptr<cli::Client> client_;

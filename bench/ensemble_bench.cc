@@ -1,0 +1,147 @@
+// Models/hour of a K-member batched ensemble versus training the same K MLPs
+// one at a time with the generic trainer (same threads, data, subsets,
+// epochs), versus the Python PyTorch peer in bench/peer/, plus achieved
+// GFLOP/s against a large-matmul peak measured in the same run.
+//
+//   build-engine/bin/ensemble_bench [--members=8] [--pool=4096] [--epochs=1]
+//       [--batch=128] [--hidden=128] [--threads=2] [--reps=3] [--peer=1]
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "bench/bench_util.h"
+#include "common/seeding.h"
+#include "engine/ensemble.h"
+#include "engine/labeled_images.h"
+#include "engine/trainer.h"
+
+using namespace memaudit;          // NOLINT
+using namespace memaudit::engine;  // NOLINT
+
+namespace {
+
+template <typename T>
+void WriteRaw(const std::string& path, const T* data, size_t n) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(data), n * sizeof(T));
+}
+
+double PeakGflops(int threads) {
+  torch::set_num_threads(threads);
+  torch::Tensor a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
+  std::vector<double> s;
+  for (int r = 0; r < 5; ++r) {
+    const double t0 = bench::Seconds();
+    torch::mm(a, b);
+    s.push_back(bench::Seconds() - t0);
+  }
+  return 2.0 * 1024 * 1024 * 1024 / bench::Median(s) / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int k = static_cast<int>(bench::FlagInt(argc, argv, "members", 8));
+  const uint32_t pool = static_cast<uint32_t>(bench::FlagInt(argc, argv, "pool", 4096));
+  const uint32_t epochs = static_cast<uint32_t>(bench::FlagInt(argc, argv, "epochs", 1));
+  const uint32_t batch = static_cast<uint32_t>(bench::FlagInt(argc, argv, "batch", 128));
+  const uint32_t hidden = static_cast<uint32_t>(bench::FlagInt(argc, argv, "hidden", 128));
+  const uint32_t threads = static_cast<uint32_t>(bench::FlagInt(argc, argv, "threads", 2));
+  const int reps = static_cast<int>(bench::FlagInt(argc, argv, "reps", 3));
+  const bool peer = bench::FlagInt(argc, argv, "peer", 1) != 0;
+
+  // Fashion-MNIST when installed, else synthetic blobs of the same shape.
+  const uint32_t n = 2 * pool;
+  TensorDataset data;
+  std::string source = "Fashion-MNIST";
+  if (auto images = LoadMnistLayout(kFashionMnistDir, "train"); images.ok()) {
+    std::vector<uint32_t> rows(n);
+    for (uint32_t i = 0; i < n; ++i) rows[i] = i;
+    data = FromLabeledImages(**images, rows);
+  } else {
+    data = SyntheticBlobs(n, 784, 10, 1.0, 1);
+    source = "synthetic";
+  }
+  ModelSpec spec;
+  spec.kind = ModelKind::kMlp;
+  spec.inputs = 784;
+  spec.classes = 10;
+  spec.hidden = {hidden};
+  TrainerOptions options;
+  options.optimizer.kind = OptimizerKind::kMomentum;
+  options.optimizer.learning_rate = 0.05;
+  options.threads = threads;
+  std::vector<EnsembleMember> members;
+  std::vector<int64_t> all_pools;
+  for (int i = 0; i < k; ++i) {
+    EnsembleMember m{static_cast<uint64_t>(i), static_cast<uint64_t>(100 + i), {}};
+    for (uint32_t r : AuditPool(DeriveSeed(1, "bench.pool", i), n, pool)) m.pool.push_back(r);
+    all_pools.insert(all_pools.end(), m.pool.begin(), m.pool.end());
+    members.push_back(std::move(m));
+  }
+  const uint64_t steps = epochs * ((pool + batch - 1) / batch);
+
+  std::vector<double> solo_s, ens_s;
+  for (int r = 0; r < reps; ++r) {
+    double t0 = bench::Seconds();
+    for (const EnsembleMember& m : members) {
+      auto t = Trainer::Create([&] { return BuildModel(spec, m.init_seed); }, options);
+      (void)(*t)->Train(data, EpochSchedule(m.pool, batch, m.order_seed), steps);
+    }
+    solo_s.push_back(bench::Seconds() - t0);
+    t0 = bench::Seconds();
+    auto e = EnsembleTrainer::Create(spec, options, members, batch);
+    (void)(*e)->Train(data, steps);
+    ens_s.push_back(bench::Seconds() - t0);
+  }
+  const double solo_mph = k * 3600 / bench::Median(solo_s);
+  const double ens_mph = k * 3600 / bench::Median(ens_s);
+  const double flops = 3.0 * 2.0 * batch * (784.0 * hidden + hidden * 10.0) * steps * k;
+  const double peak = PeakGflops(static_cast<int>(threads));
+  std::printf("data: %s, %d members x %u rows, MLP 784-%u-10, batch %u, %u epoch(s), %u threads\n",
+              source.c_str(), k, pool, hidden, batch, epochs, threads);
+  std::printf("one at a time: %.0f models/hour (median %.3f s)\n", solo_mph, bench::Median(solo_s));
+  std::printf(
+      "ensemble:      %.0f models/hour (median %.3f s), %.1f GFLOP/s = %.0f%% of a "
+      "1024^3 matmul peak of %.1f GFLOP/s\n",
+      ens_mph, bench::Median(ens_s), flops / bench::Median(ens_s) / 1e9,
+      100 * flops / bench::Median(ens_s) / 1e9 / peak, peak);
+  std::printf("RESULT ensemble vs one-at-a-time: %.2fx\n", ens_mph / solo_mph);
+
+  std::string python;
+  for (const char* py : {"/usr/bin/python3", "python3"}) {
+    if (python.empty() &&
+        std::system((std::string(py) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0) {
+      python = py;
+    }
+  }
+  if (peer && !python.empty()) {
+    const std::string base = "/tmp/memaudit_ensemble_bench";
+    torch::Tensor x = data.x().contiguous(), y = data.y().contiguous();
+    const int64_t meta[4] = {n, 784, 10, pool};
+    WriteRaw(base + ".meta", meta, 4);
+    WriteRaw(base + ".x", x.data_ptr<float>(), x.numel());
+    WriteRaw(base + ".y", y.data_ptr<int64_t>(), y.numel());
+    WriteRaw(base + ".pools", all_pools.data(), all_pools.size());
+    const std::string cmd =
+        python + " " + MEMAUDIT_SOURCE_DIR + "/bench/peer/ensemble_peer.py --data=" + base +
+        " --members=" + std::to_string(k) + " --epochs=" + std::to_string(epochs) +
+        " --batch=" + std::to_string(batch) + " --hidden=" + std::to_string(hidden) +
+        " --threads=" + std::to_string(threads) + " --reps=" + std::to_string(reps);
+    FILE* pipe = popen(cmd.c_str(), "r");
+    double peer_mph = 0;
+    if (pipe != nullptr && std::fscanf(pipe, "models_per_hour %lf", &peer_mph) == 1) {
+      std::printf("peer (PyTorch, one model at a time): %.0f models/hour\n", peer_mph);
+      std::printf("RESULT ensemble vs peer: %.2fx (target >= 3x)\n", ens_mph / peer_mph);
+    } else {
+      std::printf("peer: failed to run: %s\n", cmd.c_str());
+    }
+    if (pipe != nullptr) pclose(pipe);
+  } else {
+    std::printf("peer: skipped (python3-torch absent or --peer=0)\n");
+  }
+  std::printf(
+      "reproduce: build-engine/bin/ensemble_bench --members=%d --pool=%u --epochs=%u "
+      "--batch=%u --hidden=%u --threads=%u --reps=%d\n",
+      k, pool, epochs, batch, hidden, threads, reps);
+  return 0;
+}

@@ -1,0 +1,48 @@
+// In-memory examples as tensors: rows of x and y are examples. Classifier
+// data (images, CSV tables, synthetic blobs) and language-model windows all
+// end up here.
+#ifndef MEMAUDIT_ENGINE_DATASET_H_
+#define MEMAUDIT_ENGINE_DATASET_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/labeled_images.h"
+
+namespace memaudit::engine {
+
+struct Batch {
+  torch::Tensor x;
+  torch::Tensor y;
+};
+
+class TensorDataset {
+ public:
+  TensorDataset() = default;
+  TensorDataset(torch::Tensor x, torch::Tensor y) : x_(std::move(x)), y_(std::move(y)) {}
+  int64_t size() const { return x_.defined() ? x_.size(0) : 0; }
+  const torch::Tensor& x() const { return x_; }
+  const torch::Tensor& y() const { return y_; }
+  // Rows `ids` in that order (repeats allowed).
+  Batch Gather(const std::vector<int64_t>& ids) const;
+  // This dataset's rows followed by `other`'s (for D u Dp index spaces).
+  TensorDataset Concat(const TensorDataset& other) const;
+
+ private:
+  torch::Tensor x_;
+  torch::Tensor y_;
+};
+
+// LabeledImages rows scaled to [0, 1] floats with int64 labels, as RunClassifier does.
+TensorDataset FromLabeledImages(const LabeledImages& data, const std::vector<uint32_t>& rows);
+
+// A synthetic classification task for tests: `classes` Gaussian blobs in
+// `features` dimensions whose means differ by `separation`; pure function of seed.
+TensorDataset SyntheticBlobs(int64_t count, int64_t features, int64_t classes, double separation,
+                             uint64_t seed);
+
+}  // namespace memaudit::engine
+
+#endif  // MEMAUDIT_ENGINE_DATASET_H_

@@ -1,0 +1,178 @@
+#include "engine/ensemble.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/classifier_models.h"
+#include "engine/model.h"
+#include "engine/optimizer.h"
+#include "engine/trainer.h"
+
+namespace memaudit::engine {
+namespace {
+
+// x [K,B,in] -> baddbmm(b, x, W^T) with W [K,out,in]. The backward computes
+// dW = g^T x and dx = g W with the same per-member GEMMs that autograd runs
+// for torch::nn::Linear (addmm with a transposed weight), so a member's
+// gradients round exactly as when it is trained alone.
+struct StackedLinear : torch::autograd::Function<StackedLinear> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& w, const torch::Tensor& b) {
+    ctx->save_for_backward({x, w});
+    return torch::baddbmm(b, x, w.transpose(1, 2));
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor& w = saved[1];
+    const torch::Tensor& g = grads[0];
+    torch::Tensor gx = ctx->needs_input_grad(0) ? g.bmm(w) : torch::Tensor();
+    torch::Tensor gw = g.transpose(1, 2).bmm(x);
+    torch::Tensor gb = g.sum(1, /*keepdim=*/true);
+    return {gx, gw, gb};
+  }
+};
+
+}  // namespace
+
+StackedMlp::StackedMlp(const ModelSpec& spec, const std::vector<uint64_t>& seeds)
+    : members_(static_cast<int64_t>(seeds.size())) {
+  // Build each member exactly as the plain trainer would, then stack.
+  std::vector<std::vector<torch::Tensor>> per_member;
+  for (uint64_t seed : seeds) {
+    std::shared_ptr<Model> m = *BuildModel(spec, seed);
+    std::vector<torch::Tensor> p;
+    for (const auto& t : m->parameters()) p.push_back(t.detach());
+    per_member.push_back(std::move(p));
+  }
+  const size_t layers = per_member[0].size() / 2;
+  for (size_t l = 0; l < layers; ++l) {
+    std::vector<torch::Tensor> w, b;
+    for (const auto& p : per_member) {
+      w.push_back(p[2 * l]);
+      b.push_back(p[2 * l + 1].unsqueeze(0));
+    }
+    weights_.push_back(register_parameter("w" + std::to_string(l), torch::stack(w)));
+    biases_.push_back(register_parameter("b" + std::to_string(l), torch::stack(b)));
+  }
+}
+
+torch::Tensor StackedMlp::Forward(const torch::Tensor& input) {
+  torch::Tensor x = input;
+  for (size_t l = 0; l < weights_.size(); ++l) {
+    // Per member this is the same addmm(bias, x, W^T) torch::nn::Linear runs.
+    x = StackedLinear::apply(x, weights_[l], biases_[l]);
+    if (l + 1 < weights_.size()) x = torch::relu(x);
+  }
+  return x;
+}
+
+std::vector<torch::Tensor> StackedMlp::MemberParameters(int64_t k) const {
+  std::vector<torch::Tensor> out;
+  for (size_t l = 0; l < weights_.size(); ++l) {
+    out.push_back(weights_[l][k]);
+    out.push_back(biases_[l][k][0]);
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Create(
+    const ModelSpec& spec, const TrainerOptions& options, std::vector<EnsembleMember> members,
+    uint32_t batch_size) {
+  if (spec.kind != ModelKind::kLogReg && spec.kind != ModelKind::kMlp) {
+    return absl::InvalidArgumentError("model.kind: ensembles support kLogReg and kMlp");
+  }
+  if (spec.dropout != 0) return absl::InvalidArgumentError("model.dropout: not batched yet");
+  if (options.dp.enabled) return absl::InvalidArgumentError("dp: not batched yet");
+  if (members.empty()) return absl::InvalidArgumentError("members: empty");
+  if (batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
+  if (absl::Status s = ValidateModelSpec(spec); !s.ok()) return s;
+  if (absl::Status s = ValidateOptimizer(options.optimizer, options.schedule); !s.ok()) return s;
+  absl::StatusOr<torch::Device> device = ParseDevice(options.device);
+  if (!device.ok()) return device.status();
+  if (options.threads > 0) torch::set_num_threads(static_cast<int>(options.threads));
+  std::unique_ptr<EnsembleTrainer> t(new EnsembleTrainer());
+  ModelSpec stacked = spec;
+  if (spec.kind == ModelKind::kLogReg) stacked.hidden.clear();
+  std::vector<uint64_t> seeds;
+  for (size_t k = 0; k < members.size(); ++k) {
+    if (members[k].pool.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("members[", k, "].pool: empty"));
+    }
+    seeds.push_back(members[k].init_seed);
+    t->schedules_.emplace_back(std::move(members[k].pool), batch_size, members[k].order_seed);
+  }
+  t->model_ = std::make_shared<StackedMlp>(stacked, seeds);
+  t->model_->to(*device);
+  t->device_ = *device;
+  t->options_ = options;
+  t->batch_size_ = batch_size;
+  absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> opt =
+      MakeOptimizer(t->model_->parameters(), options.optimizer);
+  if (!opt.ok()) return opt.status();
+  t->optimizer_ = *std::move(opt);
+  return t;
+}
+
+absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_step) {
+  const int64_t k_members = static_cast<int64_t>(schedules_.size());
+  torch::Tensor all_x = data.x().to(device_), all_y = data.y().to(device_);
+  while (step_ < until_step) {
+    std::vector<BatchPlan> plans;
+    size_t width = 0;
+    for (const auto& s : schedules_) {
+      plans.push_back(s.At(step_));
+      width = std::max(width, plans.back().ids.size());
+    }
+    // Padded rows repeat row 0 and are masked out of the loss, so they add
+    // exact zeros to every gradient.
+    std::vector<int64_t> ids(k_members * width, 0);
+    std::vector<float> mask(k_members * width, 0.0f);
+    std::vector<double> count(k_members);
+    for (int64_t k = 0; k < k_members; ++k) {
+      for (size_t i = 0; i < plans[k].ids.size(); ++i) {
+        const int64_t id = plans[k].ids[i];
+        if (id < 0 || id >= data.size()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("members[", k, "].pool: row ", id, " outside the dataset"));
+        }
+        ids[k * width + i] = id;
+        mask[k * width + i] = 1.0f;
+      }
+      count[k] = static_cast<double>(plans[k].ids.size());
+    }
+    torch::Tensor index = torch::tensor(ids, torch::kLong).to(device_);
+    torch::Tensor x =
+        all_x.index_select(0, index).reshape({k_members, static_cast<int64_t>(width), -1});
+    torch::Tensor y = all_y.index_select(0, index);
+    SetLearningRate(*optimizer_, LearningRateAt(options_.optimizer, options_.schedule, step_));
+    optimizer_->zero_grad();
+    model_->train();
+    torch::Tensor logits = model_->Forward(x);
+    torch::Tensor ce = torch::nn::functional::cross_entropy(
+        logits.reshape({k_members * static_cast<int64_t>(width), -1}), y,
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+    ce = ce.reshape({k_members, static_cast<int64_t>(width)});
+    const bool padded =
+        std::any_of(count.begin(), count.end(), [&](double c) { return c != width; });
+    // Each member's loss is its own batch mean; summing keeps gradients apart.
+    torch::Tensor loss = padded
+                             ? ((ce * torch::tensor(mask).to(device_).reshape(ce.sizes())).sum(1) /
+                                torch::tensor(count, torch::kFloat64).to(device_, torch::kFloat32))
+                                   .sum()
+                             : ce.mean(1).sum();
+    loss.backward();
+    optimizer_->step();
+    ++step_;
+  }
+  return absl::OkStatus();
+}
+
+torch::Tensor EnsembleTrainer::Logits(const torch::Tensor& x) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  const int64_t k = model_->members();
+  torch::Tensor xs = x.to(device_).unsqueeze(0).expand({k, x.size(0), x.size(1)}).contiguous();
+  return model_->Forward(xs);
+}
+
+}  // namespace memaudit::engine

@@ -1,0 +1,105 @@
+#include "engine/exposure_run.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/seeding.h"
+#include "engine/lm_dataset.h"
+#include "engine/lm_search.h"
+#include "engine/text_corpus.h"
+#include "engine/trainer.h"
+
+namespace memaudit::engine {
+
+absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
+                                              const ExposureStepCallback& on_step) {
+  if (spec.digits == 0 || spec.digits > 18) {
+    return absl::InvalidArgumentError("digits: must be in [1, 18]");
+  }
+  if (spec.window < 2) return absl::InvalidArgumentError("window: must be >= 2");
+  if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
+  std::string text = spec.corpus_text;
+  if (text.empty()) {
+    absl::StatusOr<std::string> read =
+        ReadTextCorpus(spec.corpus_path.empty() ? kFortunesDir : spec.corpus_path);
+    if (!read.ok()) return read.status();
+    text = *std::move(read);
+  }
+  if (spec.max_corpus_chars > 0 && text.size() > spec.max_corpus_chars) {
+    text.resize(text.rfind('\n', spec.max_corpus_chars) + 1);
+  }
+  const CanaryFormat format = DigitsFormat(spec.prefix, static_cast<int>(spec.digits));
+  absl::StatusOr<std::vector<std::string>> secrets =
+      DrawSecrets(format, spec.repeats.size() + spec.controls, spec.seed);
+  if (!secrets.ok()) return secrets.status();
+  std::vector<Canary> canaries;
+  for (size_t i = 0; i < secrets->size(); ++i) {
+    canaries.push_back({(*secrets)[i], i < spec.repeats.size() ? spec.repeats[i] : 0});
+  }
+  text = InsertCanaries(text, format, canaries, DeriveSeed(spec.seed, "positions", 0));
+  // Digits and the prefix always belong to the vocabulary, even for controls.
+  const CharVocab vocab = CharVocab::Build(text + "0123456789\n" + spec.prefix);
+
+  ModelSpec model;
+  model.kind = spec.lstm ? ModelKind::kLstmLm : ModelKind::kGruLm;
+  model.vocab = vocab.size();
+  model.embedding = spec.embedding;
+  model.layers = spec.layers;
+  model.units = spec.units;
+  model.dropout = spec.dropout;
+  TrainerOptions options;
+  options.optimizer = spec.optimizer;
+  options.dropout_seed = DeriveSeed(spec.seed, "dropout", 0);
+  options.threads = spec.threads;
+  options.device = spec.device;
+  const uint64_t init = DeriveSeed(spec.seed, "init", 0);
+  auto trainer = Trainer::Create([model, init] { return BuildModel(model, init); }, options);
+  if (!trainer.ok()) return trainer.status();
+  TensorDataset data = LmWindows(vocab.Encode(text), spec.window);
+  if (data.size() == 0) return absl::InvalidArgumentError("corpus: shorter than one window");
+  std::vector<int64_t> pool(data.size());
+  for (int64_t i = 0; i < data.size(); ++i) pool[i] = i;
+  EpochSchedule schedule(pool, spec.batch_size, DeriveSeed(spec.seed, "order", 0));
+  const uint64_t steps = spec.epochs * schedule.steps_per_epoch();
+  ExposureRunResult result;
+  double epoch_loss = 0;
+  absl::Status trained = (*trainer)->Train(data, schedule, steps, [&](uint64_t done, double loss) {
+    if ((done - 1) % schedule.steps_per_epoch() == 0) epoch_loss = 0;
+    epoch_loss += loss;
+    return !on_step || on_step(done);
+  });
+  if (!trained.ok()) return trained;
+  result.steps = steps;
+  const uint64_t last_epoch_steps = (steps - 1) % schedule.steps_per_epoch() + 1;
+  result.final_loss = epoch_loss / static_cast<double>(last_epoch_steps);
+
+  CharLm& lm = static_cast<CharLm&>((*trainer)->model());
+  LmScorer scorer(lm);
+  absl::StatusOr<TokenFormat> tokens = ToTokenFormat(vocab, format);
+  if (!tokens.ok()) return tokens.status();
+  result.log2_space = Log2SpaceSize(format);
+  for (const Canary& c : canaries) {
+    absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, c.secret);
+    if (!ids.ok()) return ids.status();
+    absl::StatusOr<RankResult> rank =
+        BranchAndBoundRank(scorer, *tokens, *ids, spec.rank_query_budget);
+    if (!rank.ok()) return rank.status();
+    result.canaries.push_back(
+        {c.secret, c.repeats, rank->canary_px, std::max<uint64_t>(rank->rank, 1), rank->exact,
+         result.log2_space - std::log2(std::max<uint64_t>(rank->rank, 1)), rank->queries});
+  }
+  if (!spec.repeats.empty()) {
+    const size_t most =
+        std::max_element(spec.repeats.begin(), spec.repeats.end()) - spec.repeats.begin();
+    ExtractionResult ex = ShortestPathExtract(scorer, *tokens, spec.extraction_query_budget);
+    result.extraction_queries = ex.queries;
+    if (ex.found) {
+      result.extraction = vocab.Decode(ex.tokens);
+      result.extracted = result.extraction == canaries[most].secret;
+    }
+  }
+  return result;
+}
+
+}  // namespace memaudit::engine

@@ -1,0 +1,70 @@
+// Torch-free facade for the Secret Sharer audit: train a character LM on a
+// corpus with canaries inserted r times (plus never-inserted controls), then
+// measure each canary's Px, exact rank (branch-and-bound) and exposure, and
+// try to extract the most-inserted canary by shortest-path search.
+#ifndef MEMAUDIT_ENGINE_EXPOSURE_RUN_H_
+#define MEMAUDIT_ENGINE_EXPOSURE_RUN_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/optimizer_spec.h"
+
+namespace memaudit::engine {
+
+struct ExposureRunSpec {
+  std::string corpus_path;  // empty: corpus_text, else the fortunes package
+  std::string corpus_text;
+  uint64_t max_corpus_chars = 0;  // 0 = the whole corpus (a prefix otherwise)
+  std::string prefix = "the random number is ";
+  uint32_t digits = 6;
+  std::vector<uint32_t> repeats = {1, 4, 16, 64};  // one inserted canary per entry
+  uint32_t controls = 2;                           // never-inserted canaries
+  bool lstm = true;                                // false: GRU
+  int64_t layers = 1;
+  int64_t units = 128;
+  int64_t embedding = 32;
+  double dropout = 0.0;
+  OptimizerSpec optimizer{OptimizerKind::kAdam, 3e-3};
+  uint32_t window = 64;
+  uint32_t batch_size = 32;
+  uint32_t epochs = 1;
+  uint64_t seed = 0;  // canaries, positions, init, order, dropout: all derived from it
+  uint64_t rank_query_budget = 2'000'000;  // per canary; past it the rank is a bound
+  uint64_t extraction_query_budget = 100'000;
+  uint32_t threads = 1;
+  std::string device = "cpu";
+};
+
+struct CanaryExposure {
+  std::string secret;
+  uint32_t repeats = 0;  // 0 = control
+  double px_bits = 0;
+  uint64_t rank = 0;
+  bool exact = false;   // false: rank is a lower bound, exposure an upper bound
+  double exposure = 0;  // log2|R| - log2 rank
+  uint64_t queries = 0;
+};
+
+struct ExposureRunResult {
+  double log2_space = 0;
+  std::vector<CanaryExposure> canaries;
+  uint64_t steps = 0;
+  double final_loss = 0;   // mean training loss of the last epoch, nats/char
+  bool extracted = false;  // shortest-path search returned the most-inserted canary
+  std::string extraction;
+  uint64_t extraction_queries = 0;
+};
+
+// Called after every step; false stops training (CANCELLED).
+using ExposureStepCallback = std::function<bool(uint64_t steps_done)>;
+
+absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
+                                              const ExposureStepCallback& on_step);
+
+}  // namespace memaudit::engine
+
+#endif  // MEMAUDIT_ENGINE_EXPOSURE_RUN_H_

@@ -1,0 +1,149 @@
+#include "engine/lm_scorer.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+
+namespace memaudit::engine {
+namespace {
+
+torch::Tensor ToDeviceIds(const std::vector<int64_t>& ids, torch::Device device) {
+  return torch::tensor(ids, torch::kLong).to(device);
+}
+
+}  // namespace
+
+absl::StatusOr<TokenFormat> ToTokenFormat(const CharVocab& vocab, const CanaryFormat& format) {
+  TokenFormat out;
+  out.context.push_back(vocab.Id(U'\n'));
+  for (char32_t c : DecodeUtf8(format.prefix)) out.context.push_back(vocab.Id(c));
+  for (size_t i = 0; i < format.alphabets.size(); ++i) {
+    std::vector<int64_t> allowed;
+    for (char32_t c : DecodeUtf8(format.alphabets[i])) {
+      const int64_t id = vocab.Id(c);
+      if (id == 0) {
+        return absl::InvalidArgumentError(absl::StrCat("format.alphabets[", i, "]: character U+",
+                                                       static_cast<uint32_t>(c),
+                                                       " is not in the vocabulary"));
+      }
+      allowed.push_back(id);
+    }
+    if (allowed.empty())
+      return absl::InvalidArgumentError(absl::StrCat("format.alphabets[", i, "]: empty"));
+    out.positions.push_back(allowed);
+  }
+  for (char32_t c : DecodeUtf8(format.suffix)) out.positions.push_back({vocab.Id(c)});
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> SecretTokens(const CharVocab& vocab,
+                                                  const CanaryFormat& format,
+                                                  const std::string& secret) {
+  std::vector<int64_t> ids = vocab.Encode(secret + format.suffix);
+  if (ids.size() != format.alphabets.size() + DecodeUtf8(format.suffix).size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("secret: '", secret, "' does not fill the format's holes"));
+  }
+  return ids;
+}
+
+LmScorer::LmScorer(CharLm& model)
+    : model_(model),
+      device_(model.parameters().empty() ? torch::kCPU : model.parameters()[0].device()) {
+  model_.eval();
+}
+
+torch::Tensor LmScorer::Context(const std::vector<int64_t>& context, LmState* state) {
+  torch::NoGradGuard no_grad;
+  *state = LmState();
+  torch::Tensor logits = model_.Run(ToDeviceIds(context, device_).unsqueeze(0), state);
+  ++queries_;
+  return torch::log_softmax(logits.select(1, logits.size(1) - 1).to(torch::kFloat64), 1).cpu();
+}
+
+torch::Tensor LmScorer::Step(const std::vector<int64_t>& tokens, LmState* state) {
+  queries_ += tokens.size();
+  return model_.StepLogProbs(ToDeviceIds(tokens, device_), state).cpu();
+}
+
+double PathPxBits(LmScorer& scorer, const TokenFormat& format, const std::vector<int64_t>& tokens) {
+  LmState state;
+  torch::Tensor lp = scorer.Context(format.context, &state);
+  double px = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    px -= lp[0][tokens[i]].item<double>() / kLn2;
+    if (i + 1 < tokens.size()) lp = scorer.Step({tokens[i]}, &state);
+  }
+  return px;
+}
+
+std::vector<double> NaivePxBits(LmScorer& scorer, const TokenFormat& format,
+                                const std::vector<std::vector<int64_t>>& candidates, size_t batch) {
+  torch::NoGradGuard no_grad;
+  std::vector<double> out;
+  const int64_t c = static_cast<int64_t>(format.context.size());
+  const int64_t k = static_cast<int64_t>(format.length());
+  for (size_t start = 0; start < candidates.size(); start += batch) {
+    const size_t end = std::min(candidates.size(), start + batch);
+    std::vector<int64_t> flat;
+    for (size_t i = start; i < end; ++i) {
+      flat.insert(flat.end(), format.context.begin(), format.context.end());
+      flat.insert(flat.end(), candidates[i].begin(), candidates[i].end() - 1);
+    }
+    const int64_t m = static_cast<int64_t>(end - start);
+    torch::Tensor x = torch::tensor(flat, torch::kLong).reshape({m, c + k - 1});
+    LmState state;
+    torch::Tensor logits =
+        scorer.model().Run(x.to(scorer.model().parameters()[0].device()), &state);
+    torch::Tensor lp = torch::log_softmax(logits.slice(1, c - 1).to(torch::kFloat64), 2).cpu();
+    for (int64_t i = 0; i < m; ++i) {
+      double px = 0;
+      for (int64_t j = 0; j < k; ++j)
+        px -= lp[i][j][candidates[start + i][j]].item<double>() / kLn2;
+      out.push_back(px);
+    }
+  }
+  return out;
+}
+
+Completion GreedyComplete(LmScorer& scorer, const TokenFormat& format) {
+  return BeamComplete(scorer, format, 1);
+}
+
+Completion BeamComplete(LmScorer& scorer, const TokenFormat& format, size_t width) {
+  struct Hyp {
+    std::vector<int64_t> tokens;
+    double px;
+    int64_t row;  // row of its parent's log-probs
+  };
+  LmState state;
+  torch::Tensor lp = scorer.Context(format.context, &state);
+  std::vector<Hyp> beam = {{{}, 0.0, 0}};
+  for (size_t pos = 0; pos < format.length(); ++pos) {
+    std::vector<Hyp> next;
+    auto acc = lp.accessor<double, 2>();
+    for (size_t h = 0; h < beam.size(); ++h) {
+      for (int64_t t : format.positions[pos]) {
+        Hyp child{beam[h].tokens, beam[h].px - acc[h][t] / kLn2, static_cast<int64_t>(h)};
+        child.tokens.push_back(t);
+        next.push_back(std::move(child));
+      }
+    }
+    std::stable_sort(next.begin(), next.end(),
+                     [](const Hyp& a, const Hyp& b) { return a.px < b.px; });
+    if (next.size() > width) next.resize(width);
+    beam = std::move(next);
+    if (pos + 1 == format.length()) break;
+    std::vector<int64_t> rows, tokens;
+    for (const Hyp& h : beam) {
+      rows.push_back(h.row);
+      tokens.push_back(h.tokens.back());
+    }
+    state = state.Select(torch::tensor(rows, torch::kLong).to(state.h.device()));
+    lp = scorer.Step(tokens, &state);
+  }
+  return {beam[0].tokens, beam[0].px};
+}
+
+}  // namespace memaudit::engine

@@ -1,0 +1,81 @@
+// Scoring sequences with a character LM: log-perplexity Px in bits,
+// Px(x) = sum_i -log2 Pr(x_i | x_<i), of canary candidates given a context,
+// plus greedy and beam completion. Every model step is counted as a query.
+#ifndef MEMAUDIT_ENGINE_LM_SCORER_H_
+#define MEMAUDIT_ENGINE_LM_SCORER_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/char_lm.h"
+#include "engine/text_corpus.h"
+
+namespace memaudit::engine {
+
+// A canary format in token ids: the context (start token + prefix) and the
+// allowed tokens of every scored position (holes, then suffix characters as
+// one-token positions, since they vary with the hole through conditioning).
+struct TokenFormat {
+  std::vector<int64_t> context;
+  std::vector<std::vector<int64_t>> positions;
+  size_t length() const { return positions.size(); }
+};
+
+// Start-of-sequence convention: every canary is scored after a newline, the
+// way it appears in the corpus (on its own line).
+absl::StatusOr<TokenFormat> ToTokenFormat(const CharVocab& vocab, const CanaryFormat& format);
+
+// Token ids of `secret` + suffix for the format's positions.
+absl::StatusOr<std::vector<int64_t>> SecretTokens(const CharVocab& vocab,
+                                                  const CanaryFormat& format,
+                                                  const std::string& secret);
+
+inline constexpr double kLn2 = 0.69314718055994530942;
+
+class LmScorer {
+ public:
+  explicit LmScorer(CharLm& model);
+
+  // Feeds `context` from the zero state; returns next-token log-probs [1, V]
+  // (float64, CPU) and the state. Counts one query.
+  torch::Tensor Context(const std::vector<int64_t>& context, LmState* state);
+  // Advances M states by one token each; returns log-probs [M, V] (float64,
+  // CPU). Counts M queries.
+  torch::Tensor Step(const std::vector<int64_t>& tokens, LmState* state);
+
+  uint64_t queries() const { return queries_; }
+  void reset_queries() { queries_ = 0; }
+  CharLm& model() { return model_; }
+
+ private:
+  CharLm& model_;
+  torch::Device device_;
+  uint64_t queries_ = 0;
+};
+
+// Px in bits of `tokens` at the format's positions, walking the path one step
+// at a time (the same arithmetic the trie search uses).
+double PathPxBits(LmScorer& scorer, const TokenFormat& format, const std::vector<int64_t>& tokens);
+
+// Naive scoring: each candidate's full sequence run through the model in
+// batches of `batch`, independently of every other candidate.
+std::vector<double> NaivePxBits(LmScorer& scorer, const TokenFormat& format,
+                                const std::vector<std::vector<int64_t>>& candidates,
+                                size_t batch = 256);
+
+struct Completion {
+  std::vector<int64_t> tokens;
+  double px_bits = 0;
+};
+
+// Greedy: the most likely allowed token at each position.
+Completion GreedyComplete(LmScorer& scorer, const TokenFormat& format);
+// Beam search keeping the `width` lowest partial Px.
+Completion BeamComplete(LmScorer& scorer, const TokenFormat& format, size_t width);
+
+}  // namespace memaudit::engine
+
+#endif  // MEMAUDIT_ENGINE_LM_SCORER_H_

@@ -1,0 +1,285 @@
+#include "engine/lm_search.h"
+
+#include <cmath>
+#include <queue>
+
+#include "absl/strings/str_cat.h"
+
+namespace memaudit::engine {
+namespace {
+
+// A group of sibling-ordered trie nodes at one depth: their partial Px, their
+// recurrent states and their next-token log-probs.
+struct Frontier {
+  size_t depth;
+  std::vector<double> px;
+  LmState state;
+  torch::Tensor lp;  // [M, V] float64 CPU
+  uint64_t first;    // lexicographic index of the first leaf below
+};
+
+uint64_t LeavesBelow(const TokenFormat& f, size_t depth) {
+  uint64_t n = 1;
+  for (size_t d = depth; d < f.length(); ++d) n *= f.positions[d].size();
+  return n;
+}
+
+// Children of every node of `fr`: partial Px and (parent row, token).
+void Children(const TokenFormat& f, const Frontier& fr, std::vector<double>* px,
+              std::vector<int64_t>* rows, std::vector<int64_t>* tokens) {
+  const auto& allowed = f.positions[fr.depth];
+  auto lp = fr.lp.accessor<double, 2>();
+  for (size_t i = 0; i < fr.px.size(); ++i) {
+    for (int64_t t : allowed) {
+      px->push_back(fr.px[i] - lp[i][t] / kLn2);
+      rows->push_back(static_cast<int64_t>(i));
+      tokens->push_back(t);
+    }
+  }
+}
+
+// Expands the children listed by `keep` (indices into px/rows/tokens) one
+// model step each, in groups of at most max_states rows.
+std::vector<Frontier> ExpandGroups(LmScorer& scorer, const Frontier& fr,
+                                   const std::vector<double>& px, const std::vector<int64_t>& rows,
+                                   const std::vector<int64_t>& tokens,
+                                   const std::vector<size_t>& keep, size_t max_states,
+                                   uint64_t leaves_per_child) {
+  std::vector<Frontier> out;
+  for (size_t start = 0; start < keep.size(); start += max_states) {
+    const size_t end = std::min(keep.size(), start + max_states);
+    Frontier child;
+    child.depth = fr.depth + 1;
+    child.first = fr.first + keep[start] * leaves_per_child;
+    std::vector<int64_t> sel, toks;
+    for (size_t k = start; k < end; ++k) {
+      child.px.push_back(px[keep[k]]);
+      sel.push_back(rows[keep[k]]);
+      toks.push_back(tokens[keep[k]]);
+    }
+    child.state = fr.state.Select(torch::tensor(sel, torch::kLong).to(fr.state.h.device()));
+    child.lp = scorer.Step(toks, &child.state);
+    out.push_back(std::move(child));
+  }
+  return out;
+}
+
+Frontier Root(LmScorer& scorer, const TokenFormat& f) {
+  Frontier root{0, {0.0}, LmState(), torch::Tensor(), 0};
+  root.lp = scorer.Context(f.context, &root.state);
+  return root;
+}
+
+absl::Status CheckFormat(const TokenFormat& f) {
+  if (f.positions.empty()) return absl::InvalidArgumentError("format: no positions to score");
+  for (size_t i = 0; i < f.positions.size(); ++i) {
+    if (f.positions[i].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("format.positions[", i, "]: empty"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status EnumeratePx(LmScorer& scorer, const TokenFormat& f, size_t max_states,
+                         const PxChunkCallback& on_chunk) {
+  if (absl::Status s = CheckFormat(f); !s.ok()) return s;
+  max_states = std::max<size_t>(max_states, 1);
+  // Depth-first over frontier groups (a stack), breadth-first inside a group;
+  // children are pushed in reverse so leaves come out in lexicographic order.
+  std::vector<Frontier> stack;
+  stack.push_back(Root(scorer, f));
+  while (!stack.empty()) {
+    Frontier fr = std::move(stack.back());
+    stack.pop_back();
+    std::vector<double> px;
+    std::vector<int64_t> rows, tokens;
+    Children(f, fr, &px, &rows, &tokens);
+    if (fr.depth + 1 == f.length()) {
+      on_chunk(fr.first, px);
+      continue;
+    }
+    std::vector<size_t> all(px.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    std::vector<Frontier> groups =
+        ExpandGroups(scorer, fr, px, rows, tokens, all, max_states, LeavesBelow(f, fr.depth + 1));
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) stack.push_back(std::move(*it));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<double>> EnumerateAllPx(LmScorer& scorer, const TokenFormat& f,
+                                                   size_t max_states) {
+  if (absl::Status s = CheckFormat(f); !s.ok()) return s;
+  const uint64_t total = LeavesBelow(f, 0);
+  if (total > (uint64_t{1} << 27)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("format: ", total, " candidates; use EnumeratePx with a callback"));
+  }
+  std::vector<double> out(total);
+  absl::Status s =
+      EnumeratePx(scorer, f, max_states, [&](uint64_t first, const std::vector<double>& px) {
+        std::copy(px.begin(), px.end(), out.begin() + first);
+      });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<uint64_t> CandidateIndex(const TokenFormat& f, const std::vector<int64_t>& tokens) {
+  if (tokens.size() != f.length()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("candidate: ", tokens.size(), " tokens for ", f.length(), " positions"));
+  }
+  uint64_t index = 0;
+  for (size_t d = 0; d < f.length(); ++d) {
+    const auto& allowed = f.positions[d];
+    auto it = std::find(allowed.begin(), allowed.end(), tokens[d]);
+    if (it == allowed.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("candidate: token ", tokens[d], " not allowed at position ", d));
+    }
+    index = index * allowed.size() + (it - allowed.begin());
+  }
+  return index;
+}
+
+absl::StatusOr<RankResult> EnumerationRank(LmScorer& scorer, const TokenFormat& f,
+                                           const std::vector<int64_t>& canary, size_t max_states) {
+  if (absl::StatusOr<uint64_t> idx = CandidateIndex(f, canary); !idx.ok()) return idx.status();
+  const uint64_t start = scorer.queries();
+  RankResult r;
+  r.canary_px = PathPxBits(scorer, f, canary);
+  const double threshold = r.canary_px + kPxTieBits;
+  absl::Status s = EnumeratePx(scorer, f, max_states, [&](uint64_t, const std::vector<double>& px) {
+    for (double v : px) r.rank += v <= threshold;
+  });
+  if (!s.ok()) return s;
+  r.rank = std::max<uint64_t>(r.rank, 1);  // the canary counts itself
+  r.exact = true;
+  r.queries = scorer.queries() - start;
+  return r;
+}
+
+absl::StatusOr<RankResult> BranchAndBoundRank(LmScorer& scorer, const TokenFormat& f,
+                                              const std::vector<int64_t>& canary,
+                                              uint64_t query_budget, size_t max_states) {
+  if (absl::StatusOr<uint64_t> idx = CandidateIndex(f, canary); !idx.ok()) return idx.status();
+  const uint64_t start = scorer.queries();
+  RankResult r;
+  r.canary_px = PathPxBits(scorer, f, canary);
+  const double threshold = r.canary_px + kPxTieBits;
+  r.exact = true;
+  std::vector<Frontier> stack;
+  stack.push_back(Root(scorer, f));
+  while (!stack.empty()) {
+    Frontier fr = std::move(stack.back());
+    stack.pop_back();
+    std::vector<double> px;
+    std::vector<int64_t> rows, tokens;
+    Children(f, fr, &px, &rows, &tokens);
+    std::vector<size_t> keep;
+    for (size_t i = 0; i < px.size(); ++i) {
+      if (px[i] <= threshold) keep.push_back(i);  // terms are >= 0: the rest are pruned
+    }
+    if (fr.depth + 1 == f.length()) {
+      r.rank += keep.size();
+      continue;
+    }
+    if (keep.empty()) continue;
+    if (scorer.queries() - start + keep.size() > query_budget) {
+      r.exact = false;
+      break;
+    }
+    std::vector<Frontier> groups = ExpandGroups(scorer, fr, px, rows, tokens, keep, max_states, 0);
+    for (auto& g : groups) stack.push_back(std::move(g));
+  }
+  if (r.exact) r.rank = std::max<uint64_t>(r.rank, 1);
+  r.queries = scorer.queries() - start;
+  return r;
+}
+
+ExtractionResult ShortestPathExtract(LmScorer& scorer, const TokenFormat& f, uint64_t max_queries,
+                                     size_t pops_per_iteration) {
+  struct Node {
+    int64_t parent;
+    int64_t token;
+    size_t depth;
+    double px;
+    LmState state;     // set once expanded
+    torch::Tensor lp;  // [V] log-probs of its children, set once expanded
+  };
+  ExtractionResult result;
+  if (!CheckFormat(f).ok()) return result;
+  const uint64_t start = scorer.queries();
+  std::vector<Node> nodes;
+  using Entry = std::pair<double, int64_t>;  // (px, node); min-heap
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  auto push_children = [&](int64_t id) {
+    // Copies, not references: push_back may move `nodes`.
+    const torch::Tensor lp_tensor = nodes[id].lp;
+    const size_t depth = nodes[id].depth;
+    const double px = nodes[id].px;
+    auto lp = lp_tensor.accessor<double, 1>();
+    for (int64_t t : f.positions[depth]) {
+      nodes.push_back({id, t, depth + 1, px - lp[t] / kLn2, LmState(), torch::Tensor()});
+      queue.emplace(nodes.back().px, static_cast<int64_t>(nodes.size() - 1));
+    }
+  };
+  Node root{-1, -1, 0, 0.0, LmState(), torch::Tensor()};
+  root.lp = scorer.Context(f.context, &root.state).squeeze(0);
+  nodes.push_back(std::move(root));
+  push_children(0);
+
+  uint64_t first_leaf_iteration = 0;
+  int64_t best_leaf = -1;
+  const size_t m = std::max<size_t>(pops_per_iteration, 1);
+  while (!queue.empty()) {
+    ++result.iterations;
+    std::vector<int64_t> expand;
+    while (!queue.empty() && expand.size() < m) {
+      const int64_t id = queue.top().second;
+      queue.pop();
+      if (nodes[id].depth == f.length()) {
+        if (best_leaf < 0 || nodes[id].px < nodes[best_leaf].px) best_leaf = id;
+        if (first_leaf_iteration == 0) first_leaf_iteration = result.iterations;
+        if (m == 1) break;  // exact: the first leaf popped is optimal
+        continue;
+      }
+      expand.push_back(id);
+    }
+    if (m == 1 && best_leaf >= 0) break;
+    if (m > 1 && first_leaf_iteration > 0 && result.iterations >= 2 * first_leaf_iteration) break;
+    if (expand.empty()) continue;
+    if (scorer.queries() - start + expand.size() > max_queries) break;
+    std::vector<torch::Tensor> hs, cs;
+    std::vector<int64_t> tokens;
+    for (int64_t id : expand) {
+      const Node& parent = nodes[nodes[id].parent];
+      hs.push_back(parent.state.h);
+      if (parent.state.c.defined()) cs.push_back(parent.state.c);
+      tokens.push_back(nodes[id].token);
+    }
+    LmState state{torch::cat(hs, 1), cs.empty() ? torch::Tensor() : torch::cat(cs, 1)};
+    torch::Tensor lp = scorer.Step(tokens, &state);
+    for (size_t k = 0; k < expand.size(); ++k) {
+      Node& n = nodes[expand[k]];
+      torch::Tensor row =
+          torch::tensor({static_cast<int64_t>(k)}, torch::kLong).to(state.h.device());
+      n.state = state.Select(row);
+      n.lp = lp[k];
+      push_children(expand[k]);
+    }
+  }
+  result.queries = scorer.queries() - start;
+  if (best_leaf >= 0) {
+    result.found = true;
+    result.px_bits = nodes[best_leaf].px;
+    for (int64_t id = best_leaf; nodes[id].parent >= 0; id = nodes[id].parent) {
+      result.tokens.insert(result.tokens.begin(), nodes[id].token);
+    }
+  }
+  return result;
+}
+
+}  // namespace memaudit::engine

@@ -1,0 +1,73 @@
+#include "engine/optimizer.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace memaudit::engine {
+
+double LearningRateAt(const OptimizerSpec& opt, const LrScheduleSpec& schedule, uint64_t step) {
+  const double lr = opt.learning_rate;
+  switch (schedule.kind) {
+    case LrScheduleKind::kConstant:
+      return lr;
+    case LrScheduleKind::kStep:
+      return lr * std::pow(schedule.gamma, static_cast<double>(step / schedule.step_size));
+    case LrScheduleKind::kCosine: {
+      const double t = static_cast<double>(std::min(step, schedule.total_steps)) /
+                       static_cast<double>(schedule.total_steps);
+      return schedule.min_lr + (lr - schedule.min_lr) * 0.5 * (1.0 + std::cos(M_PI * t));
+    }
+  }
+  return lr;
+}
+
+absl::Status ValidateOptimizer(const OptimizerSpec& opt, const LrScheduleSpec& schedule) {
+  if (!(opt.learning_rate > 0)) return absl::InvalidArgumentError("learning_rate: must be > 0");
+  if (opt.weight_decay < 0) return absl::InvalidArgumentError("weight_decay: must be >= 0");
+  if (opt.momentum < 0 || opt.momentum >= 1) {
+    return absl::InvalidArgumentError("momentum: must be in [0, 1)");
+  }
+  if (schedule.kind == LrScheduleKind::kStep && schedule.step_size == 0) {
+    return absl::InvalidArgumentError("schedule.step_size: must be > 0");
+  }
+  if (schedule.kind == LrScheduleKind::kCosine && schedule.total_steps == 0) {
+    return absl::InvalidArgumentError("schedule.total_steps: must be > 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> MakeOptimizer(
+    const std::vector<at::Tensor>& params, const OptimizerSpec& spec) {
+  using namespace torch::optim;  // NOLINT: the option builders read better unqualified
+  switch (spec.kind) {
+    case OptimizerKind::kSgd:
+      return std::make_unique<SGD>(params,
+                                   SGDOptions(spec.learning_rate).weight_decay(spec.weight_decay));
+    case OptimizerKind::kMomentum:
+      return std::make_unique<SGD>(
+          params,
+          SGDOptions(spec.learning_rate).momentum(spec.momentum).weight_decay(spec.weight_decay));
+    case OptimizerKind::kAdam:
+      return std::make_unique<Adam>(params, AdamOptions(spec.learning_rate)
+                                                .betas({spec.beta1, spec.beta2})
+                                                .eps(spec.eps)
+                                                .weight_decay(spec.weight_decay));
+    case OptimizerKind::kRmsProp:
+      return std::make_unique<RMSprop>(params, RMSpropOptions(spec.learning_rate)
+                                                   .alpha(spec.alpha)
+                                                   .eps(spec.eps)
+                                                   .momentum(spec.momentum)
+                                                   .weight_decay(spec.weight_decay));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("optimizer.kind: unknown value ", static_cast<int>(spec.kind)));
+}
+
+void SetLearningRate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+}  // namespace memaudit::engine

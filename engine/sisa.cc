@@ -1,0 +1,148 @@
+#include "engine/sisa.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/seeding.h"
+
+namespace memaudit::engine {
+
+SisaLayout BuildSisaLayout(const std::vector<int64_t>& pool, uint32_t shards, uint32_t slices,
+                           uint64_t seed) {
+  std::vector<uint32_t> order =
+      SeededPermutation(DeriveSeed(seed, "sisa.layout", 0), static_cast<uint32_t>(pool.size()));
+  SisaLayout layout;
+  layout.rows.assign(shards, std::vector<std::vector<int64_t>>(slices));
+  const size_t n = pool.size();
+  for (uint32_t s = 0; s < shards; ++s) {
+    const size_t begin = n * s / shards, end = n * (s + 1) / shards;
+    for (size_t i = begin; i < end; ++i) {
+      const uint32_t slice = static_cast<uint32_t>((i - begin) * slices / (end - begin));
+      layout.rows[s][slice].push_back(pool[order[i]]);
+    }
+  }
+  return layout;
+}
+
+absl::StatusOr<std::unique_ptr<SisaEnsemble>> SisaEnsemble::Create(const ModelSpec& spec,
+                                                                   const TrainerOptions& options,
+                                                                   SisaLayout layout,
+                                                                   const SisaOptions& sisa) {
+  if (layout.rows.empty()) return absl::InvalidArgumentError("layout: no shards");
+  if (sisa.batch_size == 0) return absl::InvalidArgumentError("sisa.batch_size: must be > 0");
+  std::unique_ptr<SisaEnsemble> e(new SisaEnsemble());
+  for (uint32_t s = 0; s < layout.rows.size(); ++s) {
+    if (layout.rows[s].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("layout.rows[", s, "]: no slices"));
+    }
+    const uint64_t init = DeriveSeed(sisa.seed, "sisa.init", s);
+    auto t = Trainer::Create([spec, init] { return BuildModel(spec, init); }, options);
+    if (!t.ok()) return t.status();
+    absl::StatusOr<std::string> ckpt = (*t)->Serialize();
+    if (!ckpt.ok()) return ckpt.status();
+    e->checkpoints_.push_back({*ckpt});
+    e->shards_.push_back(*std::move(t));
+  }
+  e->layout_ = std::move(layout);
+  e->sisa_ = sisa;
+  e->steps_trained_.assign(e->shards_.size(), 0);
+  return e;
+}
+
+absl::Status SisaEnsemble::TrainShardFrom(const TensorDataset& data, uint32_t s, uint32_t from) {
+  Trainer& t = *shards_[s];
+  if (absl::Status st = t.Restore(checkpoints_[s][from]); !st.ok()) return st;
+  checkpoints_[s].resize(from + 1);
+  std::vector<int64_t> seen;
+  for (uint32_t k = 0; k < from; ++k) {
+    seen.insert(seen.end(), layout_.rows[s][k].begin(), layout_.rows[s][k].end());
+  }
+  for (uint32_t k = from; k < layout_.rows[s].size(); ++k) {
+    seen.insert(seen.end(), layout_.rows[s][k].begin(), layout_.rows[s][k].end());
+    if (!seen.empty()) {
+      // Slice k trains on the union of slices 0..k, with an order that is a
+      // function of (seed, shard, slice) only.
+      EpochSchedule schedule(seen, sisa_.batch_size,
+                             DeriveSeed(sisa_.seed, "sisa.order", s * 1000003ull + k));
+      const uint64_t steps = sisa_.epochs_per_slice * schedule.steps_per_epoch();
+      for (uint64_t i = 0; i < steps; ++i) {
+        absl::StatusOr<double> loss = t.Step(data.Gather(schedule.At(i).ids));
+        if (!loss.ok()) return loss.status();
+      }
+      steps_trained_[s] += steps;
+    }
+    absl::StatusOr<std::string> ckpt = t.Serialize();
+    if (!ckpt.ok()) return ckpt.status();
+    checkpoints_[s].push_back(*std::move(ckpt));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SisaEnsemble::TrainAll(const TensorDataset& data) {
+  for (uint32_t s = 0; s < shards_.size(); ++s) {
+    if (absl::Status st = TrainShardFrom(data, s, 0); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint32_t>> SisaEnsemble::Delete(const TensorDataset& data,
+                                                           const std::vector<int64_t>& rows) {
+  const std::set<int64_t> doomed(rows.begin(), rows.end());
+  std::vector<uint32_t> retrained;
+  size_t removed = 0;
+  for (uint32_t s = 0; s < shards_.size(); ++s) {
+    int64_t first = -1;
+    for (uint32_t k = 0; k < layout_.rows[s].size(); ++k) {
+      auto& slice = layout_.rows[s][k];
+      const size_t before = slice.size();
+      slice.erase(std::remove_if(slice.begin(), slice.end(),
+                                 [&](int64_t r) { return doomed.count(r) > 0; }),
+                  slice.end());
+      if (slice.size() != before && first < 0) first = k;
+      removed += before - slice.size();
+    }
+    if (first < 0) continue;
+    if (absl::Status st = TrainShardFrom(data, s, static_cast<uint32_t>(first)); !st.ok())
+      return st;
+    retrained.push_back(s);
+  }
+  if (removed < doomed.size()) {
+    return absl::NotFoundError(
+        absl::StrCat("rows: ", doomed.size() - removed, " of them are in no shard"));
+  }
+  return retrained;
+}
+
+absl::StatusOr<uint32_t> SisaEnsemble::Add(const TensorDataset& data,
+                                           const std::vector<int64_t>& rows) {
+  if (rows.empty()) return absl::InvalidArgumentError("rows: empty");
+  uint32_t target = 0;
+  size_t smallest = SIZE_MAX;
+  for (uint32_t s = 0; s < layout_.rows.size(); ++s) {
+    size_t size = 0;
+    for (const auto& slice : layout_.rows[s]) size += slice.size();
+    if (size < smallest) {
+      smallest = size;
+      target = s;
+    }
+  }
+  auto& last = layout_.rows[target].back();
+  last.insert(last.end(), rows.begin(), rows.end());
+  const uint32_t from = static_cast<uint32_t>(layout_.rows[target].size() - 1);
+  if (absl::Status st = TrainShardFrom(data, target, from); !st.ok()) return st;
+  return target;
+}
+
+torch::Tensor SisaEnsemble::Posteriors(const torch::Tensor& x) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor sum;
+  for (auto& t : shards_) {
+    t->model().eval();
+    torch::Tensor p = torch::softmax(t->model().Forward(x.to(t->device())).to(torch::kFloat64), 1);
+    sum = sum.defined() ? sum + p : p;
+  }
+  return (sum / static_cast<double>(shards_.size())).cpu();
+}
+
+}  // namespace memaudit::engine

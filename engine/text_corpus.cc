@@ -1,0 +1,205 @@
+#include "engine/text_corpus.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/seeding.h"
+
+namespace memaudit::engine {
+namespace fs = std::filesystem;
+
+std::vector<char32_t> DecodeUtf8(const std::string& s) {
+  std::vector<char32_t> out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = s[i];
+    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    char32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
+    bool ok = len > 0 && i + len <= s.size();
+    for (int k = 1; ok && k < len; ++k) {
+      const unsigned char cc = s[i + k];
+      ok = (cc >> 6) == 2;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (!ok) {
+      out.push_back(0xFFFD);
+      ++i;
+    } else {
+      out.push_back(cp);
+      i += len;
+    }
+  }
+  return out;
+}
+
+std::string EncodeUtf8(const std::vector<char32_t>& cps) {
+  std::string out;
+  for (char32_t cp : cps) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ReadTextCorpus(const std::string& path) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  if (fs::is_directory(path, ec)) {
+    for (const auto& entry : fs::recursive_directory_iterator(path, ec)) {
+      if (entry.is_symlink() || !entry.is_regular_file()) continue;
+      if (entry.path().extension() == ".dat") continue;
+      files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+  } else if (fs::is_regular_file(path, ec)) {
+    files.push_back(path);
+  } else {
+    return absl::NotFoundError(absl::StrCat("corpus.path: ", path, " is not a file or folder"));
+  }
+  if (files.empty()) return absl::NotFoundError(absl::StrCat("corpus.path: no files under ", path));
+  std::string text;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) return absl::UnavailableError(absl::StrCat("corpus.path: cannot read ", f.string()));
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    text += buf.str();
+    if (!text.empty() && text.back() != '\n') text += '\n';
+  }
+  return EncodeUtf8(DecodeUtf8(text));  // normalises invalid bytes to U+FFFD
+}
+
+std::string SyntheticText(size_t chars, uint64_t seed) {
+  static const char* kWords[] = {"the",  "model", "learns", "a",     "small", "corpus",  "of",
+                                 "text", "and",   "then",   "we",    "audit", "what",    "it",
+                                 "saw",  "once",  "or",     "twice", "in",    "training"};
+  SplitMix64 rng(seed);
+  std::string out;
+  while (out.size() < chars) {
+    const uint64_t words = 3 + rng.Uniform(8);
+    for (uint64_t w = 0; w < words; ++w) {
+      if (w) out += ' ';
+      out += kWords[rng.Uniform(sizeof(kWords) / sizeof(kWords[0]))];
+    }
+    out += ".\n";
+  }
+  return out;
+}
+
+CharVocab CharVocab::Build(const std::string& utf8_text) {
+  std::vector<char32_t> cps = DecodeUtf8(utf8_text);
+  std::set<char32_t> distinct(cps.begin(), cps.end());
+  distinct.erase(0xFFFD);
+  CharVocab v;
+  v.symbols_.push_back(0xFFFD);
+  for (char32_t c : distinct) v.symbols_.push_back(c);
+  for (size_t i = 0; i < v.symbols_.size(); ++i) v.ids_[v.symbols_[i]] = static_cast<int64_t>(i);
+  return v;
+}
+
+int64_t CharVocab::Id(char32_t cp) const {
+  auto it = ids_.find(cp);
+  return it == ids_.end() ? 0 : it->second;
+}
+
+std::vector<int64_t> CharVocab::Encode(const std::string& utf8) const {
+  std::vector<int64_t> out;
+  for (char32_t c : DecodeUtf8(utf8)) out.push_back(Id(c));
+  return out;
+}
+
+std::string CharVocab::Decode(const std::vector<int64_t>& ids) const {
+  std::vector<char32_t> cps;
+  for (int64_t id : ids) cps.push_back(id >= 0 && id < size() ? symbols_[id] : 0xFFFD);
+  return EncodeUtf8(cps);
+}
+
+CanaryFormat DigitsFormat(const std::string& prefix, int digits) {
+  CanaryFormat f;
+  f.prefix = prefix;
+  f.alphabets.assign(digits, "0123456789");
+  return f;
+}
+
+double Log2SpaceSize(const CanaryFormat& format) {
+  double bits = 0;
+  for (const auto& a : format.alphabets) bits += std::log2(DecodeUtf8(a).size());
+  return bits;
+}
+
+absl::StatusOr<std::vector<std::string>> DrawSecrets(const CanaryFormat& format, size_t count,
+                                                     uint64_t seed) {
+  std::vector<std::vector<char32_t>> alphabets;
+  for (size_t i = 0; i < format.alphabets.size(); ++i) {
+    alphabets.push_back(DecodeUtf8(format.alphabets[i]));
+    if (alphabets.back().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("format.alphabets[", i, "]: empty"));
+    }
+  }
+  if (Log2SpaceSize(format) < 62 && std::exp2(Log2SpaceSize(format)) < count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("count: ", count, " secrets do not fit a space of 2^", Log2SpaceSize(format)));
+  }
+  SplitMix64 rng(DeriveSeed(seed, "canary.secrets", 0));
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  while (out.size() < count) {
+    std::vector<char32_t> s;
+    for (const auto& a : alphabets) s.push_back(a[rng.Uniform(a.size())]);
+    std::string secret = EncodeUtf8(s);
+    if (seen.insert(secret).second) out.push_back(secret);
+  }
+  return out;
+}
+
+std::string CanaryText(const CanaryFormat& format, const std::string& secret) {
+  return format.prefix + secret + format.suffix;
+}
+
+std::string InsertCanaries(const std::string& text, const CanaryFormat& format,
+                           const std::vector<Canary>& canaries, uint64_t seed) {
+  std::vector<size_t> line_starts = {0};
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] == '\n') line_starts.push_back(i + 1);
+  }
+  // (position, order) -> canary line; order keeps same-position inserts stable.
+  std::vector<std::pair<size_t, std::string>> inserts;
+  SplitMix64 rng(DeriveSeed(seed, "canary.positions", 0));
+  for (const Canary& c : canaries) {
+    for (uint32_t r = 0; r < c.repeats; ++r) {
+      inserts.emplace_back(line_starts[rng.Uniform(line_starts.size())],
+                           CanaryText(format, c.secret) + "\n");
+    }
+  }
+  std::stable_sort(inserts.begin(), inserts.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out;
+  size_t pos = 0;
+  for (const auto& [at, line] : inserts) {
+    out.append(text, pos, at - pos);
+    out += line;
+    pos = at;
+  }
+  out.append(text, pos, std::string::npos);
+  return out;
+}
+
+}  // namespace memaudit::engine

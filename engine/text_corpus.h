@@ -1,0 +1,79 @@
+// Text corpora for character language models: UTF-8 files or folders
+// (Debian's `fortunes` by default), a character vocabulary, canary insertion
+// with per-canary repeat counts, and fixed-length training windows. Free of
+// LibTorch types so planners can draw canaries without torch headers.
+#ifndef MEMAUDIT_ENGINE_TEXT_CORPUS_H_
+#define MEMAUDIT_ENGINE_TEXT_CORPUS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace memaudit::engine {
+
+inline constexpr char kFortunesDir[] = "/usr/share/games/fortunes";
+
+// Reads a UTF-8 file, or every regular file under a folder in sorted path
+// order (skipping fortune's binary *.dat indexes and symlinks). Invalid UTF-8
+// bytes become U+FFFD so the vocabulary stays well-defined.
+absl::StatusOr<std::string> ReadTextCorpus(const std::string& path);
+
+// A deterministic pseudo-English corpus for tests (words from a fixed list).
+std::string SyntheticText(size_t chars, uint64_t seed);
+
+// Code points <-> token ids. Id 0 is the unknown symbol; the rest are the
+// distinct code points of the building text in ascending order, so the same
+// text always yields the same vocabulary.
+class CharVocab {
+ public:
+  static CharVocab Build(const std::string& utf8_text);
+  int64_t size() const { return static_cast<int64_t>(symbols_.size()); }
+  std::vector<int64_t> Encode(const std::string& utf8) const;
+  std::string Decode(const std::vector<int64_t>& ids) const;
+  int64_t Id(char32_t code_point) const;  // 0 if unknown
+
+ private:
+  std::vector<char32_t> symbols_;  // symbols_[0] = U+FFFD, the unknown symbol
+  std::map<char32_t, int64_t> ids_;
+};
+
+std::vector<char32_t> DecodeUtf8(const std::string& utf8);
+std::string EncodeUtf8(const std::vector<char32_t>& code_points);
+
+// A canary format s with holes: fixed prefix, then one hole per entry of
+// `alphabets` (each the UTF-8 characters allowed there; a one-character
+// alphabet is a fixed character inside the hole region), then a suffix.
+struct CanaryFormat {
+  std::string prefix;
+  std::vector<std::string> alphabets;
+  std::string suffix;
+};
+
+// "prefix" followed by `digits` decimal holes: |R| = 10^digits.
+CanaryFormat DigitsFormat(const std::string& prefix, int digits);
+
+// log2 |R|.
+double Log2SpaceSize(const CanaryFormat& format);
+
+// `count` distinct fillings drawn uniformly from the format's space.
+absl::StatusOr<std::vector<std::string>> DrawSecrets(const CanaryFormat& format, size_t count,
+                                                     uint64_t seed);
+
+std::string CanaryText(const CanaryFormat& format, const std::string& secret);
+
+struct Canary {
+  std::string secret;    // the hole filling r
+  uint32_t repeats = 0;  // 0 = a never-inserted control
+};
+
+// Inserts every canary line (prefix + secret + suffix + "\n") `repeats` times
+// at line starts drawn with `seed`; returns the new text.
+std::string InsertCanaries(const std::string& text, const CanaryFormat& format,
+                           const std::vector<Canary>& canaries, uint64_t seed);
+
+}  // namespace memaudit::engine
+
+#endif  // MEMAUDIT_ENGINE_TEXT_CORPUS_H_

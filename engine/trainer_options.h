@@ -1,0 +1,35 @@
+// Torch-free options of the generic trainer.
+#ifndef MEMAUDIT_ENGINE_TRAINER_OPTIONS_H_
+#define MEMAUDIT_ENGINE_TRAINER_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "engine/optimizer_spec.h"
+
+namespace memaudit::engine {
+
+struct DpSgdOptions {
+  bool enabled = false;
+  double clip_norm = 1.0;         // C
+  double noise_multiplier = 1.0;  // sigma; the noise std is sigma * C
+  uint64_t noise_seed = 0;
+};
+
+struct TrainerOptions {
+  OptimizerSpec optimizer;
+  LrScheduleSpec schedule;
+  // Dropout masks: independent of the init seed and of the data order seed
+  // (which belongs to the BatchSchedule).
+  uint64_t dropout_seed = 0;
+  // LibTorch intra-op threads (process-wide). Results are bit-identical for a
+  // fixed value on CPU; 0 leaves the current setting.
+  uint32_t threads = 1;
+  // "cpu", "cuda", "cuda:1"; CUDA is an error where unavailable.
+  std::string device = "cpu";
+  DpSgdOptions dp;
+};
+
+}  // namespace memaudit::engine
+
+#endif  // MEMAUDIT_ENGINE_TRAINER_OPTIONS_H_

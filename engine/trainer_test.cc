@@ -1,0 +1,212 @@
+#include "engine/trainer.h"
+
+#include <cstdio>
+
+#include "engine/classifier_run.h"
+#include "engine/model.h"
+#include "engine/optimizer.h"
+#include "engine/signals.h"
+#include "engine/test_util.h"
+#include "gtest/gtest.h"
+
+namespace memaudit::engine {
+namespace {
+
+using testing::FlatParams;
+using testing::Range;
+
+ModelFactory Factory(ModelSpec spec, uint64_t seed) {
+  return [spec, seed] { return BuildModel(spec, seed); };
+}
+
+ModelSpec MlpSpec(double dropout = 0) {
+  ModelSpec spec;
+  spec.kind = ModelKind::kMlp;
+  spec.inputs = 8;
+  spec.classes = 3;
+  spec.hidden = {16};
+  spec.dropout = dropout;
+  return spec;
+}
+
+TrainerOptions Options(OptimizerKind kind, LrScheduleKind schedule = LrScheduleKind::kConstant) {
+  TrainerOptions o;
+  o.optimizer.kind = kind;
+  o.optimizer.learning_rate =
+      kind == OptimizerKind::kAdam || kind == OptimizerKind::kRmsProp ? 0.01 : 0.1;
+  o.optimizer.weight_decay = 1e-4;
+  o.schedule.kind = schedule;
+  o.schedule.step_size = 10;
+  o.schedule.gamma = 0.5;
+  o.schedule.total_steps = 40;
+  return o;
+}
+
+std::vector<double> TrainAndFlatten(const ModelSpec& spec, const TrainerOptions& o,
+                                    uint64_t init_seed, uint64_t order_seed, uint64_t steps) {
+  TensorDataset data = SyntheticBlobs(96, 8, 3, 2.0, 7);
+  auto trainer = Trainer::Create(Factory(spec, init_seed), o);
+  EXPECT_TRUE(trainer.ok()) << trainer.status();
+  EpochSchedule schedule(Range(96), 16, order_seed);
+  EXPECT_TRUE((*trainer)->Train(data, schedule, steps).ok());
+  return FlatParams((*trainer)->model());
+}
+
+TEST(LrScheduleTest, StepAndCosine) {
+  OptimizerSpec opt;
+  opt.learning_rate = 1.0;
+  LrScheduleSpec s;
+  s.kind = LrScheduleKind::kStep;
+  s.step_size = 10;
+  s.gamma = 0.5;
+  EXPECT_DOUBLE_EQ(LearningRateAt(opt, s, 9), 1.0);
+  EXPECT_DOUBLE_EQ(LearningRateAt(opt, s, 10), 0.5);
+  EXPECT_DOUBLE_EQ(LearningRateAt(opt, s, 25), 0.25);
+  s.kind = LrScheduleKind::kCosine;
+  s.total_steps = 100;
+  s.min_lr = 0.1;
+  EXPECT_DOUBLE_EQ(LearningRateAt(opt, s, 0), 1.0);
+  EXPECT_NEAR(LearningRateAt(opt, s, 50), 0.55, 1e-12);
+  EXPECT_DOUBLE_EQ(LearningRateAt(opt, s, 100), 0.1);
+  EXPECT_DOUBLE_EQ(LearningRateAt(opt, s, 1000), 0.1);
+}
+
+TEST(TrainerTest, EveryOptimizerIsDeterministicAndLearns) {
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kMomentum, OptimizerKind::kAdam,
+                             OptimizerKind::kRmsProp}) {
+    for (LrScheduleKind sched :
+         {LrScheduleKind::kConstant, LrScheduleKind::kStep, LrScheduleKind::kCosine}) {
+      TrainerOptions o = Options(kind, sched);
+      auto a = TrainAndFlatten(MlpSpec(), o, 1, 2, 30);
+      auto b = TrainAndFlatten(MlpSpec(), o, 1, 2, 30);
+      EXPECT_EQ(a, b) << static_cast<int>(kind) << "/" << static_cast<int>(sched);
+      EXPECT_NE(a, TrainAndFlatten(MlpSpec(), o, 1, 3, 30)) << "order seed must matter";
+      EXPECT_NE(a, TrainAndFlatten(MlpSpec(), o, 4, 2, 30)) << "init seed must matter";
+    }
+    // The loss falls on separable blobs.
+    TensorDataset data = SyntheticBlobs(96, 8, 3, 2.0, 7);
+    auto trainer = Trainer::Create(Factory(MlpSpec(), 1), Options(kind));
+    ASSERT_TRUE(trainer.ok());
+    EpochSchedule schedule(Range(96), 16, 5);
+    std::vector<double> losses;
+    ASSERT_TRUE((*trainer)
+                    ->Train(data, schedule, 60,
+                            [&](uint64_t, double loss) {
+                              losses.push_back(loss);
+                              return true;
+                            })
+                    .ok());
+    EXPECT_LT(losses.back(), 0.5 * losses.front()) << static_cast<int>(kind);
+  }
+}
+
+TEST(TrainerTest, DropoutHasItsOwnSeed) {
+  TrainerOptions o = Options(OptimizerKind::kMomentum);
+  auto a = TrainAndFlatten(MlpSpec(0.3), o, 1, 2, 20);
+  EXPECT_EQ(a, TrainAndFlatten(MlpSpec(0.3), o, 1, 2, 20));
+  o.dropout_seed = 9;
+  auto c = TrainAndFlatten(MlpSpec(0.3), o, 1, 2, 20);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(c, TrainAndFlatten(MlpSpec(0.3), o, 1, 2, 20));
+}
+
+// The generic trainer reproduces the worker's RunClassifier bit for bit.
+TEST(TrainerTest, MatchesRunClassifierExactly) {
+  LabeledImages images;
+  images.count = 120;
+  images.features = 16;
+  images.classes = 2;
+  for (uint32_t i = 0; i < images.count; ++i) {
+    images.labels.push_back(i % 2);
+    for (uint32_t f = 0; f < 16; ++f)
+      images.pixels.push_back((i * 37 + f * 11 + (i % 2) * 90) % 256);
+  }
+  ClassifierRunSpec spec;
+  spec.hidden = {8};
+  spec.learning_rate = 0.1;
+  spec.epochs = 3;
+  spec.batch_size = 16;
+  spec.init_seed = 11;
+  spec.order_seed = 12;
+  for (uint32_t i = 0; i < 100; ++i) spec.train_indices.push_back(i);
+  for (uint32_t i = 0; i < 120; ++i) spec.eval_indices.push_back(i);
+  auto expected = RunClassifier(images, spec, nullptr);
+  ASSERT_TRUE(expected.ok());
+
+  ModelSpec m;
+  m.kind = ModelKind::kMlp;
+  m.inputs = 16;
+  m.classes = 2;
+  m.hidden = {8};
+  TrainerOptions o;
+  o.optimizer.kind = OptimizerKind::kMomentum;
+  o.optimizer.learning_rate = 0.1;
+  o.optimizer.momentum = 0.9;
+  auto trainer = Trainer::Create(Factory(m, 11), o);
+  ASSERT_TRUE(trainer.ok());
+  TensorDataset train = FromLabeledImages(images, spec.train_indices);
+  EpochSchedule schedule(Range(100), 16, 12);
+  ASSERT_TRUE((*trainer)->Train(train, schedule, expected->steps).ok());
+  TensorDataset eval = FromLabeledImages(images, spec.eval_indices);
+  torch::NoGradGuard no_grad;
+  (*trainer)->model().eval();
+  torch::Tensor phi = LogitScaledConfidence((*trainer)->model().Forward(eval.x()), eval.y());
+  std::vector<double> got(phi.data_ptr<double>(), phi.data_ptr<double>() + phi.numel());
+  EXPECT_EQ(got, expected->phi);
+}
+
+TEST(TrainerTest, OtherModelsTrain) {
+  // A CNN on 8x8 "images" and both recurrent LMs on a repeating sequence.
+  ModelSpec cnn;
+  cnn.kind = ModelKind::kCnn;
+  cnn.inputs = 64;
+  cnn.classes = 3;
+  cnn.hidden = {4, 8, 16};
+  cnn.dropout = 0.1;
+  TensorDataset blobs = SyntheticBlobs(96, 64, 3, 1.0, 3);
+  auto t = Trainer::Create(Factory(cnn, 1), Options(OptimizerKind::kAdam));
+  ASSERT_TRUE(t.ok()) << t.status();
+  std::vector<double> losses;
+  auto record = [&](uint64_t, double l) {
+    losses.push_back(l);
+    return true;
+  };
+  ASSERT_TRUE((*t)->Train(blobs, EpochSchedule(Range(96), 16, 1), 60, record).ok());
+  EXPECT_LT(losses.back(), 0.5 * losses.front());
+
+  torch::Tensor seq = torch::arange(0, 8, torch::kLong).repeat({16, 3});  // 16 x 24
+  TensorDataset lm_data(seq.slice(1, 0, 23), seq.slice(1, 1, 24));
+  for (ModelKind kind : {ModelKind::kLstmLm, ModelKind::kGruLm}) {
+    ModelSpec lm;
+    lm.kind = kind;
+    lm.vocab = 8;
+    lm.embedding = 8;
+    lm.layers = 2;
+    lm.units = 16;
+    lm.dropout = 0.1;
+    TrainerOptions o = Options(OptimizerKind::kAdam);
+    o.optimizer.learning_rate = 0.03;
+    auto lt = Trainer::Create(Factory(lm, 2), o);
+    ASSERT_TRUE(lt.ok()) << lt.status();
+    losses.clear();
+    ASSERT_TRUE((*lt)->Train(lm_data, EpochSchedule(Range(16), 8, 1), 60, record).ok());
+    EXPECT_LT(losses.back(), 0.2 * losses.front()) << static_cast<int>(kind);
+  }
+}
+
+TEST(TrainerTest, RejectsBadOptions) {
+  TrainerOptions o;
+  o.optimizer.learning_rate = 0;
+  EXPECT_EQ(Trainer::Create(Factory(MlpSpec(), 1), o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  o = TrainerOptions();
+  o.device = "nonsense";
+  EXPECT_EQ(Trainer::Create(Factory(MlpSpec(), 1), o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ModelSpec bad = MlpSpec();
+  bad.classes = 1;
+  EXPECT_EQ(BuildModel(bad, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace memaudit::engine

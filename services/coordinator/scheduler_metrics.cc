@@ -1,0 +1,117 @@
+#include "services/coordinator/scheduler_metrics.h"
+
+#include <cctype>
+
+namespace memaudit::coordinator {
+namespace {
+
+constexpr char kTaskDuration[] = "memaudit_coordinator_task_duration_seconds";
+constexpr char kRetries[] = "memaudit_coordinator_task_retries_total";
+constexpr char kRegistered[] = "memaudit_coordinator_workers_registered_total";
+
+// Tasks train for seconds (CPU quickstart) to hours (GPU sweeps).
+const std::vector<double>& DurationBuckets() {
+  static const std::vector<double> buckets = {0.5, 1,   2.5, 5,    10,   30,   60,
+                                              120, 300, 600, 1800, 3600, 7200, 14400};
+  return buckets;
+}
+
+const char* RetryReason(const std::string& reason) {
+  return reason.rfind("lease expired", 0) == 0 ? "lease_expired" : "worker_error";
+}
+
+const char* LeaseOutcome(TaskState after) {
+  switch (after) {
+    case TaskState::kSucceeded:
+      return "succeeded";
+    case TaskState::kFailed:
+      return "failed";
+    case TaskState::kQueued:
+      return "retried";
+    default:
+      return "cancelled";
+  }
+}
+
+}  // namespace
+
+SchedulerMetrics::SchedulerMetrics(metrics::Registry* registry) : registry_(registry) {
+  if (registry_ == nullptr) return;
+  // Counters start at 0 for every label value, so rate() and dashboards see
+  // the series before the first event rather than "no data".
+  auto& retries = registry_->AddCounter(kRetries, "Tasks put back in the queue, by reason.");
+  retries.Add({{"reason", "lease_expired"}});
+  retries.Add({{"reason", "worker_error"}});
+  registry_->AddCounter(kRegistered, "Workers that have registered since the coordinator started.")
+      .Add({});
+  registry_->AddHistogram(kTaskDuration,
+                          "Time from a task's lease to its end, by how the lease ended.",
+                          DurationBuckets());
+}
+
+void SchedulerMetrics::TaskChanged(const TaskRecord& before, const TaskRecord& after,
+                                   int64_t now_ms) {
+  if (registry_ == nullptr) return;
+  const bool was_leased = before.state == TaskState::kLeased;
+  const bool is_leased = after.state == TaskState::kLeased;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!was_leased && is_leased) lease_started_ms_[after.lease_id] = now_ms;
+  if (!was_leased || is_leased) return;
+  auto it = lease_started_ms_.find(before.lease_id);
+  if (it == lease_started_ms_.end()) return;
+  registry_->AddHistogram(kTaskDuration, "", DurationBuckets())
+      .Add({{"outcome", LeaseOutcome(after.state)}})
+      .Observe(static_cast<double>(now_ms - it->second) / 1000.0);
+  lease_started_ms_.erase(it);
+}
+
+void SchedulerMetrics::Refresh(const std::vector<TaskRecord>& tasks,
+                               const std::map<std::string, AuditRecord>& audits, size_t leases) {
+  if (registry_ == nullptr) return;
+  std::map<std::string, double> by_state = {
+      {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
+  double leasable = 0;
+  for (const TaskRecord& t : tasks) {
+    by_state[TaskStateName(t.state)] += 1;
+    // Queued tasks of a finished audit will never be leased: not queue depth.
+    if (t.state != TaskState::kQueued) continue;
+    auto audit = audits.find(t.audit_id);
+    if (audit != audits.end() && !IsTerminal(audit->second.state)) leasable += 1;
+  }
+  auto& task_family = registry_->AddGauge("memaudit_coordinator_tasks", "Tasks known, by state.");
+  for (const auto& [state, count] : by_state) task_family.Add({{"state", state}}).Set(count);
+  registry_
+      ->AddGauge("memaudit_coordinator_queue_depth",
+                 "Tasks waiting for a worker (queued, in audits still running).")
+      .Add({})
+      .Set(leasable);
+
+  std::map<std::string, double> audit_states = {
+      {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
+  auto& info = registry_->AddGauge("memaudit_coordinator_audit_info",
+                                   "Always 1; labels map each audit id to its kind.");
+  for (const auto& [id, a] : audits) {
+    std::string name = v1::AuditState_Name(a.state);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    audit_states[name] += 1;
+    info.Add({{"audit", id}, {"kind", a.kind}}).Set(1);
+  }
+  auto& audit_family =
+      registry_->AddGauge("memaudit_coordinator_audits", "Audits known, by state.");
+  for (const auto& [state, count] : audit_states) audit_family.Add({{"state", state}}).Set(count);
+  registry_->AddGauge("memaudit_coordinator_leases", "Leases currently held by workers.")
+      .Add({})
+      .Set(static_cast<double>(leases));
+}
+
+void SchedulerMetrics::TaskRetried(const std::string& reason) {
+  if (registry_ == nullptr) return;
+  registry_->AddCounter(kRetries, "").Add({{"reason", RetryReason(reason)}}).Increment();
+}
+
+void SchedulerMetrics::WorkerRegistered() {
+  if (registry_ == nullptr) return;
+  registry_->AddCounter(kRegistered, "").Add({}).Increment();
+}
+
+}  // namespace memaudit::coordinator

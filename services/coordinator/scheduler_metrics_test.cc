@@ -1,0 +1,124 @@
+// The coordinator's operational families, driven through a real Scheduler on
+// a fake clock.
+#include "services/coordinator/scheduler_metrics.h"
+
+#include <unistd.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/coordinator/scheduler.h"
+#include "services/coordinator/sqlite_store.h"
+#include "services/coordinator/test_specs.h"
+#include "services/coordinator/worker_presence.h"
+
+namespace memaudit::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class SchedulerMetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "/scheduler_metrics_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+    std::remove(path_.c_str());
+    auto store = SqliteStore::Open(path_);
+    ASSERT_TRUE(store.ok());
+    store_ = std::move(*store);
+    SchedulerOptions options;
+    options.lease_ttl_ms = 1000;
+    auto s = Scheduler::Create(store_.get(), &clock_, options, &registry_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    scheduler_ = std::move(*s);
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  std::string MustLease() {
+    auto grant = scheduler_->Lease("w", 0);
+    EXPECT_TRUE(grant.ok() && grant->has_value());
+    return (grant.ok() && grant->has_value()) ? (*grant)->task.lease_id : "";
+  }
+
+  std::string path_;
+  FakeClock clock_;
+  metrics::Registry registry_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerMetricsTest, TimesLeasesUntilTheyEndByOutcome) {
+  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  const std::string first = MustLease();
+  clock_.AdvanceMs(250);
+  ASSERT_TRUE(scheduler_->Heartbeat(first, 3).ok());  // a renewal is not an end
+  clock_.AdvanceMs(250);
+  ASSERT_TRUE(scheduler_->Complete(first).ok());
+
+  const std::string second = MustLease();
+  clock_.AdvanceMs(1000);
+  ASSERT_TRUE(scheduler_->ExpireLeases().ok());
+
+  const std::string text = registry_.Serialize();
+  EXPECT_THAT(text, HasSubstr("memaudit_coordinator_task_duration_seconds_count{outcome="
+                              "\"succeeded\"} 1"));
+  EXPECT_THAT(text, HasSubstr("memaudit_coordinator_task_duration_seconds_sum{outcome="
+                              "\"succeeded\"} 0.5"));
+  EXPECT_THAT(text, HasSubstr("memaudit_coordinator_task_duration_seconds_sum{outcome="
+                              "\"retried\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("memaudit_coordinator_task_retries_total{reason=\"lease_expired\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("memaudit_coordinator_task_retries_total{reason=\"worker_error\"} 0"));
+}
+
+TEST_F(SchedulerMetricsTest, QueueDepthCountsOnlyLeasableTasks) {
+  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MustLease();
+  EXPECT_THAT(registry_.Serialize(), HasSubstr("memaudit_coordinator_queue_depth 3\n"));
+  ASSERT_TRUE(scheduler_->Cancel("a").ok());
+  const std::string text = registry_.Serialize();
+  EXPECT_THAT(text, HasSubstr("memaudit_coordinator_queue_depth 0\n"));
+  // The cancelled lease ends the timing, as "cancelled".
+  EXPECT_THAT(text, HasSubstr("memaudit_coordinator_task_duration_seconds_count{outcome="
+                              "\"cancelled\"} 1"));
+}
+
+TEST_F(SchedulerMetricsTest, AuditInfoMapsEachAuditToItsKind) {
+  ASSERT_TRUE(scheduler_->Submit("a-1", SmallMembershipSpec(4)).ok());
+  EXPECT_THAT(registry_.Serialize(),
+              HasSubstr("memaudit_coordinator_audit_info{audit=\"a-1\",kind=\"membership\"} 1"));
+}
+
+TEST(SchedulerMetricsNullTest, WithoutARegistryEveryCallIsANoOp) {
+  SchedulerMetrics metrics(nullptr);
+  TaskRecord before, after;
+  after.state = TaskState::kLeased;
+  after.lease_id = "l";
+  metrics.TaskChanged(before, after, 1);
+  metrics.TaskRetried("lease expired");
+  metrics.WorkerRegistered();
+  metrics.Refresh({after}, {}, 1);
+}
+
+TEST(WorkerPresenceTest, CountsWorkersSeenWithinTheWindow) {
+  FakeClock clock;
+  metrics::Registry registry;
+  WorkerPresence presence(&clock, /*window_ms=*/1000, &registry);
+  presence.Seen("w-1");
+  presence.Seen("w-2");
+  presence.Seen("");  // not a worker
+  EXPECT_EQ(presence.Refresh(), 2u);
+  EXPECT_THAT(registry.Serialize(), HasSubstr("memaudit_coordinator_workers_connected 2\n"));
+  clock.AdvanceMs(600);
+  presence.Seen("w-1");
+  clock.AdvanceMs(600);  // w-2 is now 1200 ms silent
+  EXPECT_EQ(presence.Refresh(), 1u);
+  EXPECT_THAT(registry.Serialize(), HasSubstr("memaudit_coordinator_workers_connected 1\n"));
+  EXPECT_THAT(registry.Serialize(), Not(HasSubstr("w-1"))) << "worker ids must not become labels";
+  clock.AdvanceMs(1001);
+  EXPECT_EQ(presence.Refresh(), 0u);
+}
+
+}  // namespace
+}  // namespace memaudit::coordinator

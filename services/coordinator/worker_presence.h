@@ -1,0 +1,40 @@
+// Which workers are alive right now, for memaudit_coordinator_workers_connected:
+// a worker counts while it has called the WorkerService (Register, Lease,
+// Heartbeat, Complete, Fail) within the last `window_ms`. An idle worker
+// long-polls Lease back to back and a busy one heartbeats, so a live worker
+// is seen far more often than once per window.
+#ifndef MEMAUDIT_SERVICES_COORDINATOR_WORKER_PRESENCE_H_
+#define MEMAUDIT_SERVICES_COORDINATOR_WORKER_PRESENCE_H_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "common/clock.h"
+#include "common/metrics_registry.h"
+
+namespace memaudit::coordinator {
+
+class WorkerPresence {
+ public:
+  // `registry` may be null.
+  WorkerPresence(const Clock* clock, int64_t window_ms, metrics::Registry* registry);
+
+  // Records a call from `worker_id` (ignored when empty).
+  void Seen(const std::string& worker_id);
+  // Forgets workers silent for longer than the window, updates the gauge and
+  // returns the count. Call periodically: a worker that dies calls nothing.
+  size_t Refresh();
+
+ private:
+  const Clock* const clock_;
+  const int64_t window_ms_;
+  metrics::Gauge* const gauge_;  // null without a registry
+  std::mutex mu_;
+  std::map<std::string, int64_t> last_seen_ms_;  // pruned, so bounded by the live fleet
+};
+
+}  // namespace memaudit::coordinator
+
+#endif  // MEMAUDIT_SERVICES_COORDINATOR_WORKER_PRESENCE_H_

@@ -1,0 +1,76 @@
+#include "services/worker/worker_metrics.h"
+
+#include <vector>
+
+namespace memaudit::worker {
+namespace {
+
+constexpr char kTasks[] = "memaudit_worker_tasks_total";
+constexpr char kTaskDuration[] = "memaudit_worker_task_duration_seconds";
+constexpr char kSteps[] = "memaudit_worker_training_steps_total";
+constexpr char kExamples[] = "memaudit_worker_training_examples_total";
+constexpr char kStepRate[] = "memaudit_worker_training_steps_per_second";
+constexpr char kExampleRate[] = "memaudit_worker_training_examples_per_second";
+
+// Same range as the coordinator's task durations, so the two compare.
+const std::vector<double>& DurationBuckets() {
+  static const std::vector<double> buckets = {0.5, 1,   2.5, 5,    10,   30,   60,
+                                              120, 300, 600, 1800, 3600, 7200, 14400};
+  return buckets;
+}
+
+}  // namespace
+
+WorkerMetrics::WorkerMetrics(const Clock* clock, metrics::Registry* registry) : clock_(clock) {
+  if (registry == nullptr) return;
+  tasks_ = &registry->AddCounter(kTasks, "Tasks this worker finished, by outcome.");
+  // Every series exists from the start at 0, so rate() and dashboards see it
+  // before the first task ends.
+  for (const char* outcome : {"succeeded", "failed", "stopped"})
+    tasks_->Add({{"outcome", outcome}});
+  durations_ = &registry->AddHistogram(
+      kTaskDuration, "Time from receiving a lease to reporting its end, by outcome.",
+      DurationBuckets());
+  steps_ = &registry->AddCounter(kSteps, "Optimizer steps taken, over all tasks.").Add({});
+  examples_ =
+      &registry->AddCounter(kExamples, "Training examples processed, over all tasks.").Add({});
+  step_rate_ =
+      &registry->AddGauge(kStepRate, "Optimizer steps per second in the current or last task.")
+           .Add({});
+  example_rate_ =
+      &registry->AddGauge(kExampleRate, "Training examples per second in the current or last task.")
+           .Add({});
+}
+
+void WorkerMetrics::TaskStarted() {
+  task_start_ms_ = clock_->NowMs();
+  have_first_step_ = false;
+  last_ = TrainingProgress{};
+}
+
+void WorkerMetrics::Progress(const TrainingProgress& progress) {
+  if (steps_ == nullptr) return;
+  const int64_t now = clock_->NowMs();
+  if (progress.steps > last_.steps) steps_->Increment(progress.steps - last_.steps);
+  if (progress.examples > last_.examples) examples_->Increment(progress.examples - last_.examples);
+  last_ = progress;
+  if (!have_first_step_) {
+    have_first_step_ = true;
+    first_step_ms_ = now;
+    first_step_ = progress;
+    return;
+  }
+  if (now <= first_step_ms_) return;  // too soon to measure with a ms clock
+  const double seconds = static_cast<double>(now - first_step_ms_) / 1000.0;
+  step_rate_->Set(static_cast<double>(progress.steps - first_step_.steps) / seconds);
+  example_rate_->Set(static_cast<double>(progress.examples - first_step_.examples) / seconds);
+}
+
+void WorkerMetrics::TaskEnded(const char* outcome) {
+  if (tasks_ == nullptr) return;
+  const metrics::Labels labels = {{"outcome", outcome}};
+  tasks_->Add(labels).Increment();
+  durations_->Add(labels).Observe(static_cast<double>(clock_->NowMs() - task_start_ms_) / 1000.0);
+}
+
+}  // namespace memaudit::worker

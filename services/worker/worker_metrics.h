@@ -1,0 +1,56 @@
+// The worker's Prometheus families:
+//
+//   memaudit_worker_tasks_total{outcome}                   counter
+//   memaudit_worker_task_duration_seconds{outcome}         histogram
+//   memaudit_worker_training_steps_total                   counter
+//   memaudit_worker_training_examples_total                counter
+//   memaudit_worker_training_steps_per_second              gauge
+//   memaudit_worker_training_examples_per_second           gauge
+//
+// outcome is "succeeded" (completed and acknowledged), "failed" (reported
+// as failed) or "stopped" (the coordinator took the lease back or the audit
+// was cancelled). The throughput gauges are the average over the current
+// task's training so far (the most recent task's once idle), timed from its
+// first step so that data loading does not count as training time.
+#ifndef MEMAUDIT_SERVICES_WORKER_WORKER_METRICS_H_
+#define MEMAUDIT_SERVICES_WORKER_WORKER_METRICS_H_
+
+#include <cstdint>
+
+#include "common/clock.h"
+#include "common/metrics_registry.h"
+#include "services/worker/task_runner.h"
+
+namespace memaudit::worker {
+
+class WorkerMetrics {
+ public:
+  // `registry` may be null: every call is then a no-op. One task at a time.
+  WorkerMetrics(const Clock* clock, metrics::Registry* registry);
+
+  void TaskStarted();
+  // `progress` is cumulative within the current task.
+  void Progress(const TrainingProgress& progress);
+  // `outcome`: see above.
+  void TaskEnded(const char* outcome);
+
+ private:
+  const Clock* const clock_;
+  // All null without a registry. Held so a training step costs no lookups.
+  metrics::Family<metrics::Counter>* tasks_ = nullptr;
+  metrics::Family<metrics::Histogram>* durations_ = nullptr;
+  metrics::Counter* steps_ = nullptr;
+  metrics::Counter* examples_ = nullptr;
+  metrics::Gauge* step_rate_ = nullptr;
+  metrics::Gauge* example_rate_ = nullptr;
+  int64_t task_start_ms_ = 0;
+  // The first step seen in this task, the baseline for throughput.
+  bool have_first_step_ = false;
+  int64_t first_step_ms_ = 0;
+  TrainingProgress first_step_;
+  TrainingProgress last_;
+};
+
+}  // namespace memaudit::worker
+
+#endif  // MEMAUDIT_SERVICES_WORKER_WORKER_METRICS_H_

@@ -1,0 +1,52 @@
+// The scorer crashing mid-audit loses nothing and changes no number.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include "memaudit/v1/scorer.grpc.pb.h"
+#include "tests/integration/cluster_fixture.h"
+
+namespace memaudit::testing {
+namespace {
+
+class ScorerRestartTest : public ClusterTest {};
+
+TEST_F(ScorerRestartTest, SigkillMidAuditGivesIdenticalResults) {
+  const v1::AuditSpec spec = TinyMembershipSpec(4, 8);
+  ASSERT_NO_FATAL_FAILURE(RunBaseline(spec));
+
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1, /*lease_ttl_ms=*/10000, "-crash"));
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok());
+  int succeeded = 0;
+  bool crashed = false;
+  absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
+    if (e.type() == "task_succeeded" && ++succeeded == 2 && !crashed) {
+      crashed = true;
+      EXPECT_TRUE(cluster_->RestartScorer(SIGKILL).ok());
+    }
+    return true;
+  });
+  ASSERT_TRUE(watched.ok()) << watched;
+  ASSERT_TRUE(crashed);
+  ASSERT_EQ(client_->Get(submitted->audit_id())->state(), v1::SUCCEEDED);
+
+  // WatchResults on the restarted scorer ends with the complete results.
+  auto scorer = v1::ScorerService::NewStub(
+      grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::GetResultsRequest req;
+  req.set_audit_id(submitted->audit_id());
+  auto reader = scorer->WatchResults(&ctx, req);
+  v1::AuditResults last;
+  v1::AuditResults update;
+  while (reader->Read(&update)) last = update;
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_TRUE(last.complete());
+  EXPECT_EQ(Numbers(last), Numbers(baseline_));
+  auto report = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(Numbers(*report), Numbers(baseline_));
+}
+
+}  // namespace
+}  // namespace memaudit::testing
