@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "cli/client.h"
@@ -12,6 +13,7 @@
 #include "cli/embedded_cluster.h"
 #include "cli/html_report.h"
 #include "cli/render.h"
+#include "common/process.h"
 #include "common/spec_yaml.h"
 #include "services/coordinator/spec_validator.h"
 
@@ -123,8 +125,17 @@ int RunCommand(const RunOptions& options) {
   cluster_options.lease_ttl_ms = options.lease_ttl_ms;
   std::fprintf(stderr, "starting scorer, coordinator and %u worker(s) in %s\n", options.workers,
                cluster_options.dir.c_str());
+  // Ctrl-C or a kill stops the local services too, instead of orphaning them.
+  BlockShutdownSignals();
   auto cluster = EmbeddedCluster::Start(cluster_options);
   if (!cluster.ok()) return PrintError(cluster.status());
+  EmbeddedCluster* running = cluster->get();
+  std::thread([running] {
+    const int signal = WaitForShutdownSignal();
+    std::fprintf(stderr, "\nsignal %d: stopping the local services\n", signal);
+    running->Stop();
+    std::_Exit(128 + signal);
+  }).detach();
   Client client((*cluster)->coordinator_address());
   auto submitted = client.Submit(*spec);
   if (!submitted.ok()) return PrintError(submitted.status());
