@@ -62,10 +62,15 @@ KeepMatrix BuildKeepMatrix(uint64_t seed, uint32_t models, uint32_t examples) {
   keep.models = models;
   keep.examples = examples;
   keep.bits.assign(static_cast<size_t>(models) * examples, 0);
-  for (uint32_t j = 0; j < examples; ++j) {
-    std::vector<uint32_t> order = SeededPermutation(DeriveSeed(seed, "keep", j), models);
-    for (uint32_t k = 0; k < models / 2; ++k) {
-      keep.bits[static_cast<size_t>(order[k]) * examples + j] = 1;
+  for (uint32_t pair = 0; 2 * pair < models; ++pair) {
+    const std::vector<uint32_t> order =
+        SeededPermutation(DeriveSeed(seed, "keep_pair", pair), examples);
+    // The first half of the order goes to model 2k, the rest to 2k+1; an odd
+    // example count gives the extra example to the even model.
+    const uint32_t half = (examples + 1) / 2;
+    for (uint32_t k = 0; k < examples; ++k) {
+      const uint32_t model = 2 * pair + (k < half ? 0 : 1);
+      if (model < models) keep.bits[static_cast<size_t>(model) * examples + order[k]] = 1;
     }
   }
   return keep;

@@ -36,8 +36,12 @@ std::vector<uint32_t> SeededPermutation(uint64_t seed, uint32_t n);
 std::vector<uint32_t> AuditPool(uint64_t seed, uint32_t dataset_size, uint32_t pool_size);
 
 // The LiRA keep-matrix: models x examples, row-major, 1 = the example is in
-// that model's training set. Each example is in exactly models/2 models,
-// chosen independently per example, as in the reference LiRA code.
+// that model's training set. Models come in complementary pairs: model 2k
+// trains on a seeded random half of the examples and model 2k+1 on the other
+// half. So every example is in exactly models/2 models (as in the LiRA code),
+// and a model's row depends only on (seed, index, examples), never on the
+// number of models: an audit that grows from 16 to 64 models keeps the first
+// 16 unchanged, which is what lets trained models be reused.
 struct KeepMatrix {
   uint32_t models = 0;
   uint32_t examples = 0;

@@ -54,5 +54,15 @@ TEST(SeedingTest, KeepMatrixPutsEachExampleInExactlyHalfTheModels) {
   EXPECT_EQ(keep.bits, BuildKeepMatrix(9, 16, 300).bits);
 }
 
+TEST(SeedingTest, KeepMatrixRowsDoNotDependOnTheModelCount) {
+  KeepMatrix small = BuildKeepMatrix(4, 16, 101);
+  KeepMatrix large = BuildKeepMatrix(4, 64, 101);
+  for (uint32_t m = 0; m < 16; ++m) {
+    for (uint32_t j = 0; j < 101; ++j) ASSERT_EQ(small.in(m, j), large.in(m, j));
+  }
+  // Paired models split the examples between them.
+  for (uint32_t j = 0; j < 101; ++j) EXPECT_NE(large.in(6, j), large.in(7, j));
+}
+
 }  // namespace
 }  // namespace memaudit

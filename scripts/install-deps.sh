@@ -17,6 +17,8 @@ packages=(
   libxgboost-dev xgboost
   # tests and benchmarks; prometheus (with promtool) for the metrics tests
   libgtest-dev libgmock-dev libbenchmark-dev prometheus
+  # TorchScript export test and the Python peer benchmark
+  python3-torch
   # the HTML report is tested in headless Chromium
   chromium
   # data

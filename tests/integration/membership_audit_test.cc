@@ -52,8 +52,10 @@ TEST_F(MembershipAuditTest, CompletesAndScoresEveryAttack) {
 }
 
 TEST_F(MembershipAuditTest, KilledWorkerTaskIsReleasedAndResultsAreUnchanged) {
-  // Long enough per model (about a second) for heartbeats to show progress.
-  const v1::AuditSpec spec = TinyMembershipSpec(4, 300);
+  // About a second per model, so heartbeats (every 200 ms) show progress.
+  v1::AuditSpec spec = TinyMembershipSpec(4, 100);
+  spec.mutable_membership()->mutable_dataset()->set_pool_size(400);
+  spec.mutable_membership()->mutable_model()->set_hidden(0, 256);
   ASSERT_NO_FATAL_FAILURE(RunBaseline(spec));
 
   // Now kill the only worker while it trains the second model.
