@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   const uint32_t threads = static_cast<uint32_t>(bench::FlagInt(argc, argv, "threads", 2));
   const int reps = static_cast<int>(bench::FlagInt(argc, argv, "reps", 3));
   const bool peer = bench::FlagInt(argc, argv, "peer", 1) != 0;
+  const std::string device = bench::Flag(argc, argv, "device", "cpu");
 
   // Fashion-MNIST when installed, else synthetic blobs of the same shape.
   const uint32_t n = 2 * pool;
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
   options.optimizer.kind = OptimizerKind::kMomentum;
   options.optimizer.learning_rate = 0.05;
   options.threads = threads;
+  options.device = device;
   std::vector<EnsembleMember> members;
   std::vector<int64_t> all_pools;
   for (int i = 0; i < k; ++i) {
@@ -96,9 +98,10 @@ int main(int argc, char** argv) {
   const double solo_mph = k * 3600 / bench::Median(solo_s);
   const double ens_mph = k * 3600 / bench::Median(ens_s);
   const double flops = 3.0 * 2.0 * batch * (784.0 * hidden + hidden * 10.0) * steps * k;
-  const double peak = PeakGflops(static_cast<int>(threads));
-  std::printf("data: %s, %d members x %u rows, MLP 784-%u-10, batch %u, %u epoch(s), %u threads\n",
-              source.c_str(), k, pool, hidden, batch, epochs, threads);
+  const double peak = device == "cpu" ? PeakGflops(static_cast<int>(threads)) : 0;
+  std::printf("data: %s, %d members x %u rows, MLP 784-%u-10, batch %u, %u epoch(s), %u threads, "
+              "device %s\n",
+              source.c_str(), k, pool, hidden, batch, epochs, threads, device.c_str());
   std::printf("one at a time: %.0f models/hour (median %.3f s)\n", solo_mph, bench::Median(solo_s));
   std::printf(
       "ensemble:      %.0f models/hour (median %.3f s), %.1f GFLOP/s = %.0f%% of a "
@@ -141,7 +144,7 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "reproduce: build-engine/bin/ensemble_bench --members=%d --pool=%u --epochs=%u "
-      "--batch=%u --hidden=%u --threads=%u --reps=%d\n",
-      k, pool, epochs, batch, hidden, threads, reps);
+      "--batch=%u --hidden=%u --threads=%u --reps=%d --device=%s\n",
+      k, pool, epochs, batch, hidden, threads, reps, device.c_str());
   return 0;
 }
