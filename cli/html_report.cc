@@ -55,6 +55,24 @@ std::string NumbersTable(const v1::AuditResults& r) {
   return out + "</table>";
 }
 
+std::string VulnerableTable(const v1::AuditResults& r) {
+  if (r.most_vulnerable().empty()) return "";
+  std::string out = absl::StrFormat(
+      "<h2>Most exposed examples</h2><p>Ranked by how many of the models that trained on an "
+      "example flag it as a member with <code>%s</code> at FPR &le; %g.</p><table><tr>"
+      "<th>rank</th><th>pool index</th><th>dataset index</th><th>flagged / member models</th>"
+      "<th>mean member score</th></tr>",
+      Escape(r.vulnerability_attack()), r.vulnerability_fpr());
+  for (int i = 0; i < r.most_vulnerable_size(); ++i) {
+    const v1::VulnerableExample& v = r.most_vulnerable(i);
+    absl::StrAppend(&out, absl::StrFormat("<tr><td>%d</td><td>%u</td><td>%u</td><td>%u / %u</td>"
+                                          "<td>%.3f</td></tr>",
+                                          i + 1, v.pool_index(), v.dataset_index(), v.detected(),
+                                          v.member_models(), v.mean_member_score()));
+  }
+  return out + "</table>";
+}
+
 }  // namespace
 
 std::string CodeVersion() {
@@ -152,7 +170,8 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
                     "<h2>Numbers</h2>", NumbersTable(results),
                     "<p>TPR at FPR &le; x is the largest TPR over thresholds whose FPR is at most "
                     "x, with 95% Clopper&ndash;Pearson intervals, pooled over every (target model, "
-                    "example) pair.</p>");
+                    "example) pair.</p>",
+                    VulnerableTable(results));
   }
   absl::StrAppend(&html, "<h2>Spec</h2><pre>", Escape(JsonToYaml(ToJson(audit.spec()))),
                   "</pre></body></html>\n");

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scoring/test_blobs.h"
 #include "scoring/roc.h"
 
 namespace memaudit::scoring {
@@ -17,24 +18,9 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-struct Data {
-  Matrix x;
-  std::vector<uint8_t> y;
-};
+using Data = LabeledBlobs;
 
-// Label 1 shifts feature 0 by `shift` standard deviations; features 1..2 are
-// noise. With shift = 0 the labels are pure noise. Labels alternate.
-Data Blobs(uint64_t seed, size_t n, double shift) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> g;
-  Data d{Matrix(n, 3), std::vector<uint8_t>(n)};
-  for (size_t i = 0; i < n; ++i) {
-    d.y[i] = i % 2;
-    for (size_t j = 0; j < 3; ++j) d.x.at(i, j) = g(rng);
-    d.x.at(i, 0) += shift * d.y[i];
-  }
-  return d;
-}
+Data Blobs(uint64_t seed, size_t n, double shift) { return scoring::Blobs(seed, n, shift, 3); }
 
 std::unique_ptr<AttackClassifier> Make(const std::string& name) {
   auto c = MakeAttackClassifier(name);

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scoring/test_blobs.h"
 #include "scoring/roc.h"
 
 namespace memaudit::scoring {
@@ -15,24 +16,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct Data {
-  Matrix x;
-  std::vector<uint8_t> y;
-};
+using Data = LabeledBlobs;
 
-// Label 1 shifts feature 0 by `shift` standard deviations; features 1..3 are
-// noise. Labels alternate, so both classes are always present.
-Data Blobs(uint64_t seed, size_t n, double shift) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> g;
-  Data d{Matrix(n, 4), std::vector<uint8_t>(n)};
-  for (size_t i = 0; i < n; ++i) {
-    d.y[i] = i % 2;
-    for (size_t j = 0; j < 4; ++j) d.x.at(i, j) = g(rng);
-    d.x.at(i, 0) += shift * d.y[i];
-  }
-  return d;
-}
+Data Blobs(uint64_t seed, size_t n, double shift) { return scoring::Blobs(seed, n, shift, 4); }
 
 TEST(XGBoostClassifierTest, LearnsSeparableData) {
   const Data train = Blobs(1, 400, 5.0), test = Blobs(2, 400, 5.0);

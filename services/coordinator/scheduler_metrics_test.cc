@@ -6,9 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "services/coordinator/scheduler.h"
-#include "services/coordinator/sqlite_store.h"
-#include "services/coordinator/test_specs.h"
+#include "services/coordinator/scheduler_fixture.h"
 #include "services/coordinator/worker_presence.h"
 
 namespace memaudit::coordinator {
@@ -17,45 +15,20 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class SchedulerMetricsTest : public ::testing::Test {
+class SchedulerMetricsTest : public SchedulerFixture {
  protected:
-  void SetUp() override {
-    path_ = ::testing::TempDir() + "/scheduler_metrics_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
-    std::remove(path_.c_str());
-    auto store = SqliteStore::Open(path_);
-    ASSERT_TRUE(store.ok());
-    store_ = std::move(*store);
-    SchedulerOptions options;
-    options.lease_ttl_ms = 1000;
-    auto s = Scheduler::Create(store_.get(), &clock_, options, &registry_);
-    ASSERT_TRUE(s.ok()) << s.status();
-    scheduler_ = std::move(*s);
-  }
-  void TearDown() override { std::remove(path_.c_str()); }
-
-  std::string MustLease() {
-    auto grant = scheduler_->Lease("w", 0);
-    EXPECT_TRUE(grant.ok() && grant->has_value());
-    return (grant.ok() && grant->has_value()) ? (*grant)->task.lease_id : "";
-  }
-
-  std::string path_;
-  FakeClock clock_;
-  metrics::Registry registry_;
-  std::unique_ptr<SqliteStore> store_;
-  std::unique_ptr<Scheduler> scheduler_;
+  std::string MustLeaseId() { return MustLease().task.lease_id; }
 };
 
 TEST_F(SchedulerMetricsTest, TimesLeasesUntilTheyEndByOutcome) {
   ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
-  const std::string first = MustLease();
+  const std::string first = MustLeaseId();
   clock_.AdvanceMs(250);
   ASSERT_TRUE(scheduler_->Heartbeat(first, 3).ok());  // a renewal is not an end
   clock_.AdvanceMs(250);
   ASSERT_TRUE(scheduler_->Complete(first).ok());
 
-  const std::string second = MustLease();
+  const std::string second = MustLeaseId();
   clock_.AdvanceMs(1000);
   ASSERT_TRUE(scheduler_->ExpireLeases().ok());
 
@@ -74,7 +47,7 @@ TEST_F(SchedulerMetricsTest, TimesLeasesUntilTheyEndByOutcome) {
 
 TEST_F(SchedulerMetricsTest, QueueDepthCountsOnlyLeasableTasks) {
   ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
-  MustLease();
+  MustLeaseId();
   EXPECT_THAT(registry_.Serialize(), HasSubstr("memaudit_coordinator_queue_depth 3\n"));
   ASSERT_TRUE(scheduler_->Cancel("a").ok());
   const std::string text = registry_.Serialize();

@@ -3,49 +3,12 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "services/coordinator/sqlite_store.h"
-#include "services/coordinator/test_specs.h"
+#include "services/coordinator/scheduler_fixture.h"
 
 namespace memaudit::coordinator {
 namespace {
 
-class SchedulerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = testing::TempDir() + "/scheduler_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
-    std::remove(path_.c_str());
-    Reopen();
-  }
-  void TearDown() override { std::remove(path_.c_str()); }
-
-  // A fresh scheduler over the same database: what a restart sees.
-  void Reopen() {
-    scheduler_.reset();
-    store_.reset();
-    auto store = SqliteStore::Open(path_);
-    ASSERT_TRUE(store.ok());
-    store_ = std::move(*store);
-    SchedulerOptions options;
-    options.lease_ttl_ms = 1000;
-    auto s = Scheduler::Create(store_.get(), &clock_, options, &registry_);
-    ASSERT_TRUE(s.ok()) << s.status();
-    scheduler_ = std::move(*s);
-  }
-
-  LeaseGrant MustLease(const std::string& worker = "w") {
-    auto grant = scheduler_->Lease(worker, 0);
-    EXPECT_TRUE(grant.ok());
-    EXPECT_TRUE(grant->has_value());
-    return **grant;
-  }
-
-  std::string path_;
-  FakeClock clock_;
-  metrics::Registry registry_;
-  std::unique_ptr<SqliteStore> store_;
-  std::unique_ptr<Scheduler> scheduler_;
-};
+class SchedulerTest : public SchedulerFixture {};
 
 TEST_F(SchedulerTest, LeasesEveryTaskOnceThenSucceeds) {
   ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());

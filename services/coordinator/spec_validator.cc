@@ -5,11 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/datasets.h"
 
 namespace memaudit::coordinator {
 namespace {
 
-constexpr uint32_t kFashionMnistTrainSize = 60000;
 constexpr uint32_t kMaxReferenceModels = 4096;
 
 void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* problems) {
@@ -19,9 +19,9 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
   if (m.dataset().name() != "fashion_mnist") {
     add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got \"", m.dataset().name(), "\")"));
   }
-  if (m.dataset().pool_size() < 8 || m.dataset().pool_size() > kFashionMnistTrainSize) {
+  if (m.dataset().pool_size() < 8 || m.dataset().pool_size() > kFashionMnistTrainExamples) {
     add("dataset.pool_size",
-        absl::StrCat("must be in [8, ", kFashionMnistTrainSize, "] (got ", m.dataset().pool_size(), ")"));
+        absl::StrCat("must be in [8, ", kFashionMnistTrainExamples, "] (got ", m.dataset().pool_size(), ")"));
   }
   if (m.model().architecture() != "mlp") {
     add("model.architecture", absl::StrCat("must be \"mlp\" (got \"", m.model().architecture(), "\")"));

@@ -1,8 +1,10 @@
 #include "services/scorer/membership_metrics.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/datasets.h"
 #include "common/seeding.h"
 #include "scoring/intervals.h"
 #include "scoring/lira.h"
@@ -75,6 +77,53 @@ absl::Status AddOperatingPoint(const scoring::RocCurve& roc, double fpr, v1::Att
   return absl::OkStatus();
 }
 
+constexpr size_t kMostVulnerable = 20;
+
+// Ranks pool examples by how reliably `scores` (row t = target t) flag them
+// when they are members: detections at `threshold`, then mean member score.
+void AddMostVulnerable(const v1::AuditSpec& spec, const std::vector<double>& scores,
+                       const scoring::KeepMatrix& keep, double threshold,
+                       v1::AuditResults* results) {
+  struct Entry {
+    uint32_t pool_index;
+    uint32_t members = 0;
+    uint32_t detected = 0;
+    double score_sum = 0;
+  };
+  std::vector<Entry> entries(keep.cols);
+  for (size_t j = 0; j < keep.cols; ++j) {
+    entries[j].pool_index = static_cast<uint32_t>(j);
+    for (size_t t = 0; t < keep.rows; ++t) {
+      if (!keep.at(t, j)) continue;
+      const double s = scores[t * keep.cols + j];
+      entries[j].members += 1;
+      entries[j].detected += s >= threshold;
+      entries[j].score_sum += s;
+    }
+  }
+  auto mean = [](const Entry& e) { return e.members ? e.score_sum / e.members : 0.0; };
+  const size_t top = std::min(kMostVulnerable, entries.size());
+  std::partial_sort(entries.begin(), entries.begin() + top, entries.end(),
+                    [&](const Entry& a, const Entry& b) {
+                      if (a.detected != b.detected) return a.detected > b.detected;
+                      if (mean(a) != mean(b)) return mean(a) > mean(b);
+                      return a.pool_index < b.pool_index;
+                    });
+  const v1::DatasetSpec& dataset = spec.membership().dataset();
+  std::vector<uint32_t> pool;
+  if (dataset.path().empty()) {
+    pool = AuditPool(spec.seed(), kFashionMnistTrainExamples, dataset.pool_size());
+  }
+  for (size_t i = 0; i < top; ++i) {
+    v1::VulnerableExample* v = results->add_most_vulnerable();
+    v->set_pool_index(entries[i].pool_index);
+    if (!pool.empty()) v->set_dataset_index(pool[entries[i].pool_index]);
+    v->set_member_models(entries[i].members);
+    v->set_detected(entries[i].detected);
+    v->set_mean_member_score(mean(entries[i]));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<v1::AuditResults> ScoreMembership(
@@ -115,6 +164,14 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
       if (absl::Status s = AddOperatingPoint(*roc, fpr, out); !s.ok()) return s;
     }
     if (absl::Status s = AddRocCurve(*roc, out); !s.ok()) return s;
+    if (results.most_vulnerable().empty()) {
+      const double fpr = *std::min_element(m.fpr_points().begin(), m.fpr_points().end());
+      auto point = scoring::TprAtFpr(*roc, fpr);
+      if (!point.ok()) return point.status();
+      results.set_vulnerability_attack(attack);
+      results.set_vulnerability_fpr(fpr);
+      AddMostVulnerable(spec, *scores, keep, point->threshold, &results);
+    }
   }
   return results;
 }

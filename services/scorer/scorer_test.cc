@@ -98,6 +98,15 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   EXPECT_LE(results->attacks(0).operating_points(0).fpr(), 0.01);
   EXPECT_THAT(registry_->Serialize(),
               HasSubstr("memaudit_membership_auc_ratio{attack=\"lira_online\",audit=\"a\"}"));
+  // The ranking puts the examples flagged most often first.
+  ASSERT_EQ(results->most_vulnerable_size(), 20);
+  EXPECT_EQ(results->vulnerability_attack(), "lira_online");
+  EXPECT_EQ(results->vulnerability_fpr(), 0.01);
+  for (int i = 1; i < 20; ++i) {
+    EXPECT_GE(results->most_vulnerable(i - 1).detected(), results->most_vulnerable(i).detected());
+  }
+  EXPECT_EQ(results->most_vulnerable(0).member_models(), kModels / 2);
+  EXPECT_GT(results->most_vulnerable(0).detected(), 0u);
 }
 
 TEST_F(ScorerTest, ResentObservationsAreNotCountedTwice) {

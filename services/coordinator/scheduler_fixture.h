@@ -1,0 +1,59 @@
+// A scheduler over a real SQLite file and a fake clock, for scheduler tests.
+#ifndef MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_FIXTURE_H_
+#define MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_FIXTURE_H_
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "services/coordinator/scheduler.h"
+#include "services/coordinator/sqlite_store.h"
+#include "services/coordinator/test_specs.h"
+
+namespace memaudit::coordinator {
+
+class SchedulerFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = ::testing::TempDir() + "/scheduler_" + std::to_string(getpid()) + "_" +
+            test->test_suite_name() + "_" + test->name() + ".db";
+    std::remove(path_.c_str());
+    Reopen();
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  // A fresh scheduler over the same database: what a restart sees.
+  void Reopen() {
+    scheduler_.reset();
+    store_.reset();
+    auto store = SqliteStore::Open(path_);
+    ASSERT_TRUE(store.ok());
+    store_ = std::move(*store);
+    SchedulerOptions options;
+    options.lease_ttl_ms = 1000;
+    auto s = Scheduler::Create(store_.get(), &clock_, options, &registry_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    scheduler_ = std::move(*s);
+  }
+
+  LeaseGrant MustLease(const std::string& worker = "w") {
+    auto grant = scheduler_->Lease(worker, 0);
+    EXPECT_TRUE(grant.ok());
+    EXPECT_TRUE(grant->has_value());
+    return **grant;
+  }
+
+  std::string path_;
+  FakeClock clock_;
+  metrics::Registry registry_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+}  // namespace memaudit::coordinator
+
+#endif  // MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_FIXTURE_H_
