@@ -16,10 +16,11 @@ constexpr int kCallDeadlineMs = 30000;
 // Adds where the call went to UNAVAILABLE, the error a newcomer meets first.
 absl::Status Explain(const grpc::Status& status, const std::string& address) {
   absl::Status s = FromGrpc(status);
-  if (s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kDeadlineExceeded) {
-    return absl::Status(s.code(), absl::StrCat("coordinator at ", address, " is not reachable (",
-                                               s.message(),
-                                               "); start one or pass --coordinator HOST:PORT"));
+  if (s.code() == absl::StatusCode::kUnavailable ||
+      s.code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::Status(s.code(),
+                        absl::StrCat("coordinator at ", address, " is not reachable (", s.message(),
+                                     "); start one or pass --coordinator HOST:PORT"));
   }
   return s;
 }

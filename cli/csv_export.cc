@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/exposure_render.h"
 
 namespace memaudit::cli {
 namespace {
@@ -24,21 +25,24 @@ absl::Status WriteResultsCsv(const v1::AuditResults& r, const std::string& dir) 
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::PermissionDeniedError(absl::StrCat("cannot create directory ", dir));
   }
+  if (r.has_exposure()) return WriteExposureCsv(r, dir);
   std::string attacks = "audit_id,attack,auc,balanced_accuracy\n";
-  std::string points = "audit_id,attack,fpr_target,tpr,tpr_low,tpr_high,fpr,fpr_low,fpr_high,threshold\n";
+  std::string points =
+      "audit_id,attack,fpr_target,tpr,tpr_low,tpr_high,fpr,fpr_low,fpr_high,threshold\n";
   std::string roc = "audit_id,attack,fpr,tpr\n";
   for (const v1::AttackResult& a : r.attacks()) {
     absl::StrAppend(&attacks, absl::StrFormat("%s,%s,%.17g,%.17g\n", r.audit_id(), a.attack(),
                                               a.auc(), a.balanced_accuracy()));
     for (const v1::OperatingPoint& p : a.operating_points()) {
-      absl::StrAppend(&points, absl::StrFormat("%s,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n",
-                                               r.audit_id(), a.attack(), p.fpr_target(), p.tpr(),
-                                               p.tpr_low(), p.tpr_high(), p.fpr(), p.fpr_low(),
-                                               p.fpr_high(), p.threshold()));
+      absl::StrAppend(
+          &points,
+          absl::StrFormat("%s,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", r.audit_id(),
+                          a.attack(), p.fpr_target(), p.tpr(), p.tpr_low(), p.tpr_high(), p.fpr(),
+                          p.fpr_low(), p.fpr_high(), p.threshold()));
     }
     for (const v1::RocPoint& p : a.roc()) {
-      absl::StrAppend(&roc, absl::StrFormat("%s,%s,%.17g,%.17g\n", r.audit_id(), a.attack(),
-                                            p.fpr(), p.tpr()));
+      absl::StrAppend(
+          &roc, absl::StrFormat("%s,%s,%.17g,%.17g\n", r.audit_id(), a.attack(), p.fpr(), p.tpr()));
     }
   }
   if (absl::Status s = Write(dir + "/attacks.csv", attacks); !s.ok()) return s;

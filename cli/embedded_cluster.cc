@@ -39,8 +39,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(
   std::unique_ptr<EmbeddedCluster> cluster(new EmbeddedCluster(options));
   for (const char* name : {"memaudit-scorer", "memaudit-coordinator", "memaudit-worker"}) {
     if (access(cluster->Binary(name).c_str(), X_OK) != 0) {
-      return absl::NotFoundError(absl::StrCat(cluster->Binary(name),
-                                              " not found; build the project first (see README)"));
+      return absl::NotFoundError(
+          absl::StrCat(cluster->Binary(name), " not found; build the project first (see README)"));
     }
   }
   if (absl::Status s = cluster->StartScorer(0); !s.ok()) return s;
@@ -58,11 +58,11 @@ absl::Status EmbeddedCluster::StartScorer(int port) {
   const std::string metrics_file = options_.dir + "/scorer.metrics-port";
   std::remove(port_file.c_str());
   std::remove(metrics_file.c_str());
-  auto process = Subprocess::Spawn(
-      {Binary("memaudit-scorer"), "--listen", absl::StrCat("127.0.0.1:", port), "--port-file",
-       port_file, "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_file, "--db",
-       options_.dir + "/scorer.db"},
-      options_.dir + "/scorer.log");
+  auto process =
+      Subprocess::Spawn({Binary("memaudit-scorer"), "--listen", absl::StrCat("127.0.0.1:", port),
+                         "--port-file", port_file, "--metrics-listen", "127.0.0.1:0",
+                         "--metrics-port-file", metrics_file, "--db", options_.dir + "/scorer.db"},
+                        options_.dir + "/scorer.log");
   if (!process.ok()) return process.status();
   scorer_ = std::move(*process);
   auto bound = WaitForPortFile(port_file, kStartTimeoutMs, scorer_.get());
@@ -88,9 +88,9 @@ absl::Status EmbeddedCluster::StartCoordinator() {
   coordinator_ = std::move(*process);
   auto bound = WaitForPortFile(port_file, kStartTimeoutMs, coordinator_.get());
   if (!bound.ok()) {
-    return absl::UnavailableError(absl::StrCat("coordinator did not start: ",
-                                               bound.status().message(), "; see ", options_.dir,
-                                               "/coordinator.log"));
+    return absl::UnavailableError(
+        absl::StrCat("coordinator did not start: ", bound.status().message(), "; see ",
+                     options_.dir, "/coordinator.log"));
   }
   coordinator_port_ = *bound;
   coordinator_metrics_port_ = *WaitForPortFile(metrics_file, kStartTimeoutMs, coordinator_.get());
@@ -101,10 +101,10 @@ absl::Status EmbeddedCluster::AddWorker() {
   const std::string name = absl::StrCat("worker-", workers_.size());
   const std::string metrics_file = absl::StrCat(options_.dir, "/", name, ".metrics-port");
   std::remove(metrics_file.c_str());
-  auto process = Subprocess::Spawn(
-      {Binary("memaudit-worker"), "--coordinator", coordinator_address(), "--metrics-listen",
-       "127.0.0.1:0", "--metrics-port-file", metrics_file},
-      absl::StrCat(options_.dir, "/", name, ".log"));
+  auto process =
+      Subprocess::Spawn({Binary("memaudit-worker"), "--coordinator", coordinator_address(),
+                         "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_file},
+                        absl::StrCat(options_.dir, "/", name, ".log"));
   if (!process.ok()) return process.status();
   workers_.push_back(std::move(*process));
   worker_metrics_files_.push_back(metrics_file);

@@ -7,17 +7,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "cli/exposure_render.h"
 #include "cli/render.h"
 
 namespace memaudit::cli {
 namespace {
 
-constexpr const char* kColors[] = {"#1b6ca8", "#d1495b", "#2e933c", "#8e5cc2", "#e08e0b",
-                                   "#4a4a4a"};
+constexpr const char* kColors[] = {"#1b6ca8", "#d1495b", "#2e933c",
+                                   "#8e5cc2", "#e08e0b", "#4a4a4a"};
 constexpr double kMinLog = -5;  // axes run from 1e-5 to 1
 
 std::string Escape(const std::string& text) {
-  return absl::StrReplaceAll(text, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
+  return absl::StrReplaceAll(text,
+                             {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
 }
 
 // Maps a rate to a pixel on a log axis; zero is drawn at the axis floor.
@@ -92,8 +94,8 @@ std::string RocSvg(const v1::AuditResults& r) {
                                         left, top, plot_w, plot_h));
   for (int e = static_cast<int>(kMinLog); e <= 0; ++e) {
     const double v = std::pow(10.0, e);
-    absl::StrAppend(&svg, absl::StrFormat(
-                              "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"#eee\"/>"
+    absl::StrAppend(
+        &svg, absl::StrFormat("<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"#eee\"/>"
                               "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" stroke=\"#eee\"/>"
                               "<text x=\"%.1f\" y=\"%g\" font-size=\"11\" text-anchor=\"middle\">"
                               "1e%d</text><text x=\"%g\" y=\"%.1f\" font-size=\"11\" "
@@ -107,10 +109,10 @@ std::string RocSvg(const v1::AuditResults& r) {
                                         x(1e-5), y(1e-5), x(1), y(1)));
   if (r.attacks_size() > 0) {
     for (const v1::OperatingPoint& p : r.attacks(0).operating_points()) {
-      absl::StrAppend(&svg, absl::StrFormat("<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" "
-                                            "stroke=\"#c33\" stroke-dasharray=\"2 3\"/>",
-                                            x(p.fpr_target()), top, x(p.fpr_target()),
-                                            top + plot_h));
+      absl::StrAppend(&svg,
+                      absl::StrFormat("<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" "
+                                      "stroke=\"#c33\" stroke-dasharray=\"2 3\"/>",
+                                      x(p.fpr_target()), top, x(p.fpr_target()), top + plot_h));
     }
   }
   for (int i = 0; i < r.attacks_size(); ++i) {
@@ -130,13 +132,13 @@ std::string RocSvg(const v1::AuditResults& r) {
                                           left + 10, 30 + 15 * i, color, left + 27, 35 + 15 * i,
                                           Escape(a.attack()), a.auc()));
   }
-  absl::StrAppend(&svg, absl::StrFormat("<text x=\"%g\" y=\"%g\" font-size=\"12\" "
-                                        "text-anchor=\"middle\">false positive rate</text>"
-                                        "<text x=\"14\" y=\"%g\" font-size=\"12\" "
-                                        "text-anchor=\"middle\" transform=\"rotate(-90 14 %g)\">"
-                                        "true positive rate</text></svg>",
-                                        left + plot_w / 2, h - 25, top + plot_h / 2,
-                                        top + plot_h / 2));
+  absl::StrAppend(&svg,
+                  absl::StrFormat("<text x=\"%g\" y=\"%g\" font-size=\"12\" "
+                                  "text-anchor=\"middle\">false positive rate</text>"
+                                  "<text x=\"14\" y=\"%g\" font-size=\"12\" "
+                                  "text-anchor=\"middle\" transform=\"rotate(-90 14 %g)\">"
+                                  "true positive rate</text></svg>",
+                                  left + plot_w / 2, h - 25, top + plot_h / 2, top + plot_h / 2));
   return svg;
 }
 
@@ -148,22 +150,29 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
       "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
       "padding:.3em .6em;text-align:right}td:first-child,th:first-child{text-align:left}"
       "pre{background:#f6f6f6;padding:1em;overflow:auto}</style></head><body>");
-  absl::StrAppend(&html, "<h1>memaudit: ", Escape(audit.kind()), " audit ",
-                  Escape(audit.name()), "</h1>");
+  absl::StrAppend(&html, "<h1>memaudit: ", Escape(audit.kind()), " audit ", Escape(audit.name()),
+                  "</h1>");
   absl::StrAppend(
       &html, "<table class=\"meta\">",
       absl::StrFormat("<tr><th>audit</th><td>%s</td></tr>", Escape(audit.audit_id())),
       absl::StrFormat("<tr><th>state</th><td>%s</td></tr>", StateName(audit.state())),
       absl::StrFormat("<tr><th>seed</th><td>%d</td></tr>", audit.spec().seed()),
-      absl::StrFormat("<tr><th>submitted</th><td>%s</td></tr>", FormatTime(audit.created_unix_ms())),
-      absl::StrFormat("<tr><th>models &times; examples</th><td>%u &times; %u</td></tr>",
-                      results.models(), results.examples()),
-      absl::StrFormat("<tr><th>member / non-member scores</th><td>%d / %d</td></tr>",
-                      results.members(), results.non_members()),
+      absl::StrFormat("<tr><th>submitted</th><td>%s</td></tr>",
+                      FormatTime(audit.created_unix_ms())),
+      results.has_exposure()
+          ? absl::StrFormat("<tr><th>models &times; canaries</th><td>%u &times; %u</td></tr>",
+                            results.models(), results.examples())
+          : absl::StrCat(
+                absl::StrFormat("<tr><th>models &times; examples</th><td>%u &times; %u</td></tr>",
+                                results.models(), results.examples()),
+                absl::StrFormat("<tr><th>member / non-member scores</th><td>%d / %d</td></tr>",
+                                results.members(), results.non_members())),
       absl::StrFormat("<tr><th>code version</th><td>%s</td></tr>", Escape(CodeVersion())),
       "</table>");
   if (!results.complete()) {
     absl::StrAppend(&html, "<p><strong>Results are not complete yet.</strong></p>");
+  } else if (results.has_exposure()) {
+    absl::StrAppend(&html, ExposureHtmlSection(results));
   } else {
     absl::StrAppend(&html, "<h2>ROC, log-log</h2>", RocSvg(results),
                     "<p>Dashed red lines: the FPR operating points. Dashed grey: chance.</p>",

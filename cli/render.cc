@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/exposure_render.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit::cli {
@@ -71,7 +72,8 @@ std::string JsonToYaml(const std::string& json) {
 
 std::string StateName(v1::AuditState state) {
   std::string name = v1::AuditState_Name(state);
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return name;
 }
 
@@ -80,19 +82,21 @@ std::string ResultsTable(const v1::AuditResults& r) {
     return absl::StrCat("audit ", r.audit_id(), ": results not complete yet (", r.models(),
                         " models planned)\n");
   }
+  if (r.has_exposure()) return ExposureTable(r);
   std::string out = absl::StrFormat(
-      "audit %s (%s): %u models x %u examples, %u member / %u non-member scores\n\n",
-      r.audit_id(), r.kind(), r.models(), r.examples(), r.members(), r.non_members());
+      "audit %s (%s): %u models x %u examples, %u member / %u non-member scores\n\n", r.audit_id(),
+      r.kind(), r.models(), r.examples(), r.members(), r.non_members());
   std::string header = absl::StrFormat("%-30s %8s %9s", "attack", "AUC", "bal.acc");
   if (r.attacks_size() > 0) {
     for (const v1::OperatingPoint& p : r.attacks(0).operating_points()) {
-      absl::StrAppend(&header, absl::StrFormat(" %14s", "TPR@" + FormatPercent(p.fpr_target()) + "FPR"));
+      absl::StrAppend(&header,
+                      absl::StrFormat(" %14s", "TPR@" + FormatPercent(p.fpr_target()) + "FPR"));
     }
   }
   absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
   for (const v1::AttackResult& a : r.attacks()) {
-    absl::StrAppend(&out, absl::StrFormat("%-30s %8.4f %9.4f", a.attack(), a.auc(),
-                                          a.balanced_accuracy()));
+    absl::StrAppend(
+        &out, absl::StrFormat("%-30s %8.4f %9.4f", a.attack(), a.auc(), a.balanced_accuracy()));
     for (const v1::OperatingPoint& p : a.operating_points()) {
       absl::StrAppend(&out, absl::StrFormat(" %14.4f", p.tpr()));
     }
@@ -125,11 +129,11 @@ std::string RenderAudits(const std::vector<v1::Audit>& audits, OutputFormat form
   std::string out = absl::StrFormat("%-20s %-12s %-10s %-16s %-12s %s\n", "AUDIT", "KIND", "STATE",
                                     "TASKS done/all", "STEPS", "NAME");
   for (const v1::Audit& a : audits) {
-    absl::StrAppend(&out, absl::StrFormat("%-20s %-12s %-10s %-16s %-12s %s\n", a.audit_id(),
-                                          a.kind(), StateName(a.state()),
-                                          absl::StrCat(a.tasks().succeeded(), "/", a.tasks().total()),
-                                          absl::StrCat(a.steps_done(), "/", a.steps_total()),
-                                          a.name()));
+    absl::StrAppend(&out,
+                    absl::StrFormat("%-20s %-12s %-10s %-16s %-12s %s\n", a.audit_id(), a.kind(),
+                                    StateName(a.state()),
+                                    absl::StrCat(a.tasks().succeeded(), "/", a.tasks().total()),
+                                    absl::StrCat(a.steps_done(), "/", a.steps_total()), a.name()));
     if (!a.error().empty()) absl::StrAppend(&out, "  error: ", a.error(), "\n");
   }
   return out;
@@ -172,8 +176,8 @@ void ProgressPrinter::Update(const v1::AuditEvent& event) {
   }
   std::fprintf(out_, "\r[%s] %u/%u tasks  %lu/%lu steps  %.0f steps/s  ETA %s  elapsed %s   ",
                bar.c_str(), a.tasks().succeeded(), a.tasks().total(),
-               static_cast<unsigned long>(a.steps_done()), static_cast<unsigned long>(a.steps_total()),
-               steps_per_second_, eta.c_str(),
+               static_cast<unsigned long>(a.steps_done()),
+               static_cast<unsigned long>(a.steps_total()), steps_per_second_, eta.c_str(),
                Duration(std::chrono::duration<double>(now - start_).count()).c_str());
   std::fflush(out_);
   drawn_ = true;

@@ -21,7 +21,8 @@ uint64_t Fnv1a(std::string_view s) {
 }  // namespace
 
 uint64_t DeriveSeed(uint64_t seed, std::string_view role, uint64_t index) {
-  return Mix(Mix(seed ^ 0x6d656d6175646974ULL) ^ Mix(Fnv1a(role)) ^ Mix(index + 0x9e3779b97f4a7c15ULL));
+  return Mix(Mix(seed ^ 0x6d656d6175646974ULL) ^ Mix(Fnv1a(role)) ^
+             Mix(index + 0x9e3779b97f4a7c15ULL));
 }
 
 uint64_t SplitMix64::Next() {

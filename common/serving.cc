@@ -18,8 +18,7 @@ void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& defa
   flags->listen = default_listen;
   app->add_option("--listen", flags->listen, "gRPC address host:port (port 0 = pick a free one)")
       ->capture_default_str();
-  app->add_option("--port-file", flags->port_file,
-                  "write the bound gRPC port here once serving");
+  app->add_option("--port-file", flags->port_file, "write the bound gRPC port here once serving");
   AddMetricsFlags(app, &flags->metrics_listen, &flags->metrics_port_file, default_metrics);
 }
 

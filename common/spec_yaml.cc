@@ -75,9 +75,9 @@ absl::StatusOr<v1::AuditSpec> ParseSpecYaml(absl::string_view yaml, absl::string
   options.ignore_unknown_fields = false;
   auto status = google::protobuf::util::JsonStringToMessage(*json, &spec, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": ", std::string(status.message()),
-        " (field names are those of memaudit.v1.AuditSpec; see docs/spec.md)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", std::string(status.message()),
+                     " (field names are those of memaudit.v1.AuditSpec; see docs/spec.md)"));
   }
   return spec;
 }

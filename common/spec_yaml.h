@@ -5,9 +5,9 @@
 #define MEMAUDIT_COMMON_SPEC_YAML_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
@@ -11,10 +12,43 @@
 #include "engine/trainer.h"
 
 namespace memaudit::engine {
+namespace {
+
+// Uniform candidates from the format's space, redrawn when they equal an
+// inserted or control canary so S excludes every canary (sampled exposure's
+// definition). Drawn with replacement, as the paper's sampling is.
+absl::StatusOr<std::vector<std::vector<int64_t>>> DrawReferences(
+    const CharVocab& vocab, const CanaryFormat& format, const TokenFormat& tokens,
+    const std::vector<Canary>& canaries, uint32_t count, uint64_t seed) {
+  std::set<std::vector<int64_t>> excluded;
+  for (const Canary& c : canaries) {
+    absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, c.secret);
+    if (!ids.ok()) return ids.status();
+    excluded.insert(*std::move(ids));
+  }
+  const double space = std::exp2(Log2SpaceSize(format));
+  if (space <= static_cast<double>(excluded.size())) {
+    return absl::InvalidArgumentError("reference_samples: the space holds only the canaries");
+  }
+  SplitMix64 rng(seed);
+  std::vector<std::vector<int64_t>> out;
+  out.reserve(count);
+  while (out.size() < count) {
+    std::vector<int64_t> candidate;
+    candidate.reserve(tokens.length());
+    for (const std::vector<int64_t>& allowed : tokens.positions) {
+      candidate.push_back(allowed[rng.Uniform(allowed.size())]);
+    }
+    if (!excluded.count(candidate)) out.push_back(std::move(candidate));
+  }
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
                                               const ExposureStepCallback& on_step) {
-  if (spec.digits == 0 || spec.digits > 18) {
+  if (spec.alphabets.empty() && (spec.digits == 0 || spec.digits > 18)) {
     return absl::InvalidArgumentError("digits: must be in [1, 18]");
   }
   if (spec.window < 2) return absl::InvalidArgumentError("window: must be >= 2");
@@ -29,7 +63,9 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   if (spec.max_corpus_chars > 0 && text.size() > spec.max_corpus_chars) {
     text.resize(text.rfind('\n', spec.max_corpus_chars) + 1);
   }
-  const CanaryFormat format = DigitsFormat(spec.prefix, static_cast<int>(spec.digits));
+  const CanaryFormat format = spec.alphabets.empty()
+                                  ? DigitsFormat(spec.prefix, static_cast<int>(spec.digits))
+                                  : CanaryFormat{spec.prefix, spec.alphabets, ""};
   absl::StatusOr<std::vector<std::string>> secrets =
       DrawSecrets(format, spec.repeats.size() + spec.controls, spec.seed);
   if (!secrets.ok()) return secrets.status();
@@ -39,7 +75,9 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   }
   text = InsertCanaries(text, format, canaries, DeriveSeed(spec.seed, "positions", 0));
   // Digits and the prefix always belong to the vocabulary, even for controls.
-  const CharVocab vocab = CharVocab::Build(text + "0123456789\n" + spec.prefix);
+  std::string symbols = "0123456789\n" + spec.prefix;
+  for (const std::string& a : format.alphabets) symbols += a;
+  const CharVocab vocab = CharVocab::Build(text + symbols);
 
   ModelSpec model;
   model.kind = spec.lstm ? ModelKind::kLstmLm : ModelKind::kGruLm;
@@ -89,7 +127,14 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
         {c.secret, c.repeats, rank->canary_px, std::max<uint64_t>(rank->rank, 1), rank->exact,
          result.log2_space - std::log2(std::max<uint64_t>(rank->rank, 1)), rank->queries});
   }
-  if (!spec.repeats.empty()) {
+  if (spec.reference_samples > 0) {
+    absl::StatusOr<std::vector<std::vector<int64_t>>> references =
+        DrawReferences(vocab, format, *tokens, canaries, spec.reference_samples,
+                       DeriveSeed(spec.seed, "references", 0));
+    if (!references.ok()) return references.status();
+    result.reference_px = NaivePxBits(scorer, *tokens, *references);
+  }
+  if (spec.extract && !spec.repeats.empty()) {
     const size_t most =
         std::max_element(spec.repeats.begin(), spec.repeats.end()) - spec.repeats.begin();
     ExtractionResult ex = ShortestPathExtract(scorer, *tokens, spec.extraction_query_budget);

@@ -21,6 +21,9 @@ struct ExposureRunSpec {
   uint64_t max_corpus_chars = 0;  // 0 = the whole corpus (a prefix otherwise)
   std::string prefix = "the random number is ";
   uint32_t digits = 6;
+  // Per-position alphabets (UTF-8 characters allowed in each hole); when set
+  // they replace `digits`.
+  std::vector<std::string> alphabets;
   std::vector<uint32_t> repeats = {1, 4, 16, 64};  // one inserted canary per entry
   uint32_t controls = 2;                           // never-inserted canaries
   bool lstm = true;                                // false: GRU
@@ -35,6 +38,10 @@ struct ExposureRunSpec {
   uint64_t seed = 0;  // canaries, positions, init, order, dropout: all derived from it
   uint64_t rank_query_budget = 2'000'000;  // per canary; past it the rank is a bound
   uint64_t extraction_query_budget = 100'000;
+  bool extract = true;
+  // |S|: Px of this many seeded uniform candidates that equal no canary, for
+  // the sampled and extrapolated estimators (0 = none).
+  uint32_t reference_samples = 0;
   uint32_t threads = 1;
   std::string device = "cpu";
 };
@@ -57,6 +64,7 @@ struct ExposureRunResult {
   bool extracted = false;  // shortest-path search returned the most-inserted canary
   std::string extraction;
   uint64_t extraction_queries = 0;
+  std::vector<double> reference_px;  // bits, one per reference sample
 };
 
 // Called after every step; false stops training (CANCELLED).

@@ -24,7 +24,9 @@ ExposureRunSpec SmallSpec() {
 }
 
 TEST(ExposureRunTest, HeavilyInsertedCanaryIsExposedAndExtracted) {
-  auto result = RunExposure(SmallSpec(), nullptr);
+  ExposureRunSpec spec = SmallSpec();
+  spec.reference_samples = 64;
+  auto result = RunExposure(spec, nullptr);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->canaries.size(), 4u);
   EXPECT_NEAR(result->log2_space, 13.2877, 1e-3);
@@ -37,6 +39,9 @@ TEST(ExposureRunTest, HeavilyInsertedCanaryIsExposedAndExtracted) {
   EXPECT_GT(heavy.exposure, 12.0);
   EXPECT_GT(heavy.exposure, result->canaries[2].exposure);  // a control
   EXPECT_TRUE(result->extracted);
+  // The reference sample: |S| Px values, none below the memorized canary's.
+  ASSERT_EQ(result->reference_px.size(), 64u);
+  for (double px : result->reference_px) EXPECT_GT(px, heavy.px_bits);
   // Determinism: the same spec gives the same numbers.
   auto again = RunExposure(SmallSpec(), nullptr);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(again->canaries[i].px_bits, result->canaries[i].px_bits);

@@ -16,8 +16,9 @@
 int main(int argc, char** argv) {
   using namespace memaudit;
   BlockShutdownSignals();
-  CLI::App app{"memaudit coordinator: plans audits into tasks, leases them to workers, "
-               "re-queues tasks whose lease expires, and streams progress to clients."};
+  CLI::App app{
+      "memaudit coordinator: plans audits into tasks, leases them to workers, "
+      "re-queues tasks whose lease expires, and streams progress to clients."};
   ServingFlags serving_flags;
   AddServingFlags(&app, &serving_flags, "127.0.0.1:7400", "127.0.0.1:9400");
   std::string db_path = "memaudit-coordinator.db";

@@ -1,6 +1,7 @@
 #include "services/coordinator/planner.h"
 
 #include "common/seeding.h"
+#include "services/coordinator/exposure_spec.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
@@ -8,6 +9,11 @@ namespace memaudit::coordinator {
 absl::StatusOr<Plan> PlanAudit(const v1::AuditSpec& spec) {
   if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
   Plan plan;
+  if (spec.has_exposure()) {
+    // One canary model (the index leaves room for sweep variants).
+    plan.tasks.push_back({"canary_model", 0, ExposureSteps(spec.exposure())});
+    return plan;
+  }
   const v1::MembershipAudit& m = spec.membership();
   // The keep-matrix is rebuilt here only to count each model's training set
   // exactly, so progress totals match the steps workers report.

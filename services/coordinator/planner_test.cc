@@ -39,6 +39,44 @@ TEST(PlannerTest, PlanIsAPureFunctionOfTheSpec) {
   }
 }
 
+v1::AuditSpec SmallExposureSpec() {
+  v1::AuditSpec spec;
+  spec.set_seed(7);
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  // 10 lines of 10 characters (with the newline): 100 characters.
+  std::string text;
+  for (int i = 0; i < 10; ++i) text += "abcdefghi\n";
+  e->mutable_corpus()->set_text(text);
+  e->mutable_canary()->set_prefix("pin ");
+  e->mutable_canary()->set_digits(3);
+  e->add_repeats(2);
+  e->add_repeats(8);
+  e->mutable_training()->set_window(16);
+  e->mutable_training()->set_batch_size(4);
+  e->mutable_training()->set_epochs(3);
+  ApplyDefaults(&spec);
+  return spec;
+}
+
+TEST(PlannerTest, ExposurePlansOneCanaryModelWithExactSteps) {
+  auto plan = PlanAudit(SmallExposureSpec());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->tasks.size(), 1u);
+  EXPECT_EQ(plan->tasks[0].role, "canary_model");
+  EXPECT_EQ(plan->tasks[0].index, 0u);
+  // 100 corpus characters + 10 canary lines of "pin " + 3 digits + newline
+  // = 180 characters; (180 - 1) / 16 = 11 windows; ceil(11 / 4) = 3 steps per
+  // epoch; 3 epochs.
+  EXPECT_EQ(plan->tasks[0].steps_total, 9u);
+  // A cut corpus: max_chars 55 keeps 5 lines (50 characters) -> 130 in all,
+  // 8 windows, 2 steps per epoch.
+  v1::AuditSpec cut = SmallExposureSpec();
+  cut.mutable_exposure()->mutable_corpus()->set_max_chars(55);
+  EXPECT_EQ(PlanAudit(cut)->tasks[0].steps_total, 6u);
+  // Determinism: the same spec, the same plan.
+  EXPECT_EQ(PlanAudit(SmallExposureSpec())->tasks[0].steps_total, 9u);
+}
+
 TEST(PlannerTest, RefusesInvalidSpecs) {
   v1::AuditSpec spec = SmallMembershipSpec(4);
   spec.mutable_membership()->set_reference_models(5);

@@ -75,8 +75,7 @@ class Scheduler {
   void Shutdown();
 
  private:
-  Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
-            metrics::Registry* metrics);
+  Scheduler(Store* store, const Clock* clock, SchedulerOptions options, metrics::Registry* metrics);
   absl::Status Apply(const Mutation& m);
   v1::Audit Snapshot(const AuditRecord& audit) const;
   EventRecord Event(const std::string& audit_id, std::string type, std::string task_id,

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/datasets.h"
+#include "services/coordinator/exposure_spec.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -17,14 +18,16 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
     problems->push_back({absl::StrCat("membership.", field), std::move(rule)});
   };
   if (m.dataset().name() != "fashion_mnist") {
-    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got \"", m.dataset().name(), "\")"));
+    add("dataset.name",
+        absl::StrCat("must be \"fashion_mnist\" (got \"", m.dataset().name(), "\")"));
   }
   if (m.dataset().pool_size() < 8 || m.dataset().pool_size() > kFashionMnistTrainExamples) {
-    add("dataset.pool_size",
-        absl::StrCat("must be in [8, ", kFashionMnistTrainExamples, "] (got ", m.dataset().pool_size(), ")"));
+    add("dataset.pool_size", absl::StrCat("must be in [8, ", kFashionMnistTrainExamples, "] (got ",
+                                          m.dataset().pool_size(), ")"));
   }
   if (m.model().architecture() != "mlp") {
-    add("model.architecture", absl::StrCat("must be \"mlp\" (got \"", m.model().architecture(), "\")"));
+    add("model.architecture",
+        absl::StrCat("must be \"mlp\" (got \"", m.model().architecture(), "\")"));
   }
   for (int i = 0; i < m.model().hidden_size(); ++i) {
     if (m.model().hidden(i) == 0 || m.model().hidden(i) > 65536) {
@@ -53,14 +56,15 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
   }
   const uint32_t n = m.reference_models();
   if (n < 4 || n % 2 != 0 || n > kMaxReferenceModels) {
-    add("reference_models", absl::StrCat("must be an even number in [4, ", kMaxReferenceModels,
-                                         "] (got ", n, ")"));
+    add("reference_models",
+        absl::StrCat("must be an even number in [4, ", kMaxReferenceModels, "] (got ", n, ")"));
   }
   const auto& known = KnownMembershipAttacks();
   for (int i = 0; i < m.attacks_size(); ++i) {
     if (std::find(known.begin(), known.end(), m.attacks(i)) == known.end()) {
-      add(absl::StrCat("attacks[", i, "]"), absl::StrCat("unknown attack \"", m.attacks(i),
-                                                         "\"; known: ", absl::StrJoin(known, ", ")));
+      add(absl::StrCat("attacks[", i, "]"),
+          absl::StrCat("unknown attack \"", m.attacks(i),
+                       "\"; known: ", absl::StrJoin(known, ", ")));
     }
   }
   for (int i = 0; i < m.fpr_points_size(); ++i) {
@@ -74,9 +78,9 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
 }  // namespace
 
 const std::vector<std::string>& KnownMembershipAttacks() {
-  static const auto* attacks = new std::vector<std::string>{
-      "lira_online", "lira_offline", "lira_online_fixed_variance", "lira_offline_fixed_variance",
-      "loss"};
+  static const auto* attacks =
+      new std::vector<std::string>{"lira_online", "lira_offline", "lira_online_fixed_variance",
+                                   "lira_offline_fixed_variance", "loss"};
   return *attacks;
 }
 
@@ -98,13 +102,15 @@ std::string KindName(const v1::AuditSpec& spec) {
 }
 
 bool KindImplemented(const v1::AuditSpec& spec) {
-  return spec.kind_case() == v1::AuditSpec::kMembership;
+  return spec.kind_case() == v1::AuditSpec::kMembership ||
+         spec.kind_case() == v1::AuditSpec::kExposure;
 }
 
 void ApplyDefaults(v1::AuditSpec* spec) {
   v1::Resources* r = spec->mutable_resources();
   if (r->threads_per_task() == 0) r->set_threads_per_task(1);
   if (r->max_attempts() == 0) r->set_max_attempts(3);
+  if (spec->has_exposure()) ApplyExposureDefaults(spec->mutable_exposure());
   if (!spec->has_membership()) return;
   v1::MembershipAudit* m = spec->mutable_membership();
   if (m->dataset().name().empty()) m->mutable_dataset()->set_name("fashion_mnist");
@@ -133,6 +139,9 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
     case v1::AuditSpec::kMembership:
       ValidateMembership(spec.membership(), &problems);
       break;
+    case v1::AuditSpec::kExposure:
+      ValidateExposure(spec.exposure(), &problems);
+      break;
     case v1::AuditSpec::KIND_NOT_SET:
       problems.push_back(
           {"kind", "set exactly one of: membership, exposure, forgetting, unlearning, relational"});
@@ -148,7 +157,7 @@ absl::Status ValidateSpec(const v1::AuditSpec& spec) {
     return absl::UnimplementedError(
         absl::StrCat("audit kind \"", KindName(spec),
                      "\" is part of the API but not runnable in this build yet; "
-                     "runnable kinds: membership"));
+                     "runnable kinds: membership, exposure"));
   }
   std::vector<SpecProblem> problems = FindProblems(spec);
   if (problems.empty()) return absl::OkStatus();

@@ -1,7 +1,10 @@
 #include "services/coordinator/spec_validator.h"
 
+#include <cmath>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "services/coordinator/exposure_spec.h"
 #include "services/coordinator/test_specs.h"
 
 namespace memaudit::coordinator {
@@ -9,9 +12,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(SpecValidatorTest, SmallSpecIsValid) {
-  EXPECT_TRUE(ValidateSpec(SmallMembershipSpec()).ok());
-}
+TEST(SpecValidatorTest, SmallSpecIsValid) { EXPECT_TRUE(ValidateSpec(SmallMembershipSpec()).ok()); }
 
 TEST(SpecValidatorTest, DefaultsAreFilledIn) {
   v1::AuditSpec spec = SmallMembershipSpec();
@@ -62,12 +63,81 @@ TEST(SpecValidatorTest, MissingKindIsInvalid) {
 
 TEST(SpecValidatorTest, KindsNotBuiltAreUnimplemented) {
   v1::AuditSpec spec;
-  spec.mutable_exposure();
+  spec.mutable_forgetting();
   absl::Status status = ValidateSpec(spec);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("\"exposure\""));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("\"forgetting\""));
   spec.mutable_unlearning();
   EXPECT_EQ(ValidateSpec(spec).code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(SpecValidatorTest, ExposureDefaultsMakeARunnableSpec) {
+  v1::AuditSpec spec;
+  spec.mutable_exposure();
+  ApplyDefaults(&spec);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  const v1::ExposureAudit& e = spec.exposure();
+  EXPECT_EQ(e.corpus().name(), "fortunes");
+  EXPECT_EQ(e.corpus().max_chars(), 1000000u);
+  EXPECT_EQ(e.model().architecture(), "lstm");
+  EXPECT_EQ(e.training().optimizer(), "adam");
+  EXPECT_EQ(e.canary().digits(), 6u);
+  EXPECT_EQ(e.repeats_size(), 4);
+  EXPECT_EQ(e.controls(), 2u);
+  EXPECT_EQ(e.estimator(), "all");
+  EXPECT_EQ(e.reference_samples(), 1000u);
+  EXPECT_TRUE(e.extraction());
+  EXPECT_NEAR(ExposureLog2Space(e), 6 * std::log2(10.0), 1e-12);
+}
+
+TEST(SpecValidatorTest, ExposureEveryBadFieldIsNamedWithItsRule) {
+  v1::AuditSpec spec;
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->mutable_corpus()->set_name("wikipedia");
+  e->mutable_corpus()->set_path("/tmp/x");
+  e->mutable_corpus()->set_text("inline");
+  e->mutable_model()->set_architecture("transformer");
+  e->mutable_model()->set_layers(9);
+  e->mutable_model()->set_dropout(1.0);
+  e->mutable_training()->set_optimizer("lion");
+  e->mutable_training()->set_learning_rate(-1);
+  e->mutable_training()->set_window(1);
+  e->mutable_canary()->set_prefix("two\nlines");
+  e->mutable_canary()->set_digits(3);
+  e->mutable_canary()->add_alphabets("ab");
+  e->mutable_canary()->add_alphabets("xx");
+  for (uint32_t r : {1, 4, 0}) e->add_repeats(r);
+  e->set_controls(5000);
+  e->set_estimator("magic");
+  ApplyDefaults(&spec);
+  absl::Status status = ValidateSpec(spec);
+  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(status.message());
+  for (const char* field :
+       {"exposure.corpus.name: must be \"fortunes\"", "exposure.corpus.text: set at most one",
+        "exposure.model.architecture", "exposure.model.layers: must be in [1, 8] (got 9)",
+        "exposure.model.dropout", "exposure.training.optimizer",
+        "exposure.training.learning_rate: must be > 0", "exposure.training.window",
+        "exposure.canary.prefix", "exposure.canary.digits: set canary.digits or canary.alphabets",
+        "exposure.canary.alphabets[1]", "exposure.repeats[2]: must be in [1, 100000] (got 0)",
+        "exposure.controls: must be in [0, 1000]", "exposure.estimator: must be one of"}) {
+    EXPECT_THAT(message, HasSubstr(field));
+  }
+  // The alphabets' space (2 x 2) cannot hold 5003 distinct canaries either.
+  EXPECT_THAT(message, HasSubstr("exposure.controls: the 5003 canaries"));
+  EXPECT_EQ(FindProblems(spec).size(), 15u);
+
+  v1::AuditSpec exact;
+  exact.mutable_exposure()->set_estimator("exact");
+  exact.mutable_exposure()->set_reference_samples(10);
+  ApplyDefaults(&exact);
+  EXPECT_THAT(std::string(ValidateSpec(exact).message()),
+              HasSubstr("exposure.reference_samples: must be unset"));
+  exact.mutable_exposure()->set_estimator("sampled");
+  EXPECT_THAT(std::string(ValidateSpec(exact).message()),
+              HasSubstr("exposure.reference_samples: must be in [16, 1000000] (got 10)"));
+  exact.mutable_exposure()->mutable_canary()->set_digits(19);
+  EXPECT_THAT(std::string(ValidateSpec(exact).message()), HasSubstr("exposure.canary.digits"));
 }
 
 }  // namespace

@@ -21,8 +21,7 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<AuditRecord>> LoadAudits() override;
   absl::StatusOr<std::vector<TaskRecord>> LoadTasks() override;
   absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
-                                                       uint64_t after_sequence,
-                                                       int limit) override;
+                                                       uint64_t after_sequence, int limit) override;
 
  private:
   explicit SqliteStore(std::unique_ptr<sql::Database> db) : db_(std::move(db)) {}

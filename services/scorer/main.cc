@@ -11,8 +11,9 @@
 int main(int argc, char** argv) {
   using namespace memaudit;
   BlockShutdownSignals();
-  CLI::App app{"memaudit scorer: persists per-example signals from workers, computes each "
-               "audit's privacy metrics once its inputs are complete, and exports them."};
+  CLI::App app{
+      "memaudit scorer: persists per-example signals from workers, computes each "
+      "audit's privacy metrics once its inputs are complete, and exports them."};
   ServingFlags serving_flags;
   AddServingFlags(&app, &serving_flags, "127.0.0.1:7401", "127.0.0.1:9401");
   std::string db_path = "memaudit-scorer.db";

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "services/scorer/exposure_metrics.h"
 #include "services/scorer/membership_metrics.h"
 
 namespace memaudit::scorer {
@@ -19,8 +20,7 @@ void ObserveScoringSeconds(metrics::Registry* metrics, const std::string& kind,
                                               1,     5,     10,   30,   60,  300};
   metrics
       ->AddHistogram("memaudit_scorer_scoring_duration_seconds",
-                     "Time to compute one audit's metrics once its inputs were complete.",
-                     buckets)
+                     "Time to compute one audit's metrics once its inputs were complete.", buckets)
       .Add({{"kind", kind}})
       .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
@@ -43,8 +43,10 @@ absl::StatusOr<std::unique_ptr<Scorer>> Scorer::Create(ScorerStore* store,
 
 absl::Status Scorer::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec) {
   if (audit_id.empty()) return absl::InvalidArgumentError("audit_id: required");
-  if (spec.kind_case() != v1::AuditSpec::kMembership) {
-    return absl::UnimplementedError("the scorer scores membership audits only in this build");
+  if (spec.kind_case() != v1::AuditSpec::kMembership &&
+      spec.kind_case() != v1::AuditSpec::kExposure) {
+    return absl::UnimplementedError(
+        "the scorer scores membership and exposure audits only in this build");
   }
   return store_->OpenAudit(audit_id, spec);
 }
@@ -56,11 +58,14 @@ absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
     return absl::NotFoundError(
         absl::StrCat("observation.audit_id: unknown audit \"", o.audit_id(), "\""));
   }
+  if ((*spec)->has_exposure()) {
+    if (absl::Status s = ValidateExposureObservation((*spec)->exposure(), o); !s.ok()) return s;
+    return Store(o);
+  }
   const v1::MembershipAudit& m = (*spec)->membership();
   if (o.run() >= m.reference_models()) {
-    return absl::InvalidArgumentError(absl::StrCat("observation.run: ", o.run(),
-                                                   " is outside the audit's ",
-                                                   m.reference_models(), " models"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "observation.run: ", o.run(), " is outside the audit's ", m.reference_models(), " models"));
   }
   if (o.point() != kFinalPoint) {
     return absl::InvalidArgumentError(absl::StrCat("observation.point: \"", o.point(),
@@ -72,10 +77,9 @@ absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
         absl::StrCat("observation.signal: \"", o.signal(), "\" (expected \"phi\" or \"loss\")"));
   }
   if (static_cast<uint32_t>(o.values_size()) != m.dataset().pool_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("observation.values: expected ",
-                                                   m.dataset().pool_size(),
-                                                   " values (one per pool example), got ",
-                                                   o.values_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("observation.values: expected ", m.dataset().pool_size(),
+                     " values (one per pool example), got ", o.values_size()));
   }
   for (int i = 0; i < o.values_size(); ++i) {
     if (!std::isfinite(o.values(i))) {
@@ -83,11 +87,14 @@ absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
           absl::StrCat("observation.values[", i, "]: not a finite number"));
     }
   }
+  return Store(o);
+}
+
+absl::StatusOr<bool> Scorer::Store(const v1::Observation& o) {
   auto stored = store_->PutObservation(o);
   if (!stored.ok()) return stored.status();
   if (metrics_ != nullptr) {
-    metrics_->AddCounter("memaudit_scorer_observations_total",
-                         "Observations received, by outcome.")
+    metrics_->AddCounter("memaudit_scorer_observations_total", "Observations received, by outcome.")
         .Add({{"outcome", *stored ? "stored" : "duplicate"}})
         .Increment();
   }
@@ -102,6 +109,7 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   auto spec = store_->GetAudit(audit_id);
   if (!spec.ok()) return spec.status();
   if (!spec->has_value()) return absl::NotFoundError(absl::StrCat("unknown audit ", audit_id));
+  if ((*spec)->has_exposure()) return ScoreExposureIfComplete(audit_id, **spec);
   auto phi = store_->LoadSignal(audit_id, kFinalPoint, kPhiSignal);
   if (!phi.ok()) return phi.status();
   auto loss = store_->LoadSignal(audit_id, kFinalPoint, kLossSignal);
@@ -112,9 +120,29 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   auto results = ScoreMembership(**spec, *phi, *loss);
   ObserveScoringSeconds(metrics_, "membership", scoring_started);
   if (!results.ok()) return results.status();
-  results->set_audit_id(audit_id);
-  if (absl::Status s = store_->PutResults(*results); !s.ok()) return s;
-  Publish(*results);
+  return Finish(audit_id, *std::move(results));
+}
+
+absl::Status Scorer::ScoreExposureIfComplete(const std::string& audit_id,
+                                             const v1::AuditSpec& spec) {
+  std::map<std::string, std::vector<double>> signals;
+  for (const std::string& name : RequiredExposureSignals(spec.exposure())) {
+    auto runs = store_->LoadSignal(audit_id, kFinalPoint, name);
+    if (!runs.ok()) return runs.status();
+    if (runs->size() < kExposureModels) return absl::OkStatus();
+    signals[name] = std::move(runs->at(0));
+  }
+  const auto scoring_started = std::chrono::steady_clock::now();
+  auto results = ScoreExposure(spec, signals);
+  ObserveScoringSeconds(metrics_, "exposure", scoring_started);
+  if (!results.ok()) return results.status();
+  return Finish(audit_id, *std::move(results));
+}
+
+absl::Status Scorer::Finish(const std::string& audit_id, v1::AuditResults results) {
+  results.set_audit_id(audit_id);
+  if (absl::Status s = store_->PutResults(results); !s.ok()) return s;
+  Publish(results);
   {
     std::lock_guard<std::mutex> version_lock(version_mu_);
     ++results_version_;
@@ -144,8 +172,14 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
   if (results->has_value()) return **results;
   v1::AuditResults partial;
   partial.set_audit_id(audit_id);
-  partial.set_kind("membership");
   partial.set_complete(false);
+  if ((*spec)->has_exposure()) {
+    partial.set_kind("exposure");
+    partial.set_models(kExposureModels);
+    partial.set_examples((*spec)->exposure().repeats_size() + (*spec)->exposure().controls());
+    return partial;
+  }
+  partial.set_kind("membership");
   partial.set_models((*spec)->membership().reference_models());
   partial.set_examples((*spec)->membership().dataset().pool_size());
   return partial;
@@ -153,6 +187,14 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
 
 void Scorer::Publish(const v1::AuditResults& results) {
   if (metrics_ == nullptr) return;
+  if (results.has_exposure()) {
+    PublishExposure(metrics_, results);
+    metrics_
+        ->AddCounter("memaudit_scorer_audits_scored_total", "Audits whose metrics were computed.")
+        .Add({})
+        .Increment();
+    return;
+  }
   auto& auc = metrics_->AddGauge("memaudit_membership_auc_ratio",
                                  "Membership-inference ROC AUC, pooled over target models.");
   auto& tpr = metrics_->AddGauge(

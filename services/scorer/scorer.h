@@ -39,6 +39,10 @@ class Scorer {
  private:
   Scorer(ScorerStore* store, metrics::Registry* metrics) : store_(store), metrics_(metrics) {}
   void Publish(const v1::AuditResults& results);
+  absl::StatusOr<bool> Store(const v1::Observation& observation);
+  // Callers hold scoring_mu_.
+  absl::Status ScoreExposureIfComplete(const std::string& audit_id, const v1::AuditSpec& spec);
+  absl::Status Finish(const std::string& audit_id, v1::AuditResults results);
 
   ScorerStore* store_;
   metrics::Registry* metrics_;

@@ -11,8 +11,9 @@
 int main(int argc, char** argv) {
   using namespace memaudit;
   BlockShutdownSignals();
-  CLI::App app{"memaudit worker: leases training tasks from a coordinator, trains them with "
-               "LibTorch and streams per-example signals to the scorer."};
+  CLI::App app{
+      "memaudit worker: leases training tasks from a coordinator, trains them with "
+      "LibTorch and streams per-example signals to the scorer."};
   worker::WorkerOptions options;
   options.coordinator = "127.0.0.1:7400";
   app.add_option("--coordinator", options.coordinator, "coordinator gRPC address")

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
 #include "engine/labeled_images.h"
+#include "services/worker/exposure_task.h"
 
 namespace memaudit::worker {
 namespace {
@@ -22,15 +23,17 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModel(
     const v1::Task& task, const ProgressCallback& on_progress) {
   const v1::AuditSpec& spec = task.spec();
   const v1::MembershipAudit& m = spec.membership();
-  const std::string dir = m.dataset().path().empty() ? engine::kFashionMnistDir : m.dataset().path();
+  const std::string dir =
+      m.dataset().path().empty() ? engine::kFashionMnistDir : m.dataset().path();
   auto data = engine::LoadMnistLayout(dir, "train");
   if (!data.ok()) return data.status();
 
-  const std::vector<uint32_t> pool = AuditPool(spec.seed(), (*data)->count, m.dataset().pool_size());
+  const std::vector<uint32_t> pool =
+      AuditPool(spec.seed(), (*data)->count, m.dataset().pool_size());
   if (pool.size() != m.dataset().pool_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("membership.dataset.pool_size: ",
-                                                   m.dataset().pool_size(), " exceeds the ",
-                                                   (*data)->count, " examples in ", dir));
+    return absl::InvalidArgumentError(
+        absl::StrCat("membership.dataset.pool_size: ", m.dataset().pool_size(), " exceeds the ",
+                     (*data)->count, " examples in ", dir));
   }
   const KeepMatrix keep = BuildKeepMatrix(spec.seed(), m.reference_models(), pool.size());
   engine::ClassifierRunSpec run;
@@ -72,6 +75,11 @@ absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
                                                      const ProgressCallback& on_progress) {
   if (task.spec().has_membership() && task.role() == "reference_model") {
     return RunMembershipModel(task, on_progress);
+  }
+  if (task.spec().has_exposure() && task.role() == "canary_model") {
+    return RunExposureModel(task, [&](uint64_t steps, uint64_t examples) {
+      return on_progress({steps, examples});
+    });
   }
   return absl::UnimplementedError(
       absl::StrCat("this worker cannot run role \"", task.role(), "\" of this audit kind"));

@@ -63,8 +63,7 @@ absl::Status WorkerLoop::Register() {
     spdlog::warn("register: {} (retrying)", status.error_message());
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  return absl::UnavailableError(
-      absl::StrCat("coordinator ", options_.coordinator, " unreachable"));
+  return absl::UnavailableError(absl::StrCat("coordinator ", options_.coordinator, " unreachable"));
 }
 
 absl::Status WorkerLoop::Run() {

@@ -70,14 +70,14 @@ TEST_F(ReportTest, HtmlReportRendersInChromiumWithItsPlot) {
 
   if (access(kChromium, X_OK) != 0) GTEST_SKIP() << "chromium not installed";
   const std::string png = dir_ + "/report.png";
-  const std::string shot = RunCapture(absl::StrCat(Chromium(dir_ + "/profile-shot"),
-                                                   " --window-size=1200,1400 --screenshot=", png,
-                                                   " file://", html));
+  const std::string shot =
+      RunCapture(absl::StrCat(Chromium(dir_ + "/profile-shot"),
+                              " --window-size=1200,1400 --screenshot=", png, " file://", html));
   EXPECT_THAT(shot, Not(HasSubstr("CONSOLE"))) << shot;
   EXPECT_THAT(shot, Not(HasSubstr("Uncaught"))) << shot;
   EXPECT_GT(Slurp(png).size(), 10000u) << "the screenshot should hold a rendered page";
-  const std::string dom = RunCapture(
-      absl::StrCat(Chromium(dir_ + "/profile-dom"), " --dump-dom file://", html));
+  const std::string dom =
+      RunCapture(absl::StrCat(Chromium(dir_ + "/profile-dom"), " --dump-dom file://", html));
   EXPECT_THAT(dom, HasSubstr("<polyline class=\"curve\""));
   EXPECT_THAT(dom, Not(HasSubstr("CONSOLE"))) << dom.substr(0, 2000);
 }

@@ -1,0 +1,21 @@
+// How the CLI shows `exposure` audit results: the terminal table, the HTML
+// report's section (inline-SVG plot of exposure against insertions) and CSV.
+#ifndef MEMAUDIT_CLI_EXPOSURE_RENDER_H_
+#define MEMAUDIT_CLI_EXPOSURE_RENDER_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "memaudit/v1/results.pb.h"
+
+namespace memaudit::cli {
+
+std::string ExposureTable(const v1::AuditResults& results);
+// The body of the report for complete exposure results (no <html> wrapper).
+std::string ExposureHtmlSection(const v1::AuditResults& results);
+// canaries.csv and exposure_by_repeats.csv in `dir` (which exists).
+absl::Status WriteExposureCsv(const v1::AuditResults& results, const std::string& dir);
+
+}  // namespace memaudit::cli
+
+#endif  // MEMAUDIT_CLI_EXPOSURE_RENDER_H_

@@ -1,0 +1,209 @@
+#include "services/coordinator/exposure_spec.h"
+
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/exposure_signals.h"
+
+namespace memaudit::coordinator {
+namespace {
+
+constexpr uint64_t kDefaultMaxChars = 1'000'000;
+constexpr uint32_t kDefaultReferenceSamples = 1000;
+// Ranks are uint64 and exact search enumerates a trie: |R| <= 2^62.
+constexpr double kMaxLog2Space = 62;
+
+size_t CodePoints(const std::string& text) { return Utf8Chars(text).size(); }
+
+bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
+  for (const std::string& a : allowed) {
+    if (value == a) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> Utf8Chars(const std::string& text) {
+  std::vector<std::string> out;
+  for (unsigned char c : text) {
+    if ((c & 0xC0) == 0x80 && !out.empty()) {
+      out.back().push_back(static_cast<char>(c));
+    } else {
+      out.emplace_back(1, static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+void ApplyExposureDefaults(v1::ExposureAudit* e) {
+  v1::CorpusSpec* c = e->mutable_corpus();
+  if (c->name().empty()) c->set_name("fortunes");
+  if (c->text().empty() && c->max_chars() == 0) c->set_max_chars(kDefaultMaxChars);
+  v1::LanguageModelSpec* m = e->mutable_model();
+  if (m->architecture().empty()) m->set_architecture("lstm");
+  if (m->layers() == 0) m->set_layers(1);
+  if (m->units() == 0) m->set_units(128);
+  if (m->embedding() == 0) m->set_embedding(32);
+  v1::LanguageModelTraining* t = e->mutable_training();
+  if (t->optimizer().empty()) t->set_optimizer("adam");
+  if (t->learning_rate() == 0) t->set_learning_rate(3e-3);
+  if (t->epochs() == 0) t->set_epochs(1);
+  if (t->batch_size() == 0) t->set_batch_size(32);
+  if (t->window() == 0) t->set_window(64);
+  v1::CanaryFormatSpec* f = e->mutable_canary();
+  if (f->prefix().empty()) f->set_prefix("the random number is ");
+  if (f->digits() == 0 && f->alphabets().empty()) f->set_digits(6);
+  if (e->repeats().empty()) {
+    for (uint32_t r : {1, 4, 16, 64}) e->add_repeats(r);
+  }
+  if (!e->has_controls()) e->set_controls(2);
+  if (e->estimator().empty()) e->set_estimator("all");
+  if (exposure::NeedsReferences(e->estimator()) && e->reference_samples() == 0) {
+    e->set_reference_samples(kDefaultReferenceSamples);
+  }
+  if (!e->has_extraction()) e->set_extraction(true);
+  if (e->rank_query_budget() == 0) e->set_rank_query_budget(2'000'000);
+  if (e->extraction_query_budget() == 0) e->set_extraction_query_budget(100'000);
+}
+
+void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* problems) {
+  auto add = [&](std::string field, std::string rule) {
+    problems->push_back({absl::StrCat("exposure.", field), std::move(rule)});
+  };
+  const v1::CorpusSpec& c = e.corpus();
+  if (c.name() != "fortunes") {
+    add("corpus.name", absl::StrCat("must be \"fortunes\" (got \"", c.name(),
+                                    "\"); use "
+                                    "corpus.path or corpus.text for other text"));
+  }
+  if (!c.path().empty() && !c.text().empty()) {
+    add("corpus.text", "set at most one of corpus.path and corpus.text");
+  }
+  if (c.max_chars() > 1'000'000'000) {
+    add("corpus.max_chars", absl::StrCat("must be <= 1000000000 (got ", c.max_chars(), ")"));
+  }
+  const v1::LanguageModelSpec& m = e.model();
+  if (!OneOf(m.architecture(), {"lstm", "gru"})) {
+    add("model.architecture",
+        absl::StrCat("must be \"lstm\" or \"gru\" (got \"", m.architecture(), "\")"));
+  }
+  if (m.layers() == 0 || m.layers() > 8) {
+    add("model.layers", absl::StrCat("must be in [1, 8] (got ", m.layers(), ")"));
+  }
+  if (m.units() == 0 || m.units() > 4096) {
+    add("model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
+  }
+  if (m.embedding() == 0 || m.embedding() > 4096) {
+    add("model.embedding", absl::StrCat("must be in [1, 4096] (got ", m.embedding(), ")"));
+  }
+  if (!(m.dropout() >= 0 && m.dropout() < 1)) {
+    add("model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+  }
+  const v1::LanguageModelTraining& t = e.training();
+  if (!OneOf(t.optimizer(), {"adam", "sgd", "momentum", "rmsprop"})) {
+    add("training.optimizer",
+        absl::StrCat("must be one of adam, sgd, momentum, rmsprop (got \"", t.optimizer(), "\")"));
+  }
+  if (!(t.learning_rate() > 0) || !std::isfinite(t.learning_rate())) {
+    add("training.learning_rate", absl::StrCat("must be > 0 (got ", t.learning_rate(), ")"));
+  }
+  if (!(t.weight_decay() >= 0) || !std::isfinite(t.weight_decay())) {
+    add("training.weight_decay", absl::StrCat("must be >= 0 (got ", t.weight_decay(), ")"));
+  }
+  if (t.epochs() == 0 || t.epochs() > 10000) {
+    add("training.epochs", absl::StrCat("must be in [1, 10000] (got ", t.epochs(), ")"));
+  }
+  if (t.batch_size() == 0 || t.batch_size() > 65536) {
+    add("training.batch_size", absl::StrCat("must be in [1, 65536] (got ", t.batch_size(), ")"));
+  }
+  if (t.window() < 2 || t.window() > 4096) {
+    add("training.window", absl::StrCat("must be in [2, 4096] (got ", t.window(), ")"));
+  }
+  const v1::CanaryFormatSpec& f = e.canary();
+  if (f.prefix().find('\n') != std::string::npos) {
+    add("canary.prefix", "must not contain a newline (a canary is one line)");
+  }
+  if (f.alphabets().empty()) {
+    if (f.digits() == 0 || f.digits() > 18) {
+      add("canary.digits", absl::StrCat("must be in [1, 18] (got ", f.digits(), ")"));
+    }
+  } else if (f.digits() != 0) {
+    add("canary.digits", "set canary.digits or canary.alphabets, not both");
+  }
+  for (int i = 0; i < f.alphabets_size(); ++i) {
+    const std::vector<std::string> chars = Utf8Chars(f.alphabets(i));
+    const std::set<std::string> distinct(chars.begin(), chars.end());
+    if (chars.empty() || distinct.size() != chars.size() || distinct.count("\n")) {
+      add(absl::StrCat("canary.alphabets[", i, "]"),
+          "must be distinct characters, at least one, no newline");
+    }
+  }
+  const double log2_space = ExposureLog2Space(e);
+  if (log2_space > kMaxLog2Space) {
+    add("canary", absl::StrCat("|R| = 2^", log2_space, " exceeds 2^", kMaxLog2Space));
+  }
+  if (e.repeats().empty() || e.repeats_size() > 64) {
+    add("repeats", absl::StrCat("must list 1 to 64 insertion counts (got ", e.repeats_size(), ")"));
+  }
+  for (int i = 0; i < e.repeats_size(); ++i) {
+    if (e.repeats(i) == 0 || e.repeats(i) > 100000) {
+      add(absl::StrCat("repeats[", i, "]"),
+          absl::StrCat("must be in [1, 100000] (got ", e.repeats(i), ")"));
+    }
+  }
+  if (e.controls() > 1000) {
+    add("controls", absl::StrCat("must be in [0, 1000] (got ", e.controls(), ")"));
+  }
+  const double canaries = e.repeats_size() + e.controls();
+  if (log2_space <= kMaxLog2Space && canaries * 2 > std::exp2(log2_space)) {
+    add("controls", absl::StrCat("the ", canaries, " canaries need |R| >= ", canaries * 2, " (got ",
+                                 std::exp2(log2_space), ")"));
+  }
+  std::vector<std::string> estimators = exposure::EstimatorNames();
+  estimators.push_back("all");
+  if (!OneOf(e.estimator(), estimators)) {
+    add("estimator", absl::StrCat("must be one of ", absl::StrJoin(estimators, ", "), " (got \"",
+                                  e.estimator(), "\")"));
+  } else if (exposure::NeedsReferences(e.estimator())) {
+    if (e.reference_samples() < 16 || e.reference_samples() > 1'000'000) {
+      add("reference_samples",
+          absl::StrCat("must be in [16, 1000000] (got ", e.reference_samples(), ")"));
+    }
+  } else if (e.reference_samples() != 0) {
+    add("reference_samples", "must be unset with estimator \"exact\" (it uses no sample)");
+  }
+}
+
+double ExposureLog2Space(const v1::ExposureAudit& e) {
+  if (e.canary().alphabets().empty()) return e.canary().digits() * std::log2(10.0);
+  double bits = 0;
+  for (const std::string& a : e.canary().alphabets()) {
+    bits += std::log2(std::max<size_t>(CodePoints(a), 1));
+  }
+  return bits;
+}
+
+uint64_t ExposureSteps(const v1::ExposureAudit& e) {
+  uint64_t chars = e.corpus().max_chars();
+  if (!e.corpus().text().empty()) {
+    // The engine's cut: the corpus is kept up to its last line end <= max_chars.
+    std::string text = e.corpus().text();
+    if (e.corpus().max_chars() > 0 && text.size() > e.corpus().max_chars()) {
+      text.resize(text.rfind('\n', e.corpus().max_chars()) + 1);
+    }
+    chars = CodePoints(text);
+  }
+  const uint64_t holes =
+      e.canary().alphabets().empty() ? e.canary().digits() : e.canary().alphabets_size();
+  const uint64_t line = CodePoints(e.canary().prefix()) + holes + 1;
+  for (uint32_t r : e.repeats()) chars += static_cast<uint64_t>(r) * line;
+  const uint64_t window = std::max<uint32_t>(e.training().window(), 1);
+  const uint64_t batch = std::max<uint32_t>(e.training().batch_size(), 1);
+  const uint64_t windows = chars > 1 ? (chars - 1) / window : 0;
+  return e.training().epochs() * ((windows + batch - 1) / batch);
+}
+
+}  // namespace memaudit::coordinator

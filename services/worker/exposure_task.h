@@ -1,0 +1,31 @@
+// Runs one `exposure` audit task (role "canary_model"): maps the spec onto
+// engine::RunExposure and turns its result into the observations listed in
+// common/exposure_signals.h.
+#ifndef MEMAUDIT_SERVICES_WORKER_EXPOSURE_TASK_H_
+#define MEMAUDIT_SERVICES_WORKER_EXPOSURE_TASK_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/exposure_run.h"
+#include "memaudit/v1/scorer.pb.h"
+#include "memaudit/v1/worker.pb.h"
+
+namespace memaudit::worker {
+
+// The engine run a task describes; INVALID_ARGUMENT names a bad field.
+absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task);
+
+// Observations for one finished run (point "final", run = task index).
+std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
+                                                  const engine::ExposureRunResult& result);
+
+// `on_steps` gets the optimizer steps done; false stops training.
+absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
+    const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps);
+
+}  // namespace memaudit::worker
+
+#endif  // MEMAUDIT_SERVICES_WORKER_EXPOSURE_TASK_H_

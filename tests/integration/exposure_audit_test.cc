@@ -1,0 +1,146 @@
+// An exposure audit (The Secret Sharer) through real coordinator, scorer and
+// worker processes, scaled down to train in about a second.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/csv_export.h"
+#include "cli/html_report.h"
+#include "cli/render.h"
+#include "common/seeding.h"
+#include "gmock/gmock.h"
+#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/prometheus_server.h"
+
+namespace memaudit::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Pseudo-English lines from a fixed word list (about `chars` bytes).
+std::string WordText(size_t chars) {
+  static const char* kWords[] = {"the",  "cat",  "sat",  "on",    "a",     "mat",   "and",
+                                 "dog",  "ran",  "far",  "from",  "home",  "while", "rain",
+                                 "fell", "over", "hill", "river", "stone", "light"};
+  SplitMix64 rng(11);
+  std::string text, line;
+  while (text.size() < chars) {
+    line += kWords[rng.Uniform(20)];
+    if (line.size() > 40) {
+      text += line + "\n";
+      line.clear();
+    } else {
+      line += " ";
+    }
+  }
+  return text;
+}
+
+v1::AuditSpec TinyExposureSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("tiny-exposure");
+  spec.set_seed(5);
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->mutable_corpus()->set_text(WordText(8000));
+  e->mutable_model()->set_units(48);
+  e->mutable_model()->set_embedding(16);
+  e->mutable_training()->set_learning_rate(0.01);
+  e->mutable_training()->set_epochs(6);
+  e->mutable_training()->set_batch_size(16);
+  e->mutable_training()->set_window(48);
+  e->mutable_canary()->set_prefix("pin ");
+  e->mutable_canary()->set_digits(4);  // |R| = 10^4: exact ranks in a blink
+  e->add_repeats(1);
+  e->add_repeats(40);
+  e->set_controls(3);
+  e->set_estimator("all");
+  e->set_reference_samples(200);
+  return spec;
+}
+
+class ExposureAuditTest : public ClusterTest {};
+
+TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  auto submitted = client_->Submit(TinyExposureSpec());
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->tasks(), 1u);
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  EXPECT_EQ(results->kind(), "exposure");
+  const v1::ExposureResults& x = results->exposure();
+  // The planner's step count is exact for an inline corpus.
+  EXPECT_EQ(x.training_steps(), audit.steps_total());
+  EXPECT_NEAR(x.log2_space(), 4 * std::log2(10.0), 1e-9);
+  ASSERT_EQ(x.canaries_size(), 5);
+  const v1::CanaryResult& heavy = x.canaries(1);
+  EXPECT_EQ(heavy.repeats(), 40u);
+  EXPECT_EQ(heavy.rank(), 1u);
+  EXPECT_TRUE(heavy.exact());
+  EXPECT_TRUE(heavy.sampled_lower_bound());
+  EXPECT_GT(heavy.extrapolated_exposure(), x.log2_reference_samples());
+  for (int i = 2; i < 5; ++i) {
+    EXPECT_EQ(x.canaries(i).repeats(), 0u);
+    EXPECT_GT(heavy.exposure(), x.canaries(i).exposure() + 5) << "control " << i;
+  }
+  EXPECT_GT(heavy.exposure(), x.control_median_exposure() + 5);
+  EXPECT_TRUE(x.extraction_attempted());
+  EXPECT_TRUE(x.extracted());
+  EXPECT_EQ(x.extraction(), heavy.secret());
+  ASSERT_EQ(x.by_repeats_size(), 3);
+  EXPECT_LT(x.by_repeats(0).mean_exposure(), x.by_repeats(2).mean_exposure());
+
+  // Gauges with bounded labels.
+  const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
+  EXPECT_THAT(metrics,
+              HasSubstr(absl::StrCat("memaudit_exposure_log2{audit=\"", submitted->audit_id(),
+                                     "\",estimator=\"exact\",insertions=\"40\"}")));
+  EXPECT_THAT(metrics, HasSubstr("memaudit_exposure_space_log2{audit="));
+  EXPECT_THAT(metrics, ::testing::Not(HasSubstr(heavy.secret() + "\"")));
+  if (access(kPromtoolBinary, X_OK) == 0) {
+    const std::string prom = dir_ + "/exposure-scorer.prom", out = dir_ + "/promtool.out";
+    std::ofstream(prom) << metrics;
+    const int status = std::system(
+        absl::StrCat(kPromtoolBinary, " check metrics < '", prom, "' > '", out, "' 2>&1").c_str());
+    std::stringstream lint;
+    lint << std::ifstream(out).rdbuf();
+    EXPECT_EQ(status, 0) << lint.str();
+    EXPECT_EQ(lint.str(), "");
+  }
+
+  // The CLI's renderings.
+  const std::string table = cli::ResultsTable(*results);
+  EXPECT_THAT(table, HasSubstr("exposure vs insertions"));
+  EXPECT_THAT(table, HasSubstr("SUCCESS"));
+  const std::string html = cli::HtmlReport(audit, *results);
+  EXPECT_THAT(html, HasSubstr("<polyline class=\"curve\""));
+  EXPECT_THAT(html, HasSubstr("class=\"ceiling\""));
+  const std::string csv_dir = dir_ + "/csv";
+  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  std::ifstream canaries(csv_dir + "/canaries.csv");
+  std::stringstream csv;
+  csv << canaries.rdbuf();
+  EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(",", heavy.secret(), ",40,")));
+}
+
+TEST_F(ExposureAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  v1::AuditSpec spec = TinyExposureSpec();
+  spec.mutable_exposure()->set_repeats(1, 0);
+  spec.mutable_exposure()->mutable_model()->set_architecture("rnn");
+  auto refused = client_->Submit(spec);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.repeats[1]"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.model.architecture"));
+}
+
+}  // namespace
+}  // namespace memaudit::testing
