@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/exposure_render.h"
+#include "cli/forgetting_render.h"
 
 namespace memaudit::cli {
 namespace {
@@ -26,6 +27,7 @@ absl::Status WriteResultsCsv(const v1::AuditResults& r, const std::string& dir) 
     return absl::PermissionDeniedError(absl::StrCat("cannot create directory ", dir));
   }
   if (r.has_exposure()) return WriteExposureCsv(r, dir);
+  if (r.has_forgetting()) return WriteForgettingCsv(r, dir);
   std::string attacks = "audit_id,attack,auc,balanced_accuracy\n";
   std::string points =
       "audit_id,attack,fpr_target,tpr,tpr_low,tpr_high,fpr,fpr_low,fpr_high,threshold\n";

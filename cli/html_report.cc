@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "cli/exposure_render.h"
+#include "cli/forgetting_render.h"
 #include "cli/render.h"
 
 namespace memaudit::cli {
@@ -173,6 +174,8 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
     absl::StrAppend(&html, "<p><strong>Results are not complete yet.</strong></p>");
   } else if (results.has_exposure()) {
     absl::StrAppend(&html, ExposureHtmlSection(results));
+  } else if (results.has_forgetting()) {
+    absl::StrAppend(&html, ForgettingHtmlSection(results));
   } else {
     absl::StrAppend(&html, "<h2>ROC, log-log</h2>", RocSvg(results),
                     "<p>Dashed red lines: the FPR operating points. Dashed grey: chance.</p>",

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/exposure_render.h"
+#include "cli/forgetting_render.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit::cli {
@@ -83,6 +84,7 @@ std::string ResultsTable(const v1::AuditResults& r) {
                         " models planned)\n");
   }
   if (r.has_exposure()) return ExposureTable(r);
+  if (r.has_forgetting()) return ForgettingTable(r);
   std::string out = absl::StrFormat(
       "audit %s (%s): %u models x %u examples, %u member / %u non-member scores\n\n", r.audit_id(),
       r.kind(), r.models(), r.examples(), r.members(), r.non_members());

@@ -2,6 +2,7 @@
 
 #include "common/seeding.h"
 #include "services/coordinator/exposure_spec.h"
+#include "services/coordinator/forgetting_spec.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
@@ -12,6 +13,14 @@ absl::StatusOr<Plan> PlanAudit(const v1::AuditSpec& spec) {
   if (spec.has_exposure()) {
     // One canary model (the index leaves room for sweep variants).
     plan.tasks.push_back({"canary_model", 0, ExposureSteps(spec.exposure())});
+    return plan;
+  }
+  if (spec.has_forgetting()) {
+    // One task per trial; each trains its own prefix and both arms.
+    const uint64_t steps = ForgettingTrialSteps(spec.forgetting());
+    for (uint32_t t = 0; t < spec.forgetting().trials(); ++t) {
+      plan.tasks.push_back({"forgetting_trial", t, steps});
+    }
     return plan;
   }
   const v1::MembershipAudit& m = spec.membership();

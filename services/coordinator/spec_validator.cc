@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/datasets.h"
 #include "services/coordinator/exposure_spec.h"
+#include "services/coordinator/forgetting_spec.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -103,7 +104,8 @@ std::string KindName(const v1::AuditSpec& spec) {
 
 bool KindImplemented(const v1::AuditSpec& spec) {
   return spec.kind_case() == v1::AuditSpec::kMembership ||
-         spec.kind_case() == v1::AuditSpec::kExposure;
+         spec.kind_case() == v1::AuditSpec::kExposure ||
+         spec.kind_case() == v1::AuditSpec::kForgetting;
 }
 
 void ApplyDefaults(v1::AuditSpec* spec) {
@@ -111,6 +113,7 @@ void ApplyDefaults(v1::AuditSpec* spec) {
   if (r->threads_per_task() == 0) r->set_threads_per_task(1);
   if (r->max_attempts() == 0) r->set_max_attempts(3);
   if (spec->has_exposure()) ApplyExposureDefaults(spec->mutable_exposure());
+  if (spec->has_forgetting()) ApplyForgettingDefaults(spec->mutable_forgetting());
   if (!spec->has_membership()) return;
   v1::MembershipAudit* m = spec->mutable_membership();
   if (m->dataset().name().empty()) m->mutable_dataset()->set_name("fashion_mnist");
@@ -142,6 +145,9 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
     case v1::AuditSpec::kExposure:
       ValidateExposure(spec.exposure(), &problems);
       break;
+    case v1::AuditSpec::kForgetting:
+      ValidateForgetting(spec.forgetting(), &problems);
+      break;
     case v1::AuditSpec::KIND_NOT_SET:
       problems.push_back(
           {"kind", "set exactly one of: membership, exposure, forgetting, unlearning, relational"});
@@ -157,7 +163,7 @@ absl::Status ValidateSpec(const v1::AuditSpec& spec) {
     return absl::UnimplementedError(
         absl::StrCat("audit kind \"", KindName(spec),
                      "\" is part of the API but not runnable in this build yet; "
-                     "runnable kinds: membership, exposure"));
+                     "runnable kinds: membership, exposure, forgetting"));
   }
   std::vector<SpecProblem> problems = FindProblems(spec);
   if (problems.empty()) return absl::OkStatus();

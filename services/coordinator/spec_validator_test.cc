@@ -63,11 +63,11 @@ TEST(SpecValidatorTest, MissingKindIsInvalid) {
 
 TEST(SpecValidatorTest, KindsNotBuiltAreUnimplemented) {
   v1::AuditSpec spec;
-  spec.mutable_forgetting();
+  spec.mutable_unlearning();
   absl::Status status = ValidateSpec(spec);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("\"forgetting\""));
-  spec.mutable_unlearning();
+  EXPECT_THAT(std::string(status.message()), HasSubstr("\"unlearning\""));
+  spec.mutable_relational();
   EXPECT_EQ(ValidateSpec(spec).code(), absl::StatusCode::kUnimplemented);
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "services/scorer/exposure_metrics.h"
+#include "services/scorer/forgetting_metrics.h"
 #include "services/scorer/membership_metrics.h"
 
 namespace memaudit::scorer {
@@ -44,9 +45,10 @@ absl::StatusOr<std::unique_ptr<Scorer>> Scorer::Create(ScorerStore* store,
 absl::Status Scorer::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec) {
   if (audit_id.empty()) return absl::InvalidArgumentError("audit_id: required");
   if (spec.kind_case() != v1::AuditSpec::kMembership &&
-      spec.kind_case() != v1::AuditSpec::kExposure) {
+      spec.kind_case() != v1::AuditSpec::kExposure &&
+      spec.kind_case() != v1::AuditSpec::kForgetting) {
     return absl::UnimplementedError(
-        "the scorer scores membership and exposure audits only in this build");
+        "the scorer scores membership, exposure and forgetting audits only in this build");
   }
   return store_->OpenAudit(audit_id, spec);
 }
@@ -60,6 +62,12 @@ absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
   }
   if ((*spec)->has_exposure()) {
     if (absl::Status s = ValidateExposureObservation((*spec)->exposure(), o); !s.ok()) return s;
+    return Store(o);
+  }
+  if ((*spec)->has_forgetting()) {
+    if (absl::Status s = ValidateForgettingObservation((*spec)->forgetting(), o); !s.ok()) {
+      return s;
+    }
     return Store(o);
   }
   const v1::MembershipAudit& m = (*spec)->membership();
@@ -110,6 +118,7 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   if (!spec.ok()) return spec.status();
   if (!spec->has_value()) return absl::NotFoundError(absl::StrCat("unknown audit ", audit_id));
   if ((*spec)->has_exposure()) return ScoreExposureIfComplete(audit_id, **spec);
+  if ((*spec)->has_forgetting()) return ScoreForgettingIfComplete(audit_id, **spec);
   auto phi = store_->LoadSignal(audit_id, kFinalPoint, kPhiSignal);
   if (!phi.ok()) return phi.status();
   auto loss = store_->LoadSignal(audit_id, kFinalPoint, kLossSignal);
@@ -135,6 +144,22 @@ absl::Status Scorer::ScoreExposureIfComplete(const std::string& audit_id,
   const auto scoring_started = std::chrono::steady_clock::now();
   auto results = ScoreExposure(spec, signals);
   ObserveScoringSeconds(metrics_, "exposure", scoring_started);
+  if (!results.ok()) return results.status();
+  return Finish(audit_id, *std::move(results));
+}
+
+absl::Status Scorer::ScoreForgettingIfComplete(const std::string& audit_id,
+                                               const v1::AuditSpec& spec) {
+  ForgettingSignals signals;
+  for (const auto& [point, name] : RequiredForgettingSignals(spec.forgetting())) {
+    auto runs = store_->LoadSignal(audit_id, point, name);
+    if (!runs.ok()) return runs.status();
+    if (runs->size() < spec.forgetting().trials()) return absl::OkStatus();
+    signals[{point, name}] = *std::move(runs);
+  }
+  const auto scoring_started = std::chrono::steady_clock::now();
+  auto results = ScoreForgetting(spec, signals);
+  ObserveScoringSeconds(metrics_, "forgetting", scoring_started);
   if (!results.ok()) return results.status();
   return Finish(audit_id, *std::move(results));
 }
@@ -179,6 +204,12 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
     partial.set_examples((*spec)->exposure().repeats_size() + (*spec)->exposure().controls());
     return partial;
   }
+  if ((*spec)->has_forgetting()) {
+    partial.set_kind("forgetting");
+    partial.set_models(2 * (*spec)->forgetting().trials());
+    partial.set_examples((*spec)->forgetting().injected().size());
+    return partial;
+  }
   partial.set_kind("membership");
   partial.set_models((*spec)->membership().reference_models());
   partial.set_examples((*spec)->membership().dataset().pool_size());
@@ -187,8 +218,9 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
 
 void Scorer::Publish(const v1::AuditResults& results) {
   if (metrics_ == nullptr) return;
-  if (results.has_exposure()) {
+  if (results.has_exposure() || results.has_forgetting()) {
     PublishExposure(metrics_, results);
+    PublishForgetting(metrics_, results);
     metrics_
         ->AddCounter("memaudit_scorer_audits_scored_total", "Audits whose metrics were computed.")
         .Add({})

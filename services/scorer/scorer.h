@@ -42,6 +42,7 @@ class Scorer {
   absl::StatusOr<bool> Store(const v1::Observation& observation);
   // Callers hold scoring_mu_.
   absl::Status ScoreExposureIfComplete(const std::string& audit_id, const v1::AuditSpec& spec);
+  absl::Status ScoreForgettingIfComplete(const std::string& audit_id, const v1::AuditSpec& spec);
   absl::Status Finish(const std::string& audit_id, v1::AuditResults results);
 
   ScorerStore* store_;

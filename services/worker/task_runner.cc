@@ -6,6 +6,7 @@
 #include "common/seeding.h"
 #include "engine/labeled_images.h"
 #include "services/worker/exposure_task.h"
+#include "services/worker/forgetting_task.h"
 
 namespace memaudit::worker {
 namespace {
@@ -78,6 +79,11 @@ absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
   }
   if (task.spec().has_exposure() && task.role() == "canary_model") {
     return RunExposureModel(task, [&](uint64_t steps, uint64_t examples) {
+      return on_progress({steps, examples});
+    });
+  }
+  if (task.spec().has_forgetting() && task.role() == "forgetting_trial") {
+    return RunForgettingTrial(task, [&](uint64_t steps, uint64_t examples) {
       return on_progress({steps, examples});
     });
   }

@@ -131,9 +131,9 @@ TEST_F(MembershipAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("membership.reference_models"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("membership.training.epochs"));
 
-  v1::AuditSpec forgetting;
-  forgetting.mutable_forgetting();
-  auto unimplemented = client_->Submit(forgetting);
+  v1::AuditSpec unlearning;
+  unlearning.mutable_unlearning();
+  auto unimplemented = client_->Submit(unlearning);
   EXPECT_EQ(unimplemented.status().code(), absl::StatusCode::kUnimplemented);
 
   auto list = client_->List(10);

@@ -1,0 +1,21 @@
+// How the CLI shows `forgetting` audit results: the terminal table of the
+// forgetting curve, the HTML report's section and CSV.
+#ifndef MEMAUDIT_CLI_FORGETTING_RENDER_H_
+#define MEMAUDIT_CLI_FORGETTING_RENDER_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "memaudit/v1/results.pb.h"
+
+namespace memaudit::cli {
+
+std::string ForgettingTable(const v1::AuditResults& results);
+// The body of the report for complete forgetting results (no <html> wrapper).
+std::string ForgettingHtmlSection(const v1::AuditResults& results);
+// forgetting_curve.csv in `dir` (which exists).
+absl::Status WriteForgettingCsv(const v1::AuditResults& results, const std::string& dir);
+
+}  // namespace memaudit::cli
+
+#endif  // MEMAUDIT_CLI_FORGETTING_RENDER_H_

@@ -1,0 +1,44 @@
+// Observation names of a `forgetting` audit (worker -> scorer contract).
+#ifndef MEMAUDIT_COMMON_FORGETTING_SIGNALS_H_
+#define MEMAUDIT_COMMON_FORGETTING_SIGNALS_H_
+
+#include <algorithm>
+#include <cstdint>
+
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit::forgetting {
+
+// Point of the checkpoint signals; the others use steps since injection.
+inline constexpr char kCheckpointPoint[] = "checkpoint";
+inline constexpr char kPhiCheckpoint[] = "phi_checkpoint";
+inline constexpr char kLossCheckpoint[] = "loss_checkpoint";
+inline constexpr char kPhiInjected[] = "phi_injected";
+inline constexpr char kPhiBaseline[] = "phi_baseline";
+inline constexpr char kLossInjected[] = "loss_injected";
+inline constexpr char kLossBaseline[] = "loss_baseline";
+
+// Optimizer steps of one trial, both arms: Inject T_I + injection steps + 2 x
+// the last evaluation point; Poison 2 x T_I + 2 x the last evaluation point.
+// The injection steps restate engine::InjectionSteps so services stay
+// torch-free; engine::ForgettingTrialSteps must agree (tested end to end).
+inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
+  const uint64_t last = f.eval_points().empty() ? 0 : f.eval_points(f.eval_points_size() - 1);
+  const uint64_t t_i = f.training().steps_before_injection();
+  if (f.strategy() == "poison") return 2 * t_i + 2 * last;
+  const uint64_t b = std::max<uint32_t>(f.training().batch_size(), 1);
+  const uint64_t p = f.injected().size();
+  const uint64_t r = std::max<uint32_t>(f.repeats(), 1);
+  uint64_t injection = 0;
+  if (f.inject_mode() == "dup_in_batch") {
+    const uint64_t unique = std::max<uint64_t>(1, b / r);
+    injection = (p + unique - 1) / unique;
+  } else {
+    injection = r * ((p + b - 1) / b);
+  }
+  return t_i + injection + 2 * last;
+}
+
+}  // namespace memaudit::forgetting
+
+#endif  // MEMAUDIT_COMMON_FORGETTING_SIGNALS_H_

@@ -1,0 +1,180 @@
+#include "engine/forgetting_run.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "common/seeding.h"
+#include "engine/dataset.h"
+#include "engine/model.h"
+#include "engine/schedule.h"
+#include "engine/signals.h"
+#include "engine/trainer.h"
+
+namespace memaudit::engine {
+namespace {
+
+InjectOptions InjectOptionsFor(const ForgettingRunSpec& spec) {
+  InjectOptions o;
+  o.t_i = spec.steps_before;
+  o.repeats = spec.repeats;
+  o.mode = spec.dup_in_batch ? InjectMode::kDupInBatch : InjectMode::kKSteps;
+  o.advance_lr = false;
+  return o;
+}
+
+absl::Status CheckSpec(const LabeledImages& data, const ForgettingRunSpec& spec) {
+  if (spec.clean_rows.empty()) return absl::InvalidArgumentError("clean_rows: empty");
+  if (spec.injected_rows.empty()) return absl::InvalidArgumentError("injected_rows: empty");
+  if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
+  if (spec.repeats == 0) return absl::InvalidArgumentError("repeats: must be >= 1");
+  if (spec.eval_points.empty()) return absl::InvalidArgumentError("eval_points: empty");
+  if (!std::is_sorted(spec.eval_points.begin(), spec.eval_points.end()) ||
+      std::adjacent_find(spec.eval_points.begin(), spec.eval_points.end()) !=
+          spec.eval_points.end()) {
+    return absl::InvalidArgumentError("eval_points: must be strictly ascending");
+  }
+  if (!spec.injected_labels.empty() && spec.injected_labels.size() != spec.injected_rows.size()) {
+    return absl::InvalidArgumentError("injected_labels: one per injected row");
+  }
+  for (const auto* rows : {&spec.clean_rows, &spec.injected_rows}) {
+    for (uint32_t r : *rows) {
+      if (r >= data.count) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("row ", r, " is outside the dataset of ", data.count));
+      }
+    }
+  }
+  for (uint8_t y : spec.injected_labels) {
+    if (y >= data.classes) return absl::InvalidArgumentError("injected_labels: out of range");
+  }
+  return absl::OkStatus();
+}
+
+// phi and loss of `x` under the trainer's current model, in float64.
+void Measure(Trainer& trainer, const Batch& probe, std::vector<double>* phi,
+             std::vector<double>* loss) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = trainer.model().is_training();
+  trainer.model().eval();
+  torch::Tensor logits = trainer.model().Forward(probe.x.to(trainer.device())).to(torch::kCPU);
+  if (was_training) trainer.model().train();
+  torch::Tensor p = LogitScaledConfidence(logits, probe.y).contiguous();
+  torch::Tensor l = CrossEntropyPerExample(logits, probe.y).contiguous();
+  phi->assign(p.data_ptr<double>(), p.data_ptr<double>() + p.numel());
+  loss->assign(l.data_ptr<double>(), l.data_ptr<double>() + l.numel());
+}
+
+}  // namespace
+
+uint64_t ForgettingTrialSteps(const ForgettingRunSpec& spec) {
+  const uint64_t after = spec.eval_points.empty() ? 0 : spec.eval_points.back();
+  if (spec.strategy == ForgettingStrategy::kPoison) return 2 * spec.steps_before + 2 * after;
+  return spec.steps_before +
+         InjectionSteps(spec.injected_rows.size(), spec.batch_size, InjectOptionsFor(spec)) +
+         2 * after;
+}
+
+absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
+                                                  const ForgettingRunSpec& spec,
+                                                  const ForgettingStepCallback& on_step) {
+  if (absl::Status s = CheckSpec(data, spec); !s.ok()) return s;
+  // Rows 0..|D|-1 are D, then Dp with its injection labels.
+  TensorDataset clean = FromLabeledImages(data, spec.clean_rows);
+  TensorDataset injected = FromLabeledImages(data, spec.injected_rows);
+  if (!spec.injected_labels.empty()) {
+    std::vector<int64_t> labels(spec.injected_labels.begin(), spec.injected_labels.end());
+    injected = TensorDataset(injected.x(), torch::tensor(labels, torch::kLong));
+  }
+  const TensorDataset all = clean.Concat(injected);
+  const Batch probe{injected.x(), injected.y()};
+  std::vector<int64_t> d_ids(spec.clean_rows.size()), p_ids(spec.injected_rows.size());
+  for (size_t i = 0; i < d_ids.size(); ++i) d_ids[i] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < p_ids.size(); ++i) p_ids[i] = static_cast<int64_t>(d_ids.size() + i);
+
+  ModelSpec model;
+  model.kind = spec.hidden.empty() ? ModelKind::kLogReg : ModelKind::kMlp;
+  model.inputs = data.features;
+  model.classes = data.classes;
+  model.hidden = spec.hidden;
+  const uint64_t init_seed = spec.init_seed;
+  ModelFactory factory = [model, init_seed] { return BuildModel(model, init_seed); };
+  TrainerOptions options;
+  options.optimizer = spec.optimizer;
+  options.threads = spec.threads == 0 ? 1 : spec.threads;
+  options.dropout_seed = DeriveSeed(spec.order_seed, "dropout", 0);
+
+  // The baseline's post-T_I order: the injected arm's when paired.
+  const uint64_t base_seed =
+      spec.paired ? spec.order_seed : DeriveSeed(spec.order_seed, "baseline", 0);
+  const bool poison = spec.strategy == ForgettingStrategy::kPoison;
+  absl::StatusOr<std::unique_ptr<BatchSchedule>> inj_schedule =
+      poison
+          ? PoisonSchedule(d_ids, p_ids, spec.batch_size, spec.steps_before, spec.order_seed)
+          : InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec), spec.order_seed);
+  if (!inj_schedule.ok()) return inj_schedule.status();
+  absl::StatusOr<std::unique_ptr<BatchSchedule>> base_schedule =
+      poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, base_seed)
+             : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
+  if (!base_schedule.ok()) return base_schedule.status();
+
+  ForgettingRunResult result;
+  auto count = [&](uint64_t, double) {
+    ++result.steps;
+    return !on_step || on_step(result.steps);
+  };
+  try {
+    auto injected_arm = Trainer::Create(factory, options);
+    if (!injected_arm.ok()) return injected_arm.status();
+    std::unique_ptr<Trainer> baseline_arm;
+    if (poison) {
+      // Alg. 1: both arms from the same theta_0; D u Dp vs D before T_I.
+      auto fork = (*injected_arm)->Fork();
+      if (!fork.ok()) return fork.status();
+      baseline_arm = *std::move(fork);
+      if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, spec.steps_before, count);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = baseline_arm->Train(all, **base_schedule, spec.steps_before, count);
+          !s.ok()) {
+        return s;
+      }
+      Measure(*baseline_arm, probe, &result.phi_checkpoint, &result.loss_checkpoint);
+    } else {
+      // Alg. 2 with the shared prefix: one checkpoint at T_I feeds both arms.
+      if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, spec.steps_before, count);
+          !s.ok()) {
+        return s;
+      }
+      Measure(**injected_arm, probe, &result.phi_checkpoint, &result.loss_checkpoint);
+      auto fork = (*injected_arm)->Fork();
+      if (!fork.ok()) return fork.status();
+      baseline_arm = *std::move(fork);
+      result.injection_steps =
+          InjectionSteps(p_ids.size(), spec.batch_size, InjectOptionsFor(spec));
+    }
+    const uint64_t injected_offset = spec.steps_before + result.injection_steps;
+    for (uint64_t k : spec.eval_points) {
+      ForgettingPoint& point = result.points.emplace_back();
+      point.steps_since_injection = k;
+      if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, injected_offset + k, count);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = baseline_arm->Train(all, **base_schedule, spec.steps_before + k, count);
+          !s.ok()) {
+        return s;
+      }
+      Measure(**injected_arm, probe, &point.phi_injected, &point.loss_injected);
+      Measure(*baseline_arm, probe, &point.phi_baseline, &point.loss_baseline);
+    }
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("forgetting run: ", e.what()));
+  }
+  return result;
+}
+
+}  // namespace memaudit::engine

@@ -1,0 +1,67 @@
+// Torch-free facade for the forgetting audit ("Measuring Forgetting of
+// Memorized Training Examples"): one trial trains a shared prefix to T_I (or,
+// for Poison, both arms from the same initialization), forks an injected and a
+// baseline arm, and at every evaluation point (clean steps since injection)
+// returns phi and loss of the injected examples Dp under both arms.
+#ifndef MEMAUDIT_ENGINE_FORGETTING_RUN_H_
+#define MEMAUDIT_ENGINE_FORGETTING_RUN_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/labeled_images.h"
+#include "engine/optimizer_spec.h"
+
+namespace memaudit::engine {
+
+enum class ForgettingStrategy { kInject, kPoison };
+
+struct ForgettingRunSpec {
+  std::vector<uint32_t> clean_rows;     // D: rows of the LabeledImages
+  std::vector<uint32_t> injected_rows;  // Dp
+  // Labels Dp is injected (and scored) with, one per injected row; empty =
+  // the dataset's labels.
+  std::vector<uint8_t> injected_labels;
+  std::vector<uint32_t> hidden;  // empty = logistic regression
+  OptimizerSpec optimizer;
+  uint32_t batch_size = 64;
+  uint64_t steps_before = 100;  // T_I
+  ForgettingStrategy strategy = ForgettingStrategy::kInject;
+  uint32_t repeats = 1;               // Inject: r
+  bool dup_in_batch = false;          // Inject: one batch holding r copies (else r steps)
+  bool paired = true;                 // both arms see the same D order after T_I
+  std::vector<uint64_t> eval_points;  // clean steps since injection, ascending
+  uint64_t init_seed = 0;
+  uint64_t order_seed = 0;
+  uint32_t threads = 1;
+};
+
+struct ForgettingPoint {
+  uint64_t steps_since_injection = 0;
+  // Per Dp example (with its injection label), float64.
+  std::vector<double> phi_injected, phi_baseline, loss_injected, loss_baseline;
+};
+
+struct ForgettingRunResult {
+  // Dp under the checkpoint at T_I (Poison: the baseline arm at T_I).
+  std::vector<double> phi_checkpoint, loss_checkpoint;
+  std::vector<ForgettingPoint> points;
+  uint64_t injection_steps = 0;
+  uint64_t steps = 0;  // optimizer steps taken, both arms
+};
+
+// Optimizer steps a trial takes (the planner's steps_total per task).
+uint64_t ForgettingTrialSteps(const ForgettingRunSpec& spec);
+
+// Called after every optimizer step with the steps done; false = CANCELLED.
+using ForgettingStepCallback = std::function<bool(uint64_t steps_done)>;
+
+absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
+                                                  const ForgettingRunSpec& spec,
+                                                  const ForgettingStepCallback& on_step);
+
+}  // namespace memaudit::engine
+
+#endif  // MEMAUDIT_ENGINE_FORGETTING_RUN_H_

@@ -1,0 +1,107 @@
+#include "engine/forgetting_run.h"
+
+#include "common/seeding.h"
+#include "gtest/gtest.h"
+
+namespace memaudit::engine {
+namespace {
+
+// 10 classes of 16-pixel images: class c lights pixels around c, plus noise.
+LabeledImages TinyImages(uint32_t count) {
+  LabeledImages data;
+  data.count = count;
+  data.features = 16;
+  data.classes = 10;
+  SplitMix64 rng(3);
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint8_t label = static_cast<uint8_t>(rng.Uniform(10));
+    data.labels.push_back(label);
+    for (uint32_t f = 0; f < data.features; ++f) {
+      const bool on = f == label || f == label + 3u;
+      data.pixels.push_back(static_cast<uint8_t>((on ? 160 : 0) + rng.Uniform(90)));
+    }
+  }
+  return data;
+}
+
+ForgettingRunSpec Spec() {
+  ForgettingRunSpec spec;
+  for (uint32_t i = 0; i < 200; ++i) spec.clean_rows.push_back(i);
+  for (uint32_t i = 200; i < 220; ++i) {
+    spec.injected_rows.push_back(i);
+    spec.injected_labels.push_back(static_cast<uint8_t>(i % 10));
+  }
+  spec.optimizer.kind = OptimizerKind::kSgd;
+  spec.optimizer.learning_rate = 0.5;
+  spec.batch_size = 32;
+  spec.steps_before = 20;
+  spec.repeats = 2;
+  spec.eval_points = {0, 3, 10};
+  spec.init_seed = 1;
+  spec.order_seed = 2;
+  return spec;
+}
+
+TEST(ForgettingRunTest, ArmsMatchBeforeInjectionAndDifferRightAfter) {
+  const LabeledImages data = TinyImages(240);
+  uint64_t reported = 0;
+  auto result = RunForgetting(data, Spec(), [&](uint64_t steps) {
+    reported = steps;
+    return true;
+  });
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->injection_steps, 2u);  // r = 2 passes of one 20-row batch
+  EXPECT_EQ(result->steps, ForgettingTrialSteps(Spec()));
+  EXPECT_EQ(reported, result->steps);
+  ASSERT_EQ(result->points.size(), 3u);
+  const ForgettingPoint& first = result->points[0];
+  // The baseline at 0 steps since injection is the shared checkpoint itself.
+  EXPECT_EQ(first.phi_baseline, result->phi_checkpoint);
+  EXPECT_EQ(first.loss_baseline, result->loss_checkpoint);
+  // The injection raised phi of the injected examples on average.
+  double gain = 0;
+  for (size_t i = 0; i < first.phi_injected.size(); ++i) {
+    gain += first.phi_injected[i] - first.phi_baseline[i];
+  }
+  EXPECT_GT(gain, 0);
+  EXPECT_NE(result->points[2].phi_injected, result->points[2].phi_baseline);
+}
+
+TEST(ForgettingRunTest, DeterministicAndPairingOnlyMovesTheBaselineOrder) {
+  const LabeledImages data = TinyImages(240);
+  auto a = RunForgetting(data, Spec(), nullptr);
+  auto b = RunForgetting(data, Spec(), nullptr);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->points[2].phi_injected, b->points[2].phi_injected);
+  EXPECT_EQ(a->points[2].phi_baseline, b->points[2].phi_baseline);
+  ForgettingRunSpec unpaired = Spec();
+  unpaired.paired = false;
+  auto c = RunForgetting(data, unpaired, nullptr);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(a->points[2].phi_injected, c->points[2].phi_injected);
+  EXPECT_NE(a->points[2].phi_baseline, c->points[2].phi_baseline);
+}
+
+TEST(ForgettingRunTest, PoisonTrainsBothArmsFromTheSameInit) {
+  const LabeledImages data = TinyImages(240);
+  ForgettingRunSpec spec = Spec();
+  spec.strategy = ForgettingStrategy::kPoison;
+  auto result = RunForgetting(data, spec, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->steps, 2 * 20u + 2 * 10u);
+  EXPECT_EQ(result->points[0].phi_baseline, result->phi_checkpoint);
+  EXPECT_NE(result->points[0].phi_injected, result->points[0].phi_baseline);
+}
+
+TEST(ForgettingRunTest, BadInputsAreRefused) {
+  const LabeledImages data = TinyImages(240);
+  ForgettingRunSpec spec = Spec();
+  spec.eval_points = {5, 2};
+  EXPECT_EQ(RunForgetting(data, spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  spec = Spec();
+  spec.injected_rows.push_back(999);
+  EXPECT_EQ(RunForgetting(data, spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace memaudit::engine

@@ -1,0 +1,163 @@
+#include "services/coordinator/forgetting_spec.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/datasets.h"
+#include "common/forgetting_signals.h"
+
+namespace memaudit::coordinator {
+namespace {
+
+constexpr uint64_t kMaxSteps = 10'000'000;
+constexpr int kMaxEvalPoints = 64;  // bounds the steps_since_injection label
+
+bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
+  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+}  // namespace
+
+std::vector<uint64_t> DefaultForgettingEvalPoints(uint64_t steps_after) {
+  std::vector<uint64_t> out = {0};
+  for (uint64_t decade = 1; decade <= steps_after && decade < kMaxSteps * 10; decade *= 10) {
+    for (uint64_t m : {1, 2, 5}) {
+      if (decade * m <= steps_after) out.push_back(decade * m);
+    }
+  }
+  if (out.back() != steps_after) out.push_back(steps_after);
+  return out;
+}
+
+void ApplyForgettingDefaults(v1::ForgettingAudit* f) {
+  v1::DatasetSpec* d = f->mutable_dataset();
+  if (d->name().empty()) d->set_name("fashion_mnist");
+  if (d->pool_size() == 0) d->set_pool_size(10000);
+  v1::ModelSpec* m = f->mutable_model();
+  if (m->architecture().empty()) m->set_architecture("logreg");
+  v1::ForgettingTraining* t = f->mutable_training();
+  if (t->optimizer().empty()) t->set_optimizer("momentum");
+  if (t->learning_rate() == 0) t->set_learning_rate(0.05);
+  if (t->optimizer() == "momentum" && t->momentum() == 0) t->set_momentum(0.9);
+  if (t->batch_size() == 0) t->set_batch_size(128);
+  if (t->steps_before_injection() == 0) t->set_steps_before_injection(1000);
+  if (t->steps_after_injection() == 0) t->set_steps_after_injection(1000);
+  if (f->strategy().empty()) f->set_strategy("inject");
+  if (f->repeats() == 0) f->set_repeats(1);
+  if (f->inject_mode().empty()) f->set_inject_mode("k_steps");
+  if (f->injected().size() == 0) f->mutable_injected()->set_size(100);
+  if (!f->injected().has_flip_labels()) f->mutable_injected()->set_flip_labels(true);
+  if (f->trials() == 0) f->set_trials(3);
+  if (!f->has_paired()) f->set_paired(true);
+  if (f->eval_points().empty()) {
+    for (uint64_t p : DefaultForgettingEvalPoints(t->steps_after_injection())) {
+      f->add_eval_points(p);
+    }
+  }
+  if (f->attack().empty()) f->set_attack("checkpoint_calibrated");
+  if (f->fpr() == 0) f->set_fpr(0.1);
+}
+
+void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* problems) {
+  auto add = [&](std::string field, std::string rule) {
+    problems->push_back({absl::StrCat("forgetting.", field), std::move(rule)});
+  };
+  const v1::DatasetSpec& d = f.dataset();
+  if (d.name() != "fashion_mnist") {
+    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got \"", d.name(), "\")"));
+  }
+  const uint64_t drawn = static_cast<uint64_t>(d.pool_size()) + f.injected().size();
+  if (d.pool_size() < 8 || drawn > kFashionMnistTrainExamples) {
+    add("dataset.pool_size", absl::StrCat("must be in [8, ", kFashionMnistTrainExamples,
+                                          " - injected.size] (got ", d.pool_size(), ")"));
+  }
+  const v1::ModelSpec& m = f.model();
+  if (m.architecture() == "logreg") {
+    if (m.hidden_size() > 0) add("model.hidden", "must be empty for \"logreg\"");
+  } else if (m.architecture() == "mlp") {
+    if (m.hidden_size() == 0 || m.hidden_size() > 8) {
+      add("model.hidden", absl::StrCat("\"mlp\" needs 1 to 8 widths (got ", m.hidden_size(), ")"));
+    }
+    for (int i = 0; i < m.hidden_size(); ++i) {
+      if (m.hidden(i) == 0 || m.hidden(i) > 65536) {
+        add(absl::StrCat("model.hidden[", i, "]"),
+            absl::StrCat("must be in [1, 65536] (got ", m.hidden(i), ")"));
+      }
+    }
+  } else {
+    add("model.architecture",
+        absl::StrCat("must be \"logreg\" or \"mlp\" (got \"", m.architecture(), "\")"));
+  }
+  const v1::ForgettingTraining& t = f.training();
+  if (!OneOf(t.optimizer(), {"sgd", "momentum"})) {
+    add("training.optimizer",
+        absl::StrCat("must be \"sgd\" or \"momentum\" (got \"", t.optimizer(), "\")"));
+  }
+  if (!(t.learning_rate() > 0) || !std::isfinite(t.learning_rate())) {
+    add("training.learning_rate", absl::StrCat("must be > 0 (got ", t.learning_rate(), ")"));
+  }
+  if (!(t.momentum() >= 0 && t.momentum() < 1)) {
+    add("training.momentum", absl::StrCat("must be in [0, 1) (got ", t.momentum(), ")"));
+  }
+  if (!(t.weight_decay() >= 0) || !std::isfinite(t.weight_decay())) {
+    add("training.weight_decay", absl::StrCat("must be >= 0 (got ", t.weight_decay(), ")"));
+  }
+  if (t.batch_size() == 0 || t.batch_size() > 65536) {
+    add("training.batch_size", absl::StrCat("must be in [1, 65536] (got ", t.batch_size(), ")"));
+  }
+  if (t.steps_before_injection() == 0 || t.steps_before_injection() > kMaxSteps) {
+    add("training.steps_before_injection",
+        absl::StrCat("must be in [1, ", kMaxSteps, "] (got ", t.steps_before_injection(), ")"));
+  }
+  if (t.steps_after_injection() == 0 || t.steps_after_injection() > kMaxSteps) {
+    add("training.steps_after_injection",
+        absl::StrCat("must be in [1, ", kMaxSteps, "] (got ", t.steps_after_injection(), ")"));
+  }
+  if (!OneOf(f.strategy(), {"inject", "poison"})) {
+    add("strategy", absl::StrCat("must be \"inject\" or \"poison\" (got \"", f.strategy(), "\")"));
+  }
+  if (f.repeats() == 0 || f.repeats() > 1000) {
+    add("repeats", absl::StrCat("must be in [1, 1000] (got ", f.repeats(), ")"));
+  } else if (f.strategy() == "poison" && f.repeats() != 1) {
+    add("repeats", "applies to strategy \"inject\" only (leave it unset with \"poison\")");
+  }
+  if (!OneOf(f.inject_mode(), {"k_steps", "dup_in_batch"})) {
+    add("inject_mode",
+        absl::StrCat("must be \"k_steps\" or \"dup_in_batch\" (got \"", f.inject_mode(), "\")"));
+  } else if (f.inject_mode() == "dup_in_batch" && f.repeats() > t.batch_size()) {
+    add("inject_mode", absl::StrCat("\"dup_in_batch\" needs repeats <= training.batch_size (",
+                                    f.repeats(), " > ", t.batch_size(), ")"));
+  }
+  if (f.injected().size() == 0 || f.injected().size() > 10000) {
+    add("injected.size", absl::StrCat("must be in [1, 10000] (got ", f.injected().size(), ")"));
+  }
+  if (f.trials() == 0 || f.trials() > 100) {
+    add("trials", absl::StrCat("must be in [1, 100] (got ", f.trials(), ")"));
+  }
+  if (f.eval_points().empty() || f.eval_points_size() > kMaxEvalPoints) {
+    add("eval_points", absl::StrCat("must list 1 to ", kMaxEvalPoints, " points (got ",
+                                    f.eval_points_size(), ")"));
+  }
+  for (int i = 0; i < f.eval_points_size(); ++i) {
+    if (i > 0 && f.eval_points(i) <= f.eval_points(i - 1)) {
+      add(absl::StrCat("eval_points[", i, "]"), "must be strictly ascending");
+    } else if (f.eval_points(i) > t.steps_after_injection()) {
+      add(absl::StrCat("eval_points[", i, "]"),
+          absl::StrCat("must be <= training.steps_after_injection (", f.eval_points(i), " > ",
+                       t.steps_after_injection(), ")"));
+    }
+  }
+  if (!OneOf(f.attack(), {"checkpoint_calibrated", "calibrated_loss", "uncalibrated"})) {
+    add("attack", absl::StrCat("must be one of checkpoint_calibrated, calibrated_loss, "
+                               "uncalibrated (got \"",
+                               f.attack(), "\")"));
+  }
+  if (!(f.fpr() > 0 && f.fpr() < 1)) {
+    add("fpr", absl::StrCat("must be in (0, 1) (got ", f.fpr(), ")"));
+  }
+}
+
+uint64_t ForgettingTrialSteps(const v1::ForgettingAudit& f) { return forgetting::TrialSteps(f); }
+
+}  // namespace memaudit::coordinator

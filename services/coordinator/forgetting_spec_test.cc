@@ -1,0 +1,107 @@
+#include "services/coordinator/forgetting_spec.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/coordinator/planner.h"
+
+namespace memaudit::coordinator {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+v1::AuditSpec Defaulted() {
+  v1::AuditSpec spec;
+  spec.set_seed(9);
+  spec.mutable_forgetting();
+  ApplyDefaults(&spec);
+  return spec;
+}
+
+TEST(ForgettingSpecTest, DefaultsMakeARunnableSpec) {
+  const v1::AuditSpec spec = Defaulted();
+  EXPECT_TRUE(KindImplemented(spec));
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  const v1::ForgettingAudit& f = spec.forgetting();
+  EXPECT_EQ(f.strategy(), "inject");
+  EXPECT_EQ(f.attack(), "checkpoint_calibrated");
+  EXPECT_TRUE(f.paired());
+  EXPECT_TRUE(f.injected().flip_labels());
+  EXPECT_EQ(f.trials(), 3u);
+  EXPECT_EQ(f.eval_points(0), 0u);
+  EXPECT_EQ(f.eval_points(f.eval_points_size() - 1), f.training().steps_after_injection());
+}
+
+TEST(ForgettingSpecTest, DefaultEvalPointsAreDenseThenSpaced) {
+  EXPECT_THAT(DefaultForgettingEvalPoints(300), ElementsAre(0, 1, 2, 5, 10, 20, 50, 100, 200, 300));
+  EXPECT_THAT(DefaultForgettingEvalPoints(1), ElementsAre(0, 1));
+}
+
+TEST(ForgettingSpecTest, EveryBadFieldIsNamedWithItsRule) {
+  v1::AuditSpec spec = Defaulted();
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  f->mutable_dataset()->set_name("cifar10");
+  f->mutable_model()->set_architecture("cnn");
+  f->mutable_training()->set_optimizer("adam");
+  f->mutable_training()->set_learning_rate(-1);
+  f->set_strategy("finetune");
+  f->set_inject_mode("twice");
+  f->mutable_injected()->set_size(0);
+  f->set_trials(0);
+  f->set_eval_points(1, 0);
+  f->set_attack("lira");
+  f->set_fpr(1.5);
+  const absl::Status status = ValidateSpec(spec);
+  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(status.message());
+  for (const char* field :
+       {"forgetting.dataset.name", "forgetting.model.architecture", "forgetting.training.optimizer",
+        "forgetting.training.learning_rate", "forgetting.strategy", "forgetting.inject_mode",
+        "forgetting.injected.size", "forgetting.trials", "forgetting.eval_points[1]",
+        "forgetting.attack", "forgetting.fpr"}) {
+    EXPECT_THAT(message, HasSubstr(field));
+  }
+}
+
+TEST(ForgettingSpecTest, CrossFieldRules) {
+  v1::AuditSpec spec = Defaulted();
+  spec.mutable_forgetting()->set_strategy("poison");
+  spec.mutable_forgetting()->set_repeats(4);
+  spec.mutable_forgetting()->add_eval_points(5000);
+  spec.mutable_forgetting()->mutable_model()->add_hidden(32);
+  const std::string message(ValidateSpec(spec).message());
+  EXPECT_THAT(message, HasSubstr("forgetting.repeats"));
+  EXPECT_THAT(message, HasSubstr("forgetting.model.hidden"));
+  EXPECT_THAT(message, HasSubstr("must be <= training.steps_after_injection"));
+}
+
+TEST(ForgettingSpecTest, PlanIsOneTaskPerTrialWithExactSteps) {
+  v1::AuditSpec spec = Defaulted();
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  f->set_trials(4);
+  f->set_repeats(3);
+  auto plan = PlanAudit(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->tasks.size(), 4u);
+  // T_I 1000 + 3 passes over 100 examples in batches of 128 + 2 x 1000.
+  for (uint32_t t = 0; t < 4; ++t) {
+    EXPECT_EQ(plan->tasks[t].role, "forgetting_trial");
+    EXPECT_EQ(plan->tasks[t].index, t);
+    EXPECT_EQ(plan->tasks[t].steps_total, 1000u + 3u + 2000u);
+  }
+  f->set_inject_mode("dup_in_batch");  // floor(128 / 3) = 42 unique per batch: 3 batches
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 1000u + 3u + 2000u);
+  f->set_strategy("poison");
+  f->set_repeats(1);
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 2000u + 2000u);
+  auto again = PlanAudit(spec);
+  auto once = PlanAudit(spec);
+  ASSERT_TRUE(again.ok() && once.ok());
+  for (size_t i = 0; i < again->tasks.size(); ++i) {
+    EXPECT_EQ(again->tasks[i].steps_total, once->tasks[i].steps_total);
+    EXPECT_EQ(again->tasks[i].index, once->tasks[i].index);
+  }
+}
+
+}  // namespace
+}  // namespace memaudit::coordinator

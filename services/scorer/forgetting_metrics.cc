@@ -1,0 +1,191 @@
+#include "services/scorer/forgetting_metrics.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/forgetting_signals.h"
+#include "scoring/calibrated_scores.h"
+#include "scoring/forgetting.h"
+
+namespace memaudit::scorer {
+namespace {
+
+bool IsCheckpointSignal(const std::string& s) {
+  return s == forgetting::kPhiCheckpoint || s == forgetting::kLossCheckpoint;
+}
+
+bool IsPointSignal(const std::string& s) {
+  return s == forgetting::kPhiInjected || s == forgetting::kPhiBaseline ||
+         s == forgetting::kLossInjected || s == forgetting::kLossBaseline;
+}
+
+v1::TrialMean ToProto(const scoring::MeanSummary& m) {
+  v1::TrialMean out;
+  out.set_mean(m.mean);
+  out.set_low(m.interval.lo);
+  out.set_high(m.interval.hi);
+  out.set_stddev(m.stddev);
+  return out;
+}
+
+// One trial's attack scores of the injected examples under one arm.
+absl::StatusOr<std::vector<double>> ArmScores(const std::string& attack,
+                                              const std::vector<double>& phi,
+                                              const std::vector<double>& loss,
+                                              const std::vector<double>& phi_ckpt,
+                                              const std::vector<double>& loss_ckpt) {
+  if (attack == "calibrated_loss") return scoring::CalibratedLossScores(loss, loss_ckpt);
+  if (attack == "uncalibrated") return phi;
+  return scoring::CheckpointCalibratedScores(phi, phi_ckpt);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> RequiredForgettingSignals(
+    const v1::ForgettingAudit& f) {
+  std::vector<std::pair<std::string, std::string>> out = {
+      {forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint},
+      {forgetting::kCheckpointPoint, forgetting::kLossCheckpoint}};
+  for (uint64_t p : f.eval_points()) {
+    for (const char* s : {forgetting::kPhiInjected, forgetting::kPhiBaseline,
+                          forgetting::kLossInjected, forgetting::kLossBaseline}) {
+      out.emplace_back(absl::StrCat(p), s);
+    }
+  }
+  return out;
+}
+
+absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v1::Observation& o) {
+  if (o.run() >= f.trials()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "observation.run: ", o.run(), " is outside the audit's ", f.trials(), " trials"));
+  }
+  if (o.point() == forgetting::kCheckpointPoint) {
+    if (!IsCheckpointSignal(o.signal())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "observation.signal: \"", o.signal(), "\" is not a checkpoint signal of this audit"));
+    }
+  } else {
+    bool known = false;
+    for (uint64_t p : f.eval_points()) known = known || o.point() == absl::StrCat(p);
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "observation.point: \"", o.point(), "\" is not an evaluation point of this audit"));
+    }
+    if (!IsPointSignal(o.signal())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.signal: \"", o.signal(), "\" is not a signal of this audit"));
+    }
+  }
+  if (static_cast<uint32_t>(o.values_size()) != f.injected().size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("observation.values: expected ", f.injected().size(),
+                     " values (one per injected example), got ", o.values_size()));
+  }
+  for (int i = 0; i < o.values_size(); ++i) {
+    if (!std::isfinite(o.values(i))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values[", i, "]: not a finite number"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
+                                                 const ForgettingSignals& signals) {
+  const v1::ForgettingAudit& f = spec.forgetting();
+  auto get = [&](const std::string& point, const std::string& signal,
+                 uint32_t trial) -> absl::StatusOr<const std::vector<double>*> {
+    auto it = signals.find({point, signal});
+    if (it == signals.end() || !it->second.count(trial)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("missing ", signal, " at point ", point, " of trial ", trial));
+    }
+    return &it->second.at(trial);
+  };
+  std::vector<scoring::ForgettingEvalPoint> points;
+  for (uint64_t p : f.eval_points()) {
+    scoring::ForgettingEvalPoint& point = points.emplace_back();
+    point.steps_since_seen = static_cast<int64_t>(p);
+    const std::string key = absl::StrCat(p);
+    for (uint32_t t = 0; t < f.trials(); ++t) {
+      std::vector<const std::vector<double>*> v;
+      for (auto [pt, s] : std::vector<std::pair<std::string, const char*>>{
+               {forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint},
+               {forgetting::kCheckpointPoint, forgetting::kLossCheckpoint},
+               {key, forgetting::kPhiInjected},
+               {key, forgetting::kLossInjected},
+               {key, forgetting::kPhiBaseline},
+               {key, forgetting::kLossBaseline}}) {
+        auto values = get(pt, s, t);
+        if (!values.ok()) return values.status();
+        v.push_back(*values);
+      }
+      scoring::TrialScores& trial = point.trials.emplace_back();
+      auto injected = ArmScores(f.attack(), *v[2], *v[3], *v[0], *v[1]);
+      if (!injected.ok()) return injected.status();
+      auto baseline = ArmScores(f.attack(), *v[4], *v[5], *v[0], *v[1]);
+      if (!baseline.ok()) return baseline.status();
+      trial.injected = *std::move(injected);
+      trial.baseline = *std::move(baseline);
+    }
+  }
+  scoring::ForgettingOptions options;
+  options.fpr_target = f.fpr();
+  auto curve = scoring::ForgettingCurve(points, options);
+  if (!curve.ok()) return curve.status();
+
+  v1::AuditResults results;
+  results.set_kind("forgetting");
+  results.set_complete(true);
+  results.set_models(2 * f.trials());
+  results.set_examples(f.injected().size());
+  results.set_members(static_cast<uint64_t>(f.trials()) * f.injected().size());
+  results.set_non_members(static_cast<uint64_t>(f.trials()) * f.injected().size());
+  v1::ForgettingResults* out = results.mutable_forgetting();
+  out->set_strategy(f.strategy());
+  out->set_attack(f.attack());
+  out->set_fpr_target(f.fpr());
+  out->set_trials(f.trials());
+  out->set_injected_examples(f.injected().size());
+  out->set_training_steps(forgetting::TrialSteps(f));
+  for (const scoring::ForgettingCurvePoint& c : *curve) {
+    v1::ForgettingCurvePoint* p = out->add_curve();
+    p->set_steps_since_injection(static_cast<uint64_t>(c.steps_since_seen));
+    *p->mutable_accuracy() = ToProto(c.accuracy);
+    *p->mutable_auc() = ToProto(c.auc);
+    *p->mutable_tpr() = ToProto(c.tpr);
+    *p->mutable_precision() = ToProto(c.precision);
+    *p->mutable_epsilon() = ToProto(c.epsilon);
+    p->set_epsilon_clamped_trials(static_cast<uint32_t>(c.epsilon_clamped_trials));
+    p->set_precision_undefined_trials(static_cast<uint32_t>(c.precision_undefined_trials));
+  }
+  return results;
+}
+
+void PublishForgetting(metrics::Registry* metrics, const v1::AuditResults& results) {
+  if (metrics == nullptr || !results.has_forgetting()) return;
+  const v1::ForgettingResults& f = results.forgetting();
+  auto& accuracy = metrics->AddGauge(
+      "memaudit_forgetting_mi_accuracy_ratio",
+      "Membership-inference accuracy on the injected examples by steps since injection, "
+      "mean over trials: the forgetting curve.");
+  auto& tpr = metrics->AddGauge("memaudit_forgetting_tpr_ratio",
+                                "TPR at FPR <= fpr by steps since injection, mean over trials.");
+  auto& epsilon = metrics->AddGauge(
+      "memaudit_forgetting_epsilon_lower_bound",
+      "Empirical epsilon ln(TPR/FPR) at the fpr operating point, mean over trials.");
+  const std::string fpr = absl::StrFormat("%g", f.fpr_target());
+  for (const v1::ForgettingCurvePoint& p : f.curve()) {
+    metrics::Labels labels = {{"audit", results.audit_id()},
+                              {"strategy", f.strategy()},
+                              {"steps_since_injection", absl::StrCat(p.steps_since_injection())}};
+    accuracy.Add(labels).Set(p.accuracy().mean());
+    labels["fpr"] = fpr;
+    tpr.Add(labels).Set(p.tpr().mean());
+    if (std::isfinite(p.epsilon().mean())) epsilon.Add(labels).Set(p.epsilon().mean());
+  }
+}
+
+}  // namespace memaudit::scorer

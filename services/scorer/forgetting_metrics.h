@@ -1,0 +1,43 @@
+// Scores a `forgetting` audit once every trial has reported every evaluation
+// point: membership inference on the injected examples (injected arm vs
+// baseline arm) per point, averaged across trials, i.e. the forgetting curve.
+#ifndef MEMAUDIT_SERVICES_SCORER_FORGETTING_METRICS_H_
+#define MEMAUDIT_SERVICES_SCORER_FORGETTING_METRICS_H_
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/metrics_registry.h"
+#include "memaudit/v1/results.pb.h"
+#include "memaudit/v1/scorer.pb.h"
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit::scorer {
+
+// (point, signal) pairs every trial must send.
+std::vector<std::pair<std::string, std::string>> RequiredForgettingSignals(
+    const v1::ForgettingAudit& f);
+
+// INVALID_ARGUMENT naming the field when `o` cannot belong to the audit.
+absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v1::Observation& o);
+
+// (point, signal) -> trial -> values; every required pair for every trial.
+using ForgettingSignals =
+    std::map<std::pair<std::string, std::string>, std::map<uint32_t, std::vector<double>>>;
+
+absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
+                                                 const ForgettingSignals& signals);
+
+// Gauges memaudit_forgetting_mi_accuracy_ratio{audit, strategy,
+// steps_since_injection}, memaudit_forgetting_tpr_ratio and
+// memaudit_forgetting_epsilon_lower_bound{audit, strategy, fpr,
+// steps_since_injection} (at most 64 points per audit).
+void PublishForgetting(metrics::Registry* metrics, const v1::AuditResults& results);
+
+}  // namespace memaudit::scorer
+
+#endif  // MEMAUDIT_SERVICES_SCORER_FORGETTING_METRICS_H_

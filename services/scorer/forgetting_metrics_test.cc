@@ -1,0 +1,115 @@
+#include "services/scorer/forgetting_metrics.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/forgetting_signals.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memaudit::scorer {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::AuditSpec Spec() {
+  v1::AuditSpec spec;
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  f->set_strategy("inject");
+  f->set_attack("checkpoint_calibrated");
+  f->set_fpr(0.1);
+  f->set_trials(2);
+  f->mutable_injected()->set_size(10);
+  f->add_eval_points(0);
+  f->add_eval_points(100);
+  return spec;
+}
+
+// Point 0: the injected arm's calibrated scores all beat the baseline's.
+// Point 100: identical arms, nothing to tell apart.
+ForgettingSignals HandBuilt() {
+  ForgettingSignals s;
+  for (uint32_t t = 0; t < 2; ++t) {
+    std::vector<double> ckpt(10), base(10), high(10);
+    for (int i = 0; i < 10; ++i) {
+      ckpt[i] = i * 0.1;
+      base[i] = ckpt[i] + 0.01 * i;
+      high[i] = ckpt[i] + 5 + i;
+    }
+    s[{forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint}][t] = ckpt;
+    s[{forgetting::kCheckpointPoint, forgetting::kLossCheckpoint}][t] = ckpt;
+    s[{"0", forgetting::kPhiInjected}][t] = high;
+    s[{"0", forgetting::kPhiBaseline}][t] = base;
+    s[{"0", forgetting::kLossInjected}][t] = base;
+    s[{"0", forgetting::kLossBaseline}][t] = base;
+    s[{"100", forgetting::kPhiInjected}][t] = base;
+    s[{"100", forgetting::kPhiBaseline}][t] = base;
+    s[{"100", forgetting::kLossInjected}][t] = base;
+    s[{"100", forgetting::kLossBaseline}][t] = base;
+  }
+  return s;
+}
+
+TEST(ForgettingMetricsTest, CurveSeparatesThenForgets) {
+  auto results = ScoreForgetting(Spec(), HandBuilt());
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ(results->kind(), "forgetting");
+  const v1::ForgettingResults& f = results->forgetting();
+  ASSERT_EQ(f.curve_size(), 2);
+  EXPECT_EQ(f.curve(0).steps_since_injection(), 0u);
+  EXPECT_DOUBLE_EQ(f.curve(0).accuracy().mean(), 1.0);
+  EXPECT_DOUBLE_EQ(f.curve(0).auc().mean(), 1.0);
+  EXPECT_DOUBLE_EQ(f.curve(0).tpr().mean(), 1.0);
+  EXPECT_EQ(f.curve(0).epsilon_clamped_trials(), 2u);  // FPR = 0: clamped to 1/10
+  EXPECT_NEAR(f.curve(0).epsilon().mean(), std::log(10.0), 1e-12);
+  EXPECT_EQ(f.curve(1).steps_since_injection(), 100u);
+  EXPECT_LE(f.curve(1).accuracy().mean(), 0.5 + 1e-12);
+  EXPECT_NEAR(f.curve(1).auc().mean(), 0.5, 1e-12);
+}
+
+TEST(ForgettingMetricsTest, AttackChoiceMatters) {
+  v1::AuditSpec spec = Spec();
+  spec.mutable_forgetting()->set_attack("calibrated_loss");
+  auto results = ScoreForgetting(spec, HandBuilt());
+  ASSERT_TRUE(results.ok()) << results.status();
+  // The hand-built losses do not differ between arms.
+  EXPECT_NEAR(results->forgetting().curve(0).auc().mean(), 0.5, 1e-12);
+}
+
+TEST(ForgettingMetricsTest, MissingTrialIsAnError) {
+  ForgettingSignals s = HandBuilt();
+  s[{"100", forgetting::kPhiBaseline}].erase(1);
+  EXPECT_FALSE(ScoreForgetting(Spec(), s).ok());
+}
+
+TEST(ForgettingMetricsTest, ObservationsAreValidatedByField) {
+  const v1::ForgettingAudit f = Spec().forgetting();
+  v1::Observation o;
+  o.set_run(0);
+  o.set_point("0");
+  o.set_signal(forgetting::kPhiInjected);
+  for (int i = 0; i < 10; ++i) o.add_values(i);
+  EXPECT_TRUE(ValidateForgettingObservation(f, o).ok());
+  v1::Observation bad = o;
+  bad.set_run(2);
+  EXPECT_THAT(ValidateForgettingObservation(f, bad).message(), HasSubstr("observation.run"));
+  bad = o;
+  bad.set_point("7");
+  EXPECT_THAT(ValidateForgettingObservation(f, bad).message(), HasSubstr("observation.point"));
+  bad = o;
+  bad.set_signal("phi");
+  EXPECT_THAT(ValidateForgettingObservation(f, bad).message(), HasSubstr("observation.signal"));
+  bad = o;
+  bad.set_point(forgetting::kCheckpointPoint);
+  EXPECT_THAT(ValidateForgettingObservation(f, bad).message(), HasSubstr("observation.signal"));
+  bad = o;
+  bad.add_values(1);
+  EXPECT_THAT(ValidateForgettingObservation(f, bad).message(), HasSubstr("observation.values"));
+  bad = o;
+  bad.set_values(3, std::nan(""));
+  EXPECT_THAT(ValidateForgettingObservation(f, bad).message(), HasSubstr("observation.values[3]"));
+  EXPECT_EQ(RequiredForgettingSignals(f).size(), 2u + 2u * 4u);
+}
+
+}  // namespace
+}  // namespace memaudit::scorer

@@ -1,0 +1,107 @@
+// A forgetting audit (Inject, Fashion-MNIST, logistic regression) through
+// real coordinator, scorer and worker processes, scaled down to seconds.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/csv_export.h"
+#include "cli/html_report.h"
+#include "cli/render.h"
+#include "gmock/gmock.h"
+#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/prometheus_server.h"
+
+namespace memaudit::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::AuditSpec TinyForgettingSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("tiny-forgetting");
+  spec.set_seed(21);
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  f->mutable_dataset()->set_pool_size(2000);
+  f->mutable_training()->set_batch_size(64);
+  f->mutable_training()->set_steps_before_injection(200);
+  f->mutable_training()->set_steps_after_injection(400);
+  f->mutable_injected()->set_size(50);
+  f->set_trials(2);
+  for (uint64_t p : {0, 10, 50, 400}) f->add_eval_points(p);
+  return spec;
+}
+
+class ForgettingAuditTest : public ClusterTest {};
+
+TEST_F(ForgettingAuditTest, InjectedExamplesAreDetectedThenForgotten) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  auto submitted = client_->Submit(TinyForgettingSpec());
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->tasks(), 2u);
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  EXPECT_EQ(results->kind(), "forgetting");
+  const v1::ForgettingResults& f = results->forgetting();
+  // The planner's step count is exact: 2 trials x (200 + 1 + 2 x 400).
+  EXPECT_EQ(audit.steps_total(), 2u * f.training_steps());
+  EXPECT_EQ(f.training_steps(), 200u + 1u + 800u);
+  EXPECT_EQ(f.trials(), 2u);
+  ASSERT_EQ(f.curve_size(), 4);
+  const v1::ForgettingCurvePoint& first = f.curve(0);
+  const v1::ForgettingCurvePoint& last = f.curve(3);
+  EXPECT_EQ(first.steps_since_injection(), 0u);
+  EXPECT_EQ(last.steps_since_injection(), 400u);
+  EXPECT_GE(first.accuracy().mean(), 0.75);
+  EXPECT_GT(first.accuracy().mean(), last.accuracy().mean());
+  EXPECT_LE(first.accuracy().low(), first.accuracy().mean());
+
+  // Gauges with bounded labels.
+  const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr(absl::StrCat(
+                           "memaudit_forgetting_mi_accuracy_ratio{audit=\"", submitted->audit_id(),
+                           "\",steps_since_injection=\"0\",strategy=\"inject\"}")));
+  EXPECT_THAT(metrics, HasSubstr("memaudit_forgetting_tpr_ratio{audit="));
+  EXPECT_THAT(metrics, HasSubstr("memaudit_forgetting_epsilon_lower_bound{audit="));
+  if (access(kPromtoolBinary, X_OK) == 0) {
+    const std::string prom = dir_ + "/forgetting-scorer.prom", out = dir_ + "/promtool.out";
+    std::ofstream(prom) << metrics;
+    const int status = std::system(
+        absl::StrCat(kPromtoolBinary, " check metrics < '", prom, "' > '", out, "' 2>&1").c_str());
+    std::stringstream lint;
+    lint << std::ifstream(out).rdbuf();
+    EXPECT_EQ(status, 0) << lint.str();
+    EXPECT_EQ(lint.str(), "");
+  }
+
+  // The CLI's renderings.
+  const std::string table = cli::ResultsTable(*results);
+  EXPECT_THAT(table, HasSubstr("forgetting curve"));
+  const std::string html = cli::HtmlReport(audit, *results);
+  EXPECT_THAT(html, HasSubstr("Forgetting curve"));
+  const std::string csv_dir = dir_ + "/csv";
+  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  std::stringstream csv;
+  csv << std::ifstream(csv_dir + "/forgetting_curve.csv").rdbuf();
+  EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(submitted->audit_id(), ",inject,")));
+}
+
+TEST_F(ForgettingAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  v1::AuditSpec spec = TinyForgettingSpec();
+  spec.mutable_forgetting()->set_attack("lira");
+  spec.mutable_forgetting()->mutable_training()->set_batch_size(100000);
+  auto refused = client_->Submit(spec);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("forgetting.attack"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("forgetting.training.batch_size"));
+}
+
+}  // namespace
+}  // namespace memaudit::testing
