@@ -16,8 +16,9 @@
 namespace memaudit::testing {
 namespace {
 
-// Panels of audit kinds not built yet say so in their description.
-constexpr char kPlannedMarker[] = "Populated once the";
+// Panels fed by audit kinds other than the observed membership audit say so in
+// their description; they must evaluate, but need not return data.
+constexpr char kPlannedMarker[] = "Filled by ";
 
 nlohmann::json LoadDashboard() {
   std::ifstream in(std::string(MEMAUDIT_SOURCE_DIR) + "/deploy/grafana/memaudit.json");
