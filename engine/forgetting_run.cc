@@ -79,7 +79,8 @@ uint64_t ForgettingTrialSteps(const ForgettingRunSpec& spec) {
 
 absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
                                                   const ForgettingRunSpec& spec,
-                                                  const ForgettingStepCallback& on_step) {
+                                                  const ForgettingStepCallback& on_step,
+                                                  const ForgettingPointCallback& on_point) {
   if (absl::Status s = CheckSpec(data, spec); !s.ok()) return s;
   // Rows 0..|D|-1 are D, then Dp with its injection labels.
   TensorDataset clean = FromLabeledImages(data, spec.clean_rows);
@@ -170,6 +171,7 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
       }
       Measure(**injected_arm, probe, &point.phi_injected, &point.loss_injected);
       Measure(*baseline_arm, probe, &point.phi_baseline, &point.loss_baseline);
+      if (on_point) on_point(result);
     }
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("forgetting run: ", e.what()));

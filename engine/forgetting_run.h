@@ -58,9 +58,14 @@ uint64_t ForgettingTrialSteps(const ForgettingRunSpec& spec);
 // Called after every optimizer step with the steps done; false = CANCELLED.
 using ForgettingStepCallback = std::function<bool(uint64_t steps_done)>;
 
-absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
-                                                  const ForgettingRunSpec& spec,
-                                                  const ForgettingStepCallback& on_step);
+// Called with the result so far each time an evaluation point has been
+// measured (the checkpoint signals are set from the first call on), so
+// callers can publish a forgetting curve while training goes on.
+using ForgettingPointCallback = std::function<void(const ForgettingRunResult& so_far)>;
+
+absl::StatusOr<ForgettingRunResult> RunForgetting(
+    const LabeledImages& data, const ForgettingRunSpec& spec, const ForgettingStepCallback& on_step,
+    const ForgettingPointCallback& on_point = nullptr);
 
 }  // namespace memaudit::engine
 

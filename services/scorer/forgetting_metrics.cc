@@ -104,12 +104,16 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
     }
     return &it->second.at(trial);
   };
+  // Trials measure their points in ascending order, so the curve is the
+  // longest prefix of evaluation points that every trial has reached.
   std::vector<scoring::ForgettingEvalPoint> points;
+  bool complete = true;
   for (uint64_t p : f.eval_points()) {
-    scoring::ForgettingEvalPoint& point = points.emplace_back();
+    scoring::ForgettingEvalPoint point;
     point.steps_since_seen = static_cast<int64_t>(p);
     const std::string key = absl::StrCat(p);
-    for (uint32_t t = 0; t < f.trials(); ++t) {
+    bool reached = true;
+    for (uint32_t t = 0; t < f.trials() && reached; ++t) {
       std::vector<const std::vector<double>*> v;
       for (auto [pt, s] : std::vector<std::pair<std::string, const char*>>{
                {forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint},
@@ -119,9 +123,13 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
                {key, forgetting::kPhiBaseline},
                {key, forgetting::kLossBaseline}}) {
         auto values = get(pt, s, t);
-        if (!values.ok()) return values.status();
+        if (!values.ok()) {
+          reached = false;
+          break;
+        }
         v.push_back(*values);
       }
+      if (!reached) break;
       scoring::TrialScores& trial = point.trials.emplace_back();
       auto injected = ArmScores(f.attack(), *v[2], *v[3], *v[0], *v[1]);
       if (!injected.ok()) return injected.status();
@@ -130,15 +138,23 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
       trial.injected = *std::move(injected);
       trial.baseline = *std::move(baseline);
     }
+    if (!reached) {
+      complete = false;
+      break;
+    }
+    points.push_back(std::move(point));
   }
-  scoring::ForgettingOptions options;
-  options.fpr_target = f.fpr();
-  auto curve = scoring::ForgettingCurve(points, options);
-  if (!curve.ok()) return curve.status();
-
   v1::AuditResults results;
   results.set_kind("forgetting");
-  results.set_complete(true);
+  results.set_complete(complete);
+  std::vector<scoring::ForgettingCurvePoint> curve;
+  if (!points.empty()) {
+    scoring::ForgettingOptions options;
+    options.fpr_target = f.fpr();
+    auto computed = scoring::ForgettingCurve(points, options);
+    if (!computed.ok()) return computed.status();
+    curve = *std::move(computed);
+  }
   results.set_models(2 * f.trials());
   results.set_examples(f.injected().size());
   results.set_members(static_cast<uint64_t>(f.trials()) * f.injected().size());
@@ -150,7 +166,7 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
   out->set_trials(f.trials());
   out->set_injected_examples(f.injected().size());
   out->set_training_steps(forgetting::TrialSteps(f));
-  for (const scoring::ForgettingCurvePoint& c : *curve) {
+  for (const scoring::ForgettingCurvePoint& c : curve) {
     v1::ForgettingCurvePoint* p = out->add_curve();
     p->set_steps_since_injection(static_cast<uint64_t>(c.steps_since_seen));
     *p->mutable_accuracy() = ToProto(c.accuracy);

@@ -76,10 +76,24 @@ TEST(ForgettingMetricsTest, AttackChoiceMatters) {
   EXPECT_NEAR(results->forgetting().curve(0).auc().mean(), 0.5, 1e-12);
 }
 
-TEST(ForgettingMetricsTest, MissingTrialIsAnError) {
+TEST(ForgettingMetricsTest, CurveFillsInPointByPoint) {
+  auto full = ScoreForgetting(Spec(), HandBuilt());
+  ASSERT_TRUE(full.ok());
+  EXPECT_TRUE(full->complete());
+  // Trial 1 has not reached step 100 yet: the curve holds step 0 only.
   ForgettingSignals s = HandBuilt();
   s[{"100", forgetting::kPhiBaseline}].erase(1);
-  EXPECT_FALSE(ScoreForgetting(Spec(), s).ok());
+  auto partial = ScoreForgetting(Spec(), s);
+  ASSERT_TRUE(partial.ok()) << partial.status();
+  EXPECT_FALSE(partial->complete());
+  ASSERT_EQ(partial->forgetting().curve_size(), 1);
+  EXPECT_EQ(partial->forgetting().curve(0).SerializeAsString(),
+            full->forgetting().curve(0).SerializeAsString());
+  // Nothing in yet: an empty, incomplete curve.
+  auto empty = ScoreForgetting(Spec(), ForgettingSignals());
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->complete());
+  EXPECT_EQ(empty->forgetting().curve_size(), 0);
 }
 
 TEST(ForgettingMetricsTest, ObservationsAreValidatedByField) {

@@ -113,7 +113,9 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   std::lock_guard<std::mutex> lock(scoring_mu_);
   auto existing = store_->GetResults(audit_id);
   if (!existing.ok()) return existing.status();
-  if (existing->has_value()) return absl::OkStatus();
+  // Complete results are final; partial ones (a forgetting curve filling in)
+  // are recomputed as more points arrive.
+  if (existing->has_value() && (*existing)->complete()) return absl::OkStatus();
   auto spec = store_->GetAudit(audit_id);
   if (!spec.ok()) return spec.status();
   if (!spec->has_value()) return absl::NotFoundError(absl::StrCat("unknown audit ", audit_id));
@@ -150,17 +152,24 @@ absl::Status Scorer::ScoreExposureIfComplete(const std::string& audit_id,
 
 absl::Status Scorer::ScoreForgettingIfComplete(const std::string& audit_id,
                                                const v1::AuditSpec& spec) {
+  // Whatever has arrived: the curve covers every point all trials have reached.
   ForgettingSignals signals;
   for (const auto& [point, name] : RequiredForgettingSignals(spec.forgetting())) {
     auto runs = store_->LoadSignal(audit_id, point, name);
     if (!runs.ok()) return runs.status();
-    if (runs->size() < spec.forgetting().trials()) return absl::OkStatus();
-    signals[{point, name}] = *std::move(runs);
+    if (!runs->empty()) signals[{point, name}] = *std::move(runs);
   }
   const auto scoring_started = std::chrono::steady_clock::now();
   auto results = ScoreForgetting(spec, signals);
   ObserveScoringSeconds(metrics_, "forgetting", scoring_started);
   if (!results.ok()) return results.status();
+  if (results->forgetting().curve().empty()) return absl::OkStatus();
+  auto stored = store_->GetResults(audit_id);
+  if (!stored.ok()) return stored.status();
+  if (stored->has_value() &&
+      (*stored)->forgetting().curve_size() == results->forgetting().curve_size()) {
+    return absl::OkStatus();  // no new point since the last computation
+  }
   return Finish(audit_id, *std::move(results));
 }
 
@@ -221,10 +230,13 @@ void Scorer::Publish(const v1::AuditResults& results) {
   if (results.has_exposure() || results.has_forgetting()) {
     PublishExposure(metrics_, results);
     PublishForgetting(metrics_, results);
-    metrics_
-        ->AddCounter("memaudit_scorer_audits_scored_total", "Audits whose metrics were computed.")
-        .Add({})
-        .Increment();
+    // A forgetting curve is published point by point; count the audit once.
+    if (results.complete()) {
+      metrics_
+          ->AddCounter("memaudit_scorer_audits_scored_total", "Audits whose metrics were computed.")
+          .Add({})
+          .Increment();
+    }
     return;
   }
   auto& auc = metrics_->AddGauge("memaudit_membership_auc_ratio",

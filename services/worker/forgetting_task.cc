@@ -102,7 +102,8 @@ std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
 }
 
 absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
-    const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps) {
+    const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps,
+    const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
   const v1::ForgettingAudit& f = task.spec().forgetting();
   const std::string dir =
       f.dataset().path().empty() ? engine::kFashionMnistDir : f.dataset().path();
@@ -111,10 +112,23 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
   absl::StatusOr<engine::ForgettingRunSpec> run = ForgettingRunSpecFor(task, **data);
   if (!run.ok()) return run.status();
   const uint64_t batch = run->batch_size;
-  auto result = engine::RunForgetting(**data, *run, [&](uint64_t steps) {
-    // Examples seen, counting every step as a full batch (an upper bound).
-    return on_steps(steps, steps * batch);
-  });
+  size_t sent = 0;  // observations already handed to send_early
+  engine::ForgettingPointCallback on_point;
+  if (send_early) {
+    on_point = [&](const engine::ForgettingRunResult& so_far) {
+      std::vector<v1::Observation> all = ForgettingObservations(task, so_far);
+      std::vector<v1::Observation> fresh(all.begin() + sent, all.end());
+      // A failed early send is not fatal: the final stream carries everything.
+      if (send_early(fresh).ok()) sent = all.size();
+    };
+  }
+  auto result = engine::RunForgetting(
+      **data, *run,
+      [&](uint64_t steps) {
+        // Examples seen, counting every step as a full batch (an upper bound).
+        return on_steps(steps, steps * batch);
+      },
+      on_point);
   if (!result.ok()) return result.status();
   return ForgettingObservations(task, *result);
 }

@@ -35,8 +35,11 @@ std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
                                                     const engine::ForgettingRunResult& result);
 
 // `on_steps` gets the optimizer steps done and examples seen; false stops.
+// `send_early` (may be null) receives each evaluation point's observations
+// (with the checkpoint's, the first time) as soon as they are measured.
 absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
-    const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps);
+    const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps,
+    const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early);
 
 }  // namespace memaudit::worker
 

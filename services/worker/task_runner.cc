@@ -73,7 +73,8 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModel(
 }  // namespace
 
 absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
-                                                     const ProgressCallback& on_progress) {
+                                                     const ProgressCallback& on_progress,
+                                                     const ObservationSink& send_early) {
   if (task.spec().has_membership() && task.role() == "reference_model") {
     return RunMembershipModel(task, on_progress);
   }
@@ -83,9 +84,12 @@ absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
     });
   }
   if (task.spec().has_forgetting() && task.role() == "forgetting_trial") {
-    return RunForgettingTrial(task, [&](uint64_t steps, uint64_t examples) {
-      return on_progress({steps, examples});
-    });
+    return RunForgettingTrial(
+        task,
+        [&](uint64_t steps, uint64_t examples) {
+          return on_progress({steps, examples});
+        },
+        send_early);
   }
   return absl::UnimplementedError(
       absl::StrCat("this worker cannot run role \"", task.role(), "\" of this audit kind"));

@@ -27,8 +27,14 @@ using ProgressCallback = std::function<bool(const TrainingProgress&)>;
 
 // INVALID_ARGUMENT / NOT_FOUND / UNIMPLEMENTED mean a retry cannot help;
 // CANCELLED means `on_progress` asked to stop.
+// Sends observations to the scorer before the task ends (tasks whose metrics
+// fill in while they train, like forgetting curves). What it sends is sent
+// again in the final result; the scorer stores each observation once.
+using ObservationSink = std::function<absl::Status(const std::vector<v1::Observation>&)>;
+
 absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
-                                                     const ProgressCallback& on_progress);
+                                                     const ProgressCallback& on_progress,
+                                                     const ObservationSink& send_early = nullptr);
 
 // Whether a task failing with `status` may succeed on another attempt.
 bool Retryable(const absl::Status& status);

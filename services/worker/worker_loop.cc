@@ -121,11 +121,14 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
     }
   });
 
-  auto observations = RunTask(task, [&](const TrainingProgress& progress) {
-    steps = progress.steps;
-    metrics_.Progress(progress);
-    return !stop && !stopping_;
-  });
+  auto observations = RunTask(
+      task,
+      [&](const TrainingProgress& progress) {
+        steps = progress.steps;
+        metrics_.Progress(progress);
+        return !stop && !stopping_;
+      },
+      [&](const std::vector<v1::Observation>& early) { return StreamToScorer(early); });
   {
     std::lock_guard<std::mutex> lock(mu);
     done = true;

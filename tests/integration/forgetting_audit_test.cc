@@ -1,8 +1,10 @@
 // A forgetting audit (Inject, Fashion-MNIST, logistic regression) through
 // real coordinator, scorer and worker processes, scaled down to seconds.
+#include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -12,6 +14,7 @@
 #include "cli/html_report.h"
 #include "cli/render.h"
 #include "gmock/gmock.h"
+#include "memaudit/v1/scorer.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/prometheus_server.h"
 
@@ -36,6 +39,37 @@ v1::AuditSpec TinyForgettingSpec() {
 }
 
 class ForgettingAuditTest : public ClusterTest {};
+
+TEST_F(ForgettingAuditTest, CurveFillsInWhileTrainingRuns) {
+  // One worker runs the trials one after the other, so the curve's points
+  // become complete one by one while the second trial trains.
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  v1::AuditSpec spec = TinyForgettingSpec();
+  spec.mutable_forgetting()->mutable_training()->set_steps_after_injection(3000);
+  spec.mutable_forgetting()->clear_eval_points();
+  for (uint64_t p : {0, 1500, 3000}) spec.mutable_forgetting()->add_eval_points(p);
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  auto scorer = v1::ScorerService::NewStub(
+      grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::GetResultsRequest req;
+  req.set_audit_id(submitted->audit_id());
+  auto reader = scorer->WatchResults(&ctx, req);
+  int partial_points = 0;
+  v1::AuditResults update, last;
+  while (reader->Read(&update)) {
+    if (!update.complete() && update.forgetting().curve_size() > 0) {
+      partial_points = std::max(partial_points, update.forgetting().curve_size());
+    }
+    last = update;
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_TRUE(last.complete());
+  EXPECT_EQ(last.forgetting().curve_size(), 3);
+  EXPECT_GE(partial_points, 1) << "the curve must be published before the audit ends";
+  EXPECT_LT(partial_points, 3);
+}
 
 TEST_F(ForgettingAuditTest, InjectedExamplesAreDetectedThenForgotten) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
