@@ -106,14 +106,9 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   EXPECT_THAT(metrics, HasSubstr("memaudit_exposure_space_log2{audit="));
   EXPECT_THAT(metrics, ::testing::Not(HasSubstr(heavy.secret() + "\"")));
   if (access(kPromtoolBinary, X_OK) == 0) {
-    const std::string prom = dir_ + "/exposure-scorer.prom", out = dir_ + "/promtool.out";
-    std::ofstream(prom) << metrics;
-    const int status = std::system(
-        absl::StrCat(kPromtoolBinary, " check metrics < '", prom, "' > '", out, "' 2>&1").c_str());
-    std::stringstream lint;
-    lint << std::ifstream(out).rdbuf();
-    EXPECT_EQ(status, 0) << lint.str();
-    EXPECT_EQ(lint.str(), "");
+    const PromtoolLint lint = RunPromtool(dir_, "exposure-scorer", metrics);
+    EXPECT_EQ(lint.exit_code, 0) << lint.output;
+    EXPECT_EQ(lint.output, "");
   }
 
   // The CLI's renderings.

@@ -104,14 +104,9 @@ TEST_F(ForgettingAuditTest, InjectedExamplesAreDetectedThenForgotten) {
   EXPECT_THAT(metrics, HasSubstr("memaudit_forgetting_tpr_ratio{audit="));
   EXPECT_THAT(metrics, HasSubstr("memaudit_forgetting_epsilon_lower_bound{audit="));
   if (access(kPromtoolBinary, X_OK) == 0) {
-    const std::string prom = dir_ + "/forgetting-scorer.prom", out = dir_ + "/promtool.out";
-    std::ofstream(prom) << metrics;
-    const int status = std::system(
-        absl::StrCat(kPromtoolBinary, " check metrics < '", prom, "' > '", out, "' 2>&1").c_str());
-    std::stringstream lint;
-    lint << std::ifstream(out).rdbuf();
-    EXPECT_EQ(status, 0) << lint.str();
-    EXPECT_EQ(lint.str(), "");
+    const PromtoolLint lint = RunPromtool(dir_, "forgetting-scorer", metrics);
+    EXPECT_EQ(lint.exit_code, 0) << lint.output;
+    EXPECT_EQ(lint.output, "");
   }
 
   // The CLI's renderings.

@@ -15,26 +15,6 @@
 namespace memaudit::testing {
 namespace {
 
-struct Lint {
-  int exit_code = -1;
-  std::string output;
-};
-
-// Runs promtool on `exposition` (it reads the metrics from stdin).
-Lint Promtool(const std::string& dir, const std::string& name, const std::string& exposition) {
-  const std::string in = absl::StrCat(dir, "/", name, ".prom");
-  const std::string out = absl::StrCat(dir, "/", name, ".promtool");
-  std::ofstream(in) << exposition;
-  Lint lint;
-  const int status = std::system(
-      absl::StrCat(kPromtoolBinary, " check metrics < '", in, "' > '", out, "' 2>&1").c_str());
-  lint.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::stringstream text;
-  text << std::ifstream(out).rdbuf();
-  lint.output = text.str();
-  return lint;
-}
-
 class MetricsLintTest : public ClusterTest {
  protected:
   // Fetches and lints every process's /metrics; `phase` names the files.
@@ -48,7 +28,7 @@ class MetricsLintTest : public ClusterTest {
     for (const auto& [name, port] : endpoints) {
       const std::string exposition = HttpGet(port, "/metrics");
       ASSERT_THAT(exposition, ::testing::HasSubstr("# TYPE memaudit_")) << name << " " << phase;
-      const Lint lint = Promtool(dir_, absl::StrCat(phase, "-", name), exposition);
+      const PromtoolLint lint = RunPromtool(dir_, absl::StrCat(phase, "-", name), exposition);
       EXPECT_EQ(lint.exit_code, 0) << name << " " << phase << ":\n" << lint.output;
       EXPECT_EQ(lint.output, "") << name << " " << phase;
     }
@@ -62,7 +42,8 @@ TEST_F(MetricsLintTest, PromtoolAcceptsEveryEndpointDuringAndAfterAnAudit) {
   StartCluster(/*workers=*/2);
   // promtool's verdict on a known-bad exposition, so a silently broken
   // invocation cannot pass the checks below.
-  const Lint bad = Promtool(dir_, "bad", "# HELP x_ms latency\n# TYPE x_ms counter\nx_ms 1\n");
+  const PromtoolLint bad =
+      RunPromtool(dir_, "bad", "# HELP x_ms latency\n# TYPE x_ms counter\nx_ms 1\n");
   ASSERT_NE(bad.exit_code, 0) << bad.output;
 
   auto submitted = client_->Submit(TinyMembershipSpec(4, /*epochs=*/20));

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <sstream>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -135,6 +138,21 @@ nlohmann::json PrometheusServer::WaitFor(const std::string& promql,
 double PrometheusServer::WaitForValue(const std::string& promql, double expected, int timeout_ms) {
   return SingleValue(WaitFor(
       promql, [&](const nlohmann::json& r) { return SingleValue(r) == expected; }, timeout_ms));
+}
+
+PromtoolLint RunPromtool(const std::string& dir, const std::string& name,
+                         const std::string& exposition) {
+  const std::string in = absl::StrCat(dir, "/", name, ".prom");
+  const std::string out = absl::StrCat(dir, "/", name, ".promtool");
+  std::ofstream(in) << exposition;
+  PromtoolLint lint;
+  const int status = std::system(
+      absl::StrCat(kPromtoolBinary, " check metrics < '", in, "' > '", out, "' 2>&1").c_str());
+  lint.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::stringstream text;
+  text << std::ifstream(out).rdbuf();
+  lint.output = text.str();
+  return lint;
 }
 
 }  // namespace memaudit::testing

@@ -18,6 +18,16 @@ namespace memaudit::testing {
 inline constexpr char kPrometheusBinary[] = "/usr/bin/prometheus";
 inline constexpr char kPromtoolBinary[] = "/usr/bin/promtool";
 
+struct PromtoolLint {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs `promtool check metrics` on `exposition`; the input and promtool's
+// output are kept in `dir` as <name>.prom and <name>.promtool.
+PromtoolLint RunPromtool(const std::string& dir, const std::string& name,
+                         const std::string& exposition);
+
 struct ScrapeJob {
   std::string job;
   std::vector<int> ports;  // on 127.0.0.1
