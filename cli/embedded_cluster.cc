@@ -53,47 +53,60 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(
 
 EmbeddedCluster::~EmbeddedCluster() { Stop(); }
 
-absl::Status EmbeddedCluster::StartScorer(int port) {
-  const std::string port_file = options_.dir + "/scorer.port";
-  const std::string metrics_file = options_.dir + "/scorer.metrics-port";
+absl::StatusOr<EmbeddedCluster::Service> EmbeddedCluster::StartService(
+    const std::string& name, int port, const std::vector<std::string>& extra_args) {
+  const std::string base = absl::StrCat(options_.dir, "/", name);
+  const std::string port_file = base + ".port";
+  const std::string metrics_file = base + ".metrics-port";
+  // A restart must not read the previous process's ports.
   std::remove(port_file.c_str());
   std::remove(metrics_file.c_str());
-  auto process =
-      Subprocess::Spawn({Binary("memaudit-scorer"), "--listen", absl::StrCat("127.0.0.1:", port),
-                         "--port-file", port_file, "--metrics-listen", "127.0.0.1:0",
-                         "--metrics-port-file", metrics_file, "--db", options_.dir + "/scorer.db"},
-                        options_.dir + "/scorer.log");
+  std::vector<std::string> argv = {Binary("memaudit-" + name),
+                                   "--listen",
+                                   absl::StrCat("127.0.0.1:", port),
+                                   "--port-file",
+                                   port_file,
+                                   "--metrics-listen",
+                                   "127.0.0.1:0",
+                                   "--metrics-port-file",
+                                   metrics_file,
+                                   "--db",
+                                   base + ".db"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  auto process = Subprocess::Spawn(argv, base + ".log");
   if (!process.ok()) return process.status();
-  scorer_ = std::move(*process);
-  auto bound = WaitForPortFile(port_file, kStartTimeoutMs, scorer_.get());
-  if (!bound.ok()) {
-    return absl::UnavailableError(absl::StrCat("scorer did not start: ", bound.status().message(),
-                                               "; see ", options_.dir, "/scorer.log"));
+  Service service;
+  service.process = std::move(*process);
+  for (auto [file, out] :
+       {std::pair{&port_file, &service.port}, std::pair{&metrics_file, &service.metrics_port}}) {
+    auto bound = WaitForPortFile(*file, kStartTimeoutMs, service.process.get());
+    if (!bound.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat(name, " did not start: ", bound.status().message(), "; see ", base, ".log"));
+    }
+    *out = *bound;
   }
-  scorer_port_ = *bound;
-  scorer_metrics_port_ = *WaitForPortFile(metrics_file, kStartTimeoutMs, scorer_.get());
+  return service;
+}
+
+absl::Status EmbeddedCluster::StartScorer(int port) {
+  auto service = StartService("scorer", port, {});
+  if (!service.ok()) return service.status();
+  scorer_ = std::move(service->process);
+  scorer_port_ = service->port;
+  scorer_metrics_port_ = service->metrics_port;
   return absl::OkStatus();
 }
 
 absl::Status EmbeddedCluster::StartCoordinator() {
-  const std::string port_file = options_.dir + "/coordinator.port";
-  const std::string metrics_file = options_.dir + "/coordinator.metrics-port";
-  auto process = Subprocess::Spawn(
-      {Binary("memaudit-coordinator"), "--listen", "127.0.0.1:0", "--port-file", port_file,
-       "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_file, "--db",
-       options_.dir + "/coordinator.db", "--scorer", scorer_address(), "--lease-ttl-ms",
-       absl::StrCat(options_.lease_ttl_ms), "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)},
-      options_.dir + "/coordinator.log");
-  if (!process.ok()) return process.status();
-  coordinator_ = std::move(*process);
-  auto bound = WaitForPortFile(port_file, kStartTimeoutMs, coordinator_.get());
-  if (!bound.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("coordinator did not start: ", bound.status().message(), "; see ",
-                     options_.dir, "/coordinator.log"));
-  }
-  coordinator_port_ = *bound;
-  coordinator_metrics_port_ = *WaitForPortFile(metrics_file, kStartTimeoutMs, coordinator_.get());
+  auto service = StartService(
+      "coordinator", 0,
+      {"--scorer", scorer_address(), "--lease-ttl-ms", absl::StrCat(options_.lease_ttl_ms),
+       "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)});
+  if (!service.ok()) return service.status();
+  coordinator_ = std::move(service->process);
+  coordinator_port_ = service->port;
+  coordinator_metrics_port_ = service->metrics_port;
   return absl::OkStatus();
 }
 

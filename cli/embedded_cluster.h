@@ -49,6 +49,15 @@ class EmbeddedCluster {
 
  private:
   explicit EmbeddedCluster(ClusterOptions options) : options_(std::move(options)) {}
+  struct Service {
+    std::unique_ptr<Subprocess> process;
+    int port = 0;
+    int metrics_port = 0;
+  };
+  // Starts memaudit-<name> on `port` (0 = any) with its database, log and
+  // port files under the run directory, and waits until it serves.
+  absl::StatusOr<Service> StartService(const std::string& name, int port,
+                                       const std::vector<std::string>& extra_args);
   absl::Status StartScorer(int port);
   absl::Status StartCoordinator();
   std::string Binary(const std::string& name) const;
