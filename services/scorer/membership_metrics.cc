@@ -164,7 +164,9 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
       if (absl::Status s = AddOperatingPoint(*roc, fpr, out); !s.ok()) return s;
     }
     if (absl::Status s = AddRocCurve(*roc, out); !s.ok()) return s;
-    if (results.most_vulnerable().empty()) {
+    // A spec that reached the scorer without FPR points gets no ranking
+    // rather than undefined behaviour.
+    if (results.most_vulnerable().empty() && !m.fpr_points().empty()) {
       const double fpr = *std::min_element(m.fpr_points().begin(), m.fpr_points().end());
       auto point = scoring::TprAtFpr(*roc, fpr);
       if (!point.ok()) return point.status();
