@@ -12,6 +12,7 @@
 #include "cli/csv_export.h"
 #include "cli/embedded_cluster.h"
 #include "cli/html_report.h"
+#include "cli/privacy_meter_export.h"
 #include "cli/render.h"
 #include "common/process.h"
 #include "common/spec_yaml.h"
@@ -41,7 +42,12 @@ absl::Status WriteReportFiles(const v1::Audit& audit, const v1::AuditResults& re
   if (!files.html_path.empty()) {
     if (absl::Status s = WriteFile(files.html_path, HtmlReport(audit, results)); !s.ok()) return s;
   }
-  if (!files.csv_dir.empty()) return WriteResultsCsv(results, files.csv_dir);
+  if (!files.csv_dir.empty()) {
+    if (absl::Status s = WriteResultsCsv(results, files.csv_dir); !s.ok()) return s;
+  }
+  if (!files.privacy_meter_dir.empty()) {
+    return WritePrivacyMeterExport(audit, results, files.privacy_meter_dir);
+  }
   return absl::OkStatus();
 }
 
@@ -60,8 +66,9 @@ int ExitCodeFor(const absl::Status& status) {
 int PrintError(const absl::Status& status) {
   std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
   if (status.code() == absl::StatusCode::kInvalidArgument) {
-    std::fprintf(stderr, "hint: `memaudit validate SPEC` lists every problem; docs/spec.md "
-                         "describes each field\n");
+    std::fprintf(stderr,
+                 "hint: `memaudit validate SPEC` lists every problem; docs/spec.md "
+                 "describes each field\n");
   }
   return ExitCodeFor(status);
 }
@@ -108,7 +115,8 @@ int ValidateCommand(const std::string& spec_path) {
     return kOk;
   }
   std::fprintf(stderr, "%s: %zu problem(s)\n", spec_path.c_str(), problems.size());
-  for (const auto& p : problems) std::fprintf(stderr, "  %s: %s\n", p.field.c_str(), p.rule.c_str());
+  for (const auto& p : problems)
+    std::fprintf(stderr, "  %s: %s\n", p.field.c_str(), p.rule.c_str());
   return kBadInput;
 }
 

@@ -30,6 +30,8 @@ struct ReportFiles {
   std::string json_path;
   std::string html_path;
   std::string csv_dir;
+  // Membership audits: the layout ML Privacy Meter reads (privacy_meter_export.h).
+  std::string privacy_meter_dir;
 };
 int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
                   const ReportFiles& files);

@@ -9,6 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "cli/exposure_render.h"
 #include "cli/forgetting_render.h"
+#include "cli/relational_render.h"
+#include "cli/unlearning_render.h"
 
 namespace memaudit::cli {
 namespace {
@@ -28,6 +30,8 @@ absl::Status WriteResultsCsv(const v1::AuditResults& r, const std::string& dir) 
   }
   if (r.has_exposure()) return WriteExposureCsv(r, dir);
   if (r.has_forgetting()) return WriteForgettingCsv(r, dir);
+  if (r.has_unlearning()) return WriteUnlearningCsv(r, dir);
+  if (r.has_relational()) return WriteRelationalCsv(r, dir);
   std::string attacks = "audit_id,attack,auc,balanced_accuracy\n";
   std::string points =
       "audit_id,attack,fpr_target,tpr,tpr_low,tpr_high,fpr,fpr_low,fpr_high,threshold\n";

@@ -34,64 +34,6 @@ absl::Status Write(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-// Exposure (y, bits) against insertions (x, log2(1 + r) so controls sit at 0),
-// with the log2|R| ceiling dashed.
-std::string ExposureSvg(const v1::ExposureResults& x) {
-  const double w = 560, h = 340, left = 60, right = 20, top = 20, bottom = 50;
-  const double plot_w = w - left - right, plot_h = h - top - bottom;
-  double max_r = 1, max_y = x.log2_space();
-  for (const v1::ExposureByRepeats& g : x.by_repeats())
-    max_r = std::max<double>(max_r, g.repeats());
-  max_y = std::ceil(max_y + 1);
-  auto px = [&](double r) { return left + std::log2(1 + r) / std::log2(1 + max_r) * plot_w; };
-  auto py = [&](double bits) {
-    return top + plot_h - std::clamp(bits, 0.0, max_y) / max_y * plot_h;
-  };
-  std::string svg = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" role=\"img\" "
-      "aria-label=\"exposure against insertions\"><rect x=\"%g\" y=\"%g\" width=\"%g\" "
-      "height=\"%g\" fill=\"none\" stroke=\"#888\"/>",
-      w, h, left, top, plot_w, plot_h);
-  for (const v1::ExposureByRepeats& g : x.by_repeats()) {
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%g\" font-size=\"11\" "
-                                          "text-anchor=\"middle\">%s</text>",
-                                          px(g.repeats()), top + plot_h + 15,
-                                          g.repeats() == 0 ? "0" : absl::StrCat(g.repeats())));
-  }
-  for (int b = 0; b <= max_y; b += std::max(1, static_cast<int>(max_y / 6))) {
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%g\" y=\"%.1f\" font-size=\"11\" "
-                                          "text-anchor=\"end\">%d</text>",
-                                          left - 5, py(b) + 4, b));
-  }
-  absl::StrAppend(
-      &svg, absl::StrFormat("<line class=\"ceiling\" x1=\"%g\" y1=\"%.1f\" x2=\"%g\" "
-                            "y2=\"%.1f\" stroke=\"#d1495b\" stroke-dasharray=\"5,4\"/>"
-                            "<text x=\"%g\" y=\"%.1f\" font-size=\"11\" fill=\"#d1495b\">"
-                            "log2|R| = %.2f</text>",
-                            left, py(x.log2_space()), left + plot_w, py(x.log2_space()), left + 5,
-                            py(x.log2_space()) - 4, x.log2_space()));
-  std::string line;
-  for (const v1::ExposureByRepeats& g : x.by_repeats()) {
-    absl::StrAppend(&line, absl::StrFormat("%.1f,%.1f ", px(g.repeats()), py(g.mean_exposure())));
-  }
-  absl::StrAppend(&svg, absl::StrFormat("<polyline class=\"curve\" points=\"%s\" fill=\"none\" "
-                                        "stroke=\"#1b6ca8\" stroke-width=\"1.6\"/>",
-                                        line));
-  for (const v1::CanaryResult& c : x.canaries()) {
-    absl::StrAppend(&svg, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>",
-                                          px(c.repeats()), py(c.exposure()),
-                                          c.exact() ? "#1b6ca8" : "#e08e0b"));
-  }
-  absl::StrAppend(&svg,
-                  absl::StrFormat("<text x=\"%g\" y=\"%g\" font-size=\"12\" "
-                                  "text-anchor=\"middle\">insertions (0 = controls)</text>"
-                                  "<text x=\"14\" y=\"%g\" font-size=\"12\" "
-                                  "text-anchor=\"middle\" transform=\"rotate(-90 14 %g)\">"
-                                  "exposure (bits)</text></svg>",
-                                  left + plot_w / 2, h - 15, top + plot_h / 2, top + plot_h / 2));
-  return svg;
-}
-
 }  // namespace
 
 std::string ExposureTable(const v1::AuditResults& r) {
@@ -134,10 +76,8 @@ std::string ExposureTable(const v1::AuditResults& r) {
 
 std::string ExposureHtmlSection(const v1::AuditResults& r) {
   const v1::ExposureResults& x = r.exposure();
-  std::string html = absl::StrCat("<h2>Exposure against insertions</h2>", ExposureSvg(x),
-                                  "<p>Dots: canaries (orange: rank is a bound). Line: mean "
-                                  "exact exposure per insertion count. Dashed red: log2|R|, the "
-                                  "largest exact exposure.</p><h2>Canaries</h2><table><tr>"
+  // The plots come from ExposurePlotsHtml (report_plots.h).
+  std::string html = absl::StrCat("<h2>Canaries</h2><table><tr>"
                                   "<th>secret</th><th>inserted</th><th>Px (bits)</th><th>rank</th>"
                                   "<th>exposure</th><th>sampled</th><th>extrapolated</th></tr>");
   for (const v1::CanaryResult& c : x.canaries()) {

@@ -1,5 +1,5 @@
 // How the CLI shows `exposure` audit results: the terminal table, the HTML
-// report's section (inline-SVG plot of exposure against insertions) and CSV.
+// report's canary table (its plots are in report_plots.h) and CSV.
 #ifndef MEMAUDIT_CLI_EXPOSURE_RENDER_H_
 #define MEMAUDIT_CLI_EXPOSURE_RENDER_H_
 

@@ -13,12 +13,6 @@ namespace memaudit::cli {
 
 std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results);
 
-// The ROC curves on log-log axes with the FPR operating points marked.
-std::string RocSvg(const v1::AuditResults& results);
-
-// The memaudit version and the commit it was built from.
-std::string CodeVersion();
-
 }  // namespace memaudit::cli
 
 #endif  // MEMAUDIT_CLI_HTML_REPORT_H_

@@ -29,9 +29,12 @@ int main(int argc, char** argv) {
 
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(
-      "run", "Run an audit end to end on this machine: starts a scorer, a coordinator and "
-             "workers on loopback, shows progress, prints the results and stops everything.");
-  run_cmd->add_option("spec", run.spec_path, "audit spec (YAML)")->required()->check(CLI::ExistingFile);
+      "run",
+      "Run an audit end to end on this machine: starts a scorer, a coordinator and "
+      "workers on loopback, shows progress, prints the results and stops everything.");
+  run_cmd->add_option("spec", run.spec_path, "audit spec (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
   run_cmd->add_option("-w,--workers", run.workers, "worker processes to start")
       ->capture_default_str()
       ->check(CLI::Range(1u, 256u));
@@ -39,8 +42,7 @@ int main(int argc, char** argv) {
                       "directory for databases, logs and results.json "
                       "(default: memaudit-runs/<timestamp>)");
   run_cmd->add_option("--json", run.json_path, "also write the results JSON here");
-  run_cmd->add_option("--lease-ttl-ms", run.lease_ttl_ms,
-                      "how long a silent worker keeps its task")
+  run_cmd->add_option("--lease-ttl-ms", run.lease_ttl_ms, "how long a silent worker keeps its task")
       ->capture_default_str();
 
   std::string spec_path;
@@ -51,7 +53,9 @@ int main(int argc, char** argv) {
   bool watch = false;
   CLI::App* submit_cmd =
       app.add_subcommand("submit", "Submit a spec to a running coordinator; prints the audit id.");
-  submit_cmd->add_option("spec", spec_path, "audit spec (YAML)")->required()->check(CLI::ExistingFile);
+  submit_cmd->add_option("spec", spec_path, "audit spec (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
   submit_cmd->add_flag("--watch", watch, "follow progress until the audit ends");
   add_remote(submit_cmd, false);
 
@@ -78,6 +82,9 @@ int main(int argc, char** argv) {
                          "write a self-contained HTML report (inline SVG plots) here");
   report_cmd->add_option("--csv", report_files.csv_dir,
                          "write attacks.csv, operating_points.csv and roc.csv into this directory");
+  report_cmd->add_option("--privacy-meter", report_files.privacy_meter_dir,
+                         "membership audits: write models/models_metadata.json and "
+                         "models/memberships.npy (ML Privacy Meter's layout) into this directory");
   add_remote(report_cmd, true);
 
   CLI11_PARSE(app, argc, argv);

@@ -11,6 +11,8 @@
 #include "absl/strings/str_format.h"
 #include "cli/exposure_render.h"
 #include "cli/forgetting_render.h"
+#include "cli/relational_render.h"
+#include "cli/unlearning_render.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit::cli {
@@ -85,6 +87,8 @@ std::string ResultsTable(const v1::AuditResults& r) {
   }
   if (r.has_exposure()) return ExposureTable(r);
   if (r.has_forgetting()) return ForgettingTable(r);
+  if (r.has_unlearning()) return UnlearningTable(r);
+  if (r.has_relational()) return RelationalTable(r);
   std::string out = absl::StrFormat(
       "audit %s (%s): %u models x %u examples, %u member / %u non-member scores\n\n", r.audit_id(),
       r.kind(), r.models(), r.examples(), r.members(), r.non_members());

@@ -17,15 +17,25 @@ inline constexpr char kPhiInjected[] = "phi_injected";
 inline constexpr char kPhiBaseline[] = "phi_baseline";
 inline constexpr char kLossInjected[] = "loss_injected";
 inline constexpr char kLossBaseline[] = "loss_baseline";
+// Attack "deterministic_replay" only: phi of Dp under the replayed baseline.
+inline constexpr char kPhiReplay[] = "phi_replay";
+inline constexpr char kReplayAttack[] = "deterministic_replay";
+// The standard attack a replay audit also reports, on the same arms.
+inline constexpr char kStandardAttack[] = "checkpoint_calibrated";
+
+inline bool Replays(const v1::ForgettingAudit& f) { return f.attack() == kReplayAttack; }
 
 // Optimizer steps of one trial, both arms: Inject T_I + injection steps + 2 x
 // the last evaluation point; Poison 2 x T_I + 2 x the last evaluation point.
-// The injection steps restate engine::InjectionSteps so services stay
-// torch-free; engine::ForgettingTrialSteps must agree (tested end to end).
+// A replay adds a third run of the baseline from its fork: + last (Inject),
+// + T_I + last (Poison). The injection steps restate engine::InjectionSteps
+// so services stay torch-free; engine::ForgettingTrialSteps must agree
+// (tested end to end).
 inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
   const uint64_t last = f.eval_points().empty() ? 0 : f.eval_points(f.eval_points_size() - 1);
   const uint64_t t_i = f.training().steps_before_injection();
-  if (f.strategy() == "poison") return 2 * t_i + 2 * last;
+  const uint64_t arms = Replays(f) ? 3 : 2;
+  if (f.strategy() == "poison") return arms * t_i + arms * last;
   const uint64_t b = std::max<uint32_t>(f.training().batch_size(), 1);
   const uint64_t p = f.injected().size();
   const uint64_t r = std::max<uint32_t>(f.repeats(), 1);
@@ -36,7 +46,7 @@ inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
   } else {
     injection = r * ((p + b - 1) / b);
   }
-  return t_i + injection + 2 * last;
+  return t_i + injection + arms * last;
 }
 
 }  // namespace memaudit::forgetting

@@ -1,5 +1,7 @@
 #include "common/seeding.h"
 
+#include <algorithm>
+
 namespace memaudit {
 namespace {
 
@@ -56,6 +58,14 @@ std::vector<uint32_t> AuditPool(uint64_t seed, uint32_t dataset_size, uint32_t p
   std::vector<uint32_t> perm = SeededPermutation(DeriveSeed(seed, "pool", 0), dataset_size);
   perm.resize(pool_size < dataset_size ? pool_size : dataset_size);
   return perm;
+}
+
+std::vector<uint32_t> AuditPopulation(uint64_t seed, uint32_t dataset_size, uint32_t pool_size,
+                                      uint32_t population_size) {
+  std::vector<uint32_t> perm = SeededPermutation(DeriveSeed(seed, "pool", 0), dataset_size);
+  const size_t begin = std::min<size_t>(pool_size, perm.size());
+  const size_t end = std::min<size_t>(begin + population_size, perm.size());
+  return std::vector<uint32_t>(perm.begin() + begin, perm.begin() + end);
 }
 
 KeepMatrix BuildKeepMatrix(uint64_t seed, uint32_t models, uint32_t examples) {

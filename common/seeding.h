@@ -35,6 +35,12 @@ std::vector<uint32_t> SeededPermutation(uint64_t seed, uint32_t n);
 // The audit pool: `pool_size` distinct indices drawn from [0, dataset_size).
 std::vector<uint32_t> AuditPool(uint64_t seed, uint32_t dataset_size, uint32_t pool_size);
 
+// RMIA's population: the `population_size` indices that follow the pool in
+// the same permutation, so they are disjoint from it and no model trains on
+// them. Fewer when the dataset runs out.
+std::vector<uint32_t> AuditPopulation(uint64_t seed, uint32_t dataset_size, uint32_t pool_size,
+                                      uint32_t population_size);
+
 // The LiRA keep-matrix: models x examples, row-major, 1 = the example is in
 // that model's training set. Models come in complementary pairs: model 2k
 // trains on a seeded random half of the examples and model 2k+1 on the other

@@ -40,6 +40,18 @@ TEST(SeedingTest, AuditPoolIsDistinctAndBounded) {
   EXPECT_EQ(AuditPool(1, 10, 50).size(), 10u);
 }
 
+TEST(SeedingTest, PopulationIsDisjointFromThePool) {
+  const std::vector<uint32_t> pool = AuditPool(1, 1000, 300);
+  const std::vector<uint32_t> population = AuditPopulation(1, 1000, 300, 200);
+  ASSERT_EQ(population.size(), 200u);
+  std::set<uint32_t> all(pool.begin(), pool.end());
+  all.insert(population.begin(), population.end());
+  EXPECT_EQ(all.size(), 500u);
+  // The pool does not depend on whether a population is drawn.
+  EXPECT_EQ(AuditPool(1, 1000, 300), pool);
+  EXPECT_EQ(AuditPopulation(1, 1000, 900, 200).size(), 100u);
+}
+
 TEST(SeedingTest, KeepMatrixPutsEachExampleInExactlyHalfTheModels) {
   KeepMatrix keep = BuildKeepMatrix(9, 16, 300);
   for (uint32_t j = 0; j < 300; ++j) {

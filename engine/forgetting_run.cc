@@ -71,10 +71,14 @@ void Measure(Trainer& trainer, const Batch& probe, std::vector<double>* phi,
 
 uint64_t ForgettingTrialSteps(const ForgettingRunSpec& spec) {
   const uint64_t after = spec.eval_points.empty() ? 0 : spec.eval_points.back();
-  if (spec.strategy == ForgettingStrategy::kPoison) return 2 * spec.steps_before + 2 * after;
+  // The replay repeats the baseline arm from its fork: Poison forks at theta_0.
+  const uint64_t arms = spec.replay ? 3 : 2;
+  if (spec.strategy == ForgettingStrategy::kPoison) {
+    return arms * spec.steps_before + arms * after;
+  }
   return spec.steps_before +
          InjectionSteps(spec.injected_rows.size(), spec.batch_size, InjectOptionsFor(spec)) +
-         2 * after;
+         arms * after;
 }
 
 absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
@@ -120,6 +124,11 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
       poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, base_seed)
              : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
   if (!base_schedule.ok()) return base_schedule.status();
+  // The adversary rebuilds the baseline's order from the seed it knows.
+  absl::StatusOr<std::unique_ptr<BatchSchedule>> replay_schedule =
+      poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, base_seed)
+             : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
+  if (!replay_schedule.ok()) return replay_schedule.status();
 
   ForgettingRunResult result;
   auto count = [&](uint64_t, double) {
@@ -129,12 +138,22 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
   try {
     auto injected_arm = Trainer::Create(factory, options);
     if (!injected_arm.ok()) return injected_arm.status();
-    std::unique_ptr<Trainer> baseline_arm;
-    if (poison) {
-      // Alg. 1: both arms from the same theta_0; D u Dp vs D before T_I.
+    std::unique_ptr<Trainer> baseline_arm, replay_arm;
+    // The baseline (and the replay) fork from the injected arm's state at the
+    // fork point, so they start from the same bits.
+    auto fork_baseline = [&]() -> absl::Status {
       auto fork = (*injected_arm)->Fork();
       if (!fork.ok()) return fork.status();
       baseline_arm = *std::move(fork);
+      if (!spec.replay) return absl::OkStatus();
+      auto replay = (*injected_arm)->Fork();
+      if (!replay.ok()) return replay.status();
+      replay_arm = *std::move(replay);
+      return absl::OkStatus();
+    };
+    if (poison) {
+      // Alg. 1: both arms from the same theta_0; D u Dp vs D before T_I.
+      if (absl::Status s = fork_baseline(); !s.ok()) return s;
       if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, spec.steps_before, count);
           !s.ok()) {
         return s;
@@ -142,6 +161,12 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
       if (absl::Status s = baseline_arm->Train(all, **base_schedule, spec.steps_before, count);
           !s.ok()) {
         return s;
+      }
+      if (replay_arm != nullptr) {
+        if (absl::Status s = replay_arm->Train(all, **replay_schedule, spec.steps_before, count);
+            !s.ok()) {
+          return s;
+        }
       }
       Measure(*baseline_arm, probe, &result.phi_checkpoint, &result.loss_checkpoint);
     } else {
@@ -151,9 +176,7 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
         return s;
       }
       Measure(**injected_arm, probe, &result.phi_checkpoint, &result.loss_checkpoint);
-      auto fork = (*injected_arm)->Fork();
-      if (!fork.ok()) return fork.status();
-      baseline_arm = *std::move(fork);
+      if (absl::Status s = fork_baseline(); !s.ok()) return s;
       result.injection_steps =
           InjectionSteps(p_ids.size(), spec.batch_size, InjectOptionsFor(spec));
     }
@@ -171,6 +194,16 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
       }
       Measure(**injected_arm, probe, &point.phi_injected, &point.loss_injected);
       Measure(*baseline_arm, probe, &point.phi_baseline, &point.loss_baseline);
+      if (replay_arm != nullptr) {
+        // A real second run of the baseline's steps, not a copy of its state.
+        if (absl::Status s =
+                replay_arm->Train(all, **replay_schedule, spec.steps_before + k, count);
+            !s.ok()) {
+          return s;
+        }
+        std::vector<double> unused_loss;
+        Measure(*replay_arm, probe, &point.phi_replay, &unused_loss);
+      }
       if (on_point) on_point(result);
     }
   } catch (const std::exception& e) {

@@ -2,7 +2,9 @@
 // Memorized Training Examples"): one trial trains a shared prefix to T_I (or,
 // for Poison, both arms from the same initialization), forks an injected and a
 // baseline arm, and at every evaluation point (clean steps since injection)
-// returns phi and loss of the injected examples Dp under both arms.
+// returns phi and loss of the injected examples Dp under both arms. With
+// `replay`, a third trainer re-runs the baseline arm from the same fork and
+// seeds (the paper's §5.2 adversary, who knows seed and data order).
 #ifndef MEMAUDIT_ENGINE_FORGETTING_RUN_H_
 #define MEMAUDIT_ENGINE_FORGETTING_RUN_H_
 
@@ -33,6 +35,9 @@ struct ForgettingRunSpec {
   bool dup_in_batch = false;          // Inject: one batch holding r copies (else r steps)
   bool paired = true;                 // both arms see the same D order after T_I
   std::vector<uint64_t> eval_points;  // clean steps since injection, ascending
+  // Also replay the baseline arm (Inject: from the checkpoint; Poison: from
+  // theta_0) and measure phi of Dp under the replay at every point.
+  bool replay = false;
   uint64_t init_seed = 0;
   uint64_t order_seed = 0;
   uint32_t threads = 1;
@@ -42,6 +47,7 @@ struct ForgettingPoint {
   uint64_t steps_since_injection = 0;
   // Per Dp example (with its injection label), float64.
   std::vector<double> phi_injected, phi_baseline, loss_injected, loss_baseline;
+  std::vector<double> phi_replay;  // with spec.replay only
 };
 
 struct ForgettingRunResult {
@@ -49,7 +55,7 @@ struct ForgettingRunResult {
   std::vector<double> phi_checkpoint, loss_checkpoint;
   std::vector<ForgettingPoint> points;
   uint64_t injection_steps = 0;
-  uint64_t steps = 0;  // optimizer steps taken, both arms
+  uint64_t steps = 0;  // optimizer steps taken, both arms (and the replay)
 };
 
 // Optimizer steps a trial takes (the planner's steps_total per task).

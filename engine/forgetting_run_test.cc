@@ -93,6 +93,36 @@ TEST(ForgettingRunTest, PoisonTrainsBothArmsFromTheSameInit) {
   EXPECT_NE(result->points[0].phi_injected, result->points[0].phi_baseline);
 }
 
+TEST(ForgettingRunTest, ReplayReproducesTheBaselineArmBitForBit) {
+  const LabeledImages data = TinyImages(240);
+  for (ForgettingStrategy strategy : {ForgettingStrategy::kInject, ForgettingStrategy::kPoison}) {
+    ForgettingRunSpec spec = Spec();
+    spec.strategy = strategy;
+    spec.repeats = strategy == ForgettingStrategy::kPoison ? 1 : 2;
+    spec.replay = true;
+    uint64_t reported = 0;
+    auto result = RunForgetting(data, spec, [&](uint64_t steps) {
+      reported = steps;
+      return true;
+    });
+    ASSERT_TRUE(result.ok()) << result.status();
+    // The replay is a real third run: Inject 20 + 2 + 3 x 10, Poison 3 x (20 + 10).
+    EXPECT_EQ(result->steps, strategy == ForgettingStrategy::kPoison ? 90u : 52u);
+    EXPECT_EQ(result->steps, ForgettingTrialSteps(spec));
+    EXPECT_EQ(reported, result->steps);
+    for (const ForgettingPoint& p : result->points) {
+      EXPECT_EQ(p.phi_replay, p.phi_baseline) << p.steps_since_injection;
+      EXPECT_NE(p.phi_replay, p.phi_injected) << p.steps_since_injection;
+    }
+    // Without replay nothing is measured for it.
+    spec.replay = false;
+    auto plain = RunForgetting(data, spec, nullptr);
+    ASSERT_TRUE(plain.ok());
+    EXPECT_TRUE(plain->points[0].phi_replay.empty());
+    EXPECT_EQ(plain->points[2].phi_baseline, result->points[2].phi_baseline);
+  }
+}
+
 TEST(ForgettingRunTest, BadInputsAreRefused) {
   const LabeledImages data = TinyImages(240);
   ForgettingRunSpec spec = Spec();

@@ -62,15 +62,29 @@ absl::Status SisaEnsemble::TrainShardFrom(const TensorDataset& data, uint32_t s,
     seen.insert(seen.end(), layout_.rows[s][k].begin(), layout_.rows[s][k].end());
     if (!seen.empty()) {
       // Slice k trains on the union of slices 0..k, with an order that is a
-      // function of (seed, shard, slice) only.
-      EpochSchedule schedule(seen, sisa_.batch_size,
-                             DeriveSeed(sisa_.seed, "sisa.order", s * 1000003ull + k));
-      const uint64_t steps = sisa_.epochs_per_slice * schedule.steps_per_epoch();
-      for (uint64_t i = 0; i < steps; ++i) {
-        absl::StatusOr<double> loss = t.Step(data.Gather(schedule.At(i).ids));
-        if (!loss.ok()) return loss.status();
+      // function of (seed, shard, slice) only. Each epoch sorts the rows by a
+      // seeded per-row key, so deleting a row leaves the others' order as it
+      // was: a retrained shard differs from the original by the deletion
+      // alone, not by a reshuffle (which would drown the deletion's effect).
+      const uint64_t order_seed = DeriveSeed(sisa_.seed, "sisa.order", s * 1000003ull + k);
+      const uint64_t batch = sisa_.batch_size;
+      const uint64_t per_epoch = (seen.size() + batch - 1) / batch;
+      for (uint32_t e = 0; e < sisa_.epochs_per_slice; ++e) {
+        const uint64_t epoch_seed = DeriveSeed(order_seed, "epoch", e);
+        std::vector<std::pair<uint64_t, int64_t>> keyed;
+        keyed.reserve(seen.size());
+        for (int64_t r : seen) keyed.push_back({DeriveSeed(epoch_seed, "row", r), r});
+        std::sort(keyed.begin(), keyed.end());
+        for (uint64_t b = 0; b < per_epoch; ++b) {
+          std::vector<int64_t> ids;
+          for (uint64_t i = b * batch; i < std::min<uint64_t>((b + 1) * batch, keyed.size()); ++i) {
+            ids.push_back(keyed[i].second);
+          }
+          absl::StatusOr<double> loss = t.Step(data.Gather(ids));
+          if (!loss.ok()) return loss.status();
+        }
       }
-      steps_trained_[s] += steps;
+      steps_trained_[s] += sisa_.epochs_per_slice * per_epoch;
     }
     absl::StatusOr<std::string> ckpt = t.Serialize();
     if (!ckpt.ok()) return ckpt.status();
@@ -132,6 +146,20 @@ absl::StatusOr<uint32_t> SisaEnsemble::Add(const TensorDataset& data,
   const uint32_t from = static_cast<uint32_t>(layout_.rows[target].size() - 1);
   if (absl::Status st = TrainShardFrom(data, target, from); !st.ok()) return st;
   return target;
+}
+
+absl::StatusOr<std::unique_ptr<SisaEnsemble>> SisaEnsemble::Fork() const {
+  std::unique_ptr<SisaEnsemble> e(new SisaEnsemble());
+  for (const auto& t : shards_) {
+    absl::StatusOr<std::unique_ptr<Trainer>> copy = t->Fork();
+    if (!copy.ok()) return copy.status();
+    e->shards_.push_back(*std::move(copy));
+  }
+  e->layout_ = layout_;
+  e->sisa_ = sisa_;
+  e->checkpoints_ = checkpoints_;
+  e->steps_trained_ = steps_trained_;
+  return e;
 }
 
 torch::Tensor SisaEnsemble::Posteriors(const torch::Tensor& x) {

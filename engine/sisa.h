@@ -47,6 +47,9 @@ class SisaEnsemble {
   // Online deletion's "add" half: appends `rows` to the last slice of the
   // smallest shard and retrains that shard from its last slice checkpoint.
   absl::StatusOr<uint32_t> Add(const TensorDataset& data, const std::vector<int64_t>& rows);
+  // An independent copy (shards, slice checkpoints, layout): one trained
+  // original serves every deletion request, each on its own fork.
+  absl::StatusOr<std::unique_ptr<SisaEnsemble>> Fork() const;
   // Mean of the shards' softmax posteriors (float64) [N, classes].
   torch::Tensor Posteriors(const torch::Tensor& x);
   Model& shard_model(uint32_t s) { return shards_[s]->model(); }

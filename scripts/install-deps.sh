@@ -17,8 +17,9 @@ packages=(
   libxgboost-dev xgboost
   # tests and benchmarks; prometheus (with promtool) for the metrics tests
   libgtest-dev libgmock-dev libbenchmark-dev prometheus
-  # TorchScript export test and the Python peer benchmark
-  python3-torch
+  # TorchScript export test and the Python peer benchmark; numpy reads the
+  # ML Privacy Meter export back in its test
+  python3-torch python3-numpy
   # the HTML report is tested in headless Chromium
   chromium
   # data

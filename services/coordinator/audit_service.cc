@@ -41,7 +41,9 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext*, const v1::SubmitRequ
                         absl::StrCat("scorer did not accept the audit: ",
                                      scorer_status.error_message(), " (retry later)"));
   }
-  auto audit = scheduler_->Submit(audit_id, spec);
+  std::map<uint32_t, std::string> reused;
+  for (const v1::ReusedRun& r : opened.reused()) reused[r.run()] = r.from_audit_id();
+  auto audit = scheduler_->Submit(audit_id, spec, reused);
   if (!audit.ok()) return ToGrpc(audit.status());
   resp->set_audit_id(audit_id);
   resp->set_tasks(audit->tasks().total());

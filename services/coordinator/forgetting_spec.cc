@@ -148,9 +148,10 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
                        t.steps_after_injection(), ")"));
     }
   }
-  if (!OneOf(f.attack(), {"checkpoint_calibrated", "calibrated_loss", "uncalibrated"})) {
+  if (!OneOf(f.attack(), {"checkpoint_calibrated", "calibrated_loss", "uncalibrated",
+                          forgetting::kReplayAttack})) {
     add("attack", absl::StrCat("must be one of checkpoint_calibrated, calibrated_loss, "
-                               "uncalibrated (got \"",
+                               "uncalibrated, deterministic_replay (got \"",
                                f.attack(), "\")"));
   }
   if (!(f.fpr() > 0 && f.fpr() < 1)) {

@@ -20,7 +20,8 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
 std::vector<uint64_t> DefaultForgettingEvalPoints(uint64_t steps_after);
 
 // Optimizer steps of one trial, both arms: Inject T_I + injection steps + 2 x
-// the last evaluation point; Poison 2 x T_I + 2 x the last evaluation point.
+// the last evaluation point; Poison 2 x T_I + 2 x the last evaluation point;
+// the deterministic_replay attack's replay adds a third baseline run.
 // Matches engine::ForgettingTrialSteps exactly.
 uint64_t ForgettingTrialSteps(const v1::ForgettingAudit& f);
 

@@ -103,5 +103,18 @@ TEST(ForgettingSpecTest, PlanIsOneTaskPerTrialWithExactSteps) {
   }
 }
 
+TEST(ForgettingSpecTest, ReplayAttackIsValidAndAddsTheReplayRunToTheSteps) {
+  v1::AuditSpec spec = Defaulted();
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  f->set_attack("deterministic_replay");
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  // Inject: the replay forks at the checkpoint, so only the post-injection
+  // steps repeat: 1000 + 1 + 3 x 1000.
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 1000u + 1u + 3000u);
+  // Poison: the replay forks at theta_0 and retrains T_I too.
+  f->set_strategy("poison");
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 3000u + 3000u);
+}
+
 }  // namespace
 }  // namespace memaudit::coordinator

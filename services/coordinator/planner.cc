@@ -1,8 +1,10 @@
 #include "services/coordinator/planner.h"
 
+#include "common/relational_signals.h"
 #include "common/seeding.h"
 #include "services/coordinator/exposure_spec.h"
 #include "services/coordinator/forgetting_spec.h"
+#include "services/coordinator/unlearning_spec.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
@@ -20,6 +22,29 @@ absl::StatusOr<Plan> PlanAudit(const v1::AuditSpec& spec) {
     const uint64_t steps = ForgettingTrialSteps(spec.forgetting());
     for (uint32_t t = 0; t < spec.forgetting().trials(); ++t) {
       plan.tasks.push_back({"forgetting_trial", t, steps});
+    }
+    return plan;
+  }
+  if (spec.has_unlearning()) {
+    // One task per original model and side; it trains the original, then its
+    // unlearned children from it (common/unlearning_signals.h).
+    for (const bool target : {false, true}) {
+      const v1::UnlearningSide& side =
+          target ? spec.unlearning().target() : spec.unlearning().shadow();
+      for (uint32_t i = 0; i < side.originals(); ++i) {
+        plan.tasks.push_back({target ? "target_original" : "shadow_original", i,
+                              UnlearningTaskSteps(spec, target, i)});
+      }
+    }
+    return plan;
+  }
+  if (spec.has_relational()) {
+    // One task per variant (phone-book width or linear d_x), so variants run
+    // in parallel and each streams its own curve.
+    const uint64_t steps = relational::TaskSteps(spec.relational());
+    const size_t variants = relational::Variants(spec.relational()).size();
+    for (uint32_t i = 0; i < variants; ++i) {
+      plan.tasks.push_back({relational::kTaskRole, i, steps});
     }
     return plan;
   }

@@ -116,8 +116,8 @@ v1::Audit Scheduler::Snapshot(const AuditRecord& a) const {
   return out;
 }
 
-absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id,
-                                            const v1::AuditSpec& spec) {
+absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id, const v1::AuditSpec& spec,
+                                            const std::map<uint32_t, std::string>& reused) {
   auto plan = PlanAudit(spec);
   if (!plan.ok()) return plan.status();
   AuditRecord audit;
@@ -139,6 +139,20 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id,
   }
   std::vector<EventRecord> events = {
       Event(audit_id, "submitted", "", absl::StrCat(tasks.size(), " tasks planned"))};
+  size_t reused_tasks = 0;
+  for (TaskRecord& t : tasks) {
+    auto from = reused.find(t.index);
+    if (t.role != "reference_model" || from == reused.end()) continue;
+    t.state = TaskState::kSucceeded;
+    t.steps_done = t.steps_total;
+    events.push_back(Event(audit_id, "task_reused", t.task_id,
+                           absl::StrCat("model reused from audit ", from->second)));
+    ++reused_tasks;
+  }
+  if (reused_tasks == tasks.size()) {
+    audit.state = v1::SUCCEEDED;
+    events.push_back(Event(audit_id, "audit_succeeded", "", "every model was reused"));
+  }
 
   std::lock_guard<std::mutex> lock(mu_);
   if (audits_.count(audit_id)) {

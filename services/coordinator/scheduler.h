@@ -51,7 +51,10 @@ class Scheduler {
                                                            metrics::Registry* metrics);
 
   // Plans `spec` (already validated and defaulted) and persists the audit.
-  absl::StatusOr<v1::Audit> Submit(const std::string& audit_id, const v1::AuditSpec& spec);
+  // Tasks whose results already exist (`reused`: reference-model index ->
+  // the audit that trained it) start succeeded.
+  absl::StatusOr<v1::Audit> Submit(const std::string& audit_id, const v1::AuditSpec& spec,
+                                   const std::map<uint32_t, std::string>& reused = {});
   absl::StatusOr<v1::Audit> Get(const std::string& audit_id) const;
   std::vector<v1::Audit> List(size_t limit) const;
   absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id);

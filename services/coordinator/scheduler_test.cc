@@ -32,6 +32,35 @@ TEST_F(SchedulerTest, LeasesEveryTaskOnceThenSucceeds) {
   EXPECT_EQ(scheduler_->Complete(leases[0]).code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(SchedulerTest, ReusedModelsAreNotTrainedAgain) {
+  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4), {{0, "old"}, {2, "old"}}).ok());
+  EXPECT_EQ(scheduler_->Get("a")->tasks().succeeded(), 2u);
+  LeaseGrant first = MustLease();
+  LeaseGrant second = MustLease();
+  EXPECT_EQ(first.task.index, 1u);
+  EXPECT_EQ(second.task.index, 3u);
+  ASSERT_TRUE(scheduler_->Complete(first.task.lease_id).ok());
+  ASSERT_TRUE(scheduler_->Complete(second.task.lease_id).ok());
+  EXPECT_EQ(scheduler_->Get("a")->state(), v1::SUCCEEDED);
+  auto events = scheduler_->EventsAfter("a", 0, 100);
+  ASSERT_TRUE(events.ok());
+  int reused = 0;
+  for (const EventRecord& e : *events) reused += e.type == "task_reused";
+  EXPECT_EQ(reused, 2);
+
+  // Everything reused: the audit is done the moment it is submitted, and
+  // stays done after a restart.
+  ASSERT_TRUE(
+      scheduler_->Submit("b", SmallMembershipSpec(4), {{0, "a"}, {1, "a"}, {2, "a"}, {3, "a"}})
+          .ok());
+  EXPECT_EQ(scheduler_->Get("b")->state(), v1::SUCCEEDED);
+  Reopen();
+  EXPECT_EQ(scheduler_->Get("b")->state(), v1::SUCCEEDED);
+  auto none = scheduler_->Lease("w", 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
 TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {
   ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
   LeaseGrant first = MustLease("dead-worker");

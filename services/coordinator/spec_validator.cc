@@ -8,6 +8,8 @@
 #include "common/datasets.h"
 #include "services/coordinator/exposure_spec.h"
 #include "services/coordinator/forgetting_spec.h"
+#include "services/coordinator/relational_spec.h"
+#include "services/coordinator/unlearning_spec.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -74,14 +76,29 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
       add(absl::StrCat("fpr_points[", i, "]"), absl::StrCat("must be in (0, 1) (got ", f, ")"));
     }
   }
+  const bool rmia = std::find(m.attacks().begin(), m.attacks().end(), "rmia") != m.attacks().end();
+  if (rmia && m.population_size() == 0) {
+    add("population_size", "must be >= 1 when the \"rmia\" attack is requested (got 0)");
+  }
+  // Only when the pool itself fits: one oversized pool is one problem.
+  if (m.dataset().pool_size() <= kFashionMnistTrainExamples &&
+      uint64_t{m.dataset().pool_size()} + m.population_size() > kFashionMnistTrainExamples) {
+    add("population_size",
+        absl::StrCat("pool_size + population_size must be <= ", kFashionMnistTrainExamples,
+                     " (got ", m.dataset().pool_size(), " + ", m.population_size(), ")"));
+  }
+  if (m.has_target_model() && m.target_model() >= n) {
+    add("target_model",
+        absl::StrCat("must be < reference_models = ", n, " (got ", m.target_model(), ")"));
+  }
 }
 
 }  // namespace
 
 const std::vector<std::string>& KnownMembershipAttacks() {
-  static const auto* attacks =
-      new std::vector<std::string>{"lira_online", "lira_offline", "lira_online_fixed_variance",
-                                   "lira_offline_fixed_variance", "loss"};
+  static const auto* attacks = new std::vector<std::string>{
+      "lira_online", "lira_offline", "lira_online_fixed_variance", "lira_offline_fixed_variance",
+      "rmia",        "loss"};
   return *attacks;
 }
 
@@ -105,7 +122,9 @@ std::string KindName(const v1::AuditSpec& spec) {
 bool KindImplemented(const v1::AuditSpec& spec) {
   return spec.kind_case() == v1::AuditSpec::kMembership ||
          spec.kind_case() == v1::AuditSpec::kExposure ||
-         spec.kind_case() == v1::AuditSpec::kForgetting;
+         spec.kind_case() == v1::AuditSpec::kForgetting ||
+         spec.kind_case() == v1::AuditSpec::kUnlearning ||
+         spec.kind_case() == v1::AuditSpec::kRelational;
 }
 
 void ApplyDefaults(v1::AuditSpec* spec) {
@@ -114,6 +133,8 @@ void ApplyDefaults(v1::AuditSpec* spec) {
   if (r->max_attempts() == 0) r->set_max_attempts(3);
   if (spec->has_exposure()) ApplyExposureDefaults(spec->mutable_exposure());
   if (spec->has_forgetting()) ApplyForgettingDefaults(spec->mutable_forgetting());
+  if (spec->has_unlearning()) ApplyUnlearningDefaults(spec->mutable_unlearning());
+  if (spec->has_relational()) ApplyRelationalDefaults(spec->mutable_relational());
   if (!spec->has_membership()) return;
   v1::MembershipAudit* m = spec->mutable_membership();
   if (m->dataset().name().empty()) m->mutable_dataset()->set_name("fashion_mnist");
@@ -127,6 +148,10 @@ void ApplyDefaults(v1::AuditSpec* spec) {
   if (m->fpr_points().empty()) {
     m->add_fpr_points(0.01);
     m->add_fpr_points(0.001);
+  }
+  if (m->population_size() == 0 &&
+      std::find(m->attacks().begin(), m->attacks().end(), "rmia") != m->attacks().end()) {
+    m->set_population_size(1000);
   }
 }
 
@@ -148,6 +173,12 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
     case v1::AuditSpec::kForgetting:
       ValidateForgetting(spec.forgetting(), &problems);
       break;
+    case v1::AuditSpec::kUnlearning:
+      ValidateUnlearning(spec.unlearning(), &problems);
+      break;
+    case v1::AuditSpec::kRelational:
+      ValidateRelational(spec.relational(), &problems);
+      break;
     case v1::AuditSpec::KIND_NOT_SET:
       problems.push_back(
           {"kind", "set exactly one of: membership, exposure, forgetting, unlearning, relational"});
@@ -163,7 +194,7 @@ absl::Status ValidateSpec(const v1::AuditSpec& spec) {
     return absl::UnimplementedError(
         absl::StrCat("audit kind \"", KindName(spec),
                      "\" is part of the API but not runnable in this build yet; "
-                     "runnable kinds: membership, exposure, forgetting"));
+                     "runnable kinds: membership, exposure, forgetting, unlearning, relational"));
   }
   std::vector<SpecProblem> problems = FindProblems(spec);
   if (problems.empty()) return absl::OkStatus();

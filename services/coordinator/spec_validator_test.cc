@@ -19,7 +19,8 @@ TEST(SpecValidatorTest, DefaultsAreFilledIn) {
   EXPECT_EQ(spec.resources().threads_per_task(), 1u);
   EXPECT_EQ(spec.resources().max_attempts(), 3u);
   EXPECT_EQ(spec.membership().dataset().name(), "fashion_mnist");
-  EXPECT_EQ(spec.membership().attacks_size(), 5);
+  EXPECT_EQ(spec.membership().attacks_size(), 6);
+  EXPECT_EQ(spec.membership().population_size(), 1000u) << "rmia is among the defaults";
   EXPECT_EQ(spec.membership().fpr_points_size(), 2);
 }
 
@@ -48,9 +49,28 @@ TEST(SpecValidatorTest, EveryBadFieldIsNamedWithItsRule) {
   EXPECT_THAT(message, HasSubstr("membership.dataset.name"));
   EXPECT_THAT(message, HasSubstr("membership.model.architecture"));
   EXPECT_THAT(message, HasSubstr("membership.model.hidden[1]"));
-  EXPECT_THAT(message, HasSubstr("membership.attacks[5]: unknown attack \"magic\""));
+  EXPECT_THAT(message, HasSubstr("membership.attacks[6]: unknown attack \"magic\""));
   EXPECT_THAT(message, HasSubstr("membership.fpr_points[2]"));
   EXPECT_EQ(FindProblems(spec).size(), 10u);
+}
+
+TEST(SpecValidatorTest, RmiaPopulationAndTargetModelAreChecked) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  v1::MembershipAudit* m = spec.mutable_membership();
+  m->set_population_size(60000);
+  m->set_target_model(4);
+  const std::string message(ValidateSpec(spec).message());
+  EXPECT_THAT(message, HasSubstr("membership.population_size: pool_size + population_size must "
+                                 "be <= 60000"));
+  EXPECT_THAT(message,
+              HasSubstr("membership.target_model: must be < reference_models = 4 (got 4)"));
+  m->set_population_size(0);
+  m->set_target_model(3);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("membership.population_size: must be >= 1 when the \"rmia\" attack"));
+  m->clear_attacks();
+  m->add_attacks("loss");
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << "no population needed without rmia";
 }
 
 TEST(SpecValidatorTest, MissingKindIsInvalid) {
@@ -61,14 +81,14 @@ TEST(SpecValidatorTest, MissingKindIsInvalid) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("kind: set exactly one of"));
 }
 
-TEST(SpecValidatorTest, KindsNotBuiltAreUnimplemented) {
+TEST(SpecValidatorTest, EveryKindInTheApiIsRunnable) {
+  // An unset spec of each kind is checked field by field, not refused whole.
   v1::AuditSpec spec;
   spec.mutable_unlearning();
-  absl::Status status = ValidateSpec(spec);
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("\"unlearning\""));
+  EXPECT_TRUE(KindImplemented(spec));
+  EXPECT_EQ(ValidateSpec(spec).code(), absl::StatusCode::kInvalidArgument);
   spec.mutable_relational();
-  EXPECT_EQ(ValidateSpec(spec).code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(KindImplemented(spec));
 }
 
 TEST(SpecValidatorTest, ExposureDefaultsMakeARunnableSpec) {

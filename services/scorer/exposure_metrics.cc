@@ -43,6 +43,25 @@ double Mean(const std::vector<double>& v) {
   return sum / static_cast<double>(v.size());
 }
 
+// Bins for the report's plot of the reference Px against the skew-normal fit.
+constexpr int kPxHistogramBins = 40;
+
+// Equal bins over [min, max], the maximum in the last bin; when every value
+// is the same, bins over [v - 0.5, v + 0.5]. `px` is non-empty and finite.
+v1::PxHistogram PxHistogramOf(const std::vector<double>& px) {
+  const auto [lo, hi] = std::minmax_element(px.begin(), px.end());
+  v1::PxHistogram h;
+  h.set_bin_width(*hi > *lo ? (*hi - *lo) / kPxHistogramBins : 1.0 / kPxHistogramBins);
+  h.set_low(*hi > *lo ? *lo : *lo - 0.5);
+  std::vector<uint64_t> counts(kPxHistogramBins, 0);
+  for (double v : px) {
+    const int bin = static_cast<int>(std::floor((v - h.low()) / h.bin_width()));
+    ++counts[std::clamp(bin, 0, kPxHistogramBins - 1)];
+  }
+  h.mutable_counts()->Add(counts.begin(), counts.end());
+  return h;
+}
+
 }  // namespace
 
 std::vector<std::string> RequiredExposureSignals(const v1::ExposureAudit& e) {
@@ -155,6 +174,7 @@ absl::StatusOr<v1::AuditResults> ScoreExposure(
   if (exposure::NeedsReferences(e.estimator())) refs = signals.at(exposure::kReferencePxBits);
   out->set_reference_samples(static_cast<uint32_t>(refs.size()));
   out->set_log2_reference_samples(refs.empty() ? 0 : std::log2(static_cast<double>(refs.size())));
+  if (!refs.empty()) *out->mutable_reference_px_histogram() = PxHistogramOf(refs);
   scoring::SkewNormalParams fit;
   bool fitted = false;
   if (extrapolated) {

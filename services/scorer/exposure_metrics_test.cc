@@ -126,6 +126,17 @@ TEST_F(ExposureScorerTest, ScoresOnceEverySignalIsIn) {
   EXPECT_EQ(x.extraction_target(), "271");
   EXPECT_EQ(x.extraction_queries(), 345u);
   EXPECT_EQ(x.training_steps(), 120u);
+  // The reference Px histogram for the report: 40 bins over [20, 51] holding
+  // all 32 references; 20 alone in the first bin, 51 (the maximum) in the last.
+  const v1::PxHistogram& h = x.reference_px_histogram();
+  EXPECT_DOUBLE_EQ(h.low(), 20.0);
+  EXPECT_DOUBLE_EQ(h.bin_width(), 31.0 / 40);
+  ASSERT_EQ(h.counts_size(), 40);
+  uint64_t binned = 0;
+  for (uint64_t n : h.counts()) binned += n;
+  EXPECT_EQ(binned, 32u);
+  EXPECT_EQ(h.counts(0), 1u);
+  EXPECT_EQ(h.counts(39), 1u);
   // Gauges: bounded labels (audit, insertions, estimator), no secrets.
   const std::string exposition = registry_.Serialize();
   EXPECT_THAT(exposition, HasSubstr("memaudit_exposure_space_log2{audit=\"x\"}"));

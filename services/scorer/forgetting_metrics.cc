@@ -15,9 +15,10 @@ bool IsCheckpointSignal(const std::string& s) {
   return s == forgetting::kPhiCheckpoint || s == forgetting::kLossCheckpoint;
 }
 
-bool IsPointSignal(const std::string& s) {
+bool IsPointSignal(const v1::ForgettingAudit& f, const std::string& s) {
   return s == forgetting::kPhiInjected || s == forgetting::kPhiBaseline ||
-         s == forgetting::kLossInjected || s == forgetting::kLossBaseline;
+         s == forgetting::kLossInjected || s == forgetting::kLossBaseline ||
+         (forgetting::Replays(f) && s == forgetting::kPhiReplay);
 }
 
 v1::TrialMean ToProto(const scoring::MeanSummary& m) {
@@ -29,15 +30,78 @@ v1::TrialMean ToProto(const scoring::MeanSummary& m) {
   return out;
 }
 
+// One trial's signals at one evaluation point (phi_replay null without a
+// replay).
+struct TrialSignals {
+  const std::vector<double>* phi_ckpt;
+  const std::vector<double>* loss_ckpt;
+  const std::vector<double>* phi_injected;
+  const std::vector<double>* loss_injected;
+  const std::vector<double>* phi_baseline;
+  const std::vector<double>* loss_baseline;
+  const std::vector<double>* phi_replay;
+};
+
+// |phi - phi_replay|, higher = member: the replay adversary calls a model
+// whose Dp scores equal its own replay of the baseline world a non-member.
+absl::StatusOr<std::vector<double>> ReplayScores(const std::vector<double>& phi,
+                                                 const std::vector<double>& phi_replay) {
+  if (phi.size() != phi_replay.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("phi_replay: ", phi_replay.size(), " values for ", phi.size(), " examples"));
+  }
+  std::vector<double> out(phi.size());
+  for (size_t i = 0; i < phi.size(); ++i) out[i] = std::fabs(phi[i] - phi_replay[i]);
+  return out;
+}
+
 // One trial's attack scores of the injected examples under one arm.
-absl::StatusOr<std::vector<double>> ArmScores(const std::string& attack,
-                                              const std::vector<double>& phi,
-                                              const std::vector<double>& loss,
-                                              const std::vector<double>& phi_ckpt,
-                                              const std::vector<double>& loss_ckpt) {
-  if (attack == "calibrated_loss") return scoring::CalibratedLossScores(loss, loss_ckpt);
+absl::StatusOr<std::vector<double>> ArmScores(const std::string& attack, const TrialSignals& t,
+                                              bool injected_arm) {
+  const std::vector<double>& phi = injected_arm ? *t.phi_injected : *t.phi_baseline;
+  const std::vector<double>& loss = injected_arm ? *t.loss_injected : *t.loss_baseline;
+  if (attack == forgetting::kReplayAttack) return ReplayScores(phi, *t.phi_replay);
+  if (attack == "calibrated_loss") return scoring::CalibratedLossScores(loss, *t.loss_ckpt);
   if (attack == "uncalibrated") return phi;
-  return scoring::CheckpointCalibratedScores(phi, phi_ckpt);
+  return scoring::CheckpointCalibratedScores(phi, *t.phi_ckpt);
+}
+
+absl::StatusOr<std::vector<scoring::ForgettingCurvePoint>> Curve(
+    const std::string& attack, double fpr, const std::vector<uint64_t>& steps,
+    const std::vector<std::vector<TrialSignals>>& signals) {
+  std::vector<scoring::ForgettingEvalPoint> points;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    scoring::ForgettingEvalPoint& point = points.emplace_back();
+    point.steps_since_seen = static_cast<int64_t>(steps[i]);
+    for (const TrialSignals& t : signals[i]) {
+      scoring::TrialScores& trial = point.trials.emplace_back();
+      auto injected = ArmScores(attack, t, /*injected_arm=*/true);
+      if (!injected.ok()) return injected.status();
+      auto baseline = ArmScores(attack, t, /*injected_arm=*/false);
+      if (!baseline.ok()) return baseline.status();
+      trial.injected = *std::move(injected);
+      trial.baseline = *std::move(baseline);
+    }
+  }
+  if (points.empty()) return std::vector<scoring::ForgettingCurvePoint>();
+  scoring::ForgettingOptions options;
+  options.fpr_target = fpr;
+  return scoring::ForgettingCurve(points, options);
+}
+
+void AddCurve(const std::vector<scoring::ForgettingCurvePoint>& curve,
+              google::protobuf::RepeatedPtrField<v1::ForgettingCurvePoint>* out) {
+  for (const scoring::ForgettingCurvePoint& c : curve) {
+    v1::ForgettingCurvePoint* p = out->Add();
+    p->set_steps_since_injection(static_cast<uint64_t>(c.steps_since_seen));
+    *p->mutable_accuracy() = ToProto(c.accuracy);
+    *p->mutable_auc() = ToProto(c.auc);
+    *p->mutable_tpr() = ToProto(c.tpr);
+    *p->mutable_precision() = ToProto(c.precision);
+    *p->mutable_epsilon() = ToProto(c.epsilon);
+    p->set_epsilon_clamped_trials(static_cast<uint32_t>(c.epsilon_clamped_trials));
+    p->set_precision_undefined_trials(static_cast<uint32_t>(c.precision_undefined_trials));
+  }
 }
 
 }  // namespace
@@ -52,6 +116,7 @@ std::vector<std::pair<std::string, std::string>> RequiredForgettingSignals(
                           forgetting::kLossInjected, forgetting::kLossBaseline}) {
       out.emplace_back(absl::StrCat(p), s);
     }
+    if (forgetting::Replays(f)) out.emplace_back(absl::StrCat(p), forgetting::kPhiReplay);
   }
   return out;
 }
@@ -73,7 +138,7 @@ absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v
       return absl::InvalidArgumentError(absl::StrCat(
           "observation.point: \"", o.point(), "\" is not an evaluation point of this audit"));
     }
-    if (!IsPointSignal(o.signal())) {
+    if (!IsPointSignal(f, o.signal())) {
       return absl::InvalidArgumentError(
           absl::StrCat("observation.signal: \"", o.signal(), "\" is not a signal of this audit"));
     }
@@ -106,14 +171,16 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
   };
   // Trials measure their points in ascending order, so the curve is the
   // longest prefix of evaluation points that every trial has reached.
-  std::vector<scoring::ForgettingEvalPoint> points;
+  const bool replay = forgetting::Replays(f);
+  std::vector<uint64_t> steps;
+  std::vector<std::vector<TrialSignals>> reached_points;
+  std::vector<uint32_t> replay_exact;  // per reached point
   bool complete = true;
   for (uint64_t p : f.eval_points()) {
-    scoring::ForgettingEvalPoint point;
-    point.steps_since_seen = static_cast<int64_t>(p);
     const std::string key = absl::StrCat(p);
-    bool reached = true;
-    for (uint32_t t = 0; t < f.trials() && reached; ++t) {
+    std::vector<TrialSignals> trials;
+    uint32_t exact = 0;
+    for (uint32_t t = 0; t < f.trials(); ++t) {
       std::vector<const std::vector<double>*> v;
       for (auto [pt, s] : std::vector<std::pair<std::string, const char*>>{
                {forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint},
@@ -121,40 +188,29 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
                {key, forgetting::kPhiInjected},
                {key, forgetting::kLossInjected},
                {key, forgetting::kPhiBaseline},
-               {key, forgetting::kLossBaseline}}) {
+               {key, forgetting::kLossBaseline},
+               {key, replay ? forgetting::kPhiReplay : forgetting::kPhiBaseline}}) {
         auto values = get(pt, s, t);
-        if (!values.ok()) {
-          reached = false;
-          break;
-        }
+        if (!values.ok()) break;
         v.push_back(*values);
       }
-      if (!reached) break;
-      scoring::TrialScores& trial = point.trials.emplace_back();
-      auto injected = ArmScores(f.attack(), *v[2], *v[3], *v[0], *v[1]);
-      if (!injected.ok()) return injected.status();
-      auto baseline = ArmScores(f.attack(), *v[4], *v[5], *v[0], *v[1]);
-      if (!baseline.ok()) return baseline.status();
-      trial.injected = *std::move(injected);
-      trial.baseline = *std::move(baseline);
+      if (v.size() < 7) break;
+      trials.push_back({v[0], v[1], v[2], v[3], v[4], v[5], replay ? v[6] : nullptr});
+      if (replay && *v[4] == *v[6]) ++exact;
     }
-    if (!reached) {
+    if (trials.size() < f.trials()) {
       complete = false;
       break;
     }
-    points.push_back(std::move(point));
+    steps.push_back(p);
+    reached_points.push_back(std::move(trials));
+    replay_exact.push_back(exact);
   }
   v1::AuditResults results;
   results.set_kind("forgetting");
   results.set_complete(complete);
-  std::vector<scoring::ForgettingCurvePoint> curve;
-  if (!points.empty()) {
-    scoring::ForgettingOptions options;
-    options.fpr_target = f.fpr();
-    auto computed = scoring::ForgettingCurve(points, options);
-    if (!computed.ok()) return computed.status();
-    curve = *std::move(computed);
-  }
+  auto curve = Curve(f.attack(), f.fpr(), steps, reached_points);
+  if (!curve.ok()) return curve.status();
   results.set_models(2 * f.trials());
   results.set_examples(f.injected().size());
   results.set_members(static_cast<uint64_t>(f.trials()) * f.injected().size());
@@ -166,16 +222,16 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
   out->set_trials(f.trials());
   out->set_injected_examples(f.injected().size());
   out->set_training_steps(forgetting::TrialSteps(f));
-  for (const scoring::ForgettingCurvePoint& c : curve) {
-    v1::ForgettingCurvePoint* p = out->add_curve();
-    p->set_steps_since_injection(static_cast<uint64_t>(c.steps_since_seen));
-    *p->mutable_accuracy() = ToProto(c.accuracy);
-    *p->mutable_auc() = ToProto(c.auc);
-    *p->mutable_tpr() = ToProto(c.tpr);
-    *p->mutable_precision() = ToProto(c.precision);
-    *p->mutable_epsilon() = ToProto(c.epsilon);
-    p->set_epsilon_clamped_trials(static_cast<uint32_t>(c.epsilon_clamped_trials));
-    p->set_precision_undefined_trials(static_cast<uint32_t>(c.precision_undefined_trials));
+  AddCurve(*curve, out->mutable_curve());
+  if (replay) {
+    for (int i = 0; i < out->curve_size(); ++i) {
+      out->mutable_curve(i)->set_replay_exact_trials(replay_exact[i]);
+    }
+    // The standard attack on the same arms: what the replay adds.
+    auto standard = Curve(forgetting::kStandardAttack, f.fpr(), steps, reached_points);
+    if (!standard.ok()) return standard.status();
+    out->set_standard_attack(forgetting::kStandardAttack);
+    AddCurve(*standard, out->mutable_standard_curve());
   }
   return results;
 }

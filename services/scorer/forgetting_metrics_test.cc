@@ -76,6 +76,56 @@ TEST(ForgettingMetricsTest, AttackChoiceMatters) {
   EXPECT_NEAR(results->forgetting().curve(0).auc().mean(), 0.5, 1e-12);
 }
 
+TEST(ForgettingMetricsTest, ReplayAttackScoresDistanceFromTheReplayAndAddsTheStandardCurve) {
+  v1::AuditSpec spec = Spec();
+  spec.mutable_forgetting()->set_attack("deterministic_replay");
+  ForgettingSignals s = HandBuilt();
+  for (uint32_t t = 0; t < 2; ++t) {
+    // Point 100: the arms' calibrated scores are identical (the standard
+    // attack is at chance) but the injected arm is off the replay by 1e-9.
+    std::vector<double> off = s[{"100", forgetting::kPhiBaseline}][t];
+    for (double& v : off) v += 1e-9;
+    s[{"100", forgetting::kPhiInjected}][t] = off;
+    s[{"0", forgetting::kPhiReplay}][t] = s[{"0", forgetting::kPhiBaseline}][t];
+    s[{"100", forgetting::kPhiReplay}][t] = s[{"100", forgetting::kPhiBaseline}][t];
+  }
+  // Trial 1's replay missed the baseline at point 100 (nondeterminism).
+  s[{"100", forgetting::kPhiReplay}][1][0] += 1e-12;
+  auto results = ScoreForgetting(spec, s);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  const v1::ForgettingResults& f = results->forgetting();
+  EXPECT_EQ(f.attack(), "deterministic_replay");
+  ASSERT_EQ(f.curve_size(), 2);
+  EXPECT_DOUBLE_EQ(f.curve(0).accuracy().mean(), 1.0);
+  EXPECT_DOUBLE_EQ(f.curve(1).accuracy().mean(), 1.0);
+  EXPECT_EQ(f.curve(0).replay_exact_trials(), 2u);
+  EXPECT_EQ(f.curve(1).replay_exact_trials(), 1u);
+  EXPECT_EQ(f.standard_attack(), "checkpoint_calibrated");
+  ASSERT_EQ(f.standard_curve_size(), 2);
+  EXPECT_DOUBLE_EQ(f.standard_curve(0).accuracy().mean(), 1.0);
+  // Each injected score beats only the baseline scores of its own and lower
+  // examples: accuracy max (TPR + TNR) / 2 = 0.55.
+  EXPECT_NEAR(f.standard_curve(1).accuracy().mean(), 0.55, 1e-9);
+  // phi_replay is required: without it no point is reached.
+  ForgettingSignals no_replay = HandBuilt();
+  auto partial = ScoreForgetting(spec, no_replay);
+  ASSERT_TRUE(partial.ok());
+  EXPECT_FALSE(partial->complete());
+  EXPECT_EQ(partial->forgetting().curve_size(), 0);
+  // ... and refused by audits of the other attacks.
+  v1::Observation o;
+  o.set_run(0);
+  o.set_point("0");
+  o.set_signal(forgetting::kPhiReplay);
+  for (int i = 0; i < 10; ++i) o.add_values(i);
+  EXPECT_TRUE(ValidateForgettingObservation(spec.forgetting(), o).ok());
+  EXPECT_THAT(ValidateForgettingObservation(Spec().forgetting(), o).message(),
+              HasSubstr("observation.signal"));
+  // The plain audit's results carry no standard curve.
+  EXPECT_EQ(ScoreForgetting(Spec(), HandBuilt())->forgetting().standard_curve_size(), 0);
+}
+
 TEST(ForgettingMetricsTest, CurveFillsInPointByPoint) {
   auto full = ScoreForgetting(Spec(), HandBuilt());
   ASSERT_TRUE(full.ok());

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/datasets.h"
 #include "common/seeding.h"
 #include "scoring/intervals.h"
 #include "scoring/lira.h"
+#include "scoring/rmia.h"
 #include "scoring/roc.h"
 
 namespace memaudit::scorer {
@@ -27,11 +29,52 @@ absl::StatusOr<scoring::Matrix> ToMatrix(const std::map<uint32_t, std::vector<do
   return m;
 }
 
+// Pr(y|x, θ) = exp(−loss), kept >= the smallest normal double so RMIA's
+// ratios stay defined for examples a model gets badly wrong.
+scoring::Matrix TrueLabelProbabilities(const scoring::Matrix& loss) {
+  scoring::Matrix p = loss;
+  for (double& v : p.data) v = std::max(std::exp(-v), std::numeric_limits<double>::min());
+  return p;
+}
+
+// The other models' rows of `m`: target t's references.
+scoring::Matrix WithoutRow(const scoring::Matrix& m, size_t t) {
+  scoring::Matrix out(m.rows - 1, m.cols);
+  for (size_t r = 0, k = 0; r < m.rows; ++r) {
+    if (r == t) continue;
+    std::copy(m.data.begin() + r * m.cols, m.data.begin() + (r + 1) * m.cols,
+              out.data.begin() + k++ * m.cols);
+  }
+  return out;
+}
+
+// RMIA online with every other model as a reference (IN and OUT alike):
+// row t scores the pool against target t.
+absl::StatusOr<std::vector<double>> RmiaAllTargets(const scoring::Matrix& loss,
+                                                   const scoring::Matrix& population_loss) {
+  const scoring::Matrix pr_x = TrueLabelProbabilities(loss);
+  const scoring::Matrix pr_z = TrueLabelProbabilities(population_loss);
+  std::vector<double> out(pr_x.data.size());
+  scoring::RmiaOptions options;
+  options.offline = false;
+  for (size_t t = 0; t < pr_x.rows; ++t) {
+    auto scores = scoring::RmiaScores(
+        absl::MakeConstSpan(pr_x.data).subspan(t * pr_x.cols, pr_x.cols), WithoutRow(pr_x, t),
+        absl::MakeConstSpan(pr_z.data).subspan(t * pr_z.cols, pr_z.cols), WithoutRow(pr_z, t),
+        options);
+    if (!scores.ok()) return scores.status();
+    std::copy(scores->scores.begin(), scores->scores.end(), out.begin() + t * pr_x.cols);
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<double>> AttackScores(const std::string& attack,
                                                  const scoring::Matrix& phi,
                                                  const scoring::KeepMatrix& keep,
-                                                 const scoring::Matrix& loss) {
+                                                 const scoring::Matrix& loss,
+                                                 const scoring::Matrix& population_loss) {
   if (attack == "loss") return scoring::LossScores(loss.data);
+  if (attack == "rmia") return RmiaAllTargets(loss, population_loss);
   scoring::LiraOptions options;
   options.online = attack.rfind("lira_online", 0) == 0;
   options.fixed_variance = attack.find("fixed_variance") != std::string::npos;
@@ -126,9 +169,16 @@ void AddMostVulnerable(const v1::AuditSpec& spec, const std::vector<double>& sco
 
 }  // namespace
 
+std::vector<std::string> RequiredMembershipSignals(const v1::MembershipAudit& m) {
+  std::vector<std::string> signals = {kPhiSignal, kLossSignal};
+  if (m.population_size() > 0) signals.push_back(kPopulationLossSignal);
+  return signals;
+}
+
 absl::StatusOr<v1::AuditResults> ScoreMembership(
     const v1::AuditSpec& spec, const std::map<uint32_t, std::vector<double>>& phi_by_run,
-    const std::map<uint32_t, std::vector<double>>& loss_by_run) {
+    const std::map<uint32_t, std::vector<double>>& loss_by_run,
+    const std::map<uint32_t, std::vector<double>>& population_loss_by_run) {
   const v1::MembershipAudit& m = spec.membership();
   const uint32_t runs = m.reference_models();
   const uint32_t examples = m.dataset().pool_size();
@@ -136,8 +186,23 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
   if (!phi.ok()) return phi.status();
   auto loss = ToMatrix(loss_by_run, runs, examples, kLossSignal);
   if (!loss.ok()) return loss.status();
+  absl::StatusOr<scoring::Matrix> population_loss = scoring::Matrix(runs, 0);
+  if (m.population_size() > 0) {
+    population_loss =
+        ToMatrix(population_loss_by_run, runs, m.population_size(), kPopulationLossSignal);
+    if (!population_loss.ok()) return population_loss.status();
+  }
   const KeepMatrix keep_bits = BuildKeepMatrix(spec.seed(), runs, examples);
   scoring::KeepMatrix keep(runs, examples, keep_bits.bits);
+  // A chosen target: keep only its row of every score matrix (its
+  // references are still all the other models).
+  const bool one_target = m.has_target_model();
+  const size_t first_row = one_target ? m.target_model() : 0;
+  const size_t target_rows = one_target ? 1 : runs;
+  scoring::KeepMatrix truth(
+      target_rows, examples,
+      std::vector<uint8_t>(keep.data.begin() + first_row * examples,
+                           keep.data.begin() + (first_row + target_rows) * examples));
 
   v1::AuditResults results;
   results.set_kind("membership");
@@ -145,16 +210,18 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
   results.set_models(runs);
   results.set_examples(examples);
   uint64_t members = 0;
-  for (uint8_t b : keep_bits.bits) members += b;
+  for (uint8_t b : truth.data) members += b;
   results.set_members(members);
-  results.set_non_members(keep_bits.bits.size() - members);
+  results.set_non_members(truth.data.size() - members);
 
   for (const std::string& attack : m.attacks()) {
     // Row t of the score matrix scores every example against target t, so
     // the keep-matrix, flattened the same way, holds the truth.
-    auto scores = AttackScores(attack, *phi, keep, *loss);
-    if (!scores.ok()) return scores.status();
-    auto roc = scoring::ComputeRoc(*scores, keep.data);
+    auto all_scores = AttackScores(attack, *phi, keep, *loss, *population_loss);
+    if (!all_scores.ok()) return all_scores.status();
+    const std::vector<double> scores(all_scores->begin() + first_row * examples,
+                                     all_scores->begin() + (first_row + target_rows) * examples);
+    auto roc = scoring::ComputeRoc(scores, truth.data);
     if (!roc.ok()) return roc.status();
     v1::AttackResult* out = results.add_attacks();
     out->set_attack(attack);
@@ -172,7 +239,7 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
       if (!point.ok()) return point.status();
       results.set_vulnerability_attack(attack);
       results.set_vulnerability_fpr(fpr);
-      AddMostVulnerable(spec, *scores, keep, point->threshold, &results);
+      AddMostVulnerable(spec, scores, truth, point->threshold, &results);
     }
   }
   return results;

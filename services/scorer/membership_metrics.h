@@ -5,6 +5,7 @@
 #define MEMAUDIT_SERVICES_SCORER_MEMBERSHIP_METRICS_H_
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -17,12 +18,19 @@ namespace memaudit::scorer {
 inline constexpr char kFinalPoint[] = "final";
 inline constexpr char kPhiSignal[] = "phi";
 inline constexpr char kLossSignal[] = "loss";
+// Loss on RMIA's population (population_size values), when it has one.
+inline constexpr char kPopulationLossSignal[] = "loss_population";
 
-// `phi` and `loss` map run -> one value per pool example; both must hold
-// every run 0..N-1.
+// The signals every model of `spec` sends at kFinalPoint.
+std::vector<std::string> RequiredMembershipSignals(const v1::MembershipAudit& m);
+
+// `phi` and `loss` map run -> one value per pool example, `population_loss`
+// run -> one per population example (empty without a population); each must
+// hold every run 0..N-1.
 absl::StatusOr<v1::AuditResults> ScoreMembership(
     const v1::AuditSpec& spec, const std::map<uint32_t, std::vector<double>>& phi,
-    const std::map<uint32_t, std::vector<double>>& loss);
+    const std::map<uint32_t, std::vector<double>>& loss,
+    const std::map<uint32_t, std::vector<double>>& population_loss);
 
 }  // namespace memaudit::scorer
 

@@ -1,14 +1,19 @@
 #include "services/scorer/scorer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/content_key.h"
 #include "services/scorer/exposure_metrics.h"
 #include "services/scorer/forgetting_metrics.h"
 #include "services/scorer/membership_metrics.h"
+#include "services/scorer/relational_metrics.h"
+#include "services/scorer/unlearning_metrics.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -46,11 +51,42 @@ absl::Status Scorer::OpenAudit(const std::string& audit_id, const v1::AuditSpec&
   if (audit_id.empty()) return absl::InvalidArgumentError("audit_id: required");
   if (spec.kind_case() != v1::AuditSpec::kMembership &&
       spec.kind_case() != v1::AuditSpec::kExposure &&
-      spec.kind_case() != v1::AuditSpec::kForgetting) {
+      spec.kind_case() != v1::AuditSpec::kForgetting &&
+      spec.kind_case() != v1::AuditSpec::kRelational &&
+      spec.kind_case() != v1::AuditSpec::kUnlearning) {
     return absl::UnimplementedError(
         "the scorer scores membership, exposure and forgetting audits only in this build");
   }
   return store_->OpenAudit(audit_id, spec);
+}
+
+absl::StatusOr<std::vector<v1::ReusedRun>> Scorer::ReuseStoredRuns(const std::string& audit_id) {
+  auto spec = store_->GetAudit(audit_id);
+  if (!spec.ok()) return spec.status();
+  if (!spec->has_value()) return absl::NotFoundError(absl::StrCat("unknown audit ", audit_id));
+  std::vector<v1::ReusedRun> reused;
+  if (!(*spec)->has_membership()) return reused;
+  for (uint32_t run = 0; run < (*spec)->membership().reference_models(); ++run) {
+    const std::string key = MembershipModelKey(**spec, run);
+    if (absl::Status s = store_->PutModelKey(audit_id, run, key); !s.ok()) return s;
+    auto from = store_->FindStoredRun(key, audit_id, kFinalPoint,
+                                      RequiredMembershipSignals((*spec)->membership()));
+    if (!from.ok()) return from.status();
+    if (!from->has_value()) continue;
+    if (absl::Status s = store_->CopyRun(**from, audit_id, run); !s.ok()) return s;
+    v1::ReusedRun& r = reused.emplace_back();
+    r.set_run(run);
+    r.set_from_audit_id((*from)->audit_id);
+  }
+  if (metrics_ != nullptr && !reused.empty()) {
+    metrics_
+        ->AddCounter("memaudit_scorer_reused_models_total",
+                     "Models whose stored observations a new audit reused instead of training.")
+        .Add({})
+        .Increment(static_cast<double>(reused.size()));
+  }
+  if (absl::Status s = ScoreIfComplete(audit_id); !s.ok()) return s;
+  return reused;
 }
 
 absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
@@ -70,6 +106,18 @@ absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
     }
     return Store(o);
   }
+  if ((*spec)->has_relational()) {
+    if (absl::Status s = ValidateRelationalObservation((*spec)->relational(), o); !s.ok()) {
+      return s;
+    }
+    return Store(o);
+  }
+  if ((*spec)->has_unlearning()) {
+    if (absl::Status s = ValidateUnlearningObservation((*spec)->unlearning(), o); !s.ok()) {
+      return s;
+    }
+    return Store(o);
+  }
   const v1::MembershipAudit& m = (*spec)->membership();
   if (o.run() >= m.reference_models()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -80,14 +128,18 @@ absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
                                                    "\" is not an evaluation point of this audit "
                                                    "(expected \"final\")"));
   }
-  if (o.signal() != kPhiSignal && o.signal() != kLossSignal) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("observation.signal: \"", o.signal(), "\" (expected \"phi\" or \"loss\")"));
+  const std::vector<std::string> signals = RequiredMembershipSignals(m);
+  if (std::find(signals.begin(), signals.end(), o.signal()) == signals.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("observation.signal: \"", o.signal(),
+                                                   "\" (expected one of ",
+                                                   absl::StrJoin(signals, ", "), ")"));
   }
-  if (static_cast<uint32_t>(o.values_size()) != m.dataset().pool_size()) {
+  const bool population = o.signal() == kPopulationLossSignal;
+  const uint32_t expected = population ? m.population_size() : m.dataset().pool_size();
+  if (static_cast<uint32_t>(o.values_size()) != expected) {
     return absl::InvalidArgumentError(
-        absl::StrCat("observation.values: expected ", m.dataset().pool_size(),
-                     " values (one per pool example), got ", o.values_size()));
+        absl::StrCat("observation.values: expected ", expected, " values (one per ",
+                     population ? "population" : "pool", " example), got ", o.values_size()));
   }
   for (int i = 0; i < o.values_size(); ++i) {
     if (!std::isfinite(o.values(i))) {
@@ -121,14 +173,35 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   if (!spec->has_value()) return absl::NotFoundError(absl::StrCat("unknown audit ", audit_id));
   if ((*spec)->has_exposure()) return ScoreExposureIfComplete(audit_id, **spec);
   if ((*spec)->has_forgetting()) return ScoreForgettingIfComplete(audit_id, **spec);
-  auto phi = store_->LoadSignal(audit_id, kFinalPoint, kPhiSignal);
-  if (!phi.ok()) return phi.status();
-  auto loss = store_->LoadSignal(audit_id, kFinalPoint, kLossSignal);
-  if (!loss.ok()) return loss.status();
-  const size_t runs = (*spec)->membership().reference_models();
-  if (phi->size() < runs || loss->size() < runs) return absl::OkStatus();
+  if ((*spec)->has_relational()) {
+    // Curves fill in point by point, like forgetting's.
+    const auto scoring_started = std::chrono::steady_clock::now();
+    auto results = ScoreRelationalFromStore(*store_, audit_id, **spec);
+    ObserveScoringSeconds(metrics_, "relational", scoring_started);
+    if (!results.ok()) return results.status();
+    if (!results->has_value()) return absl::OkStatus();
+    return Finish(audit_id, **std::move(results));
+  }
+  if ((*spec)->has_unlearning()) {
+    // Scored once, when every task's observations are in.
+    const auto scoring_started = std::chrono::steady_clock::now();
+    auto results = ScoreUnlearningFromStore(*store_, audit_id, **spec);
+    if (!results.ok()) return results.status();
+    if (!results->has_value()) return absl::OkStatus();
+    ObserveScoringSeconds(metrics_, "unlearning", scoring_started);
+    return Finish(audit_id, **std::move(results));
+  }
+  const v1::MembershipAudit& m = (*spec)->membership();
+  std::map<std::string, std::map<uint32_t, std::vector<double>>> signals;
+  for (const std::string& name : RequiredMembershipSignals(m)) {
+    auto runs = store_->LoadSignal(audit_id, kFinalPoint, name);
+    if (!runs.ok()) return runs.status();
+    if (runs->size() < m.reference_models()) return absl::OkStatus();
+    signals[name] = *std::move(runs);
+  }
   const auto scoring_started = std::chrono::steady_clock::now();
-  auto results = ScoreMembership(**spec, *phi, *loss);
+  auto results = ScoreMembership(**spec, signals[kPhiSignal], signals[kLossSignal],
+                                 signals[kPopulationLossSignal]);
   ObserveScoringSeconds(metrics_, "membership", scoring_started);
   if (!results.ok()) return results.status();
   return Finish(audit_id, *std::move(results));
@@ -219,6 +292,17 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
     partial.set_examples((*spec)->forgetting().injected().size());
     return partial;
   }
+  if ((*spec)->has_relational()) {
+    v1::AuditResults placeholder = RelationalPlaceholder(**spec);
+    placeholder.set_audit_id(audit_id);
+    return placeholder;
+  }
+  if ((*spec)->has_unlearning()) {
+    partial.set_kind("unlearning");
+    const v1::UnlearningAudit& u = (*spec)->unlearning();
+    partial.set_models(u.shadow().originals() + u.target().originals());
+    return partial;
+  }
   partial.set_kind("membership");
   partial.set_models((*spec)->membership().reference_models());
   partial.set_examples((*spec)->membership().dataset().pool_size());
@@ -227,9 +311,12 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
 
 void Scorer::Publish(const v1::AuditResults& results) {
   if (metrics_ == nullptr) return;
-  if (results.has_exposure() || results.has_forgetting()) {
+  if (results.has_exposure() || results.has_forgetting() || results.has_relational() ||
+      results.has_unlearning()) {
     PublishExposure(metrics_, results);
     PublishForgetting(metrics_, results);
+    PublishRelational(metrics_, results);
+    PublishUnlearning(metrics_, results);
     // A forgetting curve is published point by point; count the audit once.
     if (results.complete()) {
       metrics_

@@ -25,6 +25,11 @@ class Scorer {
                                                         metrics::Registry* metrics);
 
   absl::Status OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec);
+  // Membership audits: records each run's content key and copies the
+  // observations of every run an earlier audit already trained; returns
+  // those runs (the coordinator does not schedule them) and scores the audit
+  // if nothing else is missing. Other kinds: nothing to reuse.
+  absl::StatusOr<std::vector<v1::ReusedRun>> ReuseStoredRuns(const std::string& audit_id);
   // True when stored now, false for a duplicate. INVALID_ARGUMENT names the
   // bad field; NOT_FOUND for an audit never opened.
   absl::StatusOr<bool> Ingest(const v1::Observation& observation);

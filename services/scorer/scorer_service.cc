@@ -7,8 +7,12 @@
 namespace memaudit::scorer {
 
 grpc::Status ScorerServiceImpl::OpenAudit(grpc::ServerContext*, const v1::OpenAuditRequest* req,
-                                          v1::OpenAuditResponse*) {
-  return ToGrpc(scorer_->OpenAudit(req->audit_id(), req->spec()));
+                                          v1::OpenAuditResponse* resp) {
+  if (absl::Status s = scorer_->OpenAudit(req->audit_id(), req->spec()); !s.ok()) return ToGrpc(s);
+  auto reused = scorer_->ReuseStoredRuns(req->audit_id());
+  if (!reused.ok()) return ToGrpc(reused.status());
+  for (v1::ReusedRun& r : *reused) *resp->add_reused() = std::move(r);
+  return grpc::Status::OK;
 }
 
 grpc::Status ScorerServiceImpl::Ingest(grpc::ServerContext*,

@@ -21,6 +21,12 @@ CREATE TABLE IF NOT EXISTS observations (
 CREATE TABLE IF NOT EXISTS results (
   audit_id TEXT PRIMARY KEY REFERENCES audits(audit_id),
   results BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS model_keys (
+  audit_id TEXT NOT NULL REFERENCES audits(audit_id),
+  run INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  PRIMARY KEY (audit_id, run));
+CREATE INDEX IF NOT EXISTS model_keys_by_key ON model_keys(key);
 )sql";
 
 // Doubles are stored as their raw little-endian bytes: exact, and compact.
@@ -98,6 +104,49 @@ absl::StatusOr<bool> ScorerStore::PutObservation(const v1::Observation& o) {
   insert->BindBlob(5, PackDoubles(o.values()));
   if (absl::Status s = insert->Run(); !s.ok()) return s;
   return db_->Changes() > 0;
+}
+
+absl::Status ScorerStore::PutModelKey(const std::string& audit_id, uint32_t run,
+                                      const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto insert = db_->Prepare("INSERT OR REPLACE INTO model_keys VALUES (?, ?, ?)");
+  if (!insert.ok()) return insert.status();
+  insert->Bind(1, audit_id).Bind(2, int64_t{run}).Bind(3, key);
+  return insert->Run();
+}
+
+absl::StatusOr<std::optional<StoredRun>> ScorerStore::FindStoredRun(
+    const std::string& key, const std::string& except_audit_id, const std::string& point,
+    const std::vector<std::string>& signals) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The oldest run with this key whose every required signal is stored.
+  std::string in_list;
+  for (size_t i = 0; i < signals.size(); ++i) absl::StrAppend(&in_list, i ? ", ?" : "?");
+  auto select = db_->Prepare(absl::StrCat(
+      "SELECT k.audit_id, k.run FROM model_keys k WHERE k.key = ? AND k.audit_id <> ? AND "
+      "(SELECT COUNT(*) FROM observations o WHERE o.audit_id = k.audit_id AND o.run = k.run "
+      "AND o.point = ? AND o.signal IN (",
+      in_list, ")) = ? ORDER BY k.rowid LIMIT 1"));
+  if (!select.ok()) return select.status();
+  select->Bind(1, key).Bind(2, except_audit_id).Bind(3, point);
+  for (size_t i = 0; i < signals.size(); ++i) select->Bind(static_cast<int>(4 + i), signals[i]);
+  select->Bind(static_cast<int>(4 + signals.size()), static_cast<int64_t>(signals.size()));
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::nullopt;
+  return StoredRun{select->Text(0), static_cast<uint32_t>(select->Int(1))};
+}
+
+absl::Status ScorerStore::CopyRun(const StoredRun& from, const std::string& to_audit_id,
+                                  uint32_t to_run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto copy = db_->Prepare(
+      "INSERT OR IGNORE INTO observations SELECT ?, ?, point, signal, vals FROM observations "
+      "WHERE audit_id = ? AND run = ?");
+  if (!copy.ok()) return copy.status();
+  copy->Bind(1, to_audit_id).Bind(2, int64_t{to_run}).Bind(3, from.audit_id);
+  copy->Bind(4, int64_t{from.run});
+  return copy->Run();
 }
 
 absl::StatusOr<std::map<uint32_t, std::vector<double>>> ScorerStore::LoadSignal(

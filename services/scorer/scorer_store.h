@@ -19,6 +19,12 @@
 
 namespace memaudit::scorer {
 
+// One model's observations inside an audit.
+struct StoredRun {
+  std::string audit_id;
+  uint32_t run = 0;
+};
+
 class ScorerStore {
  public:
   static absl::StatusOr<std::unique_ptr<ScorerStore>> Open(const std::string& path);
@@ -35,6 +41,17 @@ class ScorerStore {
   absl::StatusOr<std::map<uint32_t, std::vector<double>>> LoadSignal(const std::string& audit_id,
                                                                      const std::string& point,
                                                                      const std::string& signal);
+  // Content keys (common/content_key.h) of an audit's runs.
+  absl::Status PutModelKey(const std::string& audit_id, uint32_t run, const std::string& key);
+  // The oldest run of another audit with this key and all of `signals`
+  // stored at `point`; nullopt when none.
+  absl::StatusOr<std::optional<StoredRun>> FindStoredRun(const std::string& key,
+                                                         const std::string& except_audit_id,
+                                                         const std::string& point,
+                                                         const std::vector<std::string>& signals);
+  // Copies every observation of `from` into (to_audit_id, to_run).
+  absl::Status CopyRun(const StoredRun& from, const std::string& to_audit_id, uint32_t to_run);
+
   absl::StatusOr<int64_t> CountObservations(const std::string& audit_id);
 
   absl::Status PutResults(const v1::AuditResults& results);

@@ -170,3 +170,120 @@ TEST_F(ScorerTest, RestartKeepsResultsAndScoresWhatWasPending) {
 
 }  // namespace
 }  // namespace memaudit::scorer
+
+namespace memaudit::scorer {
+namespace {
+
+TEST_F(ScorerTest, LargerAuditReusesTheModelsAnEarlierOneTrained) {
+  auto none = scorer_->ReuseStoredRuns("a");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  IngestAll();
+
+  v1::AuditSpec grown = Spec();
+  grown.mutable_membership()->set_reference_models(2 * kModels);
+  grown.mutable_membership()->clear_attacks();  // attacks do not change a model
+  ASSERT_TRUE(scorer_->OpenAudit("b", grown).ok());
+  auto reused = scorer_->ReuseStoredRuns("b");
+  ASSERT_TRUE(reused.ok()) << reused.status();
+  ASSERT_EQ(reused->size(), kModels);
+  for (uint32_t r = 0; r < kModels; ++r) {
+    EXPECT_EQ((*reused)[r].run(), r);
+    EXPECT_EQ((*reused)[r].from_audit_id(), "a");
+  }
+  auto copied = store_->LoadSignal("b", "final", "phi");
+  ASSERT_TRUE(copied.ok());
+  ASSERT_EQ(copied->size(), kModels);
+  const v1::Observation original = Observe(3, "phi");
+  EXPECT_EQ(copied->at(3), std::vector<double>(original.values().begin(), original.values().end()));
+  // Half the models are missing: nothing is scored yet.
+  auto partial = scorer_->GetResults("b");
+  ASSERT_TRUE(partial.ok());
+  EXPECT_FALSE(partial->complete());
+
+  // The same spec again is scored at once from the stored models.
+  ASSERT_TRUE(scorer_->OpenAudit("again", Spec()).ok());
+  auto all = scorer_->ReuseStoredRuns("again");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), kModels);
+  auto results = scorer_->GetResults("again");
+  ASSERT_TRUE(results.ok());
+  EXPECT_TRUE(results->complete());
+  EXPECT_EQ(results->attacks(0).auc(), scorer_->GetResults("a")->attacks(0).auc());
+
+  // Anything that decides the weights differs: nothing to reuse.
+  v1::AuditSpec other_seed = Spec();
+  other_seed.set_seed(4);
+  ASSERT_TRUE(scorer_->OpenAudit("c", other_seed).ok());
+  EXPECT_TRUE(scorer_->ReuseStoredRuns("c")->empty());
+  v1::AuditSpec other_recipe = Spec();
+  other_recipe.mutable_membership()->mutable_training()->set_epochs(7);
+  ASSERT_TRUE(scorer_->OpenAudit("d", other_recipe).ok());
+  EXPECT_TRUE(scorer_->ReuseStoredRuns("d")->empty());
+}
+
+}  // namespace
+}  // namespace memaudit::scorer
+
+namespace memaudit::scorer {
+namespace {
+
+// Population examples: never members, so no +1 on phi.
+v1::Observation ObservePopulation(uint32_t run, uint32_t size) {
+  SplitMix64 rng(run * 104729 + 5);
+  v1::Observation o;
+  o.set_audit_id("r");
+  o.set_run(run);
+  o.set_point("final");
+  o.set_signal("loss_population");
+  for (uint32_t z = 0; z < size; ++z) {
+    const double phi = 2.0 - (z % 10) * 0.3 + rng.UniformDouble();
+    o.add_values(std::log1p(std::exp(-phi)));
+  }
+  return o;
+}
+
+TEST_F(ScorerTest, RmiaUsesThePopulationAndATargetCanBeChosen) {
+  for (bool one_target : {false, true}) {
+    SCOPED_TRACE(one_target ? "target model 3" : "every target");
+    ASSERT_NO_FATAL_FAILURE(Restart());
+    v1::AuditSpec spec = Spec();
+    spec.mutable_membership()->add_attacks("rmia");
+    spec.mutable_membership()->set_population_size(60);
+    if (one_target) spec.mutable_membership()->set_target_model(3);
+    const std::string id = one_target ? "r1" : "r";
+    ASSERT_TRUE(scorer_->OpenAudit(id, spec).ok());
+    for (uint32_t r = 0; r < kModels; ++r) {
+      for (const char* signal : {"phi", "loss"}) {
+        v1::Observation o = Observe(r, signal);
+        o.set_audit_id(id);
+        ASSERT_TRUE(scorer_->Ingest(o).ok());
+      }
+      ASSERT_TRUE(scorer_->ScoreIfComplete(id).ok());
+      EXPECT_FALSE(scorer_->GetResults(id)->complete()) << "population missing";
+      v1::Observation population = ObservePopulation(r, 60);
+      population.set_audit_id(id);
+      ASSERT_TRUE(scorer_->Ingest(population).ok());
+    }
+    // A population vector of the wrong length names the field.
+    v1::Observation wrong = ObservePopulation(0, 59);
+    wrong.set_audit_id(id);
+    absl::StatusOr<bool> refused = scorer_->Ingest(wrong);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.status().message(), HasSubstr("population"));
+
+    ASSERT_TRUE(scorer_->ScoreIfComplete(id).ok());
+    auto results = scorer_->GetResults(id);
+    ASSERT_TRUE(results.ok());
+    ASSERT_TRUE(results->complete());
+    EXPECT_EQ(results->members() + results->non_members(),
+              (one_target ? 1 : kModels) * uint64_t{kPool});
+    const v1::AttackResult& rmia = results->attacks(results->attacks_size() - 1);
+    ASSERT_EQ(rmia.attack(), "rmia");
+    // Members carry a +1 on phi that the population never has.
+    EXPECT_GT(rmia.auc(), 0.7);
+  }
+}
+
+}  // namespace
+}  // namespace memaudit::scorer

@@ -70,6 +70,7 @@ absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& t
   run.dup_in_batch = f.inject_mode() == "dup_in_batch";
   run.paired = f.paired();
   run.eval_points.assign(f.eval_points().begin(), f.eval_points().end());
+  run.replay = forgetting::Replays(f);
   // Init and data order derive from (seed, trial): a re-leased task
   // reproduces its signals bit for bit.
   run.init_seed = DeriveSeed(spec.seed(), task.role() + "/init", task.index());
@@ -97,6 +98,7 @@ std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
     add(point, forgetting::kPhiBaseline, p.phi_baseline);
     add(point, forgetting::kLossInjected, p.loss_injected);
     add(point, forgetting::kLossBaseline, p.loss_baseline);
+    if (!p.phi_replay.empty()) add(point, forgetting::kPhiReplay, p.phi_replay);
   }
   return out;
 }

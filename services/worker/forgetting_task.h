@@ -30,7 +30,8 @@ absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& t
                                                                const engine::LabeledImages& data);
 
 // phi_checkpoint / loss_checkpoint at point "checkpoint", then phi_injected,
-// phi_baseline, loss_injected, loss_baseline at every evaluation point.
+// phi_baseline, loss_injected, loss_baseline (and phi_replay with attack
+// "deterministic_replay") at every evaluation point.
 std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
                                                     const engine::ForgettingRunResult& result);
 

@@ -7,6 +7,8 @@
 #include "engine/labeled_images.h"
 #include "services/worker/exposure_task.h"
 #include "services/worker/forgetting_task.h"
+#include "services/worker/relational_task.h"
+#include "services/worker/unlearning_task.h"
 
 namespace memaudit::worker {
 namespace {
@@ -31,10 +33,12 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModel(
 
   const std::vector<uint32_t> pool =
       AuditPool(spec.seed(), (*data)->count, m.dataset().pool_size());
-  if (pool.size() != m.dataset().pool_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("membership.dataset.pool_size: ", m.dataset().pool_size(), " exceeds the ",
-                     (*data)->count, " examples in ", dir));
+  const std::vector<uint32_t> population =
+      AuditPopulation(spec.seed(), (*data)->count, pool.size(), m.population_size());
+  if (pool.size() + population.size() != m.dataset().pool_size() + m.population_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "membership.dataset.pool_size: ", m.dataset().pool_size(), " + population_size ",
+        m.population_size(), " exceeds the ", (*data)->count, " examples in ", dir));
   }
   const KeepMatrix keep = BuildKeepMatrix(spec.seed(), m.reference_models(), pool.size());
   engine::ClassifierRunSpec run;
@@ -50,23 +54,30 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModel(
   for (uint32_t j = 0; j < pool.size(); ++j) {
     if (keep.in(task.index(), j)) run.train_indices.push_back(pool[j]);
   }
+  // Pool first, then RMIA's population: one pass measures both.
   run.eval_indices = pool;
+  run.eval_indices.insert(run.eval_indices.end(), population.begin(), population.end());
 
   const uint64_t train_size = run.train_indices.size();
   auto result = engine::RunClassifier(**data, run, [&](uint64_t steps) {
     return on_progress({steps, ExamplesAfter(steps, train_size, run.batch_size)});
   });
   if (!result.ok()) return result.status();
-  std::vector<v1::Observation> out(2);
+  std::vector<v1::Observation> out(population.empty() ? 2 : 3);
   for (v1::Observation& o : out) {
     o.set_audit_id(task.audit_id());
     o.set_run(task.index());
     o.set_point("final");
   }
+  const auto pool_end = static_cast<std::ptrdiff_t>(pool.size());
   out[0].set_signal("phi");
-  out[0].mutable_values()->Add(result->phi.begin(), result->phi.end());
+  out[0].mutable_values()->Add(result->phi.begin(), result->phi.begin() + pool_end);
   out[1].set_signal("loss");
-  out[1].mutable_values()->Add(result->loss.begin(), result->loss.end());
+  out[1].mutable_values()->Add(result->loss.begin(), result->loss.begin() + pool_end);
+  if (!population.empty()) {
+    out[2].set_signal("loss_population");
+    out[2].mutable_values()->Add(result->loss.begin() + pool_end, result->loss.end());
+  }
   return out;
 }
 
@@ -90,6 +101,19 @@ absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
           return on_progress({steps, examples});
         },
         send_early);
+  }
+  if (task.spec().has_relational() && task.role() == relational::kTaskRole) {
+    return RunRelationalVariant(
+        task,
+        [&](uint64_t steps, uint64_t examples) {
+          return on_progress({steps, examples});
+        },
+        send_early);
+  }
+  if (IsUnlearningTask(task)) {
+    return RunUnlearningTask(task, [&](uint64_t steps, uint64_t examples) {
+      return on_progress({steps, examples});
+    });
   }
   return absl::UnimplementedError(
       absl::StrCat("this worker cannot run role \"", task.role(), "\" of this audit kind"));

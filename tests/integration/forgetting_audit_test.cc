@@ -1,6 +1,8 @@
-// A forgetting audit (Inject, Fashion-MNIST, logistic regression) through
-// real coordinator, scorer and worker processes, scaled down to seconds.
+// Forgetting audits (Inject and Poison, Fashion-MNIST, logistic regression;
+// the standard and the deterministic-replay attack) through real
+// coordinator, scorer and worker processes, scaled down to seconds.
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +121,131 @@ TEST_F(ForgettingAuditTest, InjectedExamplesAreDetectedThenForgotten) {
   std::stringstream csv;
   csv << std::ifstream(csv_dir + "/forgetting_curve.csv").rdbuf();
   EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(submitted->audit_id(), ",inject,")));
+}
+
+TEST_F(ForgettingAuditTest, PoisonedExamplesAreDetectedAfterRemovalThenForgotten) {
+  // Alg. 1: the injected arm trains on D u Dp for T_I = 300 steps (about 9
+  // epochs of 2050 rows, so each Dp example about 9 times), then on D only.
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  v1::AuditSpec spec = TinyForgettingSpec();
+  spec.mutable_forgetting()->set_strategy("poison");
+  spec.mutable_forgetting()->mutable_training()->set_steps_before_injection(300);
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  const v1::ForgettingResults& f = results->forgetting();
+  EXPECT_EQ(f.strategy(), "poison");
+  // Both arms train T_I and 400 clean steps: 2 x 300 + 2 x 400.
+  EXPECT_EQ(f.training_steps(), 2u * 300u + 2u * 400u);
+  EXPECT_EQ(audit.steps_total(), 2u * f.training_steps());
+  ASSERT_EQ(f.curve_size(), 4);
+  // Right after removal the poisoned examples stand out; 400 clean steps
+  // later much less so.
+  const double first = f.curve(0).accuracy().mean();
+  const double last = f.curve(3).accuracy().mean();
+  EXPECT_GE(first, 0.85);
+  EXPECT_LT(last, first - 0.1);
+  EXPECT_GT(f.curve(0).tpr().mean(), f.curve(3).tpr().mean());
+}
+
+TEST_F(ForgettingAuditTest, ReplayAdversaryStillDetectsWhatTheStandardAttackForgot) {
+  // Section 5.2: an adversary who knows the seeds and data order replays the
+  // baseline world; bit-deterministic CPU training makes the baseline arm
+  // exactly its replay, so any difference means the injected arm.
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  v1::AuditSpec spec = TinyForgettingSpec();
+  spec.mutable_forgetting()->set_attack("deterministic_replay");
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  const v1::ForgettingResults& f = results->forgetting();
+  // The replay retrains the baseline's 400 post-injection steps.
+  EXPECT_EQ(f.training_steps(), 200u + 1u + 3u * 400u);
+  EXPECT_EQ(audit.steps_total(), 2u * f.training_steps());
+  ASSERT_EQ(f.curve_size(), 4);
+  ASSERT_EQ(f.standard_curve_size(), 4);
+  EXPECT_EQ(f.standard_attack(), "checkpoint_calibrated");
+  for (const v1::ForgettingCurvePoint& p : f.curve()) {
+    EXPECT_EQ(p.replay_exact_trials(), 2u) << p.steps_since_injection();
+    EXPECT_GT(p.accuracy().mean(), 0.95) << p.steps_since_injection();
+  }
+  const double replay_last = f.curve(3).accuracy().mean();
+  const double standard_last = f.standard_curve(3).accuracy().mean();
+  EXPECT_GT(replay_last, 0.95);
+  EXPECT_LT(standard_last, replay_last - 0.1);
+  EXPECT_LT(standard_last, f.standard_curve(0).accuracy().mean());
+
+  // Both curves reach the table and the CSV.
+  EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("standard attack checkpoint_calibrated"));
+  const std::string csv_dir = dir_ + "/csv";
+  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  std::stringstream csv;
+  csv << std::ifstream(csv_dir + "/forgetting_curve.csv").rdbuf();
+  EXPECT_THAT(csv.str(), HasSubstr(",inject,deterministic_replay,400,"));
+  EXPECT_THAT(csv.str(), HasSubstr(",inject,checkpoint_calibrated,400,"));
+}
+
+TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {
+  // Two trials on one worker: the curve fills in while trial 1 trains, so a
+  // kill after the first partial curve lands mid-trial, after that trial has
+  // streamed its early points.
+  v1::AuditSpec spec = TinyForgettingSpec();
+  spec.mutable_forgetting()->mutable_training()->set_steps_after_injection(4000);
+  spec.mutable_forgetting()->clear_eval_points();
+  for (uint64_t p : {0, 10, 50, 4000}) spec.mutable_forgetting()->add_eval_points(p);
+  ASSERT_NO_FATAL_FAILURE(RunBaseline(spec));
+
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1, /*lease_ttl_ms=*/1000, "-killed"));
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  auto scorer = v1::ScorerService::NewStub(
+      grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::GetResultsRequest req;
+  req.set_audit_id(submitted->audit_id());
+  auto reader = scorer->WatchResults(&ctx, req);
+  int points_when_killed = 0;
+  v1::AuditResults update;
+  while (reader->Read(&update)) {
+    const int points = update.forgetting().curve_size();
+    if (points_when_killed == 0 && !update.complete() && points > 0) {
+      cluster_->worker(0)->Signal(SIGKILL);
+      points_when_killed = points;
+      EXPECT_TRUE(cluster_->AddWorker().ok());
+    }
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_GT(points_when_killed, 0);
+  EXPECT_LT(points_when_killed, 4) << "the kill must land while the trial still trains";
+  EXPECT_EQ(cluster_->worker(0)->Wait(), 128 + SIGKILL);
+  bool retried = false;
+  ASSERT_TRUE(client_
+                  ->Watch(submitted->audit_id(),
+                          [&](const v1::AuditEvent& e) {
+                            if (e.type() == "task_retried") {
+                              retried = true;
+                              EXPECT_THAT(e.message(), HasSubstr("lease expired"));
+                            }
+                            return true;
+                          })
+                  .ok());
+  EXPECT_TRUE(retried) << "the dead worker's trial must be re-queued";
+  auto audit = client_->Get(submitted->audit_id());
+  ASSERT_EQ(audit->state(), v1::SUCCEEDED) << audit->error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  ASSERT_EQ(results->forgetting().curve_size(), 4);
+  EXPECT_EQ(Numbers(*results), Numbers(baseline_))
+      << "a re-run trial must reproduce the undisturbed curve bit for bit";
 }
 
 TEST_F(ForgettingAuditTest, BadSpecIsRefusedWithTheFieldNamed) {

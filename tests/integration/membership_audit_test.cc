@@ -26,7 +26,7 @@ TEST_F(MembershipAuditTest, CompletesAndScoresEveryAttack) {
   auto results = client_->Report(submitted->audit_id());
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_TRUE(results->complete());
-  ASSERT_EQ(results->attacks_size(), 5);
+  ASSERT_EQ(results->attacks_size(), 6);
   EXPECT_EQ(results->members() + results->non_members(), 4u * 200u);
   for (const v1::AttackResult& a : results->attacks()) {
     EXPECT_GE(a.auc(), 0.0) << a.attack();
@@ -49,6 +49,29 @@ TEST_F(MembershipAuditTest, CompletesAndScoresEveryAttack) {
   // SIGTERM shuts each service down cleanly.
   EXPECT_EQ(cluster_->coordinator()->Stop(), 0);
   EXPECT_EQ(cluster_->scorer()->Stop(), 0);
+}
+
+TEST_F(MembershipAuditTest, GrowingAnAuditTrainsOnlyTheNewModels) {
+  ASSERT_NO_FATAL_FAILURE(RunBaseline(TinyMembershipSpec(8)));
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  auto small = client_->Submit(TinyMembershipSpec(4));
+  ASSERT_TRUE(small.ok()) << small.status();
+  ASSERT_EQ(WaitForEnd(small->audit_id()).state(), v1::SUCCEEDED);
+
+  auto grown = client_->Submit(TinyMembershipSpec(8));
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  v1::Audit audit = WaitForEnd(grown->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  EXPECT_EQ(audit.tasks().succeeded(), 8u);
+  const std::string scorer_metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
+  EXPECT_THAT(scorer_metrics, HasSubstr("memaudit_scorer_reused_models_total 4"));
+  // The worker trained 4 + 4 models, not 4 + 8.
+  const std::string worker_metrics = HttpGet(cluster_->worker_metrics_port(0), "/metrics");
+  EXPECT_THAT(worker_metrics, HasSubstr("memaudit_worker_tasks_total{outcome=\"succeeded\"} 8"));
+  // Reused models give exactly the numbers of training all eight afresh.
+  auto results = client_->Report(grown->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ(Numbers(*results), Numbers(baseline_));
 }
 
 TEST_F(MembershipAuditTest, KilledWorkerTaskIsReleasedAndResultsAreUnchanged) {
@@ -132,9 +155,9 @@ TEST_F(MembershipAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("membership.training.epochs"));
 
   v1::AuditSpec unlearning;
-  unlearning.mutable_unlearning();
-  auto unimplemented = client_->Submit(unlearning);
-  EXPECT_EQ(unimplemented.status().code(), absl::StatusCode::kUnimplemented);
+  unlearning.mutable_unlearning()->set_method("retrain");
+  auto bad_kind = client_->Submit(unlearning);
+  EXPECT_EQ(bad_kind.status().code(), absl::StatusCode::kInvalidArgument);
 
   auto list = client_->List(10);
   ASSERT_TRUE(list.ok());

@@ -1,0 +1,419 @@
+// The report's plots on hand-built results: each draws the series and labels
+// its results hold, and nothing non-finite reaches the SVG.
+#include "cli/report_plots.h"
+
+#include <cmath>
+#include <limits>
+#include <regex>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "cli/html_report.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memaudit::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+int Count(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+void ExpectNoBadNumbers(const std::string& svg) {
+  // As printf writes them ("nan", "-inf"), not inside words like "inference".
+  static const std::regex kBad("(^|[^a-z])-?(nan|inf)([^a-z]|$)", std::regex::icase);
+  EXPECT_FALSE(std::regex_search(svg, kBad)) << svg;
+}
+
+v1::TrialMean Mean(double mean, double half_width) {
+  v1::TrialMean m;
+  m.set_mean(mean);
+  m.set_low(mean - half_width);
+  m.set_high(mean + half_width);
+  return m;
+}
+
+v1::AuditResults Forgetting() {
+  v1::AuditResults r;
+  r.set_kind("forgetting");
+  r.set_complete(true);
+  v1::ForgettingResults* f = r.mutable_forgetting();
+  f->set_strategy("inject");
+  f->set_attack("checkpoint_calibrated");
+  f->set_fpr_target(0.1);
+  f->set_trials(3);
+  const struct {
+    uint64_t steps;
+    double accuracy;
+  } points[] = {{0, 0.87}, {10, 0.75}, {100, 0.7}, {2000, 0.55}};
+  for (const auto& p : points) {
+    v1::ForgettingCurvePoint* c = f->add_curve();
+    c->set_steps_since_injection(p.steps);
+    *c->mutable_accuracy() = Mean(p.accuracy, 0.05);
+    *c->mutable_auc() = Mean(p.accuracy - 0.02, 0.04);
+    *c->mutable_tpr() = Mean(p.accuracy - 0.3, 0.06);
+  }
+  return r;
+}
+
+v1::AuditResults Exposure() {
+  v1::AuditResults r;
+  r.set_kind("exposure");
+  r.set_complete(true);
+  v1::ExposureResults* x = r.mutable_exposure();
+  x->set_log2_space(19.93);
+  x->add_estimators("exact");
+  x->add_estimators("sampled");
+  x->add_estimators("extrapolated");
+  x->set_reference_samples(1000);
+  x->set_log2_reference_samples(std::log2(1000.0));
+  x->set_control_median_exposure(1.71);
+  x->set_fit_location(38);
+  x->set_fit_scale(6);
+  x->set_fit_shape(-2);
+  x->set_fit_ks_p_value(0.43);
+  const struct {
+    const char* secret;
+    uint32_t repeats;
+    double px, exposure;
+    bool exact;
+  } canaries[] = {{"140538", 1, 29.8, 2.97, true},
+                  {"319724", 64, 4.36, 19.93, true},
+                  {"849600", 0, 25.0, 5.96, true},
+                  {"157614", 0, 37.4, 0.67, false}};
+  for (const auto& c : canaries) {
+    v1::CanaryResult* out = x->add_canaries();
+    out->set_secret(c.secret);
+    out->set_repeats(c.repeats);
+    out->set_px_bits(c.px);
+    out->set_exposure(c.exposure);
+    out->set_exact(c.exact);
+    out->set_rank(c.exact ? 1 : 20);
+  }
+  for (uint32_t repeats : {0, 1, 64}) {
+    v1::ExposureByRepeats* g = x->add_by_repeats();
+    g->set_repeats(repeats);
+    g->set_mean_exposure(repeats == 0 ? 3.3 : repeats == 1 ? 2.97 : 19.93);
+    g->set_mean_sampled_exposure(repeats == 64 ? 9.97 : 3);
+    g->set_mean_extrapolated_exposure(repeats == 64 ? 30.1 : 3);
+  }
+  v1::PxHistogram* h = x->mutable_reference_px_histogram();
+  h->set_low(22);
+  h->set_bin_width(0.5);
+  for (int i = 0; i < 40; ++i) h->add_counts(static_cast<uint64_t>(60 - std::abs(i - 25) * 2));
+  return r;
+}
+
+v1::AuditResults Unlearning() {
+  v1::AuditResults r;
+  r.set_kind("unlearning");
+  r.set_complete(true);
+  v1::UnlearningResults* u = r.mutable_unlearning();
+  u->set_method("scratch");
+  // The baseline listed after a feature: the plot still puts it first.
+  const struct {
+    const char *defense, *feature, *classifier;
+    double auc, deg_count;
+  } attacks[] = {
+      {"none", "sorted_diff", "gradient_boosting", 0.93, 0.81},
+      {"none", "baseline", "gradient_boosting", 0.61, 0},
+      {"none", "euclidean_distance", "gradient_boosting", 0.88, 0.74},
+      {"top_2", "sorted_diff", "gradient_boosting", 0.9, 0.77},
+      {"top_2", "baseline", "gradient_boosting", 0.58, 0},
+      {"top_2", "euclidean_distance", "gradient_boosting", 0.85, 0.7},
+      {"none", "sorted_diff", "random_forest", 0.4242, 0.4343},
+  };
+  for (const auto& a : attacks) {
+    v1::UnlearningAttackResult* out = u->add_attacks();
+    out->set_defense(a.defense);
+    out->set_feature(a.feature);
+    out->set_classifier(a.classifier);
+    out->set_auc(a.auc);
+    out->set_deg_count(a.deg_count);
+  }
+  return r;
+}
+
+v1::AuditResults Relational() {
+  v1::AuditResults r;
+  r.set_kind("relational");
+  r.set_complete(true);
+  v1::RelationalResults* rel = r.mutable_relational();
+  rel->set_model("phone_book");
+  rel->add_metrics("exact_match");
+  rel->add_metrics("digit_f1");
+  for (const char* variant : {"units=64", "units=<256>"}) {
+    v1::RelationalCurve* c = rel->add_curves();
+    c->set_variant(variant);
+    for (uint64_t step : {1, 5, 20}) {
+      for (const char* metric : {"exact_match", "digit_f1"}) {
+        v1::RelationalPoint* p = c->add_points();
+        p->set_step(step);
+        p->set_metric(metric);
+        p->set_success_train(0.02 * static_cast<double>(step));
+        p->set_success_val(0.01);
+        p->set_rm_norm(p->success_train() - p->success_val());
+      }
+    }
+  }
+  return r;
+}
+
+TEST(RocSvgTest, OneCurvePerAttackWithChanceAndOperatingPoints) {
+  v1::AuditResults r;
+  for (const char* name : {"lira_online", "loss"}) {
+    v1::AttackResult* a = r.add_attacks();
+    a->set_attack(name);
+    a->set_auc(0.7);
+    for (double fpr : {0.0, 1e-4, 1e-2, 1.0}) {
+      v1::RocPoint* p = a->add_roc();
+      p->set_fpr(fpr);
+      p->set_tpr(std::sqrt(fpr));
+    }
+    a->add_operating_points()->set_fpr_target(0.01);
+    a->add_operating_points()->set_fpr_target(0.001);
+  }
+  const std::string svg = RocSvg(r);
+  EXPECT_THAT(svg, HasSubstr("class=\"roc\""));
+  EXPECT_EQ(Count(svg, "<polyline class=\"curve\""), 2);
+  EXPECT_THAT(svg, HasSubstr("<title>lira_online</title>"));
+  EXPECT_THAT(svg, HasSubstr(">loss (AUC 0.700)</text>"));
+  EXPECT_EQ(Count(svg, "class=\"operating-point\""), 2);
+  EXPECT_THAT(svg, HasSubstr("class=\"chance\""));
+  EXPECT_THAT(svg, HasSubstr(">1e-5</text>"));
+  EXPECT_THAT(svg, HasSubstr(">false positive rate</text>"));
+  // The origin is left out: (1e-4, 1e-2), (1e-2, 1e-1), (1, 1) remain.
+  EXPECT_THAT(svg, HasSubstr("points=\"144.0,156.0 312.0,88.0 480.0,20.0\""));
+  ExpectNoBadNumbers(svg);
+}
+
+TEST(ForgettingPlotTest, CurvesBandsAndChance) {
+  const v1::AuditResults r = Forgetting();
+  const std::string svg = ForgettingCurvesSvg(r.forgetting());
+  EXPECT_THAT(svg, HasSubstr("class=\"forgetting\""));
+  for (const char* series : {"MI accuracy", "AUC", "TPR at FPR 0.1"}) {
+    EXPECT_THAT(svg, HasSubstr(absl::StrCat("<title>", series, "</title>"))) << series;
+    EXPECT_THAT(svg, HasSubstr(absl::StrCat("<title>", series, ", 95% interval across trials")))
+        << series;
+  }
+  EXPECT_EQ(Count(svg, "<polyline class=\"curve "), 3);
+  EXPECT_EQ(Count(svg, "<polygon class=\"band "), 3);
+  EXPECT_THAT(svg, HasSubstr("<title>MI accuracy at 2000 steps: 0.550 [0.500, 0.600]</title>"));
+  EXPECT_THAT(svg, HasSubstr(">chance (accuracy, AUC)</text>"));
+  EXPECT_THAT(svg, HasSubstr("class=\"chance-tpr\""));
+  EXPECT_THAT(svg, HasSubstr(">95% interval, 3 trials</text>"));
+  // log(1 + steps) ticks up to the last point.
+  EXPECT_THAT(svg, HasSubstr(">1000</text>"));
+  EXPECT_THAT(svg, Not(HasSubstr(">1e4</text>")));
+  ExpectNoBadNumbers(svg);
+
+  EXPECT_EQ(ForgettingCurvesSvg(v1::ForgettingResults()), "");
+  EXPECT_EQ(ForgettingPlotsHtml(v1::AuditResults()), "");
+  EXPECT_THAT(ForgettingPlotsHtml(r), HasSubstr("<h2>Membership inference over steps since"));
+}
+
+TEST(ForgettingPlotTest, OneTrialAndMissingIntervalsStayFinite) {
+  v1::AuditResults r = Forgetting();
+  r.mutable_forgetting()->set_trials(1);
+  r.mutable_forgetting()->mutable_curve(1)->mutable_accuracy()->set_high(kNaN);
+  r.mutable_forgetting()->mutable_curve(2)->mutable_auc()->set_mean(kNaN);
+  const std::string svg = ForgettingCurvesSvg(r.forgetting());
+  // The accuracy band splits around its missing point; the AUC line too.
+  EXPECT_EQ(Count(svg, "<polygon class=\"band accuracy\""), 2);
+  EXPECT_EQ(Count(svg, "<polyline class=\"curve auc\""), 2);
+  ExpectNoBadNumbers(svg);
+}
+
+TEST(ExposurePlotTest, ExposureAgainstInsertionsWithCeilingsAndControls) {
+  const std::string svg = ExposureVsInsertionsSvg(Exposure().exposure());
+  EXPECT_THAT(svg, HasSubstr("class=\"exposure\""));
+  EXPECT_THAT(svg, HasSubstr("<polyline class=\"curve\""));  // the exact mean
+  EXPECT_THAT(svg, HasSubstr("<title>mean sampled exposure</title>"));
+  EXPECT_THAT(svg, HasSubstr("<title>mean extrapolated exposure</title>"));
+  EXPECT_THAT(svg, HasSubstr("<line class=\"ceiling\""));
+  EXPECT_THAT(svg, HasSubstr(">log2|R| = 19.93</text>"));
+  EXPECT_THAT(svg, HasSubstr(">log2|S| = 9.97</text>"));
+  EXPECT_THAT(svg, HasSubstr("class=\"control-median\""));
+  EXPECT_EQ(Count(svg, "<circle class=\"canary control\""), 2);
+  EXPECT_EQ(Count(svg, "<circle class=\"canary\""), 2);
+  EXPECT_THAT(svg, HasSubstr("<title>x64 canary 319724: exposure 19.93 bits, rank 1</title>"));
+  EXPECT_THAT(svg, HasSubstr(">control (never inserted)</text>"));
+  // Every inserted canary's rank is exact here: no "bound" legend entry.
+  EXPECT_THAT(svg, Not(HasSubstr("rank is a bound")));
+  // The y axis reaches the extrapolated mean (30.1 bits).
+  EXPECT_THAT(svg, HasSubstr(">40</text>"));
+  // Insertion ticks at the counts that ran.
+  EXPECT_THAT(svg, HasSubstr(">64</text>"));
+  ExpectNoBadNumbers(svg);
+}
+
+TEST(ExposurePlotTest, ExactOnlyDrawsNoOtherEstimator) {
+  v1::AuditResults r = Exposure();
+  r.mutable_exposure()->clear_estimators();
+  r.mutable_exposure()->add_estimators("exact");
+  r.mutable_exposure()->mutable_canaries(0)->set_exact(false);
+  const std::string svg = ExposureVsInsertionsSvg(r.exposure());
+  EXPECT_THAT(svg, Not(HasSubstr("sampled")));
+  EXPECT_THAT(svg, Not(HasSubstr("extrapolated")));
+  EXPECT_THAT(svg, HasSubstr(">rank is a bound</text>"));
+  EXPECT_THAT(svg, HasSubstr("rank &gt;=1"));
+}
+
+TEST(ExposurePlotTest, HistogramWithFitDensityAndCanaryRug) {
+  const v1::AuditResults r = Exposure();
+  const std::string svg = ReferencePxSvg(r.exposure());
+  EXPECT_THAT(svg, HasSubstr("class=\"px-histogram\""));
+  EXPECT_EQ(Count(svg, "<rect class=\"bin\""), 40);
+  EXPECT_THAT(svg, HasSubstr("<title>Px [22.00, 22.50): 10 references</title>"));
+  EXPECT_EQ(Count(svg, "<polyline class=\"fit\""), 1);
+  EXPECT_THAT(svg, HasSubstr("skew-normal fit: location 38.000, scale 6.000, shape -2.000"));
+  EXPECT_THAT(svg, HasSubstr(">skew-normal fit (KS p 0.43)</text>"));
+  // Canaries: a rug line each, inserted ones labelled.
+  EXPECT_EQ(Count(svg, "<polyline class=\"canary\""), 2);
+  EXPECT_EQ(Count(svg, "<polyline class=\"canary control\""), 2);
+  EXPECT_THAT(svg, HasSubstr(">x64</text>"));
+  EXPECT_THAT(svg, HasSubstr(">x1</text>"));
+  // The x axis stretches down to the x64 canary (Px 4.36).
+  EXPECT_THAT(svg, HasSubstr(">0</text>"));
+  ExpectNoBadNumbers(svg);
+
+  const std::string html = ExposurePlotsHtml(r);
+  EXPECT_THAT(html, HasSubstr("<h2>Exposure against insertions</h2>"));
+  EXPECT_THAT(html, HasSubstr("<h2>Reference Px and the skew-normal fit</h2>"));
+}
+
+TEST(ExposurePlotTest, HistogramNeedsBinsAndTheFitIsOptional) {
+  v1::AuditResults r = Exposure();
+  r.mutable_exposure()->set_fit_scale(0);  // no extrapolated estimator: no fit
+  const std::string svg = ReferencePxSvg(r.exposure());
+  EXPECT_EQ(Count(svg, "<rect class=\"bin\""), 40);
+  EXPECT_THAT(svg, Not(HasSubstr("class=\"fit\"")));
+  r.mutable_exposure()->mutable_canaries(0)->set_px_bits(kNaN);
+  ExpectNoBadNumbers(ReferencePxSvg(r.exposure()));
+  r.mutable_exposure()->clear_reference_px_histogram();
+  EXPECT_EQ(ReferencePxSvg(r.exposure()), "");
+  EXPECT_THAT(ExposurePlotsHtml(r), Not(HasSubstr("Reference Px")));
+}
+
+TEST(UnlearningPlotTest, AucBarsPerFeatureAndDefenseForTheFirstClassifier) {
+  const v1::AuditResults r = Unlearning();
+  const std::string svg = UnlearningAucSvg(r.unlearning());
+  EXPECT_THAT(svg, HasSubstr("class=\"unlearning-auc\""));
+  EXPECT_THAT(svg, HasSubstr("aria-label=\"attack AUC per feature and defense, "
+                             "gradient_boosting\""));
+  EXPECT_EQ(Count(svg, "<rect class=\"bar\""), 6);
+  EXPECT_THAT(svg, HasSubstr("<title>none / baseline: attack AUC 0.6100</title>"));
+  EXPECT_THAT(svg, HasSubstr("<title>top_2 / euclidean_distance: attack AUC 0.8500</title>"));
+  EXPECT_THAT(svg, Not(HasSubstr("0.4242"))) << "only the first classifier";
+  // Defenses label the groups; the baseline leads the legend.
+  EXPECT_THAT(svg, HasSubstr(">none</text>"));
+  EXPECT_THAT(svg, HasSubstr(">top_2</text>"));
+  EXPECT_LT(svg.find(">baseline</text>"), svg.find(">sorted_diff</text>"));
+  EXPECT_THAT(svg, HasSubstr(">chance</text>"));
+  ExpectNoBadNumbers(svg);
+}
+
+TEST(UnlearningPlotTest, DegCountBarsLeaveOutTheBaseline) {
+  const v1::AuditResults r = Unlearning();
+  const std::string svg = UnlearningDegCountSvg(r.unlearning());
+  EXPECT_THAT(svg, HasSubstr("class=\"unlearning-degcount\""));
+  EXPECT_EQ(Count(svg, "<rect class=\"bar\""), 4);
+  EXPECT_THAT(svg, HasSubstr("<title>none / sorted_diff: DegCount 0.8100</title>"));
+  EXPECT_THAT(svg, Not(HasSubstr("baseline")));
+  const std::string html = UnlearningPlotsHtml(r);
+  EXPECT_THAT(html, HasSubstr("<h2>Attack AUC per feature and defense</h2>"));
+  EXPECT_THAT(html, HasSubstr("<h2>DegCount against the baseline</h2>"));
+  EXPECT_THAT(html, HasSubstr("Classifier gradient_boosting"));
+  EXPECT_EQ(UnlearningPlotsHtml(v1::AuditResults()), "");
+}
+
+TEST(RelationalPlotTest, RmNormAndSuccessPerVariantAndMetric) {
+  const v1::AuditResults r = Relational();
+  const std::string rm = RelationalRmNormSvg(r.relational(), "exact_match");
+  EXPECT_THAT(rm, HasSubstr("class=\"relational-rm\""));
+  EXPECT_EQ(Count(rm, "<polyline class=\"curve rm-norm\""), 2);
+  EXPECT_THAT(rm, HasSubstr("<title>units=64 RM_norm</title>"));
+  EXPECT_THAT(rm, HasSubstr("<title>units=&lt;256&gt; RM_norm</title>"));
+  EXPECT_THAT(rm, HasSubstr("<title>units=64 at 20: RM_norm 0.390 (train 0.400, held-out "
+                            "0.010)</title>"));
+  EXPECT_THAT(rm, HasSubstr(">RM_norm (exact_match)</text>"));
+  EXPECT_THAT(rm, HasSubstr(">epochs (log scale)</text>"));
+  EXPECT_THAT(rm, Not(HasSubstr("<256>")));
+  ExpectNoBadNumbers(rm);
+
+  const std::string success = RelationalSuccessSvg(r.relational(), "digit_f1");
+  EXPECT_EQ(Count(success, "<polyline class=\"curve success-train\""), 2);
+  EXPECT_EQ(Count(success, "<polyline class=\"curve success-val\""), 2);
+  EXPECT_THAT(success, HasSubstr("<title>units=64 success, held-out records</title>"));
+  EXPECT_THAT(success, HasSubstr(">held-out records</text>"));
+  ExpectNoBadNumbers(success);
+
+  EXPECT_EQ(RelationalRmNormSvg(r.relational(), "no_such_metric"), "");
+  const std::string html = RelationalPlotsHtml(r);
+  EXPECT_THAT(html, HasSubstr("<h2>Relational memorization over training</h2>"));
+  EXPECT_THAT(html, HasSubstr("<h3>exact_match</h3>"));
+  EXPECT_THAT(html, HasSubstr("<h3>digit_f1</h3>"));
+  EXPECT_EQ(Count(html, "<svg"), 4);
+}
+
+TEST(RelationalPlotTest, LinearModelStepsAndNegativeRmNorm) {
+  v1::AuditResults r = Relational();
+  r.mutable_relational()->set_model("linear");
+  r.mutable_relational()->clear_metrics();  // the metrics come from the points
+  r.mutable_relational()->mutable_curves(0)->mutable_points(0)->set_step(100000);
+  r.mutable_relational()->mutable_curves(0)->mutable_points(2)->set_rm_norm(-0.3);
+  r.mutable_relational()->mutable_curves(1)->mutable_points(4)->set_rm_norm(kNaN);
+  const std::string rm = RelationalRmNormSvg(r.relational(), "exact_match");
+  EXPECT_THAT(rm, HasSubstr(">gradient steps (log scale)</text>"));
+  EXPECT_THAT(rm, HasSubstr(">1e5</text>"));
+  EXPECT_THAT(rm, HasSubstr(">-0.4</text>"));  // the y axis reaches below -0.3
+  EXPECT_THAT(rm, HasSubstr("class=\"zero\""));
+  ExpectNoBadNumbers(rm);
+  EXPECT_THAT(RelationalPlotsHtml(r), HasSubstr("<h3>digit_f1</h3>"));
+}
+
+v1::Audit AuditOf(const std::string& kind) {
+  v1::Audit audit;
+  audit.set_audit_id("a-1");
+  audit.set_kind(kind);
+  audit.set_name("plots");
+  return audit;
+}
+
+TEST(HtmlReportPlotsTest, EveryKindGetsItsPlots) {
+  const std::string forgetting = HtmlReport(AuditOf("forgetting"), Forgetting());
+  EXPECT_THAT(forgetting, HasSubstr("class=\"forgetting\""));
+  EXPECT_THAT(forgetting, HasSubstr("Forgetting curve"));  // the numbers table stays
+  const std::string exposure = HtmlReport(AuditOf("exposure"), Exposure());
+  EXPECT_THAT(exposure, HasSubstr("class=\"exposure\""));
+  EXPECT_THAT(exposure, HasSubstr("class=\"px-histogram\""));
+  EXPECT_THAT(exposure, HasSubstr("<h2>Canaries</h2>"));
+  EXPECT_LT(exposure.find("class=\"exposure\""), exposure.find("<h2>Canaries</h2>"));
+  const std::string unlearning = HtmlReport(AuditOf("unlearning"), Unlearning());
+  EXPECT_THAT(unlearning, HasSubstr("class=\"unlearning-auc\""));
+  EXPECT_THAT(unlearning, HasSubstr("class=\"unlearning-degcount\""));
+  EXPECT_THAT(unlearning, Not(HasSubstr("class=\"roc\"")));
+  const std::string relational = HtmlReport(AuditOf("relational"), Relational());
+  EXPECT_THAT(relational, HasSubstr("class=\"relational-rm\""));
+  EXPECT_THAT(relational, Not(HasSubstr("class=\"roc\"")));
+  const std::string membership = HtmlReport(AuditOf("membership"), [] {
+    v1::AuditResults r;
+    r.set_complete(true);
+    r.add_attacks()->set_attack("loss");
+    return r;
+  }());
+  EXPECT_THAT(membership, HasSubstr("class=\"roc\""));
+  for (const std::string* page : {&forgetting, &exposure, &unlearning, &relational}) {
+    EXPECT_THAT(*page, Not(HasSubstr("<script")));
+  }
+}
+
+}  // namespace
+}  // namespace memaudit::cli

@@ -1,0 +1,106 @@
+#include "cli/unlearning_render.h"
+
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+
+namespace memaudit::cli {
+namespace {
+
+std::string Escape(const std::string& text) {
+  return absl::StrReplaceAll(text,
+                             {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
+}
+
+std::string Summary(const v1::UnlearningResults& u) {
+  std::string out = absl::StrFormat(
+      "method %s, deletion %s (group size %u), seed policy %s; %u shadow / %u target attack "
+      "rows, %u models trained\n",
+      u.method(), u.deletion(), u.group_size(), u.seed_policy(), u.shadow_rows(), u.target_rows(),
+      u.models_trained());
+  absl::StrAppend(
+      &out, absl::StrFormat("target originals: train accuracy %.3f, test accuracy "
+                            "%.3f, overfitting %.3f",
+                            u.target_train_accuracy(), u.target_test_accuracy(), u.overfitting()));
+  if (u.dp_epsilon() > 0)
+    absl::StrAppend(&out, absl::StrFormat(", DP-SGD epsilon %.3f", u.dp_epsilon()));
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string UnlearningTable(const v1::AuditResults& r) {
+  const v1::UnlearningResults& u = r.unlearning();
+  std::string out = absl::StrCat("audit ", r.audit_id(), " (unlearning): ", Summary(u), "\n");
+  const std::string header = absl::StrFormat("%-12s %-20s %-20s %8s %9s %9s", "defense", "feature",
+                                             "classifier", "AUC", "DegCount", "DegRate");
+  absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
+  for (const v1::UnlearningAttackResult& a : u.attacks()) {
+    const bool baseline = a.feature() == "baseline";
+    absl::StrAppend(&out, absl::StrFormat("%-12s %-20s %-20s %8.4f %9s %9s\n", a.defense(),
+                                          a.feature(), a.classifier(), a.auc(),
+                                          baseline ? "-" : absl::StrFormat("%.4f", a.deg_count()),
+                                          baseline ? "-" : absl::StrFormat("%.4f", a.deg_rate())));
+  }
+  absl::StrAppend(&out,
+                  "\nAUC on target-side rows (deleted samples vs samples in neither model) of an "
+                  "attack trained on shadow rows; baseline = classical membership inference on the "
+                  "original model's posterior alone. DegCount / DegRate compare with the baseline "
+                  "of the same defense and classifier (> 0.5 / > 0: unlearning leaks more).\n");
+  return out;
+}
+
+std::string UnlearningHtmlSection(const v1::AuditResults& r) {
+  const v1::UnlearningResults& u = r.unlearning();
+  std::string html = absl::StrCat(
+      "<h2>Unlearning attack</h2><p>", Escape(Summary(u)),
+      "</p><table class=\"numbers\"><tr><th>defense</th><th>feature</th><th>classifier</th>"
+      "<th>AUC</th><th>DegCount</th><th>DegRate</th></tr>");
+  for (const v1::UnlearningAttackResult& a : u.attacks()) {
+    const bool baseline = a.feature() == "baseline";
+    absl::StrAppend(
+        &html,
+        absl::StrFormat("<tr><td>%s</td><td>%s</td><td>%s</td><td>%.4f</td><td>%s</td>"
+                        "<td>%s</td></tr>",
+                        Escape(a.defense()), Escape(a.feature()), Escape(a.classifier()), a.auc(),
+                        baseline ? "&ndash;" : absl::StrFormat("%.4f", a.deg_count()),
+                        baseline ? "&ndash;" : absl::StrFormat("%.4f", a.deg_rate())));
+  }
+  absl::StrAppend(&html,
+                  "</table><p>AUC: the attack, trained on shadow models, telling deleted samples "
+                  "from samples in neither model on the target models. <em>baseline</em> is "
+                  "classical membership inference on the original model alone; DegCount and "
+                  "DegRate compare each attack with the baseline of the same defense and "
+                  "classifier.</p>");
+  return html;
+}
+
+absl::Status WriteUnlearningCsv(const v1::AuditResults& r, const std::string& dir) {
+  const v1::UnlearningResults& u = r.unlearning();
+  std::string attacks = "audit_id,defense,feature,classifier,auc,deg_count,deg_rate\n";
+  for (const v1::UnlearningAttackResult& a : u.attacks()) {
+    absl::StrAppend(&attacks, absl::StrFormat("%s,%s,%s,%s,%.17g,%.17g,%.17g\n", r.audit_id(),
+                                              a.defense(), a.feature(), a.classifier(), a.auc(),
+                                              a.deg_count(), a.deg_rate()));
+  }
+  const std::string summary = absl::StrCat(
+      "audit_id,method,deletion,group_size,seed_policy,shadow_rows,target_rows,"
+      "target_train_accuracy,target_test_accuracy,overfitting,models_trained,dp_epsilon\n",
+      absl::StrFormat("%s,%s,%s,%u,%s,%u,%u,%.17g,%.17g,%.17g,%u,%.17g\n", r.audit_id(), u.method(),
+                      u.deletion(), u.group_size(), u.seed_policy(), u.shadow_rows(),
+                      u.target_rows(), u.target_train_accuracy(), u.target_test_accuracy(),
+                      u.overfitting(), u.models_trained(), u.dp_epsilon()));
+  for (const auto& [name, text] :
+       {std::pair<std::string, const std::string*>{"unlearning_attacks.csv", &attacks},
+        {"unlearning_summary.csv", &summary}}) {
+    const std::string path = dir + "/" + name;
+    std::ofstream out(path);
+    out << *text;
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memaudit::cli

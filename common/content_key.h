@@ -1,0 +1,22 @@
+// Content keys: a stored model's observations may stand in for a planned
+// task when everything that decides them is equal. For a membership model
+// that is the seed, data, architecture, recipe, threads, its index and the
+// code version — not the audit's model count N, because model i's keep-matrix
+// half does not depend on N (seeding.h), nor the attacks scored afterwards.
+#ifndef MEMAUDIT_COMMON_CONTENT_KEY_H_
+#define MEMAUDIT_COMMON_CONTENT_KEY_H_
+
+#include <cstdint>
+#include <string>
+
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit {
+
+// A printable key (hex of a deterministic serialization) for reference model
+// `index` of a membership audit whose spec has its defaults applied.
+std::string MembershipModelKey(const v1::AuditSpec& spec, uint32_t index);
+
+}  // namespace memaudit
+
+#endif  // MEMAUDIT_COMMON_CONTENT_KEY_H_

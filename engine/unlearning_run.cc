@@ -1,0 +1,374 @@
+#include "engine/unlearning_run.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <set>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "common/seeding.h"
+#include "engine/dataset.h"
+#include "engine/model.h"
+#include "engine/rdp_accountant.h"
+#include "engine/release.h"
+#include "engine/schedule.h"
+#include "engine/sisa.h"
+#include "engine/trainer.h"
+
+namespace memaudit::engine {
+namespace {
+
+// Epoch e visits SeededPermutation(DeriveSeed(seed, "epoch", e)) of `base`
+// (EpochSchedule's order), skipping `removed`, with each `added` row put at
+// a seeded place; then cuts it into batches. With nothing removed or added
+// it is EpochSchedule exactly, so an unlearned child sees the original's
+// data order less the deletion.
+class UnlearningSchedule : public BatchSchedule {
+ public:
+  UnlearningSchedule(std::vector<int64_t> base, const std::vector<int64_t>& removed,
+                     std::vector<int64_t> added, uint32_t batch_size, uint64_t seed)
+      : base_(std::move(base)),
+        removed_(removed.begin(), removed.end()),
+        added_(std::move(added)),
+        batch_size_(batch_size),
+        seed_(seed) {
+    size_t kept = 0;
+    for (int64_t r : base_) kept += removed_.count(r) == 0;
+    examples_ = kept + added_.size();
+    steps_per_epoch_ = (examples_ + batch_size_ - 1) / batch_size_;
+  }
+
+  BatchPlan At(uint64_t step) const override {
+    const uint64_t epoch = step / steps_per_epoch_;
+    if (epoch != cached_epoch_ || order_.empty()) {
+      const std::vector<uint32_t> perm =
+          SeededPermutation(DeriveSeed(seed_, "epoch", epoch), static_cast<uint32_t>(base_.size()));
+      order_.clear();
+      for (uint32_t p : perm) {
+        if (removed_.count(base_[p]) == 0) order_.push_back(base_[p]);
+      }
+      SplitMix64 rng(DeriveSeed(seed_, "added", epoch));
+      for (int64_t a : added_) {
+        order_.insert(order_.begin() + static_cast<int64_t>(rng.Uniform(order_.size() + 1)), a);
+      }
+      cached_epoch_ = epoch;
+    }
+    const uint64_t begin = (step % steps_per_epoch_) * batch_size_;
+    const uint64_t end = std::min<uint64_t>(begin + batch_size_, order_.size());
+    BatchPlan plan;
+    plan.ids.assign(order_.begin() + static_cast<int64_t>(begin),
+                    order_.begin() + static_cast<int64_t>(end));
+    return plan;
+  }
+
+  uint64_t steps_per_epoch() const { return steps_per_epoch_; }
+
+ private:
+  std::vector<int64_t> base_;
+  std::set<int64_t> removed_;
+  std::vector<int64_t> added_;
+  uint32_t batch_size_;
+  uint64_t seed_;
+  uint64_t examples_ = 0;
+  uint64_t steps_per_epoch_ = 1;
+  mutable uint64_t cached_epoch_ = 0;
+  mutable std::vector<int64_t> order_;
+};
+
+// One released model version: its logits on any rows (SISA: the log of the
+// averaged shard posteriors, which ReleasedPosteriors turns back into them).
+using LogitsFn = std::function<torch::Tensor(const torch::Tensor& x)>;
+
+LogitsFn ModelLogits(Model& model) {
+  return [&model](const torch::Tensor& x) {
+    torch::NoGradGuard no_grad;
+    model.eval();
+    return model.Forward(x).to(torch::kCPU, torch::kFloat64);
+  };
+}
+
+LogitsFn EnsembleLogits(SisaEnsemble& ensemble) {
+  return [&ensemble](const torch::Tensor& x) {
+    return torch::log(ensemble.Posteriors(x).clamp_min(std::numeric_limits<double>::min()));
+  };
+}
+
+double Accuracy(const LogitsFn& logits, const Batch& batch) {
+  return logits(batch.x).argmax(1).eq(batch.y).to(torch::kFloat64).mean().item<double>();
+}
+
+std::vector<double> Flat(const torch::Tensor& t) {
+  torch::Tensor c = t.to(torch::kCPU, torch::kFloat64).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+// Released posteriors of one version on `queries`, one vector per policy;
+// the temperature is fitted on this version's own validation rows.
+std::vector<std::vector<double>> Release(const LogitsFn& logits, const Batch& queries,
+                                         const Batch& validation,
+                                         const std::vector<ReleasePolicy>& releases) {
+  const torch::Tensor z = logits(queries.x);
+  double temperature = 1.0;
+  for (const ReleasePolicy& r : releases) {
+    if (r.kind == ReleaseKind::kTemperature) {
+      temperature = FitTemperature(logits(validation.x), validation.y);
+      break;
+    }
+  }
+  std::vector<std::vector<double>> out;
+  for (const ReleasePolicy& r : releases)
+    out.push_back(Flat(ReleasedPosteriors(z, r, temperature)));
+  return out;
+}
+
+absl::Status CheckSpec(const LabeledImages& data, const UnlearningRunSpec& spec) {
+  if (spec.train_rows.empty()) return absl::InvalidArgumentError("train_rows: empty");
+  if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
+  if (spec.epochs == 0) return absl::InvalidArgumentError("epochs: must be > 0");
+  if (spec.releases.empty()) return absl::InvalidArgumentError("releases: empty");
+  if (spec.method == UnlearningMethod::kSisa && (spec.shards == 0 || spec.slices == 0)) {
+    return absl::InvalidArgumentError("shards, slices: must be > 0");
+  }
+  const std::set<uint32_t> train(spec.train_rows.begin(), spec.train_rows.end());
+  if (train.size() != spec.train_rows.size()) {
+    return absl::InvalidArgumentError("train_rows: must be distinct");
+  }
+  auto in_range = [&](const std::vector<uint32_t>& rows, const char* name) -> absl::Status {
+    for (uint32_t r : rows) {
+      if (r >= data.count) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": row ", r, " is outside the dataset of ", data.count));
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = in_range(spec.train_rows, "train_rows"); !s.ok()) return s;
+  if (absl::Status s = in_range(spec.validation_rows, "validation_rows"); !s.ok()) return s;
+  for (size_t j = 0; j < spec.children.size(); ++j) {
+    const UnlearningChildSpec& c = spec.children[j];
+    const std::string at = absl::StrCat("children[", j, "]");
+    for (uint32_t r : c.removed) {
+      if (train.count(r) == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at, ".removed: row ", r, " is not trained on"));
+      }
+    }
+    if (c.removed.size() >= spec.train_rows.size() && c.added.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ".removed: leaves nothing to train on"));
+    }
+    for (const auto* rows : {&c.added, &c.queries, &c.validation}) {
+      if (absl::Status s = in_range(*rows, at.c_str()); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+double DpEpsilonOfPhases(const std::vector<std::pair<uint64_t, uint64_t>>& phases,
+                         uint32_t batch_size, double noise_multiplier, double delta) {
+  double best = std::numeric_limits<double>::infinity();
+  for (double a : DefaultRdpOrders()) {
+    double rdp = 0;
+    for (const auto& [examples, steps] : phases) {
+      if (examples == 0 || steps == 0) continue;
+      const double q = std::min(1.0, static_cast<double>(batch_size) / examples);
+      rdp += SampledGaussianRdp(q, noise_multiplier, a) * static_cast<double>(steps);
+    }
+    // The conversion ComputeDpSgdEpsilon(kImproved) uses.
+    const double eps = delta * delta + std::expm1(-rdp) >= 0
+                           ? 0
+                           : rdp + std::log1p(-1 / a) - std::log(delta * a) / (a - 1);
+    best = std::min(best, eps);
+  }
+  return std::max(0.0, best);
+}
+
+absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
+                                                  const LabeledImages* test,
+                                                  const UnlearningRunSpec& spec,
+                                                  const UnlearningStepCallback& on_step) {
+  if (absl::Status s = CheckSpec(data, spec); !s.ok()) return s;
+  // One tensor dataset over every row the task touches; `local` maps rows.
+  std::vector<uint32_t> rows;
+  std::unordered_map<uint32_t, int64_t> local;
+  auto take = [&](const std::vector<uint32_t>& more) {
+    for (uint32_t r : more) {
+      if (local.emplace(r, static_cast<int64_t>(rows.size())).second) rows.push_back(r);
+    }
+  };
+  take(spec.train_rows);
+  take(spec.validation_rows);
+  for (const UnlearningChildSpec& c : spec.children) {
+    take(c.added);
+    take(c.queries);
+    take(c.validation);
+  }
+  auto ids = [&](const std::vector<uint32_t>& of) {
+    std::vector<int64_t> out;
+    out.reserve(of.size());
+    for (uint32_t r : of) out.push_back(local.at(r));
+    return out;
+  };
+  const TensorDataset all = FromLabeledImages(data, rows);
+  const std::vector<int64_t> train_ids = ids(spec.train_rows);
+  const Batch train_batch = all.Gather(train_ids);
+  const Batch original_validation = all.Gather(ids(spec.validation_rows));
+  Batch test_batch;
+  if (test != nullptr && test->count > 0) {
+    std::vector<uint32_t> test_rows(test->count);
+    for (uint32_t i = 0; i < test->count; ++i) test_rows[i] = i;
+    const TensorDataset t = FromLabeledImages(*test, test_rows);
+    test_batch = {t.x(), t.y()};
+  }
+
+  ModelSpec model = spec.model;
+  model.inputs = data.features;
+  model.classes = data.classes;
+  auto options_for = [&](const UnlearningSeeds& seeds) {
+    TrainerOptions o;
+    o.optimizer = spec.optimizer;
+    o.threads = spec.threads == 0 ? 1 : spec.threads;
+    o.dropout_seed = seeds.dropout;
+    o.dp.enabled = spec.dp;
+    o.dp.clip_norm = spec.clip_norm;
+    o.dp.noise_multiplier = spec.noise_multiplier;
+    o.dp.noise_seed = seeds.noise;
+    return o;
+  };
+
+  UnlearningRunResult result;
+  result.classes = data.classes;
+  auto report = [&]() -> absl::Status {
+    if (on_step && !on_step(result.steps)) {
+      return absl::CancelledError(absl::StrCat("stopped after ", result.steps, " steps"));
+    }
+    return absl::OkStatus();
+  };
+  auto release_child = [&](const UnlearningChildSpec& c, const LogitsFn& original,
+                           const LogitsFn& unlearned) {
+    const Batch queries = all.Gather(ids(c.queries));
+    UnlearningChildResult& out = result.children.emplace_back();
+    out.original = Release(original, queries, original_validation, spec.releases);
+    out.unlearned = Release(unlearned, queries, all.Gather(ids(c.validation)), spec.releases);
+  };
+  auto set_accuracy = [&](const LogitsFn& original) {
+    result.train_accuracy = Accuracy(original, train_batch);
+    if (test_batch.x.defined()) result.test_accuracy = Accuracy(original, test_batch);
+  };
+
+  try {
+    if (spec.method == UnlearningMethod::kSisa) {
+      SisaOptions sisa;
+      sisa.batch_size = spec.batch_size;
+      sisa.epochs_per_slice = spec.epochs;
+      sisa.seed = spec.seeds.sisa;
+      auto ensemble = SisaEnsemble::Create(
+          model, options_for(spec.seeds),
+          BuildSisaLayout(train_ids, spec.shards, spec.slices, spec.seeds.sisa), sisa);
+      if (!ensemble.ok()) return ensemble.status();
+      if (absl::Status s = (*ensemble)->TrainAll(all); !s.ok()) return s;
+      auto total = [](const SisaEnsemble& e) {
+        uint64_t n = 0;
+        for (uint64_t s : e.steps_trained()) n += s;
+        return n;
+      };
+      const uint64_t original_steps = total(**ensemble);
+      result.steps = original_steps;
+      result.models_trained = spec.shards;
+      if (spec.dp) {
+        for (const auto& shard : (*ensemble)->layout().rows) {
+          std::vector<std::pair<uint64_t, uint64_t>> phases;
+          uint64_t seen = 0;
+          for (const auto& slice : shard) {
+            seen += slice.size();
+            phases.push_back(
+                {seen, spec.epochs * ((seen + spec.batch_size - 1) / spec.batch_size)});
+          }
+          result.dp_epsilon = std::max(
+              result.dp_epsilon,
+              DpEpsilonOfPhases(phases, spec.batch_size, spec.noise_multiplier, spec.dp_delta));
+        }
+      }
+      const LogitsFn original = EnsembleLogits(**ensemble);
+      set_accuracy(original);
+      if (absl::Status s = report(); !s.ok()) return s;
+      for (const UnlearningChildSpec& c : spec.children) {
+        auto child = (*ensemble)->Fork();
+        if (!child.ok()) return child.status();
+        auto retrained = (*child)->Delete(all, ids(c.removed));
+        if (!retrained.ok()) return retrained.status();
+        result.models_trained += retrained->size();
+        if (!c.added.empty()) {
+          auto added = (*child)->Add(all, ids(c.added));
+          if (!added.ok()) return added.status();
+          ++result.models_trained;
+        }
+        result.steps += total(**child) - original_steps;
+        release_child(c, original, EnsembleLogits(**child));
+        if (absl::Status s = report(); !s.ok()) return s;
+      }
+      return result;
+    }
+
+    auto count = [&](uint64_t, double) {
+      ++result.steps;
+      return !on_step || on_step(result.steps);
+    };
+    auto train =
+        [&](const UnlearningSeeds& seeds,
+            const UnlearningSchedule& schedule) -> absl::StatusOr<std::unique_ptr<Trainer>> {
+      const uint64_t init = seeds.init;
+      auto trainer =
+          Trainer::Create([model, init] { return BuildModel(model, init); }, options_for(seeds));
+      if (!trainer.ok()) return trainer.status();
+      if (absl::Status s =
+              (*trainer)->Train(all, schedule, spec.epochs * schedule.steps_per_epoch(), count);
+          !s.ok()) {
+        return s;
+      }
+      ++result.models_trained;
+      return trainer;
+    };
+    const UnlearningSchedule original_schedule(train_ids, {}, {}, spec.batch_size,
+                                               spec.seeds.order);
+    auto original = train(spec.seeds, original_schedule);
+    if (!original.ok()) return original.status();
+    if (spec.dp) {
+      result.dp_epsilon =
+          DpEpsilonOfPhases({{train_ids.size(), spec.epochs * original_schedule.steps_per_epoch()}},
+                            spec.batch_size, spec.noise_multiplier, spec.dp_delta);
+    }
+    const LogitsFn original_logits = ModelLogits((*original)->model());
+    set_accuracy(original_logits);
+    for (const UnlearningChildSpec& c : spec.children) {
+      const std::vector<int64_t> removed = ids(c.removed), added = ids(c.added);
+      std::unique_ptr<UnlearningSchedule> schedule;
+      if (c.shared_order) {
+        schedule = std::make_unique<UnlearningSchedule>(train_ids, removed, added, spec.batch_size,
+                                                        c.seeds.order);
+      } else {
+        const std::set<int64_t> gone(removed.begin(), removed.end());
+        std::vector<int64_t> own;
+        for (int64_t r : train_ids) {
+          if (gone.count(r) == 0) own.push_back(r);
+        }
+        own.insert(own.end(), added.begin(), added.end());
+        schedule = std::make_unique<UnlearningSchedule>(
+            own, std::vector<int64_t>{}, std::vector<int64_t>{}, spec.batch_size, c.seeds.order);
+      }
+      auto child = train(c.seeds, *schedule);
+      if (!child.ok()) return child.status();
+      release_child(c, original_logits, ModelLogits((*child)->model()));
+    }
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("unlearning run: ", e.what()));
+  }
+  return result;
+}
+
+}  // namespace memaudit::engine

@@ -1,0 +1,20 @@
+// Defaults and validation of a `relational` audit (Differential Relational
+// Privacy: RM_norm = s_train - s_val), kept apart from spec_validator.cc so
+// each audit kind stays small.
+#ifndef MEMAUDIT_SERVICES_COORDINATOR_RELATIONAL_SPEC_H_
+#define MEMAUDIT_SERVICES_COORDINATOR_RELATIONAL_SPEC_H_
+
+#include <vector>
+
+#include "memaudit/v1/spec.pb.h"
+#include "services/coordinator/spec_validator.h"
+
+namespace memaudit::coordinator {
+
+// With neither model set, the phone book is chosen (the audit's main model).
+void ApplyRelationalDefaults(v1::RelationalAudit* r);
+void ValidateRelational(const v1::RelationalAudit& r, std::vector<SpecProblem>* problems);
+
+}  // namespace memaudit::coordinator
+
+#endif  // MEMAUDIT_SERVICES_COORDINATOR_RELATIONAL_SPEC_H_

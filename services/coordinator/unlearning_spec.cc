@@ -1,0 +1,278 @@
+#include "services/coordinator/unlearning_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/datasets.h"
+#include "common/unlearning_signals.h"
+
+namespace memaudit::coordinator {
+namespace {
+
+constexpr uint32_t kMaxOriginals = 1000;
+constexpr uint32_t kMaxUnlearned = 10000;
+// Attack rows per side; bounds the scorer's memory and fitting time.
+constexpr uint64_t kMaxRowsPerSide = 1'000'000;
+constexpr uint32_t kClasses = 10;  // Fashion-MNIST
+
+bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
+  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+void ValidateSide(const v1::UnlearningAudit& u, bool target,
+                  const std::function<void(std::string, std::string)>& add) {
+  const std::string name = target ? "target" : "shadow";
+  const v1::UnlearningSide& s = unlearning::SideSpec(u, target);
+  const unlearning::SidePools pools = unlearning::PoolsFor(u, target);
+  if (s.originals() == 0 || s.originals() > kMaxOriginals) {
+    add(name + ".originals",
+        absl::StrCat("must be in [1, ", kMaxOriginals, "] (got ", s.originals(), ")"));
+  }
+  if (s.unlearned() == 0 || s.unlearned() > kMaxUnlearned) {
+    add(name + ".unlearned",
+        absl::StrCat("must be in [1, ", kMaxUnlearned, "] (got ", s.unlearned(), ")"));
+  }
+  if (s.samples() < 2) {
+    add(name + ".samples", absl::StrCat("must be >= 2 (got ", s.samples(), ")"));
+  } else if (s.samples() > pools.positive.size()) {
+    add(name + ".samples",
+        absl::StrCat("must be <= the side's positive pool, 80% of dataset.pool_size / 2 = ",
+                     pools.positive.size(), " (got ", s.samples(), ")"));
+  }
+  if (u.method() == "sisa" && u.sisa().shards() > 0 && u.sisa().slices() > 0 &&
+      static_cast<uint64_t>(s.samples()) <
+          static_cast<uint64_t>(u.sisa().shards()) * u.sisa().slices()) {
+    add(name + ".samples", absl::StrCat("must be >= sisa.shards x sisa.slices = ",
+                                        u.sisa().shards() * u.sisa().slices(),
+                                        " so every slice holds a sample (got ", s.samples(), ")"));
+  }
+  const uint32_t g = unlearning::DeletedPerChild(u);
+  if (u.deletion() != "single" && s.samples() >= 2 && g >= s.samples()) {
+    add("group_size", absl::StrCat("must be <= ", name, ".samples - 1 = ", s.samples() - 1,
+                                   " so every unlearned model keeps a sample (got ", g, ")"));
+  }
+  const uint64_t rows = 2ull * s.originals() * s.unlearned() * unlearning::PositivesPerChild(u);
+  if (rows > kMaxRowsPerSide) {
+    add(name + ".unlearned", absl::StrCat("originals x unlearned x 2 x positives per model = ",
+                                          rows, " attack rows; must be <= ", kMaxRowsPerSide));
+  }
+}
+
+}  // namespace
+
+void ApplyUnlearningDefaults(v1::UnlearningAudit* u) {
+  v1::DatasetSpec* d = u->mutable_dataset();
+  if (d->name().empty()) d->set_name("fashion_mnist");
+  if (d->pool_size() == 0) d->set_pool_size(6000);
+  v1::ModelSpec* m = u->mutable_model();
+  if (m->architecture().empty()) m->set_architecture("logreg");
+  v1::UnlearningTraining* t = u->mutable_training();
+  if (t->optimizer().empty()) t->set_optimizer("sgd");
+  if (t->learning_rate() == 0) t->set_learning_rate(t->optimizer() == "adam" ? 0.001 : 0.05);
+  if (t->optimizer() == "momentum" && t->momentum() == 0) t->set_momentum(0.9);
+  if (t->epochs() == 0) t->set_epochs(10);
+  if (t->batch_size() == 0) t->set_batch_size(64);
+  if (u->method().empty()) u->set_method("scratch");
+  if (u->method() == "sisa") {
+    if (u->sisa().shards() == 0) u->mutable_sisa()->set_shards(5);
+    if (u->sisa().slices() == 0) u->mutable_sisa()->set_slices(1);
+  }
+  for (v1::UnlearningSide* s : {u->mutable_shadow(), u->mutable_target()}) {
+    if (s->originals() == 0) s->set_originals(10);
+    if (s->samples() == 0) s->set_samples(1000);
+    if (s->unlearned() == 0) s->set_unlearned(20);
+  }
+  if (u->deletion().empty()) u->set_deletion("single");
+  if (u->group_size() == 0) u->set_group_size(1);
+  if (u->seed_policy().empty()) u->set_seed_policy("shared");
+  if (u->features().empty()) {
+    for (const std::string& f : unlearning::FeatureNames()) u->add_features(f);
+  }
+  if (u->attack_classifiers().empty()) {
+    for (const std::string& c : unlearning::ClassifierNames()) u->add_attack_classifiers(c);
+  }
+  if (u->defenses().empty()) u->add_defenses("none");
+  if (u->has_dp_sgd()) {
+    v1::DpSgdSpec* dp = u->mutable_dp_sgd();
+    if (dp->noise_multiplier() == 0) dp->set_noise_multiplier(1.0);
+    if (dp->clip_norm() == 0) dp->set_clip_norm(1.0);
+    if (dp->delta() == 0) dp->set_delta(1e-5);
+  }
+}
+
+void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* problems) {
+  auto add = [&](std::string field, std::string rule) {
+    problems->push_back({absl::StrCat("unlearning.", field), std::move(rule)});
+  };
+  const v1::DatasetSpec& d = u.dataset();
+  if (d.name() != "fashion_mnist") {
+    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got \"", d.name(), "\")"));
+  }
+  if (d.pool_size() < 20 || d.pool_size() > kFashionMnistTrainExamples) {
+    add("dataset.pool_size", absl::StrCat("must be in [20, ", kFashionMnistTrainExamples, "] (got ",
+                                          d.pool_size(), ")"));
+  }
+
+  const v1::ModelSpec& m = u.model();
+  const std::string& arch = m.architecture();
+  if (arch == "logreg" || arch == "torchscript") {
+    if (m.hidden_size() > 0) add("model.hidden", absl::StrCat("must be empty for \"", arch, "\""));
+    if (m.dropout() != 0) add("model.dropout", absl::StrCat("must be 0 for \"", arch, "\""));
+  } else if (arch == "mlp") {
+    if (m.hidden_size() == 0 || m.hidden_size() > 8) {
+      add("model.hidden", absl::StrCat("\"mlp\" needs 1 to 8 widths (got ", m.hidden_size(), ")"));
+    }
+  } else if (arch == "cnn") {
+    if (m.hidden_size() != 0 && m.hidden_size() != 3) {
+      add("model.hidden", absl::StrCat("\"cnn\" takes [conv1, conv2, fc] or nothing (got ",
+                                       m.hidden_size(), " values)"));
+    }
+  } else {
+    add("model.architecture",
+        absl::StrCat("must be \"logreg\", \"mlp\", \"cnn\" or \"torchscript\" (got \"", arch,
+                     "\")"));
+  }
+  if (arch == "mlp" || arch == "cnn") {
+    for (int i = 0; i < m.hidden_size(); ++i) {
+      if (m.hidden(i) == 0 || m.hidden(i) > 65536) {
+        add(absl::StrCat("model.hidden[", i, "]"),
+            absl::StrCat("must be in [1, 65536] (got ", m.hidden(i), ")"));
+      }
+    }
+    if (!(m.dropout() >= 0 && m.dropout() < 1)) {
+      add("model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+    }
+  }
+  if (arch == "torchscript" && m.torchscript_path().empty()) {
+    add("model.torchscript_path", "required for \"torchscript\"");
+  } else if (arch != "torchscript" && !m.torchscript_path().empty()) {
+    add("model.torchscript_path", "applies to architecture \"torchscript\" only");
+  }
+
+  const v1::UnlearningTraining& t = u.training();
+  if (!OneOf(t.optimizer(), {"sgd", "momentum", "adam"})) {
+    add("training.optimizer",
+        absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got \"", t.optimizer(), "\")"));
+  }
+  if (!(t.learning_rate() > 0) || !std::isfinite(t.learning_rate())) {
+    add("training.learning_rate", absl::StrCat("must be > 0 (got ", t.learning_rate(), ")"));
+  }
+  if (!(t.momentum() >= 0 && t.momentum() < 1)) {
+    add("training.momentum", absl::StrCat("must be in [0, 1) (got ", t.momentum(), ")"));
+  }
+  if (!(t.weight_decay() >= 0) || !std::isfinite(t.weight_decay())) {
+    add("training.weight_decay", absl::StrCat("must be >= 0 (got ", t.weight_decay(), ")"));
+  }
+  if (t.epochs() == 0 || t.epochs() > 10000) {
+    add("training.epochs", absl::StrCat("must be in [1, 10000] (got ", t.epochs(), ")"));
+  }
+  if (t.batch_size() == 0 || t.batch_size() > 65536) {
+    add("training.batch_size", absl::StrCat("must be in [1, 65536] (got ", t.batch_size(), ")"));
+  }
+
+  if (u.method() == "sisa") {
+    if (u.sisa().shards() == 0 || u.sisa().shards() > 1000) {
+      add("sisa.shards", absl::StrCat("must be in [1, 1000] (got ", u.sisa().shards(), ")"));
+    }
+    if (u.sisa().slices() == 0 || u.sisa().slices() > 100) {
+      add("sisa.slices", absl::StrCat("must be in [1, 100] (got ", u.sisa().slices(), ")"));
+    }
+  } else if (u.method() == "scratch") {
+    if (u.sisa().shards() != 0 || u.sisa().slices() != 0) {
+      add("sisa", "applies to method \"sisa\" only");
+    }
+  } else {
+    add("method", absl::StrCat("must be \"scratch\" or \"sisa\" (got \"", u.method(), "\")"));
+  }
+
+  if (!OneOf(u.deletion(), {"single", "group", "intermediate", "online", "remaining"})) {
+    add("deletion", absl::StrCat("must be one of single, group, intermediate, online, "
+                                 "remaining (got \"",
+                                 u.deletion(), "\")"));
+  }
+  if (u.deletion() == "single" && u.group_size() != 1) {
+    add("group_size",
+        absl::StrCat("must be 1 with deletion \"single\" (got ", u.group_size(), ")"));
+  }
+  ValidateSide(u, /*target=*/false, add);
+  ValidateSide(u, /*target=*/true, add);
+  // Both sides draw negatives (and online's added samples) from pools of the
+  // same size, so one check covers both.
+  const unlearning::SidePools pools = unlearning::PoolsFor(u, false);
+  const uint32_t positives = unlearning::PositivesPerChild(u);
+  if (positives > pools.negative.size()) {
+    add("group_size", absl::StrCat(positives,
+                                   " positives per unlearned model need as many "
+                                   "negatives, but each side's negative pool holds ",
+                                   pools.negative.size(), " (raise dataset.pool_size)"));
+  }
+  if (unlearning::AddedPerChild(u) > pools.replacement.size()) {
+    add("group_size",
+        absl::StrCat("online deletion adds ", unlearning::AddedPerChild(u),
+                     " samples per unlearned model, but each side's pool of new samples holds ",
+                     pools.replacement.size(), " (raise dataset.pool_size)"));
+  }
+
+  if (!OneOf(u.seed_policy(), {"shared", "independent"})) {
+    add("seed_policy",
+        absl::StrCat("must be \"shared\" or \"independent\" (got \"", u.seed_policy(), "\")"));
+  } else if (u.seed_policy() == "independent" && u.method() == "sisa") {
+    add("seed_policy",
+        "\"independent\" applies to method \"scratch\" only (SISA retrains a shard from its own "
+        "slice checkpoint)");
+  }
+
+  auto check_names = [&](const char* field,
+                         const google::protobuf::RepeatedPtrField<std::string>& values,
+                         const std::vector<std::string>& known) {
+    std::set<std::string> seen;
+    for (int i = 0; i < values.size(); ++i) {
+      const std::string path = absl::StrCat(field, "[", i, "]");
+      if (!OneOf(values.Get(i), known)) {
+        add(path,
+            absl::StrCat("unknown \"", values.Get(i), "\"; known: ", absl::StrJoin(known, ", ")));
+      } else if (!seen.insert(values.Get(i)).second) {
+        add(path, absl::StrCat("\"", values.Get(i), "\" is listed twice"));
+      }
+    }
+  };
+  check_names("features", u.features(), unlearning::FeatureNames());
+  check_names("attack_classifiers", u.attack_classifiers(), unlearning::ClassifierNames());
+  std::set<std::string> defenses;
+  for (int i = 0; i < u.defenses_size(); ++i) {
+    const std::string& d = u.defenses(i);
+    const std::string path = absl::StrCat("defenses[", i, "]");
+    const uint32_t k = unlearning::TopK(d);
+    if (d != "none" && d != "label_only" && d != "temperature" && k == 0) {
+      add(path, absl::StrCat("unknown \"", d,
+                             "\"; known: none, top_1 ... top_9, label_only, temperature"));
+    } else if (k >= kClasses) {
+      add(path, absl::StrCat("top_k needs k in [1, ", kClasses - 1, "] (got ", k, ")"));
+    } else if (!defenses.insert(d).second) {
+      add(path, absl::StrCat("\"", d, "\" is listed twice"));
+    }
+  }
+  if (u.has_dp_sgd()) {
+    const v1::DpSgdSpec& dp = u.dp_sgd();
+    if (!(dp.noise_multiplier() > 0) || !std::isfinite(dp.noise_multiplier())) {
+      add("dp_sgd.noise_multiplier", absl::StrCat("must be > 0 (got ", dp.noise_multiplier(), ")"));
+    }
+    if (!(dp.clip_norm() > 0) || !std::isfinite(dp.clip_norm())) {
+      add("dp_sgd.clip_norm", absl::StrCat("must be > 0 (got ", dp.clip_norm(), ")"));
+    }
+    if (!(dp.delta() > 0 && dp.delta() < 1)) {
+      add("dp_sgd.delta", absl::StrCat("must be in (0, 1) (got ", dp.delta(), ")"));
+    }
+  }
+}
+
+uint64_t UnlearningTaskSteps(const v1::AuditSpec& spec, bool target, uint32_t i) {
+  return unlearning::TaskWorkFor(spec, target, i).steps;
+}
+
+}  // namespace memaudit::coordinator

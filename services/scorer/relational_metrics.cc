@@ -1,0 +1,335 @@
+#include "services/scorer/relational_metrics.h"
+
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/relational_signals.h"
+#include "scoring/relational.h"
+
+namespace memaudit::scorer {
+namespace {
+
+bool IsLinear(const v1::RelationalAudit& r) { return r.has_linear(); }
+
+std::vector<std::string> TruthSignals(const v1::RelationalAudit& r) {
+  if (IsLinear(r)) return {relational::kTargetTrain, relational::kTargetVal};
+  return {relational::kNumbersTrain, relational::kNumbersVal};
+}
+
+// Per point, in the order ScoreRelational reads them: train, held-out
+// predictions, then the clean task.
+std::vector<std::string> PointSignals(const v1::RelationalAudit& r) {
+  if (IsLinear(r)) {
+    return {relational::kRecoveredTrain, relational::kRecoveredVal, relational::kCleanTrain,
+            relational::kCleanVal};
+  }
+  return {relational::kPredictedTrain, relational::kPredictedVal, relational::kCleanTrain,
+          relational::kCleanVal};
+}
+
+bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  for (const std::string& n : names) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+bool IsTrainSignal(const std::string& s) {
+  return s == relational::kNumbersTrain || s == relational::kPredictedTrain ||
+         s == relational::kTargetTrain || s == relational::kRecoveredTrain;
+}
+
+// UTF-8 bytes, one per value, each line ended by '\n' (relational::AppendLines).
+absl::StatusOr<std::vector<std::string>> DecodeLines(const std::vector<double>& values) {
+  std::vector<std::string> lines;
+  std::string current;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    if (!(v >= 0 && v <= 255) || v != std::floor(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values[", i, "]: not a byte (got ", v, ")"));
+    }
+    if (v == '\n') {
+      lines.push_back(std::move(current));
+      current.clear();
+    } else {
+      current.push_back(static_cast<char>(static_cast<unsigned char>(v)));
+    }
+  }
+  if (!current.empty()) {
+    return absl::InvalidArgumentError("observation.values: the last line has no '\\n'");
+  }
+  return lines;
+}
+
+absl::StatusOr<scoring::SuccessMetric> ParseMetric(const std::string& name) {
+  if (name == "exact_match") return scoring::SuccessMetric::kExactMatch;
+  if (name == "digit_f1") return scoring::SuccessMetric::kDigitF1;
+  return absl::InvalidArgumentError(absl::StrCat("relational.metrics: unknown \"", name, "\""));
+}
+
+bool KnownPoint(const v1::RelationalAudit& r, const std::string& point) {
+  uint64_t step = 0;
+  if (!absl::SimpleAtoi(point, &step) || absl::StrCat(step) != point) return false;
+  if (IsLinear(r)) {
+    for (uint64_t s : r.linear().steps()) {
+      if (s == step) return true;
+    }
+    return false;
+  }
+  return step >= 1 && step <= r.phone_book().training().epochs();
+}
+
+std::vector<scoring::QaPrediction> Pairs(const std::vector<std::string>& predictions,
+                                         const std::vector<std::string>& truth) {
+  std::vector<scoring::QaPrediction> out;
+  for (size_t i = 0; i < truth.size(); ++i) out.push_back({predictions[i], {truth[i]}});
+  return out;
+}
+
+double WithinTolerance(const std::vector<double>& estimates, const std::vector<double>& truth,
+                       double tolerance) {
+  size_t hits = 0;
+  for (size_t i = 0; i < truth.size(); ++i) hits += std::abs(estimates[i] - truth[i]) < tolerance;
+  return truth.empty() ? 0.0 : static_cast<double>(hits) / static_cast<double>(truth.size());
+}
+
+size_t TotalPoints(const v1::AuditResults& results) {
+  size_t n = 0;
+  for (const v1::RelationalCurve& c : results.relational().curves()) n += c.points_size();
+  return n;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> RequiredRelationalSignals(
+    const v1::RelationalAudit& r) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& s : TruthSignals(r)) out.emplace_back(relational::kTruthPoint, s);
+  const std::vector<std::string> per_point = PointSignals(r);
+  for (uint64_t p : relational::Points(r)) {
+    for (const std::string& s : per_point) out.emplace_back(absl::StrCat(p), s);
+  }
+  return out;
+}
+
+absl::Status ValidateRelationalObservation(const v1::RelationalAudit& r, const v1::Observation& o) {
+  const size_t variants = relational::Variants(r).size();
+  if (o.run() >= variants) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "observation.run: ", o.run(), " is outside the audit's ", variants, " variants"));
+  }
+  const bool truth = o.point() == relational::kTruthPoint;
+  if (!truth && !KnownPoint(r, o.point())) {
+    return absl::InvalidArgumentError(absl::StrCat("observation.point: \"", o.point(),
+                                                   "\" is not a measurement point of this audit"));
+  }
+  if (!Contains(truth ? TruthSignals(r) : PointSignals(r), o.signal())) {
+    return absl::InvalidArgumentError(absl::StrCat("observation.signal: \"", o.signal(),
+                                                   "\" is not a signal of this audit at point \"",
+                                                   o.point(), "\""));
+  }
+  for (int i = 0; i < o.values_size(); ++i) {
+    if (!std::isfinite(o.values(i))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values[", i, "]: not a finite number"));
+    }
+  }
+  const bool train = IsTrainSignal(o.signal());
+  if (o.signal() == relational::kCleanTrain || o.signal() == relational::kCleanVal) {
+    if (o.values_size() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values: expected 1 value, got ", o.values_size()));
+    }
+    const double v = o.values(0);
+    if (IsLinear(r) ? !(v >= 0) : !(v >= 0 && v <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values[0]: ", v,
+                       IsLinear(r) ? " is not a squared error" : " is not an accuracy"));
+    }
+    return absl::OkStatus();
+  }
+  if (IsLinear(r)) {
+    if (static_cast<uint32_t>(o.values_size()) != r.linear().samples()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values: expected ", r.linear().samples(),
+                       " values (one per sample), got ", o.values_size()));
+    }
+    return absl::OkStatus();
+  }
+  const v1::PhoneBookSpec& p = r.phone_book();
+  const uint32_t records = train ? p.records() : p.validation_records();
+  std::vector<double> values(o.values().begin(), o.values().end());
+  absl::StatusOr<std::vector<std::string>> lines = DecodeLines(values);
+  if (!lines.ok()) return lines.status();
+  if (lines->size() != records) {
+    return absl::InvalidArgumentError(absl::StrCat("observation.values: expected ", records,
+                                                   " lines (one per record), got ", lines->size()));
+  }
+  if (truth) {
+    for (size_t i = 0; i < lines->size(); ++i) {
+      const std::string& n = (*lines)[i];
+      bool digits = n.size() == p.digits();
+      for (char c : n) digits = digits && c >= '0' && c <= '9';
+      if (!digits) {
+        return absl::InvalidArgumentError(absl::StrCat("observation.values: line ", i, " is not a ",
+                                                       p.digits(), "-digit number"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
+                                                 const RelationalSignals& signals) {
+  const v1::RelationalAudit& r = spec.relational();
+  v1::AuditResults results = RelationalPlaceholder(spec);
+  v1::RelationalResults* out = results.mutable_relational();
+  out->set_model(IsLinear(r) ? "linear" : "phone_book");
+  const std::vector<std::string> metric_names = relational::MetricNames(r);
+  for (const std::string& m : metric_names) out->add_metrics(m);
+  std::vector<scoring::SuccessMetric> metrics;
+  if (!IsLinear(r)) {
+    for (const std::string& m : metric_names) {
+      absl::StatusOr<scoring::SuccessMetric> parsed = ParseMetric(m);
+      if (!parsed.ok()) return parsed.status();
+      metrics.push_back(*parsed);
+    }
+  }
+  auto find = [&](const std::string& point, const std::string& signal,
+                  uint32_t variant) -> const std::vector<double>* {
+    auto it = signals.find({point, signal});
+    if (it == signals.end()) return nullptr;
+    auto v = it->second.find(variant);
+    return v == it->second.end() ? nullptr : &v->second;
+  };
+  const std::vector<std::string> variants = relational::Variants(r);
+  const std::vector<uint64_t> points = relational::Points(r);
+  const std::vector<std::string> truth_names = TruthSignals(r);
+  const std::vector<std::string> point_names = PointSignals(r);
+  bool complete = true;
+  for (uint32_t v = 0; v < variants.size(); ++v) {
+    v1::RelationalCurve* curve = out->add_curves();
+    curve->set_variant(variants[v]);
+    const std::vector<double>* truth_train = find(relational::kTruthPoint, truth_names[0], v);
+    const std::vector<double>* truth_val = find(relational::kTruthPoint, truth_names[1], v);
+    if (truth_train == nullptr || truth_val == nullptr) {
+      complete = false;
+      continue;
+    }
+    std::vector<std::string> numbers_train, numbers_val;
+    if (!IsLinear(r)) {
+      auto a = DecodeLines(*truth_train);
+      auto b = DecodeLines(*truth_val);
+      if (!a.ok()) return a.status();
+      if (!b.ok()) return b.status();
+      numbers_train = *std::move(a);
+      numbers_val = *std::move(b);
+    }
+    size_t reached = 0;
+    for (uint64_t step : points) {
+      const std::string key = absl::StrCat(step);
+      std::vector<const std::vector<double>*> got;
+      for (const std::string& s : point_names) got.push_back(find(key, s, v));
+      if (got[0] == nullptr || got[1] == nullptr || got[2] == nullptr || got[3] == nullptr) break;
+      ++reached;
+      auto add_point = [&](const std::string& metric, double s_train, double s_val) {
+        v1::RelationalPoint* p = curve->add_points();
+        p->set_step(step);
+        p->set_metric(metric);
+        p->set_success_train(s_train);
+        p->set_success_val(s_val);
+        p->set_rm_norm(s_train - s_val);
+        p->set_clean_train(got[2]->at(0));
+        p->set_clean_val(got[3]->at(0));
+      };
+      if (IsLinear(r)) {
+        if (got[0]->size() != truth_train->size() || got[1]->size() != truth_val->size()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("variant ", variants[v], " point ", key, ": estimate counts differ"));
+        }
+        const double tol = r.linear().tolerance();
+        add_point(relational::kWithinTolerance, WithinTolerance(*got[0], *truth_train, tol),
+                  WithinTolerance(*got[1], *truth_val, tol));
+        continue;
+      }
+      auto predicted_train = DecodeLines(*got[0]);
+      auto predicted_val = DecodeLines(*got[1]);
+      if (!predicted_train.ok()) return predicted_train.status();
+      if (!predicted_val.ok()) return predicted_val.status();
+      if (predicted_train->size() != numbers_train.size() ||
+          predicted_val->size() != numbers_val.size()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("variant ", variants[v], " epoch ", key, ": prediction counts differ"));
+      }
+      const auto train = Pairs(*predicted_train, numbers_train);
+      const auto val = Pairs(*predicted_val, numbers_val);
+      for (size_t m = 0; m < metrics.size(); ++m) {
+        auto rm = scoring::ComputeRelationalMemorization(train, val, metrics[m]);
+        if (!rm.ok()) return rm.status();
+        add_point(metric_names[m], rm->success_train, rm->success_val);
+      }
+    }
+    if (reached < points.size()) complete = false;
+  }
+  results.set_complete(complete);
+  return results;
+}
+
+absl::StatusOr<std::optional<v1::AuditResults>> ScoreRelationalFromStore(
+    ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) {
+  // Whatever has arrived: each curve covers the points its variant reached.
+  RelationalSignals signals;
+  for (const auto& [point, name] : RequiredRelationalSignals(spec.relational())) {
+    auto runs = store.LoadSignal(audit_id, point, name);
+    if (!runs.ok()) return runs.status();
+    if (!runs->empty()) signals[{point, name}] = *std::move(runs);
+  }
+  auto results = ScoreRelational(spec, signals);
+  if (!results.ok()) return results.status();
+  const size_t points = TotalPoints(*results);
+  if (points == 0) return std::nullopt;
+  auto stored = store.GetResults(audit_id);
+  if (!stored.ok()) return stored.status();
+  if (stored->has_value() && TotalPoints(**stored) == points &&
+      (*stored)->complete() == results->complete()) {
+    return std::nullopt;  // no new point since the last computation
+  }
+  return *std::move(results);
+}
+
+v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec) {
+  const v1::RelationalAudit& r = spec.relational();
+  v1::AuditResults results;
+  results.set_kind("relational");
+  results.set_complete(false);
+  results.set_models(static_cast<uint32_t>(relational::Variants(r).size()));
+  // Training records (samples) are the members, held-out ones the non-members.
+  const uint64_t train = IsLinear(r) ? r.linear().samples() : r.phone_book().records();
+  const uint64_t held_out =
+      IsLinear(r) ? r.linear().samples() : r.phone_book().validation_records();
+  results.set_examples(static_cast<uint32_t>(train + held_out));
+  results.set_members(train);
+  results.set_non_members(held_out);
+  return results;
+}
+
+void PublishRelational(metrics::Registry* metrics, const v1::AuditResults& results) {
+  if (metrics == nullptr || !results.has_relational()) return;
+  auto& rm = metrics->AddGauge(
+      "memaudit_relational_rm_norm_ratio",
+      "Relational memorization RM_norm = s_train - s_val (success at recovering the private "
+      "part from the corrupted record, training minus held-out) at each variant's latest point.");
+  for (const v1::RelationalCurve& c : results.relational().curves()) {
+    if (c.points().empty()) continue;
+    const uint64_t latest = c.points(c.points_size() - 1).step();
+    for (const v1::RelationalPoint& p : c.points()) {
+      if (p.step() != latest) continue;
+      rm.Add({{"audit", results.audit_id()}, {"variant", c.variant()}, {"metric", p.metric()}})
+          .Set(p.rm_norm());
+    }
+  }
+}
+
+}  // namespace memaudit::scorer

@@ -1,0 +1,207 @@
+#include "services/worker/relational_task.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/relational_signals.h"
+#include "common/seeding.h"
+
+namespace memaudit::worker {
+namespace {
+
+v1::Observation& Add(const v1::Task& task, const std::string& point, const char* signal,
+                     std::vector<v1::Observation>* out) {
+  v1::Observation& o = out->emplace_back();
+  o.set_audit_id(task.audit_id());
+  o.set_run(task.index());
+  o.set_point(point);
+  o.set_signal(signal);
+  return o;
+}
+
+void AddValues(const v1::Task& task, const std::string& point, const char* signal,
+               const std::vector<double>& values, std::vector<v1::Observation>* out) {
+  Add(task, point, signal, out).mutable_values()->Add(values.begin(), values.end());
+}
+
+void AddLines(const v1::Task& task, const std::string& point, const char* signal,
+              const std::vector<std::string>& lines, std::vector<v1::Observation>* out) {
+  std::vector<double> bytes;
+  relational::AppendLines(lines, &bytes);
+  AddValues(task, point, signal, bytes, out);
+}
+
+// Streams each newly measured point through `send_early`; a failed early
+// send is not fatal, since the final stream carries everything.
+template <typename Result>
+class EarlySender {
+ public:
+  using Convert = std::function<std::vector<v1::Observation>(const Result&)>;
+  EarlySender(Convert convert,
+              const std::function<absl::Status(const std::vector<v1::Observation>&)>& send)
+      : convert_(std::move(convert)), send_(send) {}
+  void operator()(const Result& so_far) {
+    if (!send_) return;
+    std::vector<v1::Observation> all = convert_(so_far);
+    std::vector<v1::Observation> fresh(all.begin() + sent_, all.end());
+    if (send_(fresh).ok()) sent_ = all.size();
+  }
+
+ private:
+  Convert convert_;
+  const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_;
+  size_t sent_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& task) {
+  const v1::AuditSpec& spec = task.spec();
+  const v1::PhoneBookSpec& p = spec.relational().phone_book();
+  const uint32_t variants = p.units_sweep().empty() ? 1 : p.units_sweep_size();
+  if (task.index() >= variants) {
+    return absl::InvalidArgumentError(absl::StrCat("relational.phone_book.units_sweep: task ",
+                                                   task.index(), " is outside the ", variants,
+                                                   " variants"));
+  }
+  engine::PhoneBookRunSpec run;
+  run.records = p.records();
+  run.validation_records = p.validation_records();
+  run.tmpl = p.template_();
+  run.digits = p.digits();
+  run.lstm = p.model().architecture() != "gru";
+  run.layers = p.model().layers();
+  run.units = relational::VariantUnits(p, task.index());
+  run.embedding = p.model().embedding();
+  run.dropout = p.model().dropout();
+  const std::string& opt = p.training().optimizer();
+  if (opt == "adam") {
+    run.optimizer.kind = engine::OptimizerKind::kAdam;
+  } else if (opt == "sgd") {
+    run.optimizer.kind = engine::OptimizerKind::kSgd;
+  } else if (opt == "momentum") {
+    run.optimizer.kind = engine::OptimizerKind::kMomentum;
+  } else if (opt == "rmsprop") {
+    run.optimizer.kind = engine::OptimizerKind::kRmsProp;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("relational.phone_book.training.optimizer: unknown \"", opt, "\""));
+  }
+  run.optimizer.learning_rate = p.training().learning_rate();
+  run.optimizer.weight_decay = p.training().weight_decay();
+  run.batch_size = p.training().batch_size();
+  run.epochs = p.training().epochs();
+  // One phone book for every variant, so widths are compared on the same
+  // records; init, order and dropout are the variant's own. Both derive from
+  // the audit seed, so a re-leased task retrains bit for bit.
+  run.book_seed = DeriveSeed(spec.seed(), "relational/phone_book", 0);
+  run.model_seed = DeriveSeed(spec.seed(), task.role(), task.index());
+  run.threads = spec.resources().threads_per_task();
+  return run;
+}
+
+absl::StatusOr<engine::LinearRelationalRunSpec> LinearRunSpecFor(const v1::Task& task) {
+  const v1::AuditSpec& spec = task.spec();
+  const v1::LinearRelationalSpec& l = spec.relational().linear();
+  if (task.index() >= static_cast<uint32_t>(l.key_dims_size())) {
+    return absl::InvalidArgumentError(absl::StrCat("relational.linear.key_dims: task ",
+                                                   task.index(), " is outside the ",
+                                                   l.key_dims_size(), " variants"));
+  }
+  engine::LinearRelationalRunSpec run;
+  run.samples = l.samples();
+  run.label_dims = l.label_dims();
+  run.key_dims = l.key_dims(task.index());
+  run.steps.assign(l.steps().begin(), l.steps().end());
+  run.step_fraction = l.step_fraction();
+  // Shared labels pair the d_x variants: they differ only in the key x.
+  run.label_seed = DeriveSeed(spec.seed(), "relational/labels", 0);
+  run.key_seed = DeriveSeed(spec.seed(), "relational/keys", task.index());
+  run.threads = spec.resources().threads_per_task();
+  return run;
+}
+
+std::vector<v1::Observation> PhoneBookObservations(const v1::Task& task,
+                                                   const engine::PhoneBookRunResult& result) {
+  std::vector<v1::Observation> out;
+  std::vector<std::string> train, val;
+  for (const engine::PhoneBookRecord& r : result.book.train) train.push_back(r.number);
+  for (const engine::PhoneBookRecord& r : result.book.validation) val.push_back(r.number);
+  AddLines(task, relational::kTruthPoint, relational::kNumbersTrain, train, &out);
+  AddLines(task, relational::kTruthPoint, relational::kNumbersVal, val, &out);
+  for (const engine::PhoneBookEpoch& e : result.epochs) {
+    const std::string point = absl::StrCat(e.epoch);
+    AddLines(task, point, relational::kPredictedTrain, e.predicted_train, &out);
+    AddLines(task, point, relational::kPredictedVal, e.predicted_val, &out);
+    AddValues(task, point, relational::kCleanTrain, {e.clean_train}, &out);
+    AddValues(task, point, relational::kCleanVal, {e.clean_val}, &out);
+  }
+  return out;
+}
+
+std::vector<v1::Observation> LinearObservations(const v1::Task& task,
+                                                const engine::LinearRelationalRunResult& result) {
+  std::vector<v1::Observation> out;
+  AddValues(task, relational::kTruthPoint, relational::kTargetTrain, result.target_train, &out);
+  AddValues(task, relational::kTruthPoint, relational::kTargetVal, result.target_val, &out);
+  for (const engine::LinearRelationalPoint& p : result.points) {
+    const std::string point = absl::StrCat(p.step);
+    AddValues(task, point, relational::kRecoveredTrain, p.recovered_train, &out);
+    AddValues(task, point, relational::kRecoveredVal, p.recovered_val, &out);
+    AddValues(task, point, relational::kCleanTrain, {p.mse_train}, &out);
+    AddValues(task, point, relational::kCleanVal, {p.mse_val}, &out);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<v1::Observation>> RunRelationalVariant(
+    const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps,
+    const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
+  const v1::RelationalAudit& r = task.spec().relational();
+  if (r.has_linear()) {
+    absl::StatusOr<engine::LinearRelationalRunSpec> run = LinearRunSpecFor(task);
+    if (!run.ok()) return run.status();
+    EarlySender<engine::LinearRelationalRunResult> early(
+        [&](const engine::LinearRelationalRunResult& so_far) {
+          return LinearObservations(task, so_far);
+        },
+        send_early);
+    bool stopped = false;
+    auto result =
+        engine::RunLinearRelational(*run, [&](const engine::LinearRelationalRunResult& so_far) {
+          // The closed form jumps to each step: progress is the step reached,
+          // examples are steps x N (full-batch GD).
+          const uint64_t step = so_far.points.back().step;
+          if (!stopped && !on_steps(step, step * run->samples)) stopped = true;
+          if (!stopped) early(so_far);
+        });
+    if (!result.ok()) return result.status();
+    if (stopped) return absl::CancelledError("stopped by the worker");
+    return LinearObservations(task, *result);
+  }
+  if (!r.has_phone_book()) {
+    return absl::InvalidArgumentError("relational.model: set one of phone_book, linear");
+  }
+  absl::StatusOr<engine::PhoneBookRunSpec> run = PhoneBookRunSpecFor(task);
+  if (!run.ok()) return run.status();
+  EarlySender<engine::PhoneBookRunResult> early(
+      [&](const engine::PhoneBookRunResult& so_far) { return PhoneBookObservations(task, so_far); },
+      send_early);
+  const uint64_t records = run->records;
+  const uint64_t batch = run->batch_size;
+  const uint64_t per_epoch = (records + batch - 1) / batch;
+  auto result = engine::RunPhoneBook(
+      *run,
+      [&](uint64_t steps) {
+        // Exact examples: every epoch sees each record once, its last batch short.
+        const uint64_t examples =
+            steps / per_epoch * records + std::min(steps % per_epoch * batch, records);
+        return on_steps(steps, examples);
+      },
+      [&](const engine::PhoneBookRunResult& so_far) { early(so_far); });
+  if (!result.ok()) return result.status();
+  return PhoneBookObservations(task, *result);
+}
+
+}  // namespace memaudit::worker

@@ -1,0 +1,179 @@
+// Relational audits (Differential Relational Privacy) through real
+// coordinator, scorer and worker processes: a tiny phone book a small LSTM
+// memorizes in seconds, and the linear model on both sides of d = N.
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/csv_export.h"
+#include "cli/html_report.h"
+#include "cli/render.h"
+#include "gmock/gmock.h"
+#include "memaudit/v1/scorer.grpc.pb.h"
+#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/prometheus_server.h"
+
+namespace memaudit::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Eight records with 4-digit numbers: a 64-unit LSTM learns the name ->
+// number relation after a few dozen epochs (engine/relational_run_test.cc).
+v1::AuditSpec TinyPhoneBookSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("tiny-phone-book");
+  spec.set_seed(5);
+  v1::RelationalAudit* r = spec.mutable_relational();
+  v1::PhoneBookSpec* p = r->mutable_phone_book();
+  p->set_records(8);
+  p->set_validation_records(8);
+  p->set_digits(4);
+  p->mutable_model()->set_units(64);
+  p->mutable_model()->set_embedding(16);
+  p->mutable_training()->set_learning_rate(0.02);
+  p->mutable_training()->set_batch_size(4);
+  p->mutable_training()->set_epochs(80);
+  return spec;
+}
+
+v1::AuditSpec LinearSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("linear");
+  spec.set_seed(6);
+  v1::LinearRelationalSpec* l = spec.mutable_relational()->mutable_linear();
+  l->set_samples(100);
+  l->set_label_dims(5);
+  l->add_key_dims(20);    // d = 25 < N
+  l->add_key_dims(2000);  // d >> N
+  return spec;
+}
+
+// The exact-match points of a curve, by step.
+std::vector<const v1::RelationalPoint*> ExactMatch(const v1::RelationalCurve& c) {
+  std::vector<const v1::RelationalPoint*> out;
+  for (const v1::RelationalPoint& p : c.points()) {
+    if (p.metric() == "exact_match") out.push_back(&p);
+  }
+  return out;
+}
+
+class RelationalAuditTest : public ClusterTest {};
+
+TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  auto submitted = client_->Submit(TinyPhoneBookSpec());
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->tasks(), 1u);
+  auto scorer = v1::ScorerService::NewStub(
+      grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::GetResultsRequest req;
+  req.set_audit_id(submitted->audit_id());
+  auto reader = scorer->WatchResults(&ctx, req);
+  int partial_points = 0;
+  v1::AuditResults update, last;
+  while (reader->Read(&update)) {
+    if (!update.complete() && update.relational().curves_size() > 0) {
+      partial_points = std::max(partial_points, update.relational().curves(0).points_size());
+    }
+    last = update;
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_TRUE(last.complete());
+  EXPECT_GE(partial_points, 2) << "epochs must be scored while training goes on";
+
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  EXPECT_EQ(audit.steps_total(), 80u * 2u);  // 8 records in batches of 4
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  EXPECT_EQ(results->kind(), "relational");
+  const v1::RelationalResults& r = results->relational();
+  EXPECT_EQ(r.model(), "phone_book");
+  ASSERT_EQ(r.curves_size(), 1);
+  EXPECT_EQ(r.curves(0).variant(), "units=64");
+  ASSERT_EQ(r.curves(0).points_size(), 160);  // 80 epochs x 2 metrics
+  const auto em = ExactMatch(r.curves(0));
+  const v1::RelationalPoint& first = *em.front();
+  const v1::RelationalPoint& final = *em.back();
+  EXPECT_EQ(final.step(), 80u);
+  EXPECT_GT(final.rm_norm(), 0.3);
+  EXPECT_GT(final.rm_norm(), first.rm_norm());
+  EXPECT_LE(final.success_val(), 0.125) << "unseen names give their number away only by chance";
+  EXPECT_GT(final.clean_train(), final.clean_val());
+
+  // The gauge, lint-clean.
+  const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr(absl::StrCat("memaudit_relational_rm_norm_ratio{audit=\"",
+                                              submitted->audit_id(),
+                                              "\",metric=\"exact_match\",variant=\"units=64\"}")));
+  if (access(kPromtoolBinary, X_OK) == 0) {
+    const PromtoolLint lint = RunPromtool(dir_, "relational-scorer", metrics);
+    EXPECT_EQ(lint.exit_code, 0) << lint.output;
+    EXPECT_EQ(lint.output, "");
+  }
+
+  // The CLI's renderings.
+  EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("exact_match"));
+  EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("units=64"));
+  EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("Relational memorization"));
+  const std::string csv_dir = dir_ + "/csv";
+  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  std::stringstream csv;
+  csv << std::ifstream(csv_dir + "/relational_curve.csv").rdbuf();
+  EXPECT_THAT(csv.str(),
+              HasSubstr(absl::StrCat(submitted->audit_id(), ",phone_book,units=64,80,digit_f1,")));
+}
+
+TEST_F(RelationalAuditTest, LinearModelMemorizesOnlyAboveTheInterpolationThreshold) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  auto submitted = client_->Submit(LinearSpec());
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->tasks(), 2u);
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  const v1::RelationalResults& r = results->relational();
+  EXPECT_EQ(r.model(), "linear");
+  ASSERT_EQ(r.curves_size(), 2);
+  EXPECT_EQ(r.curves(0).variant(), "d_x=20");
+  ASSERT_EQ(r.curves(0).points_size(), 6);  // default steps 1 ... 1e5
+  for (const v1::RelationalPoint& p : r.curves(0).points()) {
+    EXPECT_LT(std::abs(p.rm_norm()), 0.15) << "d < N, step " << p.step();
+  }
+  const v1::RelationalPoint& high = r.curves(1).points(5);
+  EXPECT_EQ(high.step(), 100000u);
+  EXPECT_GE(high.rm_norm(), 0.5);
+  EXPECT_GT(high.success_train(), 0.95);
+  EXPECT_LT(high.clean_train(), 1e-6) << "interpolates the training set";
+  EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("d_x=2000"));
+}
+
+TEST_F(RelationalAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  v1::AuditSpec spec = TinyPhoneBookSpec();
+  spec.mutable_relational()->mutable_phone_book()->set_template_("{number} is {name}'s");
+  spec.mutable_relational()->add_metrics("bleu");
+  auto refused = client_->Submit(spec);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(refused.status().message());
+  EXPECT_THAT(message, HasSubstr("relational.phone_book.template"));
+  EXPECT_THAT(message, HasSubstr("relational.metrics[0]"));
+  v1::AuditSpec linear = LinearSpec();
+  linear.mutable_relational()->mutable_linear()->set_step_fraction(3);
+  refused = client_->Submit(linear);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("relational.linear.step_fraction: must be in (0, 2)"));
+}
+
+}  // namespace
+}  // namespace memaudit::testing
