@@ -104,7 +104,7 @@ std::string RelationalHtmlSection(const v1::AuditResults& r) {
   const v1::RelationalResults& rel = r.relational();
   const bool linear = Linear(rel);
   std::string html = absl::StrFormat(
-      "<h2>Relational memorization</h2><p>%s; RM<sub>norm</sub> = s<sub>train</sub> &minus; "
+      "<h2>Relational memorization: numbers</h2><p>%s; RM<sub>norm</sub> = s<sub>train</sub> &minus; "
       "s<sub>val</sub>, the success at recovering the private part from the corrupted record on "
       "training minus held-out data (%u / %u).</p>",
       linear ? "Linear model: the adversary reads t from &lang;w, (0, x)&rang; / (1 &minus; w<sub>1"

@@ -197,9 +197,14 @@ inline TrainingSeeds OriginalSeeds(uint64_t seed, bool target, uint32_t i) {
           SideSeed(seed, target, "sisa", i)};
 }
 inline TrainingSeeds ChildSeeds(const v1::AuditSpec& spec, bool target, uint32_t i, uint32_t j) {
-  if (spec.unlearning().seed_policy() != "independent")
-    return OriginalSeeds(spec.seed(), target, i);
   const uint64_t s = spec.seed();
+  if (spec.unlearning().seed_policy() != "independent") {
+    TrainingSeeds shared = OriginalSeeds(s, target, i);
+    // DP-SGD noise is always fresh: the same noise in both versions would
+    // cancel in their difference and void the guarantee DP-SGD gives.
+    if (spec.unlearning().has_dp_sgd()) shared.noise = ChildSeed(s, target, "noise", i, j);
+    return shared;
+  }
   return {ChildSeed(s, target, "init", i, j), ChildSeed(s, target, "order", i, j),
           ChildSeed(s, target, "noise", i, j), ChildSeed(s, target, "dropout", i, j),
           ChildSeed(s, target, "sisa", i, j)};

@@ -1,6 +1,11 @@
 #include "engine/ensemble.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
+#include "common/seeding.h"
 #include "engine/classifier_models.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
@@ -32,11 +37,9 @@ struct StackedLinear : torch::autograd::Function<StackedLinear> {
   }
 };
 
-}  // namespace
-
-StackedMlp::StackedMlp(const ModelSpec& spec, const std::vector<uint64_t>& seeds)
-    : members_(static_cast<int64_t>(seeds.size())) {
-  // Build each member exactly as the plain trainer would, then stack.
+// Member parameters in the plain model's order, detached.
+std::vector<std::vector<torch::Tensor>> BuildMembers(const ModelSpec& spec,
+                                                     const std::vector<uint64_t>& seeds) {
   std::vector<std::vector<torch::Tensor>> per_member;
   for (uint64_t seed : seeds) {
     std::shared_ptr<Model> m = *BuildModel(spec, seed);
@@ -44,6 +47,32 @@ StackedMlp::StackedMlp(const ModelSpec& spec, const std::vector<uint64_t>& seeds
     for (const auto& t : m->parameters()) p.push_back(t.detach());
     per_member.push_back(std::move(p));
   }
+  return per_member;
+}
+
+}  // namespace
+
+torch::Tensor StackedModel::Dropout(const torch::Tensor& x, double p) {
+  if (p <= 0 || !is_training() || dropout_gens_ == nullptr) return x;
+  const int64_t width = x.size(1), features = x.size(2);
+  std::vector<torch::Tensor> keep;
+  for (int64_t k = 0; k < members_; ++k) {
+    const int64_t rows = k < static_cast<int64_t>(dropout_rows_.size()) ? dropout_rows_[k] : width;
+    // Exactly Model::Dropout's draw for member k's own [rows, F] batch, so its
+    // generator advances as when it trains alone.
+    torch::Tensor m = torch::empty({rows, features}, torch::kFloat32);
+    m.bernoulli_(1.0 - p, (*dropout_gens_)[k]);
+    if (rows < width) m = torch::cat({m, torch::zeros({width - rows, features})});
+    keep.push_back(m);
+  }
+  return x * torch::stack(keep).to(x.device(), x.scalar_type()) / (1.0 - p);
+}
+
+StackedMlp::StackedMlp(const ModelSpec& spec, const std::vector<uint64_t>& seeds)
+    : StackedModel(static_cast<int64_t>(seeds.size())),
+      dropout_(spec.kind == ModelKind::kMlp ? spec.dropout : 0.0) {
+  // Build each member exactly as the plain trainer would, then stack.
+  std::vector<std::vector<torch::Tensor>> per_member = BuildMembers(spec, seeds);
   const size_t layers = per_member[0].size() / 2;
   for (size_t l = 0; l < layers; ++l) {
     std::vector<torch::Tensor> w, b;
@@ -61,7 +90,7 @@ torch::Tensor StackedMlp::Forward(const torch::Tensor& input) {
   for (size_t l = 0; l < weights_.size(); ++l) {
     // Per member this is the same addmm(bias, x, W^T) torch::nn::Linear runs.
     x = StackedLinear::apply(x, weights_[l], biases_[l]);
-    if (l + 1 < weights_.size()) x = torch::relu(x);
+    if (l + 1 < weights_.size()) x = Dropout(torch::relu(x), dropout_);
   }
   return x;
 }
@@ -75,13 +104,73 @@ std::vector<torch::Tensor> StackedMlp::MemberParameters(int64_t k) const {
   return out;
 }
 
+StackedCnn::StackedCnn(const ModelSpec& spec, const std::vector<uint64_t>& seeds)
+    : StackedModel(static_cast<int64_t>(seeds.size())),
+      channels_(spec.image_channels),
+      dropout_(spec.dropout) {
+  // The image shape as BuildModel derives it; the layer widths from the
+  // built member (CnnModel order: conv1.{w,b}, conv2.{w,b}, fc1.{w,b}, fc2.{w,b}).
+  const int64_t pixels = spec.inputs / spec.image_channels;
+  height_ = spec.image_height > 0 ? spec.image_height
+                                  : static_cast<int64_t>(std::lround(std::sqrt(pixels)));
+  width_ = pixels / height_;
+  std::vector<std::vector<torch::Tensor>> per_member = BuildMembers(spec, seeds);
+  c1_ = per_member[0][0].size(0);
+  c2_ = per_member[0][2].size(0);
+  auto gather = [&](size_t i, bool stack_head) {
+    std::vector<torch::Tensor> t;
+    for (const auto& p : per_member)
+      t.push_back(stack_head && i % 2 == 1 ? p[i].unsqueeze(0) : p[i]);
+    // Conv filters and biases concatenate along output channels: group k's
+    // filters are member k's.
+    return stack_head ? torch::stack(t) : torch::cat(t);
+  };
+  conv1_w_ = register_parameter("conv1_w", gather(0, false));
+  conv1_b_ = register_parameter("conv1_b", gather(1, false));
+  conv2_w_ = register_parameter("conv2_w", gather(2, false));
+  conv2_b_ = register_parameter("conv2_b", gather(3, false));
+  fc1_w_ = register_parameter("fc1_w", gather(4, true));
+  fc1_b_ = register_parameter("fc1_b", gather(5, true));
+  fc2_w_ = register_parameter("fc2_w", gather(6, true));
+  fc2_b_ = register_parameter("fc2_b", gather(7, true));
+}
+
+torch::Tensor StackedCnn::Forward(const torch::Tensor& input) {
+  const int64_t k = members_, b = input.size(1);
+  // [K, B, C*H*W] -> [B, K*C, H, W]: member k's images are channel group k.
+  torch::Tensor x = input.reshape({k, b, channels_, height_, width_})
+                        .transpose(0, 1)
+                        .reshape({b, k * channels_, height_, width_});
+  // CnnModel's conv2d calls (stride 1, padding 2) with groups = K.
+  x = torch::conv2d(x, conv1_w_, conv1_b_, {1, 1}, {2, 2}, {1, 1}, k);
+  x = torch::max_pool2d(torch::relu(x), 2);
+  x = torch::conv2d(x, conv2_w_, conv2_b_, {1, 1}, {2, 2}, {1, 1}, k);
+  x = torch::max_pool2d(torch::relu(x), 2);
+  // [B, K*c2, h, w] -> [K, B, c2*h*w], each x[k] member k's contiguous
+  // flatten(1), so the head's GEMMs see the operands the plain model's do.
+  x = x.reshape({b, k, -1}).transpose(0, 1).contiguous();
+  x = Dropout(torch::relu(StackedLinear::apply(x, fc1_w_, fc1_b_)), dropout_);
+  return StackedLinear::apply(x, fc2_w_, fc2_b_);
+}
+
+std::vector<torch::Tensor> StackedCnn::MemberParameters(int64_t k) const {
+  return {conv1_w_.narrow(0, k * c1_, c1_),
+          conv1_b_.narrow(0, k * c1_, c1_),
+          conv2_w_.narrow(0, k * c2_, c2_),
+          conv2_b_.narrow(0, k * c2_, c2_),
+          fc1_w_[k],
+          fc1_b_[k][0],
+          fc2_w_[k],
+          fc2_b_[k][0]};
+}
+
 absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Create(
     const ModelSpec& spec, const TrainerOptions& options, std::vector<EnsembleMember> members,
     uint32_t batch_size) {
-  if (spec.kind != ModelKind::kLogReg && spec.kind != ModelKind::kMlp) {
-    return absl::InvalidArgumentError("model.kind: ensembles support kLogReg and kMlp");
+  if (spec.kind != ModelKind::kLogReg && spec.kind != ModelKind::kMlp &&
+      spec.kind != ModelKind::kCnn) {
+    return absl::InvalidArgumentError("model.kind: ensembles support kLogReg, kMlp and kCnn");
   }
-  if (spec.dropout != 0) return absl::InvalidArgumentError("model.dropout: not batched yet");
   if (options.dp.enabled) return absl::InvalidArgumentError("dp: not batched yet");
   if (members.empty()) return absl::InvalidArgumentError("members: empty");
   if (batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
@@ -99,9 +188,16 @@ absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Create(
       return absl::InvalidArgumentError(absl::StrCat("members[", k, "].pool: empty"));
     }
     seeds.push_back(members[k].init_seed);
+    // Seeded as Trainer seeds its dropout generator from options.dropout_seed.
+    t->dropout_gens_.push_back(at::make_generator<at::CPUGeneratorImpl>(
+        DeriveSeed(members[k].dropout_seed, "dropout", 0)));
     t->schedules_.emplace_back(std::move(members[k].pool), batch_size, members[k].order_seed);
   }
-  t->model_ = std::make_shared<StackedMlp>(stacked, seeds);
+  if (spec.kind == ModelKind::kCnn) {
+    t->model_ = std::make_shared<StackedCnn>(stacked, seeds);
+  } else {
+    t->model_ = std::make_shared<StackedMlp>(stacked, seeds);
+  }
   t->model_->to(*device);
   t->device_ = *device;
   t->options_ = options;
@@ -128,6 +224,7 @@ absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_st
     std::vector<int64_t> ids(k_members * width, 0);
     std::vector<float> mask(k_members * width, 0.0f);
     std::vector<double> count(k_members);
+    std::vector<int64_t> rows(k_members);
     for (int64_t k = 0; k < k_members; ++k) {
       for (size_t i = 0; i < plans[k].ids.size(); ++i) {
         const int64_t id = plans[k].ids[i];
@@ -139,6 +236,7 @@ absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_st
         mask[k * width + i] = 1.0f;
       }
       count[k] = static_cast<double>(plans[k].ids.size());
+      rows[k] = static_cast<int64_t>(plans[k].ids.size());
     }
     torch::Tensor index = torch::tensor(ids, torch::kLong).to(device_);
     torch::Tensor x =
@@ -147,6 +245,7 @@ absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_st
     SetLearningRate(*optimizer_, LearningRateAt(options_.optimizer, options_.schedule, step_));
     optimizer_->zero_grad();
     model_->train();
+    model_->SetDropout(&dropout_gens_, std::move(rows));
     torch::Tensor logits = model_->Forward(x);
     torch::Tensor ce = torch::nn::functional::cross_entropy(
         logits.reshape({k_members * static_cast<int64_t>(width), -1}), y,

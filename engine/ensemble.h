@@ -1,6 +1,7 @@
 // K models with one architecture and one set of hyper-parameters, each with
-// its own init seed, data subset and data order, trained as one batched
-// model: weights stacked [K, out, in] and every layer a baddbmm.
+// its own init seed, data subset, data order and dropout stream, trained as
+// one batched model: linear weights stacked [K, out, in] and run as baddbmm,
+// CNN convolutions run as one grouped convolution (groups = K).
 #ifndef MEMAUDIT_ENGINE_ENSEMBLE_H_
 #define MEMAUDIT_ENGINE_ENSEMBLE_H_
 
@@ -21,28 +22,79 @@ struct EnsembleMember {
   uint64_t init_seed = 0;
   uint64_t order_seed = 0;
   std::vector<int64_t> pool;  // rows of the shared dataset this member trains on
+  // Plays TrainerOptions::dropout_seed for this member alone (the ensemble's
+  // options.dropout_seed is not used): its masks are those a plain Trainer
+  // with dropout_seed = this value draws.
+  uint64_t dropout_seed = 0;
+};
+
+// The K stacked members. Forward maps x [K, B, inputs] to logits
+// [K, B, classes], member k seeing only x[k].
+class StackedModel : public torch::nn::Module {
+ public:
+  virtual torch::Tensor Forward(const torch::Tensor& x) = 0;
+  // Member k's parameters (views) in the order of the plain model's
+  // parameters(), e.g. fc0.weight, fc0.bias, ... for MlpModel.
+  virtual std::vector<torch::Tensor> MemberParameters(int64_t k) const = 0;
+  int64_t members() const { return members_; }
+
+  // In training, member k's dropout masks come from gens[k] (CPU generators),
+  // drawn with the shape of its real batch: rows[k] <= B; padded rows get
+  // zero masks. Null disables dropout.
+  void SetDropout(std::vector<at::Generator>* gens, std::vector<int64_t> rows) {
+    dropout_gens_ = gens;
+    dropout_rows_ = std::move(rows);
+  }
+
+ protected:
+  explicit StackedModel(int64_t members) : members_(members) {}
+  // x [K, B, F]: the plain Model::Dropout, member by member.
+  torch::Tensor Dropout(const torch::Tensor& x, double p);
+
+  int64_t members_;
+
+ private:
+  std::vector<at::Generator>* dropout_gens_ = nullptr;
+  std::vector<int64_t> dropout_rows_;
 };
 
 // The stacked MLP (no hidden layers = logistic regression).
-class StackedMlp : public torch::nn::Module {
+class StackedMlp : public StackedModel {
  public:
   // Member k's initial weights are exactly those of BuildModel(spec, seeds[k]).
   StackedMlp(const ModelSpec& spec, const std::vector<uint64_t>& seeds);
-  // x [K, B, inputs] -> logits [K, B, classes].
-  torch::Tensor Forward(const torch::Tensor& x);
-  int64_t members() const { return members_; }
-  // Member k's parameters in MlpModel order (fc0.weight, fc0.bias, ...).
-  std::vector<torch::Tensor> MemberParameters(int64_t k) const;
+  torch::Tensor Forward(const torch::Tensor& x) override;
+  std::vector<torch::Tensor> MemberParameters(int64_t k) const override;
 
  private:
-  int64_t members_;
   std::vector<torch::Tensor> weights_;  // [K, out, in]
   std::vector<torch::Tensor> biases_;   // [K, 1, out]
+  double dropout_ = 0;
+};
+
+// The stacked CnnModel. The members' batches sit side by side along channels,
+// [B, K*C, H, W], so each conv is one grouped convolution whose group k holds
+// member k's filters; the flattened features go to [K, B, D] for the head.
+class StackedCnn : public StackedModel {
+ public:
+  // Member k's initial weights are exactly those of BuildModel(spec, seeds[k]).
+  StackedCnn(const ModelSpec& spec, const std::vector<uint64_t>& seeds);
+  torch::Tensor Forward(const torch::Tensor& x) override;
+  std::vector<torch::Tensor> MemberParameters(int64_t k) const override;
+
+ private:
+  int64_t channels_, height_, width_, c1_, c2_;
+  double dropout_ = 0;
+  torch::Tensor conv1_w_, conv1_b_;  // [K*c1, C, 5, 5], [K*c1]
+  torch::Tensor conv2_w_, conv2_b_;  // [K*c2, c1, 5, 5], [K*c2]
+  torch::Tensor fc1_w_, fc1_b_;      // [K, fc, D], [K, 1, fc]
+  torch::Tensor fc2_w_, fc2_b_;      // [K, classes, fc], [K, 1, classes]
 };
 
 class EnsembleTrainer {
  public:
-  // spec.kind must be kLogReg or kMlp without dropout; DP-SGD is not batched.
+  // spec.kind must be kLogReg, kMlp or kCnn (dropout allowed); DP-SGD is not
+  // batched.
   static absl::StatusOr<std::unique_ptr<EnsembleTrainer>> Create(
       const ModelSpec& spec, const TrainerOptions& options, std::vector<EnsembleMember> members,
       uint32_t batch_size);
@@ -55,13 +107,14 @@ class EnsembleTrainer {
   // Logits of every member on the same inputs x [N, inputs]: [K, N, classes].
   torch::Tensor Logits(const torch::Tensor& x);
 
-  StackedMlp& model() { return *model_; }
+  StackedModel& model() { return *model_; }
   uint64_t step() const { return step_; }
 
  private:
   EnsembleTrainer() = default;
-  std::shared_ptr<StackedMlp> model_;
+  std::shared_ptr<StackedModel> model_;
   std::vector<EpochSchedule> schedules_;
+  std::vector<at::Generator> dropout_gens_;  // member k's, seeded as Trainer seeds its own
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   TrainerOptions options_;
   torch::Device device_ = torch::kCPU;

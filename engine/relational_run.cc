@@ -372,7 +372,9 @@ absl::StatusOr<LinearRelationalRunResult> RunLinearRelational(const LinearRelati
     p.step = s;
     p.w1 = t.dot(alpha).item<double>();  // w_1 = sum_i alpha_i a_i1
     const double denom = 1.0 - p.w1;
-    const bool invertible = std::abs(denom) > 1e-12;
+    // Once w_1 has converged to 1 (d < N), 1 - w_1 is rounding noise and the
+    // ratio would be noise over noise: the adversary falls back to the mean.
+    const bool invertible = std::abs(denom) > 1e-9;
     auto recover = [&](const torch::Tensor& key) {
       return invertible ? ToVector(key / denom) : std::vector<double>(key.size(0), 0.0);
     };

@@ -115,7 +115,7 @@ struct LinearRelationalRunSpec {
 struct LinearRelationalPoint {
   uint64_t step = 0;
   // The adversary's t_hat_i = <w, (0, x_i)> / (1 - w_1); 0 (the prior mean)
-  // when 1 - w_1 vanishes and the inversion is undefined.
+  // when |1 - w_1| <= 1e-9, where the inversion only amplifies rounding.
   std::vector<double> recovered_train, recovered_val;
   double w1 = 0;
   // Mean squared error of <w, u_i> against t_i.

@@ -261,6 +261,12 @@ TEST(UnlearningSpecTest, TaskDataIsAPureFunctionOfSeedSideAndIndex) {
   const auto original = unlearning::OriginalSeeds(spec.seed(), false, 2);
   EXPECT_EQ(unlearning::ChildSeeds(spec, false, 2, 5).init, original.init);
   EXPECT_EQ(unlearning::ChildSeeds(spec, false, 2, 5).order, original.order);
+  EXPECT_EQ(unlearning::ChildSeeds(spec, false, 2, 5).noise, original.noise);
+  // Except DP-SGD noise, which must be fresh for the guarantee to hold.
+  u->mutable_dp_sgd();
+  EXPECT_NE(unlearning::ChildSeeds(spec, false, 2, 5).noise, original.noise);
+  EXPECT_EQ(unlearning::ChildSeeds(spec, false, 2, 5).init, original.init);
+  u->clear_dp_sgd();
   u->set_seed_policy("independent");
   EXPECT_NE(unlearning::ChildSeeds(spec, false, 2, 5).init, original.init);
   EXPECT_NE(unlearning::ChildSeeds(spec, false, 2, 5).init,

@@ -47,8 +47,10 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreRelationalFromStore(
 // The partial document before any point: kind, models (variants), examples.
 v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec);
 
-// Gauge memaudit_relational_rm_norm_ratio{audit, variant, metric}: RM_norm at
-// each curve's latest point (at most 16 variants x 2 metrics per audit).
+// Gauges memaudit_relational_rm_norm_ratio{audit, variant, metric}: RM_norm
+// at each curve's latest point, and memaudit_relational_success_ratio{audit,
+// variant, metric, split}: its s_train (split=train) and s_val (split=val).
+// At most 16 variants x 2 metrics per audit.
 void PublishRelational(metrics::Registry* metrics, const v1::AuditResults& results);
 
 }  // namespace memaudit::scorer

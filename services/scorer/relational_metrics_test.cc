@@ -196,6 +196,8 @@ TEST(RelationalMetricsTest, GaugeHoldsTheLatestPointPerVariantAndMetric) {
   EXPECT_THAT(text, HasSubstr("memaudit_relational_rm_norm_ratio{audit=\"a-1\",metric=\"exact_"
                               "match\",variant=\"units=64\"} 0.75"));
   EXPECT_THAT(text, HasSubstr("metric=\"digit_f1\",variant=\"units=8\"}"));
+  EXPECT_THAT(text, HasSubstr("memaudit_relational_success_ratio{audit=\"a-1\",metric=\"exact_"
+                              "match\",split=\"train\",variant=\"units=64\"} 0.75"));
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ TEST(CliRunTest, TwoRunsWithTheSameSeedPrintIdenticalNumbers) {
   a.erase("audit_id");
   b.erase("audit_id");
   EXPECT_EQ(a, b) << "same spec and seed must give the same numbers, whatever the worker count";
-  EXPECT_EQ(a["attacks"].size(), 5u);
+  EXPECT_EQ(a["attacks"].size(), 6u);
   // The run directory keeps the databases, the logs and the results.
   EXPECT_TRUE(std::ifstream(dir + "/one/results.json").good());
   EXPECT_TRUE(std::ifstream(dir + "/one/coordinator.log").good());

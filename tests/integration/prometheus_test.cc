@@ -63,10 +63,11 @@ TEST_F(PrometheusTest, ScorerGaugesEqualTheReport) {
       EXPECT_NEAR(tpr, point.tpr(), 1e-9) << attack.attack() << " @ " << point.fpr_target();
     }
   }
-  // Each model sent one phi and one loss observation.
+  // Each model sent phi and loss on the pool and, for RMIA (among the
+  // default attacks), its loss on the population.
   EXPECT_EQ(prometheus().WaitForValue("sum(memaudit_scorer_observations_total{outcome=\"stored\"})",
-                                      2 * kModels),
-            2 * kModels);
+                                      3 * kModels),
+            3 * kModels);
   EXPECT_EQ(prometheus().WaitForValue(
                 "memaudit_scorer_scoring_duration_seconds_count{kind=\"membership\"}", 1),
             1);

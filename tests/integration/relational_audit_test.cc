@@ -122,7 +122,7 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
   // The CLI's renderings.
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("exact_match"));
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("units=64"));
-  EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("Relational memorization"));
+  EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("Relational memorization: numbers"));
   const std::string csv_dir = dir_ + "/csv";
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
   std::stringstream csv;

@@ -1,0 +1,135 @@
+// An unlearning audit (Scratch, single deletion, Fashion-MNIST, logistic
+// regression) through real coordinator, scorer and worker processes, scaled
+// down to seconds.
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/csv_export.h"
+#include "cli/html_report.h"
+#include "cli/render.h"
+#include "gmock/gmock.h"
+#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/prometheus_server.h"
+
+namespace memaudit::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::AuditSpec TinyUnlearningSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("tiny-unlearning");
+  spec.set_seed(2026);
+  v1::UnlearningAudit* u = spec.mutable_unlearning();
+  u->mutable_dataset()->set_pool_size(2000);
+  v1::UnlearningTraining* t = u->mutable_training();
+  t->set_optimizer("sgd");
+  t->set_learning_rate(0.05);
+  t->set_epochs(10);
+  t->set_batch_size(64);
+  for (v1::UnlearningSide* s : {u->mutable_shadow(), u->mutable_target()}) {
+    s->set_originals(5);
+    s->set_samples(400);
+    s->set_unlearned(20);
+  }
+  u->add_features("sorted_diff");
+  u->add_features("euclidean_distance");
+  u->add_attack_classifiers("random_forest");
+  u->add_defenses("none");
+  u->add_defenses("label_only");
+  return spec;
+}
+
+const v1::UnlearningAttackResult* Find(const v1::UnlearningResults& u, const std::string& defense,
+                                       const std::string& feature) {
+  for (const v1::UnlearningAttackResult& a : u.attacks()) {
+    if (a.defense() == defense && a.feature() == feature) return &a;
+  }
+  return nullptr;
+}
+
+class UnlearningAuditTest : public ClusterTest {};
+
+TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  auto submitted = client_->Submit(TinyUnlearningSpec());
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->tasks(), 10u);  // one per original model, both sides
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  // 5 originals x (1 + 20 children) x 10 epochs x ceil(400 or 399 / 64), per side.
+  EXPECT_EQ(audit.steps_total(), 2u * 5u * 21u * 10u * 7u);
+  EXPECT_EQ(audit.steps_done(), audit.steps_total());
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  EXPECT_EQ(results->kind(), "unlearning");
+  const v1::UnlearningResults& u = results->unlearning();
+  EXPECT_EQ(u.method(), "scratch");
+  EXPECT_EQ(u.seed_policy(), "shared");
+  EXPECT_EQ(u.models_trained(), 2u * 5u * 21u);
+  EXPECT_EQ(u.shadow_rows(), 200u);
+  EXPECT_EQ(u.target_rows(), 200u);
+  EXPECT_GT(u.target_train_accuracy(), 0.6);
+  EXPECT_GT(u.target_test_accuracy(), 0.6);
+
+  const auto* baseline = Find(u, "none", "baseline");
+  const auto* sorted_diff = Find(u, "none", "sorted_diff");
+  const auto* label_only = Find(u, "label_only", "sorted_diff");
+  ASSERT_TRUE(baseline && sorted_diff && label_only);
+  // The paper's finding: comparing both model versions reveals the deleted
+  // sample where the original's posterior alone does not...
+  EXPECT_GT(sorted_diff->auc(), 0.7);
+  EXPECT_GT(sorted_diff->auc(), baseline->auc() + 0.15);
+  EXPECT_GT(sorted_diff->deg_count(), 0.5);
+  // ...and publishing labels only hides it.
+  EXPECT_LT(std::abs(label_only->auc() - 0.5), 0.15);
+
+  // Gauges with bounded labels, lint-clean.
+  const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
+  EXPECT_THAT(metrics,
+              HasSubstr(absl::StrCat(
+                  "memaudit_unlearning_auc_ratio{audit=\"", submitted->audit_id(),
+                  "\",classifier=\"random_forest\",defense=\"none\",feature=\"sorted_diff\"}")));
+  EXPECT_THAT(metrics, HasSubstr("memaudit_unlearning_degcount_ratio{audit="));
+  EXPECT_THAT(metrics, HasSubstr("memaudit_unlearning_degrate_ratio{audit="));
+  if (access(kPromtoolBinary, X_OK) == 0) {
+    const PromtoolLint lint = RunPromtool(dir_, "unlearning-scorer", metrics);
+    EXPECT_EQ(lint.exit_code, 0) << lint.output;
+    EXPECT_EQ(lint.output, "");
+  }
+
+  // The CLI's renderings.
+  EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("sorted_diff"));
+  EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("Unlearning attack"));
+  const std::string csv_dir = dir_ + "/csv";
+  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  std::stringstream csv;
+  csv << std::ifstream(csv_dir + "/unlearning_attacks.csv").rdbuf();
+  EXPECT_THAT(csv.str(),
+              HasSubstr(absl::StrCat(submitted->audit_id(), ",none,sorted_diff,random_forest,")));
+}
+
+TEST_F(UnlearningAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  v1::AuditSpec spec = TinyUnlearningSpec();
+  spec.mutable_unlearning()->mutable_shadow()->set_samples(1);
+  spec.mutable_unlearning()->set_deletion("everything");
+  spec.mutable_unlearning()->add_defenses("top_0");
+  auto refused = client_->Submit(spec);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(refused.status().message());
+  EXPECT_THAT(message, HasSubstr("unlearning.shadow.samples: must be >= 2 (got 1)"));
+  EXPECT_THAT(message, HasSubstr("unlearning.deletion"));
+  EXPECT_THAT(message, HasSubstr("unlearning.defenses[2]"));
+  auto list = client_->List(10);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->audits_size(), 0) << "a refused spec must not create an audit";
+}
+
+}  // namespace
+}  // namespace memaudit::testing
