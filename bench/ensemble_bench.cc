@@ -1,10 +1,13 @@
-// Models/hour of a K-member batched ensemble versus training the same K MLPs
-// one at a time with the generic trainer (same threads, data, subsets,
-// epochs), versus the Python PyTorch peer in bench/peer/, plus achieved
-// GFLOP/s against a large-matmul peak measured in the same run.
+// Models/hour of a K-member batched ensemble versus training the same K
+// models one at a time with the generic trainer (same threads, data, subsets,
+// epochs), versus the Python PyTorch peer in bench/peer/ (MLP only), plus
+// achieved GFLOP/s against a large-matmul peak measured in the same run.
+// --model=mlp: 784-H-10 MLPs; --model=cnn: BuildModel's default CNN on 28x28
+// images (conv 8, conv 16, fc 64; --hidden is ignored), dropout --dropout.
 //
-//   build-engine/bin/ensemble_bench [--members=8] [--pool=4096] [--epochs=1]
-//       [--batch=128] [--hidden=128] [--threads=2] [--reps=3] [--peer=1]
+//   build-engine/bin/ensemble_bench [--model=mlp] [--members=8] [--pool=4096]
+//       [--epochs=1] [--batch=128] [--hidden=128] [--dropout=0] [--threads=2]
+//       [--reps=3] [--peer=1]
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -47,7 +50,10 @@ int main(int argc, char** argv) {
   const uint32_t hidden = static_cast<uint32_t>(bench::FlagInt(argc, argv, "hidden", 128));
   const uint32_t threads = static_cast<uint32_t>(bench::FlagInt(argc, argv, "threads", 2));
   const int reps = static_cast<int>(bench::FlagInt(argc, argv, "reps", 3));
-  const bool peer = bench::FlagInt(argc, argv, "peer", 1) != 0;
+  const std::string model = bench::Flag(argc, argv, "model", "mlp");
+  const bool cnn = model == "cnn";
+  const double dropout = std::atof(bench::Flag(argc, argv, "dropout", "0").c_str());
+  const bool peer = bench::FlagInt(argc, argv, "peer", 1) != 0 && !cnn;
   const std::string device = bench::Flag(argc, argv, "device", "cpu");
 
   // Fashion-MNIST when installed, else synthetic blobs of the same shape.
@@ -62,11 +68,20 @@ int main(int argc, char** argv) {
     data = SyntheticBlobs(n, 784, 10, 1.0, 1);
     source = "synthetic";
   }
+  if (model != "mlp" && !cnn) {
+    std::fprintf(stderr, "--model: mlp or cnn\n");
+    return 2;
+  }
   ModelSpec spec;
-  spec.kind = ModelKind::kMlp;
+  spec.kind = cnn ? ModelKind::kCnn : ModelKind::kMlp;
   spec.inputs = 784;
   spec.classes = 10;
-  spec.hidden = {hidden};
+  spec.dropout = dropout;
+  if (!cnn) spec.hidden = {hidden};
+  // Multiply-adds per example, forward; the CNN's are BuildModel's defaults.
+  const double macs =
+      cnn ? 28.0 * 28 * 8 * 25 + 14.0 * 14 * 16 * 8 * 25 + 16.0 * 7 * 7 * 64 + 64.0 * 10
+          : 784.0 * hidden + hidden * 10.0;
   TrainerOptions options;
   options.optimizer.kind = OptimizerKind::kMomentum;
   options.optimizer.learning_rate = 0.05;
@@ -75,7 +90,10 @@ int main(int argc, char** argv) {
   std::vector<EnsembleMember> members;
   std::vector<int64_t> all_pools;
   for (int i = 0; i < k; ++i) {
-    EnsembleMember m{static_cast<uint64_t>(i), static_cast<uint64_t>(100 + i), {}};
+    EnsembleMember m{static_cast<uint64_t>(i),
+                     static_cast<uint64_t>(100 + i),
+                     {},
+                     static_cast<uint64_t>(200 + i)};
     for (uint32_t r : AuditPool(DeriveSeed(1, "bench.pool", i), n, pool)) m.pool.push_back(r);
     all_pools.insert(all_pools.end(), m.pool.begin(), m.pool.end());
     members.push_back(std::move(m));
@@ -86,7 +104,9 @@ int main(int argc, char** argv) {
   for (int r = 0; r < reps; ++r) {
     double t0 = bench::Seconds();
     for (const EnsembleMember& m : members) {
-      auto t = Trainer::Create([&] { return BuildModel(spec, m.init_seed); }, options);
+      TrainerOptions alone = options;
+      alone.dropout_seed = m.dropout_seed;
+      auto t = Trainer::Create([&] { return BuildModel(spec, m.init_seed); }, alone);
       (void)(*t)->Train(data, EpochSchedule(m.pool, batch, m.order_seed), steps);
     }
     solo_s.push_back(bench::Seconds() - t0);
@@ -97,18 +117,24 @@ int main(int argc, char** argv) {
   }
   const double solo_mph = k * 3600 / bench::Median(solo_s);
   const double ens_mph = k * 3600 / bench::Median(ens_s);
-  const double flops = 3.0 * 2.0 * batch * (784.0 * hidden + hidden * 10.0) * steps * k;
+  const double flops = 3.0 * 2.0 * batch * macs * steps * k;
   const double peak = device == "cpu" ? PeakGflops(static_cast<int>(threads)) : 0;
-  std::printf("data: %s, %d members x %u rows, MLP 784-%u-10, batch %u, %u epoch(s), %u threads, "
-              "device %s\n",
-              source.c_str(), k, pool, hidden, batch, epochs, threads, device.c_str());
+  const std::string arch =
+      cnn ? "CNN 28x28 conv8-conv16-fc64-10" : "MLP 784-" + std::to_string(hidden) + "-10";
+  std::printf(
+      "data: %s, %d members x %u rows, %s, dropout %g, batch %u, %u epoch(s), %u threads, "
+      "device %s\n",
+      source.c_str(), k, pool, arch.c_str(), dropout, batch, epochs, threads, device.c_str());
   std::printf("one at a time: %.0f models/hour (median %.3f s)\n", solo_mph, bench::Median(solo_s));
   std::printf(
       "ensemble:      %.0f models/hour (median %.3f s), %.1f GFLOP/s = %.0f%% of a "
       "1024^3 matmul peak of %.1f GFLOP/s\n",
       ens_mph, bench::Median(ens_s), flops / bench::Median(ens_s) / 1e9,
       100 * flops / bench::Median(ens_s) / 1e9 / peak, peak);
-  std::printf("RESULT ensemble vs one-at-a-time: %.2fx\n", ens_mph / solo_mph);
+  std::printf("RESULT %s ensemble vs one-at-a-time: %.2fx (ratio of medians; per-rep:",
+              model.c_str(), ens_mph / solo_mph);
+  for (int r = 0; r < reps; ++r) std::printf(" %.2fx", solo_s[r] / ens_s[r]);
+  std::printf(")\n");
 
   std::string python;
   for (const char* py : {"/usr/bin/python3", "python3"}) {
@@ -140,11 +166,11 @@ int main(int argc, char** argv) {
     }
     if (pipe != nullptr) pclose(pipe);
   } else {
-    std::printf("peer: skipped (python3-torch absent or --peer=0)\n");
+    std::printf("peer: skipped (python3-torch absent, --peer=0 or --model=cnn)\n");
   }
   std::printf(
-      "reproduce: build-engine/bin/ensemble_bench --members=%d --pool=%u --epochs=%u "
-      "--batch=%u --hidden=%u --threads=%u --reps=%d --device=%s\n",
-      k, pool, epochs, batch, hidden, threads, reps, device.c_str());
+      "reproduce: build-engine/bin/ensemble_bench --model=%s --members=%d --pool=%u --epochs=%u "
+      "--batch=%u --hidden=%u --dropout=%g --threads=%u --reps=%d --device=%s\n",
+      model.c_str(), k, pool, epochs, batch, hidden, dropout, threads, reps, device.c_str());
   return 0;
 }

@@ -13,7 +13,8 @@ namespace memaudit::cli {
 std::string ExposureTable(const v1::AuditResults& results);
 // The body of the report for complete exposure results (no <html> wrapper).
 std::string ExposureHtmlSection(const v1::AuditResults& results);
-// canaries.csv and exposure_by_repeats.csv in `dir` (which exists).
+// canaries.csv and exposure_by_repeats.csv in `dir` (which exists), rows of
+// every variant; with a sweep also exposure_variants.csv, one per variant.
 absl::Status WriteExposureCsv(const v1::AuditResults& results, const std::string& dir);
 
 }  // namespace memaudit::cli

@@ -4,9 +4,9 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 
 namespace memaudit::cli {
@@ -69,7 +69,8 @@ std::string RelationalTable(const v1::AuditResults& r) {
   }
   absl::StrAppend(&header, absl::StrFormat("  %10s %10s", linear ? "mse_train" : "acc_train",
                                            linear ? "mse_val" : "acc_val"));
-  absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(title), "\n", header, "\n", std::string(header.size(), '-'), "\n");
+  absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(title), "\n", header, "\n",
+                  std::string(header.size(), '-'), "\n");
   for (const v1::RelationalCurve& c : rel.curves()) {
     const auto steps = ByStep(c);
     for (size_t i : Thinned(steps.size())) {
@@ -104,7 +105,8 @@ std::string RelationalHtmlSection(const v1::AuditResults& r) {
   const v1::RelationalResults& rel = r.relational();
   const bool linear = Linear(rel);
   std::string html = absl::StrFormat(
-      "<h2>Relational memorization: numbers</h2><p>%s; RM<sub>norm</sub> = s<sub>train</sub> &minus; "
+      "<h2>Relational memorization: numbers</h2><p>%s; RM<sub>norm</sub> = s<sub>train</sub> "
+      "&minus; "
       "s<sub>val</sub>, the success at recovering the private part from the corrupted record on "
       "training minus held-out data (%u / %u).</p>",
       linear ? "Linear model: the adversary reads t from &lang;w, (0, x)&rang; / (1 &minus; w<sub>1"

@@ -266,6 +266,49 @@ TEST(ExposurePlotTest, ExactOnlyDrawsNoOtherEstimator) {
   EXPECT_THAT(svg, HasSubstr("rank &gt;=1"));
 }
 
+TEST(ExposurePlotTest, BaselineAndCalibratedSeriesWhenTheirModelsRan) {
+  v1::AuditResults r = Exposure();
+  v1::ExposureResults* x = r.mutable_exposure();
+  x->set_baseline_model(true);
+  x->set_reference_models(4);
+  for (v1::ExposureByRepeats& g : *x->mutable_by_repeats()) {
+    g.set_mean_baseline_exposure(1.5);
+    g.set_mean_calibrated_exposure(g.repeats() == 64 ? 9.97 : 2);
+  }
+  const std::string svg = ExposureVsInsertionsSvg(*x);
+  EXPECT_THAT(svg, HasSubstr("<title>mean calibrated exposure</title>"));
+  EXPECT_THAT(svg, HasSubstr("<title>mean exposure, baseline model (no canaries)</title>"));
+  ExpectNoBadNumbers(svg);
+}
+
+TEST(ExposurePlotTest, SweepDrawsOneSeriesPerVariant) {
+  v1::AuditResults r = Exposure();
+  v1::ExposureResults* x = r.mutable_exposure();
+  x->set_baseline_model(true);
+  for (const char* name : {"batch=8", "batch=64"}) {
+    v1::ExposureVariantResult* v = x->add_variants();
+    v->set_name(name);
+    *v->mutable_results() = Exposure().exposure();
+    v->mutable_results()->set_baseline_model(true);
+  }
+  x->mutable_variants(1)->set_dp_clip_norm(1);
+  x->mutable_variants(1)->set_dp_epsilon(3.25);
+  x->mutable_variants(1)->mutable_results()->mutable_by_repeats(2)->set_mean_exposure(7.5);
+  const std::string svg = ExposureVsInsertionsSvg(*x);
+  EXPECT_THAT(svg, HasSubstr("exposure against insertions by sweep variant"));
+  EXPECT_EQ(Count(svg, "<polyline class=\"curve\""), 1);
+  EXPECT_EQ(Count(svg, "<polyline class=\"curve variant\""), 1);
+  EXPECT_EQ(Count(svg, "<polyline class=\"curve baseline\""), 2);
+  EXPECT_THAT(svg, HasSubstr(">batch=64 (DP, eps 3.25)</text>"));
+  EXPECT_THAT(svg, HasSubstr("<title>batch=8, x64 canary 319724: exposure 19.93 bits, rank 1"));
+  EXPECT_EQ(Count(svg, "<circle class=\"canary\""), 4);
+  EXPECT_EQ(Count(svg, "<circle class=\"canary control\""), 4);
+  ExpectNoBadNumbers(svg);
+  const std::string html = ExposurePlotsHtml(r);
+  EXPECT_THAT(html, HasSubstr("<h2>Exposure against insertions, by sweep variant</h2>"));
+  EXPECT_THAT(html, HasSubstr("skew-normal fit (variant batch=8)</h2>"));
+}
+
 TEST(ExposurePlotTest, HistogramWithFitDensityAndCanaryRug) {
   const v1::AuditResults r = Exposure();
   const std::string svg = ReferencePxSvg(r.exposure());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "memaudit/v1/spec.pb.h"
 
@@ -23,19 +24,37 @@ inline constexpr char kReplayAttack[] = "deterministic_replay";
 // The standard attack a replay audit also reports, on the same arms.
 inline constexpr char kStandardAttack[] = "checkpoint_calibrated";
 
+// Attack "lira_references" only: phi of Dp under reference model j, signal
+// "phi_reference_<j>", j < reference_models.
+inline constexpr char kLiraAttack[] = "lira_references";
+inline std::string PhiReferenceSignal(uint32_t j) { return "phi_reference_" + std::to_string(j); }
+// Non-random injected.selection only, at point "checkpoint": the selection
+// reference model's loss of each Dp example, and (one value) the mean over
+// all candidates it scored.
+inline constexpr char kSelectionLoss[] = "selection_loss";
+inline constexpr char kCandidateLossMean[] = "candidate_loss_mean";
+
 inline bool Replays(const v1::ForgettingAudit& f) { return f.attack() == kReplayAttack; }
+inline uint32_t ReferenceModels(const v1::ForgettingAudit& f) {
+  return f.attack() == kLiraAttack ? f.reference_models() : 0;
+}
+inline bool SelectsByLoss(const v1::ForgettingAudit& f) {
+  return !f.injected().selection().empty() && f.injected().selection() != "random";
+}
 
 // Optimizer steps of one trial, both arms: Inject T_I + injection steps + 2 x
 // the last evaluation point; Poison 2 x T_I + 2 x the last evaluation point.
-// A replay adds a third run of the baseline from its fork: + last (Inject),
-// + T_I + last (Poison). The injection steps restate engine::InjectionSteps
-// so services stay torch-free; engine::ForgettingTrialSteps must agree
-// (tested end to end).
+// A replay, and each LiRA reference model, adds another run of the baseline
+// from its fork: + last (Inject), + T_I + last (Poison). Selection by loss
+// first trains its reference model for selection_steps. The injection steps
+// restate engine::InjectionSteps so services stay torch-free;
+// engine::ForgettingTrialSteps must agree (tested end to end).
 inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
   const uint64_t last = f.eval_points().empty() ? 0 : f.eval_points(f.eval_points_size() - 1);
   const uint64_t t_i = f.training().steps_before_injection();
-  const uint64_t arms = Replays(f) ? 3 : 2;
-  if (f.strategy() == "poison") return arms * t_i + arms * last;
+  const uint64_t arms = (Replays(f) ? 3 : 2) + ReferenceModels(f);
+  const uint64_t selection = SelectsByLoss(f) ? f.injected().selection_steps() : 0;
+  if (f.strategy() == "poison") return selection + arms * t_i + arms * last;
   const uint64_t b = std::max<uint32_t>(f.training().batch_size(), 1);
   const uint64_t p = f.injected().size();
   const uint64_t r = std::max<uint32_t>(f.repeats(), 1);
@@ -46,7 +65,7 @@ inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
   } else {
     injection = r * ((p + b - 1) / b);
   }
-  return t_i + injection + arms * last;
+  return selection + t_i + injection + arms * last;
 }
 
 }  // namespace memaudit::forgetting

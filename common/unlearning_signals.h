@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -143,10 +145,26 @@ inline uint64_t ChildSeed(uint64_t seed, bool target, const char* what, uint64_t
   return DeriveSeed(SideSeed(seed, target, "child", i), what, j);
 }
 
+// n distinct entries of `from`, uniformly: a partial Fisher-Yates shuffle
+// kept in a sparse map, O(n) however large the pool, so planning a big audit
+// (the planner calls PlanTask for every SISA task) stays cheap.
 inline std::vector<uint32_t> Draw(uint64_t seed, const std::vector<uint32_t>& from, uint32_t n) {
-  const std::vector<uint32_t> perm = SeededPermutation(seed, static_cast<uint32_t>(from.size()));
+  const uint32_t size = static_cast<uint32_t>(from.size());
+  n = std::min(n, size);
+  SplitMix64 rng(seed);
+  std::unordered_map<uint32_t, uint32_t> moved;  // slot -> index of `from` now in it
+  auto at = [&](uint32_t slot) {
+    auto it = moved.find(slot);
+    return it == moved.end() ? slot : it->second;
+  };
   std::vector<uint32_t> out;
-  for (uint32_t k = 0; k < n && k < perm.size(); ++k) out.push_back(from[perm[k]]);
+  out.reserve(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t j = k + static_cast<uint32_t>(rng.Uniform(size - k));
+    const uint32_t picked = at(j);
+    moved[j] = at(k);
+    out.push_back(from[picked]);
+  }
   return out;
 }
 
@@ -232,12 +250,13 @@ inline uint64_t EpochSteps(uint64_t examples, uint64_t batch, uint64_t epochs) {
 }
 
 // Optimizer steps a shard takes training slices [from, end) (SisaEnsemble:
-// slice k trains `epochs` epochs over the union of slices 0..k).
-inline uint64_t SisaShardSteps(const std::vector<std::vector<uint32_t>>& shard, uint32_t from,
+// slice k trains `epochs` epochs over the union of slices 0..k), from the
+// slices' sizes.
+inline uint64_t SisaShardSteps(const std::vector<uint64_t>& slice_sizes, uint32_t from,
                                uint64_t batch, uint64_t epochs) {
   uint64_t seen = 0, steps = 0;
-  for (uint32_t k = 0; k < shard.size(); ++k) {
-    seen += shard[k].size();
+  for (uint32_t k = 0; k < slice_sizes.size(); ++k) {
+    seen += slice_sizes[k];
     if (k >= from) steps += EpochSteps(seen, batch, epochs);
   }
   return steps;
@@ -265,48 +284,53 @@ inline TaskWork TaskWorkFor(const v1::AuditSpec& spec, bool target, uint32_t i) 
   const TaskPlan plan = PlanTask(spec, target, i);
   const SisaSlices layout = SisaLayoutOf(side.samples(), u.sisa().shards(), u.sisa().slices(),
                                          OriginalSeeds(spec.seed(), target, i).sisa);
-  for (const auto& shard : layout) work.steps += SisaShardSteps(shard, 0, batch, epochs);
+  // Where each pool position of D_o sits, and the slice sizes.
+  std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> where;
+  std::vector<std::vector<uint64_t>> sizes(layout.size());
+  std::vector<uint64_t> totals(layout.size(), 0);
+  for (uint32_t s = 0; s < layout.size(); ++s) {
+    for (uint32_t k = 0; k < layout[s].size(); ++k) {
+      sizes[s].push_back(layout[s][k].size());
+      totals[s] += layout[s][k].size();
+      for (uint32_t idx : layout[s][k]) where[plan.train[idx]] = {s, k};
+    }
+    work.steps += SisaShardSteps(sizes[s], 0, batch, epochs);
+  }
   work.models = layout.size();
-  // Training-list index of each pool position (D_o has no repeats).
-  auto index_of = [&](uint32_t position) {
-    return static_cast<uint32_t>(std::find(plan.train.begin(), plan.train.end(), position) -
-                                 plan.train.begin());
-  };
   for (const ChildPlan& c : plan.children) {
-    SisaSlices after = layout;
-    for (uint32_t s = 0; s < after.size(); ++s) {
-      int64_t first = -1;
-      for (uint32_t k = 0; k < after[s].size(); ++k) {
-        auto& slice = after[s][k];
-        const size_t before = slice.size();
-        for (uint32_t position : c.removed) {
-          const uint32_t idx = index_of(position);
-          slice.erase(std::remove(slice.begin(), slice.end(), idx), slice.end());
-        }
-        if (slice.size() != before && first < 0) first = k;
-      }
-      if (first < 0) continue;
-      work.steps += SisaShardSteps(after[s], static_cast<uint32_t>(first), batch, epochs);
+    // SisaEnsemble::Delete: each shard holding a deleted sample, from the
+    // first slice that held one.
+    std::map<uint32_t, std::pair<std::vector<uint64_t>, uint32_t>> touched;
+    for (uint32_t position : c.removed) {
+      const auto [s, k] = where.at(position);
+      auto it = touched.emplace(s, std::make_pair(sizes[s], k)).first;
+      --it->second.first[k];
+      it->second.second = std::min(it->second.second, k);
+    }
+    for (const auto& [s, shard] : touched) {
+      work.steps += SisaShardSteps(shard.first, shard.second, batch, epochs);
       ++work.models;
     }
-    if (!c.added.empty()) {
-      // SisaEnsemble::Add: the first smallest shard, from its last slice.
-      uint32_t smallest = 0;
-      size_t smallest_size = SIZE_MAX;
-      for (uint32_t s = 0; s < after.size(); ++s) {
-        size_t size = 0;
-        for (const auto& slice : after[s]) size += slice.size();
-        if (size < smallest_size) {
-          smallest_size = size;
-          smallest = s;
-        }
+    if (c.added.empty()) continue;
+    // SisaEnsemble::Add: the first smallest shard, from its last slice.
+    uint32_t smallest = 0;
+    uint64_t smallest_size = UINT64_MAX;
+    for (uint32_t s = 0; s < layout.size(); ++s) {
+      uint64_t size = totals[s];
+      if (auto it = touched.find(s); it != touched.end()) {
+        size = 0;
+        for (uint64_t n : it->second.first) size += n;
       }
-      auto& last = after[smallest].back();
-      for (size_t a = 0; a < c.added.size(); ++a) last.push_back(UINT32_MAX);  // placeholders
-      work.steps += SisaShardSteps(
-          after[smallest], static_cast<uint32_t>(after[smallest].size() - 1), batch, epochs);
-      ++work.models;
+      if (size < smallest_size) {
+        smallest_size = size;
+        smallest = s;
+      }
     }
+    std::vector<uint64_t> after =
+        touched.count(smallest) ? touched.at(smallest).first : sizes[smallest];
+    after.back() += c.added.size();
+    work.steps += SisaShardSteps(after, static_cast<uint32_t>(after.size() - 1), batch, epochs);
+    ++work.models;
   }
   return work;
 }

@@ -141,14 +141,31 @@ torch::Tensor StackedCnn::Forward(const torch::Tensor& input) {
   torch::Tensor x = input.reshape({k, b, channels_, height_, width_})
                         .transpose(0, 1)
                         .reshape({b, k * channels_, height_, width_});
-  // CnnModel's conv2d calls (stride 1, padding 2) with groups = K.
+  // K > 1 is not bit-exact anyway (see docs/engine.md), so it takes oneDNN's
+  // faster channels-last kernels (grouped conv and max-pool); K = 1 keeps the
+  // plain model's layout and stays bit-identical to it.
+  if (k > 1) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+  // CnnModel's conv2d calls (stride 1, padding 2) with groups = K. relu_ in
+  // place (the conv's backward does not need its output) spares a K-times
+  // larger buffer than one member's, which costs memory bandwidth on CPUs.
   x = torch::conv2d(x, conv1_w_, conv1_b_, {1, 1}, {2, 2}, {1, 1}, k);
-  x = torch::max_pool2d(torch::relu(x), 2);
+  x = torch::max_pool2d(torch::relu_(x), 2);
   x = torch::conv2d(x, conv2_w_, conv2_b_, {1, 1}, {2, 2}, {1, 1}, k);
-  x = torch::max_pool2d(torch::relu(x), 2);
+  x = torch::max_pool2d(torch::relu_(x), 2);
   // [B, K*c2, h, w] -> [K, B, c2*h*w], each x[k] member k's contiguous
   // flatten(1), so the head's GEMMs see the operands the plain model's do.
-  x = x.reshape({b, k, -1}).transpose(0, 1).contiguous();
+  if (k == 1) {
+    x = x.reshape({b, 1, -1}).transpose(0, 1).contiguous();
+  } else {
+    // Through the NHWC view, so that the gradient comes back channels-last:
+    // pooling's and ReLU's backward slow down badly on mixed layouts.
+    const int64_t hw = x.size(2) * x.size(3);
+    x = x.permute({0, 2, 3, 1})
+            .reshape({b, hw, k, c2_})
+            .permute({2, 0, 3, 1})
+            .contiguous()
+            .reshape({k, b, c2_ * hw});
+  }
   x = Dropout(torch::relu(StackedLinear::apply(x, fc1_w_, fc1_b_)), dropout_);
   return StackedLinear::apply(x, fc2_w_, fc2_b_);
 }

@@ -158,15 +158,15 @@ TEST(EnsembleTest, CnnOneMemberEqualsPlainTrainerBitExact) {
   }
 }
 
-// K > 1 CNN members are NOT bit-exact. oneDNN runs a grouped convolution
-// with other kernels than the ungrouped one (which it picks by shape), so the
-// sums over C x 5 x 5 (forward), over batch x pixels (dW, db) and over filters
-// (dx) may round in another order: a few ulps per step (measured: forward
-// exact for 1x8x8 inputs but not for 4x4x4 ones; dW, db always differ). The
-// head's GEMMs stay exact. The difference then evolves like any rounding
-// change; in stable training it stays near 1e-7 (measured ~2e-7 after 300
-// steps at lr 0.02). Bound here: 1e-5 on weights after 20 steps, 1e-4 on
-// logits, and identical predictions.
+// K > 1 CNN members are NOT bit-exact. oneDNN runs the grouped, channels-
+// last convolution with other kernels than one member's plain convolution,
+// so the sums over C x 5 x 5 (forward), over batch x pixels (dW, db) and over
+// filters (dx) round in another order: a few ulps per step. The head's GEMMs,
+// pooling, ReLU, dropout and the optimizer are exact. The difference then
+// grows like any rounding change: measured ~2e-7 after 300 steps of stable
+// training (lr 0.02, constant), but O(1) once training diverges (lr 0.1,
+// weights ~80). Bound here: 1e-5 on weights after 20 steps (measured
+// <= 1e-7), 1e-4 on logits, and identical predictions.
 TEST(EnsembleTest, CnnMembersMatchTrainingAloneWithinTolerance) {
   for (double dropout : {0.0, 0.3}) {
     for (bool equal_sizes : {true, false}) {

@@ -8,6 +8,7 @@
 #include "common/seeding.h"
 #include "engine/lm_dataset.h"
 #include "engine/lm_search.h"
+#include "engine/rdp_accountant.h"
 #include "engine/text_corpus.h"
 #include "engine/trainer.h"
 
@@ -73,8 +74,12 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   for (size_t i = 0; i < secrets->size(); ++i) {
     canaries.push_back({(*secrets)[i], i < spec.repeats.size() ? spec.repeats[i] : 0});
   }
-  text = InsertCanaries(text, format, canaries, DeriveSeed(spec.seed, "positions", 0));
-  // Digits and the prefix always belong to the vocabulary, even for controls.
+  if (spec.insert_canaries) {
+    text = InsertCanaries(text, format, canaries, DeriveSeed(spec.seed, "positions", 0));
+  }
+  // Digits and the prefix always belong to the vocabulary, even for controls;
+  // so a model with and one without canaries share one vocabulary (the ids
+  // of S and of the canaries agree across an audit's models).
   std::string symbols = "0123456789\n" + spec.prefix;
   for (const std::string& a : format.alphabets) symbols += a;
   const CharVocab vocab = CharVocab::Build(text + symbols);
@@ -86,21 +91,34 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   model.layers = spec.layers;
   model.units = spec.units;
   model.dropout = spec.dropout;
+  const uint64_t model_seed = spec.model_seed.value_or(spec.seed);
   TrainerOptions options;
   options.optimizer = spec.optimizer;
-  options.dropout_seed = DeriveSeed(spec.seed, "dropout", 0);
+  options.dropout_seed = DeriveSeed(model_seed, "dropout", 0);
   options.threads = spec.threads;
   options.device = spec.device;
-  const uint64_t init = DeriveSeed(spec.seed, "init", 0);
+  options.dp.enabled = spec.dp;
+  options.dp.clip_norm = spec.dp_clip_norm;
+  options.dp.noise_multiplier = spec.dp_noise_multiplier;
+  options.dp.noise_seed = DeriveSeed(model_seed, "dp_noise", 0);
+  const uint64_t init = DeriveSeed(model_seed, "init", 0);
   auto trainer = Trainer::Create([model, init] { return BuildModel(model, init); }, options);
   if (!trainer.ok()) return trainer.status();
   TensorDataset data = LmWindows(vocab.Encode(text), spec.window);
   if (data.size() == 0) return absl::InvalidArgumentError("corpus: shorter than one window");
   std::vector<int64_t> pool(data.size());
   for (int64_t i = 0; i < data.size(); ++i) pool[i] = i;
-  EpochSchedule schedule(pool, spec.batch_size, DeriveSeed(spec.seed, "order", 0));
+  EpochSchedule schedule(pool, spec.batch_size, DeriveSeed(model_seed, "order", 0));
   const uint64_t steps = spec.epochs * schedule.steps_per_epoch();
   ExposureRunResult result;
+  result.windows = static_cast<uint64_t>(data.size());
+  if (spec.dp) {
+    absl::StatusOr<DpEpsilon> eps = ComputeDpSgdEpsilon(
+        std::min(1.0, static_cast<double>(spec.batch_size) / static_cast<double>(data.size())),
+        spec.dp_noise_multiplier, steps, spec.dp_delta, DefaultRdpOrders(), RdpConversion::kImproved);
+    if (!eps.ok()) return eps.status();
+    result.dp_epsilon = eps->epsilon;
+  }
   double epoch_loss = 0;
   absl::Status trained = (*trainer)->Train(data, schedule, steps, [&](uint64_t done, double loss) {
     if ((done - 1) % schedule.steps_per_epoch() == 0) epoch_loss = 0;
@@ -120,6 +138,13 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   for (const Canary& c : canaries) {
     absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, c.secret);
     if (!ids.ok()) return ids.status();
+    if (!spec.rank_canaries) {
+      // The same path scoring the exact rank starts from, so Px agrees
+      // across an audit's models for calibration.
+      result.canaries.push_back(
+          {c.secret, c.repeats, PathPxBits(scorer, *tokens, *ids), 0, false, 0, 0});
+      continue;
+    }
     absl::StatusOr<RankResult> rank =
         BranchAndBoundRank(scorer, *tokens, *ids, spec.rank_query_budget);
     if (!rank.ok()) return rank.status();
@@ -134,7 +159,8 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
     if (!references.ok()) return references.status();
     result.reference_px = NaivePxBits(scorer, *tokens, *references);
   }
-  if (spec.extract && !spec.repeats.empty()) {
+  // Extraction targets an inserted canary: pointless without insertions.
+  if (spec.extract && spec.insert_canaries && !spec.repeats.empty()) {
     const size_t most =
         std::max_element(spec.repeats.begin(), spec.repeats.end()) - spec.repeats.begin();
     ExtractionResult ex = ShortestPathExtract(scorer, *tokens, spec.extraction_query_budget);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,23 @@ struct ExposureRunSpec {
   uint32_t window = 64;
   uint32_t batch_size = 32;
   uint32_t epochs = 1;
-  uint64_t seed = 0;  // canaries, positions, init, order, dropout: all derived from it
+  // Canaries, insertion positions and the reference sample derive from
+  // `seed`; init, batch order, dropout and DP noise from `model_seed` (unset:
+  // `seed`). Models of one audit share `seed`, so they score the same
+  // canaries and the same S.
+  uint64_t seed = 0;
+  std::optional<uint64_t> model_seed;
+  // false: train on the corpus alone (baseline and reference models); the
+  // canaries are still drawn and scored.
+  bool insert_canaries = true;
+  // false: Px only, no exact rank (rank 0, exact false).
+  bool rank_canaries = true;
+  // DP-SGD: every training window clipped to dp_clip_norm, Gaussian noise of
+  // std dp_noise_multiplier * dp_clip_norm; epsilon reported at dp_delta.
+  bool dp = false;
+  double dp_clip_norm = 1.0;
+  double dp_noise_multiplier = 1.0;
+  double dp_delta = 1e-5;
   uint64_t rank_query_budget = 2'000'000;  // per canary; past it the rank is a bound
   uint64_t extraction_query_budget = 100'000;
   bool extract = true;
@@ -65,6 +82,10 @@ struct ExposureRunResult {
   std::string extraction;
   uint64_t extraction_queries = 0;
   std::vector<double> reference_px;  // bits, one per reference sample
+  uint64_t windows = 0;              // training windows (DP's unit of privacy)
+  // DP-SGD only: epsilon at dp_delta (RDP accountant, sampling rate
+  // batch / windows, as TF-Privacy's compute_dp_sgd_privacy).
+  double dp_epsilon = 0;
 };
 
 // Called after every step; false stops training (CANCELLED).

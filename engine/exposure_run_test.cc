@@ -47,6 +47,68 @@ TEST(ExposureRunTest, HeavilyInsertedCanaryIsExposedAndExtracted) {
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(again->canaries[i].px_bits, result->canaries[i].px_bits);
 }
 
+TEST(ExposureRunTest, CanaryFreeModelsScoreTheSameCanariesWithoutMemorizingThem) {
+  auto trained = RunExposure(SmallSpec(), nullptr);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  // The baseline: same seeds, no canaries in the corpus.
+  ExposureRunSpec spec = SmallSpec();
+  spec.insert_canaries = false;
+  spec.reference_samples = 16;
+  auto baseline = RunExposure(spec, nullptr);
+  ASSERT_TRUE(baseline.ok()) << baseline.status();
+  ASSERT_EQ(baseline->canaries.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(baseline->canaries[i].secret, trained->canaries[i].secret);
+    EXPECT_TRUE(baseline->canaries[i].exact);
+  }
+  EXPECT_FALSE(baseline->extracted);
+  EXPECT_EQ(baseline->extraction_queries, 0u) << "nothing inserted, nothing to extract";
+  EXPECT_LT(baseline->windows, trained->windows);
+  EXPECT_LT(baseline->canaries[1].exposure, trained->canaries[1].exposure - 5);
+  // A reference model: Px only, on its own seed; the Px path is the one the
+  // exact rank starts from, so a rank-free run of the baseline agrees with it.
+  spec.rank_canaries = false;
+  auto px_only = RunExposure(spec, nullptr);
+  ASSERT_TRUE(px_only.ok()) << px_only.status();
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(px_only->canaries[i].px_bits, baseline->canaries[i].px_bits);
+    EXPECT_EQ(px_only->canaries[i].rank, 0u);
+    EXPECT_FALSE(px_only->canaries[i].exact);
+  }
+  EXPECT_EQ(px_only->reference_px, baseline->reference_px);
+  spec.model_seed = 99;
+  auto reference = RunExposure(spec, nullptr);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  EXPECT_EQ(reference->canaries[0].secret, trained->canaries[0].secret);
+  EXPECT_NE(reference->canaries[0].px_bits, px_only->canaries[0].px_bits);
+}
+
+TEST(ExposureRunTest, DpSgdReportsEpsilonAndIsDeterministic) {
+  ExposureRunSpec spec = SmallSpec();
+  spec.epochs = 1;
+  spec.dp = true;
+  spec.dp_clip_norm = 1.0;
+  spec.dp_noise_multiplier = 1.0;
+  spec.dp_delta = 1e-5;
+  auto a = RunExposure(spec, nullptr);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_GT(a->windows, 0u);
+  // One epoch at q = 16 / windows and sigma = 1: a finite, moderate epsilon.
+  EXPECT_GT(a->dp_epsilon, 0.1);
+  EXPECT_LT(a->dp_epsilon, 20);
+  auto b = RunExposure(spec, nullptr);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->dp_epsilon, b->dp_epsilon);
+  for (size_t i = 0; i < a->canaries.size(); ++i) {
+    EXPECT_EQ(a->canaries[i].px_bits, b->canaries[i].px_bits);
+  }
+  spec.dp = false;
+  auto plain = RunExposure(spec, nullptr);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->dp_epsilon, 0);
+  EXPECT_NE(plain->canaries[0].px_bits, a->canaries[0].px_bits) << "noise and clipping change it";
+}
+
 TEST(ExposureRunTest, RejectsBadSpecsAndStopsOnRequest) {
   ExposureRunSpec spec = SmallSpec();
   spec.digits = 0;

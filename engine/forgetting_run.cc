@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -71,8 +72,9 @@ void Measure(Trainer& trainer, const Batch& probe, std::vector<double>* phi,
 
 uint64_t ForgettingTrialSteps(const ForgettingRunSpec& spec) {
   const uint64_t after = spec.eval_points.empty() ? 0 : spec.eval_points.back();
-  // The replay repeats the baseline arm from its fork: Poison forks at theta_0.
-  const uint64_t arms = spec.replay ? 3 : 2;
+  // The replay and the references repeat the baseline arm from its fork:
+  // Poison forks at theta_0.
+  const uint64_t arms = (spec.replay ? 3 : 2) + spec.reference_models;
   if (spec.strategy == ForgettingStrategy::kPoison) {
     return arms * spec.steps_before + arms * after;
   }
@@ -129,6 +131,16 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
       poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, base_seed)
              : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
   if (!replay_schedule.ok()) return replay_schedule.status();
+  // References: the baseline's schedule with their own seeds, so only their
+  // data order after the fork differs from the baseline's.
+  std::vector<std::unique_ptr<BatchSchedule>> ref_schedules;
+  for (uint32_t j = 0; j < spec.reference_models; ++j) {
+    const uint64_t seed = DeriveSeed(spec.order_seed, "reference", j);
+    auto schedule = poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, seed)
+                           : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), seed);
+    if (!schedule.ok()) return schedule.status();
+    ref_schedules.push_back(*std::move(schedule));
+  }
 
   ForgettingRunResult result;
   auto count = [&](uint64_t, double) {
@@ -139,12 +151,18 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
     auto injected_arm = Trainer::Create(factory, options);
     if (!injected_arm.ok()) return injected_arm.status();
     std::unique_ptr<Trainer> baseline_arm, replay_arm;
+    std::vector<std::unique_ptr<Trainer>> references;
     // The baseline (and the replay) fork from the injected arm's state at the
     // fork point, so they start from the same bits.
     auto fork_baseline = [&]() -> absl::Status {
       auto fork = (*injected_arm)->Fork();
       if (!fork.ok()) return fork.status();
       baseline_arm = *std::move(fork);
+      for (uint32_t j = 0; j < spec.reference_models; ++j) {
+        auto ref = (*injected_arm)->Fork();
+        if (!ref.ok()) return ref.status();
+        references.push_back(*std::move(ref));
+      }
       if (!spec.replay) return absl::OkStatus();
       auto replay = (*injected_arm)->Fork();
       if (!replay.ok()) return replay.status();
@@ -164,6 +182,12 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
       }
       if (replay_arm != nullptr) {
         if (absl::Status s = replay_arm->Train(all, **replay_schedule, spec.steps_before, count);
+            !s.ok()) {
+          return s;
+        }
+      }
+      for (uint32_t j = 0; j < spec.reference_models; ++j) {
+        if (absl::Status s = references[j]->Train(all, *ref_schedules[j], spec.steps_before, count);
             !s.ok()) {
           return s;
         }
@@ -204,12 +228,93 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
         std::vector<double> unused_loss;
         Measure(*replay_arm, probe, &point.phi_replay, &unused_loss);
       }
+      for (uint32_t j = 0; j < spec.reference_models; ++j) {
+        if (absl::Status s =
+                references[j]->Train(all, *ref_schedules[j], spec.steps_before + k, count);
+            !s.ok()) {
+          return s;
+        }
+        std::vector<double> unused_loss;
+        Measure(*references[j], probe, &point.phi_references.emplace_back(), &unused_loss);
+      }
       if (on_point) on_point(result);
     }
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("forgetting run: ", e.what()));
   }
   return result;
+}
+
+absl::StatusOr<std::vector<double>> ForgettingCandidateLosses(
+    const LabeledImages& data, const ForgettingReferenceSpec& spec,
+    const ForgettingStepCallback& on_step) {
+  if (spec.clean_rows.empty()) return absl::InvalidArgumentError("clean_rows: empty");
+  if (spec.candidate_rows.empty()) return absl::InvalidArgumentError("candidate_rows: empty");
+  if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
+  for (const auto* rows : {&spec.clean_rows, &spec.candidate_rows}) {
+    for (uint32_t r : *rows) {
+      if (r >= data.count) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("row ", r, " is outside the dataset of ", data.count));
+      }
+    }
+  }
+  const TensorDataset clean = FromLabeledImages(data, spec.clean_rows);
+  const TensorDataset candidates = FromLabeledImages(data, spec.candidate_rows);
+  std::vector<int64_t> ids(spec.clean_rows.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+  ModelSpec model;
+  model.kind = spec.hidden.empty() ? ModelKind::kLogReg : ModelKind::kMlp;
+  model.inputs = data.features;
+  model.classes = data.classes;
+  model.hidden = spec.hidden;
+  const uint64_t init_seed = spec.init_seed;
+  TrainerOptions options;
+  options.optimizer = spec.optimizer;
+  options.threads = spec.threads == 0 ? 1 : spec.threads;
+  options.dropout_seed = DeriveSeed(spec.order_seed, "dropout", 0);
+  std::vector<double> phi, loss;
+  try {
+    auto trainer = Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); },
+                                   options);
+    if (!trainer.ok()) return trainer.status();
+    EpochSchedule schedule(ids, spec.batch_size, spec.order_seed);
+    if (absl::Status s = (*trainer)->Train(clean, schedule, spec.steps,
+                                           [&](uint64_t done, double) {
+                                             return !on_step || on_step(done);
+                                           });
+        !s.ok()) {
+      return s;
+    }
+    Measure(**trainer, Batch{candidates.x(), candidates.y()}, &phi, &loss);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("forgetting reference model: ", e.what()));
+  }
+  for (double l : loss) {
+    // A NaN would make the loss order undefined.
+    if (std::isnan(l)) return absl::FailedPreconditionError("forgetting reference model diverged");
+  }
+  return loss;
+}
+
+std::vector<size_t> PickByLoss(const std::vector<double>& losses, size_t count,
+                               ForgettingSelection selection) {
+  const size_t n = losses.size();
+  count = std::min(count, n);
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  if (selection == ForgettingSelection::kRandom) {
+    order.resize(count);
+    return order;
+  }
+  // A stable sort keeps equal losses in index order: the pick is a pure
+  // function of the losses.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return losses[a] < losses[b]; });
+  size_t begin = 0;
+  if (selection == ForgettingSelection::kHard) begin = n - count;
+  if (selection == ForgettingSelection::kMedium) begin = (n - count) / 2;
+  return std::vector<size_t>(order.begin() + begin, order.begin() + begin + count);
 }
 
 }  // namespace memaudit::engine

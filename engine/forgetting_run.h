@@ -4,7 +4,10 @@
 // baseline arm, and at every evaluation point (clean steps since injection)
 // returns phi and loss of the injected examples Dp under both arms. With
 // `replay`, a third trainer re-runs the baseline arm from the same fork and
-// seeds (the paper's §5.2 adversary, who knows seed and data order).
+// seeds (the paper's §5.2 adversary, who knows seed and data order). With
+// `reference_models`, k more baseline-arm trainers fork where the baseline
+// forks but draw their own data order: the OUT models of offline LiRA.
+// ForgettingCandidateLosses / PickByLoss choose Dp by hardness.
 #ifndef MEMAUDIT_ENGINE_FORGETTING_RUN_H_
 #define MEMAUDIT_ENGINE_FORGETTING_RUN_H_
 
@@ -38,6 +41,9 @@ struct ForgettingRunSpec {
   // Also replay the baseline arm (Inject: from the checkpoint; Poison: from
   // theta_0) and measure phi of Dp under the replay at every point.
   bool replay = false;
+  // Extra baseline arms, each with an order seed of its own after the fork
+  // (Inject: the checkpoint; Poison: theta_0, so their whole run is theirs).
+  uint32_t reference_models = 0;
   uint64_t init_seed = 0;
   uint64_t order_seed = 0;
   uint32_t threads = 1;
@@ -48,6 +54,8 @@ struct ForgettingPoint {
   // Per Dp example (with its injection label), float64.
   std::vector<double> phi_injected, phi_baseline, loss_injected, loss_baseline;
   std::vector<double> phi_replay;  // with spec.replay only
+  // phi of Dp under each reference model (reference_models entries).
+  std::vector<std::vector<double>> phi_references;
 };
 
 struct ForgettingRunResult {
@@ -55,7 +63,7 @@ struct ForgettingRunResult {
   std::vector<double> phi_checkpoint, loss_checkpoint;
   std::vector<ForgettingPoint> points;
   uint64_t injection_steps = 0;
-  uint64_t steps = 0;  // optimizer steps taken, both arms (and the replay)
+  uint64_t steps = 0;  // optimizer steps taken: arms, replay and references
 };
 
 // Optimizer steps a trial takes (the planner's steps_total per task).
@@ -72,6 +80,36 @@ using ForgettingPointCallback = std::function<void(const ForgettingRunResult& so
 absl::StatusOr<ForgettingRunResult> RunForgetting(
     const LabeledImages& data, const ForgettingRunSpec& spec, const ForgettingStepCallback& on_step,
     const ForgettingPointCallback& on_point = nullptr);
+
+// Hardness selection (the paper's ImageNet Dp: held-out points ranked by
+// loss on a trained model). One reference model trains on D for `steps`
+// from (init_seed, order_seed), then scores every candidate.
+struct ForgettingReferenceSpec {
+  std::vector<uint32_t> clean_rows;      // D
+  std::vector<uint32_t> candidate_rows;  // scored with their true labels
+  std::vector<uint32_t> hidden;          // empty = logistic regression
+  OptimizerSpec optimizer;
+  uint32_t batch_size = 64;
+  uint64_t steps = 100;
+  uint64_t init_seed = 0;
+  uint64_t order_seed = 0;
+  uint32_t threads = 1;
+};
+
+// Cross-entropy (float64) of each candidate under the reference model, in
+// candidate order; `on_step` counts its optimizer steps.
+absl::StatusOr<std::vector<double>> ForgettingCandidateLosses(
+    const LabeledImages& data, const ForgettingReferenceSpec& spec,
+    const ForgettingStepCallback& on_step);
+
+enum class ForgettingSelection { kRandom, kEasy, kMedium, kHard };
+
+// Indices into `losses` of the `count` examples `selection` takes, in
+// ascending loss order (ties: lower index first): easy = the lowest losses,
+// hard = the highest, medium = the window starting at (n - count) / 2;
+// random = 0..count-1. count > losses.size() takes them all.
+std::vector<size_t> PickByLoss(const std::vector<double>& losses, size_t count,
+                               ForgettingSelection selection);
 
 }  // namespace memaudit::engine
 

@@ -1,5 +1,7 @@
 #include "engine/forgetting_run.h"
 
+#include <cmath>
+
 #include "common/seeding.h"
 #include "gtest/gtest.h"
 
@@ -121,6 +123,98 @@ TEST(ForgettingRunTest, ReplayReproducesTheBaselineArmBitForBit) {
     EXPECT_TRUE(plain->points[0].phi_replay.empty());
     EXPECT_EQ(plain->points[2].phi_baseline, result->points[2].phi_baseline);
   }
+}
+
+TEST(ForgettingRunTest, ReferenceModelsForkWithTheBaselineButTakeTheirOwnOrder) {
+  const LabeledImages data = TinyImages(240);
+  for (ForgettingStrategy strategy : {ForgettingStrategy::kInject, ForgettingStrategy::kPoison}) {
+    ForgettingRunSpec spec = Spec();
+    spec.strategy = strategy;
+    spec.repeats = strategy == ForgettingStrategy::kPoison ? 1 : 2;
+    spec.reference_models = 3;
+    uint64_t reported = 0;
+    auto result = RunForgetting(data, spec, [&](uint64_t steps) {
+      reported = steps;
+      return true;
+    });
+    ASSERT_TRUE(result.ok()) << result.status();
+    // Inject: 20 + 2 + (2 + 3) x 10; Poison: (2 + 3) x (20 + 10).
+    EXPECT_EQ(result->steps, strategy == ForgettingStrategy::kPoison ? 150u : 72u);
+    EXPECT_EQ(result->steps, ForgettingTrialSteps(spec));
+    EXPECT_EQ(reported, result->steps);
+    for (const ForgettingPoint& p : result->points) {
+      ASSERT_EQ(p.phi_references.size(), 3u);
+      for (const std::vector<double>& ref : p.phi_references) {
+        EXPECT_EQ(ref.size(), spec.injected_rows.size());
+      }
+    }
+    const ForgettingPoint& first = result->points[0];
+    const ForgettingPoint& last = result->points[2];
+    if (strategy == ForgettingStrategy::kInject) {
+      // At k = 0 every reference is still the checkpoint.
+      for (const std::vector<double>& ref : first.phi_references) {
+        EXPECT_EQ(ref, result->phi_checkpoint);
+      }
+    }
+    // Afterwards each has its own order: different from the baseline and
+    // from each other.
+    EXPECT_NE(last.phi_references[0], last.phi_baseline);
+    EXPECT_NE(last.phi_references[0], last.phi_references[1]);
+    // The references change nothing about the arms.
+    spec.reference_models = 0;
+    auto plain = RunForgetting(data, spec, nullptr);
+    ASSERT_TRUE(plain.ok());
+    EXPECT_TRUE(plain->points[2].phi_references.empty());
+    EXPECT_EQ(plain->points[2].phi_baseline, last.phi_baseline);
+    EXPECT_EQ(plain->points[2].phi_injected, last.phi_injected);
+  }
+}
+
+TEST(ForgettingRunTest, PickByLossTakesTheLowestMiddleOrHighestLosses) {
+  const std::vector<double> losses = {0.5, 3.0, 0.1, 2.0, 0.5, 9.0, 1.0};
+  // Ascending: 0.1 (2), 0.5 (0), 0.5 (4), 1.0 (6), 2.0 (3), 3.0 (1), 9.0 (5).
+  EXPECT_EQ(PickByLoss(losses, 3, ForgettingSelection::kEasy), (std::vector<size_t>{2, 0, 4}));
+  // Medium starts at (7 - 3) / 2 = 2 in loss order.
+  EXPECT_EQ(PickByLoss(losses, 3, ForgettingSelection::kMedium), (std::vector<size_t>{4, 6, 3}));
+  EXPECT_EQ(PickByLoss(losses, 3, ForgettingSelection::kHard), (std::vector<size_t>{3, 1, 5}));
+  EXPECT_EQ(PickByLoss(losses, 3, ForgettingSelection::kRandom), (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(PickByLoss(losses, 1, ForgettingSelection::kMedium), (std::vector<size_t>{6}));
+  EXPECT_EQ(PickByLoss(losses, 99, ForgettingSelection::kHard).size(), losses.size());
+}
+
+TEST(ForgettingRunTest, CandidateLossesComeFromOneSeededReferenceModel) {
+  const LabeledImages data = TinyImages(300);
+  ForgettingReferenceSpec spec;
+  for (uint32_t i = 0; i < 200; ++i) spec.clean_rows.push_back(i);
+  for (uint32_t i = 200; i < 300; ++i) spec.candidate_rows.push_back(i);
+  spec.optimizer.kind = OptimizerKind::kSgd;
+  spec.optimizer.learning_rate = 0.5;
+  spec.batch_size = 32;
+  spec.steps = 30;
+  spec.init_seed = 4;
+  spec.order_seed = 5;
+  uint64_t steps = 0;
+  auto a = ForgettingCandidateLosses(data, spec, [&](uint64_t done) {
+    steps = done;
+    return true;
+  });
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(steps, 30u);
+  ASSERT_EQ(a->size(), 100u);
+  auto b = ForgettingCandidateLosses(data, spec, nullptr);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*a, *b) << "a pure function of the seeds";
+  // The model learned D's pattern, which the candidates share: their mean
+  // loss is below chance (ln 10), and easy picks sit far below hard ones.
+  double mean = 0, easy = 0, hard = 0;
+  for (double l : *a) mean += l / 100;
+  for (size_t i : PickByLoss(*a, 10, ForgettingSelection::kEasy)) easy += (*a)[i];
+  for (size_t i : PickByLoss(*a, 10, ForgettingSelection::kHard)) hard += (*a)[i];
+  EXPECT_LT(mean, std::log(10.0));
+  EXPECT_LT(easy * 2, hard);
+  spec.candidate_rows.push_back(999);
+  EXPECT_EQ(ForgettingCandidateLosses(data, spec, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ForgettingRunTest, BadInputsAreRefused) {

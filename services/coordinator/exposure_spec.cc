@@ -1,5 +1,6 @@
 #include "services/coordinator/exposure_spec.h"
 
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -14,6 +15,10 @@ constexpr uint64_t kDefaultMaxChars = 1'000'000;
 constexpr uint32_t kDefaultReferenceSamples = 1000;
 // Ranks are uint64 and exact search enumerates a trie: |R| <= 2^62.
 constexpr double kMaxLog2Space = 62;
+constexpr double kDefaultDpDelta = 1e-5;
+// Bounds the tasks of one audit and the `variant` label's cardinality.
+constexpr int kMaxVariants = 16;
+constexpr uint32_t kMaxReferenceModels = 64;
 
 size_t CodePoints(const std::string& text) { return Utf8Chars(text).size(); }
 
@@ -22,6 +27,61 @@ bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
     if (value == a) return true;
   }
   return false;
+}
+
+// Names become report legends, CSV cells and Prometheus label values.
+bool NameOk(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string(" ._=+-").find(c) == std::string::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <typename Add>
+void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
+  if (e.sweep_size() > kMaxVariants) {
+    add("sweep", absl::StrCat("must list at most ", kMaxVariants, " variants (got ",
+                              e.sweep_size(), ")"));
+  }
+  std::set<std::string> names;
+  for (int i = 0; i < e.sweep_size(); ++i) {
+    const v1::ExposureVariant& v = e.sweep(i);
+    auto field = [&](const char* name) { return absl::StrCat("sweep[", i, "].", name); };
+    // Unnamed entries are checked under the name the defaults give them.
+    const std::string name = v.name().empty() ? exposure::DefaultVariantName(v) : v.name();
+    if (!NameOk(name)) {
+      add(field("name"), absl::StrCat("must be 1 to 64 of letters, digits, space and ._=+- (got \"",
+                                      name, "\")"));
+    } else if (!names.insert(name).second) {
+      add(field("name"), absl::StrCat("\"", name, "\" names two variants"));
+    }
+    if (v.has_batch_size() && (v.batch_size() == 0 || v.batch_size() > 65536)) {
+      add(field("batch_size"), absl::StrCat("must be in [1, 65536] (got ", v.batch_size(), ")"));
+    }
+    if (v.has_units() && (v.units() == 0 || v.units() > 4096)) {
+      add(field("units"), absl::StrCat("must be in [1, 4096] (got ", v.units(), ")"));
+    }
+    if (v.has_dropout() && !(v.dropout() >= 0 && v.dropout() < 1)) {
+      add(field("dropout"), absl::StrCat("must be in [0, 1) (got ", v.dropout(), ")"));
+    }
+    if (v.has_dp_sgd()) {
+      const v1::DpSgdSpec& dp = v.dp_sgd();
+      // Noise 0 would report epsilon = infinity: clipping alone is not DP.
+      if (!(dp.noise_multiplier() > 0) || !std::isfinite(dp.noise_multiplier())) {
+        add(field("dp_sgd.noise_multiplier"),
+            absl::StrCat("must be > 0 (got ", dp.noise_multiplier(), ")"));
+      }
+      if (!(dp.clip_norm() > 0) || !std::isfinite(dp.clip_norm())) {
+        add(field("dp_sgd.clip_norm"), absl::StrCat("must be > 0 (got ", dp.clip_norm(), ")"));
+      }
+      if (!(dp.delta() > 0 && dp.delta() < 1)) {
+        add(field("dp_sgd.delta"), absl::StrCat("must be in (0, 1) (got ", dp.delta(), ")"));
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -67,6 +127,11 @@ void ApplyExposureDefaults(v1::ExposureAudit* e) {
   if (!e->has_extraction()) e->set_extraction(true);
   if (e->rank_query_budget() == 0) e->set_rank_query_budget(2'000'000);
   if (e->extraction_query_budget() == 0) e->set_extraction_query_budget(100'000);
+  for (v1::ExposureVariant& v : *e->mutable_sweep()) {
+    // Named once here so results, report and metrics all use one label.
+    if (v.name().empty()) v.set_name(exposure::DefaultVariantName(v));
+    if (v.has_dp_sgd() && v.dp_sgd().delta() == 0) v.mutable_dp_sgd()->set_delta(kDefaultDpDelta);
+  }
 }
 
 void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* problems) {
@@ -175,6 +240,14 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
   } else if (e.reference_samples() != 0) {
     add("reference_samples", "must be unset with estimator \"exact\" (it uses no sample)");
   }
+  if (e.reference_models() > kMaxReferenceModels) {
+    add("reference_models", absl::StrCat("must be in [0, ", kMaxReferenceModels, "] (got ",
+                                         e.reference_models(), ")"));
+  } else if (e.reference_models() > 0 && !exposure::NeedsReferences(e.estimator())) {
+    add("reference_models",
+        "needs the reference sample S: set estimator to sampled, extrapolated or all");
+  }
+  ValidateSweep(e, add);
 }
 
 double ExposureLog2Space(const v1::ExposureAudit& e) {
@@ -187,6 +260,10 @@ double ExposureLog2Space(const v1::ExposureAudit& e) {
 }
 
 uint64_t ExposureSteps(const v1::ExposureAudit& e) {
+  return ExposureTaskSteps(e, e.training().batch_size(), /*with_canaries=*/true);
+}
+
+uint64_t ExposureTaskSteps(const v1::ExposureAudit& e, uint32_t batch_size, bool with_canaries) {
   uint64_t chars = e.corpus().max_chars();
   if (!e.corpus().text().empty()) {
     // The engine's cut: the corpus is kept up to its last line end <= max_chars.
@@ -199,9 +276,11 @@ uint64_t ExposureSteps(const v1::ExposureAudit& e) {
   const uint64_t holes =
       e.canary().alphabets().empty() ? e.canary().digits() : e.canary().alphabets_size();
   const uint64_t line = CodePoints(e.canary().prefix()) + holes + 1;
-  for (uint32_t r : e.repeats()) chars += static_cast<uint64_t>(r) * line;
+  if (with_canaries) {
+    for (uint32_t r : e.repeats()) chars += static_cast<uint64_t>(r) * line;
+  }
   const uint64_t window = std::max<uint32_t>(e.training().window(), 1);
-  const uint64_t batch = std::max<uint32_t>(e.training().batch_size(), 1);
+  const uint64_t batch = std::max<uint32_t>(batch_size, 1);
   const uint64_t windows = chars > 1 ? (chars - 1) / window : 0;
   return e.training().epochs() * ((windows + batch - 1) / batch);
 }

@@ -27,6 +27,9 @@ double ExposureLog2Space(const v1::ExposureAudit& e);
 // corpus; for a file corpus it assumes max_chars characters (an upper bound
 // when the file is longer, as the cut falls at a line end).
 uint64_t ExposureSteps(const v1::ExposureAudit& e);
+// The same for any task: `batch_size` of its variant, and the corpus with or
+// without the canaries (baseline and reference models train without them).
+uint64_t ExposureTaskSteps(const v1::ExposureAudit& e, uint32_t batch_size, bool with_canaries);
 
 }  // namespace memaudit::coordinator
 

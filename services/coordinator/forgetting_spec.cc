@@ -46,8 +46,22 @@ void ApplyForgettingDefaults(v1::ForgettingAudit* f) {
   if (f->strategy().empty()) f->set_strategy("inject");
   if (f->repeats() == 0) f->set_repeats(1);
   if (f->inject_mode().empty()) f->set_inject_mode("k_steps");
-  if (f->injected().size() == 0) f->mutable_injected()->set_size(100);
-  if (!f->injected().has_flip_labels()) f->mutable_injected()->set_flip_labels(true);
+  v1::InjectedSetSpec* in = f->mutable_injected();
+  if (in->size() == 0) in->set_size(100);
+  if (in->selection().empty()) in->set_selection("random");
+  const bool by_loss = in->selection() != "random";
+  // Hardness is a property of the true label, so selection by loss keeps it.
+  if (!in->has_flip_labels()) in->set_flip_labels(!by_loss);
+  if (by_loss && in->candidates() == 0) {
+    const uint64_t left = kFashionMnistTrainExamples > d->pool_size()
+                              ? kFashionMnistTrainExamples - d->pool_size()
+                              : 0;
+    in->set_candidates(
+        static_cast<uint32_t>(std::min<uint64_t>(10ull * in->size(), std::max<uint64_t>(left, 1))));
+  }
+  if (by_loss && in->selection_steps() == 0) {
+    in->set_selection_steps(t->steps_before_injection() + t->steps_after_injection());
+  }
   if (f->trials() == 0) f->set_trials(3);
   if (!f->has_paired()) f->set_paired(true);
   if (f->eval_points().empty()) {
@@ -56,6 +70,9 @@ void ApplyForgettingDefaults(v1::ForgettingAudit* f) {
     }
   }
   if (f->attack().empty()) f->set_attack("checkpoint_calibrated");
+  if (f->attack() == forgetting::kLiraAttack && f->reference_models() == 0) {
+    f->set_reference_models(4);
+  }
   if (f->fpr() == 0) f->set_fpr(0.1);
 }
 
@@ -67,10 +84,40 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
   if (d.name() != "fashion_mnist") {
     add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got \"", d.name(), "\")"));
   }
-  const uint64_t drawn = static_cast<uint64_t>(d.pool_size()) + f.injected().size();
+  const v1::InjectedSetSpec& in = f.injected();
+  const bool by_loss = forgetting::SelectsByLoss(f);
+  const uint64_t drawn = static_cast<uint64_t>(d.pool_size()) + in.size();
   if (d.pool_size() < 8 || drawn > kFashionMnistTrainExamples) {
     add("dataset.pool_size", absl::StrCat("must be in [8, ", kFashionMnistTrainExamples,
                                           " - injected.size] (got ", d.pool_size(), ")"));
+  }
+  if (!OneOf(in.selection(), {"random", "easy", "medium", "hard"})) {
+    add("injected.selection", absl::StrCat("must be \"random\", \"easy\", \"medium\" or "
+                                           "\"hard\" (got \"",
+                                           in.selection(), "\")"));
+  } else if (by_loss) {
+    if (in.candidates() < in.size() ||
+        static_cast<uint64_t>(d.pool_size()) + in.candidates() > kFashionMnistTrainExamples) {
+      add("injected.candidates",
+          absl::StrCat("must be in [injected.size, ", kFashionMnistTrainExamples,
+                       " - dataset.pool_size] (got ", in.candidates(), ")"));
+    }
+    if (in.selection_steps() == 0 || in.selection_steps() > kMaxSteps) {
+      add("injected.selection_steps",
+          absl::StrCat("must be in [1, ", kMaxSteps, "] (got ", in.selection_steps(), ")"));
+    }
+    if (in.flip_labels()) {
+      add("injected.flip_labels",
+          absl::StrCat("must be false with selection \"", in.selection(),
+                       "\": hardness is the loss of the true label"));
+    }
+  } else {
+    if (in.candidates() != 0) {
+      add("injected.candidates", "applies to selection easy, medium or hard only");
+    }
+    if (in.selection_steps() != 0) {
+      add("injected.selection_steps", "applies to selection easy, medium or hard only");
+    }
   }
   const v1::ModelSpec& m = f.model();
   if (m.architecture() == "logreg") {
@@ -149,10 +196,17 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
     }
   }
   if (!OneOf(f.attack(), {"checkpoint_calibrated", "calibrated_loss", "uncalibrated",
-                          forgetting::kReplayAttack})) {
+                          forgetting::kReplayAttack, forgetting::kLiraAttack})) {
     add("attack", absl::StrCat("must be one of checkpoint_calibrated, calibrated_loss, "
-                               "uncalibrated, deterministic_replay (got \"",
+                               "uncalibrated, deterministic_replay, lira_references (got \"",
                                f.attack(), "\")"));
+  }
+  if (f.attack() == forgetting::kLiraAttack) {
+    if (f.reference_models() < 2 || f.reference_models() > 64) {
+      add("reference_models", absl::StrCat("must be in [2, 64] (got ", f.reference_models(), ")"));
+    }
+  } else if (f.reference_models() != 0) {
+    add("reference_models", "applies to attack lira_references only");
   }
   if (!(f.fpr() > 0 && f.fpr() < 1)) {
     add("fpr", absl::StrCat("must be in (0, 1) (got ", f.fpr(), ")"));

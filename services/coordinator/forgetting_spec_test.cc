@@ -116,5 +116,77 @@ TEST(ForgettingSpecTest, ReplayAttackIsValidAndAddsTheReplayRunToTheSteps) {
   EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 3000u + 3000u);
 }
 
+TEST(ForgettingSpecTest, SelectionByLossDefaultsAndSteps) {
+  v1::AuditSpec spec;
+  spec.set_seed(9);
+  spec.mutable_forgetting()->mutable_injected()->set_selection("hard");
+  ApplyDefaults(&spec);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  const v1::InjectedSetSpec& in = spec.forgetting().injected();
+  EXPECT_FALSE(in.flip_labels()) << "hardness is measured on true labels";
+  EXPECT_EQ(in.candidates(), 1000u);        // 10 x size
+  EXPECT_EQ(in.selection_steps(), 2000u);  // T_I + steps after
+  // The reference model's steps come first: 2000 + 1000 + 1 + 2 x 1000.
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 2000u + 1000u + 1u + 2000u);
+  // Random selection keeps today's defaults and plan.
+  EXPECT_EQ(Defaulted().forgetting().injected().selection(), "random");
+  EXPECT_EQ(Defaulted().forgetting().injected().candidates(), 0u);
+  EXPECT_EQ(PlanAudit(Defaulted())->tasks[0].steps_total, 1000u + 1u + 2000u);
+  // Candidates are capped by the rows left outside D.
+  v1::AuditSpec big;
+  big.mutable_forgetting()->mutable_dataset()->set_pool_size(59500);
+  big.mutable_forgetting()->mutable_injected()->set_selection("easy");
+  ApplyDefaults(&big);
+  EXPECT_EQ(big.forgetting().injected().candidates(), 500u);
+  EXPECT_TRUE(ValidateSpec(big).ok()) << ValidateSpec(big);
+}
+
+TEST(ForgettingSpecTest, BadSelectionFieldsAreNamed) {
+  v1::AuditSpec spec = Defaulted();
+  spec.mutable_forgetting()->mutable_injected()->set_selection("hardest");
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("forgetting.injected.selection: must be"));
+  spec = Defaulted();
+  v1::InjectedSetSpec* in = spec.mutable_forgetting()->mutable_injected();
+  in->set_candidates(500);
+  in->set_selection_steps(10);
+  std::string message(ValidateSpec(spec).message());
+  EXPECT_THAT(message, HasSubstr("forgetting.injected.candidates: applies to selection"));
+  EXPECT_THAT(message, HasSubstr("forgetting.injected.selection_steps: applies to selection"));
+  in->set_selection("medium");
+  in->set_candidates(50);  // fewer than size 100
+  in->set_selection_steps(0);
+  in->set_flip_labels(true);
+  message = std::string(ValidateSpec(spec).message());
+  EXPECT_THAT(message, HasSubstr("forgetting.injected.candidates: must be in [injected.size"));
+  EXPECT_THAT(message, HasSubstr("forgetting.injected.selection_steps: must be in [1"));
+  EXPECT_THAT(message, HasSubstr("forgetting.injected.flip_labels: must be false"));
+  in->set_candidates(55000);  // 10000 + 55000 > 60000
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("forgetting.injected.candidates"));
+}
+
+TEST(ForgettingSpecTest, LiraReferencesDefaultsRulesAndSteps) {
+  v1::AuditSpec spec;
+  spec.set_seed(9);
+  spec.mutable_forgetting()->set_attack("lira_references");
+  ApplyDefaults(&spec);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  EXPECT_EQ(f->reference_models(), 4u);
+  // Inject: references fork at the checkpoint: 1000 + 1 + (2 + 4) x 1000.
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 1000u + 1u + 6000u);
+  // Poison: they fork at theta_0: (2 + 4) x (1000 + 1000).
+  f->set_strategy("poison");
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 6u * 2000u);
+  f->set_reference_models(1);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("forgetting.reference_models: must be in [2, 64]"));
+  v1::AuditSpec other = Defaulted();
+  other.mutable_forgetting()->set_reference_models(4);
+  EXPECT_THAT(std::string(ValidateSpec(other).message()),
+              HasSubstr("forgetting.reference_models: applies to attack lira_references"));
+}
+
 }  // namespace
 }  // namespace memaudit::coordinator

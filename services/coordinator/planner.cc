@@ -1,5 +1,6 @@
 #include "services/coordinator/planner.h"
 
+#include "common/exposure_signals.h"
 #include "common/relational_signals.h"
 #include "common/seeding.h"
 #include "services/coordinator/exposure_spec.h"
@@ -13,8 +14,21 @@ absl::StatusOr<Plan> PlanAudit(const v1::AuditSpec& spec) {
   if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
   Plan plan;
   if (spec.has_exposure()) {
-    // One canary model (the index leaves room for sweep variants).
-    plan.tasks.push_back({"canary_model", 0, ExposureSteps(spec.exposure())});
+    // A canary model per variant first (the headline numbers), then the
+    // canary-free baselines and reference models (common/exposure_signals.h).
+    const v1::ExposureAudit& e = spec.exposure();
+    const uint32_t variants = exposure::VariantCount(e);
+    for (uint32_t v = 0; v < variants; ++v) {
+      const uint32_t batch = exposure::ResolveVariant(e, v).batch_size;
+      plan.tasks.push_back({exposure::kCanaryRole, v, ExposureTaskSteps(e, batch, true)});
+    }
+    for (uint32_t v = 0; v < variants; ++v) {
+      const uint64_t steps = ExposureTaskSteps(e, exposure::ResolveVariant(e, v).batch_size, false);
+      if (e.baseline()) plan.tasks.push_back({exposure::kBaselineRole, v, steps});
+      for (uint32_t j = 0; j < e.reference_models(); ++j) {
+        plan.tasks.push_back({exposure::kReferenceRole, v * e.reference_models() + j, steps});
+      }
+    }
     return plan;
   }
   if (spec.has_forgetting()) {

@@ -1,6 +1,8 @@
 #include "services/coordinator/planner.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/test_specs.h"
 
@@ -75,6 +77,28 @@ TEST(PlannerTest, ExposurePlansOneCanaryModelWithExactSteps) {
   EXPECT_EQ(PlanAudit(cut)->tasks[0].steps_total, 6u);
   // Determinism: the same spec, the same plan.
   EXPECT_EQ(PlanAudit(SmallExposureSpec())->tasks[0].steps_total, 9u);
+}
+
+TEST(PlannerTest, ExposureSweepPlansCanaryModelsThenBaselinesAndReferences) {
+  v1::AuditSpec spec = SmallExposureSpec();
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->add_sweep();  // the base recipe (batch 4)
+  e->add_sweep()->set_batch_size(8);
+  e->set_baseline(true);
+  e->set_reference_models(2);
+  ApplyDefaults(&spec);
+  auto plan = PlanAudit(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<std::string> tasks;
+  for (const PlannedTask& t : plan->tasks) {
+    tasks.push_back(absl::StrCat(t.role, "/", t.index, ":", t.steps_total));
+  }
+  // With canaries: 11 windows (above), ceil(11/4) = 3 or ceil(11/8) = 2 steps
+  // per epoch. Without: 99 / 16 = 6 windows, 2 or 1 steps per epoch. 3 epochs.
+  EXPECT_THAT(tasks, ::testing::ElementsAre("canary_model/0:9", "canary_model/1:6",
+                                            "baseline_model/0:6", "reference_model/0:6",
+                                            "reference_model/1:6", "baseline_model/1:3",
+                                            "reference_model/2:3", "reference_model/3:3"));
 }
 
 TEST(PlannerTest, RefusesInvalidSpecs) {

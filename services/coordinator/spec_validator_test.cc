@@ -160,5 +160,63 @@ TEST(SpecValidatorTest, ExposureEveryBadFieldIsNamedWithItsRule) {
   EXPECT_THAT(std::string(ValidateSpec(exact).message()), HasSubstr("exposure.canary.digits"));
 }
 
+TEST(SpecValidatorTest, ExposureSweepDefaultsNameEachVariant) {
+  v1::AuditSpec spec;
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->add_sweep();
+  v1::ExposureVariant* wide = e->add_sweep();
+  wide->set_batch_size(8);
+  wide->set_units(64);
+  e->add_sweep()->mutable_dp_sgd()->set_noise_multiplier(1.5);
+  e->mutable_sweep(2)->mutable_dp_sgd()->set_clip_norm(2);
+  e->set_baseline(true);
+  e->set_reference_models(2);
+  ApplyDefaults(&spec);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  EXPECT_EQ(e->sweep(0).name(), "base");
+  EXPECT_EQ(e->sweep(1).name(), "batch=8 units=64");
+  EXPECT_EQ(e->sweep(2).name(), "dp_sigma=1.5 dp_clip=2");
+  EXPECT_DOUBLE_EQ(e->sweep(2).dp_sgd().delta(), 1e-5);
+}
+
+TEST(SpecValidatorTest, ExposureSweepEveryBadFieldIsNamedWithItsRule) {
+  v1::AuditSpec spec;
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->add_sweep()->set_batch_size(0);
+  e->mutable_sweep(0)->set_units(5000);
+  e->mutable_sweep(0)->set_dropout(1);
+  e->add_sweep()->set_name("a,b");
+  e->add_sweep()->set_name("same");
+  e->add_sweep()->set_name("same");
+  v1::DpSgdSpec* dp = e->mutable_sweep(3)->mutable_dp_sgd();
+  dp->set_clip_norm(-1);
+  dp->set_delta(2);
+  e->set_reference_models(65);
+  ApplyDefaults(&spec);
+  const std::string message(ValidateSpec(spec).message());
+  for (const char* field :
+       {"exposure.sweep[0].batch_size: must be in [1, 65536] (got 0)",
+        "exposure.sweep[0].units: must be in [1, 4096] (got 5000)", "exposure.sweep[0].dropout",
+        "exposure.sweep[1].name: must be 1 to 64 of letters", "exposure.sweep[3].name: \"same\"",
+        "exposure.sweep[3].dp_sgd.noise_multiplier: must be > 0",
+        "exposure.sweep[3].dp_sgd.clip_norm: must be > 0", "exposure.sweep[3].dp_sgd.delta",
+        "exposure.reference_models: must be in [0, 64] (got 65)"}) {
+    EXPECT_THAT(message, HasSubstr(field));
+  }
+  EXPECT_EQ(FindProblems(spec).size(), 9u);
+
+  v1::AuditSpec exact;
+  exact.mutable_exposure()->set_estimator("exact");
+  exact.mutable_exposure()->set_reference_models(2);
+  ApplyDefaults(&exact);
+  EXPECT_THAT(std::string(ValidateSpec(exact).message()),
+              HasSubstr("exposure.reference_models: needs the reference sample S"));
+  v1::AuditSpec many;
+  for (int i = 0; i < 17; ++i) many.mutable_exposure()->add_sweep()->set_units(8 + i);
+  ApplyDefaults(&many);
+  EXPECT_THAT(std::string(ValidateSpec(many).message()),
+              HasSubstr("exposure.sweep: must list at most 16 variants (got 17)"));
+}
+
 }  // namespace
 }  // namespace memaudit::coordinator

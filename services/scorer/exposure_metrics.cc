@@ -3,16 +3,21 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/exposure_signals.h"
 #include "scoring/exposure.h"
+#include "scoring/matrix.h"
 #include "scoring/skew_normal.h"
 
 namespace memaudit::scorer {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One model's signals: signal -> values.
+using ModelSignals = std::map<std::string, std::vector<double>>;
 
 size_t CanaryCount(const v1::ExposureAudit& e) { return e.repeats_size() + e.controls(); }
 
@@ -62,78 +67,41 @@ v1::PxHistogram PxHistogramOf(const std::vector<double>& px) {
   return h;
 }
 
-}  // namespace
-
-std::vector<std::string> RequiredExposureSignals(const v1::ExposureAudit& e) {
-  std::vector<std::string> out = {
-      exposure::kRepeats,     exposure::kPxBits,      exposure::kRank,       exposure::kExact,
-      exposure::kRankQueries, exposure::kSecretsUtf8, exposure::kExtraction, exposure::kModel};
-  if (exposure::NeedsReferences(e.estimator())) out.push_back(exposure::kReferencePxBits);
-  return out;
+bool IsPoint(const v1::ExposureAudit& e, const std::string& point) {
+  const std::vector<std::string> points = exposure::PointsOf(e);
+  return std::find(points.begin(), points.end(), point) != points.end();
 }
 
-absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::Observation& o) {
-  if (o.run() >= kExposureModels) {
-    return absl::InvalidArgumentError(absl::StrCat("observation.run: ", o.run(),
-                                                   " is outside the audit's ", kExposureModels,
-                                                   " canary model(s)"));
+absl::StatusOr<std::vector<std::string>> SecretsOf(const ModelSignals& m, size_t count,
+                                                   const std::string& model) {
+  std::vector<std::string> secrets;
+  const std::string all = DecodeBytes(m.at(exposure::kSecretsUtf8), 0);
+  for (size_t start = 0, end; (end = all.find('\n', start)) != std::string::npos; start = end + 1) {
+    secrets.push_back(all.substr(start, end - start));
   }
-  if (o.point() != "final") {
+  if (secrets.size() != count) {
+    return absl::InvalidArgumentError(absl::StrCat(model, " secrets_utf8: wrong count"));
+  }
+  return secrets;
+}
+
+// A canary-free model must have scored the canary model's canaries: every
+// model of an audit draws them from the same seed.
+absl::Status SameSecrets(const ModelSignals& m, const std::vector<std::string>& secrets,
+                         const std::string& model) {
+  absl::StatusOr<std::vector<std::string>> own = SecretsOf(m, secrets.size(), model);
+  if (!own.ok()) return own.status();
+  if (*own != secrets) {
     return absl::InvalidArgumentError(
-        absl::StrCat("observation.point: \"", o.point(), "\" (expected \"final\")"));
-  }
-  const std::vector<std::string> known = RequiredExposureSignals(e);
-  if (std::find(known.begin(), known.end(), o.signal()) == known.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("observation.signal: \"", o.signal(), "\" is not a signal of this audit"));
-  }
-  const size_t n = o.values_size();
-  size_t expected = 0;
-  if (IsPerCanary(o.signal())) {
-    expected = CanaryCount(e);
-  } else if (o.signal() == exposure::kReferencePxBits) {
-    expected = e.reference_samples();
-  } else if (o.signal() == exposure::kModel) {
-    expected = exposure::kModelValues;
-  }
-  if (expected > 0 && n != expected) {
-    return absl::InvalidArgumentError(absl::StrCat("observation.values: expected ", expected,
-                                                   " values for signal \"", o.signal(), "\", got ",
-                                                   n));
-  }
-  if (o.signal() == exposure::kExtraction && n < exposure::kExtractionHeader) {
-    return absl::InvalidArgumentError("observation.values: extraction needs 3 header values");
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const double v = o.values(i);
-    bool ok = std::isfinite(v);
-    if (o.signal() == exposure::kSecretsUtf8) ok = IsBytes(v);
-    if (o.signal() == exposure::kExtraction && i >= exposure::kExtractionHeader) ok = IsBytes(v);
-    if (o.signal() == exposure::kExact) ok = v == 0 || v == 1;
-    if (o.signal() == exposure::kRank) ok = v >= 1 && v == std::floor(v);
-    if (o.signal() == exposure::kRepeats)
-      ok = v == (i < static_cast<size_t>(e.repeats_size()) ? e.repeats(static_cast<int>(i)) : 0);
-    if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat("observation.values[", i, "]: ", v,
-                                                     " is not a valid \"", o.signal(), "\" value"));
-    }
-  }
-  if (o.signal() == exposure::kSecretsUtf8) {
-    const std::string text = DecodeBytes({o.values().begin(), o.values().end()}, 0);
-    if (static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) != CanaryCount(e)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("observation.values: expected ", CanaryCount(e), " newline-ended secrets"));
-    }
+        absl::StrCat(model, " secrets_utf8: not the canary model's canaries"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::AuditResults> ScoreExposure(
-    const v1::AuditSpec& spec, const std::map<std::string, std::vector<double>>& signals) {
-  const v1::ExposureAudit& e = spec.exposure();
-  for (const std::string& name : RequiredExposureSignals(e)) {
-    if (!signals.count(name)) return absl::FailedPreconditionError(absl::StrCat("missing ", name));
-  }
+// One variant's canary model: the pre-sweep results, without by_repeats.
+absl::StatusOr<v1::ExposureResults> ScoreCanaryModel(const v1::ExposureAudit& e,
+                                                     const ModelSignals& signals,
+                                                     std::vector<std::string>* secrets_out) {
   const std::vector<double>& repeats = signals.at(exposure::kRepeats);
   const std::vector<double>& px = signals.at(exposure::kPxBits);
   const std::vector<double>& rank = signals.at(exposure::kRank);
@@ -145,36 +113,29 @@ absl::StatusOr<v1::AuditResults> ScoreExposure(
   if (px.size() != count || model.size() != exposure::kModelValues) {
     return absl::InvalidArgumentError("observations: shapes do not match the spec");
   }
-  std::vector<std::string> secrets;
-  std::string all = DecodeBytes(signals.at(exposure::kSecretsUtf8), 0);
-  for (size_t start = 0, end; (end = all.find('\n', start)) != std::string::npos; start = end + 1) {
-    secrets.push_back(all.substr(start, end - start));
-  }
-  if (secrets.size() != count) return absl::InvalidArgumentError("secrets_utf8: wrong count");
+  absl::StatusOr<std::vector<std::string>> found = SecretsOf(signals, count, "canary model");
+  if (!found.ok()) return found.status();
+  const std::vector<std::string>& secrets = *found;
+  *secrets_out = secrets;
 
-  v1::AuditResults results;
-  results.set_kind("exposure");
-  results.set_complete(true);
-  results.set_models(kExposureModels);
-  results.set_examples(static_cast<uint32_t>(count));
-  v1::ExposureResults* out = results.mutable_exposure();
+  v1::ExposureResults out;
   const double log2_space = model[0];
-  out->set_log2_space(log2_space);
-  out->set_training_steps(static_cast<uint64_t>(model[1]));
-  out->set_final_loss(model[2]);
+  out.set_log2_space(log2_space);
+  out.set_training_steps(static_cast<uint64_t>(model[1]));
+  out.set_final_loss(model[2]);
   const bool sampled = e.estimator() == "sampled" || e.estimator() == "all";
   const bool extrapolated = e.estimator() == "extrapolated" || e.estimator() == "all";
   // The exact rank is always computed (bounded by the query budget): it is
   // what the extraction check and the headline "rank 1" rest on.
-  out->add_estimators("exact");
-  if (sampled) out->add_estimators("sampled");
-  if (extrapolated) out->add_estimators("extrapolated");
+  out.add_estimators("exact");
+  if (sampled) out.add_estimators("sampled");
+  if (extrapolated) out.add_estimators("extrapolated");
 
   std::vector<double> refs;
   if (exposure::NeedsReferences(e.estimator())) refs = signals.at(exposure::kReferencePxBits);
-  out->set_reference_samples(static_cast<uint32_t>(refs.size()));
-  out->set_log2_reference_samples(refs.empty() ? 0 : std::log2(static_cast<double>(refs.size())));
-  if (!refs.empty()) *out->mutable_reference_px_histogram() = PxHistogramOf(refs);
+  out.set_reference_samples(static_cast<uint32_t>(refs.size()));
+  out.set_log2_reference_samples(refs.empty() ? 0 : std::log2(static_cast<double>(refs.size())));
+  if (!refs.empty()) *out.mutable_reference_px_histogram() = PxHistogramOf(refs);
   scoring::SkewNormalParams fit;
   bool fitted = false;
   if (extrapolated) {
@@ -184,16 +145,16 @@ absl::StatusOr<v1::AuditResults> ScoreExposure(
     if (f.ok()) {
       fit = f->params;
       fitted = true;
-      out->set_fit_location(fit.location);
-      out->set_fit_scale(fit.scale);
-      out->set_fit_shape(fit.shape);
-      out->set_fit_ks_statistic(f->ks.statistic);
-      out->set_fit_ks_p_value(f->ks.p_value);
+      out.set_fit_location(fit.location);
+      out.set_fit_scale(fit.scale);
+      out.set_fit_shape(fit.shape);
+      out.set_fit_ks_statistic(f->ks.statistic);
+      out.set_fit_ks_p_value(f->ks.p_value);
     }
   }
 
   for (size_t i = 0; i < count; ++i) {
-    v1::CanaryResult* c = out->add_canaries();
+    v1::CanaryResult* c = out.add_canaries();
     c->set_secret(secrets[i]);
     c->set_repeats(static_cast<uint32_t>(repeats[i]));
     c->set_px_bits(px[i]);
@@ -214,14 +175,98 @@ absl::StatusOr<v1::AuditResults> ScoreExposure(
                                                : kNaN);
   }
 
+  out.set_extraction_attempted(extraction[0] != 0);
+  out.set_extracted(extraction[1] != 0);
+  out.set_extraction_queries(static_cast<uint64_t>(extraction[2]));
+  out.set_extraction(DecodeBytes(extraction, exposure::kExtractionHeader));
+  if (e.repeats_size() > 0) {
+    const int most = static_cast<int>(std::max_element(e.repeats().begin(), e.repeats().end()) -
+                                      e.repeats().begin());
+    out.set_extraction_target(secrets[most]);
+  }
+  return out;
+}
+
+// The baseline model: each canary's exact exposure when the corpus never
+// held it.
+absl::Status AddBaseline(const ModelSignals& signals, const std::vector<std::string>& secrets,
+                         v1::ExposureResults* out) {
+  if (absl::Status s = SameSecrets(signals, secrets, "baseline model"); !s.ok()) return s;
+  const std::vector<double>& px = signals.at(exposure::kPxBits);
+  const std::vector<double>& rank = signals.at(exposure::kRank);
+  const std::vector<double>& exact = signals.at(exposure::kExact);
+  out->set_baseline_model(true);
+  out->set_baseline_final_loss(signals.at(exposure::kModel)[2]);
+  for (int i = 0; i < out->canaries_size(); ++i) {
+    v1::CanaryResult* c = out->mutable_canaries(i);
+    c->set_baseline_px_bits(px[i]);
+    c->set_baseline_rank(static_cast<uint64_t>(rank[i]));
+    c->set_baseline_exact(exact[i] != 0);
+    absl::StatusOr<scoring::ExposureResult> x =
+        scoring::ExposureFromRank(out->log2_space(), c->baseline_rank());
+    if (!x.ok()) return x.status();
+    c->set_baseline_exposure(x->exposure);
+  }
+  return absl::OkStatus();
+}
+
+// Reference calibration (scoring::CalibrateByReferenceMean): every
+// candidate's Px minus its mean over the reference models, canaries and S
+// alike, then the sampled estimator on the calibrated values. Calibration
+// breaks the per-character bound exact ranking needs, so there is no exact
+// calibrated rank.
+absl::Status AddCalibration(const ModelSignals& canary_model,
+                            const std::vector<ModelSignals>& references,
+                            const std::vector<std::string>& secrets, v1::ExposureResults* out) {
+  const std::vector<double>& px = canary_model.at(exposure::kPxBits);
+  const std::vector<double>& refs = canary_model.at(exposure::kReferencePxBits);
+  scoring::Matrix canary_ref(references.size(), px.size());
+  scoring::Matrix sample_ref(references.size(), refs.size());
+  for (size_t m = 0; m < references.size(); ++m) {
+    const std::string model = absl::StrCat("reference model ", m);
+    if (absl::Status s = SameSecrets(references[m], secrets, model); !s.ok()) return s;
+    const std::vector<double>& rpx = references[m].at(exposure::kPxBits);
+    const std::vector<double>& rs = references[m].at(exposure::kReferencePxBits);
+    if (rpx.size() != px.size() || rs.size() != refs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(model, ": shapes do not match the spec"));
+    }
+    std::copy(rpx.begin(), rpx.end(), canary_ref.row(m));
+    std::copy(rs.begin(), rs.end(), sample_ref.row(m));
+  }
+  absl::StatusOr<std::vector<double>> canaries = scoring::CalibrateByReferenceMean(px, canary_ref);
+  if (!canaries.ok()) return canaries.status();
+  absl::StatusOr<std::vector<double>> sample = scoring::CalibrateByReferenceMean(refs, sample_ref);
+  if (!sample.ok()) return sample.status();
+  out->set_reference_models(static_cast<uint32_t>(references.size()));
+  for (int i = 0; i < out->canaries_size(); ++i) {
+    v1::CanaryResult* c = out->mutable_canaries(i);
+    c->set_calibrated_px_bits((*canaries)[i]);
+    absl::StatusOr<scoring::ExposureResult> s = scoring::SampledExposure(*sample, (*canaries)[i]);
+    if (!s.ok()) return s.status();
+    c->set_calibrated_exposure(s->exposure);
+    c->set_calibrated_lower_bound(s->lower_bound);
+  }
+  return absl::OkStatus();
+}
+
+// Exposure against insertions, for every estimator and model that ran.
+void AddByRepeats(v1::ExposureResults* out) {
+  auto has = [&](const char* estimator) {
+    return std::find(out->estimators().begin(), out->estimators().end(), estimator) !=
+           out->estimators().end();
+  };
+  const bool sampled = has("sampled"), extrapolated = has("extrapolated");
+  const bool baseline = out->baseline_model(), calibrated = out->reference_models() > 0;
   std::map<uint32_t, std::vector<const v1::CanaryResult*>> groups;
   for (const v1::CanaryResult& c : out->canaries()) groups[c.repeats()].push_back(&c);
   for (const auto& [r, members] : groups) {
-    std::vector<double> ex, sa, xt;
+    std::vector<double> ex, sa, xt, ba, ca;
     for (const v1::CanaryResult* c : members) {
       ex.push_back(c->exposure());
       sa.push_back(c->sampled_exposure());
       xt.push_back(c->extrapolated_exposure());
+      ba.push_back(c->baseline_exposure());
+      ca.push_back(c->calibrated_exposure());
     }
     v1::ExposureByRepeats* g = out->add_by_repeats();
     g->set_repeats(r);
@@ -232,48 +277,221 @@ absl::StatusOr<v1::AuditResults> ScoreExposure(
     g->set_median_sampled_exposure(sampled ? Median(sa) : 0);
     g->set_mean_extrapolated_exposure(extrapolated ? Mean(xt) : 0);
     g->set_median_extrapolated_exposure(extrapolated ? Median(xt) : 0);
+    g->set_mean_baseline_exposure(baseline ? Mean(ba) : 0);
+    g->set_median_baseline_exposure(baseline ? Median(ba) : 0);
+    g->set_mean_calibrated_exposure(calibrated ? Mean(ca) : 0);
+    g->set_median_calibrated_exposure(calibrated ? Median(ca) : 0);
     if (r == 0) {
       out->set_control_median_exposure(g->median_exposure());
       out->set_control_median_sampled_exposure(g->median_sampled_exposure());
       out->set_control_median_extrapolated_exposure(g->median_extrapolated_exposure());
+      out->set_control_median_baseline_exposure(g->median_baseline_exposure());
+      out->set_control_median_calibrated_exposure(g->median_calibrated_exposure());
     }
   }
+}
 
-  out->set_extraction_attempted(extraction[0] != 0);
-  out->set_extracted(extraction[1] != 0);
-  out->set_extraction_queries(static_cast<uint64_t>(extraction[2]));
-  out->set_extraction(DecodeBytes(extraction, exposure::kExtractionHeader));
-  if (e.repeats_size() > 0) {
-    const int most = static_cast<int>(std::max_element(e.repeats().begin(), e.repeats().end()) -
-                                      e.repeats().begin());
-    out->set_extraction_target(secrets[most]);
+// The signals of model `point` of variant `v`, or nullopt while one is missing.
+std::optional<ModelSignals> ModelAt(const v1::ExposureAudit& e, const ExposureSignals& signals,
+                                    const std::string& point, uint32_t v) {
+  ModelSignals out;
+  for (const std::string& name : exposure::SignalsAt(e, point, v)) {
+    auto runs = signals.find({point, name});
+    if (runs == signals.end()) return std::nullopt;
+    auto values = runs->second.find(v);
+    if (values == runs->second.end()) return std::nullopt;
+    out[name] = values->second;
   }
-  return results;
+  return out;
+}
+
+// Variants of `x` by name: its sweep, or "base" alone.
+std::vector<std::pair<std::string, const v1::ExposureResults*>> Named(
+    const v1::ExposureResults& x) {
+  std::vector<std::pair<std::string, const v1::ExposureResults*>> out;
+  for (const v1::ExposureVariantResult& v : x.variants()) out.push_back({v.name(), &v.results()});
+  if (out.empty()) out.push_back({"base", &x});
+  return out;
+}
+
+}  // namespace
+
+uint32_t ExposureModels(const v1::ExposureAudit& e) {
+  return exposure::VariantCount(e) * (1 + (e.baseline() ? 1 : 0) + e.reference_models());
+}
+
+absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::Observation& o) {
+  const uint32_t variants = exposure::VariantCount(e);
+  if (o.run() >= variants) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "observation.run: ", o.run(), " is outside the audit's ", variants, " variant(s)"));
+  }
+  if (!IsPoint(e, o.point())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("observation.point: \"", o.point(), "\" is not a model of this audit"));
+  }
+  const std::vector<std::string> known = exposure::SignalsAt(e, o.point(), o.run());
+  if (std::find(known.begin(), known.end(), o.signal()) == known.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("observation.signal: \"", o.signal(),
+                                                   "\" is not a signal of this audit's \"",
+                                                   o.point(), "\" model"));
+  }
+  const size_t n = o.values_size();
+  size_t expected = 0;
+  if (IsPerCanary(o.signal())) {
+    expected = CanaryCount(e);
+  } else if (o.signal() == exposure::kReferencePxBits) {
+    expected = e.reference_samples();
+  } else if (o.signal() == exposure::kModel) {
+    expected = exposure::kModelValues;
+  } else if (o.signal() == exposure::kDp) {
+    expected = exposure::kDpValues;
+  }
+  if (expected > 0 && n != expected) {
+    return absl::InvalidArgumentError(absl::StrCat("observation.values: expected ", expected,
+                                                   " values for signal \"", o.signal(), "\", got ",
+                                                   n));
+  }
+  if (o.signal() == exposure::kExtraction && n < exposure::kExtractionHeader) {
+    return absl::InvalidArgumentError("observation.values: extraction needs 3 header values");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const double v = o.values(i);
+    bool ok = std::isfinite(v);
+    if (o.signal() == exposure::kSecretsUtf8) ok = IsBytes(v);
+    if (o.signal() == exposure::kExtraction && i >= exposure::kExtractionHeader) ok = IsBytes(v);
+    if (o.signal() == exposure::kExact) ok = v == 0 || v == 1;
+    if (o.signal() == exposure::kRank) ok = v >= 1 && v == std::floor(v);
+    if (o.signal() == exposure::kRepeats)
+      ok = v == (i < static_cast<size_t>(e.repeats_size()) ? e.repeats(static_cast<int>(i)) : 0);
+    if (o.signal() == exposure::kDp) ok = i == 0 ? v >= 0 && std::isfinite(v) : v > 0 && v < 1;
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat("observation.values[", i, "]: ", v,
+                                                     " is not a valid \"", o.signal(), "\" value"));
+    }
+  }
+  if (o.signal() == exposure::kSecretsUtf8) {
+    const std::string text = DecodeBytes({o.values().begin(), o.values().end()}, 0);
+    if (static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) != CanaryCount(e)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values: expected ", CanaryCount(e), " newline-ended secrets"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpec& spec,
+                                                              const ExposureSignals& signals) {
+  const v1::ExposureAudit& e = spec.exposure();
+  const uint32_t variants = exposure::VariantCount(e);
+  std::vector<v1::ExposureVariantResult> scored;
+  for (uint32_t v = 0; v < variants; ++v) {
+    std::optional<ModelSignals> canary = ModelAt(e, signals, exposure::kCanaryPoint, v);
+    if (!canary) return std::nullopt;
+    std::optional<ModelSignals> baseline;
+    if (e.baseline()) {
+      baseline = ModelAt(e, signals, exposure::kBaselinePoint, v);
+      if (!baseline) return std::nullopt;
+    }
+    std::vector<ModelSignals> references;
+    for (uint32_t j = 0; j < e.reference_models(); ++j) {
+      std::optional<ModelSignals> r = ModelAt(e, signals, exposure::ReferencePoint(j), v);
+      if (!r) return std::nullopt;
+      references.push_back(*std::move(r));
+    }
+    std::vector<std::string> secrets;
+    absl::StatusOr<v1::ExposureResults> x = ScoreCanaryModel(e, *canary, &secrets);
+    if (!x.ok()) return x.status();
+    if (baseline) {
+      if (absl::Status s = AddBaseline(*baseline, secrets, &*x); !s.ok()) return s;
+    }
+    if (!references.empty()) {
+      if (absl::Status s = AddCalibration(*canary, references, secrets, &*x); !s.ok()) return s;
+    }
+    AddByRepeats(&*x);
+    const exposure::Variant recipe = exposure::ResolveVariant(e, v);
+    v1::ExposureVariantResult& r = scored.emplace_back();
+    r.set_name(recipe.name);
+    r.set_batch_size(recipe.batch_size);
+    r.set_units(recipe.units);
+    r.set_dropout(recipe.dropout);
+    if (recipe.dp) {
+      const std::vector<double>& dp = canary->at(exposure::kDp);
+      r.set_dp_noise_multiplier(recipe.noise_multiplier);
+      r.set_dp_clip_norm(recipe.clip_norm);
+      r.set_dp_epsilon(dp[0]);
+      r.set_dp_delta(dp[1]);
+    }
+    *r.mutable_results() = *std::move(x);
+  }
+
+  v1::AuditResults results;
+  results.set_kind("exposure");
+  results.set_complete(true);
+  results.set_models(ExposureModels(e));
+  results.set_examples(static_cast<uint32_t>(CanaryCount(e)));
+  // The first variant's numbers stay at the top level, where readers of
+  // single-model audits find them.
+  *results.mutable_exposure() = scored[0].results();
+  if (e.sweep_size() > 0) {
+    for (v1::ExposureVariantResult& r : scored) {
+      *results.mutable_exposure()->add_variants() = std::move(r);
+    }
+  }
+  return std::optional<v1::AuditResults>(std::move(results));
+}
+
+absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(
+    ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) {
+  const v1::ExposureAudit& e = spec.exposure();
+  ExposureSignals signals;
+  for (const std::string& point : exposure::PointsOf(e)) {
+    std::set<std::string> names;
+    for (uint32_t v = 0; v < exposure::VariantCount(e); ++v) {
+      for (const std::string& name : exposure::SignalsAt(e, point, v)) names.insert(name);
+    }
+    for (const std::string& name : names) {
+      auto runs = store.LoadSignal(audit_id, point, name);
+      if (!runs.ok()) return runs.status();
+      if (!runs->empty()) signals[{point, name}] = *std::move(runs);
+    }
+  }
+  return ScoreExposure(spec, signals);
 }
 
 void PublishExposure(metrics::Registry* metrics, const v1::AuditResults& results) {
   if (metrics == nullptr || !results.has_exposure()) return;
-  const v1::ExposureResults& x = results.exposure();
+  const v1::ExposureResults& top = results.exposure();
   auto& bits = metrics->AddGauge(
       "memaudit_exposure_log2",
-      "Median canary exposure (log2|R| - log2 rank) by insertion count; 0 = controls.");
-  for (const v1::ExposureByRepeats& g : x.by_repeats()) {
-    for (const std::string& estimator : x.estimators()) {
-      const double value = estimator == "exact"     ? g.median_exposure()
-                           : estimator == "sampled" ? g.median_sampled_exposure()
-                                                    : g.median_extrapolated_exposure();
-      if (!std::isfinite(value)) continue;
-      bits.Add({{"audit", results.audit_id()},
-                {"insertions", absl::StrCat(g.repeats())},
-                {"estimator", estimator}})
-          .Set(value);
+      "Median canary exposure (log2|R| - log2 rank) by variant, insertion count (0 = controls) "
+      "and estimator; baseline = under the model trained without canaries.");
+  for (const auto& [variant, x] : Named(top)) {
+    std::vector<std::string> estimators(x->estimators().begin(), x->estimators().end());
+    if (x->baseline_model()) estimators.push_back("baseline");
+    if (x->reference_models() > 0) estimators.push_back("calibrated");
+    for (const v1::ExposureByRepeats& g : x->by_repeats()) {
+      for (const std::string& estimator : estimators) {
+        const double value = estimator == "exact"      ? g.median_exposure()
+                             : estimator == "sampled"  ? g.median_sampled_exposure()
+                             : estimator == "baseline" ? g.median_baseline_exposure()
+                             : estimator == "calibrated"
+                                 ? g.median_calibrated_exposure()
+                                 : g.median_extrapolated_exposure();
+        if (!std::isfinite(value)) continue;
+        bits.Add({{"audit", results.audit_id()},
+                  {"variant", variant},
+                  {"insertions", absl::StrCat(g.repeats())},
+                  {"estimator", estimator}})
+            .Set(value);
+      }
     }
   }
   metrics
       ->AddGauge("memaudit_exposure_space_log2",
                  "log2|R|, the largest exposure the canary space allows.")
       .Add({{"audit", results.audit_id()}})
-      .Set(x.log2_space());
+      .Set(top.log2_space());
 }
 
 }  // namespace memaudit::scorer

@@ -1,11 +1,16 @@
-// Scores an `exposure` audit (The Secret Sharer) once its canary model's
-// observations are in: exact, sampled and extrapolated exposure per canary,
-// exposure against insertions, controls and extraction.
+// Scores an `exposure` audit (The Secret Sharer) once every model's
+// observations are in: per sweep variant, exact, sampled and extrapolated
+// exposure per canary, exposure against insertions, controls and extraction;
+// with a baseline model, each canary's exposure without the canaries in the
+// corpus; with reference models, reference-calibrated exposure.
 #ifndef MEMAUDIT_SERVICES_SCORER_EXPOSURE_METRICS_H_
 #define MEMAUDIT_SERVICES_SCORER_EXPOSURE_METRICS_H_
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -14,24 +19,31 @@
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
+#include "services/scorer/scorer_store.h"
 
 namespace memaudit::scorer {
 
-// Canary models an exposure audit trains (one; sweeps would add more).
-inline constexpr uint32_t kExposureModels = 1;
-
-// The signals the scorer needs from each canary model.
-std::vector<std::string> RequiredExposureSignals(const v1::ExposureAudit& e);
+// Models an exposure audit trains: per variant, the canary model, the
+// baseline and the reference models.
+uint32_t ExposureModels(const v1::ExposureAudit& e);
 
 // INVALID_ARGUMENT naming the field when `o` cannot belong to the audit.
 absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::Observation& o);
 
-// `signals` maps signal name -> values of one model (every required signal).
-absl::StatusOr<v1::AuditResults> ScoreExposure(
-    const v1::AuditSpec& spec, const std::map<std::string, std::vector<double>>& signals);
+// (point, signal) -> run (the variant) -> values.
+using ExposureSignals =
+    std::map<std::pair<std::string, std::string>, std::map<uint32_t, std::vector<double>>>;
 
-// Gauges memaudit_exposure_log2{audit, insertions, estimator} (the median per
-// insertion count; 0 = controls) and memaudit_exposure_space_log2{audit}.
+// nullopt until every model has sent every signal (common/exposure_signals.h).
+absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpec& spec,
+                                                              const ExposureSignals& signals);
+absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(
+    ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec);
+
+// Gauges memaudit_exposure_log2{audit, variant, insertions, estimator} (the
+// median per insertion count, 0 = controls; estimator exact, sampled,
+// extrapolated, baseline or calibrated; variant "base" without a sweep) and
+// memaudit_exposure_space_log2{audit}.
 void PublishExposure(metrics::Registry* metrics, const v1::AuditResults& results);
 
 }  // namespace memaudit::scorer

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "common/exposure_signals.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -137,12 +138,13 @@ TEST_F(ExposureScorerTest, ScoresOnceEverySignalIsIn) {
   EXPECT_EQ(binned, 32u);
   EXPECT_EQ(h.counts(0), 1u);
   EXPECT_EQ(h.counts(39), 1u);
-  // Gauges: bounded labels (audit, insertions, estimator), no secrets.
+  // Gauges: bounded labels (audit, variant, insertions, estimator), no secrets.
   const std::string exposition = registry_.Serialize();
   EXPECT_THAT(exposition, HasSubstr("memaudit_exposure_space_log2{audit=\"x\"}"));
   EXPECT_THAT(
       exposition,
-      HasSubstr("memaudit_exposure_log2{audit=\"x\",estimator=\"exact\",insertions=\"8\"}"));
+      HasSubstr("memaudit_exposure_log2{audit=\"x\",estimator=\"exact\",insertions=\"8\","
+                "variant=\"base\"}"));
   EXPECT_THAT(exposition, ::testing::Not(HasSubstr("271")));
 }
 
@@ -166,7 +168,150 @@ TEST_F(ExposureScorerTest, IngestNamesTheBadField) {
   v1::Observation run1 = Obs(exposure::kPxBits, {1, 2, 3, 4});
   run1.set_run(1);
   EXPECT_THAT(std::string(code(run1).message()), HasSubstr("observation.run"));
+  v1::Observation baseline = Obs(exposure::kPxBits, {1, 2, 3, 4});
+  baseline.set_point(exposure::kBaselinePoint);  // the spec asks for no baseline
+  EXPECT_THAT(std::string(code(baseline).message()), HasSubstr("observation.point"));
+  EXPECT_THAT(std::string(code(Obs(exposure::kDp, {1, 1e-5})).message()),
+              HasSubstr("observation.signal"));
   EXPECT_FALSE(scorer_->GetResults("x")->complete());
+}
+
+// Two variants (the second DP-SGD), a baseline model and two reference models
+// per variant. Variant 1's canary model reuses variant 0's numbers shifted,
+// so only the calibration and the DP summary tell them apart.
+class ExposureSweepScorerTest : public ExposureScorerTest {
+ protected:
+  static v1::AuditSpec SweepSpec() {
+    v1::AuditSpec spec = Spec();
+    v1::ExposureAudit* e = spec.mutable_exposure();
+    e->add_sweep()->set_name("wide");
+    v1::ExposureVariant* dp = e->add_sweep();
+    dp->set_name("dp");
+    dp->mutable_dp_sgd()->set_noise_multiplier(1.1);
+    dp->mutable_dp_sgd()->set_clip_norm(1);
+    dp->mutable_dp_sgd()->set_delta(1e-5);
+    e->set_baseline(true);
+    e->set_reference_models(2);
+    return spec;
+  }
+  void SetUp() override {
+    ExposureScorerTest::SetUp();
+    ASSERT_TRUE(scorer_->OpenAudit("s", SweepSpec()).ok());
+  }
+  static v1::Observation At(v1::Observation o, const std::string& point, uint32_t run) {
+    o.set_audit_id("s");
+    o.set_point(point);
+    o.set_run(run);
+    return o;
+  }
+  // Every model of both variants; reference model j sees canary i at
+  // 30 + i + j and reference k at 20 + k + j (so its mean is 30.5 + i and
+  // 20.5 + k).
+  static std::vector<v1::Observation> All() {
+    std::vector<v1::Observation> out;
+    for (uint32_t v = 0; v < 2; ++v) {
+      for (const v1::Observation& o : Observations()) out.push_back(At(o, "final", v));
+      out.push_back(At(Obs(exposure::kPxBits, {30, 31, 32, 33}), "baseline", v));
+      out.push_back(At(Obs(exposure::kRank, {400, 500, 600, 700}), "baseline", v));
+      out.push_back(At(Obs(exposure::kExact, {1, 1, 1, 0}), "baseline", v));
+      out.push_back(At(Obs(exposure::kRankQueries, {1, 2, 3, 4}), "baseline", v));
+      out.push_back(At(Obs(exposure::kSecretsUtf8, Bytes("904\n271\n118\n653\n")), "baseline", v));
+      out.push_back(At(Obs(exposure::kModel, {3 * std::log2(10.0), 100, 1.5}), "baseline", v));
+      for (uint32_t j = 0; j < 2; ++j) {
+        const std::string point = exposure::ReferencePoint(j);
+        std::vector<double> canaries, refs;
+        for (int i = 0; i < 4; ++i) canaries.push_back(30 + i + j);
+        for (int k = 0; k < 32; ++k) refs.push_back(20 + k + j);
+        out.push_back(At(Obs(exposure::kPxBits, canaries), point, v));
+        out.push_back(At(Obs(exposure::kReferencePxBits, refs), point, v));
+        out.push_back(At(Obs(exposure::kSecretsUtf8, Bytes("904\n271\n118\n653\n")), point, v));
+        out.push_back(At(Obs(exposure::kModel, {3 * std::log2(10.0), 100, 1.5}), point, v));
+      }
+    }
+    out.push_back(At(Obs(exposure::kDp, {2.5, 1e-5}), "final", 1));
+    return out;
+  }
+};
+
+TEST_F(ExposureSweepScorerTest, ScoresEveryVariantWithBaselineAndCalibration) {
+  std::vector<v1::Observation> all = All();
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    ASSERT_TRUE(scorer_->Ingest(all[i]).ok()) << all[i].point() << " " << all[i].signal();
+  }
+  ASSERT_TRUE(scorer_->ScoreIfComplete("s").ok());
+  EXPECT_FALSE(scorer_->GetResults("s")->complete()) << "the DP variant's epsilon is missing";
+  EXPECT_EQ(scorer_->GetResults("s")->models(), 8u);
+  ASSERT_TRUE(scorer_->Ingest(all.back()).ok());
+  ASSERT_TRUE(scorer_->ScoreIfComplete("s").ok());
+  auto results = scorer_->GetResults("s");
+  ASSERT_TRUE(results->complete());
+  EXPECT_EQ(results->models(), 8u);
+  const v1::ExposureResults& x = results->exposure();
+  ASSERT_EQ(x.variants_size(), 2);
+  EXPECT_EQ(x.variants(0).name(), "wide");
+  EXPECT_EQ(x.variants(1).name(), "dp");
+  EXPECT_EQ(x.variants(0).dp_clip_norm(), 0);
+  EXPECT_DOUBLE_EQ(x.variants(1).dp_epsilon(), 2.5);
+  EXPECT_DOUBLE_EQ(x.variants(1).dp_noise_multiplier(), 1.1);
+  EXPECT_DOUBLE_EQ(x.variants(1).dp_delta(), 1e-5);
+  // The top level is the first variant, as in a single-model audit.
+  v1::ExposureResults first = x;
+  first.clear_variants();
+  EXPECT_EQ(first.SerializeAsString(), x.variants(0).results().SerializeAsString());
+  EXPECT_TRUE(x.baseline_model());
+  EXPECT_EQ(x.reference_models(), 2u);
+  EXPECT_DOUBLE_EQ(x.baseline_final_loss(), 1.5);
+  const v1::CanaryResult& heavy = x.canaries(1);
+  EXPECT_EQ(heavy.baseline_rank(), 500u);
+  EXPECT_NEAR(heavy.baseline_exposure(), x.log2_space() - std::log2(500.0), 1e-12);
+  EXPECT_FALSE(x.canaries(3).baseline_exact());
+  // Calibrated: x8's Px 5.0 - 31.5 = -26.5, below every calibrated
+  // reference (Px_k - (20.5 + k) = -0.5 .. ), so the ceiling log2 32.
+  EXPECT_DOUBLE_EQ(heavy.calibrated_px_bits(), 5.0 - 31.5);
+  EXPECT_DOUBLE_EQ(heavy.calibrated_exposure(), 5.0);
+  EXPECT_TRUE(heavy.calibrated_lower_bound());
+  // x1: 27.5 - 30.5 = -3 against 32 references all at -0.5: rank 1 too.
+  // The control 653 at 44 - 33.5 = 10.5, above all 32: rank 33.
+  EXPECT_NEAR(x.canaries(3).calibrated_exposure(), 5 - std::log2(33.0), 1e-12);
+  EXPECT_FALSE(x.canaries(3).calibrated_lower_bound());
+  const v1::ExposureByRepeats& controls = x.by_repeats(0);
+  EXPECT_EQ(controls.repeats(), 0u);
+  EXPECT_NEAR(controls.median_baseline_exposure(),
+              x.log2_space() - (std::log2(600.0) + std::log2(700.0)) / 2, 1e-12);
+  EXPECT_DOUBLE_EQ(x.control_median_baseline_exposure(), controls.median_baseline_exposure());
+  EXPECT_DOUBLE_EQ(x.control_median_calibrated_exposure(), controls.median_calibrated_exposure());
+  // One gauge series per variant and estimator.
+  const std::string exposition = registry_.Serialize();
+  for (const char* series :
+       {"{audit=\"s\",estimator=\"exact\",insertions=\"8\",variant=\"dp\"}",
+        "{audit=\"s\",estimator=\"baseline\",insertions=\"8\",variant=\"wide\"}",
+        "{audit=\"s\",estimator=\"calibrated\",insertions=\"0\",variant=\"wide\"}"}) {
+    EXPECT_THAT(exposition, HasSubstr(absl::StrCat("memaudit_exposure_log2", series)));
+  }
+}
+
+TEST_F(ExposureSweepScorerTest, RefusesModelsOutsideTheSweepAndForeignCanaries) {
+  auto message = [&](const v1::Observation& o) {
+    return std::string(scorer_->Ingest(o).status().message());
+  };
+  EXPECT_THAT(message(At(Obs(exposure::kPxBits, {1, 2, 3, 4}), "final", 2)),
+              HasSubstr("observation.run: 2 is outside the audit's 2 variant(s)"));
+  EXPECT_THAT(message(At(Obs(exposure::kPxBits, {1, 2, 3, 4}), "reference/2", 0)),
+              HasSubstr("observation.point"));
+  EXPECT_THAT(message(At(Obs(exposure::kRank, {1, 2, 3, 4}), "reference/0", 0)),
+              HasSubstr("observation.signal"));
+  EXPECT_THAT(message(At(Obs(exposure::kDp, {1, 2}), "final", 1)),
+              HasSubstr("observation.values[1]"));
+  // A baseline that scored other canaries fails the audit's scoring loudly.
+  for (v1::Observation o : All()) {
+    if (o.point() == "baseline" && o.signal() == exposure::kSecretsUtf8) {
+      o.clear_values();
+      for (double b : Bytes("905\n271\n118\n653\n")) o.add_values(b);
+    }
+    ASSERT_TRUE(scorer_->Ingest(o).ok());
+  }
+  absl::Status scored = scorer_->ScoreIfComplete("s");
+  EXPECT_THAT(std::string(scored.message()), HasSubstr("baseline model secrets_utf8"));
 }
 
 }  // namespace

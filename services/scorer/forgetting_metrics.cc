@@ -7,18 +7,27 @@
 #include "common/forgetting_signals.h"
 #include "scoring/calibrated_scores.h"
 #include "scoring/forgetting.h"
+#include "scoring/lira.h"
 
 namespace memaudit::scorer {
 namespace {
 
-bool IsCheckpointSignal(const std::string& s) {
-  return s == forgetting::kPhiCheckpoint || s == forgetting::kLossCheckpoint;
+bool IsCheckpointSignal(const v1::ForgettingAudit& f, const std::string& s) {
+  return s == forgetting::kPhiCheckpoint || s == forgetting::kLossCheckpoint ||
+         (forgetting::SelectsByLoss(f) &&
+          (s == forgetting::kSelectionLoss || s == forgetting::kCandidateLossMean));
 }
 
 bool IsPointSignal(const v1::ForgettingAudit& f, const std::string& s) {
-  return s == forgetting::kPhiInjected || s == forgetting::kPhiBaseline ||
-         s == forgetting::kLossInjected || s == forgetting::kLossBaseline ||
-         (forgetting::Replays(f) && s == forgetting::kPhiReplay);
+  if (s == forgetting::kPhiInjected || s == forgetting::kPhiBaseline ||
+      s == forgetting::kLossInjected || s == forgetting::kLossBaseline ||
+      (forgetting::Replays(f) && s == forgetting::kPhiReplay)) {
+    return true;
+  }
+  for (uint32_t j = 0; j < forgetting::ReferenceModels(f); ++j) {
+    if (s == forgetting::PhiReferenceSignal(j)) return true;
+  }
+  return false;
 }
 
 v1::TrialMean ToProto(const scoring::MeanSummary& m) {
@@ -31,7 +40,7 @@ v1::TrialMean ToProto(const scoring::MeanSummary& m) {
 }
 
 // One trial's signals at one evaluation point (phi_replay null without a
-// replay).
+// replay; phi_references empty without LiRA references).
 struct TrialSignals {
   const std::vector<double>* phi_ckpt;
   const std::vector<double>* loss_ckpt;
@@ -40,7 +49,33 @@ struct TrialSignals {
   const std::vector<double>* phi_baseline;
   const std::vector<double>* loss_baseline;
   const std::vector<double>* phi_replay;
+  std::vector<const std::vector<double>*> phi_references;
 };
+
+// Offline LiRA (scoring/lira.h, one-sided against OUT): the references are
+// each example's OUT models at this point. With a handful of references a
+// per-example sigma is mostly noise, so sigma is pooled over Dp (LiRA's
+// global variance); the centre is the references' median.
+absl::StatusOr<std::vector<double>> LiraReferenceScores(
+    const std::vector<double>& phi, const std::vector<const std::vector<double>*>& references) {
+  const size_t m = phi.size();
+  scoring::Matrix matrix(references.size() + 1, m);
+  for (size_t j = 0; j < references.size(); ++j) {
+    if (references[j]->size() != m) {
+      return absl::InvalidArgumentError(absl::StrCat(forgetting::PhiReferenceSignal(j), ": ",
+                                                     references[j]->size(), " values for ", m,
+                                                     " examples"));
+    }
+    std::copy(references[j]->begin(), references[j]->end(), matrix.row(j));
+  }
+  std::copy(phi.begin(), phi.end(), matrix.row(references.size()));
+  // Every row OUT: the target's own row never counts as a reference.
+  const scoring::KeepMatrix keep(references.size() + 1, m, 0);
+  scoring::LiraOptions options;
+  options.online = false;
+  options.fixed_variance = true;
+  return scoring::LiraScores(matrix, keep, references.size(), options);
+}
 
 // |phi - phi_replay|, higher = member: the replay adversary calls a model
 // whose Dp scores equal its own replay of the baseline world a non-member.
@@ -61,6 +96,7 @@ absl::StatusOr<std::vector<double>> ArmScores(const std::string& attack, const T
   const std::vector<double>& phi = injected_arm ? *t.phi_injected : *t.phi_baseline;
   const std::vector<double>& loss = injected_arm ? *t.loss_injected : *t.loss_baseline;
   if (attack == forgetting::kReplayAttack) return ReplayScores(phi, *t.phi_replay);
+  if (attack == forgetting::kLiraAttack) return LiraReferenceScores(phi, t.phi_references);
   if (attack == "calibrated_loss") return scoring::CalibratedLossScores(loss, *t.loss_ckpt);
   if (attack == "uncalibrated") return phi;
   return scoring::CheckpointCalibratedScores(phi, *t.phi_ckpt);
@@ -111,12 +147,19 @@ std::vector<std::pair<std::string, std::string>> RequiredForgettingSignals(
   std::vector<std::pair<std::string, std::string>> out = {
       {forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint},
       {forgetting::kCheckpointPoint, forgetting::kLossCheckpoint}};
+  if (forgetting::SelectsByLoss(f)) {
+    out.emplace_back(forgetting::kCheckpointPoint, forgetting::kSelectionLoss);
+    out.emplace_back(forgetting::kCheckpointPoint, forgetting::kCandidateLossMean);
+  }
   for (uint64_t p : f.eval_points()) {
     for (const char* s : {forgetting::kPhiInjected, forgetting::kPhiBaseline,
                           forgetting::kLossInjected, forgetting::kLossBaseline}) {
       out.emplace_back(absl::StrCat(p), s);
     }
     if (forgetting::Replays(f)) out.emplace_back(absl::StrCat(p), forgetting::kPhiReplay);
+    for (uint32_t j = 0; j < forgetting::ReferenceModels(f); ++j) {
+      out.emplace_back(absl::StrCat(p), forgetting::PhiReferenceSignal(j));
+    }
   }
   return out;
 }
@@ -127,7 +170,7 @@ absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v
         "observation.run: ", o.run(), " is outside the audit's ", f.trials(), " trials"));
   }
   if (o.point() == forgetting::kCheckpointPoint) {
-    if (!IsCheckpointSignal(o.signal())) {
+    if (!IsCheckpointSignal(f, o.signal())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "observation.signal: \"", o.signal(), "\" is not a checkpoint signal of this audit"));
     }
@@ -143,7 +186,12 @@ absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v
           absl::StrCat("observation.signal: \"", o.signal(), "\" is not a signal of this audit"));
     }
   }
-  if (static_cast<uint32_t>(o.values_size()) != f.injected().size()) {
+  if (o.signal() == forgetting::kCandidateLossMean) {
+    if (o.values_size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "observation.values: expected 1 value for candidate_loss_mean, got ", o.values_size()));
+    }
+  } else if (static_cast<uint32_t>(o.values_size()) != f.injected().size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("observation.values: expected ", f.injected().size(),
                      " values (one per injected example), got ", o.values_size()));
@@ -195,7 +243,14 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
         v.push_back(*values);
       }
       if (v.size() < 7) break;
-      trials.push_back({v[0], v[1], v[2], v[3], v[4], v[5], replay ? v[6] : nullptr});
+      TrialSignals trial{v[0], v[1], v[2], v[3], v[4], v[5], replay ? v[6] : nullptr, {}};
+      for (uint32_t j = 0; j < forgetting::ReferenceModels(f); ++j) {
+        auto values = get(key, forgetting::PhiReferenceSignal(j), t);
+        if (!values.ok()) break;
+        trial.phi_references.push_back(*values);
+      }
+      if (trial.phi_references.size() < forgetting::ReferenceModels(f)) break;
+      trials.push_back(std::move(trial));
       if (replay && *v[4] == *v[6]) ++exact;
     }
     if (trials.size() < f.trials()) {
@@ -205,6 +260,13 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
     steps.push_back(p);
     reached_points.push_back(std::move(trials));
     replay_exact.push_back(exact);
+  }
+  // The selection losses are part of the results: complete waits for them.
+  for (uint32_t t = 0; forgetting::SelectsByLoss(f) && t < f.trials(); ++t) {
+    if (!get(forgetting::kCheckpointPoint, forgetting::kSelectionLoss, t).ok() ||
+        !get(forgetting::kCheckpointPoint, forgetting::kCandidateLossMean, t).ok()) {
+      complete = false;
+    }
   }
   v1::AuditResults results;
   results.set_kind("forgetting");
@@ -222,12 +284,29 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
   out->set_trials(f.trials());
   out->set_injected_examples(f.injected().size());
   out->set_training_steps(forgetting::TrialSteps(f));
+  out->set_selection(f.injected().selection().empty() ? "random" : f.injected().selection());
+  out->set_reference_models(forgetting::ReferenceModels(f));
+  if (forgetting::SelectsByLoss(f)) {
+    // Every trial picks the same Dp (the selection depends on the audit seed
+    // only), so trial 0's values stand for all.
+    auto selected = get(forgetting::kCheckpointPoint, forgetting::kSelectionLoss, 0);
+    auto candidates = get(forgetting::kCheckpointPoint, forgetting::kCandidateLossMean, 0);
+    if (selected.ok() && candidates.ok() && !(*selected)->empty()) {
+      double sum = 0;
+      for (double l : **selected) sum += l;
+      out->set_selection_loss_mean(sum / static_cast<double>((*selected)->size()));
+      out->set_candidate_loss_mean((**candidates)[0]);
+    }
+  }
   AddCurve(*curve, out->mutable_curve());
   if (replay) {
     for (int i = 0; i < out->curve_size(); ++i) {
       out->mutable_curve(i)->set_replay_exact_trials(replay_exact[i]);
     }
-    // The standard attack on the same arms: what the replay adds.
+  }
+  if (replay || f.attack() == forgetting::kLiraAttack) {
+    // The standard attack on the same arms: what the replay (or the
+    // references) add.
     auto standard = Curve(forgetting::kStandardAttack, f.fpr(), steps, reached_points);
     if (!standard.ok()) return standard.status();
     out->set_standard_attack(forgetting::kStandardAttack);

@@ -126,6 +126,103 @@ TEST(ForgettingMetricsTest, ReplayAttackScoresDistanceFromTheReplayAndAddsTheSta
   EXPECT_EQ(ScoreForgetting(Spec(), HandBuilt())->forgetting().standard_curve_size(), 0);
 }
 
+TEST(ForgettingMetricsTest, LiraReferencesCalibrateEachExampleAtTheSameStep) {
+  v1::AuditSpec spec = Spec();
+  spec.mutable_forgetting()->set_attack("lira_references");
+  spec.mutable_forgetting()->set_reference_models(3);
+  ForgettingSignals s = HandBuilt();
+  for (uint32_t t = 0; t < 2; ++t) {
+    // Point 100: each example drifted by 3i since the checkpoint, which
+    // swamps the injected arm's +0.5 for checkpoint calibration; references
+    // at the same step drifted alike (+-0.1), so LiRA sees the +0.5.
+    const std::vector<double>& ckpt = s[{forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint}][t];
+    std::vector<double> base(10), injected(10);
+    for (int i = 0; i < 10; ++i) {
+      base[i] = ckpt[i] + 3 * i;
+      injected[i] = base[i] + 0.5;
+    }
+    s[{"100", forgetting::kPhiBaseline}][t] = base;
+    s[{"100", forgetting::kPhiInjected}][t] = injected;
+    for (uint32_t j = 0; j < 3; ++j) {
+      std::vector<double> ref = base;
+      for (int i = 0; i < 10; ++i) ref[i] += 0.1 * (static_cast<double>(j) - 1) * ((i % 2) ? 1 : -1);
+      s[{"100", forgetting::PhiReferenceSignal(j)}][t] = ref;
+      std::vector<double> ref0 = s[{"0", forgetting::kPhiBaseline}][t];
+      for (int i = 0; i < 10; ++i) ref0[i] += 0.1 * (static_cast<double>(j) - 1);
+      s[{"0", forgetting::PhiReferenceSignal(j)}][t] = ref0;
+    }
+  }
+  auto results = ScoreForgetting(spec, s);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  const v1::ForgettingResults& f = results->forgetting();
+  EXPECT_EQ(f.attack(), "lira_references");
+  EXPECT_EQ(f.reference_models(), 3u);
+  ASSERT_EQ(f.curve_size(), 2);
+  EXPECT_DOUBLE_EQ(f.curve(0).accuracy().mean(), 1.0);
+  EXPECT_DOUBLE_EQ(f.curve(1).accuracy().mean(), 1.0);
+  EXPECT_DOUBLE_EQ(f.curve(1).auc().mean(), 1.0);
+  // The standard attack on the same arms, for comparison: the drift wins.
+  EXPECT_EQ(f.standard_attack(), "checkpoint_calibrated");
+  ASSERT_EQ(f.standard_curve_size(), 2);
+  EXPECT_LT(f.standard_curve(1).accuracy().mean(), 0.7);
+  // Missing references: no point is reached.
+  ForgettingSignals missing = s;
+  missing[{"0", forgetting::PhiReferenceSignal(2)}].erase(1);
+  auto partial = ScoreForgetting(spec, missing);
+  ASSERT_TRUE(partial.ok());
+  EXPECT_FALSE(partial->complete());
+  EXPECT_EQ(partial->forgetting().curve_size(), 0);
+  // Reference signals are known to this audit only, and only up to k.
+  EXPECT_EQ(RequiredForgettingSignals(spec.forgetting()).size(), 2u + 2u * (4u + 3u));
+  v1::Observation o;
+  o.set_run(0);
+  o.set_point("100");
+  o.set_signal(forgetting::PhiReferenceSignal(2));
+  for (int i = 0; i < 10; ++i) o.add_values(i);
+  EXPECT_TRUE(ValidateForgettingObservation(spec.forgetting(), o).ok());
+  EXPECT_THAT(ValidateForgettingObservation(Spec().forgetting(), o).message(),
+              HasSubstr("observation.signal"));
+  o.set_signal(forgetting::PhiReferenceSignal(3));
+  EXPECT_THAT(ValidateForgettingObservation(spec.forgetting(), o).message(),
+              HasSubstr("observation.signal"));
+}
+
+TEST(ForgettingMetricsTest, SelectionLossesReachTheResults) {
+  v1::AuditSpec spec = Spec();
+  spec.mutable_forgetting()->mutable_injected()->set_selection("hard");
+  ForgettingSignals s = HandBuilt();
+  auto without = ScoreForgetting(spec, s);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->forgetting().curve_size(), 2) << "the curve does not wait for them";
+  EXPECT_FALSE(without->complete()) << "but the audit is not complete without them";
+  for (uint32_t t = 0; t < 2; ++t) {
+    s[{forgetting::kCheckpointPoint, forgetting::kSelectionLoss}][t] =
+        std::vector<double>(10, 2.5);
+    s[{forgetting::kCheckpointPoint, forgetting::kCandidateLossMean}][t] = {0.75};
+  }
+  auto results = ScoreForgetting(spec, s);
+  ASSERT_TRUE(results.ok()) << results.status();
+  const v1::ForgettingResults& f = results->forgetting();
+  EXPECT_EQ(f.selection(), "hard");
+  EXPECT_DOUBLE_EQ(f.selection_loss_mean(), 2.5);
+  EXPECT_DOUBLE_EQ(f.candidate_loss_mean(), 0.75);
+  EXPECT_EQ(ScoreForgetting(Spec(), HandBuilt())->forgetting().selection(), "random");
+  // candidate_loss_mean holds one value; both are unknown to random selection.
+  v1::Observation o;
+  o.set_run(0);
+  o.set_point(forgetting::kCheckpointPoint);
+  o.set_signal(forgetting::kCandidateLossMean);
+  o.add_values(0.75);
+  EXPECT_TRUE(ValidateForgettingObservation(spec.forgetting(), o).ok());
+  o.add_values(0.5);
+  EXPECT_THAT(ValidateForgettingObservation(spec.forgetting(), o).message(),
+              HasSubstr("observation.values"));
+  o.set_signal(forgetting::kSelectionLoss);
+  EXPECT_THAT(ValidateForgettingObservation(Spec().forgetting(), o).message(),
+              HasSubstr("observation.signal"));
+}
+
 TEST(ForgettingMetricsTest, CurveFillsInPointByPoint) {
   auto full = ScoreForgetting(Spec(), HandBuilt());
   ASSERT_TRUE(full.ok());

@@ -55,7 +55,8 @@ absl::Status Scorer::OpenAudit(const std::string& audit_id, const v1::AuditSpec&
       spec.kind_case() != v1::AuditSpec::kRelational &&
       spec.kind_case() != v1::AuditSpec::kUnlearning) {
     return absl::UnimplementedError(
-        "the scorer scores membership, exposure and forgetting audits only in this build");
+        "the scorer scores membership, exposure, forgetting, unlearning and relational audits "
+        "only in this build");
   }
   return store_->OpenAudit(audit_id, spec);
 }
@@ -209,18 +210,13 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
 
 absl::Status Scorer::ScoreExposureIfComplete(const std::string& audit_id,
                                              const v1::AuditSpec& spec) {
-  std::map<std::string, std::vector<double>> signals;
-  for (const std::string& name : RequiredExposureSignals(spec.exposure())) {
-    auto runs = store_->LoadSignal(audit_id, kFinalPoint, name);
-    if (!runs.ok()) return runs.status();
-    if (runs->size() < kExposureModels) return absl::OkStatus();
-    signals[name] = std::move(runs->at(0));
-  }
+  // Scored once, when every model of every sweep variant has reported.
   const auto scoring_started = std::chrono::steady_clock::now();
-  auto results = ScoreExposure(spec, signals);
-  ObserveScoringSeconds(metrics_, "exposure", scoring_started);
+  auto results = ScoreExposureFromStore(*store_, audit_id, spec);
   if (!results.ok()) return results.status();
-  return Finish(audit_id, *std::move(results));
+  if (!results->has_value()) return absl::OkStatus();
+  ObserveScoringSeconds(metrics_, "exposure", scoring_started);
+  return Finish(audit_id, **std::move(results));
 }
 
 absl::Status Scorer::ScoreForgettingIfComplete(const std::string& audit_id,
@@ -282,7 +278,7 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
   partial.set_complete(false);
   if ((*spec)->has_exposure()) {
     partial.set_kind("exposure");
-    partial.set_models(kExposureModels);
+    partial.set_models(ExposureModels((*spec)->exposure()));
     partial.set_examples((*spec)->exposure().repeats_size() + (*spec)->exposure().controls());
     return partial;
   }

@@ -1,14 +1,53 @@
 #include "services/worker/exposure_task.h"
 
+#include <algorithm>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "common/exposure_signals.h"
 #include "common/seeding.h"
 
 namespace memaudit::worker {
 
+namespace {
+
+// The variant a task trains, and which of its models it is.
+struct TaskModel {
+  uint32_t variant = 0;
+  std::string point;  // exposure::kCanaryPoint, kBaselinePoint or ReferencePoint(j)
+};
+
+absl::StatusOr<TaskModel> ModelOf(const v1::Task& task) {
+  const v1::ExposureAudit& e = task.spec().exposure();
+  const uint32_t variants = exposure::VariantCount(e);
+  TaskModel m;
+  if (task.role() == exposure::kCanaryRole || task.role() == exposure::kBaselineRole) {
+    m.variant = task.index();
+    m.point = task.role() == exposure::kCanaryRole ? exposure::kCanaryPoint
+                                                    : exposure::kBaselinePoint;
+  } else if (task.role() == exposure::kReferenceRole && e.reference_models() > 0) {
+    m.variant = task.index() / e.reference_models();
+    m.point = exposure::ReferencePoint(task.index() % e.reference_models());
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task.role: \"", task.role(), "\" is not a model of this exposure audit"));
+  }
+  if (m.variant >= variants) {
+    return absl::InvalidArgumentError(absl::StrCat("task.index: ", task.index(),
+                                                   " is outside the audit's ", variants,
+                                                   " variant(s)"));
+  }
+  return m;
+}
+
+}  // namespace
+
 absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task) {
   const v1::AuditSpec& spec = task.spec();
   const v1::ExposureAudit& e = spec.exposure();
+  absl::StatusOr<TaskModel> model = ModelOf(task);
+  if (!model.ok()) return model.status();
+  const exposure::Variant variant = exposure::ResolveVariant(e, model->variant);
   engine::ExposureRunSpec run;
   run.corpus_path = e.corpus().path();
   run.corpus_text = e.corpus().text();
@@ -20,9 +59,9 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.controls = e.controls();
   run.lstm = e.model().architecture() != "gru";
   run.layers = e.model().layers();
-  run.units = e.model().units();
+  run.units = variant.units;
   run.embedding = e.model().embedding();
-  run.dropout = e.model().dropout();
+  run.dropout = variant.dropout;
   const std::string& opt = e.training().optimizer();
   if (opt == "adam") {
     run.optimizer.kind = engine::OptimizerKind::kAdam;
@@ -39,27 +78,52 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.optimizer.learning_rate = e.training().learning_rate();
   run.optimizer.weight_decay = e.training().weight_decay();
   run.window = e.training().window();
-  run.batch_size = e.training().batch_size();
+  run.batch_size = variant.batch_size;
   run.epochs = e.training().epochs();
-  // Canaries, positions, init and order all derive from this one seed, so a
-  // re-leased task retrains bit for bit.
-  run.seed = DeriveSeed(spec.seed(), task.role(), task.index());
+  run.dp = variant.dp;
+  run.dp_clip_norm = variant.clip_norm;
+  run.dp_noise_multiplier = variant.noise_multiplier;
+  run.dp_delta = variant.delta;
+  // Every seed is a pure function of (audit seed, role, index), so a
+  // re-leased task retrains bit for bit. The canaries and S are the audit's,
+  // shared by all its models (canary model 0's seed, as before sweeps). A
+  // canary model trains on its own seed; the baseline on its variant's
+  // canary-model seed (a pair that differs only in the canaries); a
+  // reference model on its own.
+  run.seed = DeriveSeed(spec.seed(), exposure::kCanaryRole, 0);
+  run.model_seed = task.role() == exposure::kBaselineRole
+                       ? DeriveSeed(spec.seed(), exposure::kCanaryRole, task.index())
+                       : DeriveSeed(spec.seed(), task.role(), task.index());
+  const bool canary_model = task.role() == exposure::kCanaryRole;
+  const bool reference_model = task.role() == exposure::kReferenceRole;
+  run.insert_canaries = canary_model;
+  run.rank_canaries = !reference_model;
   run.rank_query_budget = e.rank_query_budget();
   run.extraction_query_budget = e.extraction_query_budget();
-  run.extract = e.extraction();
-  run.reference_samples = exposure::NeedsReferences(e.estimator()) ? e.reference_samples() : 0;
+  run.extract = canary_model && e.extraction();
+  // The baseline is read by exact rank alone; references calibrate S too.
+  run.reference_samples =
+      exposure::NeedsReferences(e.estimator()) && !(task.role() == exposure::kBaselineRole)
+          ? e.reference_samples()
+          : 0;
   run.threads = spec.resources().threads_per_task();
   return run;
 }
 
 std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
                                                   const engine::ExposureRunResult& result) {
+  const v1::ExposureAudit& e = task.spec().exposure();
+  absl::StatusOr<TaskModel> found = ModelOf(task);
+  if (!found.ok()) return {};  // RunExposureModel refuses such a task before training
+  const TaskModel model = *found;
+  const std::vector<std::string> signals = exposure::SignalsAt(e, model.point, model.variant);
   std::vector<v1::Observation> out;
   auto add = [&](const char* signal, const std::vector<double>& values) {
+    if (std::find(signals.begin(), signals.end(), signal) == signals.end()) return;
     v1::Observation& o = out.emplace_back();
     o.set_audit_id(task.audit_id());
-    o.set_run(task.index());
-    o.set_point("final");
+    o.set_run(model.variant);
+    o.set_point(model.point);
     o.set_signal(signal);
     o.mutable_values()->Add(values.begin(), values.end());
   };
@@ -78,15 +142,14 @@ std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
   add(exposure::kExact, exact);
   add(exposure::kRankQueries, queries);
   add(exposure::kSecretsUtf8, secrets);
-  if (exposure::NeedsReferences(task.spec().exposure().estimator())) {
-    add(exposure::kReferencePxBits, result.reference_px);
-  }
-  std::vector<double> extraction = {task.spec().exposure().extraction() ? 1.0 : 0.0,
+  add(exposure::kReferencePxBits, result.reference_px);
+  std::vector<double> extraction = {e.extraction() ? 1.0 : 0.0,
                                     result.extracted ? 1.0 : 0.0,
                                     static_cast<double>(result.extraction_queries)};
   exposure::AppendBytes(result.extraction, &extraction);
   add(exposure::kExtraction, extraction);
   add(exposure::kModel, {result.log2_space, static_cast<double>(result.steps), result.final_loss});
+  add(exposure::kDp, {result.dp_epsilon, exposure::ResolveVariant(e, model.variant).delta});
   return out;
 }
 

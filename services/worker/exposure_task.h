@@ -1,6 +1,6 @@
-// Runs one `exposure` audit task (role "canary_model"): maps the spec onto
-// engine::RunExposure and turns its result into the observations listed in
-// common/exposure_signals.h.
+// Runs one `exposure` audit task (a canary, baseline or reference model of
+// one sweep variant): maps the spec onto engine::RunExposure and turns its
+// result into the observations listed in common/exposure_signals.h.
 #ifndef MEMAUDIT_SERVICES_WORKER_EXPOSURE_TASK_H_
 #define MEMAUDIT_SERVICES_WORKER_EXPOSURE_TASK_H_
 
@@ -18,7 +18,8 @@ namespace memaudit::worker {
 // The engine run a task describes; INVALID_ARGUMENT names a bad field.
 absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task);
 
-// Observations for one finished run (point "final", run = task index).
+// Observations for one finished run (run = the variant; the point names the
+// model: exposure::SignalsAt lists what each sends).
 std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
                                                   const engine::ExposureRunResult& result);
 

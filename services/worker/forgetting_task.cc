@@ -6,20 +6,92 @@
 
 namespace memaudit::worker {
 
-absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
-                                                 const engine::LabeledImages& data) {
-  const v1::ForgettingAudit& f = spec.forgetting();
-  const uint64_t drawn = static_cast<uint64_t>(f.dataset().pool_size()) + f.injected().size();
-  if (drawn > data.count) {
+namespace {
+
+absl::StatusOr<engine::OptimizerSpec> OptimizerFor(const v1::ForgettingTraining& t) {
+  engine::OptimizerSpec o;
+  if (t.optimizer() == "sgd") {
+    o.kind = engine::OptimizerKind::kSgd;
+  } else if (t.optimizer() == "momentum") {
+    o.kind = engine::OptimizerKind::kMomentum;
+    o.momentum = t.momentum();
+  } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("forgetting.dataset.pool_size: ", f.dataset().pool_size(), " + ",
-                     f.injected().size(), " injected exceed the ", data.count, " examples"));
+        absl::StrCat("forgetting.training.optimizer: unknown \"", t.optimizer(), "\""));
   }
+  o.learning_rate = t.learning_rate();
+  o.weight_decay = t.weight_decay();
+  return o;
+}
+
+std::vector<uint32_t> HiddenFor(const v1::ModelSpec& m) {
+  if (m.architecture() != "mlp") return {};
+  return std::vector<uint32_t>(m.hidden().begin(), m.hidden().end());
+}
+
+absl::StatusOr<engine::ForgettingSelection> SelectionFor(const std::string& s) {
+  if (s.empty() || s == "random") return engine::ForgettingSelection::kRandom;
+  if (s == "easy") return engine::ForgettingSelection::kEasy;
+  if (s == "medium") return engine::ForgettingSelection::kMedium;
+  if (s == "hard") return engine::ForgettingSelection::kHard;
+  return absl::InvalidArgumentError(
+      absl::StrCat("forgetting.injected.selection: unknown \"", s, "\""));
+}
+
+}  // namespace
+
+absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
+                                                 const engine::LabeledImages& data,
+                                                 const std::function<bool(uint64_t)>& on_step) {
+  const v1::ForgettingAudit& f = spec.forgetting();
+  absl::StatusOr<engine::ForgettingSelection> selection = SelectionFor(f.injected().selection());
+  if (!selection.ok()) return selection.status();
+  const bool by_loss = *selection != engine::ForgettingSelection::kRandom;
+  const uint32_t candidates = by_loss ? f.injected().candidates() : f.injected().size();
+  if (candidates < f.injected().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("forgetting.injected.candidates: ", candidates,
+                                                   " < injected.size ", f.injected().size()));
+  }
+  const uint64_t drawn = static_cast<uint64_t>(f.dataset().pool_size()) + candidates;
+  if (drawn > data.count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        by_loss ? "forgetting.injected.candidates: " : "forgetting.dataset.pool_size: ",
+        f.dataset().pool_size(), " + ", candidates, " exceed the ", data.count, " examples"));
+  }
+  // A prefix of one seeded permutation: D, then the candidates (random: Dp),
+  // so random selection draws exactly the rows it always did.
   const std::vector<uint32_t> pool = AuditPool(DeriveSeed(spec.seed(), "forgetting/pool", 0),
                                                data.count, static_cast<uint32_t>(drawn));
   ForgettingData out;
   out.clean_rows.assign(pool.begin(), pool.begin() + f.dataset().pool_size());
-  out.injected_rows.assign(pool.begin() + f.dataset().pool_size(), pool.end());
+  const std::vector<uint32_t> candidate_rows(pool.begin() + f.dataset().pool_size(), pool.end());
+  if (!by_loss) {
+    out.injected_rows = candidate_rows;
+  } else {
+    engine::ForgettingReferenceSpec ref;
+    ref.clean_rows = out.clean_rows;
+    ref.candidate_rows = candidate_rows;
+    ref.hidden = HiddenFor(f.model());
+    absl::StatusOr<engine::OptimizerSpec> optimizer = OptimizerFor(f.training());
+    if (!optimizer.ok()) return optimizer.status();
+    ref.optimizer = *optimizer;
+    ref.batch_size = f.training().batch_size();
+    ref.steps = f.injected().selection_steps();
+    // From the audit seed, not the trial: every trial picks the same Dp.
+    ref.init_seed = DeriveSeed(spec.seed(), "forgetting/selection/init", 0);
+    ref.order_seed = DeriveSeed(spec.seed(), "forgetting/selection/order", 0);
+    ref.threads = spec.resources().threads_per_task();
+    absl::StatusOr<std::vector<double>> losses =
+        engine::ForgettingCandidateLosses(data, ref, on_step);
+    if (!losses.ok()) return losses.status();
+    double sum = 0;
+    for (double l : *losses) sum += l;
+    out.candidate_loss_mean = sum / static_cast<double>(losses->size());
+    for (size_t i : engine::PickByLoss(*losses, f.injected().size(), *selection)) {
+      out.injected_rows.push_back(candidate_rows[i]);
+      out.selection_loss.push_back((*losses)[i]);
+    }
+  }
   SplitMix64 rng(DeriveSeed(spec.seed(), "forgetting/flip", 0));
   for (uint32_t row : out.injected_rows) {
     uint8_t label = data.labels[row];
@@ -32,30 +104,18 @@ absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
 }
 
 absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& task,
-                                                               const engine::LabeledImages& data) {
+                                                               ForgettingData sets) {
   const v1::AuditSpec& spec = task.spec();
   const v1::ForgettingAudit& f = spec.forgetting();
-  absl::StatusOr<ForgettingData> sets = ForgettingDataFor(spec, data);
-  if (!sets.ok()) return sets.status();
   engine::ForgettingRunSpec run;
-  run.clean_rows = std::move(sets->clean_rows);
-  run.injected_rows = std::move(sets->injected_rows);
-  run.injected_labels = std::move(sets->injected_labels);
-  if (f.model().architecture() == "mlp") {
-    run.hidden.assign(f.model().hidden().begin(), f.model().hidden().end());
-  }
+  run.clean_rows = std::move(sets.clean_rows);
+  run.injected_rows = std::move(sets.injected_rows);
+  run.injected_labels = std::move(sets.injected_labels);
+  run.hidden = HiddenFor(f.model());
   const v1::ForgettingTraining& t = f.training();
-  if (t.optimizer() == "sgd") {
-    run.optimizer.kind = engine::OptimizerKind::kSgd;
-  } else if (t.optimizer() == "momentum") {
-    run.optimizer.kind = engine::OptimizerKind::kMomentum;
-    run.optimizer.momentum = t.momentum();
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("forgetting.training.optimizer: unknown \"", t.optimizer(), "\""));
-  }
-  run.optimizer.learning_rate = t.learning_rate();
-  run.optimizer.weight_decay = t.weight_decay();
+  absl::StatusOr<engine::OptimizerSpec> optimizer = OptimizerFor(t);
+  if (!optimizer.ok()) return optimizer.status();
+  run.optimizer = *optimizer;
   run.batch_size = t.batch_size();
   run.steps_before = t.steps_before_injection();
   if (f.strategy() == "inject") {
@@ -71,6 +131,7 @@ absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& t
   run.paired = f.paired();
   run.eval_points.assign(f.eval_points().begin(), f.eval_points().end());
   run.replay = forgetting::Replays(f);
+  run.reference_models = forgetting::ReferenceModels(f);
   // Init and data order derive from (seed, trial): a re-leased task
   // reproduces its signals bit for bit.
   run.init_seed = DeriveSeed(spec.seed(), task.role() + "/init", task.index());
@@ -80,9 +141,11 @@ absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& t
 }
 
 std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
+                                                    const ForgettingData& sets,
                                                     const engine::ForgettingRunResult& result) {
   std::vector<v1::Observation> out;
-  auto add = [&](const std::string& point, const char* signal, const std::vector<double>& values) {
+  auto add = [&](const std::string& point, const std::string& signal,
+                 const std::vector<double>& values) {
     v1::Observation& o = out.emplace_back();
     o.set_audit_id(task.audit_id());
     o.set_run(task.index());
@@ -92,6 +155,10 @@ std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
   };
   add(forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint, result.phi_checkpoint);
   add(forgetting::kCheckpointPoint, forgetting::kLossCheckpoint, result.loss_checkpoint);
+  if (!sets.selection_loss.empty()) {
+    add(forgetting::kCheckpointPoint, forgetting::kSelectionLoss, sets.selection_loss);
+    add(forgetting::kCheckpointPoint, forgetting::kCandidateLossMean, {sets.candidate_loss_mean});
+  }
   for (const engine::ForgettingPoint& p : result.points) {
     const std::string point = absl::StrCat(p.steps_since_injection);
     add(point, forgetting::kPhiInjected, p.phi_injected);
@@ -99,6 +166,10 @@ std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
     add(point, forgetting::kLossInjected, p.loss_injected);
     add(point, forgetting::kLossBaseline, p.loss_baseline);
     if (!p.phi_replay.empty()) add(point, forgetting::kPhiReplay, p.phi_replay);
+    for (size_t j = 0; j < p.phi_references.size(); ++j) {
+      add(point, forgetting::PhiReferenceSignal(static_cast<uint32_t>(j)),
+          p.phi_references[j]);
+    }
   }
   return out;
 }
@@ -111,14 +182,22 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
       f.dataset().path().empty() ? engine::kFashionMnistDir : f.dataset().path();
   auto data = engine::LoadMnistLayout(dir, "train");
   if (!data.ok()) return data.status();
-  absl::StatusOr<engine::ForgettingRunSpec> run = ForgettingRunSpecFor(task, **data);
+  const uint64_t batch = f.training().batch_size();
+  // The selection reference model's steps come first; the trial's follow.
+  uint64_t selection_steps = 0;
+  absl::StatusOr<ForgettingData> sets = ForgettingDataFor(task.spec(), **data, [&](uint64_t s) {
+    selection_steps = s;
+    return on_steps(s, s * batch);
+  });
+  if (!sets.ok()) return sets.status();
+  // The engine run takes the rows; the observations keep the selection losses.
+  absl::StatusOr<engine::ForgettingRunSpec> run = ForgettingRunSpecFor(task, *sets);
   if (!run.ok()) return run.status();
-  const uint64_t batch = run->batch_size;
   size_t sent = 0;  // observations already handed to send_early
   engine::ForgettingPointCallback on_point;
   if (send_early) {
     on_point = [&](const engine::ForgettingRunResult& so_far) {
-      std::vector<v1::Observation> all = ForgettingObservations(task, so_far);
+      std::vector<v1::Observation> all = ForgettingObservations(task, *sets, so_far);
       std::vector<v1::Observation> fresh(all.begin() + sent, all.end());
       // A failed early send is not fatal: the final stream carries everything.
       if (send_early(fresh).ok()) sent = all.size();
@@ -128,11 +207,12 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
       **data, *run,
       [&](uint64_t steps) {
         // Examples seen, counting every step as a full batch (an upper bound).
-        return on_steps(steps, steps * batch);
+        const uint64_t total = selection_steps + steps;
+        return on_steps(total, total * batch);
       },
       on_point);
   if (!result.ok()) return result.status();
-  return ForgettingObservations(task, *result);
+  return ForgettingObservations(task, *sets, *result);
 }
 
 }  // namespace memaudit::worker

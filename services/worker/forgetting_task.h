@@ -15,24 +15,36 @@
 
 namespace memaudit::worker {
 
-// D (first pool_size rows) and Dp (the next injected.size rows) of the
-// audit, both drawn from the training split by the audit seed, and Dp's
-// labels (seeded flips when injected.flip_labels).
+// D (first pool_size rows) and Dp of the audit, both drawn from the training
+// split by the audit seed, and Dp's labels (seeded flips when
+// injected.flip_labels). Random selection: Dp = the next injected.size rows.
+// Otherwise the next injected.candidates rows are scored by one reference
+// model trained on D (seeds derived from the audit seed alone, so every trial
+// picks the same Dp) and Dp is the easy / medium / hard injected.size of them.
 struct ForgettingData {
   std::vector<uint32_t> clean_rows, injected_rows;
   std::vector<uint8_t> injected_labels;
+  // Selection by loss only: each Dp row's reference loss (Dp order) and the
+  // mean over every candidate.
+  std::vector<double> selection_loss;
+  double candidate_loss_mean = 0;
 };
+// `on_step` (may be null) counts the reference model's steps; false stops.
 absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
-                                                 const engine::LabeledImages& data);
+                                                 const engine::LabeledImages& data,
+                                                 const std::function<bool(uint64_t)>& on_step);
 
-// The engine run of one trial; INVALID_ARGUMENT names a bad field.
+// The engine run of one trial on `sets`; INVALID_ARGUMENT names a bad field.
 absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& task,
-                                                               const engine::LabeledImages& data);
+                                                               ForgettingData sets);
 
-// phi_checkpoint / loss_checkpoint at point "checkpoint", then phi_injected,
+// phi_checkpoint / loss_checkpoint (and, selecting by loss, selection_loss /
+// candidate_loss_mean) at point "checkpoint", then phi_injected,
 // phi_baseline, loss_injected, loss_baseline (and phi_replay with attack
-// "deterministic_replay") at every evaluation point.
+// "deterministic_replay", phi_reference_<j> with "lira_references") at every
+// evaluation point.
 std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
+                                                    const ForgettingData& sets,
                                                     const engine::ForgettingRunResult& result);
 
 // `on_steps` gets the optimizer steps done and examples seen; false stops.

@@ -89,7 +89,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
   if (task.spec().has_membership() && task.role() == "reference_model") {
     return RunMembershipModel(task, on_progress);
   }
-  if (task.spec().has_exposure() && task.role() == "canary_model") {
+  if (task.spec().has_exposure()) {  // canary, baseline and reference models
     return RunExposureModel(task, [&](uint64_t steps, uint64_t examples) {
       return on_progress({steps, examples});
     });

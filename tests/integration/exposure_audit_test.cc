@@ -1,5 +1,6 @@
 // An exposure audit (The Secret Sharer) through real coordinator, scorer and
 // worker processes, scaled down to train in about a second.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,7 +103,7 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
   EXPECT_THAT(metrics,
               HasSubstr(absl::StrCat("memaudit_exposure_log2{audit=\"", submitted->audit_id(),
-                                     "\",estimator=\"exact\",insertions=\"40\"}")));
+                                     "\",estimator=\"exact\",insertions=\"40\",variant=\"base\"}")));
   EXPECT_THAT(metrics, HasSubstr("memaudit_exposure_space_log2{audit="));
   EXPECT_THAT(metrics, ::testing::Not(HasSubstr(heavy.secret() + "\"")));
   if (access(kPromtoolBinary, X_OK) == 0) {
@@ -126,6 +127,132 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(",", heavy.secret(), ",40,")));
 }
 
+// Two recipes (the base and a narrower model at batch 8), each with a
+// canary-free baseline model and one reference model: 6 models.
+v1::AuditSpec TinySweepSpec() {
+  v1::AuditSpec spec = TinyExposureSpec();
+  spec.set_name("tiny-exposure-sweep");
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->add_sweep();
+  v1::ExposureVariant* narrow = e->add_sweep();
+  narrow->set_batch_size(8);
+  narrow->set_units(32);
+  e->set_baseline(true);
+  e->set_reference_models(1);
+  return spec;
+}
+
+TEST_F(ExposureAuditTest, SweepWithBaselineAndReferenceModels) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  auto submitted = client_->Submit(TinySweepSpec());
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->tasks(), 6u);
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  EXPECT_EQ(results->models(), 6u);
+  const v1::ExposureResults& x = results->exposure();
+  ASSERT_EQ(x.variants_size(), 2);
+  EXPECT_EQ(x.variants(0).name(), "base");
+  EXPECT_EQ(x.variants(1).name(), "batch=8 units=32");
+  EXPECT_EQ(x.variants(1).batch_size(), 8u);
+  EXPECT_EQ(x.variants(1).units(), 32u);
+  // Planned steps: both canary models, both baselines, both references.
+  uint64_t steps = 0;
+  for (const v1::ExposureVariantResult& v : x.variants()) steps += v.results().training_steps();
+  EXPECT_LT(steps, audit.steps_total());
+  for (const v1::ExposureVariantResult& v : x.variants()) {
+    const v1::ExposureResults& r = v.results();
+    SCOPED_TRACE(v.name());
+    EXPECT_TRUE(r.baseline_model());
+    EXPECT_EQ(r.reference_models(), 1u);
+    ASSERT_EQ(r.canaries_size(), 5);
+    EXPECT_EQ(r.canaries(1).secret(), x.canaries(1).secret()) << "one set of canaries per audit";
+    const v1::CanaryResult& heavy = r.canaries(1);
+    EXPECT_EQ(heavy.rank(), 1u);
+    // Without the canaries in the corpus the same secret is unremarkable, so
+    // its exposure is memorization, not the corpus or format.
+    EXPECT_LT(heavy.baseline_exposure(), heavy.exposure() - 5);
+    EXPECT_GT(heavy.baseline_rank(), 1u);
+    // Calibrated: at the top of S calibrated the same way, far above controls.
+    EXPECT_TRUE(heavy.calibrated_lower_bound());
+    EXPECT_GT(heavy.calibrated_exposure(), r.control_median_calibrated_exposure() + 3);
+    EXPECT_GT(r.baseline_final_loss(), 0);
+  }
+  // The top level is the first variant.
+  v1::ExposureResults first = x;
+  first.clear_variants();
+  EXPECT_EQ(first.SerializeAsString(), x.variants(0).results().SerializeAsString());
+
+  const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
+  EXPECT_THAT(metrics,
+              HasSubstr(absl::StrCat("memaudit_exposure_log2{audit=\"", submitted->audit_id(),
+                                     "\",estimator=\"baseline\",insertions=\"40\","
+                                     "variant=\"batch=8 units=32\"}")));
+  if (access(kPromtoolBinary, X_OK) == 0) {
+    const PromtoolLint lint = RunPromtool(dir_, "exposure-sweep-scorer", metrics);
+    EXPECT_EQ(lint.exit_code, 0) << lint.output;
+    EXPECT_EQ(lint.output, "");
+  }
+  const std::string table = cli::ResultsTable(*results);
+  EXPECT_THAT(table, HasSubstr("variant \"batch=8 units=32\""));
+  EXPECT_THAT(table, HasSubstr("sweep: mean exact exposure by insertions"));
+  EXPECT_THAT(table, HasSubstr("baseline model (no canaries)"));
+  const std::string html = cli::HtmlReport(audit, *results);
+  EXPECT_THAT(html, HasSubstr("by sweep variant"));
+  EXPECT_THAT(html, HasSubstr("<polyline class=\"curve baseline\""));
+  const std::string csv_dir = dir_ + "/csv";
+  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  std::ifstream variants(csv_dir + "/exposure_variants.csv");
+  std::stringstream csv;
+  csv << variants.rdbuf();
+  EXPECT_THAT(csv.str(), HasSubstr(",batch=8 units=32,8,32,"));
+}
+
+TEST_F(ExposureAuditTest, KilledWorkerMidCanaryModelReproducesTheUndisturbedResults) {
+  // Two variants and their baselines; a canary model trains for a second or
+  // two, so heartbeats (every 200 ms) show its progress before the kill.
+  v1::AuditSpec spec = TinySweepSpec();
+  spec.mutable_exposure()->set_reference_models(0);
+  spec.mutable_exposure()->mutable_training()->set_epochs(10);
+  ASSERT_NO_FATAL_FAILURE(RunBaseline(spec));
+  ASSERT_TRUE(baseline_.complete());
+  ASSERT_EQ(baseline_.exposure().variants_size(), 2);
+
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1, /*lease_ttl_ms=*/1000, "-killed"));
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  bool killed = false;
+  bool retried = false;
+  absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
+    if (e.type() == "task_retried") {
+      retried = true;
+      EXPECT_THAT(e.message(), HasSubstr("lease expired"));
+    }
+    // Mid-way through the first canary model: a heartbeat reported steps and
+    // nothing has finished yet.
+    if (!killed && e.audit().tasks().succeeded() == 0 && e.audit().tasks().running() == 1 &&
+        e.audit().steps_done() > 0) {
+      cluster_->worker(0)->Signal(SIGKILL);
+      killed = true;
+      EXPECT_TRUE(cluster_->AddWorker().ok());
+    }
+    return true;
+  });
+  ASSERT_TRUE(watched.ok()) << watched;
+  ASSERT_TRUE(killed);
+  EXPECT_TRUE(retried) << "the dead worker's canary model must be re-queued";
+  EXPECT_EQ(cluster_->worker(0)->Wait(), 128 + SIGKILL);
+  auto audit = client_->Get(submitted->audit_id());
+  ASSERT_EQ(audit->state(), v1::SUCCEEDED) << audit->error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ(Numbers(*results), Numbers(baseline_))
+      << "a re-leased canary model must reproduce its signals bit for bit";
+}
+
 TEST_F(ExposureAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
   v1::AuditSpec spec = TinyExposureSpec();
@@ -135,6 +262,14 @@ TEST_F(ExposureAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.repeats[1]"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.model.architecture"));
+  v1::AuditSpec sweep = TinySweepSpec();
+  sweep.mutable_exposure()->mutable_sweep(1)->set_units(0);
+  sweep.mutable_exposure()->set_estimator("exact");
+  sweep.mutable_exposure()->set_reference_samples(0);
+  refused = client_->Submit(sweep);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.sweep[1].units"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.reference_models"));
 }
 
 }  // namespace
