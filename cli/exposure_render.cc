@@ -61,12 +61,12 @@ std::vector<v1::ExposureVariantResult> VariantsOf(const v1::ExposureResults& x) 
 }
 
 std::string Recipe(const v1::ExposureVariantResult& v) {
-  std::string out = absl::StrFormat("batch %u, units %u, dropout %g", v.batch_size(), v.units(),
-                                    v.dropout());
+  std::string out =
+      absl::StrFormat("batch %u, units %u, dropout %g", v.batch_size(), v.units(), v.dropout());
   if (v.dp_clip_norm() > 0) {
     absl::StrAppend(&out, absl::StrFormat(", DP-SGD sigma %g clip %g: epsilon %.3g at delta %g",
-                                          v.dp_noise_multiplier(), v.dp_clip_norm(),
-                                          v.dp_epsilon(), v.dp_delta()));
+                                          v.dp_noise_multiplier(), v.dp_clip_norm(), v.dp_epsilon(),
+                                          v.dp_delta()));
   }
   return out;
 }
@@ -74,9 +74,8 @@ std::string Recipe(const v1::ExposureVariantResult& v) {
 // One model's canary table, exposure by insertions, controls and extraction.
 std::string CanaryTable(const v1::ExposureResults& x) {
   const bool baseline = x.baseline_model(), calibrated = HasCalibration(x);
-  std::string header =
-      absl::StrFormat("%-20s %8s %9s %12s %9s %10s %12s", "secret", "inserted", "Px bits", "rank",
-                      "exposure", "sampled", "extrapolated");
+  std::string header = absl::StrFormat("%-20s %8s %9s %12s %9s %10s %12s", "secret", "inserted",
+                                       "Px bits", "rank", "exposure", "sampled", "extrapolated");
   if (baseline) absl::StrAppend(&header, absl::StrFormat(" %9s", "baseline"));
   if (calibrated) absl::StrAppend(&header, absl::StrFormat(" %10s", "calibrated"));
   std::string out = absl::StrCat(header, "\n", std::string(header.size(), '-'), "\n");
@@ -93,11 +92,12 @@ std::string CanaryTable(const v1::ExposureResults& x) {
     absl::StrAppend(&out, "\n");
   }
   absl::StrAppend(&out, "\nexposure vs insertions (mean exact exposure, bits",
-                  baseline ? "; under the baseline model" : "",
-                  calibrated ? "; mean calibrated" : "", "):\n");
+                  baseline ? "; baseline: the same canaries under the baseline model" : "",
+                  calibrated ? "; calibrated: reference-calibrated sampled exposure" : "", "):\n");
   for (const v1::ExposureByRepeats& g : x.by_repeats()) {
     absl::StrAppend(&out, absl::StrFormat("  %-8s %6.2f", Repeats(g.repeats()), g.mean_exposure()));
-    if (baseline) absl::StrAppend(&out, absl::StrFormat("  baseline %6.2f", g.mean_baseline_exposure()));
+    if (baseline)
+      absl::StrAppend(&out, absl::StrFormat("  baseline %6.2f", g.mean_baseline_exposure()));
     if (calibrated) {
       absl::StrAppend(&out, absl::StrFormat("  calibrated %6.2f", g.mean_calibrated_exposure()));
     }
@@ -106,17 +106,17 @@ std::string CanaryTable(const v1::ExposureResults& x) {
   absl::StrAppend(
       &out, absl::StrFormat("control median exposure: %.2f bits\n", x.control_median_exposure()));
   if (baseline) {
-    absl::StrAppend(&out, absl::StrFormat("baseline model (no canaries): control median %.2f "
-                                          "bits, final loss %.4f nats/char\n",
-                                          x.control_median_baseline_exposure(),
-                                          x.baseline_final_loss()));
+    absl::StrAppend(&out,
+                    absl::StrFormat("baseline model (no canaries): control median %.2f "
+                                    "bits, final loss %.4f nats/char\n",
+                                    x.control_median_baseline_exposure(), x.baseline_final_loss()));
   }
   if (calibrated) {
-    absl::StrAppend(&out, absl::StrFormat("calibrated against %u reference model(s): control "
-                                          "median %.2f bits (ceiling log2|S| = %.2f)\n",
-                                          x.reference_models(),
-                                          x.control_median_calibrated_exposure(),
-                                          x.log2_reference_samples()));
+    absl::StrAppend(&out,
+                    absl::StrFormat("calibrated against %u reference model(s): control "
+                                    "median %.2f bits (ceiling log2|S| = %.2f)\n",
+                                    x.reference_models(), x.control_median_calibrated_exposure(),
+                                    x.log2_reference_samples()));
   }
   if (x.extraction_attempted()) {
     absl::StrAppend(&out, absl::StrFormat("extraction of the most-inserted canary: %s (got \"%s\", "
@@ -159,8 +159,9 @@ std::string SweepGrid(const std::vector<v1::ExposureVariantResult>& variants) {
     row("baseline x" + absl::StrCat(repeats.empty() ? 0 : repeats.back()),
         [](const v1::ExposureVariantResult& v) {
           const auto& groups = v.results().by_repeats();
-          return groups.empty() ? std::string("-")
-                                : absl::StrFormat("%.2f", groups.rbegin()->mean_baseline_exposure());
+          return groups.empty()
+                     ? std::string("-")
+                     : absl::StrFormat("%.2f", groups.rbegin()->mean_baseline_exposure());
         });
   }
   row("final loss", [](const v1::ExposureVariantResult& v) {
@@ -235,8 +236,7 @@ std::string ExposureTable(const v1::AuditResults& r) {
                       v.results().training_steps(), " training steps\n", CanaryTable(v.results()),
                       "\n");
     }
-    absl::StrAppend(&out, "sweep: mean exact exposure by insertions (bits)\n",
-                    SweepGrid(variants));
+    absl::StrAppend(&out, "sweep: mean exact exposure by insertions (bits)\n", SweepGrid(variants));
   }
   absl::StrAppend(&out,
                   "\nexposure = log2|R| - log2 rank; rank \">=\" = query budget ran out (exposure "

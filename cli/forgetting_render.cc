@@ -71,8 +71,7 @@ std::string ForgettingTable(const v1::AuditResults& r) {
   std::string out = absl::StrFormat(
       "audit %s (forgetting): strategy %s, attack %s, %u trials x %u injected examples, "
       "%u steps per trial%s\n",
-      r.audit_id(), f.strategy(), f.attack(), f.trials(), f.injected_examples(),
-      f.training_steps(),
+      r.audit_id(), f.strategy(), f.attack(), f.trials(), f.injected_examples(), f.training_steps(),
       f.reference_models() > 0
           ? absl::StrFormat(" (%u LiRA reference models per trial)", f.reference_models())
           : "");
@@ -122,7 +121,8 @@ std::string ForgettingHtmlSection(const v1::AuditResults& r) {
                                       exact, total));
     }
     absl::StrAppend(
-        &html, absl::StrFormat("<h3>Standard attack (%s) on the same arms</h3>", f.standard_attack()),
+        &html,
+        absl::StrFormat("<h3>Standard attack (%s) on the same arms</h3>", f.standard_attack()),
         HtmlCurveTable(f.fpr_target(), f.standard_curve()));
   }
   return html;

@@ -95,7 +95,9 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
           : absl::StrCat(
                 absl::StrFormat("<tr><th>models &times; examples</th><td>%u &times; %u</td></tr>",
                                 results.models(), results.examples()),
-                absl::StrFormat("<tr><th>member / non-member scores</th><td>%d / %d</td></tr>",
+                absl::StrFormat("<tr><th>%s</th><td>%d / %d</td></tr>",
+                                results.has_relational() ? "training / held-out records"
+                                                         : "member / non-member scores",
                                 results.members(), results.non_members())),
       absl::StrFormat("<tr><th>code version</th><td>%s</td></tr>", Escape(CodeVersion())),
       "</table>");

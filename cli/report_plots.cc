@@ -300,9 +300,9 @@ std::string SweepVsInsertionsSvg(const v1::ExposureResults& x) {
     const v1::ExposureVariantResult& v = x.variants(i);
     const v1::ExposureResults& r = v.results();
     const std::string color = svg::Color(static_cast<size_t>(i));
-    const std::string name =
-        v.dp_clip_norm() > 0 ? absl::StrFormat("%s (DP, eps %s)", v.name(), Fixed(v.dp_epsilon(), 2))
-                             : v.name();
+    const std::string name = v.dp_clip_norm() > 0 ? absl::StrFormat("%s (DP, eps %s)", v.name(),
+                                                                    Fixed(v.dp_epsilon(), 2))
+                                                  : v.name();
     std::vector<Point> mean, baseline;
     for (const v1::ExposureByRepeats& g : r.by_repeats()) {
       mean.push_back({static_cast<double>(g.repeats()), g.mean_exposure()});
@@ -317,10 +317,9 @@ std::string SweepVsInsertionsSvg(const v1::ExposureResults& x) {
                 absl::StrCat(name, ": mean exposure under the baseline model"));
     }
     for (const v1::CanaryResult& c : r.canaries()) {
-      const std::string title =
-          absl::StrFormat("%s, %s canary %s: exposure %s bits, rank %s%d", v.name(),
-                          Inserted(c.repeats()), c.secret(), Fixed(c.exposure(), 2),
-                          c.exact() ? "" : ">=", c.rank());
+      const std::string title = absl::StrFormat(
+          "%s, %s canary %s: exposure %s bits, rank %s%d", v.name(), Inserted(c.repeats()),
+          c.secret(), Fixed(c.exposure(), 2), c.exact() ? "" : ">=", c.rank());
       plot.Dot({static_cast<double>(c.repeats()), c.exposure()}, color,
                c.repeats() == 0 ? "canary control" : "canary", title,
                /*hollow=*/c.repeats() == 0);

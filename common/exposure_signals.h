@@ -65,9 +65,7 @@ inline void AppendBytes(const std::string& text, std::vector<double>* out) {
 }
 
 // Canary models of the audit: one per sweep entry, or one of the base recipe.
-inline uint32_t VariantCount(const v1::ExposureAudit& e) {
-  return std::max(1, e.sweep_size());
-}
+inline uint32_t VariantCount(const v1::ExposureAudit& e) { return std::max(1, e.sweep_size()); }
 
 // A variant's recipe, resolved against the base model and training.
 struct Variant {

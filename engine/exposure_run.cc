@@ -115,7 +115,8 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   if (spec.dp) {
     absl::StatusOr<DpEpsilon> eps = ComputeDpSgdEpsilon(
         std::min(1.0, static_cast<double>(spec.batch_size) / static_cast<double>(data.size())),
-        spec.dp_noise_multiplier, steps, spec.dp_delta, DefaultRdpOrders(), RdpConversion::kImproved);
+        spec.dp_noise_multiplier, steps, spec.dp_delta, DefaultRdpOrders(),
+        RdpConversion::kImproved);
     if (!eps.ok()) return eps.status();
     result.dp_epsilon = eps->epsilon;
   }

@@ -136,8 +136,9 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
   std::vector<std::unique_ptr<BatchSchedule>> ref_schedules;
   for (uint32_t j = 0; j < spec.reference_models; ++j) {
     const uint64_t seed = DeriveSeed(spec.order_seed, "reference", j);
-    auto schedule = poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, seed)
-                           : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), seed);
+    auto schedule = poison
+                        ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, seed)
+                        : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), seed);
     if (!schedule.ok()) return schedule.status();
     ref_schedules.push_back(*std::move(schedule));
   }
@@ -275,14 +276,13 @@ absl::StatusOr<std::vector<double>> ForgettingCandidateLosses(
   options.dropout_seed = DeriveSeed(spec.order_seed, "dropout", 0);
   std::vector<double> phi, loss;
   try {
-    auto trainer = Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); },
-                                   options);
+    auto trainer =
+        Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options);
     if (!trainer.ok()) return trainer.status();
     EpochSchedule schedule(ids, spec.batch_size, spec.order_seed);
-    if (absl::Status s = (*trainer)->Train(clean, schedule, spec.steps,
-                                           [&](uint64_t done, double) {
-                                             return !on_step || on_step(done);
-                                           });
+    if (absl::Status s =
+            (*trainer)->Train(clean, schedule, spec.steps,
+                              [&](uint64_t done, double) { return !on_step || on_step(done); });
         !s.ok()) {
       return s;
     }

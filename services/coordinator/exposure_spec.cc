@@ -33,7 +33,8 @@ bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
 bool NameOk(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string(" ._=+-").find(c) == std::string::npos) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string(" ._=+-").find(c) == std::string::npos) {
       return false;
     }
   }
@@ -43,8 +44,8 @@ bool NameOk(const std::string& name) {
 template <typename Add>
 void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
   if (e.sweep_size() > kMaxVariants) {
-    add("sweep", absl::StrCat("must list at most ", kMaxVariants, " variants (got ",
-                              e.sweep_size(), ")"));
+    add("sweep",
+        absl::StrCat("must list at most ", kMaxVariants, " variants (got ", e.sweep_size(), ")"));
   }
   std::set<std::string> names;
   for (int i = 0; i < e.sweep_size(); ++i) {
@@ -53,8 +54,8 @@ void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
     // Unnamed entries are checked under the name the defaults give them.
     const std::string name = v.name().empty() ? exposure::DefaultVariantName(v) : v.name();
     if (!NameOk(name)) {
-      add(field("name"), absl::StrCat("must be 1 to 64 of letters, digits, space and ._=+- (got \"",
-                                      name, "\")"));
+      add(field("name"),
+          absl::StrCat("must be 1 to 64 of letters, digits, space and ._=+- (got \"", name, "\")"));
     } else if (!names.insert(name).second) {
       add(field("name"), absl::StrCat("\"", name, "\" names two variants"));
     }
@@ -241,8 +242,8 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
     add("reference_samples", "must be unset with estimator \"exact\" (it uses no sample)");
   }
   if (e.reference_models() > kMaxReferenceModels) {
-    add("reference_models", absl::StrCat("must be in [0, ", kMaxReferenceModels, "] (got ",
-                                         e.reference_models(), ")"));
+    add("reference_models",
+        absl::StrCat("must be in [0, ", kMaxReferenceModels, "] (got ", e.reference_models(), ")"));
   } else if (e.reference_models() > 0 && !exposure::NeedsReferences(e.estimator())) {
     add("reference_models",
         "needs the reference sample S: set estimator to sampled, extrapolated or all");

@@ -107,9 +107,8 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
           absl::StrCat("must be in [1, ", kMaxSteps, "] (got ", in.selection_steps(), ")"));
     }
     if (in.flip_labels()) {
-      add("injected.flip_labels",
-          absl::StrCat("must be false with selection \"", in.selection(),
-                       "\": hardness is the loss of the true label"));
+      add("injected.flip_labels", absl::StrCat("must be false with selection \"", in.selection(),
+                                               "\": hardness is the loss of the true label"));
     }
   } else {
     if (in.candidates() != 0) {

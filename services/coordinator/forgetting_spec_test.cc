@@ -124,7 +124,7 @@ TEST(ForgettingSpecTest, SelectionByLossDefaultsAndSteps) {
   EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
   const v1::InjectedSetSpec& in = spec.forgetting().injected();
   EXPECT_FALSE(in.flip_labels()) << "hardness is measured on true labels";
-  EXPECT_EQ(in.candidates(), 1000u);        // 10 x size
+  EXPECT_EQ(in.candidates(), 1000u);       // 10 x size
   EXPECT_EQ(in.selection_steps(), 2000u);  // T_I + steps after
   // The reference model's steps come first: 2000 + 1000 + 1 + 2 x 1000.
   EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 2000u + 1000u + 1u + 2000u);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/relational_signals.h"
+#include "services/coordinator/spec_rules.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -20,11 +21,7 @@ constexpr uint64_t kMaxStep = 1'000'000'000'000;  // closed form: any step is on
 constexpr uint32_t kMaxSamples = 2000;            // eigendecomposition of an N x N matrix
 constexpr uint32_t kMaxKeyDims = 1'000'000;
 
-bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
-  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
-}
-
-using Add = std::function<void(std::string, std::string)>;
+using Add = AddProblem;
 
 void ValidatePhoneBook(const v1::PhoneBookSpec& p, const Add& add) {
   if (p.records() == 0 || p.records() > kMaxRecords) {
@@ -60,26 +57,17 @@ void ValidatePhoneBook(const v1::PhoneBookSpec& p, const Add& add) {
     add("phone_book.model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
   }
   const v1::LanguageModelTraining& t = p.training();
-  if (!OneOf(t.optimizer(), {"adam", "sgd", "momentum", "rmsprop"})) {
-    add("phone_book.training.optimizer",
-        absl::StrCat("must be one of adam, sgd, momentum, rmsprop (got \"", t.optimizer(), "\")"));
-  }
-  if (!(t.learning_rate() > 0) || !std::isfinite(t.learning_rate())) {
-    add("phone_book.training.learning_rate",
-        absl::StrCat("must be > 0 (got ", t.learning_rate(), ")"));
-  }
-  if (!(t.weight_decay() >= 0) || !std::isfinite(t.weight_decay())) {
-    add("phone_book.training.weight_decay",
-        absl::StrCat("must be >= 0 (got ", t.weight_decay(), ")"));
-  }
+  const AddProblem in_book = [&](std::string field, std::string rule) {
+    add("phone_book." + field, std::move(rule));
+  };
+  CheckOneOf("training.optimizer", t.optimizer(), {"adam", "sgd", "momentum", "rmsprop"}, in_book);
+  CheckLearningRate(t.learning_rate(), in_book);
+  CheckWeightDecay(t.weight_decay(), in_book);
   if (t.epochs() == 0 || t.epochs() > kMaxEpochs) {
     add("phone_book.training.epochs",
         absl::StrCat("must be in [1, ", kMaxEpochs, "] (got ", t.epochs(), ")"));
   }
-  if (t.batch_size() == 0 || t.batch_size() > 65536) {
-    add("phone_book.training.batch_size",
-        absl::StrCat("must be in [1, 65536] (got ", t.batch_size(), ")"));
-  }
+  CheckBatchSize(t.batch_size(), in_book);
   if (t.window() != 0) {
     add("phone_book.training.window",
         "must be unset: each record is one training sequence (no windows)");

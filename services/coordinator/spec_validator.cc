@@ -9,6 +9,7 @@
 #include "services/coordinator/exposure_spec.h"
 #include "services/coordinator/forgetting_spec.h"
 #include "services/coordinator/relational_spec.h"
+#include "services/coordinator/spec_rules.h"
 #include "services/coordinator/unlearning_spec.h"
 
 namespace memaudit::coordinator {
@@ -42,21 +43,11 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
   if (t.optimizer() != "sgd") {
     add("training.optimizer", absl::StrCat("must be \"sgd\" (got \"", t.optimizer(), "\")"));
   }
-  if (!(t.learning_rate() > 0) || !std::isfinite(t.learning_rate())) {
-    add("training.learning_rate", absl::StrCat("must be > 0 (got ", t.learning_rate(), ")"));
-  }
-  if (!(t.momentum() >= 0 && t.momentum() < 1)) {
-    add("training.momentum", absl::StrCat("must be in [0, 1) (got ", t.momentum(), ")"));
-  }
-  if (!(t.weight_decay() >= 0) || !std::isfinite(t.weight_decay())) {
-    add("training.weight_decay", absl::StrCat("must be >= 0 (got ", t.weight_decay(), ")"));
-  }
-  if (t.epochs() == 0 || t.epochs() > 10000) {
-    add("training.epochs", absl::StrCat("must be in [1, 10000] (got ", t.epochs(), ")"));
-  }
-  if (t.batch_size() == 0 || t.batch_size() > 65536) {
-    add("training.batch_size", absl::StrCat("must be in [1, 65536] (got ", t.batch_size(), ")"));
-  }
+  CheckLearningRate(t.learning_rate(), add);
+  CheckMomentum(t.momentum(), add);
+  CheckWeightDecay(t.weight_decay(), add);
+  CheckEpochs(t.epochs(), add);
+  CheckBatchSize(t.batch_size(), add);
   const uint32_t n = m.reference_models();
   if (n < 4 || n % 2 != 0 || n > kMaxReferenceModels) {
     add("reference_models",

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/datasets.h"
 #include "common/unlearning_signals.h"
+#include "services/coordinator/spec_rules.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -19,10 +20,6 @@ constexpr uint32_t kMaxUnlearned = 10000;
 // Attack rows per side; bounds the scorer's memory and fitting time.
 constexpr uint64_t kMaxRowsPerSide = 1'000'000;
 constexpr uint32_t kClasses = 10;  // Fashion-MNIST
-
-bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
-  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
-}
 
 void ValidateSide(const v1::UnlearningAudit& u, bool target,
                   const std::function<void(std::string, std::string)>& add) {
@@ -159,21 +156,11 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
     add("training.optimizer",
         absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got \"", t.optimizer(), "\")"));
   }
-  if (!(t.learning_rate() > 0) || !std::isfinite(t.learning_rate())) {
-    add("training.learning_rate", absl::StrCat("must be > 0 (got ", t.learning_rate(), ")"));
-  }
-  if (!(t.momentum() >= 0 && t.momentum() < 1)) {
-    add("training.momentum", absl::StrCat("must be in [0, 1) (got ", t.momentum(), ")"));
-  }
-  if (!(t.weight_decay() >= 0) || !std::isfinite(t.weight_decay())) {
-    add("training.weight_decay", absl::StrCat("must be >= 0 (got ", t.weight_decay(), ")"));
-  }
-  if (t.epochs() == 0 || t.epochs() > 10000) {
-    add("training.epochs", absl::StrCat("must be in [1, 10000] (got ", t.epochs(), ")"));
-  }
-  if (t.batch_size() == 0 || t.batch_size() > 65536) {
-    add("training.batch_size", absl::StrCat("must be in [1, 65536] (got ", t.batch_size(), ")"));
-  }
+  CheckLearningRate(t.learning_rate(), add);
+  CheckMomentum(t.momentum(), add);
+  CheckWeightDecay(t.weight_decay(), add);
+  CheckEpochs(t.epochs(), add);
+  CheckBatchSize(t.batch_size(), add);
 
   if (u.method() == "sisa") {
     if (u.sisa().shards() == 0 || u.sisa().shards() > 1000) {

@@ -441,8 +441,9 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpe
   return std::optional<v1::AuditResults>(std::move(results));
 }
 
-absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(
-    ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) {
+absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerStore& store,
+                                                                       const std::string& audit_id,
+                                                                       const v1::AuditSpec& spec) {
   const v1::ExposureAudit& e = spec.exposure();
   ExposureSignals signals;
   for (const std::string& point : exposure::PointsOf(e)) {
@@ -472,12 +473,11 @@ void PublishExposure(metrics::Registry* metrics, const v1::AuditResults& results
     if (x->reference_models() > 0) estimators.push_back("calibrated");
     for (const v1::ExposureByRepeats& g : x->by_repeats()) {
       for (const std::string& estimator : estimators) {
-        const double value = estimator == "exact"      ? g.median_exposure()
-                             : estimator == "sampled"  ? g.median_sampled_exposure()
-                             : estimator == "baseline" ? g.median_baseline_exposure()
-                             : estimator == "calibrated"
-                                 ? g.median_calibrated_exposure()
-                                 : g.median_extrapolated_exposure();
+        const double value = estimator == "exact"        ? g.median_exposure()
+                             : estimator == "sampled"    ? g.median_sampled_exposure()
+                             : estimator == "baseline"   ? g.median_baseline_exposure()
+                             : estimator == "calibrated" ? g.median_calibrated_exposure()
+                                                         : g.median_extrapolated_exposure();
         if (!std::isfinite(value)) continue;
         bits.Add({{"audit", results.audit_id()},
                   {"variant", variant},

@@ -37,8 +37,9 @@ using ExposureSignals =
 // nullopt until every model has sent every signal (common/exposure_signals.h).
 absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpec& spec,
                                                               const ExposureSignals& signals);
-absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(
-    ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec);
+absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerStore& store,
+                                                                       const std::string& audit_id,
+                                                                       const v1::AuditSpec& spec);
 
 // Gauges memaudit_exposure_log2{audit, variant, insertions, estimator} (the
 // median per insertion count, 0 = controls; estimator exact, sampled,

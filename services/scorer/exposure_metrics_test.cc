@@ -141,10 +141,9 @@ TEST_F(ExposureScorerTest, ScoresOnceEverySignalIsIn) {
   // Gauges: bounded labels (audit, variant, insertions, estimator), no secrets.
   const std::string exposition = registry_.Serialize();
   EXPECT_THAT(exposition, HasSubstr("memaudit_exposure_space_log2{audit=\"x\"}"));
-  EXPECT_THAT(
-      exposition,
-      HasSubstr("memaudit_exposure_log2{audit=\"x\",estimator=\"exact\",insertions=\"8\","
-                "variant=\"base\"}"));
+  EXPECT_THAT(exposition,
+              HasSubstr("memaudit_exposure_log2{audit=\"x\",estimator=\"exact\",insertions=\"8\","
+                        "variant=\"base\"}"));
   EXPECT_THAT(exposition, ::testing::Not(HasSubstr("271")));
 }
 

@@ -135,7 +135,8 @@ TEST(ForgettingMetricsTest, LiraReferencesCalibrateEachExampleAtTheSameStep) {
     // Point 100: each example drifted by 3i since the checkpoint, which
     // swamps the injected arm's +0.5 for checkpoint calibration; references
     // at the same step drifted alike (+-0.1), so LiRA sees the +0.5.
-    const std::vector<double>& ckpt = s[{forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint}][t];
+    const std::vector<double>& ckpt =
+        s[{forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint}][t];
     std::vector<double> base(10), injected(10);
     for (int i = 0; i < 10; ++i) {
       base[i] = ckpt[i] + 3 * i;
@@ -145,7 +146,8 @@ TEST(ForgettingMetricsTest, LiraReferencesCalibrateEachExampleAtTheSameStep) {
     s[{"100", forgetting::kPhiInjected}][t] = injected;
     for (uint32_t j = 0; j < 3; ++j) {
       std::vector<double> ref = base;
-      for (int i = 0; i < 10; ++i) ref[i] += 0.1 * (static_cast<double>(j) - 1) * ((i % 2) ? 1 : -1);
+      for (int i = 0; i < 10; ++i)
+        ref[i] += 0.1 * (static_cast<double>(j) - 1) * ((i % 2) ? 1 : -1);
       s[{"100", forgetting::PhiReferenceSignal(j)}][t] = ref;
       std::vector<double> ref0 = s[{"0", forgetting::kPhiBaseline}][t];
       for (int i = 0; i < 10; ++i) ref0[i] += 0.1 * (static_cast<double>(j) - 1);
@@ -197,8 +199,7 @@ TEST(ForgettingMetricsTest, SelectionLossesReachTheResults) {
   EXPECT_EQ(without->forgetting().curve_size(), 2) << "the curve does not wait for them";
   EXPECT_FALSE(without->complete()) << "but the audit is not complete without them";
   for (uint32_t t = 0; t < 2; ++t) {
-    s[{forgetting::kCheckpointPoint, forgetting::kSelectionLoss}][t] =
-        std::vector<double>(10, 2.5);
+    s[{forgetting::kCheckpointPoint, forgetting::kSelectionLoss}][t] = std::vector<double>(10, 2.5);
     s[{forgetting::kCheckpointPoint, forgetting::kCandidateLossMean}][t] = {0.75};
   }
   auto results = ScoreForgetting(spec, s);

@@ -23,8 +23,8 @@ absl::StatusOr<TaskModel> ModelOf(const v1::Task& task) {
   TaskModel m;
   if (task.role() == exposure::kCanaryRole || task.role() == exposure::kBaselineRole) {
     m.variant = task.index();
-    m.point = task.role() == exposure::kCanaryRole ? exposure::kCanaryPoint
-                                                    : exposure::kBaselinePoint;
+    m.point =
+        task.role() == exposure::kCanaryRole ? exposure::kCanaryPoint : exposure::kBaselinePoint;
   } else if (task.role() == exposure::kReferenceRole && e.reference_models() > 0) {
     m.variant = task.index() / e.reference_models();
     m.point = exposure::ReferencePoint(task.index() % e.reference_models());
@@ -33,9 +33,8 @@ absl::StatusOr<TaskModel> ModelOf(const v1::Task& task) {
         absl::StrCat("task.role: \"", task.role(), "\" is not a model of this exposure audit"));
   }
   if (m.variant >= variants) {
-    return absl::InvalidArgumentError(absl::StrCat("task.index: ", task.index(),
-                                                   " is outside the audit's ", variants,
-                                                   " variant(s)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "task.index: ", task.index(), " is outside the audit's ", variants, " variant(s)"));
   }
   return m;
 }
@@ -84,16 +83,18 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.dp_clip_norm = variant.clip_norm;
   run.dp_noise_multiplier = variant.noise_multiplier;
   run.dp_delta = variant.delta;
-  // Every seed is a pure function of (audit seed, role, index), so a
+  // Every seed is a pure function of the audit seed and the task, so a
   // re-leased task retrains bit for bit. The canaries and S are the audit's,
-  // shared by all its models (canary model 0's seed, as before sweeps). A
-  // canary model trains on its own seed; the baseline on its variant's
-  // canary-model seed (a pair that differs only in the canaries); a
-  // reference model on its own.
+  // shared by all its models (canary model 0's seed, as before sweeps).
+  // Models are paired across variants and with their baseline: every canary
+  // and baseline model trains from that same seed, and reference model j of
+  // every variant from its own, so two models differ only in what the spec
+  // varies (recipe, canaries) and not in init, order, dropout or DP noise.
   run.seed = DeriveSeed(spec.seed(), exposure::kCanaryRole, 0);
-  run.model_seed = task.role() == exposure::kBaselineRole
-                       ? DeriveSeed(spec.seed(), exposure::kCanaryRole, task.index())
-                       : DeriveSeed(spec.seed(), task.role(), task.index());
+  run.model_seed =
+      task.role() == exposure::kReferenceRole
+          ? DeriveSeed(spec.seed(), exposure::kReferenceRole, task.index() % e.reference_models())
+          : run.seed;
   const bool canary_model = task.role() == exposure::kCanaryRole;
   const bool reference_model = task.role() == exposure::kReferenceRole;
   run.insert_canaries = canary_model;
@@ -102,10 +103,9 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.extraction_query_budget = e.extraction_query_budget();
   run.extract = canary_model && e.extraction();
   // The baseline is read by exact rank alone; references calibrate S too.
+  const bool baseline_model = task.role() == exposure::kBaselineRole;
   run.reference_samples =
-      exposure::NeedsReferences(e.estimator()) && !(task.role() == exposure::kBaselineRole)
-          ? e.reference_samples()
-          : 0;
+      exposure::NeedsReferences(e.estimator()) && !baseline_model ? e.reference_samples() : 0;
   run.threads = spec.resources().threads_per_task();
   return run;
 }
@@ -143,8 +143,7 @@ std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
   add(exposure::kRankQueries, queries);
   add(exposure::kSecretsUtf8, secrets);
   add(exposure::kReferencePxBits, result.reference_px);
-  std::vector<double> extraction = {e.extraction() ? 1.0 : 0.0,
-                                    result.extracted ? 1.0 : 0.0,
+  std::vector<double> extraction = {e.extraction() ? 1.0 : 0.0, result.extracted ? 1.0 : 0.0,
                                     static_cast<double>(result.extraction_queries)};
   exposure::AppendBytes(result.extraction, &extraction);
   add(exposure::kExtraction, extraction);

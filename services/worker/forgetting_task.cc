@@ -167,8 +167,7 @@ std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
     add(point, forgetting::kLossBaseline, p.loss_baseline);
     if (!p.phi_replay.empty()) add(point, forgetting::kPhiReplay, p.phi_replay);
     for (size_t j = 0; j < p.phi_references.size(); ++j) {
-      add(point, forgetting::PhiReferenceSignal(static_cast<uint32_t>(j)),
-          p.phi_references[j]);
+      add(point, forgetting::PhiReferenceSignal(static_cast<uint32_t>(j)), p.phi_references[j]);
     }
   }
   return out;

@@ -102,8 +102,8 @@ TEST(CliRunTest, ValidateNamesUnknownFieldsAndQuickstartIsValid) {
   Output out = Shell(absl::StrCat(Memaudit(), " validate ", spec));
   EXPECT_EQ(out.exit_code, 2);
   EXPECT_THAT(out.text, HasSubstr("refrence_models"));
-  Output quickstart =
-      Shell(absl::StrCat(Memaudit(), " validate ", MEMAUDIT_SOURCE_DIR, "/examples/quickstart.yaml"));
+  Output quickstart = Shell(
+      absl::StrCat(Memaudit(), " validate ", MEMAUDIT_SOURCE_DIR, "/examples/quickstart.yaml"));
   EXPECT_EQ(quickstart.exit_code, 0) << quickstart.text;
 }
 

@@ -11,21 +11,6 @@
 
 namespace memaudit::testing {
 
-v1::AuditSpec TinyMembershipSpec(uint32_t models, uint32_t epochs) {
-  v1::AuditSpec spec;
-  spec.set_name("tiny");
-  spec.set_seed(11);
-  v1::MembershipAudit* m = spec.mutable_membership();
-  m->mutable_dataset()->set_pool_size(200);
-  m->mutable_model()->add_hidden(32);
-  m->mutable_training()->set_learning_rate(0.1);
-  m->mutable_training()->set_momentum(0.9);
-  m->mutable_training()->set_epochs(epochs);
-  m->mutable_training()->set_batch_size(16);
-  m->set_reference_models(models);
-  return spec;
-}
-
 std::string Numbers(v1::AuditResults results) {
   results.clear_audit_id();
   return results.SerializeAsString();

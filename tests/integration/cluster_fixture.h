@@ -11,11 +11,9 @@
 #include "gtest/gtest.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/spec.pb.h"
+#include "tests/integration/tiny_specs.h"
 
 namespace memaudit::testing {
-
-// A membership audit small enough to finish in a few seconds on one core.
-v1::AuditSpec TinyMembershipSpec(uint32_t models = 4, uint32_t epochs = 3);
 
 // Results without the audit id, for comparing two audits of the same spec.
 std::string Numbers(v1::AuditResults results);

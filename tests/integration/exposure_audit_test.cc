@@ -101,9 +101,9 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
 
   // Gauges with bounded labels.
   const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
-  EXPECT_THAT(metrics,
-              HasSubstr(absl::StrCat("memaudit_exposure_log2{audit=\"", submitted->audit_id(),
-                                     "\",estimator=\"exact\",insertions=\"40\",variant=\"base\"}")));
+  EXPECT_THAT(metrics, HasSubstr(absl::StrCat(
+                           "memaudit_exposure_log2{audit=\"", submitted->audit_id(),
+                           "\",estimator=\"exact\",insertions=\"40\",variant=\"base\"}")));
   EXPECT_THAT(metrics, HasSubstr("memaudit_exposure_space_log2{audit="));
   EXPECT_THAT(metrics, ::testing::Not(HasSubstr(heavy.secret() + "\"")));
   if (access(kPromtoolBinary, X_OK) == 0) {

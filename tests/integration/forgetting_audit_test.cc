@@ -1,6 +1,7 @@
 // Forgetting audits (Inject and Poison, Fashion-MNIST, logistic regression;
-// the standard and the deterministic-replay attack) through real
-// coordinator, scorer and worker processes, scaled down to seconds.
+// the standard, deterministic-replay and LiRA-reference attacks; Dp chosen
+// at random or by hardness) through real coordinator, scorer and worker
+// processes, scaled down to seconds.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +26,7 @@ namespace memaudit::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 v1::AuditSpec TinyForgettingSpec() {
   v1::AuditSpec spec;
@@ -193,6 +196,89 @@ TEST_F(ForgettingAuditTest, ReplayAdversaryStillDetectsWhatTheStandardAttackForg
   EXPECT_THAT(csv.str(), HasSubstr(",inject,checkpoint_calibrated,400,"));
 }
 
+TEST_F(ForgettingAuditTest, HardExamplesAreForgottenMoreSlowlyThanEasyOnes) {
+  // The paper's Fig. 2c direction: Dp of held-out examples with the highest
+  // loss under a reference model stays detectable longer than the lowest.
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  std::map<std::string, v1::AuditResults> by_selection;
+  for (const char* selection : {"hard", "easy"}) {
+    v1::AuditSpec spec = TinyForgettingSpec();
+    spec.mutable_forgetting()->mutable_injected()->set_selection(selection);
+    auto submitted = client_->Submit(spec);
+    ASSERT_TRUE(submitted.ok()) << submitted.status();
+    v1::Audit audit = WaitForEnd(submitted->audit_id());
+    ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+    auto results = client_->Report(submitted->audit_id());
+    ASSERT_TRUE(results.ok()) << results.status();
+    ASSERT_TRUE(results->complete());
+    const v1::ForgettingResults& f = results->forgetting();
+    // The reference model's 600 steps (T_I + steps after, by default) come
+    // first in every trial: 600 + 200 + 1 + 2 x 400.
+    EXPECT_EQ(f.training_steps(), 600u + 200u + 1u + 800u);
+    EXPECT_EQ(audit.steps_total(), 2u * f.training_steps());
+    EXPECT_EQ(f.selection(), selection);
+    ASSERT_EQ(f.curve_size(), 4);
+    by_selection[selection] = *results;
+  }
+  const v1::ForgettingResults& hard = by_selection["hard"].forgetting();
+  const v1::ForgettingResults& easy = by_selection["easy"].forgetting();
+  // One reference model per audit seed: both audits scored the same
+  // candidates alike, then took opposite ends.
+  EXPECT_EQ(hard.candidate_loss_mean(), easy.candidate_loss_mean());
+  EXPECT_GT(hard.selection_loss_mean(), 2 * hard.candidate_loss_mean());
+  EXPECT_LT(easy.selection_loss_mean(), 0.1 * easy.candidate_loss_mean());
+  // After the first few steps the hard set stays further from chance. (At
+  // k = 0 the baseline is the checkpoint itself, a degenerate point.) Over
+  // seeds 21-25 the margin was >= 0.035 at k = 50 and 400.
+  for (int i : {2, 3}) {
+    EXPECT_GT(hard.curve(i).accuracy().mean(), easy.curve(i).accuracy().mean() + 0.02)
+        << hard.curve(i).steps_since_injection();
+  }
+  EXPECT_GT(hard.curve(3).auc().mean(), easy.curve(3).auc().mean());
+  EXPECT_THAT(cli::ResultsTable(by_selection["hard"]), HasSubstr("Dp selection hard: mean loss"));
+}
+
+TEST_F(ForgettingAuditTest, LiraReferencesDetectLongerThanTheCheckpointAttack) {
+  // Offline LiRA against baseline-arm forks with their own data order
+  // calibrates each Dp example at the same step, not at the checkpoint.
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  v1::AuditSpec spec = TinyForgettingSpec();
+  spec.mutable_forgetting()->set_attack("lira_references");
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  const v1::ForgettingResults& f = results->forgetting();
+  EXPECT_EQ(f.reference_models(), 4u);  // the default
+  // Four references fork at the checkpoint: 200 + 1 + (2 + 4) x 400.
+  EXPECT_EQ(f.training_steps(), 200u + 1u + 6u * 400u);
+  EXPECT_EQ(audit.steps_total(), 2u * f.training_steps());
+  EXPECT_EQ(results->models(), 4u) << "the adversary's references are not audited models";
+  ASSERT_EQ(f.curve_size(), 4);
+  ASSERT_EQ(f.standard_curve_size(), 4);
+  EXPECT_EQ(f.standard_attack(), "checkpoint_calibrated");
+  // At k = 0 every reference is the checkpoint: the same ranking.
+  EXPECT_DOUBLE_EQ(f.curve(0).accuracy().mean(), f.standard_curve(0).accuracy().mean());
+  // Later the references see the same drift as the arms. (Seed 21: margins
+  // 0.095, 0.095 and 0.07; over seeds 21-25 LiRA led at 13 of 15 later
+  // points, tied at one and trailed by 0.025 at one.)
+  for (int i : {1, 2, 3}) {
+    EXPECT_GT(f.curve(i).accuracy().mean(), f.standard_curve(i).accuracy().mean() + 0.05)
+        << f.curve(i).steps_since_injection();
+  }
+  EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("4 LiRA reference models per trial"));
+  EXPECT_THAT(cli::ResultsTable(*results), Not(HasSubstr("replay reproduced")));
+  const std::string csv_dir = dir_ + "/csv";
+  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  std::stringstream csv;
+  csv << std::ifstream(csv_dir + "/forgetting_curve.csv").rdbuf();
+  EXPECT_THAT(csv.str(), HasSubstr(",inject,lira_references,400,"));
+  EXPECT_THAT(csv.str(), HasSubstr(",inject,checkpoint_calibrated,400,"));
+}
+
 TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {
   // Two trials on one worker: the curve fills in while trial 1 trains, so a
   // kill after the first partial curve lands mid-trial, after that trial has
@@ -253,10 +339,14 @@ TEST_F(ForgettingAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
   v1::AuditSpec spec = TinyForgettingSpec();
   spec.mutable_forgetting()->set_attack("lira");
   spec.mutable_forgetting()->mutable_training()->set_batch_size(100000);
+  spec.mutable_forgetting()->mutable_injected()->set_selection("hardest");
+  spec.mutable_forgetting()->set_reference_models(4);
   auto refused = client_->Submit(spec);
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("forgetting.attack"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("forgetting.training.batch_size"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("forgetting.injected.selection"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("forgetting.reference_models"));
 }
 
 }  // namespace

@@ -5,33 +5,64 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace memaudit::testing {
 namespace {
 
-bool PrometheusInstalled() { return access(kPrometheusBinary, X_OK) == 0; }
+constexpr uint32_t kObservedWorkers = 2;
+
+// The gauge each kind's scorer publishes once its results exist.
+const char* ResultFamily(const std::string& kind) {
+  if (kind == "exposure") return "memaudit_exposure_log2";
+  if (kind == "forgetting") return "memaudit_forgetting_mi_accuracy_ratio";
+  if (kind == "unlearning") return "memaudit_unlearning_auc_ratio";
+  if (kind == "relational") return "memaudit_relational_rm_norm_ratio";
+  return "memaudit_membership_auc_ratio";
+}
+
+void Release(Observed*& observed) {
+  if (observed == nullptr) return;
+  // Prometheus first, so it does not log the services going away.
+  observed->prometheus.reset();
+  if (observed->cluster) observed->cluster->Stop();
+  delete observed;
+  observed = nullptr;
+}
+
+void CheckReady(const Observed* observed) {
+  if (!PrometheusInstalled()) {
+    GTEST_SKIP() << kPrometheusBinary << " not installed (scripts/install-deps.sh installs it)";
+  }
+  ASSERT_NE(observed, nullptr);
+  ASSERT_EQ(observed->error, "");
+  for (const v1::Audit& a : observed->audits) {
+    ASSERT_EQ(a.state(), v1::SUCCEEDED) << a.kind() << ": " << a.error();
+  }
+}
 
 }  // namespace
 
-PrometheusTest::Observed* PrometheusTest::observed_ = nullptr;
+bool PrometheusInstalled() { return access(kPrometheusBinary, X_OK) == 0; }
 
-void PrometheusTest::SetUpTestSuite() {
-  if (!PrometheusInstalled()) return;
-  observed_ = new Observed();
-  Observed& o = *observed_;
-  o.dir = absl::StrCat(::testing::TempDir(), "memaudit-it-", getpid(), "-observed");
+std::unique_ptr<Observed> ObserveAudits(const std::string& name,
+                                        const std::vector<v1::AuditSpec>& specs) {
+  if (!PrometheusInstalled()) return nullptr;
+  auto observed = std::make_unique<Observed>();
+  Observed& o = *observed;
+  o.dir = absl::StrCat(::testing::TempDir(), "memaudit-it-", getpid(), "-", name);
   std::system(absl::StrCat("rm -rf '", o.dir, "'").c_str());
 
   cli::ClusterOptions options;
   options.dir = o.dir + "/cluster";
-  options.workers = kWorkers;
+  options.workers = kObservedWorkers;
   options.heartbeat_ms = 200;
   options.bin_dir = MEMAUDIT_BIN_DIR;
   auto cluster = cli::EmbeddedCluster::Start(options);
   if (!cluster.ok()) {
     o.error = cluster.status().ToString();
-    return;
+    return observed;
   }
   o.cluster = std::move(*cluster);
   o.client = std::make_unique<cli::Client>(o.cluster->coordinator_address());
@@ -41,7 +72,7 @@ void PrometheusTest::SetUpTestSuite() {
     worker_job.ports.push_back(o.cluster->worker_metrics_port(i));
     if (worker_job.ports.back() == 0) {
       o.error = absl::StrCat("worker ", i, " serves no /metrics; see ", options.dir);
-      return;
+      return observed;
     }
   }
   auto prometheus = PrometheusServer::Start(
@@ -50,57 +81,74 @@ void PrometheusTest::SetUpTestSuite() {
                               worker_job});
   if (!prometheus.ok()) {
     o.error = prometheus.status().ToString();
-    return;
+    return observed;
   }
   o.prometheus = std::move(*prometheus);
 
-  // Enough epochs that training spans several scrapes.
-  auto submitted = o.client->Submit(TinyMembershipSpec(kModels, /*epochs=*/20));
-  if (!submitted.ok()) {
-    o.error = submitted.status().ToString();
-    return;
+  std::vector<std::string> ids;
+  uint64_t tasks = 0;
+  for (const v1::AuditSpec& spec : specs) {
+    auto submitted = o.client->Submit(spec);
+    if (!submitted.ok()) {
+      o.error = submitted.status().ToString();
+      return observed;
+    }
+    ids.push_back(submitted->audit_id());
+    tasks += submitted->tasks();
   }
-  absl::Status watched =
-      o.client->Watch(submitted->audit_id(), [](const v1::AuditEvent&) { return true; });
-  auto audit = o.client->Get(submitted->audit_id());
-  auto results = o.client->Report(submitted->audit_id());
-  if (!watched.ok() || !audit.ok() || !results.ok()) {
-    o.error = absl::StrCat("audit did not finish: ", watched.ToString(), " ",
-                           audit.status().ToString(), " ", results.status().ToString());
-    return;
+  std::vector<std::string> settled = {
+      absl::StrCat("memaudit_coordinator_tasks{state=\"succeeded\"} == ", tasks),
+      absl::StrCat("sum(memaudit_worker_tasks_total{outcome=\"succeeded\"}) == ", tasks)};
+  for (const std::string& id : ids) {
+    absl::Status watched = o.client->Watch(id, [](const v1::AuditEvent&) { return true; });
+    auto audit = o.client->Get(id);
+    auto results = o.client->Report(id);
+    if (!watched.ok() || !audit.ok() || !results.ok()) {
+      o.error = absl::StrCat("audit ", id, " did not finish: ", watched.ToString(), " ",
+                             audit.status().ToString(), " ", results.status().ToString());
+      return observed;
+    }
+    o.audits.push_back(*audit);
+    o.results.push_back(*results);
+    o.ids[audit->kind()] = id;
+    settled.push_back(
+        absl::StrCat("count(", ResultFamily(audit->kind()), "{audit=\"", id, "\"}) > 0"));
   }
-  o.audit = *audit;
-  o.results = *results;
   // Let Prometheus scrape the final state of every process once, so each
   // test starts from a settled view (tests still poll for what they check).
-  const std::string settled = absl::StrCat(
-      "memaudit_coordinator_tasks{state=\"succeeded\"} == ", kModels,
-      " and on() sum(memaudit_worker_tasks_total{outcome=\"succeeded\"}) == ", kModels,
-      " and on() count(memaudit_membership_auc_ratio{audit=\"", o.audit.audit_id(), "\"}) > 0");
+  const std::string all_settled = absl::StrJoin(settled, " and on() ");
   if (o.prometheus
           ->WaitFor(
-              settled, [](const nlohmann::json& r) { return !r.empty(); }, 30000)
+              all_settled, [](const nlohmann::json& r) { return !r.empty(); }, 30000)
           .empty()) {
-    o.error = absl::StrCat("Prometheus never scraped the finished audit: ", settled);
+    o.error = absl::StrCat("Prometheus never scraped the finished audits: ", all_settled);
   }
+  return observed;
 }
 
-void PrometheusTest::TearDownTestSuite() {
-  if (observed_ == nullptr) return;
-  // Prometheus first, so it does not log the services going away.
-  observed_->prometheus.reset();
-  if (observed_->cluster) observed_->cluster->Stop();
-  delete observed_;
-  observed_ = nullptr;
+Observed* PrometheusTest::observed_ = nullptr;
+
+void PrometheusTest::SetUpTestSuite() {
+  static_assert(kWorkers == kObservedWorkers);
+  // Enough epochs that training spans several scrapes.
+  observed_ = ObserveAudits("observed", {TinyMembershipSpec(kModels, /*epochs=*/20)}).release();
 }
 
-void PrometheusTest::SetUp() {
-  if (!PrometheusInstalled()) {
-    GTEST_SKIP() << kPrometheusBinary << " not installed (scripts/install-deps.sh installs it)";
-  }
-  ASSERT_NE(observed_, nullptr);
-  ASSERT_EQ(observed_->error, "");
-  ASSERT_EQ(observed_->audit.state(), v1::SUCCEEDED) << observed_->audit.error();
+void PrometheusTest::TearDownTestSuite() { Release(observed_); }
+
+void PrometheusTest::SetUp() { CheckReady(observed_); }
+
+Observed* EveryKindObservedTest::observed_ = nullptr;
+
+void EveryKindObservedTest::SetUpTestSuite() {
+  observed_ =
+      ObserveAudits("every-kind", {TinyMembershipSpec(), SmallExposureSpec(), SmallForgettingSpec(),
+                                   TinyUnlearningSpec(), TinyLinearRelationalSpec()})
+          .release();
 }
+
+void EveryKindObservedTest::TearDownTestSuite() { Release(observed_); }
+
+void EveryKindObservedTest::SetUp() { CheckReady(observed_); }
 
 }  // namespace memaudit::testing

@@ -12,7 +12,6 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"

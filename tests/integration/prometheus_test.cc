@@ -45,7 +45,7 @@ TEST_F(PrometheusTest, CoordinatorSeriesMatchTheAudit) {
 }
 
 TEST_F(PrometheusTest, ScorerGaugesEqualTheReport) {
-  const v1::AuditResults& report = observed_->results;
+  const v1::AuditResults& report = results();
   ASSERT_TRUE(report.complete());
   ASSERT_GT(report.attacks_size(), 0);
   for (const v1::AttackResult& attack : report.attacks()) {
@@ -75,7 +75,7 @@ TEST_F(PrometheusTest, ScorerGaugesEqualTheReport) {
 
 TEST_F(PrometheusTest, WorkerCountersAddUpToTheAudit) {
   // The workers trained this audit only, each task exactly once.
-  const double steps = static_cast<double>(observed_->audit.steps_total());
+  const double steps = static_cast<double>(audit().steps_total());
   ASSERT_GT(steps, 0);
   EXPECT_EQ(prometheus().WaitForValue("sum(memaudit_worker_training_steps_total)", steps), steps);
   EXPECT_EQ(

@@ -22,37 +22,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Eight records with 4-digit numbers: a 64-unit LSTM learns the name ->
-// number relation after a few dozen epochs (engine/relational_run_test.cc).
-v1::AuditSpec TinyPhoneBookSpec() {
-  v1::AuditSpec spec;
-  spec.set_name("tiny-phone-book");
-  spec.set_seed(5);
-  v1::RelationalAudit* r = spec.mutable_relational();
-  v1::PhoneBookSpec* p = r->mutable_phone_book();
-  p->set_records(8);
-  p->set_validation_records(8);
-  p->set_digits(4);
-  p->mutable_model()->set_units(64);
-  p->mutable_model()->set_embedding(16);
-  p->mutable_training()->set_learning_rate(0.02);
-  p->mutable_training()->set_batch_size(4);
-  p->mutable_training()->set_epochs(80);
-  return spec;
-}
-
-v1::AuditSpec LinearSpec() {
-  v1::AuditSpec spec;
-  spec.set_name("linear");
-  spec.set_seed(6);
-  v1::LinearRelationalSpec* l = spec.mutable_relational()->mutable_linear();
-  l->set_samples(100);
-  l->set_label_dims(5);
-  l->add_key_dims(20);    // d = 25 < N
-  l->add_key_dims(2000);  // d >> N
-  return spec;
-}
-
 // The exact-match points of a curve, by step.
 std::vector<const v1::RelationalPoint*> ExactMatch(const v1::RelationalCurve& c) {
   std::vector<const v1::RelationalPoint*> out;
@@ -133,7 +102,7 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
 
 TEST_F(RelationalAuditTest, LinearModelMemorizesOnlyAboveTheInterpolationThreshold) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
-  auto submitted = client_->Submit(LinearSpec());
+  auto submitted = client_->Submit(TinyLinearRelationalSpec());
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   EXPECT_EQ(submitted->tasks(), 2u);
   v1::Audit audit = WaitForEnd(submitted->audit_id());
@@ -167,7 +136,7 @@ TEST_F(RelationalAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
   const std::string message(refused.status().message());
   EXPECT_THAT(message, HasSubstr("relational.phone_book.template"));
   EXPECT_THAT(message, HasSubstr("relational.metrics[0]"));
-  v1::AuditSpec linear = LinearSpec();
+  v1::AuditSpec linear = TinyLinearRelationalSpec();
   linear.mutable_relational()->mutable_linear()->set_step_fraction(3);
   refused = client_->Submit(linear);
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
 
@@ -47,7 +46,17 @@ std::string Chromium(const std::string& profile) {
                       profile);
 }
 
-class ReportTest : public ClusterTest {};
+struct Report {
+  std::string audit_id, kind;
+  std::vector<std::string> plots;  // markup each report's plots must hold
+};
+
+class ReportTest : public ClusterTest {
+ protected:
+  // Writes each audit's HTML report, checks its plots are in the page and in
+  // the DOM Chromium builds from it, with no console errors, and screenshots it.
+  void CheckReportsRender(const std::vector<Report>& reports);
+};
 
 TEST_F(ReportTest, HtmlReportRendersInChromiumWithItsPlot) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
@@ -86,54 +95,6 @@ TEST_F(ReportTest, HtmlReportRendersInChromiumWithItsPlot) {
   EXPECT_THAT(dom, Not(HasSubstr("CONSOLE"))) << dom.substr(0, 2000);
 }
 
-// An exposure audit small enough for seconds: a 4-digit canary (|R| = 10^4)
-// in a few KB of word salad, inserted 1 and 40 times, 200 references.
-v1::AuditSpec SmallExposureSpec() {
-  static const char* kWords[] = {"the", "cat", "sat", "on",   "a",    "mat",  "and",
-                                 "dog", "ran", "far", "from", "home", "rain", "fell"};
-  SplitMix64 rng(3);
-  std::string text;
-  while (text.size() < 8000) {
-    text += kWords[rng.Uniform(14)];
-    text += rng.Uniform(8) == 0 ? "\n" : " ";
-  }
-  v1::AuditSpec spec;
-  spec.set_name("report-exposure");
-  spec.set_seed(5);
-  v1::ExposureAudit* e = spec.mutable_exposure();
-  e->mutable_corpus()->set_text(text);
-  e->mutable_model()->set_units(48);
-  e->mutable_model()->set_embedding(16);
-  e->mutable_training()->set_learning_rate(0.01);
-  e->mutable_training()->set_epochs(6);
-  e->mutable_training()->set_batch_size(16);
-  e->mutable_training()->set_window(48);
-  e->mutable_canary()->set_prefix("pin ");
-  e->mutable_canary()->set_digits(4);
-  e->add_repeats(1);
-  e->add_repeats(40);
-  e->set_controls(3);
-  e->set_estimator("all");
-  e->set_reference_samples(200);
-  return spec;
-}
-
-// A forgetting audit of two trials with a handful of evaluation points.
-v1::AuditSpec SmallForgettingSpec() {
-  v1::AuditSpec spec;
-  spec.set_name("report-forgetting");
-  spec.set_seed(21);
-  v1::ForgettingAudit* f = spec.mutable_forgetting();
-  f->mutable_dataset()->set_pool_size(2000);
-  f->mutable_training()->set_batch_size(64);
-  f->mutable_training()->set_steps_before_injection(200);
-  f->mutable_training()->set_steps_after_injection(400);
-  f->mutable_injected()->set_size(50);
-  f->set_trials(2);
-  for (uint64_t p : {0, 2, 10, 50, 400}) f->add_eval_points(p);
-  return spec;
-}
-
 TEST_F(ReportTest, ExposureAndForgettingReportsRenderTheirPlots) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto exposure = client_->Submit(SmallExposureSpec());
@@ -142,21 +103,37 @@ TEST_F(ReportTest, ExposureAndForgettingReportsRenderTheirPlots) {
   ASSERT_TRUE(forgetting.ok()) << forgetting.status();
   ASSERT_EQ(WaitForEnd(exposure->audit_id()).state(), v1::SUCCEEDED);
   ASSERT_EQ(WaitForEnd(forgetting->audit_id()).state(), v1::SUCCEEDED);
-  struct Report {
-    std::string audit_id, kind;
-    std::vector<std::string> plots;  // markup each report's plots must hold
-  };
-  const Report reports[] = {
-      {exposure->audit_id(),
-       "exposure",
-       {"class=\"exposure\"", "<polyline class=\"curve\"", "<line class=\"ceiling\"",
-        "<circle class=\"canary control\"", "class=\"px-histogram\"", "<rect class=\"bin\"",
-        "<polyline class=\"fit\""}},
-      {forgetting->audit_id(),
-       "forgetting",
-       {"class=\"forgetting\"", "<polygon class=\"band accuracy\"",
-        "<polyline class=\"curve accuracy\"", "<polyline class=\"curve auc\"",
-        "<polyline class=\"curve tpr\"", "<line class=\"chance\""}}};
+  CheckReportsRender(
+      {{exposure->audit_id(),
+        "exposure",
+        {"class=\"exposure\"", "<polyline class=\"curve\"", "<line class=\"ceiling\"",
+         "<circle class=\"canary control\"", "class=\"px-histogram\"", "<rect class=\"bin\"",
+         "<polyline class=\"fit\""}},
+       {forgetting->audit_id(),
+        "forgetting",
+        {"class=\"forgetting\"", "<polygon class=\"band accuracy\"",
+         "<polyline class=\"curve accuracy\"", "<polyline class=\"curve auc\"",
+         "<polyline class=\"curve tpr\"", "<line class=\"chance\""}}});
+}
+
+TEST_F(ReportTest, UnlearningAndRelationalReportsRenderTheirPlots) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  auto unlearning = client_->Submit(TinyUnlearningSpec());
+  ASSERT_TRUE(unlearning.ok()) << unlearning.status();
+  auto relational = client_->Submit(TinyLinearRelationalSpec());
+  ASSERT_TRUE(relational.ok()) << relational.status();
+  ASSERT_EQ(WaitForEnd(unlearning->audit_id()).state(), v1::SUCCEEDED);
+  ASSERT_EQ(WaitForEnd(relational->audit_id()).state(), v1::SUCCEEDED);
+  CheckReportsRender(
+      {{unlearning->audit_id(),
+        "unlearning",
+        {"class=\"unlearning-auc\"", "class=\"unlearning-degcount\"", "<rect class=\"bar\""}},
+       {relational->audit_id(),
+        "relational",
+        {"class=\"relational-rm\"", "class=\"relational-success\""}}});
+}
+
+void ReportTest::CheckReportsRender(const std::vector<Report>& reports) {
   for (const Report& r : reports) {
     SCOPED_TRACE(r.kind);
     const std::string html = absl::StrCat(dir_, "/", r.kind, ".html");

@@ -20,30 +20,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-v1::AuditSpec TinyUnlearningSpec() {
-  v1::AuditSpec spec;
-  spec.set_name("tiny-unlearning");
-  spec.set_seed(2026);
-  v1::UnlearningAudit* u = spec.mutable_unlearning();
-  u->mutable_dataset()->set_pool_size(2000);
-  v1::UnlearningTraining* t = u->mutable_training();
-  t->set_optimizer("sgd");
-  t->set_learning_rate(0.05);
-  t->set_epochs(10);
-  t->set_batch_size(64);
-  for (v1::UnlearningSide* s : {u->mutable_shadow(), u->mutable_target()}) {
-    s->set_originals(5);
-    s->set_samples(400);
-    s->set_unlearned(20);
-  }
-  u->add_features("sorted_diff");
-  u->add_features("euclidean_distance");
-  u->add_attack_classifiers("random_forest");
-  u->add_defenses("none");
-  u->add_defenses("label_only");
-  return spec;
-}
-
 const v1::UnlearningAttackResult* Find(const v1::UnlearningResults& u, const std::string& defense,
                                        const std::string& feature) {
   for (const v1::UnlearningAttackResult& a : u.attacks()) {

@@ -1,0 +1,272 @@
+#include "engine/forgetting_lm_run.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "common/seeding.h"
+#include "engine/char_lm.h"
+#include "engine/lm_dataset.h"
+#include "engine/lm_scorer.h"
+#include "engine/lm_search.h"
+#include "engine/model.h"
+#include "engine/schedule.h"
+#include "engine/text_corpus.h"
+#include "engine/trainer.h"
+
+namespace memaudit::engine {
+namespace {
+
+InjectOptions InjectOptionsFor(const ForgettingLmRunSpec& spec) {
+  InjectOptions o;
+  o.t_i = spec.steps_before;
+  o.repeats = spec.passes;
+  o.mode = InjectMode::kKSteps;
+  o.advance_lr = false;
+  return o;
+}
+
+uint64_t TotalCopies(const ForgettingLmRunSpec& spec) {
+  return std::accumulate(spec.copies.begin(), spec.copies.end(), uint64_t{0});
+}
+
+absl::Status CheckSpec(const ForgettingLmRunSpec& spec) {
+  if (spec.alphabets.empty() && (spec.digits == 0 || spec.digits > 18)) {
+    return absl::InvalidArgumentError("digits: must be in [1, 18]");
+  }
+  if (spec.copies.empty()) return absl::InvalidArgumentError("copies: no inserted canary");
+  for (uint32_t c : spec.copies) {
+    if (c == 0) return absl::InvalidArgumentError("copies: each inserted canary needs >= 1");
+  }
+  if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
+  if (spec.passes == 0) return absl::InvalidArgumentError("passes: must be >= 1");
+  if (spec.window < 2) return absl::InvalidArgumentError("window: must be >= 2");
+  if (spec.eval_points.empty()) return absl::InvalidArgumentError("eval_points: empty");
+  if (!std::is_sorted(spec.eval_points.begin(), spec.eval_points.end()) ||
+      std::adjacent_find(spec.eval_points.begin(), spec.eval_points.end()) !=
+          spec.eval_points.end()) {
+    return absl::InvalidArgumentError("eval_points: must be strictly ascending");
+  }
+  return absl::OkStatus();
+}
+
+// Model steps EnumeratePx takes: one per internal node of the trie.
+uint64_t TrieSteps(const TokenFormat& format) {
+  uint64_t steps = 0, nodes = 1;
+  for (const std::vector<int64_t>& allowed : format.positions) {
+    steps += nodes;
+    if (nodes > (uint64_t{1} << 62) / std::max<size_t>(allowed.size(), 1)) return UINT64_MAX;
+    nodes *= allowed.size();
+  }
+  return steps;
+}
+
+// Exposure of every canary under the trainer's model. Enumerating the space
+// once serves every canary; branch-and-bound per canary only when the trie is
+// beyond the budget.
+absl::StatusOr<CanaryExposures> Measure(Trainer& trainer, const TokenFormat& format,
+                                        const std::vector<std::vector<int64_t>>& canaries,
+                                        double log2_space, uint64_t budget) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = trainer.model().is_training();
+  trainer.model().eval();
+  LmScorer scorer(static_cast<CharLm&>(trainer.model()));
+  CanaryExposures out;
+  if (TrieSteps(format) <= budget) {
+    absl::StatusOr<std::vector<double>> all = EnumerateAllPx(scorer, format);
+    if (!all.ok()) return all.status();
+    for (const std::vector<int64_t>& canary : canaries) {
+      // The same rank EnumerationRank gives, without enumerating per canary.
+      const double threshold = PathPxBits(scorer, format, canary) + kPxTieBits;
+      uint64_t rank = 0;
+      for (double v : *all) rank += v <= threshold;
+      out.exposure.push_back(log2_space - std::log2(static_cast<double>(std::max<uint64_t>(rank, 1))));
+      out.exact.push_back(1);
+    }
+  } else {
+    for (const std::vector<int64_t>& canary : canaries) {
+      absl::StatusOr<RankResult> r = BranchAndBoundRank(scorer, format, canary, budget);
+      if (!r.ok()) return r.status();
+      out.exposure.push_back(log2_space -
+                             std::log2(static_cast<double>(std::max<uint64_t>(r->rank, 1))));
+      out.exact.push_back(r->exact ? 1 : 0);
+    }
+  }
+  if (was_training) trainer.model().train();
+  return out;
+}
+
+}  // namespace
+
+uint64_t ForgettingLmInjectionSteps(const ForgettingLmRunSpec& spec) {
+  return InjectionSteps(TotalCopies(spec), std::max<uint32_t>(spec.batch_size, 1),
+                        InjectOptionsFor(spec));
+}
+
+uint64_t ForgettingLmTrialSteps(const ForgettingLmRunSpec& spec) {
+  const uint64_t after = spec.eval_points.empty() ? 0 : spec.eval_points.back();
+  return spec.steps_before + ForgettingLmInjectionSteps(spec) + 2 * after;
+}
+
+absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec& spec,
+                                                      const ForgettingLmStepCallback& on_step,
+                                                      const ForgettingLmPointCallback& on_point) {
+  if (absl::Status s = CheckSpec(spec); !s.ok()) return s;
+  std::string text = spec.corpus_text;
+  if (text.empty()) {
+    absl::StatusOr<std::string> read =
+        ReadTextCorpus(spec.corpus_path.empty() ? kFortunesDir : spec.corpus_path);
+    if (!read.ok()) return read.status();
+    text = *std::move(read);
+  }
+  if (spec.max_corpus_chars > 0 && text.size() > spec.max_corpus_chars) {
+    text.resize(text.rfind('\n', spec.max_corpus_chars) + 1);
+  }
+  const CanaryFormat format = spec.alphabets.empty()
+                                  ? DigitsFormat(spec.prefix, static_cast<int>(spec.digits))
+                                  : CanaryFormat{spec.prefix, spec.alphabets, ""};
+  absl::StatusOr<std::vector<std::string>> secrets =
+      DrawSecrets(format, spec.copies.size() + spec.controls, spec.canary_seed);
+  if (!secrets.ok()) return secrets.status();
+  // The prefix and every hole character belong to the vocabulary even when
+  // the corpus lacks them, or a canary could not be spelled.
+  std::string symbols = "0123456789\n" + spec.prefix;
+  for (const std::string& a : format.alphabets) symbols += a;
+  const CharVocab vocab = CharVocab::Build(text + symbols);
+  const std::vector<int64_t> tokens = vocab.Encode(text);
+  TensorDataset clean = LmWindows(tokens, spec.window);
+  if (clean.size() == 0) return absl::InvalidArgumentError("corpus: shorter than one window");
+  absl::StatusOr<TokenFormat> token_format = ToTokenFormat(vocab, format);
+  if (!token_format.ok()) return token_format.status();
+  std::vector<std::vector<int64_t>> canary_ids;
+  for (const std::string& secret : *secrets) {
+    absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, secret);
+    if (!ids.ok()) return ids.status();
+    canary_ids.push_back(*std::move(ids));
+  }
+
+  // The canary batch: copies[i] windows of canary i, each "\n" + its line +
+  // "\n" then corpus text from a seeded line start (as it would sit in the
+  // corpus), in one seeded order so a pass mixes the canaries.
+  std::vector<size_t> line_starts;
+  const int64_t newline = vocab.Id(U'\n');
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
+    if (tokens[i] == newline) line_starts.push_back(i + 1);
+  }
+  if (line_starts.empty()) line_starts.push_back(0);
+  SplitMix64 fill(DeriveSeed(spec.canary_seed, "fill", 0));
+  std::vector<int64_t> xs, ys;
+  uint64_t windows = 0;
+  for (size_t c = 0; c < spec.copies.size(); ++c) {
+    const std::vector<int64_t> line =
+        vocab.Encode("\n" + CanaryText(format, (*secrets)[c]) + "\n");
+    if (line.size() > spec.window) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "window: ", spec.window, " characters cannot hold the canary line (", line.size(), ")"));
+    }
+    for (uint32_t k = 0; k < spec.copies[c]; ++k) {
+      std::vector<int64_t> w = line;
+      size_t at = line_starts[fill.Uniform(line_starts.size())];
+      while (w.size() < spec.window + 1) {
+        w.push_back(tokens[at]);
+        at = (at + 1) % tokens.size();
+      }
+      xs.insert(xs.end(), w.begin(), w.end() - 1);
+      ys.insert(ys.end(), w.begin() + 1, w.end());
+      ++windows;
+    }
+  }
+  const int64_t n = static_cast<int64_t>(windows), wlen = spec.window;
+  TensorDataset injected(torch::tensor(xs, torch::kLong).reshape({n, wlen}),
+                         torch::tensor(ys, torch::kLong).reshape({n, wlen}));
+  const TensorDataset all = clean.Concat(injected);
+  std::vector<int64_t> d_ids(clean.size()), p_ids;
+  std::iota(d_ids.begin(), d_ids.end(), 0);
+  for (uint32_t i : SeededPermutation(DeriveSeed(spec.canary_seed, "batch", 0),
+                                      static_cast<uint32_t>(windows))) {
+    p_ids.push_back(clean.size() + static_cast<int64_t>(i));
+  }
+
+  ModelSpec model;
+  model.kind = spec.lstm ? ModelKind::kLstmLm : ModelKind::kGruLm;
+  model.vocab = vocab.size();
+  model.embedding = spec.embedding;
+  model.layers = spec.layers;
+  model.units = spec.units;
+  model.dropout = spec.dropout;
+  const uint64_t init_seed = spec.init_seed;
+  TrainerOptions options;
+  options.optimizer = spec.optimizer;
+  options.threads = spec.threads == 0 ? 1 : spec.threads;
+  options.dropout_seed = DeriveSeed(spec.order_seed, "dropout", 0);
+  const uint64_t base_seed =
+      spec.paired ? spec.order_seed : DeriveSeed(spec.order_seed, "baseline", 0);
+  auto inj_schedule = InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec),
+                                     spec.order_seed);
+  if (!inj_schedule.ok()) return inj_schedule.status();
+  auto base_schedule =
+      InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
+  if (!base_schedule.ok()) return base_schedule.status();
+
+  ForgettingLmRunResult result;
+  result.log2_space = Log2SpaceSize(format);
+  result.secrets = *secrets;
+  auto count = [&](uint64_t, double) {
+    ++result.steps;
+    return !on_step || on_step(result.steps);
+  };
+  try {
+    auto injected_arm =
+        Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options);
+    if (!injected_arm.ok()) return injected_arm.status();
+    // The shared prefix: T_I corpus steps, once.
+    if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, spec.steps_before, count);
+        !s.ok()) {
+      return s;
+    }
+    auto measured =
+        Measure(**injected_arm, *token_format, canary_ids, result.log2_space, spec.rank_query_budget);
+    if (!measured.ok()) return measured.status();
+    result.checkpoint = *std::move(measured);
+    auto fork = (*injected_arm)->Fork();
+    if (!fork.ok()) return fork.status();
+    std::unique_ptr<Trainer> baseline_arm = *std::move(fork);
+    result.injection_steps = ForgettingLmInjectionSteps(spec);
+    const uint64_t injected_offset = spec.steps_before + result.injection_steps;
+    for (uint64_t k : spec.eval_points) {
+      ForgettingLmPoint& point = result.points.emplace_back();
+      point.steps_since_injection = k;
+      if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, injected_offset + k, count);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = baseline_arm->Train(all, **base_schedule, spec.steps_before + k, count);
+          !s.ok()) {
+        return s;
+      }
+      auto inj = Measure(**injected_arm, *token_format, canary_ids, result.log2_space,
+                         spec.rank_query_budget);
+      if (!inj.ok()) return inj.status();
+      point.injected = *std::move(inj);
+      // At k = 0 the baseline is the checkpoint: no need to rank again.
+      if (k == 0) {
+        point.baseline = result.checkpoint;
+      } else {
+        auto base = Measure(*baseline_arm, *token_format, canary_ids, result.log2_space,
+                            spec.rank_query_budget);
+        if (!base.ok()) return base.status();
+        point.baseline = *std::move(base);
+      }
+      if (on_point) on_point(result);
+    }
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("forgetting LM run: ", e.what()));
+  }
+  return result;
+}
+
+}  // namespace memaudit::engine

@@ -1,0 +1,124 @@
+#include "tests/integration/tiny_specs.h"
+
+#include <string>
+
+#include "common/seeding.h"
+
+namespace memaudit::testing {
+
+v1::AuditSpec TinyMembershipSpec(uint32_t models, uint32_t epochs) {
+  v1::AuditSpec spec;
+  spec.set_name("tiny");
+  spec.set_seed(11);
+  v1::MembershipAudit* m = spec.mutable_membership();
+  m->mutable_dataset()->set_pool_size(200);
+  m->mutable_model()->add_hidden(32);
+  m->mutable_training()->set_learning_rate(0.1);
+  m->mutable_training()->set_momentum(0.9);
+  m->mutable_training()->set_epochs(epochs);
+  m->mutable_training()->set_batch_size(16);
+  m->set_reference_models(models);
+  return spec;
+}
+
+v1::AuditSpec TinyUnlearningSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("tiny-unlearning");
+  spec.set_seed(2026);
+  v1::UnlearningAudit* u = spec.mutable_unlearning();
+  u->mutable_dataset()->set_pool_size(2000);
+  v1::UnlearningTraining* t = u->mutable_training();
+  t->set_optimizer("sgd");
+  t->set_learning_rate(0.05);
+  t->set_epochs(10);
+  t->set_batch_size(64);
+  for (v1::UnlearningSide* s : {u->mutable_shadow(), u->mutable_target()}) {
+    s->set_originals(5);
+    s->set_samples(400);
+    s->set_unlearned(20);
+  }
+  u->add_features("sorted_diff");
+  u->add_features("euclidean_distance");
+  u->add_attack_classifiers("random_forest");
+  u->add_defenses("none");
+  u->add_defenses("label_only");
+  return spec;
+}
+
+v1::AuditSpec TinyPhoneBookSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("tiny-phone-book");
+  spec.set_seed(5);
+  v1::PhoneBookSpec* p = spec.mutable_relational()->mutable_phone_book();
+  p->set_records(8);
+  p->set_validation_records(8);
+  p->set_digits(4);
+  p->mutable_model()->set_units(64);
+  p->mutable_model()->set_embedding(16);
+  p->mutable_training()->set_learning_rate(0.02);
+  p->mutable_training()->set_batch_size(4);
+  p->mutable_training()->set_epochs(80);
+  return spec;
+}
+
+v1::AuditSpec TinyLinearRelationalSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("linear");
+  spec.set_seed(6);
+  v1::LinearRelationalSpec* l = spec.mutable_relational()->mutable_linear();
+  l->set_samples(100);
+  l->set_label_dims(5);
+  l->add_key_dims(20);    // d = 25 < N
+  l->add_key_dims(2000);  // d >> N
+  return spec;
+}
+
+// An exposure audit small enough for seconds: a 4-digit canary (|R| = 10^4)
+// in a few KB of word salad, inserted 1 and 40 times, 200 references.
+v1::AuditSpec SmallExposureSpec() {
+  static const char* kWords[] = {"the", "cat", "sat", "on",   "a",    "mat",  "and",
+                                 "dog", "ran", "far", "from", "home", "rain", "fell"};
+  SplitMix64 rng(3);
+  std::string text;
+  while (text.size() < 8000) {
+    text += kWords[rng.Uniform(14)];
+    text += rng.Uniform(8) == 0 ? "\n" : " ";
+  }
+  v1::AuditSpec spec;
+  spec.set_name("report-exposure");
+  spec.set_seed(5);
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->mutable_corpus()->set_text(text);
+  e->mutable_model()->set_units(48);
+  e->mutable_model()->set_embedding(16);
+  e->mutable_training()->set_learning_rate(0.01);
+  e->mutable_training()->set_epochs(6);
+  e->mutable_training()->set_batch_size(16);
+  e->mutable_training()->set_window(48);
+  e->mutable_canary()->set_prefix("pin ");
+  e->mutable_canary()->set_digits(4);
+  e->add_repeats(1);
+  e->add_repeats(40);
+  e->set_controls(3);
+  e->set_estimator("all");
+  e->set_reference_samples(200);
+  return spec;
+}
+
+// A forgetting audit of two trials with a handful of evaluation points.
+v1::AuditSpec SmallForgettingSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("report-forgetting");
+  spec.set_seed(21);
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  f->mutable_dataset()->set_pool_size(2000);
+  f->mutable_training()->set_batch_size(64);
+  f->mutable_training()->set_steps_before_injection(200);
+  f->mutable_training()->set_steps_after_injection(400);
+  f->mutable_injected()->set_size(50);
+  f->set_trials(2);
+  for (uint64_t p : {0, 2, 10, 50, 400}) f->add_eval_points(p);
+  return spec;
+}
+
+}  // namespace memaudit::testing

@@ -1,0 +1,36 @@
+// Audit specs of every kind small enough to finish in seconds on one core,
+// shared by the integration tests (and the observed audits Prometheus scrapes).
+#ifndef MEMAUDIT_TESTS_INTEGRATION_TINY_SPECS_H_
+#define MEMAUDIT_TESTS_INTEGRATION_TINY_SPECS_H_
+
+#include <cstdint>
+
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit::testing {
+
+// A membership audit: `models` MLPs on a 200-example pool.
+v1::AuditSpec TinyMembershipSpec(uint32_t models = 4, uint32_t epochs = 3);
+
+// An exposure audit small enough for seconds: a 4-digit canary (|R| = 10^4)
+// in a few KB of word salad, inserted 1 and 40 times, 200 references.
+v1::AuditSpec SmallExposureSpec();
+
+// A forgetting audit of two trials with a handful of evaluation points.
+v1::AuditSpec SmallForgettingSpec();
+
+// Unlearning on logistic regression, 5 originals x 20 deletions per side:
+// sorted_diff and euclidean_distance with a random forest, full and
+// label-only releases.
+v1::AuditSpec TinyUnlearningSpec();
+
+// Eight records with 4-digit numbers: a 64-unit LSTM learns the name ->
+// number relation after a few dozen epochs (engine/relational_run_test.cc).
+v1::AuditSpec TinyPhoneBookSpec();
+
+// The linear model with N = 100 at d < N and d >> N.
+v1::AuditSpec TinyLinearRelationalSpec();
+
+}  // namespace memaudit::testing
+
+#endif  // MEMAUDIT_TESTS_INTEGRATION_TINY_SPECS_H_
