@@ -1,6 +1,7 @@
 #include "tests/integration/cluster_fixture.h"
 
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "memaudit/v1/scorer.grpc.pb.h"
 
 namespace memaudit::testing {
 
@@ -77,6 +79,22 @@ void ClusterTest::RunBaseline(const v1::AuditSpec& spec) {
   ASSERT_TRUE(results->complete());
   baseline_ = *results;
   cluster_->Stop();
+}
+
+std::vector<v1::AuditResults> ClusterTest::WatchResults(const std::string& audit_id) {
+  auto scorer = v1::ScorerService::NewStub(
+      grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::GetResultsRequest req;
+  req.set_audit_id(audit_id);
+  auto reader = scorer->WatchResults(&ctx, req);
+  std::vector<v1::AuditResults> updates;
+  v1::AuditResults update;
+  while (reader->Read(&update)) updates.push_back(update);
+  const grpc::Status status = reader->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  if (!status.ok()) updates.clear();
+  return updates;
 }
 
 }  // namespace memaudit::testing

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/client.h"
 #include "cli/embedded_cluster.h"
@@ -32,6 +33,10 @@ class ClusterTest : public ::testing::Test {
   // Runs `spec` undisturbed on a fresh one-worker cluster (then stopped) and
   // stores its results in `baseline_`: what a disturbed run must reproduce.
   void RunBaseline(const v1::AuditSpec& spec);
+  // Follows the scorer's WatchResults stream for `audit_id` to its end: every
+  // update, the last one complete. Empty (with a test failure) if the
+  // stream ends in an error.
+  std::vector<v1::AuditResults> WatchResults(const std::string& audit_id);
 
   v1::AuditResults baseline_;
 

@@ -1,7 +1,6 @@
 // Relational audits (Differential Relational Privacy) through real
 // coordinator, scorer and worker processes: a tiny phone book a small LSTM
 // memorizes in seconds, and the linear model on both sides of d = N.
-#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +12,6 @@
 #include "cli/html_report.h"
 #include "cli/render.h"
 #include "gmock/gmock.h"
-#include "memaudit/v1/scorer.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/prometheus_server.h"
 
@@ -38,21 +36,15 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
   auto submitted = client_->Submit(TinyPhoneBookSpec());
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   EXPECT_EQ(submitted->tasks(), 1u);
-  auto scorer = v1::ScorerService::NewStub(
-      grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  v1::GetResultsRequest req;
-  req.set_audit_id(submitted->audit_id());
-  auto reader = scorer->WatchResults(&ctx, req);
+  const std::vector<v1::AuditResults> updates = WatchResults(submitted->audit_id());
+  ASSERT_FALSE(updates.empty());
   int partial_points = 0;
-  v1::AuditResults update, last;
-  while (reader->Read(&update)) {
+  for (const v1::AuditResults& update : updates) {
     if (!update.complete() && update.relational().curves_size() > 0) {
       partial_points = std::max(partial_points, update.relational().curves(0).points_size());
     }
-    last = update;
   }
-  ASSERT_TRUE(reader->Finish().ok());
+  const v1::AuditResults& last = updates.back();
   ASSERT_TRUE(last.complete());
   EXPECT_GE(partial_points, 2) << "epochs must be scored while training goes on";
 

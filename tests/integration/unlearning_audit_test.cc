@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -29,6 +30,44 @@ const v1::UnlearningAttackResult* Find(const v1::UnlearningResults& u, const std
 }
 
 class UnlearningAuditTest : public ClusterTest {};
+
+// A team's own architecture: an MLP exported as TorchScript by Debian's
+// python3-torch (tests/python/export_mlp.py) is trained and audited like a
+// built-in model.
+TEST_F(UnlearningAuditTest, TorchScriptModelIsAuditedLikeABuiltInOne) {
+  const std::string model = FreshTestDir("model") + "/user_mlp.pt";
+  const std::string export_cmd =
+      absl::StrCat("mkdir -p $(dirname ", model, ") && /usr/bin/python3 ", MEMAUDIT_SOURCE_DIR,
+                   "/tests/python/export_mlp.py ", model, " 784 10 32 >/dev/null 2>&1");
+  if (std::system(export_cmd.c_str()) != 0) GTEST_SKIP() << "python3-torch is not installed";
+  v1::AuditSpec spec = TinyUnlearningSpec();
+  spec.mutable_unlearning()->mutable_model()->set_architecture("torchscript");
+  spec.mutable_unlearning()->mutable_model()->set_torchscript_path(model);
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  const v1::UnlearningResults& u = results->unlearning();
+  EXPECT_GT(u.target_test_accuracy(), 0.5) << "the user model learned the task";
+  const auto* baseline = Find(u, "none", "baseline");
+  const auto* sorted_diff = Find(u, "none", "sorted_diff");
+  ASSERT_TRUE(baseline && sorted_diff);
+  EXPECT_GT(sorted_diff->auc(), baseline->auc() + 0.1);
+
+  // A path that holds no TorchScript module fails the audit with the reason.
+  spec.mutable_unlearning()->mutable_model()->set_torchscript_path(model + ".missing");
+  auto missing = client_->Submit(spec);
+  if (missing.ok()) {
+    v1::Audit failed = WaitForEnd(missing->audit_id());
+    EXPECT_EQ(failed.state(), v1::FAILED);
+    EXPECT_THAT(failed.error(), HasSubstr("torchscript"));
+  } else {
+    EXPECT_THAT(std::string(missing.status().message()), HasSubstr("torchscript_path"));
+  }
+}
 
 TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
