@@ -64,10 +64,83 @@ std::string SelectionLine(const v1::ForgettingResults& f) {
 
 bool IsReplay(const v1::ForgettingResults& f) { return f.attack() == "deterministic_replay"; }
 
+std::string GroupName(const v1::ForgettingExposureCurve& c) {
+  return c.repeats() == 0 ? "controls" : absl::StrCat("x", c.repeats());
+}
+
+// LM canaries: one row per evaluation point, one "injected / baseline" mean
+// exposure column per insertion count.
+std::string ExposureTable(const v1::AuditResults& r) {
+  const v1::ForgettingResults& f = r.forgetting();
+  std::string out = absl::StrFormat(
+      "audit %s (forgetting, LM canaries): %u trials x %u inserted canaries, log2|R| = %.2f, %u "
+      "steps per trial\n\nmean exposure in bits, injected arm / baseline arm (means across "
+      "trials)\n",
+      r.audit_id(), f.trials(), f.injected_examples(), f.log2_space(), f.training_steps());
+  std::string header = absl::StrFormat("%-12s", "steps_since");
+  for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
+    absl::StrAppend(&header,
+                    absl::StrFormat(" %-15s", absl::StrCat(GroupName(c), " (", c.canaries(), ")")));
+  }
+  absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
+  const int points = f.exposure_curves().empty() ? 0 : f.exposure_curves(0).points_size();
+  uint32_t bounded = 0;
+  for (int i = 0; i < points; ++i) {
+    absl::StrAppend(
+        &out, absl::StrFormat("%-12d", f.exposure_curves(0).points(i).steps_since_injection()));
+    for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
+      if (i >= c.points_size()) continue;
+      const v1::ForgettingExposurePoint& p = c.points(i);
+      bounded += p.bounded();
+      absl::StrAppend(&out,
+                      absl::StrFormat(" %-15s", absl::StrFormat("%.2f / %.2f", p.exposure().mean(),
+                                                                p.baseline_exposure().mean())));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  absl::StrAppend(&out, absl::StrFormat("\nxN: N copies of each canary in the canary batch; "
+                                        "controls were never inserted (chance: about 1.44 bits "
+                                        "mean). %u ranks hit the query budget (exposure then an "
+                                        "upper bound).\n",
+                                        bounded));
+  return out;
+}
+
+std::string ExposureHtml(const v1::AuditResults& r) {
+  const v1::ForgettingResults& f = r.forgetting();
+  std::string html = absl::StrFormat(
+      "<h2>Forgetting of canaries</h2><p>Inject, %u trials, %u inserted canaries, "
+      "log<sub>2</sub>|R| = %.2f. Mean exposure (bits) under the injected arm, then under the "
+      "baseline arm.</p><table class=\"numbers\"><tr><th>steps since injection</th>",
+      f.trials(), f.injected_examples(), f.log2_space());
+  for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
+    absl::StrAppend(&html, "<th>", GroupName(c), " injected</th><th>", GroupName(c),
+                    " baseline</th>");
+  }
+  absl::StrAppend(&html, "</tr>");
+  const int points = f.exposure_curves().empty() ? 0 : f.exposure_curves(0).points_size();
+  for (int i = 0; i < points; ++i) {
+    absl::StrAppend(&html, absl::StrFormat("<tr><td>%d</td>",
+                                           f.exposure_curves(0).points(i).steps_since_injection()));
+    for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
+      if (i >= c.points_size()) continue;
+      absl::StrAppend(&html,
+                      absl::StrFormat("<td>%.3f</td><td>%.3f</td>", c.points(i).exposure().mean(),
+                                      c.points(i).baseline_exposure().mean()));
+    }
+    absl::StrAppend(&html, "</tr>");
+  }
+  absl::StrAppend(&html, "</table>");
+  return html;
+}
+
+bool IsCanaryAudit(const v1::ForgettingResults& f) { return f.exposure_curves_size() > 0; }
+
 }  // namespace
 
 std::string ForgettingTable(const v1::AuditResults& r) {
   const v1::ForgettingResults& f = r.forgetting();
+  if (IsCanaryAudit(f)) return ExposureTable(r);
   std::string out = absl::StrFormat(
       "audit %s (forgetting): strategy %s, attack %s, %u trials x %u injected examples, "
       "%u steps per trial%s\n",
@@ -99,6 +172,7 @@ std::string ForgettingTable(const v1::AuditResults& r) {
 
 std::string ForgettingHtmlSection(const v1::AuditResults& r) {
   const v1::ForgettingResults& f = r.forgetting();
+  if (IsCanaryAudit(f)) return ExposureHtml(r);
   std::string html = absl::StrFormat(
       "<h2>Forgetting curve</h2><p>Strategy %s, attack %s, %u trials, %u injected examples; "
       "membership inference of the injected arm against the baseline arm.</p>",
@@ -128,7 +202,35 @@ std::string ForgettingHtmlSection(const v1::AuditResults& r) {
   return html;
 }
 
+namespace {
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& dir) {
+  if (IsCanaryAudit(r.forgetting())) {
+    std::string csv =
+        "audit_id,repeats,canaries,steps_since_injection,exposure,exposure_low,exposure_high,"
+        "baseline_exposure,baseline_low,baseline_high,bounded,log2_space\n";
+    for (const v1::ForgettingExposureCurve& c : r.forgetting().exposure_curves()) {
+      for (const v1::ForgettingExposurePoint& p : c.points()) {
+        absl::StrAppend(
+            &csv, absl::StrFormat(
+                      "%s,%u,%u,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%u,%.17g\n", r.audit_id(),
+                      c.repeats(), c.canaries(), p.steps_since_injection(), p.exposure().mean(),
+                      p.exposure().low(), p.exposure().high(), p.baseline_exposure().mean(),
+                      p.baseline_exposure().low(), p.baseline_exposure().high(), p.bounded(),
+                      r.forgetting().log2_space()));
+      }
+    }
+    return WriteFile(dir + "/forgetting_exposure.csv", csv);
+  }
   std::string csv =
       "audit_id,strategy,attack,steps_since_injection,accuracy,accuracy_low,accuracy_high,auc,"
       "auc_low,auc_high,fpr_target,tpr,tpr_low,tpr_high,precision,epsilon,"
@@ -149,11 +251,7 @@ absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& di
                                 f.selection().empty() ? "random" : f.selection()));
     }
   }
-  const std::string path = dir + "/forgetting_curve.csv";
-  std::ofstream out(path);
-  out << csv;
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
+  return WriteFile(dir + "/forgetting_curve.csv", csv);
 }
 
 }  // namespace memaudit::cli

@@ -1,5 +1,6 @@
 // How the CLI shows `forgetting` audit results: the terminal table of the
-// forgetting curve, the HTML report's section and CSV.
+// forgetting curve (LM canaries: of exposure by insertion count), the HTML
+// report's section and CSV.
 #ifndef MEMAUDIT_CLI_FORGETTING_RENDER_H_
 #define MEMAUDIT_CLI_FORGETTING_RENDER_H_
 
@@ -13,7 +14,8 @@ namespace memaudit::cli {
 std::string ForgettingTable(const v1::AuditResults& results);
 // The body of the report for complete forgetting results (no <html> wrapper).
 std::string ForgettingHtmlSection(const v1::AuditResults& results);
-// forgetting_curve.csv in `dir` (which exists).
+// forgetting_curve.csv in `dir` (which exists); LM canaries:
+// forgetting_exposure.csv.
 absl::Status WriteForgettingCsv(const v1::AuditResults& results, const std::string& dir);
 
 }  // namespace memaudit::cli

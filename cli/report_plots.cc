@@ -594,8 +594,74 @@ std::string RelationalSuccessSvg(const v1::RelationalResults& r, const std::stri
   return plot.Finish();
 }
 
+std::string ForgettingExposureSvg(const v1::ForgettingResults& f) {
+  double max_step = 1, y_hi = 1;
+  bool any = false;
+  for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
+    for (const v1::ForgettingExposurePoint& p : c.points()) {
+      any = true;
+      max_step = std::max(max_step, static_cast<double>(p.steps_since_injection()));
+      y_hi =
+          MaxFinite({p.exposure().mean(), p.exposure().high(), p.baseline_exposure().mean()}, y_hi);
+    }
+  }
+  if (!any) return "";
+  y_hi = std::max(y_hi, f.log2_space());
+  svg::Frame frame;
+  Plot plot(frame, Plot::XAxisFor(frame, Scale::kLog1p, 0, max_step),
+            Plot::YAxisFor(frame, Scale::kLinear, 0, y_hi),
+            "canary exposure against steps since injection", "forgetting-exposure");
+  plot.XTicks(svg::Log1pTicks(max_step), "steps since injection (log scale, 0 kept)");
+  plot.YTicks(svg::LinearTicks(0, y_hi, 5), "mean exposure (bits)");
+  plot.HLine(f.log2_space(), {kRed, 1, "4 4"}, "log2-space", "log2|R|", /*label_right=*/true);
+  std::vector<LegendEntry> legend;
+  for (int i = 0; i < f.exposure_curves_size(); ++i) {
+    const v1::ForgettingExposureCurve& c = f.exposure_curves(i);
+    const std::string name = Inserted(c.repeats());
+    std::vector<double> steps, low, high;
+    std::vector<Point> injected, baseline;
+    for (const v1::ForgettingExposurePoint& p : c.points()) {
+      const double k = static_cast<double>(p.steps_since_injection());
+      steps.push_back(k);
+      low.push_back(p.exposure().low());
+      high.push_back(p.exposure().high());
+      injected.push_back({k, p.exposure().mean()});
+      baseline.push_back({k, p.baseline_exposure().mean()});
+    }
+    plot.Band(steps, low, high, svg::Color(i), "band",
+              absl::StrCat(name, ", 95% interval across trials"), /*opacity=*/0.12);
+    plot.Line(injected, {svg::Color(i)}, "curve injected", absl::StrCat(name, ", injected arm"));
+    plot.Line(baseline, {svg::Color(i), 1, "2 3"}, "curve baseline",
+              absl::StrCat(name, ", baseline arm"));
+    for (const v1::ForgettingExposurePoint& p : c.points()) {
+      plot.Dot({static_cast<double>(p.steps_since_injection()), p.exposure().mean()}, svg::Color(i),
+               "",
+               absl::StrFormat("%s at %d steps: %s bits [%s, %s]", name, p.steps_since_injection(),
+                               Fixed(p.exposure().mean(), 2), Fixed(p.exposure().low(), 2),
+                               Fixed(p.exposure().high(), 2)),
+               /*hollow=*/c.repeats() == 0, /*radius=*/2.5);
+    }
+    legend.push_back({name, svg::Color(i)});
+  }
+  legend.push_back({"baseline arm", kGrey, LegendEntry::Kind::kLine, "2 3"});
+  legend.push_back({"log2|R|", kRed, LegendEntry::Kind::kLine, "4 4"});
+  plot.Legend(legend, Corner::kOutsideRight);
+  return plot.Finish();
+}
+
 std::string ForgettingPlotsHtml(const v1::AuditResults& r) {
   const v1::ForgettingResults& f = r.forgetting();
+  if (const std::string exposure = ForgettingExposureSvg(f); !exposure.empty()) {
+    return absl::StrCat(
+        "<h2>Canary exposure over steps since injection</h2>", exposure,
+        absl::StrFormat(
+            "<p>Mean exposure of the canaries of each insertion count (xN: N copies in the "
+            "canary batch; control: never inserted) under the injected arm, mean across %u "
+            "trials; shaded: the 95%% interval across trials; dotted: the same canaries under "
+            "the baseline arm. Dashed red: log2|R|, the largest exposure. Steps are on a "
+            "log(1 + steps) axis.</p>",
+            f.trials()));
+  }
   const std::string curves = ForgettingCurvesSvg(f);
   if (curves.empty()) return "";
   return absl::StrCat(

@@ -19,6 +19,9 @@ std::string RocSvg(const v1::AuditResults& results);
 // Forgetting: MI accuracy, AUC and TPR against steps since injection on a
 // log(1 + steps) axis, each with its 95% trial interval as a band.
 std::string ForgettingCurvesSvg(const v1::ForgettingResults& forgetting);
+// Forgetting of LM canaries: mean exposure per insertion count against steps
+// since injection, injected arm (with its trial band) and baseline arm.
+std::string ForgettingExposureSvg(const v1::ForgettingResults& forgetting);
 
 // Exposure against insertions (log(1 + r) axis): every canary, the mean per
 // insertion count for each estimator, the log2|R| and log2|S| ceilings.

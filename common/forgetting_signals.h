@@ -34,6 +34,33 @@ inline std::string PhiReferenceSignal(uint32_t j) { return "phi_reference_" + st
 inline constexpr char kSelectionLoss[] = "selection_loss";
 inline constexpr char kCandidateLossMean[] = "candidate_loss_mean";
 
+// LM canaries (`canaries` set) only. Values: one per canary, the inserted
+// ones group by group in `canaries.repeats` order (per_group each), then the
+// never-inserted controls. Point "checkpoint": exposure_checkpoint; every
+// evaluation point: exposure_injected / exposure_baseline, and
+// exact_injected / exact_baseline (1 = exact rank, 0 = the rank is a lower
+// bound and the exposure an upper bound).
+inline constexpr char kExposureAttack[] = "exposure";
+inline constexpr char kExposureCheckpoint[] = "exposure_checkpoint";
+inline constexpr char kExposureInjected[] = "exposure_injected";
+inline constexpr char kExposureBaseline[] = "exposure_baseline";
+inline constexpr char kExactInjected[] = "exact_injected";
+inline constexpr char kExactBaseline[] = "exact_baseline";
+
+inline bool Canaries(const v1::ForgettingAudit& f) { return f.has_canaries(); }
+inline uint32_t InsertedCanaries(const v1::ForgettingAudit& f) {
+  return f.canaries().per_group() * static_cast<uint32_t>(f.canaries().repeats_size());
+}
+inline uint32_t CanaryCount(const v1::ForgettingAudit& f) {
+  return InsertedCanaries(f) + f.canaries().controls();
+}
+// Windows in the canary batch: each canary of group g appears repeats[g] times.
+inline uint64_t CanaryCopies(const v1::ForgettingAudit& f) {
+  uint64_t copies = 0;
+  for (uint32_t r : f.canaries().repeats()) copies += r;
+  return copies * f.canaries().per_group();
+}
+
 inline bool Replays(const v1::ForgettingAudit& f) { return f.attack() == kReplayAttack; }
 inline uint32_t ReferenceModels(const v1::ForgettingAudit& f) {
   return f.attack() == kLiraAttack ? f.reference_models() : 0;
@@ -46,12 +73,19 @@ inline bool SelectsByLoss(const v1::ForgettingAudit& f) {
 // the last evaluation point; Poison 2 x T_I + 2 x the last evaluation point.
 // A replay, and each LiRA reference model, adds another run of the baseline
 // from its fork: + last (Inject), + T_I + last (Poison). Selection by loss
-// first trains its reference model for selection_steps. The injection steps
+// first trains its reference model for selection_steps. LM canaries: T_I +
+// repeats (passes) x ceil(canary copies / B) + 2 x last. The injection steps
 // restate engine::InjectionSteps so services stay torch-free;
-// engine::ForgettingTrialSteps must agree (tested end to end).
+// engine::ForgettingTrialSteps / ForgettingLmTrialSteps must agree (tested
+// end to end).
 inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
   const uint64_t last = f.eval_points().empty() ? 0 : f.eval_points(f.eval_points_size() - 1);
   const uint64_t t_i = f.training().steps_before_injection();
+  if (Canaries(f)) {
+    const uint64_t b = std::max<uint32_t>(f.training().batch_size(), 1);
+    const uint64_t passes = std::max<uint32_t>(f.repeats(), 1);
+    return t_i + passes * ((CanaryCopies(f) + b - 1) / b) + 2 * last;
+  }
   const uint64_t arms = (Replays(f) ? 3 : 2) + ReferenceModels(f);
   const uint64_t selection = SelectsByLoss(f) ? f.injected().selection_steps() : 0;
   if (f.strategy() == "poison") return selection + arms * t_i + arms * last;

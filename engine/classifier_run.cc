@@ -2,32 +2,20 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "engine/mlp.h"
+#include "engine/dataset.h"
+#include "engine/ensemble.h"
 #include "engine/signals.h"
 
 namespace memaudit::engine {
 namespace {
 
-// Gathers rows into float inputs scaled to [0, 1] and int64 labels.
-std::pair<torch::Tensor, torch::Tensor> Gather(const LabeledImages& data,
-                                               const std::vector<uint32_t>& rows) {
-  torch::Tensor x = torch::empty({static_cast<int64_t>(rows.size()), data.features},
-                                 torch::kFloat32);
-  torch::Tensor y = torch::empty({static_cast<int64_t>(rows.size())}, torch::kLong);
-  float* xp = x.data_ptr<float>();
-  int64_t* yp = y.data_ptr<int64_t>();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const uint8_t* src = data.pixels.data() + static_cast<size_t>(rows[i]) * data.features;
-    for (uint32_t f = 0; f < data.features; ++f) xp[i * data.features + f] = src[f] / 255.0f;
-    yp[i] = data.labels[rows[i]];
+absl::Status CheckSpec(const LabeledImages& data, const ClassifierRunSpec& spec, size_t k) {
+  if (spec.train_indices.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("runs[", k, "].train_indices: empty"));
   }
-  return {x, y};
-}
-
-absl::Status CheckSpec(const LabeledImages& data, const ClassifierRunSpec& spec) {
-  if (spec.train_indices.empty()) return absl::InvalidArgumentError("train_indices: empty");
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
   for (const auto* indices : {&spec.train_indices, &spec.eval_indices}) {
     for (uint32_t i : *indices) {
@@ -40,6 +28,35 @@ absl::Status CheckSpec(const LabeledImages& data, const ClassifierRunSpec& spec)
   return absl::OkStatus();
 }
 
+// An ensemble shares everything but the seeds and the training rows, and
+// equal sizes keep every member's batches unpadded (padding is not exact).
+absl::Status CheckPackable(const ClassifierRunSpec& a, const ClassifierRunSpec& b, size_t k) {
+  if (a.hidden != b.hidden || a.learning_rate != b.learning_rate || a.momentum != b.momentum ||
+      a.weight_decay != b.weight_decay || a.epochs != b.epochs || a.batch_size != b.batch_size ||
+      a.threads != b.threads || a.eval_indices != b.eval_indices) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("runs[", k, "]: differs from runs[0] in more than seeds and train_indices"));
+  }
+  if (a.train_indices.size() != b.train_indices.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "runs[", k, "].train_indices: ", b.train_indices.size(), " rows where runs[0] has ",
+        a.train_indices.size(), "; only equal-size training sets train as one ensemble"));
+  }
+  return absl::OkStatus();
+}
+
+// The plain model's forward on one member's parameters: nn::Linear's
+// addmm(b, x, W^T) per layer, ReLU between. Evaluating member by member
+// makes the numbers independent of how many members trained together.
+torch::Tensor MemberForward(const std::vector<torch::Tensor>& params, torch::Tensor x) {
+  const size_t layers = params.size() / 2;
+  for (size_t l = 0; l < layers; ++l) {
+    x = torch::linear(x, params[2 * l], params[2 * l + 1]);
+    if (l + 1 < layers) x = torch::relu(x);
+  }
+  return x;
+}
+
 }  // namespace
 
 uint64_t StepsPerEpoch(uint64_t train_size, uint32_t batch_size) {
@@ -49,50 +66,89 @@ uint64_t StepsPerEpoch(uint64_t train_size, uint32_t batch_size) {
 absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,
                                                   const ClassifierRunSpec& spec,
                                                   const StepCallback& on_step) {
-  if (absl::Status s = CheckSpec(data, spec); !s.ok()) return s;
-  torch::set_num_threads(static_cast<int>(spec.threads == 0 ? 1 : spec.threads));
-  torch::manual_seed(spec.init_seed);
-  Mlp model(data.features, spec.hidden, data.classes);
-  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(spec.learning_rate)
-                                                       .momentum(spec.momentum)
-                                                       .weight_decay(spec.weight_decay));
-  auto [train_x, train_y] = Gather(data, spec.train_indices);
-  const uint32_t n = static_cast<uint32_t>(spec.train_indices.size());
+  auto results = RunClassifiers(data, {spec}, on_step);
+  if (!results.ok()) return results.status();
+  return std::move(results->front());
+}
 
-  ClassifierRunResult result;
-  model->train();
-  for (uint32_t epoch = 0; epoch < spec.epochs; ++epoch) {
-    // The order is ours, not torch's: a pure function of (order_seed, epoch).
-    std::vector<uint32_t> order = SeededPermutation(DeriveSeed(spec.order_seed, "epoch", epoch), n);
-    torch::Tensor perm = torch::from_blob(order.data(), {n}, torch::kInt32).to(torch::kLong);
-    for (uint32_t start = 0; start < n; start += spec.batch_size) {
-      const int64_t end = std::min<int64_t>(n, start + spec.batch_size);
-      torch::Tensor idx = perm.slice(0, start, end);
-      torch::Tensor logits = model->forward(train_x.index_select(0, idx));
-      torch::Tensor loss = torch::nn::functional::cross_entropy(logits, train_y.index_select(0, idx));
-      optimizer.zero_grad();
-      loss.backward();
-      optimizer.step();
-      ++result.steps;
-      if (on_step && !on_step(result.steps)) {
-        return absl::CancelledError(absl::StrCat("stopped after ", result.steps, " steps"));
-      }
+absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
+    const LabeledImages& data, const std::vector<ClassifierRunSpec>& runs,
+    const StepCallback& on_step) {
+  if (runs.empty()) return absl::InvalidArgumentError("runs: empty");
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (absl::Status s = CheckSpec(data, runs[k], k); !s.ok()) return s;
+    if (absl::Status s = CheckPackable(runs[0], runs[k], k); !s.ok()) return s;
+  }
+  const ClassifierRunSpec& recipe = runs[0];
+
+  // One tensor holds the union of the members' training rows; each member's
+  // pool lists its rows in train_indices order, the order EpochSchedule
+  // permutes (as the single-model trainer always did).
+  std::vector<uint32_t> rows;
+  for (const ClassifierRunSpec& r : runs) {
+    rows.insert(rows.end(), r.train_indices.begin(), r.train_indices.end());
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  const TensorDataset train = FromLabeledImages(data, rows);
+  std::vector<EnsembleMember> members(runs.size());
+  for (size_t k = 0; k < runs.size(); ++k) {
+    members[k].init_seed = runs[k].init_seed;
+    members[k].order_seed = runs[k].order_seed;
+    for (uint32_t i : runs[k].train_indices) {
+      members[k].pool.push_back(std::lower_bound(rows.begin(), rows.end(), i) - rows.begin());
+    }
+  }
+  std::vector<std::vector<int64_t>> pools;
+  for (const EnsembleMember& m : members) pools.push_back(m.pool);
+
+  ModelSpec model;
+  model.kind = recipe.hidden.empty() ? ModelKind::kLogReg : ModelKind::kMlp;
+  model.inputs = data.features;
+  model.classes = data.classes;
+  model.hidden = recipe.hidden;
+  TrainerOptions options;
+  options.optimizer.kind = OptimizerKind::kMomentum;  // momentum 0 is plain SGD
+  options.optimizer.learning_rate = recipe.learning_rate;
+  options.optimizer.momentum = recipe.momentum;
+  options.optimizer.weight_decay = recipe.weight_decay;
+  options.threads = recipe.threads == 0 ? 1 : recipe.threads;
+  auto trainer = EnsembleTrainer::Create(model, options, std::move(members), recipe.batch_size);
+  if (!trainer.ok()) return trainer.status();
+
+  const uint64_t steps =
+      StepsPerEpoch(recipe.train_indices.size(), recipe.batch_size) * recipe.epochs;
+  for (uint64_t done = 1; done <= steps; ++done) {
+    if (absl::Status s = (*trainer)->Train(train, done); !s.ok()) return s;
+    if (on_step && !on_step(done)) {
+      return absl::CancelledError(absl::StrCat("stopped after ", done, " steps"));
     }
   }
 
   torch::NoGradGuard no_grad;
-  model->eval();
-  torch::Tensor train_logits = model->forward(train_x);
-  result.train_accuracy = train_logits.argmax(1).eq(train_y).to(torch::kFloat64).mean().item<double>();
-  if (!spec.eval_indices.empty()) {
-    auto [eval_x, eval_y] = Gather(data, spec.eval_indices);
-    torch::Tensor logits = model->forward(eval_x);
-    torch::Tensor phi = LogitScaledConfidence(logits, eval_y).contiguous();
-    torch::Tensor loss = CrossEntropyPerExample(logits, eval_y).contiguous();
+  TensorDataset eval;
+  if (!recipe.eval_indices.empty()) eval = FromLabeledImages(data, recipe.eval_indices);
+  std::vector<ClassifierRunResult> results(runs.size());
+  for (size_t k = 0; k < runs.size(); ++k) {
+    ClassifierRunResult& result = results[k];
+    result.steps = steps;
+    // Fresh copies: member k's weights sit at an offset in the stacked
+    // tensors that depends on k; its evaluation must not.
+    std::vector<torch::Tensor> params;
+    for (const torch::Tensor& p : (*trainer)->model().MemberParameters(static_cast<int64_t>(k))) {
+      params.push_back(p.detach().clone());
+    }
+    const Batch own = train.Gather(pools[k]);
+    result.train_accuracy =
+        MemberForward(params, own.x).argmax(1).eq(own.y).to(torch::kFloat64).mean().item<double>();
+    if (eval.size() == 0) continue;
+    torch::Tensor logits = MemberForward(params, eval.x());
+    torch::Tensor phi = LogitScaledConfidence(logits, eval.y()).contiguous();
+    torch::Tensor loss = CrossEntropyPerExample(logits, eval.y()).contiguous();
     result.phi.assign(phi.data_ptr<double>(), phi.data_ptr<double>() + phi.numel());
     result.loss.assign(loss.data_ptr<double>(), loss.data_ptr<double>() + loss.numel());
   }
-  return result;
+  return results;
 }
 
 }  // namespace memaudit::engine

@@ -1,6 +1,9 @@
-// Trains one classifier on a subset of LabeledImages and measures per-example
-// signals on an evaluation subset. The interface is free of LibTorch types so
-// the worker can call it without compiling torch headers.
+// Trains classifiers on subsets of LabeledImages and measures per-example
+// signals on an evaluation subset. One model or several at once: both run
+// the batched ensemble (engine/ensemble.h), one model being an ensemble of
+// one, so packing models changes speed and never the numbers. The interface
+// is free of LibTorch types so the worker can call it without compiling
+// torch headers.
 #ifndef MEMAUDIT_ENGINE_CLASSIFIER_RUN_H_
 #define MEMAUDIT_ENGINE_CLASSIFIER_RUN_H_
 
@@ -43,9 +46,20 @@ using StepCallback = std::function<bool(uint64_t steps_done)>;
 
 uint64_t StepsPerEpoch(uint64_t train_size, uint32_t batch_size);
 
+// RunClassifiers({spec})[0].
 absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,
                                                   const ClassifierRunSpec& spec,
                                                   const StepCallback& on_step);
+
+// Trains `runs` as one batched ensemble and returns their results in order.
+// The runs must differ only in init_seed, order_seed and train_indices, and
+// their training sets must have one size (then no member's batch is padded,
+// which is what keeps members exact; see docs/engine.md "exactness"). Each
+// result is bit-identical to RunClassifier(runs[k]) alone. `on_step` gets
+// ensemble steps: one step advances every member.
+absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
+    const LabeledImages& data, const std::vector<ClassifierRunSpec>& runs,
+    const StepCallback& on_step);
 
 }  // namespace memaudit::engine
 

@@ -1,5 +1,6 @@
 #include "engine/classifier_run.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/seeding.h"
 #include "gtest/gtest.h"
 
@@ -69,6 +70,73 @@ TEST(ClassifierRunTest, StepCallbackCanStopTraining) {
   });
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(seen, 3u);
+}
+
+// The membership recipe (momentum, weight decay, keep-matrix halves of an
+// even pool, a short last batch): every packed member is bit-identical to
+// its model trained alone, for logistic regression and MLPs, including
+// widths whose GEMMs take LibTorch's naive small-matrix kernel (hidden 8).
+TEST(ClassifierRunTest, PackedMembersEqualSingleRunsBitExact) {
+  LabeledImages data = SyntheticBlobs(300);
+  const KeepMatrix keep = BuildKeepMatrix(3, 4, 200);
+  for (uint32_t threads : {2u, 1u}) {
+    for (const std::vector<uint32_t>& hidden : std::vector<std::vector<uint32_t>>{{}, {8}, {64}}) {
+      std::vector<ClassifierRunSpec> runs;
+      for (uint32_t i = 0; i < 4; ++i) {
+        ClassifierRunSpec run = SmallSpec();
+        run.hidden = hidden;
+        run.weight_decay = 5e-4;
+        run.epochs = 3;
+        run.threads = threads;
+        run.init_seed = DeriveSeed(9, "init", i);
+        run.order_seed = DeriveSeed(9, "order", i);
+        run.train_indices.clear();
+        for (uint32_t j = 0; j < 200; ++j) {
+          if (keep.in(i, j)) run.train_indices.push_back(j);
+        }
+        run.eval_indices.clear();
+        for (uint32_t j = 0; j < 300; ++j) run.eval_indices.push_back(j);
+        runs.push_back(std::move(run));
+      }
+      uint64_t last_step = 0;
+      auto packed = RunClassifiers(data, runs, [&](uint64_t steps) {
+        last_step = steps;
+        return true;
+      });
+      ASSERT_TRUE(packed.ok()) << packed.status();
+      ASSERT_EQ(packed->size(), 4u);
+      EXPECT_EQ(last_step, 3u * StepsPerEpoch(100, 16));
+      for (uint32_t i = 0; i < 4; ++i) {
+        auto alone = RunClassifier(data, runs[i], nullptr);
+        ASSERT_TRUE(alone.ok()) << alone.status();
+        const std::string where = absl::StrCat("threads ", threads, " hidden ", hidden.size(),
+                                               " model ", i);
+        EXPECT_EQ((*packed)[i].phi, alone->phi) << where;
+        EXPECT_EQ((*packed)[i].loss, alone->loss) << where;
+        EXPECT_EQ((*packed)[i].train_accuracy, alone->train_accuracy) << where;
+        EXPECT_EQ((*packed)[i].steps, alone->steps) << where;
+      }
+      // Packing in another grouping (two pairs) changes nothing either.
+      auto pair = RunClassifiers(data, {runs[2], runs[3]}, nullptr);
+      ASSERT_TRUE(pair.ok());
+      EXPECT_EQ((*pair)[1].phi, (*packed)[3].phi);
+    }
+  }
+}
+
+TEST(ClassifierRunTest, PackingRefusesWhatIsNotExact) {
+  LabeledImages data = SyntheticBlobs(200);
+  ClassifierRunSpec a = SmallSpec();
+  ClassifierRunSpec b = SmallSpec();
+  b.train_indices.pop_back();  // unequal sizes would pad batches
+  EXPECT_EQ(RunClassifiers(data, {a, b}, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  b = SmallSpec();
+  b.learning_rate = 0.2;  // not one recipe
+  EXPECT_EQ(RunClassifiers(data, {a, b}, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunClassifiers(data, {}, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ClassifierRunTest, RejectsIndicesOutsideTheData) {

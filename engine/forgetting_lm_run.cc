@@ -84,7 +84,8 @@ absl::StatusOr<CanaryExposures> Measure(Trainer& trainer, const TokenFormat& for
       const double threshold = PathPxBits(scorer, format, canary) + kPxTieBits;
       uint64_t rank = 0;
       for (double v : *all) rank += v <= threshold;
-      out.exposure.push_back(log2_space - std::log2(static_cast<double>(std::max<uint64_t>(rank, 1))));
+      out.exposure.push_back(log2_space -
+                             std::log2(static_cast<double>(std::max<uint64_t>(rank, 1))));
       out.exact.push_back(1);
     }
   } else {
@@ -162,8 +163,7 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   std::vector<int64_t> xs, ys;
   uint64_t windows = 0;
   for (size_t c = 0; c < spec.copies.size(); ++c) {
-    const std::vector<int64_t> line =
-        vocab.Encode("\n" + CanaryText(format, (*secrets)[c]) + "\n");
+    const std::vector<int64_t> line = vocab.Encode("\n" + CanaryText(format, (*secrets)[c]) + "\n");
     if (line.size() > spec.window) {
       return absl::InvalidArgumentError(absl::StrCat(
           "window: ", spec.window, " characters cannot hold the canary line (", line.size(), ")"));
@@ -205,8 +205,8 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   options.dropout_seed = DeriveSeed(spec.order_seed, "dropout", 0);
   const uint64_t base_seed =
       spec.paired ? spec.order_seed : DeriveSeed(spec.order_seed, "baseline", 0);
-  auto inj_schedule = InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec),
-                                     spec.order_seed);
+  auto inj_schedule =
+      InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec), spec.order_seed);
   if (!inj_schedule.ok()) return inj_schedule.status();
   auto base_schedule =
       InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
@@ -228,8 +228,8 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
         !s.ok()) {
       return s;
     }
-    auto measured =
-        Measure(**injected_arm, *token_format, canary_ids, result.log2_space, spec.rank_query_budget);
+    auto measured = Measure(**injected_arm, *token_format, canary_ids, result.log2_space,
+                            spec.rank_query_budget);
     if (!measured.ok()) return measured.status();
     result.checkpoint = *std::move(measured);
     auto fork = (*injected_arm)->Fork();

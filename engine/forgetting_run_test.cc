@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "common/seeding.h"
+#include "engine/forgetting_lm_run.h"
+#include "engine/text_corpus.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
@@ -215,6 +217,95 @@ TEST(ForgettingRunTest, CandidateLossesComeFromOneSeededReferenceModel) {
   spec.candidate_rows.push_back(999);
   EXPECT_EQ(ForgettingCandidateLosses(data, spec, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+ForgettingLmRunSpec LmSpec() {
+  ForgettingLmRunSpec spec;
+  spec.corpus_text = SyntheticText(20000, 7);
+  spec.prefix = "code ";
+  spec.digits = 3;
+  spec.copies = {1, 16};
+  spec.controls = 3;
+  spec.units = 32;
+  spec.embedding = 8;
+  spec.optimizer.learning_rate = 1e-2;
+  spec.window = 32;
+  spec.batch_size = 16;
+  spec.steps_before = 50;
+  spec.passes = 3;
+  spec.eval_points = {0, 20};
+  spec.canary_seed = 3;
+  spec.init_seed = 4;
+  spec.order_seed = 5;
+  return spec;
+}
+
+TEST(ForgettingLmRunTest, InjectedCanariesGainExposureTheBaselineDoesNot) {
+  uint64_t reported = 0;
+  auto result = RunForgettingLm(LmSpec(), [&](uint64_t steps) {
+    reported = steps;
+    return true;
+  });
+  ASSERT_TRUE(result.ok()) << result.status();
+  // 17 canary windows in batches of 16: 2 steps per pass, 3 passes.
+  EXPECT_EQ(result->injection_steps, 6u);
+  EXPECT_EQ(result->steps, 50u + 6u + 2u * 20u);
+  EXPECT_EQ(result->steps, ForgettingLmTrialSteps(LmSpec()));
+  EXPECT_EQ(reported, result->steps);
+  EXPECT_NEAR(result->log2_space, 3 * std::log2(10.0), 1e-12);
+  ASSERT_EQ(result->secrets.size(), 5u);
+  ASSERT_EQ(result->checkpoint.exposure.size(), 5u);
+  ASSERT_EQ(result->points.size(), 2u);
+  const ForgettingLmPoint& first = result->points[0];
+  // At k = 0 the baseline is the checkpoint.
+  EXPECT_EQ(first.baseline.exposure, result->checkpoint.exposure);
+  // Enumeration of 1000 candidates: every rank exact, every exposure in range.
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(first.injected.exact[i], 1);
+    EXPECT_GE(first.injected.exposure[i], 0);
+    EXPECT_LE(first.injected.exposure[i], result->log2_space + 1e-9);
+  }
+  // The 16-copy canary became far more exposed than before the injection.
+  EXPECT_GT(first.injected.exposure[1], result->checkpoint.exposure[1] + 2);
+  // Deterministic: the same spec gives the same exposures.
+  auto again = RunForgettingLm(LmSpec(), nullptr);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->points[1].injected.exposure, result->points[1].injected.exposure);
+  EXPECT_EQ(again->points[1].baseline.exposure, result->points[1].baseline.exposure);
+}
+
+TEST(ForgettingLmRunTest, BranchAndBoundAgreesWithEnumerationWhereExact) {
+  ForgettingLmRunSpec spec = LmSpec();
+  spec.eval_points = {0};
+  auto enumerated = RunForgettingLm(spec, nullptr);
+  ASSERT_TRUE(enumerated.ok()) << enumerated.status();
+  // The trie needs 1 + 10 + 100 steps: a smaller budget ranks each canary by
+  // branch-and-bound instead, exact while it fits.
+  spec.rank_query_budget = 100;
+  auto bounded = RunForgettingLm(spec, nullptr);
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  const CanaryExposures& e = enumerated->points[0].injected;
+  const CanaryExposures& b = bounded->points[0].injected;
+  size_t exact = 0;
+  for (size_t i = 0; i < e.exposure.size(); ++i) {
+    if (b.exact[i]) {
+      ++exact;
+      EXPECT_NEAR(b.exposure[i], e.exposure[i], 1e-9) << i;
+    } else {
+      // A lower bound on the rank: an upper bound on the exposure.
+      EXPECT_GE(b.exposure[i], e.exposure[i] - 1e-9) << i;
+    }
+  }
+  EXPECT_GE(exact, 1u) << "the memorized canary prunes well";
+}
+
+TEST(ForgettingLmRunTest, BadInputsAreRefused) {
+  ForgettingLmRunSpec spec = LmSpec();
+  spec.copies = {};
+  EXPECT_EQ(RunForgettingLm(spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  spec = LmSpec();
+  spec.window = 6;  // "\ncode 123\n" does not fit
+  EXPECT_EQ(RunForgettingLm(spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ForgettingRunTest, BadInputsAreRefused) {

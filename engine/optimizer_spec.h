@@ -5,6 +5,8 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace memaudit::engine {
 
@@ -39,6 +41,12 @@ struct LrScheduleSpec {
 double LearningRateAt(const OptimizerSpec& opt, const LrScheduleSpec& schedule, uint64_t step);
 
 absl::Status ValidateOptimizer(const OptimizerSpec& opt, const LrScheduleSpec& schedule);
+
+// The optimizer a spec names: "sgd", "momentum" (heavy ball with `momentum`),
+// "adam" or "rmsprop". An unknown name is InvalidArgument "unknown "x""; the
+// caller prefixes the spec field.
+absl::StatusOr<OptimizerSpec> OptimizerFromName(absl::string_view name, double learning_rate,
+                                                double momentum, double weight_decay);
 
 }  // namespace memaudit::engine
 

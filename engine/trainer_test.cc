@@ -111,6 +111,9 @@ TEST(TrainerTest, DropoutHasItsOwnSeed) {
 }
 
 // The generic trainer reproduces the worker's RunClassifier bit for bit.
+// RunClassifier trains through the ensemble's bmm, so this holds where every
+// GEMM has in x batch x out >= 400; below, LibTorch's bmm takes a naive
+// kernel (docs/engine.md), hence hidden 32 and full batches of 16.
 TEST(TrainerTest, MatchesRunClassifierExactly) {
   LabeledImages images;
   images.count = 120;
@@ -122,13 +125,13 @@ TEST(TrainerTest, MatchesRunClassifierExactly) {
       images.pixels.push_back((i * 37 + f * 11 + (i % 2) * 90) % 256);
   }
   ClassifierRunSpec spec;
-  spec.hidden = {8};
+  spec.hidden = {32};
   spec.learning_rate = 0.1;
   spec.epochs = 3;
   spec.batch_size = 16;
   spec.init_seed = 11;
   spec.order_seed = 12;
-  for (uint32_t i = 0; i < 100; ++i) spec.train_indices.push_back(i);
+  for (uint32_t i = 0; i < 96; ++i) spec.train_indices.push_back(i);
   for (uint32_t i = 0; i < 120; ++i) spec.eval_indices.push_back(i);
   auto expected = RunClassifier(images, spec, nullptr);
   ASSERT_TRUE(expected.ok());
@@ -137,7 +140,7 @@ TEST(TrainerTest, MatchesRunClassifierExactly) {
   m.kind = ModelKind::kMlp;
   m.inputs = 16;
   m.classes = 2;
-  m.hidden = {8};
+  m.hidden = {32};
   TrainerOptions o;
   o.optimizer.kind = OptimizerKind::kMomentum;
   o.optimizer.learning_rate = 0.1;
@@ -145,7 +148,7 @@ TEST(TrainerTest, MatchesRunClassifierExactly) {
   auto trainer = Trainer::Create(Factory(m, 11), o);
   ASSERT_TRUE(trainer.ok());
   TensorDataset train = FromLabeledImages(images, spec.train_indices);
-  EpochSchedule schedule(Range(100), 16, 12);
+  EpochSchedule schedule(Range(96), 16, 12);
   ASSERT_TRUE((*trainer)->Train(train, schedule, expected->steps).ok());
   TensorDataset eval = FromLabeledImages(images, spec.eval_indices);
   torch::NoGradGuard no_grad;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/exposure_signals.h"
+#include "services/coordinator/spec_rules.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -21,13 +22,6 @@ constexpr int kMaxVariants = 16;
 constexpr uint32_t kMaxReferenceModels = 64;
 
 size_t CodePoints(const std::string& text) { return Utf8Chars(text).size(); }
-
-bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
-  for (const std::string& a : allowed) {
-    if (value == a) return true;
-  }
-  return false;
-}
 
 // Names become report legends, CSV cells and Prometheus label values.
 bool NameOk(const std::string& name) {
@@ -169,22 +163,11 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
     add("model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
   }
   const v1::LanguageModelTraining& t = e.training();
-  if (!OneOf(t.optimizer(), {"adam", "sgd", "momentum", "rmsprop"})) {
-    add("training.optimizer",
-        absl::StrCat("must be one of adam, sgd, momentum, rmsprop (got \"", t.optimizer(), "\")"));
-  }
-  if (!(t.learning_rate() > 0) || !std::isfinite(t.learning_rate())) {
-    add("training.learning_rate", absl::StrCat("must be > 0 (got ", t.learning_rate(), ")"));
-  }
-  if (!(t.weight_decay() >= 0) || !std::isfinite(t.weight_decay())) {
-    add("training.weight_decay", absl::StrCat("must be >= 0 (got ", t.weight_decay(), ")"));
-  }
-  if (t.epochs() == 0 || t.epochs() > 10000) {
-    add("training.epochs", absl::StrCat("must be in [1, 10000] (got ", t.epochs(), ")"));
-  }
-  if (t.batch_size() == 0 || t.batch_size() > 65536) {
-    add("training.batch_size", absl::StrCat("must be in [1, 65536] (got ", t.batch_size(), ")"));
-  }
+  CheckOneOf("training.optimizer", t.optimizer(), {"adam", "sgd", "momentum", "rmsprop"}, add);
+  CheckLearningRate(t.learning_rate(), add);
+  CheckWeightDecay(t.weight_decay(), add);
+  CheckEpochs(t.epochs(), add);
+  CheckBatchSize(t.batch_size(), add);
   if (t.window() < 2 || t.window() > 4096) {
     add("training.window", absl::StrCat("must be in [2, 4096] (got ", t.window(), ")"));
   }

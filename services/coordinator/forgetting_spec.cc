@@ -2,16 +2,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "common/datasets.h"
 #include "common/forgetting_signals.h"
+#include "services/coordinator/exposure_spec.h"
 
 namespace memaudit::coordinator {
 namespace {
 
 constexpr uint64_t kMaxSteps = 10'000'000;
 constexpr int kMaxEvalPoints = 64;  // bounds the steps_since_injection label
+// LM canaries (measured in docs/audits/forgetting.md).
+constexpr uint64_t kDefaultCorpusChars = 1'000'000;
+constexpr uint64_t kDefaultCanaryStepsBefore = 1000;
+constexpr uint64_t kDefaultCanaryStepsAfter = 2000;
+constexpr uint32_t kDefaultCanaryPasses = 4;
+// Ranks are uint64 and the exact search walks a trie.
+constexpr double kMaxCanaryLog2Space = 62;
 
 bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
   return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
@@ -30,7 +39,58 @@ std::vector<uint64_t> DefaultForgettingEvalPoints(uint64_t steps_after) {
   return out;
 }
 
+namespace {
+
+// LM canaries: dataset, model and injected stay unset (they describe images).
+void ApplyCanaryDefaults(v1::ForgettingAudit* f) {
+  v1::ForgettingCanaries* c = f->mutable_canaries();
+  v1::CorpusSpec* corpus = c->mutable_corpus();
+  if (corpus->text().empty() && corpus->path().empty() && corpus->name().empty()) {
+    corpus->set_name("fortunes");
+  }
+  if (corpus->max_chars() == 0) corpus->set_max_chars(kDefaultCorpusChars);
+  v1::LanguageModelSpec* m = c->mutable_model();
+  if (m->architecture().empty()) m->set_architecture("lstm");
+  if (m->layers() == 0) m->set_layers(1);
+  if (m->units() == 0) m->set_units(128);
+  if (m->embedding() == 0) m->set_embedding(32);
+  v1::CanaryFormatSpec* format = c->mutable_canary();
+  if (format->prefix().empty()) format->set_prefix("my secret code is ");
+  if (format->alphabets().empty() && format->digits() == 0) format->set_digits(5);
+  if (c->repeats().empty()) {
+    for (uint32_t r : {1, 4, 16, 64}) c->add_repeats(r);
+  }
+  if (c->per_group() == 0) c->set_per_group(4);
+  if (!c->has_controls()) c->set_controls(8);
+  if (c->window() == 0) c->set_window(64);
+  if (c->rank_query_budget() == 0) c->set_rank_query_budget(2'000'000);
+  v1::ForgettingTraining* t = f->mutable_training();
+  if (t->optimizer().empty()) t->set_optimizer("adam");
+  if (t->learning_rate() == 0) t->set_learning_rate(t->optimizer() == "adam" ? 2e-3 : 0.05);
+  if (t->optimizer() == "momentum" && t->momentum() == 0) t->set_momentum(0.9);
+  if (t->batch_size() == 0) t->set_batch_size(32);
+  if (t->steps_before_injection() == 0) t->set_steps_before_injection(kDefaultCanaryStepsBefore);
+  if (t->steps_after_injection() == 0) t->set_steps_after_injection(kDefaultCanaryStepsAfter);
+  if (f->strategy().empty()) f->set_strategy("inject");
+  if (f->repeats() == 0) f->set_repeats(kDefaultCanaryPasses);
+  if (f->inject_mode().empty()) f->set_inject_mode("k_steps");
+  if (f->trials() == 0) f->set_trials(2);
+  if (!f->has_paired()) f->set_paired(true);
+  if (f->eval_points().empty()) {
+    for (uint64_t p : DefaultForgettingEvalPoints(t->steps_after_injection())) {
+      f->add_eval_points(p);
+    }
+  }
+  if (f->attack().empty()) f->set_attack(forgetting::kExposureAttack);
+}
+
+}  // namespace
+
 void ApplyForgettingDefaults(v1::ForgettingAudit* f) {
+  if (f->has_canaries()) {
+    ApplyCanaryDefaults(f);
+    return;
+  }
   v1::DatasetSpec* d = f->mutable_dataset();
   if (d->name().empty()) d->set_name("fashion_mnist");
   if (d->pool_size() == 0) d->set_pool_size(10000);
@@ -76,10 +136,12 @@ void ApplyForgettingDefaults(v1::ForgettingAudit* f) {
   if (f->fpr() == 0) f->set_fpr(0.1);
 }
 
-void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* problems) {
-  auto add = [&](std::string field, std::string rule) {
-    problems->push_back({absl::StrCat("forgetting.", field), std::move(rule)});
-  };
+namespace {
+
+using AddFn = std::function<void(std::string field, std::string rule)>;
+
+// Fashion-MNIST: dataset, Dp, model, optimizer, strategy and attack.
+void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   const v1::DatasetSpec& d = f.dataset();
   if (d.name() != "fashion_mnist") {
     add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got \"", d.name(), "\")"));
@@ -118,6 +180,9 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
       add("injected.selection_steps", "applies to selection easy, medium or hard only");
     }
   }
+  if (in.size() == 0 || in.size() > 10000) {
+    add("injected.size", absl::StrCat("must be in [1, 10000] (got ", in.size(), ")"));
+  }
   const v1::ModelSpec& m = f.model();
   if (m.architecture() == "logreg") {
     if (m.hidden_size() > 0) add("model.hidden", "must be empty for \"logreg\"");
@@ -140,6 +205,130 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
     add("training.optimizer",
         absl::StrCat("must be \"sgd\" or \"momentum\" (got \"", t.optimizer(), "\")"));
   }
+  if (!OneOf(f.strategy(), {"inject", "poison"})) {
+    add("strategy", absl::StrCat("must be \"inject\" or \"poison\" (got \"", f.strategy(), "\")"));
+  }
+  if (f.repeats() >= 1 && f.repeats() <= 1000 && f.strategy() == "poison" && f.repeats() != 1) {
+    add("repeats", "applies to strategy \"inject\" only (leave it unset with \"poison\")");
+  }
+  if (!OneOf(f.inject_mode(), {"k_steps", "dup_in_batch"})) {
+    add("inject_mode",
+        absl::StrCat("must be \"k_steps\" or \"dup_in_batch\" (got \"", f.inject_mode(), "\")"));
+  } else if (f.inject_mode() == "dup_in_batch" && f.repeats() > t.batch_size()) {
+    add("inject_mode", absl::StrCat("\"dup_in_batch\" needs repeats <= training.batch_size (",
+                                    f.repeats(), " > ", t.batch_size(), ")"));
+  }
+  if (!OneOf(f.attack(), {"checkpoint_calibrated", "calibrated_loss", "uncalibrated",
+                          forgetting::kReplayAttack, forgetting::kLiraAttack})) {
+    add("attack", absl::StrCat("must be one of checkpoint_calibrated, calibrated_loss, "
+                               "uncalibrated, deterministic_replay, lira_references (got \"",
+                               f.attack(), "\")"));
+  }
+  if (f.attack() == forgetting::kLiraAttack) {
+    if (f.reference_models() < 2 || f.reference_models() > 64) {
+      add("reference_models", absl::StrCat("must be in [2, 64] (got ", f.reference_models(), ")"));
+    }
+  } else if (f.reference_models() != 0) {
+    add("reference_models", "applies to attack lira_references only");
+  }
+  if (!(f.fpr() > 0 && f.fpr() < 1)) {
+    add("fpr", absl::StrCat("must be in (0, 1) (got ", f.fpr(), ")"));
+  }
+}
+
+// LM canaries: the canary block; the image fields must stay unset.
+void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
+  if (f.has_dataset()) add("dataset", "not used with canaries (set canaries.corpus)");
+  if (f.has_model()) add("model", "not used with canaries (set canaries.model)");
+  if (f.has_injected()) add("injected", "not used with canaries (set canaries.repeats)");
+  if (f.reference_models() != 0) add("reference_models", "not used with canaries");
+  const v1::ForgettingCanaries& c = f.canaries();
+  const v1::CorpusSpec& corpus = c.corpus();
+  if (corpus.text().empty() && corpus.path().empty() && corpus.name() != "fortunes") {
+    add("canaries.corpus.name",
+        absl::StrCat("must be \"fortunes\" without path or text (got \"", corpus.name(), "\")"));
+  }
+  const v1::LanguageModelSpec& m = c.model();
+  if (!OneOf(m.architecture(), {"lstm", "gru"})) {
+    add("canaries.model.architecture",
+        absl::StrCat("must be \"lstm\" or \"gru\" (got \"", m.architecture(), "\")"));
+  }
+  if (m.layers() == 0 || m.layers() > 4) {
+    add("canaries.model.layers", absl::StrCat("must be in [1, 4] (got ", m.layers(), ")"));
+  }
+  if (m.units() == 0 || m.units() > 4096) {
+    add("canaries.model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
+  }
+  if (m.embedding() == 0 || m.embedding() > 1024) {
+    add("canaries.model.embedding", absl::StrCat("must be in [1, 1024] (got ", m.embedding(), ")"));
+  }
+  if (!(m.dropout() >= 0 && m.dropout() < 1)) {
+    add("canaries.model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+  }
+  const v1::CanaryFormatSpec& format = c.canary();
+  double log2_space = 0;
+  if (format.alphabets().empty()) {
+    if (format.digits() == 0 || format.digits() > 18) {
+      add("canaries.canary.digits", absl::StrCat("must be in [1, 18] (got ", format.digits(), ")"));
+    }
+    log2_space = format.digits() * std::log2(10.0);
+  } else {
+    if (format.digits() != 0) add("canaries.canary.digits", "set digits or alphabets, not both");
+    for (int i = 0; i < format.alphabets_size(); ++i) {
+      const size_t size = Utf8Chars(format.alphabets(i)).size();
+      if (size == 0) add(absl::StrCat("canaries.canary.alphabets[", i, "]"), "must not be empty");
+      log2_space += std::log2(std::max<double>(size, 1));
+    }
+  }
+  if (log2_space > kMaxCanaryLog2Space) {
+    add("canaries.canary",
+        absl::StrCat("the canary space must hold at most 2^", kMaxCanaryLog2Space, " candidates"));
+  }
+  if (c.repeats().empty() || c.repeats_size() > 16) {
+    add("canaries.repeats", absl::StrCat("must list 1 to 16 groups (got ", c.repeats_size(), ")"));
+  }
+  for (int i = 0; i < c.repeats_size(); ++i) {
+    if (c.repeats(i) == 0 || c.repeats(i) > 10000) {
+      add(absl::StrCat("canaries.repeats[", i, "]"),
+          absl::StrCat("must be in [1, 10000] (got ", c.repeats(i), ")"));
+    }
+  }
+  if (c.per_group() == 0 || c.per_group() > 64) {
+    add("canaries.per_group", absl::StrCat("must be in [1, 64] (got ", c.per_group(), ")"));
+  }
+  if (c.controls() > 256) {
+    add("canaries.controls", absl::StrCat("must be in [0, 256] (got ", c.controls(), ")"));
+  }
+  // The canary's own line plus the newlines around it must fit one window.
+  const size_t line = Utf8Chars(format.prefix()).size() +
+                      (format.alphabets().empty() ? format.digits() : format.alphabets_size()) + 2;
+  if (c.window() < line || c.window() > 4096) {
+    add("canaries.window",
+        absl::StrCat("must be in [", line, " (the canary line), 4096] (got ", c.window(), ")"));
+  }
+  if (c.rank_query_budget() == 0) add("canaries.rank_query_budget", "must be >= 1");
+  const v1::ForgettingTraining& t = f.training();
+  if (!OneOf(t.optimizer(), {"sgd", "momentum", "adam"})) {
+    add("training.optimizer",
+        absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got \"", t.optimizer(), "\")"));
+  }
+  if (f.strategy() != "inject") {
+    add("strategy", absl::StrCat("canaries support \"inject\" only (got \"", f.strategy(), "\")"));
+  }
+  if (f.inject_mode() != "k_steps") {
+    add("inject_mode",
+        absl::StrCat("canaries support \"k_steps\" only: repeats are passes over the canary "
+                     "batch (got \"",
+                     f.inject_mode(), "\")"));
+  }
+  if (f.attack() != forgetting::kExposureAttack) {
+    add("attack", absl::StrCat("must be \"exposure\" with canaries (got \"", f.attack(), "\")"));
+  }
+}
+
+// Rules both kinds of Dp share.
+void ValidateCommon(const v1::ForgettingAudit& f, const AddFn& add) {
+  const v1::ForgettingTraining& t = f.training();
   if (!(t.learning_rate() > 0) || !std::isfinite(t.learning_rate())) {
     add("training.learning_rate", absl::StrCat("must be > 0 (got ", t.learning_rate(), ")"));
   }
@@ -160,23 +349,8 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
     add("training.steps_after_injection",
         absl::StrCat("must be in [1, ", kMaxSteps, "] (got ", t.steps_after_injection(), ")"));
   }
-  if (!OneOf(f.strategy(), {"inject", "poison"})) {
-    add("strategy", absl::StrCat("must be \"inject\" or \"poison\" (got \"", f.strategy(), "\")"));
-  }
   if (f.repeats() == 0 || f.repeats() > 1000) {
     add("repeats", absl::StrCat("must be in [1, 1000] (got ", f.repeats(), ")"));
-  } else if (f.strategy() == "poison" && f.repeats() != 1) {
-    add("repeats", "applies to strategy \"inject\" only (leave it unset with \"poison\")");
-  }
-  if (!OneOf(f.inject_mode(), {"k_steps", "dup_in_batch"})) {
-    add("inject_mode",
-        absl::StrCat("must be \"k_steps\" or \"dup_in_batch\" (got \"", f.inject_mode(), "\")"));
-  } else if (f.inject_mode() == "dup_in_batch" && f.repeats() > t.batch_size()) {
-    add("inject_mode", absl::StrCat("\"dup_in_batch\" needs repeats <= training.batch_size (",
-                                    f.repeats(), " > ", t.batch_size(), ")"));
-  }
-  if (f.injected().size() == 0 || f.injected().size() > 10000) {
-    add("injected.size", absl::StrCat("must be in [1, 10000] (got ", f.injected().size(), ")"));
   }
   if (f.trials() == 0 || f.trials() > 100) {
     add("trials", absl::StrCat("must be in [1, 100] (got ", f.trials(), ")"));
@@ -194,22 +368,20 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
                        t.steps_after_injection(), ")"));
     }
   }
-  if (!OneOf(f.attack(), {"checkpoint_calibrated", "calibrated_loss", "uncalibrated",
-                          forgetting::kReplayAttack, forgetting::kLiraAttack})) {
-    add("attack", absl::StrCat("must be one of checkpoint_calibrated, calibrated_loss, "
-                               "uncalibrated, deterministic_replay, lira_references (got \"",
-                               f.attack(), "\")"));
+}
+
+}  // namespace
+
+void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* problems) {
+  const AddFn add = [&](std::string field, std::string rule) {
+    problems->push_back({absl::StrCat("forgetting.", field), std::move(rule)});
+  };
+  if (f.has_canaries()) {
+    ValidateCanaries(f, add);
+  } else {
+    ValidateImages(f, add);
   }
-  if (f.attack() == forgetting::kLiraAttack) {
-    if (f.reference_models() < 2 || f.reference_models() > 64) {
-      add("reference_models", absl::StrCat("must be in [2, 64] (got ", f.reference_models(), ")"));
-    }
-  } else if (f.reference_models() != 0) {
-    add("reference_models", "applies to attack lira_references only");
-  }
-  if (!(f.fpr() > 0 && f.fpr() < 1)) {
-    add("fpr", absl::StrCat("must be in (0, 1) (got ", f.fpr(), ")"));
-  }
+  ValidateCommon(f, add);
 }
 
 uint64_t ForgettingTrialSteps(const v1::ForgettingAudit& f) { return forgetting::TrialSteps(f); }

@@ -188,5 +188,58 @@ TEST(ForgettingSpecTest, LiraReferencesDefaultsRulesAndSteps) {
               HasSubstr("forgetting.reference_models: applies to attack lira_references"));
 }
 
+TEST(ForgettingSpecTest, CanaryDefaultsValidationAndSteps) {
+  v1::AuditSpec spec;
+  spec.set_seed(9);
+  spec.mutable_forgetting()->mutable_canaries();
+  ApplyDefaults(&spec);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  const v1::ForgettingAudit& f = spec.forgetting();
+  EXPECT_FALSE(f.has_dataset()) << "image fields stay unset";
+  EXPECT_FALSE(f.has_injected());
+  EXPECT_EQ(f.attack(), "exposure");
+  EXPECT_EQ(f.training().optimizer(), "adam");
+  EXPECT_EQ(f.canaries().corpus().name(), "fortunes");
+  EXPECT_EQ(f.canaries().canary().digits(), 5u);
+  EXPECT_EQ(f.canaries().repeats_size(), 4);
+  EXPECT_EQ(f.canaries().controls(), 8u);
+  // 4 groups x 4 canaries with 1 + 4 + 16 + 64 copies each = 340 windows,
+  // 11 batches of 32 per pass, 4 passes: 1000 + 44 + 2 x 2000.
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 1000u + 44u + 4000u);
+  EXPECT_EQ(PlanAudit(spec)->tasks.size(), f.trials());
+}
+
+TEST(ForgettingSpecTest, BadCanaryFieldsAreNamed) {
+  v1::AuditSpec spec;
+  spec.set_seed(9);
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  f->mutable_canaries();
+  ApplyDefaults(&spec);
+  f->mutable_injected()->set_size(10);
+  f->set_strategy("poison");
+  f->set_attack("checkpoint_calibrated");
+  f->set_inject_mode("dup_in_batch");
+  v1::ForgettingCanaries* c = f->mutable_canaries();
+  c->mutable_model()->set_architecture("transformer");
+  c->mutable_canary()->set_digits(30);
+  c->set_repeats(1, 0);
+  c->set_per_group(0);
+  c->set_window(8);
+  const std::string message(ValidateSpec(spec).message());
+  for (const char* field :
+       {"forgetting.injected: not used with canaries", "forgetting.strategy: canaries support",
+        "forgetting.attack: must be \"exposure\"", "forgetting.inject_mode",
+        "forgetting.canaries.model.architecture", "forgetting.canaries.canary.digits",
+        "forgetting.canaries.repeats[1]", "forgetting.canaries.per_group",
+        "forgetting.canaries.window"}) {
+    EXPECT_THAT(message, HasSubstr(field));
+  }
+  // Adam is allowed for canaries only.
+  v1::AuditSpec images = Defaulted();
+  images.mutable_forgetting()->mutable_training()->set_optimizer("adam");
+  EXPECT_THAT(std::string(ValidateSpec(images).message()),
+              HasSubstr("forgetting.training.optimizer"));
+}
+
 }  // namespace
 }  // namespace memaudit::coordinator

@@ -1,6 +1,7 @@
 #include "services/coordinator/planner.h"
 
 #include "common/exposure_signals.h"
+#include "common/membership_tasks.h"
 #include "common/relational_signals.h"
 #include "common/seeding.h"
 #include "services/coordinator/exposure_spec.h"
@@ -64,15 +65,21 @@ absl::StatusOr<Plan> PlanAudit(const v1::AuditSpec& spec) {
   }
   const v1::MembershipAudit& m = spec.membership();
   // The keep-matrix is rebuilt here only to count each model's training set
-  // exactly, so progress totals match the steps workers report.
+  // exactly, so progress totals match the steps workers report. A task's
+  // steps are its models' steps summed (a packed step of K models counts K),
+  // so the audit's total does not depend on models_per_task.
   const KeepMatrix keep =
       BuildKeepMatrix(spec.seed(), m.reference_models(), m.dataset().pool_size());
   const uint64_t batch = m.training().batch_size();
-  for (uint32_t i = 0; i < m.reference_models(); ++i) {
-    uint64_t train_size = 0;
-    for (uint32_t j = 0; j < keep.examples; ++j) train_size += keep.in(i, j);
-    const uint64_t steps_per_epoch = (train_size + batch - 1) / batch;
-    plan.tasks.push_back({"reference_model", i, steps_per_epoch * m.training().epochs()});
+  for (uint32_t t = 0; t < membership::TaskCount(spec); ++t) {
+    const membership::ModelRange models = membership::TaskModels(spec, t);
+    PlannedTask task{membership::kModelRole, t, 0, models.first, models.count};
+    for (uint32_t i = models.first; i < models.end(); ++i) {
+      uint64_t train_size = 0;
+      for (uint32_t j = 0; j < keep.examples; ++j) train_size += keep.in(i, j);
+      task.steps_total += (train_size + batch - 1) / batch * m.training().epochs();
+    }
+    plan.tasks.push_back(std::move(task));
   }
   return plan;
 }

@@ -16,6 +16,10 @@ struct PlannedTask {
   std::string role;
   uint32_t index = 0;
   uint64_t steps_total = 0;
+  // Membership: the models [first_model, first_model + models) it trains
+  // (common/membership_tasks.h); other kinds leave the defaults.
+  uint32_t first_model = 0;
+  uint32_t models = 1;
 };
 
 struct Plan {

@@ -31,6 +31,50 @@ TEST(PlannerTest, StepsMatchEachModelsKeepRow) {
   }
 }
 
+// models_per_task packs consecutive models, aligned to multiples of it; a
+// task's steps are its models' steps summed, so the audit's total is the
+// unpacked one.
+TEST(PlannerTest, PackedTasksCoverAlignedModelRanges) {
+  const auto single = PlanAudit(SmallMembershipSpec(10));
+  ASSERT_TRUE(single.ok());
+  v1::AuditSpec spec = SmallMembershipSpec(10);
+  spec.mutable_resources()->set_models_per_task(4);
+  auto plan = PlanAudit(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<std::string> tasks;
+  uint64_t total = 0;
+  for (const PlannedTask& t : plan->tasks) {
+    tasks.push_back(absl::StrCat(t.role, "/", t.index, ":", t.first_model, "+", t.models));
+    uint64_t steps = 0;
+    for (uint32_t i = t.first_model; i < t.first_model + t.models; ++i) {
+      steps += single->tasks[i].steps_total;
+    }
+    EXPECT_EQ(t.steps_total, steps) << "task " << t.index;
+    total += t.steps_total;
+  }
+  EXPECT_THAT(tasks, ::testing::ElementsAre("reference_model/0:0+4", "reference_model/1:4+4",
+                                            "reference_model/2:8+2"));
+  uint64_t single_total = 0;
+  for (const PlannedTask& t : single->tasks) {
+    EXPECT_EQ(t.first_model, t.index);
+    EXPECT_EQ(t.models, 1u);
+    single_total += t.steps_total;
+  }
+  EXPECT_EQ(total, single_total);
+  // An odd pool: halves of 50 and 49 rows; still each model's own steps.
+  v1::AuditSpec odd = spec;
+  odd.mutable_membership()->mutable_dataset()->set_pool_size(99);
+  odd.mutable_resources()->set_models_per_task(1);
+  const auto odd_single = PlanAudit(odd);
+  odd.mutable_resources()->set_models_per_task(3);
+  const auto odd_packed = PlanAudit(odd);
+  ASSERT_TRUE(odd_single.ok() && odd_packed.ok());
+  ASSERT_EQ(odd_packed->tasks.size(), 4u);
+  EXPECT_EQ(odd_packed->tasks[0].steps_total, 2u * (5 + 5 + 5));  // ceil(50/10), ceil(49/10)
+  EXPECT_EQ(odd_packed->tasks[3].models, 1u);
+  EXPECT_EQ(odd_packed->tasks[3].steps_total, odd_single->tasks[9].steps_total);
+}
+
 TEST(PlannerTest, PlanIsAPureFunctionOfTheSpec) {
   auto a = PlanAudit(SmallMembershipSpec(6));
   auto b = PlanAudit(SmallMembershipSpec(6));

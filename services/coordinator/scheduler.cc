@@ -1,9 +1,11 @@
 #include "services/coordinator/scheduler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "services/coordinator/planner.h"
 #include "services/coordinator/spec_validator.h"
 
@@ -140,13 +142,26 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id, const v
   std::vector<EventRecord> events = {
       Event(audit_id, "submitted", "", absl::StrCat(tasks.size(), " tasks planned"))};
   size_t reused_tasks = 0;
-  for (TaskRecord& t : tasks) {
-    auto from = reused.find(t.index);
-    if (t.role != "reference_model" || from == reused.end()) continue;
+  for (size_t i = 0; i < tasks.size() && spec.has_membership(); ++i) {
+    // A task is reused only when every model it trains is: a partly reused
+    // task retrains all its models (bit-identical; the scorer keeps one copy).
+    const PlannedTask& p = plan->tasks[i];
+    std::vector<std::string> from;
+    bool all = p.models > 0;
+    for (uint32_t model = p.first_model; all && model < p.first_model + p.models; ++model) {
+      auto it = reused.find(model);
+      all = it != reused.end();
+      if (all && std::find(from.begin(), from.end(), it->second) == from.end()) {
+        from.push_back(it->second);
+      }
+    }
+    if (!all) continue;
+    TaskRecord& t = tasks[i];
     t.state = TaskState::kSucceeded;
     t.steps_done = t.steps_total;
     events.push_back(Event(audit_id, "task_reused", t.task_id,
-                           absl::StrCat("model reused from audit ", from->second)));
+                           absl::StrCat(p.models == 1 ? "model" : "models", " reused from audit ",
+                                        absl::StrJoin(from, ", "))));
     ++reused_tasks;
   }
   if (reused_tasks == tasks.size()) {

@@ -52,7 +52,8 @@ class Scheduler {
 
   // Plans `spec` (already validated and defaulted) and persists the audit.
   // Tasks whose results already exist (`reused`: reference-model index ->
-  // the audit that trained it) start succeeded.
+  // the audit that trained it) start succeeded; a membership task packing
+  // several models only when all of them are in `reused`.
   absl::StatusOr<v1::Audit> Submit(const std::string& audit_id, const v1::AuditSpec& spec,
                                    const std::map<uint32_t, std::string>& reused = {});
   absl::StatusOr<v1::Audit> Get(const std::string& audit_id) const;

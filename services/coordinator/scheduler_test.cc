@@ -61,6 +61,33 @@ TEST_F(SchedulerTest, ReusedModelsAreNotTrainedAgain) {
   EXPECT_FALSE(none->has_value());
 }
 
+// A packed task is reused only when all of its models are; the partly
+// reused one trains all of its models again.
+TEST_F(SchedulerTest, PackedTaskIsReusedOnlyWhenAllItsModelsAre) {
+  v1::AuditSpec spec = SmallMembershipSpec(6);
+  spec.mutable_resources()->set_models_per_task(2);
+  ASSERT_TRUE(scheduler_->Submit("a", spec, {{0, "x"}, {1, "y"}, {2, "x"}, {5, "x"}}).ok());
+  auto audit = scheduler_->Get("a");
+  EXPECT_EQ(audit->tasks().total(), 3u);
+  EXPECT_EQ(audit->tasks().succeeded(), 1u);
+  LeaseGrant first = MustLease();
+  LeaseGrant second = MustLease();
+  EXPECT_EQ(first.task.index, 1u);
+  EXPECT_EQ(second.task.index, 2u);
+  auto events = scheduler_->EventsAfter("a", 0, 100);
+  ASSERT_TRUE(events.ok());
+  std::vector<std::string> reused;
+  for (const EventRecord& e : *events) {
+    if (e.type == "task_reused") reused.push_back(e.task_id + " " + e.message);
+  }
+  EXPECT_EQ(reused, std::vector<std::string>{"a/reference_model/0 models reused from audit x, y"});
+  ASSERT_TRUE(scheduler_->Complete(first.task.lease_id).ok());
+  ASSERT_TRUE(scheduler_->Complete(second.task.lease_id).ok());
+  audit = scheduler_->Get("a");
+  EXPECT_EQ(audit->state(), v1::SUCCEEDED);
+  EXPECT_EQ(audit->steps_done(), audit->steps_total());
+}
+
 TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {
   ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
   LeaseGrant first = MustLease("dead-worker");

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/datasets.h"
+#include "common/membership_tasks.h"
 #include "services/coordinator/exposure_spec.h"
 #include "services/coordinator/forgetting_spec.h"
 #include "services/coordinator/relational_spec.h"
@@ -127,6 +128,7 @@ void ApplyDefaults(v1::AuditSpec* spec) {
   if (spec->has_unlearning()) ApplyUnlearningDefaults(spec->mutable_unlearning());
   if (spec->has_relational()) ApplyRelationalDefaults(spec->mutable_relational());
   if (!spec->has_membership()) return;
+  if (r->models_per_task() == 0) r->set_models_per_task(1);
   v1::MembershipAudit* m = spec->mutable_membership();
   if (m->dataset().name().empty()) m->mutable_dataset()->set_name("fashion_mnist");
   if (m->model().architecture().empty()) m->mutable_model()->set_architecture("mlp");
@@ -153,6 +155,17 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
   }
   if (spec.resources().max_attempts() > 100) {
     problems.push_back({"resources.max_attempts", "must be in [1, 100]"});
+  }
+  // Packing is the membership audit's (common/membership_tasks.h).
+  const uint32_t packed = spec.resources().models_per_task();
+  if (packed > membership::kMaxModelsPerTask) {
+    problems.push_back({"resources.models_per_task",
+                        absl::StrCat("must be in [1, ", membership::kMaxModelsPerTask, "] (got ",
+                                     packed, ")")});
+  } else if (packed > 1 && spec.kind_case() != v1::AuditSpec::kMembership) {
+    problems.push_back({"resources.models_per_task",
+                        absl::StrCat("only membership audits pack models; must be 1 (got ",
+                                     packed, ")")});
   }
   switch (spec.kind_case()) {
     case v1::AuditSpec::kMembership:

@@ -73,6 +73,24 @@ TEST(SpecValidatorTest, RmiaPopulationAndTargetModelAreChecked) {
   EXPECT_TRUE(ValidateSpec(spec).ok()) << "no population needed without rmia";
 }
 
+TEST(SpecValidatorTest, ModelsPerTaskDefaultsToOneAndIsBounded) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  EXPECT_EQ(spec.resources().models_per_task(), 1u);
+  spec.mutable_resources()->set_models_per_task(64);
+  EXPECT_TRUE(ValidateSpec(spec).ok());
+  spec.mutable_resources()->set_models_per_task(65);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("resources.models_per_task: must be in [1, 64] (got 65)"));
+  // Other kinds train one model per task.
+  v1::AuditSpec exposure;
+  exposure.mutable_exposure();
+  ApplyDefaults(&exposure);
+  EXPECT_EQ(exposure.resources().models_per_task(), 0u) << "left unset outside membership";
+  exposure.mutable_resources()->set_models_per_task(2);
+  EXPECT_THAT(std::string(ValidateSpec(exposure).message()),
+              HasSubstr("resources.models_per_task: only membership audits pack models"));
+}
+
 TEST(SpecValidatorTest, MissingKindIsInvalid) {
   v1::AuditSpec spec;
   ApplyDefaults(&spec);

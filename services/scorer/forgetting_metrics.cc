@@ -1,12 +1,16 @@
 #include "services/scorer/forgetting_metrics.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/forgetting_signals.h"
 #include "scoring/calibrated_scores.h"
 #include "scoring/forgetting.h"
+#include "scoring/intervals.h"
 #include "scoring/lira.h"
 
 namespace memaudit::scorer {
@@ -140,10 +144,121 @@ void AddCurve(const std::vector<scoring::ForgettingCurvePoint>& curve,
   }
 }
 
+const char* const kCanaryPointSignals[] = {forgetting::kExposureInjected,
+                                           forgetting::kExposureBaseline,
+                                           forgetting::kExactInjected, forgetting::kExactBaseline};
+
+// LM canaries: mean exposure per repeat group (controls last, repeats 0)
+// against steps since injection, over the longest prefix of points every
+// trial has reached.
+absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
+                                               const ForgettingSignals& signals) {
+  const v1::ForgettingAudit& f = spec.forgetting();
+  const v1::ForgettingCanaries& c = f.canaries();
+  auto get = [&](const std::string& point, const char* signal,
+                 uint32_t trial) -> const std::vector<double>* {
+    auto it = signals.find({point, signal});
+    if (it == signals.end()) return nullptr;
+    auto t = it->second.find(trial);
+    return t == it->second.end() ? nullptr : &t->second;
+  };
+  struct Group {
+    uint32_t repeats, begin, end;
+  };
+  std::vector<Group> groups;
+  for (int g = 0; g < c.repeats_size(); ++g) {
+    groups.push_back({c.repeats(g), g * c.per_group(), (g + 1) * c.per_group()});
+  }
+  const uint32_t inserted = forgetting::InsertedCanaries(f);
+  if (c.controls() > 0) groups.push_back({0, inserted, inserted + c.controls()});
+
+  v1::AuditResults results;
+  results.set_kind("forgetting");
+  results.set_models(2 * f.trials());
+  results.set_examples(forgetting::CanaryCount(f));
+  v1::ForgettingResults* out = results.mutable_forgetting();
+  out->set_strategy(f.strategy());
+  out->set_attack(f.attack());
+  out->set_trials(f.trials());
+  out->set_injected_examples(inserted);
+  out->set_training_steps(forgetting::TrialSteps(f));
+  const v1::CanaryFormatSpec& format = c.canary();
+  double log2_space = format.digits() * std::log2(10.0);
+  if (!format.alphabets().empty()) {
+    log2_space = 0;
+    for (const std::string& a : format.alphabets()) {
+      // Characters = UTF-8 lead bytes.
+      size_t chars = 0;
+      for (unsigned char ch : a) chars += (ch & 0xC0) != 0x80;
+      log2_space += std::log2(static_cast<double>(std::max<size_t>(chars, 1)));
+    }
+  }
+  out->set_log2_space(log2_space);
+  for (const Group& g : groups) {
+    v1::ForgettingExposureCurve* curve = out->add_exposure_curves();
+    curve->set_repeats(g.repeats);
+    curve->set_canaries(g.end - g.begin);
+  }
+  bool complete = true;
+  for (uint32_t t = 0; t < f.trials(); ++t) {
+    if (get(forgetting::kCheckpointPoint, forgetting::kExposureCheckpoint, t) == nullptr) {
+      complete = false;
+    }
+  }
+  for (uint64_t p : f.eval_points()) {
+    const std::string key = absl::StrCat(p);
+    std::vector<std::array<const std::vector<double>*, 4>> trials;
+    for (uint32_t t = 0; t < f.trials(); ++t) {
+      std::array<const std::vector<double>*, 4> v{};
+      for (size_t i = 0; i < v.size(); ++i) v[i] = get(key, kCanaryPointSignals[i], t);
+      if (std::find(v.begin(), v.end(), nullptr) != v.end()) break;
+      trials.push_back(v);
+    }
+    if (trials.size() < f.trials()) {
+      complete = false;
+      break;
+    }
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const Group& g = groups[gi];
+      std::vector<double> injected, baseline;
+      uint32_t bounded = 0;
+      for (const auto& v : trials) {
+        double inj = 0, base = 0;
+        for (uint32_t i = g.begin; i < g.end; ++i) {
+          inj += (*v[0])[i];
+          base += (*v[1])[i];
+          bounded += ((*v[2])[i] == 0) + ((*v[3])[i] == 0);
+        }
+        injected.push_back(inj / (g.end - g.begin));
+        baseline.push_back(base / (g.end - g.begin));
+      }
+      auto inj = scoring::SummarizeMean(injected);
+      if (!inj.ok()) return inj.status();
+      auto base = scoring::SummarizeMean(baseline);
+      if (!base.ok()) return base.status();
+      v1::ForgettingExposurePoint* point = out->mutable_exposure_curves(gi)->add_points();
+      point->set_steps_since_injection(p);
+      *point->mutable_exposure() = ToProto(*inj);
+      *point->mutable_baseline_exposure() = ToProto(*base);
+      point->set_bounded(bounded);
+    }
+  }
+  results.set_complete(complete);
+  return results;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> RequiredForgettingSignals(
     const v1::ForgettingAudit& f) {
+  if (forgetting::Canaries(f)) {
+    std::vector<std::pair<std::string, std::string>> out = {
+        {forgetting::kCheckpointPoint, forgetting::kExposureCheckpoint}};
+    for (uint64_t p : f.eval_points()) {
+      for (const char* s : kCanaryPointSignals) out.emplace_back(absl::StrCat(p), s);
+    }
+    return out;
+  }
   std::vector<std::pair<std::string, std::string>> out = {
       {forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint},
       {forgetting::kCheckpointPoint, forgetting::kLossCheckpoint}};
@@ -169,8 +284,10 @@ absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v
     return absl::InvalidArgumentError(absl::StrCat(
         "observation.run: ", o.run(), " is outside the audit's ", f.trials(), " trials"));
   }
+  const bool canaries = forgetting::Canaries(f);
   if (o.point() == forgetting::kCheckpointPoint) {
-    if (!IsCheckpointSignal(f, o.signal())) {
+    if (canaries ? o.signal() != forgetting::kExposureCheckpoint
+                 : !IsCheckpointSignal(f, o.signal())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "observation.signal: \"", o.signal(), "\" is not a checkpoint signal of this audit"));
     }
@@ -181,12 +298,22 @@ absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v
       return absl::InvalidArgumentError(absl::StrCat(
           "observation.point: \"", o.point(), "\" is not an evaluation point of this audit"));
     }
-    if (!IsPointSignal(f, o.signal())) {
+    const bool known_signal =
+        canaries ? std::find(std::begin(kCanaryPointSignals), std::end(kCanaryPointSignals),
+                             o.signal()) != std::end(kCanaryPointSignals)
+                 : IsPointSignal(f, o.signal());
+    if (!known_signal) {
       return absl::InvalidArgumentError(
           absl::StrCat("observation.signal: \"", o.signal(), "\" is not a signal of this audit"));
     }
   }
-  if (o.signal() == forgetting::kCandidateLossMean) {
+  if (canaries) {
+    if (static_cast<uint32_t>(o.values_size()) != forgetting::CanaryCount(f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values: expected ", forgetting::CanaryCount(f),
+                       " values (one per canary), got ", o.values_size()));
+    }
+  } else if (o.signal() == forgetting::kCandidateLossMean) {
     if (o.values_size() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "observation.values: expected 1 value for candidate_loss_mean, got ", o.values_size()));
@@ -208,6 +335,7 @@ absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v
 absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
                                                  const ForgettingSignals& signals) {
   const v1::ForgettingAudit& f = spec.forgetting();
+  if (forgetting::Canaries(f)) return ScoreCanaries(spec, signals);
   auto get = [&](const std::string& point, const std::string& signal,
                  uint32_t trial) -> absl::StatusOr<const std::vector<double>*> {
     auto it = signals.find({point, signal});
@@ -313,6 +441,13 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
     AddCurve(*standard, out->mutable_standard_curve());
   }
   return results;
+}
+
+uint64_t ForgettingProgress(const v1::AuditResults& results) {
+  const v1::ForgettingResults& f = results.forgetting();
+  uint64_t points = f.curve_size();
+  for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) points += c.points_size();
+  return points == 0 ? 0 : points + (results.complete() ? 1 : 0);
 }
 
 void PublishForgetting(metrics::Registry* metrics, const v1::AuditResults& results) {

@@ -1,9 +1,11 @@
 // Scores a `forgetting` audit once every trial has reported every evaluation
 // point: membership inference on the injected examples (injected arm vs
 // baseline arm) per point, averaged across trials, i.e. the forgetting curve.
+// LM canaries: mean exposure per repeat group and point instead.
 #ifndef MEMAUDIT_SERVICES_SCORER_FORGETTING_METRICS_H_
 #define MEMAUDIT_SERVICES_SCORER_FORGETTING_METRICS_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -31,6 +33,11 @@ using ForgettingSignals =
 
 absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
                                                  const ForgettingSignals& signals);
+
+// How far scored results have come: curve points (LM canaries: exposure
+// points over every group), plus 1 once complete; 0 = nothing to store yet.
+// The scorer stores a new version only when this grows.
+uint64_t ForgettingProgress(const v1::AuditResults& results);
 
 // Gauges memaudit_forgetting_mi_accuracy_ratio{audit, strategy,
 // steps_since_injection}, memaudit_forgetting_tpr_ratio and

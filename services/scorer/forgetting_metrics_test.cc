@@ -224,6 +224,78 @@ TEST(ForgettingMetricsTest, SelectionLossesReachTheResults) {
               HasSubstr("observation.signal"));
 }
 
+TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
+  v1::AuditSpec spec;
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  f->set_strategy("inject");
+  f->set_attack("exposure");
+  f->set_trials(2);
+  f->add_eval_points(0);
+  f->add_eval_points(100);
+  v1::ForgettingCanaries* c = f->mutable_canaries();
+  c->mutable_canary()->set_digits(4);
+  c->add_repeats(1);
+  c->add_repeats(16);
+  c->set_per_group(2);
+  c->set_controls(1);
+  // Canaries: group 1 (0, 1), group 16 (2, 3), control (4).
+  ForgettingSignals s;
+  for (uint32_t t = 0; t < 2; ++t) {
+    s[{forgetting::kCheckpointPoint, forgetting::kExposureCheckpoint}][t] = {1, 1, 1, 1, 1};
+    s[{"0", forgetting::kExposureInjected}][t] = {2, 4, 10, 12.0 + t, 1};
+    s[{"0", forgetting::kExposureBaseline}][t] = {1, 1, 1, 1, 1};
+    s[{"100", forgetting::kExposureInjected}][t] = {1, 1, 5, 7, 2};
+    s[{"100", forgetting::kExposureBaseline}][t] = {1, 2, 1, 2, 2};
+    for (const char* p : {"0", "100"}) {
+      s[{p, forgetting::kExactInjected}][t] = {1, 1, 1, 1, 1};
+      s[{p, forgetting::kExactBaseline}][t] = {1, 1, 1, 1, 1};
+    }
+  }
+  s[{"100", forgetting::kExactBaseline}][1][4] = 0;  // one bounded rank
+  auto results = ScoreForgetting(spec, s);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  const v1::ForgettingResults& r = results->forgetting();
+  EXPECT_EQ(r.curve_size(), 0) << "no MI curve for canaries";
+  EXPECT_NEAR(r.log2_space(), 4 * std::log2(10.0), 1e-12);
+  EXPECT_EQ(results->examples(), 5u);
+  ASSERT_EQ(r.exposure_curves_size(), 3);
+  EXPECT_EQ(r.exposure_curves(0).repeats(), 1u);
+  EXPECT_EQ(r.exposure_curves(1).repeats(), 16u);
+  EXPECT_EQ(r.exposure_curves(2).repeats(), 0u);  // controls
+  EXPECT_EQ(r.exposure_curves(2).canaries(), 1u);
+  const v1::ForgettingExposurePoint& p16 = r.exposure_curves(1).points(0);
+  EXPECT_EQ(p16.steps_since_injection(), 0u);
+  EXPECT_DOUBLE_EQ(p16.exposure().mean(), 11.5);  // trials 11 and 12
+  EXPECT_DOUBLE_EQ(p16.baseline_exposure().mean(), 1);
+  EXPECT_DOUBLE_EQ(r.exposure_curves(0).points(0).exposure().mean(), 3);
+  EXPECT_DOUBLE_EQ(r.exposure_curves(1).points(1).exposure().mean(), 6);
+  EXPECT_DOUBLE_EQ(r.exposure_curves(1).points(1).baseline_exposure().mean(), 1.5);
+  EXPECT_EQ(r.exposure_curves(2).points(1).bounded(), 1u);
+  EXPECT_EQ(r.exposure_curves(1).points(1).bounded(), 0u);
+  EXPECT_EQ(ForgettingProgress(*results), 2u * 3u + 1u);
+  // The curves fill in point by point.
+  ForgettingSignals partial = s;
+  partial[{"100", forgetting::kExposureInjected}].erase(0);
+  auto half = ScoreForgetting(spec, partial);
+  ASSERT_TRUE(half.ok());
+  EXPECT_FALSE(half->complete());
+  EXPECT_EQ(half->forgetting().exposure_curves(0).points_size(), 1);
+  EXPECT_EQ(ForgettingProgress(*half), 3u);
+  // Observations: one value per canary, canary signals only.
+  EXPECT_EQ(RequiredForgettingSignals(*f).size(), 1u + 2u * 4u);
+  v1::Observation o;
+  o.set_run(0);
+  o.set_point("100");
+  o.set_signal(forgetting::kExposureInjected);
+  for (int i = 0; i < 5; ++i) o.add_values(i);
+  EXPECT_TRUE(ValidateForgettingObservation(*f, o).ok());
+  o.add_values(1);
+  EXPECT_THAT(ValidateForgettingObservation(*f, o).message(), HasSubstr("one per canary"));
+  o.set_signal(forgetting::kPhiInjected);
+  EXPECT_THAT(ValidateForgettingObservation(*f, o).message(), HasSubstr("observation.signal"));
+}
+
 TEST(ForgettingMetricsTest, CurveFillsInPointByPoint) {
   auto full = ScoreForgetting(Spec(), HandBuilt());
   ASSERT_TRUE(full.ok());

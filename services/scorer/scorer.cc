@@ -232,11 +232,10 @@ absl::Status Scorer::ScoreForgettingIfComplete(const std::string& audit_id,
   auto results = ScoreForgetting(spec, signals);
   ObserveScoringSeconds(metrics_, "forgetting", scoring_started);
   if (!results.ok()) return results.status();
-  if (results->forgetting().curve().empty()) return absl::OkStatus();
+  if (ForgettingProgress(*results) == 0) return absl::OkStatus();
   auto stored = store_->GetResults(audit_id);
   if (!stored.ok()) return stored.status();
-  if (stored->has_value() &&
-      (*stored)->forgetting().curve_size() == results->forgetting().curve_size()) {
+  if (stored->has_value() && ForgettingProgress(**stored) == ForgettingProgress(*results)) {
     return absl::OkStatus();  // no new point since the last computation
   }
   return Finish(audit_id, *std::move(results));

@@ -61,21 +61,15 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.units = variant.units;
   run.embedding = e.model().embedding();
   run.dropout = variant.dropout;
-  const std::string& opt = e.training().optimizer();
-  if (opt == "adam") {
-    run.optimizer.kind = engine::OptimizerKind::kAdam;
-  } else if (opt == "sgd") {
-    run.optimizer.kind = engine::OptimizerKind::kSgd;
-  } else if (opt == "momentum") {
-    run.optimizer.kind = engine::OptimizerKind::kMomentum;
-  } else if (opt == "rmsprop") {
-    run.optimizer.kind = engine::OptimizerKind::kRmsProp;
-  } else {
+  // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
+  auto optimizer =
+      engine::OptimizerFromName(e.training().optimizer(), e.training().learning_rate(),
+                                engine::OptimizerSpec{}.momentum, e.training().weight_decay());
+  if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("exposure.training.optimizer: unknown \"", opt, "\""));
+        absl::StrCat("exposure.training.optimizer: ", optimizer.status().message()));
   }
-  run.optimizer.learning_rate = e.training().learning_rate();
-  run.optimizer.weight_decay = e.training().weight_decay();
+  run.optimizer = *optimizer;
   run.window = e.training().window();
   run.batch_size = variant.batch_size;
   run.epochs = e.training().epochs();

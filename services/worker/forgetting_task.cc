@@ -3,18 +3,22 @@
 #include "absl/strings/str_cat.h"
 #include "common/forgetting_signals.h"
 #include "common/seeding.h"
+#include "engine/forgetting_lm_run.h"
 
 namespace memaudit::worker {
 
 namespace {
 
-absl::StatusOr<engine::OptimizerSpec> OptimizerFor(const v1::ForgettingTraining& t) {
+absl::StatusOr<engine::OptimizerSpec> OptimizerFor(const v1::ForgettingTraining& t,
+                                                   bool allow_adam = false) {
   engine::OptimizerSpec o;
   if (t.optimizer() == "sgd") {
     o.kind = engine::OptimizerKind::kSgd;
   } else if (t.optimizer() == "momentum") {
     o.kind = engine::OptimizerKind::kMomentum;
     o.momentum = t.momentum();
+  } else if (allow_adam && t.optimizer() == "adam") {
+    o.kind = engine::OptimizerKind::kAdam;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("forgetting.training.optimizer: unknown \"", t.optimizer(), "\""));
@@ -173,10 +177,99 @@ std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
   return out;
 }
 
+absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Task& task) {
+  const v1::AuditSpec& spec = task.spec();
+  const v1::ForgettingAudit& f = spec.forgetting();
+  const v1::ForgettingCanaries& c = f.canaries();
+  engine::ForgettingLmRunSpec run;
+  // An inline text wins; a path replaces the built-in fortunes corpus.
+  run.corpus_text = c.corpus().text();
+  run.corpus_path = c.corpus().path();
+  run.max_corpus_chars = c.corpus().max_chars();
+  run.prefix = c.canary().prefix();
+  run.digits = c.canary().digits();
+  run.alphabets.assign(c.canary().alphabets().begin(), c.canary().alphabets().end());
+  for (uint32_t r : c.repeats()) {
+    for (uint32_t i = 0; i < c.per_group(); ++i) run.copies.push_back(r);
+  }
+  run.controls = c.controls();
+  run.lstm = c.model().architecture() != "gru";
+  run.layers = c.model().layers();
+  run.units = c.model().units();
+  run.embedding = c.model().embedding();
+  run.dropout = c.model().dropout();
+  absl::StatusOr<engine::OptimizerSpec> optimizer = OptimizerFor(f.training(), true);
+  if (!optimizer.ok()) return optimizer.status();
+  run.optimizer = *optimizer;
+  run.window = c.window();
+  run.batch_size = f.training().batch_size();
+  run.steps_before = f.training().steps_before_injection();
+  run.passes = f.repeats();
+  run.paired = f.paired();
+  run.eval_points.assign(f.eval_points().begin(), f.eval_points().end());
+  run.rank_query_budget = c.rank_query_budget();
+  // The canaries and their batch depend on the audit seed only (the same Dp
+  // in every trial); init and order on (seed, trial), as for images.
+  run.canary_seed = DeriveSeed(spec.seed(), "forgetting/canaries", 0);
+  run.init_seed = DeriveSeed(spec.seed(), task.role() + "/init", task.index());
+  run.order_seed = DeriveSeed(spec.seed(), task.role() + "/order", task.index());
+  run.threads = spec.resources().threads_per_task();
+  return run;
+}
+
+std::vector<v1::Observation> ForgettingCanaryObservations(
+    const v1::Task& task, const engine::ForgettingLmRunResult& result) {
+  std::vector<v1::Observation> out;
+  auto add = [&](const std::string& point, const char* signal, const auto& values) {
+    v1::Observation& o = out.emplace_back();
+    o.set_audit_id(task.audit_id());
+    o.set_run(task.index());
+    o.set_point(point);
+    o.set_signal(signal);
+    for (auto v : values) o.add_values(static_cast<double>(v));
+  };
+  add(forgetting::kCheckpointPoint, forgetting::kExposureCheckpoint, result.checkpoint.exposure);
+  for (const engine::ForgettingLmPoint& p : result.points) {
+    const std::string point = absl::StrCat(p.steps_since_injection);
+    add(point, forgetting::kExposureInjected, p.injected.exposure);
+    add(point, forgetting::kExposureBaseline, p.baseline.exposure);
+    add(point, forgetting::kExactInjected, p.injected.exact);
+    add(point, forgetting::kExactBaseline, p.baseline.exact);
+  }
+  return out;
+}
+
+namespace {
+
+absl::StatusOr<std::vector<v1::Observation>> RunCanaryTrial(
+    const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps,
+    const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
+  absl::StatusOr<engine::ForgettingLmRunSpec> run = ForgettingLmRunSpecFor(task);
+  if (!run.ok()) return run.status();
+  const uint64_t batch = run->batch_size;
+  size_t sent = 0;  // observations already handed to send_early
+  engine::ForgettingLmPointCallback on_point;
+  if (send_early) {
+    on_point = [&](const engine::ForgettingLmRunResult& so_far) {
+      std::vector<v1::Observation> all = ForgettingCanaryObservations(task, so_far);
+      std::vector<v1::Observation> fresh(all.begin() + sent, all.end());
+      // A failed early send is not fatal: the final stream carries everything.
+      if (send_early(fresh).ok()) sent = all.size();
+    };
+  }
+  auto result = engine::RunForgettingLm(
+      *run, [&](uint64_t steps) { return on_steps(steps, steps * batch); }, on_point);
+  if (!result.ok()) return result.status();
+  return ForgettingCanaryObservations(task, *result);
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
     const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps,
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
   const v1::ForgettingAudit& f = task.spec().forgetting();
+  if (f.has_canaries()) return RunCanaryTrial(task, on_steps, send_early);
   const std::string dir =
       f.dataset().path().empty() ? engine::kFashionMnistDir : f.dataset().path();
   auto data = engine::LoadMnistLayout(dir, "train");

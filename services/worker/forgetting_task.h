@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/forgetting_lm_run.h"
 #include "engine/forgetting_run.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/worker.pb.h"
@@ -46,6 +47,14 @@ absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& t
 std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
                                                     const ForgettingData& sets,
                                                     const engine::ForgettingRunResult& result);
+
+// LM canaries (`canaries` set): the engine run of one trial.
+absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Task& task);
+
+// exposure_checkpoint at point "checkpoint", then exposure_injected,
+// exposure_baseline, exact_injected and exact_baseline at every point.
+std::vector<v1::Observation> ForgettingCanaryObservations(
+    const v1::Task& task, const engine::ForgettingLmRunResult& result);
 
 // `on_steps` gets the optimizer steps done and examples seen; false stops.
 // `send_early` (may be null) receives each evaluation point's observations

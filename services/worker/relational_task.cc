@@ -75,21 +75,15 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
   run.units = relational::VariantUnits(p, task.index());
   run.embedding = p.model().embedding();
   run.dropout = p.model().dropout();
-  const std::string& opt = p.training().optimizer();
-  if (opt == "adam") {
-    run.optimizer.kind = engine::OptimizerKind::kAdam;
-  } else if (opt == "sgd") {
-    run.optimizer.kind = engine::OptimizerKind::kSgd;
-  } else if (opt == "momentum") {
-    run.optimizer.kind = engine::OptimizerKind::kMomentum;
-  } else if (opt == "rmsprop") {
-    run.optimizer.kind = engine::OptimizerKind::kRmsProp;
-  } else {
+  // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
+  auto optimizer =
+      engine::OptimizerFromName(p.training().optimizer(), p.training().learning_rate(),
+                                engine::OptimizerSpec{}.momentum, p.training().weight_decay());
+  if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("relational.phone_book.training.optimizer: unknown \"", opt, "\""));
+        absl::StrCat("relational.phone_book.training.optimizer: ", optimizer.status().message()));
   }
-  run.optimizer.learning_rate = p.training().learning_rate();
-  run.optimizer.weight_decay = p.training().weight_decay();
+  run.optimizer = *optimizer;
   run.batch_size = p.training().batch_size();
   run.epochs = p.training().epochs();
   // One phone book for every variant, so widths are compared on the same

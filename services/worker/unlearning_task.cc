@@ -82,19 +82,13 @@ absl::StatusOr<engine::UnlearningRunSpec> UnlearningRunSpecFor(const v1::Task& t
   run.model.dropout = m.dropout();
 
   const v1::UnlearningTraining& t = u.training();
-  if (t.optimizer() == "sgd") {
-    run.optimizer.kind = engine::OptimizerKind::kSgd;
-  } else if (t.optimizer() == "momentum") {
-    run.optimizer.kind = engine::OptimizerKind::kMomentum;
-    run.optimizer.momentum = t.momentum();
-  } else if (t.optimizer() == "adam") {
-    run.optimizer.kind = engine::OptimizerKind::kAdam;
-  } else {
+  auto optimizer =
+      engine::OptimizerFromName(t.optimizer(), t.learning_rate(), t.momentum(), t.weight_decay());
+  if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unlearning.training.optimizer: unknown \"", t.optimizer(), "\""));
+        absl::StrCat("unlearning.training.optimizer: ", optimizer.status().message()));
   }
-  run.optimizer.learning_rate = t.learning_rate();
-  run.optimizer.weight_decay = t.weight_decay();
+  run.optimizer = *optimizer;
   run.epochs = t.epochs();
   run.batch_size = t.batch_size();
   if (u.method() == "sisa") {

@@ -1,0 +1,47 @@
+// The coordinator -> worker contract of a `membership` audit: which models a
+// task trains. Task t covers models [t * P, min(N, (t + 1) * P)) with P =
+// resources.models_per_task: ranges aligned to multiples of P, so growing N
+// leaves the earlier tasks' ranges as they were and stored models can stand
+// in for whole tasks. Observations keep run = model index whatever P is.
+// Header-only and torch-free so planner, scheduler and worker agree.
+#ifndef MEMAUDIT_COMMON_MEMBERSHIP_TASKS_H_
+#define MEMAUDIT_COMMON_MEMBERSHIP_TASKS_H_
+
+#include <algorithm>
+#include <cstdint>
+
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit::membership {
+
+inline constexpr char kModelRole[] = "reference_model";
+inline constexpr uint32_t kMaxModelsPerTask = 64;
+
+struct ModelRange {
+  uint32_t first = 0;
+  uint32_t count = 0;
+  uint32_t end() const { return first + count; }
+};
+
+// 0 (unset) means 1.
+inline uint32_t ModelsPerTask(const v1::AuditSpec& spec) {
+  return std::max<uint32_t>(1, spec.resources().models_per_task());
+}
+
+inline uint32_t TaskCount(const v1::AuditSpec& spec) {
+  const uint32_t per = ModelsPerTask(spec);
+  return (spec.membership().reference_models() + per - 1) / per;
+}
+
+inline ModelRange TaskModels(const v1::AuditSpec& spec, uint32_t task) {
+  const uint32_t per = ModelsPerTask(spec);
+  const uint32_t n = spec.membership().reference_models();
+  ModelRange r;
+  r.first = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{task} * per, n));
+  r.count = std::min(n - r.first, per);
+  return r;
+}
+
+}  // namespace memaudit::membership
+
+#endif  // MEMAUDIT_COMMON_MEMBERSHIP_TASKS_H_
