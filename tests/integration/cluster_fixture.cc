@@ -6,12 +6,41 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 
 namespace memaudit::testing {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string RunCapture(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  pclose(pipe);
+  return out;
+}
+
+std::string Chromium(const std::string& profile) {
+  return absl::StrCat(kChromium,
+                      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                      " --disable-background-networking --disable-component-update --disable-sync"
+                      " --enable-logging=stderr --v=0 --user-data-dir=",
+                      profile);
+}
 
 std::string Numbers(v1::AuditResults results) {
   results.clear_audit_id();

@@ -22,6 +22,19 @@ std::string Numbers(v1::AuditResults results);
 // GET http://127.0.0.1:port/path; returns the body ("" on failure).
 std::string HttpGet(int port, const std::string& path);
 
+// Headless Chromium, which renders the HTML report and the dashboard preview.
+inline constexpr char kChromium[] = "/usr/bin/chromium";
+
+// The whole content of a file ("" if unreadable).
+std::string Slurp(const std::string& path);
+
+// Runs a shell command; returns its stdout and stderr together.
+std::string RunCapture(const std::string& command);
+
+// The Chromium command line with flags that keep it from reaching for the
+// network or a display, using `profile` as its user-data directory.
+std::string Chromium(const std::string& profile);
+
 // A fresh directory under the test temp dir, named after the running test.
 std::string FreshTestDir(const std::string& suffix = "");
 

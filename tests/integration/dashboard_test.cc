@@ -1,8 +1,11 @@
 // Every query of deploy/grafana/memaudit.json runs against a live Prometheus
 // that scraped one small audit of each kind: it must be valid PromQL, and
 // every panel must show data for the audit its family belongs to.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -11,6 +14,8 @@
 
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
+#include "tests/integration/cluster_fixture.h"
+#include "tests/integration/dashboard_preview.h"
 #include "tests/integration/observed_audit.h"
 
 namespace memaudit::testing {
@@ -88,6 +93,43 @@ TEST_F(EveryKindObservedTest, EveryDashboardPanelShowsData) {
   for (const char* family : {"memaudit_forgetting_", "memaudit_exposure_", "memaudit_unlearning_",
                              "memaudit_relational_rm_norm"}) {
     EXPECT_THAT(all_exprs, ::testing::HasSubstr(family));
+  }
+}
+
+// The dashboard drawn from the live Prometheus: every panel has data, and
+// the page renders in headless Chromium. MEMAUDIT_DASHBOARD_PNG=FILE keeps the
+// screenshot (docs/images/dashboard.png is made this way).
+TEST_F(EveryKindObservedTest, DashboardRendersWithDataInChromium) {
+  const nlohmann::json dashboard = LoadDashboard();
+  ASSERT_FALSE(dashboard.is_discarded());
+  const auto substitute = [&](const std::string& expr) {
+    const std::string kind = KindOf(expr);
+    return Substitute(expr, kind, observed_->ids.at(kind));
+  };
+  // A busy machine makes scrapes time out while training runs (the interval,
+  // and so the timeout, is 1 s); a line needs a few samples.
+  prometheus().WaitFor("count_over_time(memaudit_coordinator_queue_depth[1m]) >= 3",
+                       [](const nlohmann::json& r) { return !r.empty(); });
+  const double end =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  PreviewStats stats;
+  const std::string html = DashboardPreviewHtml(dashboard, prometheus(), substitute,
+                                                observed_->started_unix_s - 5, end, &stats);
+  EXPECT_GT(stats.panels, 10);
+  EXPECT_EQ(stats.panels_with_data, stats.panels) << "panels without data: " << stats.empty;
+  const std::string page = observed_->dir + "/dashboard.html";
+  std::ofstream(page) << html;
+
+  if (access(kChromium, X_OK) != 0) GTEST_SKIP() << "chromium not installed";
+  const std::string png = observed_->dir + "/dashboard.png";
+  const std::string shot = RunCapture(absl::StrCat(Chromium(observed_->dir + "/profile"),
+                                                   " --window-size=1480,2300 --hide-scrollbars "
+                                                   "--screenshot=",
+                                                   png, " file://", page));
+  EXPECT_THAT(shot, ::testing::Not(::testing::HasSubstr("CONSOLE"))) << shot;
+  EXPECT_GT(Slurp(png).size(), 20000u) << "the screenshot should hold a rendered dashboard";
+  if (const char* keep = std::getenv("MEMAUDIT_DASHBOARD_PNG"); keep != nullptr) {
+    std::ofstream(keep, std::ios::binary) << Slurp(png);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -17,6 +18,7 @@
 #include "cli/csv_export.h"
 #include "cli/html_report.h"
 #include "cli/render.h"
+#include "common/seeding.h"
 #include "gmock/gmock.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
@@ -277,6 +279,92 @@ TEST_F(ForgettingAuditTest, LiraReferencesDetectLongerThanTheCheckpointAttack) {
   csv << std::ifstream(csv_dir + "/forgetting_curve.csv").rdbuf();
   EXPECT_THAT(csv.str(), HasSubstr(",inject,lira_references,400,"));
   EXPECT_THAT(csv.str(), HasSubstr(",inject,checkpoint_calibrated,400,"));
+}
+
+// A deterministic word corpus, one short line after another.
+std::string WordLines(size_t chars) {
+  static const char* kWords[] = {"the",  "cat",  "sat",  "on",    "a",     "mat",   "and",
+                                 "dog",  "ran",  "far",  "from",  "home",  "while", "rain",
+                                 "fell", "over", "hill", "river", "stone", "light"};
+  SplitMix64 rng(5);
+  std::string text, line;
+  while (text.size() < chars) {
+    line += kWords[rng.Uniform(20)];
+    if (line.size() > 40) {
+      text += line + "\n";
+      line.clear();
+    } else {
+      line += " ";
+    }
+  }
+  return text;
+}
+
+TEST_F(ForgettingAuditTest, CanariesSeenMoreOftenAreExposedMoreAndForgottenSlowly) {
+  // The paper's LM setup in miniature: canaries injected 1 or 32 times in one
+  // canary batch, exposure against steps since injection.
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  v1::AuditSpec spec;
+  spec.set_name("tiny-canaries");
+  spec.set_seed(21);
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  v1::ForgettingCanaries* c = f->mutable_canaries();
+  c->mutable_corpus()->set_text(WordLines(30000));
+  c->mutable_model()->set_units(32);
+  c->mutable_model()->set_embedding(8);
+  c->mutable_canary()->set_prefix("pin ");
+  c->mutable_canary()->set_digits(3);
+  c->add_repeats(1);
+  c->add_repeats(32);
+  c->set_per_group(2);
+  c->set_controls(4);
+  c->set_window(24);
+  f->mutable_training()->set_learning_rate(0.01);
+  f->mutable_training()->set_batch_size(16);
+  f->mutable_training()->set_steps_before_injection(100);
+  f->mutable_training()->set_steps_after_injection(200);
+  f->set_repeats(3);
+  f->set_trials(2);
+  for (uint64_t p : {0, 50, 200}) f->add_eval_points(p);
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  const v1::ForgettingResults& r = results->forgetting();
+  // 2 x (1 + 32) = 66 canary windows: 5 batches of 16 per pass, 3 passes.
+  EXPECT_EQ(r.training_steps(), 100u + 15u + 2u * 200u);
+  EXPECT_EQ(audit.steps_total(), 2u * r.training_steps());
+  EXPECT_EQ(r.curve_size(), 0);
+  EXPECT_NEAR(r.log2_space(), 3 * std::log2(10.0), 1e-12);
+  ASSERT_EQ(r.exposure_curves_size(), 3);
+  const v1::ForgettingExposureCurve& once = r.exposure_curves(0);
+  const v1::ForgettingExposureCurve& often = r.exposure_curves(1);
+  const v1::ForgettingExposureCurve& controls = r.exposure_curves(2);
+  EXPECT_EQ(often.repeats(), 32u);
+  EXPECT_EQ(controls.repeats(), 0u);
+  ASSERT_EQ(often.points_size(), 3);
+  for (const auto* g : {&once, &often, &controls}) {
+    for (const v1::ForgettingExposurePoint& p : g->points()) EXPECT_EQ(p.bounded(), 0u);
+  }
+  // Right after injection the 32-copy canaries stand far above chance and
+  // above the single-copy ones; later they have partly faded.
+  const double often0 = often.points(0).exposure().mean();
+  EXPECT_GT(often0, controls.points(0).exposure().mean() + 3);
+  EXPECT_GT(often0, once.points(0).exposure().mean() + 2);
+  EXPECT_LT(often.points(2).exposure().mean(), often0);
+  // The baseline arm never saw them.
+  EXPECT_LT(often.points(0).baseline_exposure().mean(), often0 - 3);
+
+  EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("LM canaries"));
+  EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("canary exposure against steps"));
+  const std::string csv_dir = dir_ + "/csv";
+  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  std::stringstream csv;
+  csv << std::ifstream(csv_dir + "/forgetting_exposure.csv").rdbuf();
+  EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(submitted->audit_id(), ",32,2,200,")));
 }
 
 TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {

@@ -74,6 +74,61 @@ TEST_F(MembershipAuditTest, GrowingAnAuditTrainsOnlyTheNewModels) {
   EXPECT_EQ(Numbers(*results), Numbers(baseline_));
 }
 
+// models_per_task changes speed, never the numbers. An odd pool makes the
+// halves of even and odd models differ by a row, so the packed tasks also
+// split into equal-size ensembles; 8 models by 3 leave a short last task.
+TEST_F(MembershipAuditTest, PackedModelsGiveTheNumbersOfOneModelPerTask) {
+  v1::AuditSpec spec = TinyMembershipSpec(8);
+  spec.mutable_membership()->mutable_dataset()->set_pool_size(201);
+  ASSERT_NO_FATAL_FAILURE(RunBaseline(spec));
+  for (uint32_t per_task : {4u, 3u}) {
+    ASSERT_NO_FATAL_FAILURE(
+        StartCluster(/*workers=*/2, /*lease_ttl_ms=*/10000, absl::StrCat("-packed", per_task)));
+    spec.mutable_resources()->set_models_per_task(per_task);
+    auto submitted = client_->Submit(spec);
+    ASSERT_TRUE(submitted.ok()) << submitted.status();
+    EXPECT_EQ(submitted->tasks(), per_task == 4 ? 2u : 3u);
+    v1::Audit audit = WaitForEnd(submitted->audit_id());
+    ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+    EXPECT_EQ(audit.steps_done(), audit.steps_total());
+    auto results = client_->Report(submitted->audit_id());
+    ASSERT_TRUE(results.ok()) << results.status();
+    ASSERT_TRUE(results->complete());
+    EXPECT_EQ(results->models(), 8u);
+    EXPECT_EQ(Numbers(*results), Numbers(baseline_)) << "models_per_task " << per_task;
+    cluster_->Stop();
+  }
+}
+
+// Packed tasks are reused whole: growing 4 -> 8 models by 4 trains one task.
+TEST_F(MembershipAuditTest, GrowingAPackedAuditTrainsOnlyTheNewModels) {
+  ASSERT_NO_FATAL_FAILURE(RunBaseline(TinyMembershipSpec(8)));
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  v1::AuditSpec small = TinyMembershipSpec(4);
+  small.mutable_resources()->set_models_per_task(4);
+  auto first = client_->Submit(small);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->tasks(), 1u);
+  ASSERT_EQ(WaitForEnd(first->audit_id()).state(), v1::SUCCEEDED);
+
+  v1::AuditSpec grown = TinyMembershipSpec(8);
+  grown.mutable_resources()->set_models_per_task(4);
+  auto second = client_->Submit(grown);
+  ASSERT_TRUE(second.ok()) << second.status();
+  v1::Audit audit = WaitForEnd(second->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  EXPECT_EQ(audit.tasks().succeeded(), 2u);
+  EXPECT_EQ(audit.steps_done(), audit.steps_total());
+  const std::string scorer_metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
+  EXPECT_THAT(scorer_metrics, HasSubstr("memaudit_scorer_reused_models_total 4"));
+  // The worker ran one task per audit: models 0-3, then 4-7.
+  const std::string worker_metrics = HttpGet(cluster_->worker_metrics_port(0), "/metrics");
+  EXPECT_THAT(worker_metrics, HasSubstr("memaudit_worker_tasks_total{outcome=\"succeeded\"} 2"));
+  auto results = client_->Report(second->audit_id());
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ(Numbers(*results), Numbers(baseline_)) << "packed and grown = unpacked from scratch";
+}
+
 TEST_F(MembershipAuditTest, KilledWorkerTaskIsReleasedAndResultsAreUnchanged) {
   // About a second per model, so heartbeats (every 200 ms) show progress.
   v1::AuditSpec spec = TinyMembershipSpec(4, 100);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -87,6 +88,8 @@ std::unique_ptr<Observed> ObserveAudits(const std::string& name,
 
   std::vector<std::string> ids;
   uint64_t tasks = 0;
+  o.started_unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (const v1::AuditSpec& spec : specs) {
     auto submitted = o.client->Submit(spec);
     if (!submitted.ok()) {

@@ -32,6 +32,7 @@ struct Observed {
   std::vector<v1::AuditResults> results;   // what GetResults (the report) says
   std::map<std::string, std::string> ids;  // kind -> audit id
   std::string error;                       // why set-up failed, if it did
+  double started_unix_s = 0;               // when the first audit was submitted
 };
 
 // Starts the cluster and Prometheus under `name`, runs every spec to its end

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tests/integration/cluster_fixture.h"
 
@@ -111,6 +112,12 @@ absl::StatusOr<nlohmann::json> PrometheusServer::Get(const std::string& path_and
 
 absl::StatusOr<nlohmann::json> PrometheusServer::Query(const std::string& promql) {
   return Get(absl::StrCat("/api/v1/query?query=", UrlEncode(promql)));
+}
+
+absl::StatusOr<nlohmann::json> PrometheusServer::QueryRange(const std::string& promql, double start,
+                                                            double end, double step_s) {
+  return Get(absl::StrFormat("/api/v1/query_range?query=%s&start=%.3f&end=%.3f&step=%g",
+                             UrlEncode(promql), start, end, step_s));
 }
 
 absl::StatusOr<nlohmann::json> PrometheusServer::LabelValues(const std::string& label,

@@ -46,6 +46,9 @@ class PrometheusServer {
   // GET /api/v1/query?query=<promql> at the current time: the whole JSON
   // answer ({"status": "success", "data": {...}} or an "error").
   absl::StatusOr<nlohmann::json> Query(const std::string& promql);
+  // GET /api/v1/query_range over [start, end] (Unix seconds) every `step_s`.
+  absl::StatusOr<nlohmann::json> QueryRange(const std::string& promql, double start, double end,
+                                            double step_s);
   // GET /api/v1/label/<label>/values?match[]=<selector>.
   absl::StatusOr<nlohmann::json> LabelValues(const std::string& label, const std::string& selector);
   // Polls Query(promql) every 250 ms until `done` accepts its data.result

@@ -18,34 +18,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr char kChromium[] = "/usr/bin/chromium";
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-std::string RunCapture(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  pclose(pipe);
-  return out;
-}
-
-// Flags that keep Chromium from reaching for the network or a display.
-std::string Chromium(const std::string& profile) {
-  return absl::StrCat(kChromium,
-                      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-                      " --disable-background-networking --disable-component-update --disable-sync"
-                      " --enable-logging=stderr --v=0 --user-data-dir=",
-                      profile);
-}
-
 struct Report {
   std::string audit_id, kind;
   std::vector<std::string> plots;  // markup each report's plots must hold
