@@ -595,18 +595,20 @@ std::string RelationalSuccessSvg(const v1::RelationalResults& r, const std::stri
 }
 
 std::string ForgettingExposureSvg(const v1::ForgettingResults& f) {
-  double max_step = 1, y_hi = 1;
+  double max_step = 1;
   bool any = false;
   for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
     for (const v1::ForgettingExposurePoint& p : c.points()) {
       any = true;
       max_step = std::max(max_step, static_cast<double>(p.steps_since_injection()));
-      y_hi =
-          MaxFinite({p.exposure().mean(), p.exposure().high(), p.baseline_exposure().mean()}, y_hi);
     }
   }
   if (!any) return "";
-  y_hi = std::max(y_hi, f.log2_space());
+  // Exposure lies in [0, log2|R|]; a t-interval over 2 or 3 trials does not,
+  // so the bands are cut to that range rather than stretching the axis.
+  const double ceiling = f.log2_space() > 0 ? f.log2_space() : 1;
+  const double y_hi = ceiling * 1.05;
+  auto clamp = [&](double v) { return std::isfinite(v) ? std::clamp(v, 0.0, ceiling) : v; };
   svg::Frame frame;
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLog1p, 0, max_step),
             Plot::YAxisFor(frame, Scale::kLinear, 0, y_hi),
@@ -623,8 +625,8 @@ std::string ForgettingExposureSvg(const v1::ForgettingResults& f) {
     for (const v1::ForgettingExposurePoint& p : c.points()) {
       const double k = static_cast<double>(p.steps_since_injection());
       steps.push_back(k);
-      low.push_back(p.exposure().low());
-      high.push_back(p.exposure().high());
+      low.push_back(clamp(p.exposure().low()));
+      high.push_back(clamp(p.exposure().high()));
       injected.push_back({k, p.exposure().mean()});
       baseline.push_back({k, p.baseline_exposure().mean()});
     }
@@ -658,8 +660,8 @@ std::string ForgettingPlotsHtml(const v1::AuditResults& r) {
             "<p>Mean exposure of the canaries of each insertion count (xN: N copies in the "
             "canary batch; control: never inserted) under the injected arm, mean across %u "
             "trials; shaded: the 95%% interval across trials; dotted: the same canaries under "
-            "the baseline arm. Dashed red: log2|R|, the largest exposure. Steps are on a "
-            "log(1 + steps) axis.</p>",
+            "the baseline arm. Dashed red: log2|R|, the largest exposure (bands are cut to "
+            "[0, log2|R|]). Steps are on a log(1 + steps) axis.</p>",
             f.trials()));
   }
   const std::string curves = ForgettingCurvesSvg(f);

@@ -231,6 +231,37 @@ TEST(ForgettingPlotTest, OneTrialAndMissingIntervalsStayFinite) {
   ExpectNoBadNumbers(svg);
 }
 
+TEST(ForgettingPlotTest, CanaryExposureByInsertionCount) {
+  v1::AuditResults r;
+  r.set_kind("forgetting");
+  r.set_complete(true);
+  v1::ForgettingResults* f = r.mutable_forgetting();
+  f->set_trials(2);
+  f->set_log2_space(16.6);
+  for (uint32_t repeats : {64u, 0u}) {
+    v1::ForgettingExposureCurve* c = f->add_exposure_curves();
+    c->set_repeats(repeats);
+    c->set_canaries(4);
+    for (uint64_t k : {0, 100, 2000}) {
+      v1::ForgettingExposurePoint* p = c->add_points();
+      p->set_steps_since_injection(k);
+      *p->mutable_exposure() = Mean(repeats == 0 ? 1.4 : 15.0 - k / 200.0, 0.5);
+      *p->mutable_baseline_exposure() = Mean(1.2, 0.3);
+    }
+  }
+  const std::string svg = ForgettingExposureSvg(*f);
+  EXPECT_THAT(svg, HasSubstr("class=\"forgetting-exposure\""));
+  EXPECT_EQ(Count(svg, "<polyline class=\"curve injected\""), 2);
+  EXPECT_EQ(Count(svg, "<polyline class=\"curve baseline\""), 2);
+  EXPECT_THAT(svg, HasSubstr("<title>x64 at 2000 steps: 5.00 bits"));
+  EXPECT_THAT(svg, HasSubstr(">control</text>"));
+  EXPECT_THAT(svg, HasSubstr(">log2|R|</text>"));
+  ExpectNoBadNumbers(svg);
+  EXPECT_EQ(ForgettingExposureSvg(v1::ForgettingResults()), "");
+  // A canary audit's report shows exposure, not the (empty) MI curve.
+  EXPECT_THAT(ForgettingPlotsHtml(r), HasSubstr("<h2>Canary exposure over steps since"));
+}
+
 TEST(ExposurePlotTest, ExposureAgainstInsertionsWithCeilingsAndControls) {
   const std::string svg = ExposureVsInsertionsSvg(Exposure().exposure());
   EXPECT_THAT(svg, HasSubstr("class=\"exposure\""));

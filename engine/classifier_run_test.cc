@@ -109,8 +109,8 @@ TEST(ClassifierRunTest, PackedMembersEqualSingleRunsBitExact) {
       for (uint32_t i = 0; i < 4; ++i) {
         auto alone = RunClassifier(data, runs[i], nullptr);
         ASSERT_TRUE(alone.ok()) << alone.status();
-        const std::string where = absl::StrCat("threads ", threads, " hidden ", hidden.size(),
-                                               " model ", i);
+        const std::string where =
+            absl::StrCat("threads ", threads, " hidden ", hidden.size(), " model ", i);
         EXPECT_EQ((*packed)[i].phi, alone->phi) << where;
         EXPECT_EQ((*packed)[i].loss, alone->loss) << where;
         EXPECT_EQ((*packed)[i].train_accuracy, alone->train_accuracy) << where;
@@ -135,8 +135,7 @@ TEST(ClassifierRunTest, PackingRefusesWhatIsNotExact) {
   b.learning_rate = 0.2;  // not one recipe
   EXPECT_EQ(RunClassifiers(data, {a, b}, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(RunClassifiers(data, {}, nullptr).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunClassifiers(data, {}, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ClassifierRunTest, RejectsIndicesOutsideTheData) {

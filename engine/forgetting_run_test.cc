@@ -276,12 +276,13 @@ TEST(ForgettingLmRunTest, InjectedCanariesGainExposureTheBaselineDoesNot) {
 
 TEST(ForgettingLmRunTest, BranchAndBoundAgreesWithEnumerationWhereExact) {
   ForgettingLmRunSpec spec = LmSpec();
+  spec.digits = 4;
   spec.eval_points = {0};
   auto enumerated = RunForgettingLm(spec, nullptr);
   ASSERT_TRUE(enumerated.ok()) << enumerated.status();
-  // The trie needs 1 + 10 + 100 steps: a smaller budget ranks each canary by
-  // branch-and-bound instead, exact while it fits.
-  spec.rank_query_budget = 100;
+  // The trie needs 1 + 10 + 100 + 1000 steps: one fewer ranks each canary by
+  // branch-and-bound instead, exact while its pruned search fits.
+  spec.rank_query_budget = 1110;
   auto bounded = RunForgettingLm(spec, nullptr);
   ASSERT_TRUE(bounded.ok()) << bounded.status();
   const CanaryExposures& e = enumerated->points[0].injected;

@@ -8,6 +8,7 @@
 #include "common/datasets.h"
 #include "common/forgetting_signals.h"
 #include "services/coordinator/exposure_spec.h"
+#include "services/coordinator/spec_rules.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -21,10 +22,6 @@ constexpr uint64_t kDefaultCanaryStepsAfter = 2000;
 constexpr uint32_t kDefaultCanaryPasses = 4;
 // Ranks are uint64 and the exact search walks a trie.
 constexpr double kMaxCanaryLog2Space = 62;
-
-bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
-  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
-}
 
 }  // namespace
 
@@ -138,7 +135,7 @@ void ApplyForgettingDefaults(v1::ForgettingAudit* f) {
 
 namespace {
 
-using AddFn = std::function<void(std::string field, std::string rule)>;
+using AddFn = AddProblem;
 
 // Fashion-MNIST: dataset, Dp, model, optimizer, strategy and attack.
 void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
@@ -329,18 +326,10 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
 // Rules both kinds of Dp share.
 void ValidateCommon(const v1::ForgettingAudit& f, const AddFn& add) {
   const v1::ForgettingTraining& t = f.training();
-  if (!(t.learning_rate() > 0) || !std::isfinite(t.learning_rate())) {
-    add("training.learning_rate", absl::StrCat("must be > 0 (got ", t.learning_rate(), ")"));
-  }
-  if (!(t.momentum() >= 0 && t.momentum() < 1)) {
-    add("training.momentum", absl::StrCat("must be in [0, 1) (got ", t.momentum(), ")"));
-  }
-  if (!(t.weight_decay() >= 0) || !std::isfinite(t.weight_decay())) {
-    add("training.weight_decay", absl::StrCat("must be >= 0 (got ", t.weight_decay(), ")"));
-  }
-  if (t.batch_size() == 0 || t.batch_size() > 65536) {
-    add("training.batch_size", absl::StrCat("must be in [1, 65536] (got ", t.batch_size(), ")"));
-  }
+  CheckLearningRate(t.learning_rate(), add);
+  CheckMomentum(t.momentum(), add);
+  CheckWeightDecay(t.weight_decay(), add);
+  CheckBatchSize(t.batch_size(), add);
   if (t.steps_before_injection() == 0 || t.steps_before_injection() > kMaxSteps) {
     add("training.steps_before_injection",
         absl::StrCat("must be in [1, ", kMaxSteps, "] (got ", t.steps_before_injection(), ")"));

@@ -159,13 +159,13 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
   // Packing is the membership audit's (common/membership_tasks.h).
   const uint32_t packed = spec.resources().models_per_task();
   if (packed > membership::kMaxModelsPerTask) {
-    problems.push_back({"resources.models_per_task",
-                        absl::StrCat("must be in [1, ", membership::kMaxModelsPerTask, "] (got ",
-                                     packed, ")")});
+    problems.push_back(
+        {"resources.models_per_task",
+         absl::StrCat("must be in [1, ", membership::kMaxModelsPerTask, "] (got ", packed, ")")});
   } else if (packed > 1 && spec.kind_case() != v1::AuditSpec::kMembership) {
-    problems.push_back({"resources.models_per_task",
-                        absl::StrCat("only membership audits pack models; must be 1 (got ",
-                                     packed, ")")});
+    problems.push_back(
+        {"resources.models_per_task",
+         absl::StrCat("only membership audits pack models; must be 1 (got ", packed, ")")});
   }
   switch (spec.kind_case()) {
     case v1::AuditSpec::kMembership:

@@ -266,7 +266,7 @@ TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
   EXPECT_EQ(r.exposure_curves(2).canaries(), 1u);
   const v1::ForgettingExposurePoint& p16 = r.exposure_curves(1).points(0);
   EXPECT_EQ(p16.steps_since_injection(), 0u);
-  EXPECT_DOUBLE_EQ(p16.exposure().mean(), 11.5);  // trials 11 and 12
+  EXPECT_DOUBLE_EQ(p16.exposure().mean(), 11.25);  // trial means 11 and 11.5
   EXPECT_DOUBLE_EQ(p16.baseline_exposure().mean(), 1);
   EXPECT_DOUBLE_EQ(r.exposure_curves(0).points(0).exposure().mean(), 3);
   EXPECT_DOUBLE_EQ(r.exposure_curves(1).points(1).exposure().mean(), 6);

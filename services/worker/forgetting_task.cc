@@ -9,22 +9,14 @@ namespace memaudit::worker {
 
 namespace {
 
-absl::StatusOr<engine::OptimizerSpec> OptimizerFor(const v1::ForgettingTraining& t,
-                                                   bool allow_adam = false) {
-  engine::OptimizerSpec o;
-  if (t.optimizer() == "sgd") {
-    o.kind = engine::OptimizerKind::kSgd;
-  } else if (t.optimizer() == "momentum") {
-    o.kind = engine::OptimizerKind::kMomentum;
-    o.momentum = t.momentum();
-  } else if (allow_adam && t.optimizer() == "adam") {
-    o.kind = engine::OptimizerKind::kAdam;
-  } else {
+// Which optimizers each Dp kind allows is the validator's to say.
+absl::StatusOr<engine::OptimizerSpec> OptimizerFor(const v1::ForgettingTraining& t) {
+  auto o =
+      engine::OptimizerFromName(t.optimizer(), t.learning_rate(), t.momentum(), t.weight_decay());
+  if (!o.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("forgetting.training.optimizer: unknown \"", t.optimizer(), "\""));
+        absl::StrCat("forgetting.training.optimizer: ", o.status().message()));
   }
-  o.learning_rate = t.learning_rate();
-  o.weight_decay = t.weight_decay();
   return o;
 }
 
@@ -198,7 +190,7 @@ absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Tas
   run.units = c.model().units();
   run.embedding = c.model().embedding();
   run.dropout = c.model().dropout();
-  absl::StatusOr<engine::OptimizerSpec> optimizer = OptimizerFor(f.training(), true);
+  absl::StatusOr<engine::OptimizerSpec> optimizer = OptimizerFor(f.training());
   if (!optimizer.ok()) return optimizer.status();
   run.optimizer = *optimizer;
   run.window = c.window();

@@ -92,9 +92,9 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(
     const uint64_t members = groups[g].size();
     const uint64_t train_size = groups[g][0].train_indices.size();
     auto results = engine::RunClassifiers(**data, groups[g], [&](uint64_t steps) {
-      return on_progress({before.steps + steps * members,
-                          before.examples +
-                              ExamplesAfter(steps, train_size, recipe.batch_size) * members});
+      return on_progress(
+          {before.steps + steps * members,
+           before.examples + ExamplesAfter(steps, train_size, recipe.batch_size) * members});
     });
     if (!results.ok()) return results.status();
     const uint64_t steps = results->front().steps;

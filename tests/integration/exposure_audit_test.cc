@@ -13,7 +13,6 @@
 #include "cli/csv_export.h"
 #include "cli/html_report.h"
 #include "cli/render.h"
-#include "common/seeding.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/prometheus_server.h"
@@ -22,47 +21,6 @@ namespace memaudit::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Pseudo-English lines from a fixed word list (about `chars` bytes).
-std::string WordText(size_t chars) {
-  static const char* kWords[] = {"the",  "cat",  "sat",  "on",    "a",     "mat",   "and",
-                                 "dog",  "ran",  "far",  "from",  "home",  "while", "rain",
-                                 "fell", "over", "hill", "river", "stone", "light"};
-  SplitMix64 rng(11);
-  std::string text, line;
-  while (text.size() < chars) {
-    line += kWords[rng.Uniform(20)];
-    if (line.size() > 40) {
-      text += line + "\n";
-      line.clear();
-    } else {
-      line += " ";
-    }
-  }
-  return text;
-}
-
-v1::AuditSpec TinyExposureSpec() {
-  v1::AuditSpec spec;
-  spec.set_name("tiny-exposure");
-  spec.set_seed(5);
-  v1::ExposureAudit* e = spec.mutable_exposure();
-  e->mutable_corpus()->set_text(WordText(8000));
-  e->mutable_model()->set_units(48);
-  e->mutable_model()->set_embedding(16);
-  e->mutable_training()->set_learning_rate(0.01);
-  e->mutable_training()->set_epochs(6);
-  e->mutable_training()->set_batch_size(16);
-  e->mutable_training()->set_window(48);
-  e->mutable_canary()->set_prefix("pin ");
-  e->mutable_canary()->set_digits(4);  // |R| = 10^4: exact ranks in a blink
-  e->add_repeats(1);
-  e->add_repeats(40);
-  e->set_controls(3);
-  e->set_estimator("all");
-  e->set_reference_samples(200);
-  return spec;
-}
 
 class ExposureAuditTest : public ClusterTest {};
 

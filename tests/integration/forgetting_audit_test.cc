@@ -1,7 +1,7 @@
 // Forgetting audits (Inject and Poison, Fashion-MNIST, logistic regression;
 // the standard, deterministic-replay and LiRA-reference attacks; Dp chosen
-// at random or by hardness) through real coordinator, scorer and worker
-// processes, scaled down to seconds.
+// at random or by hardness; canaries in a character-LM corpus) through real
+// coordinator, scorer and worker processes, scaled down to seconds.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -29,21 +29,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-v1::AuditSpec TinyForgettingSpec() {
-  v1::AuditSpec spec;
-  spec.set_name("tiny-forgetting");
-  spec.set_seed(21);
-  v1::ForgettingAudit* f = spec.mutable_forgetting();
-  f->mutable_dataset()->set_pool_size(2000);
-  f->mutable_training()->set_batch_size(64);
-  f->mutable_training()->set_steps_before_injection(200);
-  f->mutable_training()->set_steps_after_injection(400);
-  f->mutable_injected()->set_size(50);
-  f->set_trials(2);
-  for (uint64_t p : {0, 10, 50, 400}) f->add_eval_points(p);
-  return spec;
-}
 
 class ForgettingAuditTest : public ClusterTest {};
 
@@ -281,15 +266,15 @@ TEST_F(ForgettingAuditTest, LiraReferencesDetectLongerThanTheCheckpointAttack) {
   EXPECT_THAT(csv.str(), HasSubstr(",inject,checkpoint_calibrated,400,"));
 }
 
-// A deterministic word corpus, one short line after another.
-std::string WordLines(size_t chars) {
-  static const char* kWords[] = {"the",  "cat",  "sat",  "on",    "a",     "mat",   "and",
-                                 "dog",  "ran",  "far",  "from",  "home",  "while", "rain",
-                                 "fell", "over", "hill", "river", "stone", "light"};
+// Lines of seeded random-letter words: unlike a small fixed vocabulary, the
+// corpus never becomes easy, so training on it keeps moving the model (which
+// is what erodes a memorized canary).
+std::string RandomLetterLines(size_t chars) {
   SplitMix64 rng(5);
   std::string text, line;
   while (text.size() < chars) {
-    line += kWords[rng.Uniform(20)];
+    const uint64_t length = 2 + rng.Uniform(6);
+    for (uint64_t i = 0; i < length; ++i) line += static_cast<char>('a' + rng.Uniform(26));
     if (line.size() > 40) {
       text += line + "\n";
       line.clear();
@@ -300,7 +285,7 @@ std::string WordLines(size_t chars) {
   return text;
 }
 
-TEST_F(ForgettingAuditTest, CanariesSeenMoreOftenAreExposedMoreAndForgottenSlowly) {
+TEST_F(ForgettingAuditTest, CanariesInjectedMoreOftenAreExposedMoreThenFade) {
   // The paper's LM setup in miniature: canaries injected 1 or 32 times in one
   // canary batch, exposure against steps since injection.
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
@@ -309,7 +294,7 @@ TEST_F(ForgettingAuditTest, CanariesSeenMoreOftenAreExposedMoreAndForgottenSlowl
   spec.set_seed(21);
   v1::ForgettingAudit* f = spec.mutable_forgetting();
   v1::ForgettingCanaries* c = f->mutable_canaries();
-  c->mutable_corpus()->set_text(WordLines(30000));
+  c->mutable_corpus()->set_text(RandomLetterLines(30000));
   c->mutable_model()->set_units(32);
   c->mutable_model()->set_embedding(8);
   c->mutable_canary()->set_prefix("pin ");
@@ -322,10 +307,10 @@ TEST_F(ForgettingAuditTest, CanariesSeenMoreOftenAreExposedMoreAndForgottenSlowl
   f->mutable_training()->set_learning_rate(0.01);
   f->mutable_training()->set_batch_size(16);
   f->mutable_training()->set_steps_before_injection(100);
-  f->mutable_training()->set_steps_after_injection(200);
+  f->mutable_training()->set_steps_after_injection(400);
   f->set_repeats(3);
   f->set_trials(2);
-  for (uint64_t p : {0, 50, 200}) f->add_eval_points(p);
+  for (uint64_t p : {0, 50, 100, 200, 400}) f->add_eval_points(p);
   auto submitted = client_->Submit(spec);
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   v1::Audit audit = WaitForEnd(submitted->audit_id());
@@ -335,7 +320,7 @@ TEST_F(ForgettingAuditTest, CanariesSeenMoreOftenAreExposedMoreAndForgottenSlowl
   ASSERT_TRUE(results->complete());
   const v1::ForgettingResults& r = results->forgetting();
   // 2 x (1 + 32) = 66 canary windows: 5 batches of 16 per pass, 3 passes.
-  EXPECT_EQ(r.training_steps(), 100u + 15u + 2u * 200u);
+  EXPECT_EQ(r.training_steps(), 100u + 15u + 2u * 400u);
   EXPECT_EQ(audit.steps_total(), 2u * r.training_steps());
   EXPECT_EQ(r.curve_size(), 0);
   EXPECT_NEAR(r.log2_space(), 3 * std::log2(10.0), 1e-12);
@@ -345,16 +330,18 @@ TEST_F(ForgettingAuditTest, CanariesSeenMoreOftenAreExposedMoreAndForgottenSlowl
   const v1::ForgettingExposureCurve& controls = r.exposure_curves(2);
   EXPECT_EQ(often.repeats(), 32u);
   EXPECT_EQ(controls.repeats(), 0u);
-  ASSERT_EQ(often.points_size(), 3);
+  ASSERT_EQ(often.points_size(), 5);
   for (const auto* g : {&once, &often, &controls}) {
     for (const v1::ForgettingExposurePoint& p : g->points()) EXPECT_EQ(p.bounded(), 0u);
   }
   // Right after injection the 32-copy canaries stand far above chance and
-  // above the single-copy ones; later they have partly faded.
+  // above the single-copy ones; 400 steps later they have partly faded.
+  // (Seed 21: 8.57 bits at k = 0 and 7.37 at 400 of log2|R| = 9.97; single
+  // copies 2.45, controls 1.60.)
   const double often0 = often.points(0).exposure().mean();
   EXPECT_GT(often0, controls.points(0).exposure().mean() + 3);
   EXPECT_GT(often0, once.points(0).exposure().mean() + 2);
-  EXPECT_LT(often.points(2).exposure().mean(), often0);
+  EXPECT_LT(often.points(4).exposure().mean(), often0 - 0.5);
   // The baseline arm never saw them.
   EXPECT_LT(often.points(0).baseline_exposure().mean(), often0 - 3);
 
@@ -364,7 +351,7 @@ TEST_F(ForgettingAuditTest, CanariesSeenMoreOftenAreExposedMoreAndForgottenSlowl
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
   std::stringstream csv;
   csv << std::ifstream(csv_dir + "/forgetting_exposure.csv").rdbuf();
-  EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(submitted->audit_id(), ",32,2,200,")));
+  EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(submitted->audit_id(), ",32,2,400,")));
 }
 
 TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {

@@ -145,7 +145,7 @@ Observed* EveryKindObservedTest::observed_ = nullptr;
 
 void EveryKindObservedTest::SetUpTestSuite() {
   observed_ =
-      ObserveAudits("every-kind", {TinyMembershipSpec(), SmallExposureSpec(), SmallForgettingSpec(),
+      ObserveAudits("every-kind", {TinyMembershipSpec(), TinyExposureSpec(), TinyForgettingSpec(),
                                    TinyUnlearningSpec(), TinyLinearRelationalSpec()})
           .release();
 }

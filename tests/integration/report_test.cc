@@ -69,9 +69,9 @@ TEST_F(ReportTest, HtmlReportRendersInChromiumWithItsPlot) {
 
 TEST_F(ReportTest, ExposureAndForgettingReportsRenderTheirPlots) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
-  auto exposure = client_->Submit(SmallExposureSpec());
+  auto exposure = client_->Submit(TinyExposureSpec());
   ASSERT_TRUE(exposure.ok()) << exposure.status();
-  auto forgetting = client_->Submit(SmallForgettingSpec());
+  auto forgetting = client_->Submit(TinyForgettingSpec());
   ASSERT_TRUE(forgetting.ok()) << forgetting.status();
   ASSERT_EQ(WaitForEnd(exposure->audit_id()).state(), v1::SUCCEEDED);
   ASSERT_EQ(WaitForEnd(forgetting->audit_id()).state(), v1::SUCCEEDED);

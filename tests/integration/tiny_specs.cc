@@ -73,22 +73,31 @@ v1::AuditSpec TinyLinearRelationalSpec() {
   return spec;
 }
 
-// An exposure audit small enough for seconds: a 4-digit canary (|R| = 10^4)
-// in a few KB of word salad, inserted 1 and 40 times, 200 references.
-v1::AuditSpec SmallExposureSpec() {
-  static const char* kWords[] = {"the", "cat", "sat", "on",   "a",    "mat",  "and",
-                                 "dog", "ran", "far", "from", "home", "rain", "fell"};
-  SplitMix64 rng(3);
-  std::string text;
-  while (text.size() < 8000) {
-    text += kWords[rng.Uniform(14)];
-    text += rng.Uniform(8) == 0 ? "\n" : " ";
+// Pseudo-English lines from a fixed word list (about `chars` bytes).
+std::string WordText(size_t chars) {
+  static const char* kWords[] = {"the",  "cat",  "sat",  "on",    "a",     "mat",   "and",
+                                 "dog",  "ran",  "far",  "from",  "home",  "while", "rain",
+                                 "fell", "over", "hill", "river", "stone", "light"};
+  SplitMix64 rng(11);
+  std::string text, line;
+  while (text.size() < chars) {
+    line += kWords[rng.Uniform(20)];
+    if (line.size() > 40) {
+      text += line + "\n";
+      line.clear();
+    } else {
+      line += " ";
+    }
   }
+  return text;
+}
+
+v1::AuditSpec TinyExposureSpec() {
   v1::AuditSpec spec;
-  spec.set_name("report-exposure");
+  spec.set_name("tiny-exposure");
   spec.set_seed(5);
   v1::ExposureAudit* e = spec.mutable_exposure();
-  e->mutable_corpus()->set_text(text);
+  e->mutable_corpus()->set_text(WordText(8000));
   e->mutable_model()->set_units(48);
   e->mutable_model()->set_embedding(16);
   e->mutable_training()->set_learning_rate(0.01);
@@ -96,7 +105,7 @@ v1::AuditSpec SmallExposureSpec() {
   e->mutable_training()->set_batch_size(16);
   e->mutable_training()->set_window(48);
   e->mutable_canary()->set_prefix("pin ");
-  e->mutable_canary()->set_digits(4);
+  e->mutable_canary()->set_digits(4);  // |R| = 10^4: exact ranks in a blink
   e->add_repeats(1);
   e->add_repeats(40);
   e->set_controls(3);
@@ -105,10 +114,9 @@ v1::AuditSpec SmallExposureSpec() {
   return spec;
 }
 
-// A forgetting audit of two trials with a handful of evaluation points.
-v1::AuditSpec SmallForgettingSpec() {
+v1::AuditSpec TinyForgettingSpec() {
   v1::AuditSpec spec;
-  spec.set_name("report-forgetting");
+  spec.set_name("tiny-forgetting");
   spec.set_seed(21);
   v1::ForgettingAudit* f = spec.mutable_forgetting();
   f->mutable_dataset()->set_pool_size(2000);
@@ -117,7 +125,7 @@ v1::AuditSpec SmallForgettingSpec() {
   f->mutable_training()->set_steps_after_injection(400);
   f->mutable_injected()->set_size(50);
   f->set_trials(2);
-  for (uint64_t p : {0, 2, 10, 50, 400}) f->add_eval_points(p);
+  for (uint64_t p : {0, 10, 50, 400}) f->add_eval_points(p);
   return spec;
 }
 

@@ -3,7 +3,9 @@
 #ifndef MEMAUDIT_TESTS_INTEGRATION_TINY_SPECS_H_
 #define MEMAUDIT_TESTS_INTEGRATION_TINY_SPECS_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "memaudit/v1/spec.pb.h"
 
@@ -12,12 +14,16 @@ namespace memaudit::testing {
 // A membership audit: `models` MLPs on a 200-example pool.
 v1::AuditSpec TinyMembershipSpec(uint32_t models = 4, uint32_t epochs = 3);
 
-// An exposure audit small enough for seconds: a 4-digit canary (|R| = 10^4)
-// in a few KB of word salad, inserted 1 and 40 times, 200 references.
-v1::AuditSpec SmallExposureSpec();
+// Pseudo-English lines from a fixed word list (about `chars` bytes).
+std::string WordText(size_t chars);
 
-// A forgetting audit of two trials with a handful of evaluation points.
-v1::AuditSpec SmallForgettingSpec();
+// An exposure audit small enough for seconds: a 4-digit canary (|R| = 10^4)
+// in 8 KB of word salad, inserted 1 and 40 times, 3 controls, 200 references.
+v1::AuditSpec TinyExposureSpec();
+
+// A forgetting audit (Inject, r = 1) of two trials, 50 injected examples,
+// evaluated 0, 10, 50 and 400 steps after injection.
+v1::AuditSpec TinyForgettingSpec();
 
 // Unlearning on logistic regression, 5 originals x 20 deletions per side:
 // sorted_diff and euclidean_distance with a random forest, full and
