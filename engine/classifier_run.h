@@ -53,8 +53,8 @@ absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,
 
 // Trains `runs` as one batched ensemble and returns their results in order.
 // The runs must differ only in init_seed, order_seed and train_indices, and
-// their training sets must have one size (then no member's batch is padded,
-// which is what keeps members exact; see docs/engine.md "exactness"). Each
+// their training sets must have one size: then no member's batch is padded,
+// which keeps members exact (docs/engine.md, "Determinism guarantees"). Each
 // result is bit-identical to RunClassifier(runs[k]) alone. `on_step` gets
 // ensemble steps: one step advances every member.
 absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(

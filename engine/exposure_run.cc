@@ -54,19 +54,11 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   }
   if (spec.window < 2) return absl::InvalidArgumentError("window: must be >= 2");
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
-  std::string text = spec.corpus_text;
-  if (text.empty()) {
-    absl::StatusOr<std::string> read =
-        ReadTextCorpus(spec.corpus_path.empty() ? kFortunesDir : spec.corpus_path);
-    if (!read.ok()) return read.status();
-    text = *std::move(read);
-  }
-  if (spec.max_corpus_chars > 0 && text.size() > spec.max_corpus_chars) {
-    text.resize(text.rfind('\n', spec.max_corpus_chars) + 1);
-  }
-  const CanaryFormat format = spec.alphabets.empty()
-                                  ? DigitsFormat(spec.prefix, static_cast<int>(spec.digits))
-                                  : CanaryFormat{spec.prefix, spec.alphabets, ""};
+  absl::StatusOr<std::string> corpus =
+      LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars);
+  if (!corpus.ok()) return corpus.status();
+  std::string text = *std::move(corpus);
+  const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
   absl::StatusOr<std::vector<std::string>> secrets =
       DrawSecrets(format, spec.repeats.size() + spec.controls, spec.seed);
   if (!secrets.ok()) return secrets.status();
@@ -77,20 +69,11 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   if (spec.insert_canaries) {
     text = InsertCanaries(text, format, canaries, DeriveSeed(spec.seed, "positions", 0));
   }
-  // Digits and the prefix always belong to the vocabulary, even for controls;
-  // so a model with and one without canaries share one vocabulary (the ids
-  // of S and of the canaries agree across an audit's models).
-  std::string symbols = "0123456789\n" + spec.prefix;
-  for (const std::string& a : format.alphabets) symbols += a;
-  const CharVocab vocab = CharVocab::Build(text + symbols);
-
-  ModelSpec model;
-  model.kind = spec.lstm ? ModelKind::kLstmLm : ModelKind::kGruLm;
-  model.vocab = vocab.size();
-  model.embedding = spec.embedding;
-  model.layers = spec.layers;
-  model.units = spec.units;
-  model.dropout = spec.dropout;
+  // A model with and one without canaries share one vocabulary (the ids of
+  // S and of the canaries agree across an audit's models).
+  const CharVocab vocab = CanaryVocab(text, format);
+  const ModelSpec model =
+      CharLmSpec(spec.lstm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
   const uint64_t model_seed = spec.model_seed.value_or(spec.seed);
   TrainerOptions options;
   options.optimizer = spec.optimizer;

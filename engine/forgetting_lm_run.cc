@@ -117,27 +117,15 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
                                                       const ForgettingLmStepCallback& on_step,
                                                       const ForgettingLmPointCallback& on_point) {
   if (absl::Status s = CheckSpec(spec); !s.ok()) return s;
-  std::string text = spec.corpus_text;
-  if (text.empty()) {
-    absl::StatusOr<std::string> read =
-        ReadTextCorpus(spec.corpus_path.empty() ? kFortunesDir : spec.corpus_path);
-    if (!read.ok()) return read.status();
-    text = *std::move(read);
-  }
-  if (spec.max_corpus_chars > 0 && text.size() > spec.max_corpus_chars) {
-    text.resize(text.rfind('\n', spec.max_corpus_chars) + 1);
-  }
-  const CanaryFormat format = spec.alphabets.empty()
-                                  ? DigitsFormat(spec.prefix, static_cast<int>(spec.digits))
-                                  : CanaryFormat{spec.prefix, spec.alphabets, ""};
+  absl::StatusOr<std::string> corpus =
+      LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars);
+  if (!corpus.ok()) return corpus.status();
+  const std::string text = *std::move(corpus);
+  const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
   absl::StatusOr<std::vector<std::string>> secrets =
       DrawSecrets(format, spec.copies.size() + spec.controls, spec.canary_seed);
   if (!secrets.ok()) return secrets.status();
-  // The prefix and every hole character belong to the vocabulary even when
-  // the corpus lacks them, or a canary could not be spelled.
-  std::string symbols = "0123456789\n" + spec.prefix;
-  for (const std::string& a : format.alphabets) symbols += a;
-  const CharVocab vocab = CharVocab::Build(text + symbols);
+  const CharVocab vocab = CanaryVocab(text, format);
   const std::vector<int64_t> tokens = vocab.Encode(text);
   TensorDataset clean = LmWindows(tokens, spec.window);
   if (clean.size() == 0) return absl::InvalidArgumentError("corpus: shorter than one window");
@@ -191,13 +179,8 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
     p_ids.push_back(clean.size() + static_cast<int64_t>(i));
   }
 
-  ModelSpec model;
-  model.kind = spec.lstm ? ModelKind::kLstmLm : ModelKind::kGruLm;
-  model.vocab = vocab.size();
-  model.embedding = spec.embedding;
-  model.layers = spec.layers;
-  model.units = spec.units;
-  model.dropout = spec.dropout;
+  const ModelSpec model =
+      CharLmSpec(spec.lstm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
   const uint64_t init_seed = spec.init_seed;
   TrainerOptions options;
   options.optimizer = spec.optimizer;

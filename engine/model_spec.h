@@ -43,6 +43,19 @@ struct ModelSpec {
 
 absl::Status ValidateModelSpec(const ModelSpec& spec);
 
+// A character LSTM (`lstm`) or GRU language model over `vocab` symbols.
+inline ModelSpec CharLmSpec(bool lstm, int64_t vocab, int64_t embedding, int64_t layers,
+                            int64_t units, double dropout) {
+  ModelSpec model;
+  model.kind = lstm ? ModelKind::kLstmLm : ModelKind::kGruLm;
+  model.vocab = vocab;
+  model.embedding = embedding;
+  model.layers = layers;
+  model.units = units;
+  model.dropout = dropout;
+  return model;
+}
+
 }  // namespace memaudit::engine
 
 #endif  // MEMAUDIT_ENGINE_MODEL_SPEC_H_

@@ -277,13 +277,8 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
   const TensorDataset train = RecordSequences(vocab, train_text);
   const TensorDataset validation = RecordSequences(vocab, val_text);
 
-  ModelSpec model;
-  model.kind = spec.lstm ? ModelKind::kLstmLm : ModelKind::kGruLm;
-  model.vocab = vocab.size();
-  model.embedding = spec.embedding;
-  model.layers = spec.layers;
-  model.units = spec.units;
-  model.dropout = spec.dropout;
+  const ModelSpec model =
+      CharLmSpec(spec.lstm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
   TrainerOptions options;
   options.optimizer = spec.optimizer;
   options.dropout_seed = DeriveSeed(spec.model_seed, "dropout", 0);

@@ -132,6 +132,30 @@ std::string CharVocab::Decode(const std::vector<int64_t>& ids) const {
   return EncodeUtf8(cps);
 }
 
+absl::StatusOr<std::string> LoadCorpus(const std::string& inline_text, const std::string& path,
+                                       uint64_t max_chars) {
+  std::string text = inline_text;
+  if (text.empty()) {
+    absl::StatusOr<std::string> read = ReadTextCorpus(path.empty() ? kFortunesDir : path);
+    if (!read.ok()) return read.status();
+    text = *std::move(read);
+  }
+  if (max_chars > 0 && text.size() > max_chars) text.resize(text.rfind('\n', max_chars) + 1);
+  return text;
+}
+
+CanaryFormat FormatFor(const std::string& prefix, uint32_t digits,
+                       const std::vector<std::string>& alphabets) {
+  return alphabets.empty() ? DigitsFormat(prefix, static_cast<int>(digits))
+                           : CanaryFormat{prefix, alphabets, ""};
+}
+
+CharVocab CanaryVocab(const std::string& text, const CanaryFormat& format) {
+  std::string symbols = "0123456789\n" + format.prefix + format.suffix;
+  for (const std::string& a : format.alphabets) symbols += a;
+  return CharVocab::Build(text + symbols);
+}
+
 CanaryFormat DigitsFormat(const std::string& prefix, int digits) {
   CanaryFormat f;
   f.prefix = prefix;

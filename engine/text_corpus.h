@@ -21,6 +21,12 @@ inline constexpr char kFortunesDir[] = "/usr/share/games/fortunes";
 // bytes become U+FFFD so the vocabulary stays well-defined.
 absl::StatusOr<std::string> ReadTextCorpus(const std::string& path);
 
+// An audit's corpus: `inline_text` if set, else the file or folder at `path`
+// (fortunes when empty), cut at the last line end within `max_chars` (0 =
+// whole).
+absl::StatusOr<std::string> LoadCorpus(const std::string& inline_text, const std::string& path,
+                                       uint64_t max_chars);
+
 // A deterministic pseudo-English corpus for tests (words from a fixed list).
 std::string SyntheticText(size_t chars, uint64_t seed);
 
@@ -54,6 +60,16 @@ struct CanaryFormat {
 
 // "prefix" followed by `digits` decimal holes: |R| = 10^digits.
 CanaryFormat DigitsFormat(const std::string& prefix, int digits);
+
+// A spec's format: one hole per alphabet when there are any, else `digits`
+// decimal holes.
+CanaryFormat FormatFor(const std::string& prefix, uint32_t digits,
+                       const std::vector<std::string>& alphabets);
+
+// The vocabulary of `text` plus every character a canary of `format` can
+// hold (digits, newline, prefix, hole alphabets), so a canary can always be
+// spelled and models trained with and without canaries share their ids.
+CharVocab CanaryVocab(const std::string& text, const CanaryFormat& format);
 
 // log2 |R|.
 double Log2SpaceSize(const CanaryFormat& format);
