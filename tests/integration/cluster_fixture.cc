@@ -110,6 +110,18 @@ void ClusterTest::RunBaseline(const v1::AuditSpec& spec) {
   cluster_->Stop();
 }
 
+void ClusterTest::RunToCompletion(const v1::AuditSpec& spec, Finished* out) {
+  auto submitted = client_->Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  out->audit_id = submitted->audit_id();
+  out->audit = WaitForEnd(out->audit_id);
+  ASSERT_EQ(out->audit.state(), v1::SUCCEEDED) << out->audit.error();
+  auto results = client_->Report(out->audit_id);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  out->results = *std::move(results);
+}
+
 std::vector<v1::AuditResults> ClusterTest::WatchResults(const std::string& audit_id) {
   auto scorer = v1::ScorerService::NewStub(
       grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));

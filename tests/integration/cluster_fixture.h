@@ -46,6 +46,14 @@ class ClusterTest : public ::testing::Test {
   // Runs `spec` undisturbed on a fresh one-worker cluster (then stopped) and
   // stores its results in `baseline_`: what a disturbed run must reproduce.
   void RunBaseline(const v1::AuditSpec& spec);
+  // Submits `spec` to the running cluster, waits for the audit to succeed and
+  // fetches its results, asserting they are complete.
+  struct Finished {
+    std::string audit_id;
+    v1::Audit audit;
+    v1::AuditResults results;
+  };
+  void RunToCompletion(const v1::AuditSpec& spec, Finished* out);
   // Follows the scorer's WatchResults stream for `audit_id` to its end: every
   // update, the last one complete. Empty (with a test failure) if the
   // stream ends in an error.

@@ -120,13 +120,10 @@ TEST_F(ForgettingAuditTest, PoisonedExamplesAreDetectedAfterRemovalThenForgotten
   v1::AuditSpec spec = TinyForgettingSpec();
   spec.mutable_forgetting()->set_strategy("poison");
   spec.mutable_forgetting()->mutable_training()->set_steps_before_injection(300);
-  auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
-  v1::Audit audit = WaitForEnd(submitted->audit_id());
-  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
-  auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
-  ASSERT_TRUE(results->complete());
+  Finished run;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &run));
+  const v1::Audit& audit = run.audit;
+  const v1::AuditResults* results = &run.results;
   const v1::ForgettingResults& f = results->forgetting();
   EXPECT_EQ(f.strategy(), "poison");
   // Both arms train T_I and 400 clean steps: 2 x 300 + 2 x 400.
@@ -149,13 +146,10 @@ TEST_F(ForgettingAuditTest, ReplayAdversaryStillDetectsWhatTheStandardAttackForg
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   v1::AuditSpec spec = TinyForgettingSpec();
   spec.mutable_forgetting()->set_attack("deterministic_replay");
-  auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
-  v1::Audit audit = WaitForEnd(submitted->audit_id());
-  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
-  auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
-  ASSERT_TRUE(results->complete());
+  Finished run;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &run));
+  const v1::Audit& audit = run.audit;
+  const v1::AuditResults* results = &run.results;
   const v1::ForgettingResults& f = results->forgetting();
   // The replay retrains the baseline's 400 post-injection steps.
   EXPECT_EQ(f.training_steps(), 200u + 1u + 3u * 400u);
@@ -231,13 +225,10 @@ TEST_F(ForgettingAuditTest, LiraReferencesDetectLongerThanTheCheckpointAttack) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   v1::AuditSpec spec = TinyForgettingSpec();
   spec.mutable_forgetting()->set_attack("lira_references");
-  auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
-  v1::Audit audit = WaitForEnd(submitted->audit_id());
-  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
-  auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
-  ASSERT_TRUE(results->complete());
+  Finished run;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &run));
+  const v1::Audit& audit = run.audit;
+  const v1::AuditResults* results = &run.results;
   const v1::ForgettingResults& f = results->forgetting();
   EXPECT_EQ(f.reference_models(), 4u);  // the default
   // Four references fork at the checkpoint: 200 + 1 + (2 + 4) x 400.
@@ -311,13 +302,10 @@ TEST_F(ForgettingAuditTest, CanariesInjectedMoreOftenAreExposedMoreThenFade) {
   f->set_repeats(3);
   f->set_trials(2);
   for (uint64_t p : {0, 50, 100, 200, 400}) f->add_eval_points(p);
-  auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
-  v1::Audit audit = WaitForEnd(submitted->audit_id());
-  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
-  auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
-  ASSERT_TRUE(results->complete());
+  Finished run;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &run));
+  const v1::Audit& audit = run.audit;
+  const v1::AuditResults* results = &run.results;
   const v1::ForgettingResults& r = results->forgetting();
   // 2 x (1 + 32) = 66 canary windows: 5 batches of 16 per pass, 3 passes.
   EXPECT_EQ(r.training_steps(), 100u + 15u + 2u * 400u);
@@ -351,7 +339,7 @@ TEST_F(ForgettingAuditTest, CanariesInjectedMoreOftenAreExposedMoreThenFade) {
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
   std::stringstream csv;
   csv << std::ifstream(csv_dir + "/forgetting_exposure.csv").rdbuf();
-  EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(submitted->audit_id(), ",32,2,400,")));
+  EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(run.audit_id, ",32,2,400,")));
 }
 
 TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {
