@@ -85,6 +85,17 @@ std::unique_ptr<Observed> ObserveAudits(const std::string& name,
     return observed;
   }
   o.prometheus = std::move(*prometheus);
+  // Prometheus syncs its targets a few seconds after it is ready; audits
+  // submitted before the first scrape would leave no time series behind.
+  const size_t targets = 2 + worker_job.ports.size();
+  if (o.prometheus
+          ->WaitFor(
+              absl::StrCat("count(up == 1) == ", targets),
+              [](const nlohmann::json& r) { return !r.empty(); }, 30000)
+          .empty()) {
+    o.error = "Prometheus never scraped every target";
+    return observed;
+  }
 
   std::vector<std::string> ids;
   uint64_t tasks = 0;
