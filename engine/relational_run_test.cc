@@ -1,8 +1,6 @@
 #include "engine/relational_run.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <set>
 
 #include "common/seeding.h"
@@ -218,38 +216,6 @@ TEST(LinearRelationalTest, DeterministicAndRefusesBadSteps) {
   spec.steps = {1};
   spec.step_fraction = 2.5;
   EXPECT_EQ(RunLinearRelational(spec).status().code(), absl::StatusCode::kInvalidArgument);
-}
-
-// Tuning aid, not a check: RELATIONAL_* environment variables pick a phone
-// book and the per-epoch exact-match rates are printed.
-TEST(PhoneBookTest, DISABLED_Explore) {
-  auto env = [](const char* name, double fallback) {
-    const char* v = std::getenv(name);
-    return v ? std::atof(v) : fallback;
-  };
-  PhoneBookRunSpec spec;
-  spec.records = static_cast<uint32_t>(env("RELATIONAL_RECORDS", 128));
-  spec.validation_records = spec.records;
-  spec.digits = static_cast<uint32_t>(env("RELATIONAL_DIGITS", 7));
-  spec.units = static_cast<int64_t>(env("RELATIONAL_UNITS", 128));
-  spec.embedding = static_cast<int64_t>(env("RELATIONAL_EMBEDDING", 32));
-  spec.batch_size = static_cast<uint32_t>(env("RELATIONAL_BATCH", 16));
-  spec.epochs = static_cast<uint32_t>(env("RELATIONAL_EPOCHS", 80));
-  spec.optimizer.learning_rate = env("RELATIONAL_LR", 5e-3);
-  spec.book_seed = 1;
-  spec.model_seed = 2;
-  auto run = RunPhoneBook(spec, nullptr, [&](const PhoneBookRunResult& r) {
-    const PhoneBookEpoch& e = r.epochs.back();
-    int tr = 0, va = 0;
-    for (size_t i = 0; i < e.predicted_train.size(); ++i) {
-      tr += e.predicted_train[i] == r.book.train[i].number;
-      va += e.predicted_val[i] == r.book.validation[i].number;
-    }
-    std::printf("epoch %u loss %.3f em_train %.3f em_val %.3f clean %.3f / %.3f\n", e.epoch, e.loss,
-                static_cast<double>(tr) / e.predicted_train.size(),
-                static_cast<double>(va) / e.predicted_val.size(), e.clean_train, e.clean_val);
-  });
-  ASSERT_TRUE(run.ok()) << run.status();
 }
 
 }  // namespace
