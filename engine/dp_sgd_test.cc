@@ -83,6 +83,24 @@ TEST(RdpAccountantTest, MatchesTfPrivacyPublishedValues) {
   EXPECT_NEAR(improved->epsilon, 2.597, 0.005);
 }
 
+TEST(RdpAccountantTest, NoiseMultiplierForEpsilonInvertsTheAccountant) {
+  const auto epsilon = [](double sigma) {
+    return ComputeDpSgdEpsilon(0.01, sigma, 10000, 1e-5, DefaultRdpOrders(),
+                               RdpConversion::kImproved)
+        ->epsilon;
+  };
+  for (double target : {0.5, 1.0, 4.0, 8.0}) {
+    auto sigma = NoiseMultiplierForEpsilon(epsilon, target);
+    ASSERT_TRUE(sigma.ok()) << sigma.status();
+    EXPECT_LE(epsilon(*sigma), target);
+    EXPECT_GT(epsilon(*sigma * (1 - 1e-5)), target) << "the smallest sigma that reaches it";
+  }
+  EXPECT_EQ(NoiseMultiplierForEpsilon(epsilon, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NoiseMultiplierForEpsilon([](double) { return 1e9; }, 1.0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(RdpAccountantTest, LimitsAndOrders) {
   EXPECT_EQ(SampledGaussianRdp(0, 1, 2), 0);
   EXPECT_DOUBLE_EQ(SampledGaussianRdp(1, 2, 3), 3.0 / 8);  // alpha / (2 sigma^2)

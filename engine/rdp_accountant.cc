@@ -129,4 +129,24 @@ absl::StatusOr<DpEpsilon> DpSgdEpsilonForEpochs(uint64_t n, uint64_t batch_size,
   return ComputeDpSgdEpsilon(q, sigma, steps, delta, DefaultRdpOrders(), conversion);
 }
 
+absl::StatusOr<double> NoiseMultiplierForEpsilon(
+    const std::function<double(double sigma)>& epsilon_of_sigma, double target) {
+  if (!(target > 0) || !std::isfinite(target)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target_epsilon: must be > 0 (got ", target, ")"));
+  }
+  double lo = 0.01, hi = 1e4;
+  if (epsilon_of_sigma(hi) > target) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target_epsilon: ", target, " is out of reach even with noise multiplier ", hi));
+  }
+  if (epsilon_of_sigma(lo) <= target) return lo;
+  // Invariant: eps(lo) > target >= eps(hi).
+  while (hi / lo > 1 + 1e-6) {
+    const double mid = std::sqrt(lo * hi);
+    (epsilon_of_sigma(mid) <= target ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 }  // namespace memaudit::engine

@@ -4,6 +4,7 @@
 #define MEMAUDIT_ENGINE_RDP_ACCOUNTANT_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,6 +42,13 @@ absl::StatusOr<DpEpsilon> ComputeDpSgdEpsilon(double q, double sigma, uint64_t s
 absl::StatusOr<DpEpsilon> DpSgdEpsilonForEpochs(uint64_t n, uint64_t batch_size, double sigma,
                                                 double epochs, double delta,
                                                 RdpConversion conversion);
+
+// The smallest noise multiplier sigma whose `epsilon_of_sigma(sigma)` is at
+// most `target` (epsilon falls as sigma grows), found by bisection on
+// log(sigma) over [0.01, 10^4] to a relative precision of 1e-6.
+// InvalidArgument for a target <= 0 or one even sigma = 10^4 cannot reach.
+absl::StatusOr<double> NoiseMultiplierForEpsilon(
+    const std::function<double(double sigma)>& epsilon_of_sigma, double target);
 
 }  // namespace memaudit::engine
 

@@ -229,6 +229,34 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
   ModelSpec model = spec.model;
   model.inputs = data.features;
   model.classes = data.classes;
+  // The original's privacy loss as a function of the noise: one phase for
+  // Scratch, one per slice for each SISA shard (the most exposed one counts).
+  const auto original_epsilon = [&](double sigma) {
+    if (spec.method != UnlearningMethod::kSisa) {
+      const uint64_t n = train_ids.size();
+      const uint64_t steps = spec.epochs * ((n + spec.batch_size - 1) / spec.batch_size);
+      return DpEpsilonOfPhases({{n, steps}}, spec.batch_size, sigma, spec.dp_delta);
+    }
+    double worst = 0;
+    for (const auto& shard :
+         BuildSisaLayout(train_ids, spec.shards, spec.slices, spec.seeds.sisa).rows) {
+      std::vector<std::pair<uint64_t, uint64_t>> phases;
+      uint64_t seen = 0;
+      for (const auto& slice : shard) {
+        seen += slice.size();
+        phases.push_back({seen, spec.epochs * ((seen + spec.batch_size - 1) / spec.batch_size)});
+      }
+      worst = std::max(worst, DpEpsilonOfPhases(phases, spec.batch_size, sigma, spec.dp_delta));
+    }
+    return worst;
+  };
+  double noise_multiplier = spec.noise_multiplier;
+  if (spec.dp && spec.target_epsilon > 0) {
+    absl::StatusOr<double> calibrated =
+        NoiseMultiplierForEpsilon(original_epsilon, spec.target_epsilon);
+    if (!calibrated.ok()) return calibrated.status();
+    noise_multiplier = *calibrated;
+  }
   auto options_for = [&](const UnlearningSeeds& seeds) {
     TrainerOptions o;
     o.optimizer = spec.optimizer;
@@ -236,13 +264,14 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
     o.dropout_seed = seeds.dropout;
     o.dp.enabled = spec.dp;
     o.dp.clip_norm = spec.clip_norm;
-    o.dp.noise_multiplier = spec.noise_multiplier;
+    o.dp.noise_multiplier = noise_multiplier;
     o.dp.noise_seed = seeds.noise;
     return o;
   };
 
   UnlearningRunResult result;
   result.classes = data.classes;
+  result.noise_multiplier = spec.dp ? noise_multiplier : 0;
   auto report = [&]() -> absl::Status {
     if (on_step && !on_step(result.steps)) {
       return absl::CancelledError(absl::StrCat("stopped after ", result.steps, " steps"));
@@ -280,20 +309,7 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
       const uint64_t original_steps = total(**ensemble);
       result.steps = original_steps;
       result.models_trained = spec.shards;
-      if (spec.dp) {
-        for (const auto& shard : (*ensemble)->layout().rows) {
-          std::vector<std::pair<uint64_t, uint64_t>> phases;
-          uint64_t seen = 0;
-          for (const auto& slice : shard) {
-            seen += slice.size();
-            phases.push_back(
-                {seen, spec.epochs * ((seen + spec.batch_size - 1) / spec.batch_size)});
-          }
-          result.dp_epsilon = std::max(
-              result.dp_epsilon,
-              DpEpsilonOfPhases(phases, spec.batch_size, spec.noise_multiplier, spec.dp_delta));
-        }
-      }
+      if (spec.dp) result.dp_epsilon = original_epsilon(noise_multiplier);
       const LogitsFn original = EnsembleLogits(**ensemble);
       set_accuracy(original);
       if (absl::Status s = report(); !s.ok()) return s;
@@ -338,11 +354,7 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
                                                spec.seeds.order);
     auto original = train(spec.seeds, original_schedule);
     if (!original.ok()) return original.status();
-    if (spec.dp) {
-      result.dp_epsilon =
-          DpEpsilonOfPhases({{train_ids.size(), spec.epochs * original_schedule.steps_per_epoch()}},
-                            spec.batch_size, spec.noise_multiplier, spec.dp_delta);
-    }
+    if (spec.dp) result.dp_epsilon = original_epsilon(noise_multiplier);
     const LogitsFn original_logits = ModelLogits((*original)->model());
     set_accuracy(original_logits);
     for (const UnlearningChildSpec& c : spec.children) {

@@ -56,6 +56,9 @@ struct UnlearningRunSpec {
   double noise_multiplier = 1.0;
   double clip_norm = 1.0;
   double dp_delta = 1e-5;
+  // > 0: the noise multiplier is calibrated so the original spends this
+  // epsilon at dp_delta (noise_multiplier is then ignored).
+  double target_epsilon = 0;
   std::vector<uint32_t> train_rows;       // D_o, dataset rows
   std::vector<uint32_t> validation_rows;  // temperature fit of the original
   UnlearningSeeds seeds;
@@ -71,9 +74,10 @@ struct UnlearningChildResult {
 
 struct UnlearningRunResult {
   uint32_t classes = 0;
-  double train_accuracy = 0;  // the original on D_o
-  double test_accuracy = 0;   // the original on the test data (0 without it)
-  double dp_epsilon = 0;      // the original; SISA: its most exposed shard
+  double train_accuracy = 0;    // the original on D_o
+  double test_accuracy = 0;     // the original on the test data (0 without it)
+  double dp_epsilon = 0;        // the original; SISA: its most exposed shard
+  double noise_multiplier = 0;  // the one DP-SGD used (calibrated or given)
   std::vector<UnlearningChildResult> children;
   uint64_t steps = 0;           // optimizer steps, original and children
   uint64_t models_trained = 0;  // SISA: shard models, retrains included

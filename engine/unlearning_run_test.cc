@@ -164,6 +164,18 @@ TEST(UnlearningRunTest, DpSgdReportsEpsilonAndStops) {
   EXPECT_NEAR(run->dp_epsilon, expected->epsilon, 1e-12);
   EXPECT_GT(run->dp_epsilon, 0);
 
+  // A target epsilon picks the noise: the original then spends just that.
+  spec.target_epsilon = 2.0;
+  auto calibrated = RunUnlearning(data, nullptr, spec, nullptr);
+  ASSERT_TRUE(calibrated.ok()) << calibrated.status();
+  EXPECT_LE(calibrated->dp_epsilon, 2.0);
+  EXPECT_GT(calibrated->dp_epsilon, 2.0 - 1e-3);
+  EXPECT_GT(calibrated->noise_multiplier, 1.1) << "epsilon 2 needs more noise than sigma 1.1";
+  auto check = ComputeDpSgdEpsilon(8.0 / 40.0, calibrated->noise_multiplier, 25, 1e-5,
+                                   DefaultRdpOrders(), RdpConversion::kImproved);
+  ASSERT_TRUE(check.ok());
+  EXPECT_NEAR(check->epsilon, calibrated->dp_epsilon, 1e-12);
+
   auto stopped = RunUnlearning(data, nullptr, Spec(), [](uint64_t steps) { return steps < 7; });
   EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled);
 

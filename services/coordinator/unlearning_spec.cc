@@ -255,6 +255,11 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
     if (!(dp.delta() > 0 && dp.delta() < 1)) {
       add("dp_sgd.delta", absl::StrCat("must be in (0, 1) (got ", dp.delta(), ")"));
     }
+    if (!(dp.target_epsilon() >= 0 && dp.target_epsilon() <= 1000)) {
+      add("dp_sgd.target_epsilon",
+          absl::StrCat("must be in [0, 1000]; 0 = use noise_multiplier (got ", dp.target_epsilon(),
+                       ")"));
+    }
   }
 }
 

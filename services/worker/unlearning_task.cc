@@ -101,6 +101,7 @@ absl::StatusOr<engine::UnlearningRunSpec> UnlearningRunSpecFor(const v1::Task& t
     run.noise_multiplier = u.dp_sgd().noise_multiplier();
     run.clip_norm = u.dp_sgd().clip_norm();
     run.dp_delta = u.dp_sgd().delta();
+    run.target_epsilon = u.dp_sgd().target_epsilon();
   }
   for (const std::string& d : u.defenses()) {
     absl::StatusOr<engine::ReleasePolicy> p = ReleaseFor(d);
