@@ -10,19 +10,11 @@
 #include "cli/exposure_render.h"
 #include "cli/forgetting_render.h"
 #include "cli/relational_render.h"
+#include "cli/render.h"
 #include "cli/unlearning_render.h"
 
 namespace memaudit::cli {
-namespace {
-
-absl::Status Write(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 absl::Status WriteResultsCsv(const v1::AuditResults& r, const std::string& dir) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -51,9 +43,9 @@ absl::Status WriteResultsCsv(const v1::AuditResults& r, const std::string& dir) 
           &roc, absl::StrFormat("%s,%s,%.17g,%.17g\n", r.audit_id(), a.attack(), p.fpr(), p.tpr()));
     }
   }
-  if (absl::Status s = Write(dir + "/attacks.csv", attacks); !s.ok()) return s;
-  if (absl::Status s = Write(dir + "/operating_points.csv", points); !s.ok()) return s;
-  return Write(dir + "/roc.csv", roc);
+  if (absl::Status s = WriteFile(dir + "/attacks.csv", attacks); !s.ok()) return s;
+  if (absl::Status s = WriteFile(dir + "/operating_points.csv", points); !s.ok()) return s;
+  return WriteFile(dir + "/roc.csv", roc);
 }
 
 }  // namespace memaudit::cli

@@ -10,16 +10,18 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "cli/render.h"
 
 namespace memaudit::cli {
-namespace {
 
-std::string Escape(const std::string& text) {
-  return absl::StrReplaceAll(text,
-                             {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
+std::string InsertedLabel(uint32_t repeats) {
+  return repeats == 0 ? "control" : absl::StrCat("x", repeats);
 }
 
-std::string Repeats(uint32_t r) { return r == 0 ? "control" : absl::StrCat("x", r); }
+bool HasEstimator(const v1::ExposureResults& x, const std::string& estimator) {
+  return std::find(x.estimators().begin(), x.estimators().end(), estimator) != x.estimators().end();
+}
+namespace {
 
 std::string Sampled(const v1::CanaryResult& c) {
   return absl::StrFormat("%s%.2f", c.sampled_lower_bound() ? ">=" : "", c.sampled_exposure());
@@ -35,18 +37,7 @@ std::string Calibrated(const v1::CanaryResult& c) {
   return absl::StrFormat("%s%.2f", c.calibrated_lower_bound() ? ">=" : "", c.calibrated_exposure());
 }
 
-bool Has(const v1::ExposureResults& x, const std::string& estimator) {
-  return std::find(x.estimators().begin(), x.estimators().end(), estimator) != x.estimators().end();
-}
-
 bool HasCalibration(const v1::ExposureResults& x) { return x.reference_models() > 0; }
-
-absl::Status Write(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
 
 // Every variant with its results: the sweep, or one "base" variant built from
 // the top-level fields.
@@ -80,13 +71,14 @@ std::string CanaryTable(const v1::ExposureResults& x) {
   if (calibrated) absl::StrAppend(&header, absl::StrFormat(" %10s", "calibrated"));
   std::string out = absl::StrCat(header, "\n", std::string(header.size(), '-'), "\n");
   for (const v1::CanaryResult& c : x.canaries()) {
-    absl::StrAppend(
-        &out,
-        absl::StrFormat(
-            "%-20s %8s %9.2f %12s %9.2f %10s %12s", c.secret(), Repeats(c.repeats()), c.px_bits(),
-            absl::StrCat(c.exact() ? "" : ">=", c.rank()), c.exposure(),
-            Has(x, "sampled") ? Sampled(c) : "-",
-            Has(x, "extrapolated") ? absl::StrFormat("%.2f", c.extrapolated_exposure()) : "-"));
+    absl::StrAppend(&out,
+                    absl::StrFormat("%-20s %8s %9.2f %12s %9.2f %10s %12s", c.secret(),
+                                    InsertedLabel(c.repeats()), c.px_bits(),
+                                    absl::StrCat(c.exact() ? "" : ">=", c.rank()), c.exposure(),
+                                    HasEstimator(x, "sampled") ? Sampled(c) : "-",
+                                    HasEstimator(x, "extrapolated")
+                                        ? absl::StrFormat("%.2f", c.extrapolated_exposure())
+                                        : "-"));
     if (baseline) absl::StrAppend(&out, absl::StrFormat(" %9s", Baseline(c)));
     if (calibrated) absl::StrAppend(&out, absl::StrFormat(" %10s", Calibrated(c)));
     absl::StrAppend(&out, "\n");
@@ -95,7 +87,8 @@ std::string CanaryTable(const v1::ExposureResults& x) {
                   baseline ? "; baseline: the same canaries under the baseline model" : "",
                   calibrated ? "; calibrated: reference-calibrated sampled exposure" : "", "):\n");
   for (const v1::ExposureByRepeats& g : x.by_repeats()) {
-    absl::StrAppend(&out, absl::StrFormat("  %-8s %6.2f", Repeats(g.repeats()), g.mean_exposure()));
+    absl::StrAppend(&out,
+                    absl::StrFormat("  %-8s %6.2f", InsertedLabel(g.repeats()), g.mean_exposure()));
     if (baseline)
       absl::StrAppend(&out, absl::StrFormat("  baseline %6.2f", g.mean_baseline_exposure()));
     if (calibrated) {
@@ -148,7 +141,7 @@ std::string SweepGrid(const std::vector<v1::ExposureVariantResult>& variants) {
     absl::StrAppend(&out, "\n");
   };
   for (size_t i = 0; i < repeats.size(); ++i) {
-    row(Repeats(repeats[i]), [&](const v1::ExposureVariantResult& v) {
+    row(InsertedLabel(repeats[i]), [&](const v1::ExposureVariantResult& v) {
       const auto& groups = v.results().by_repeats();
       return i < static_cast<size_t>(groups.size())
                  ? absl::StrFormat("%.2f", groups[static_cast<int>(i)].mean_exposure())
@@ -185,13 +178,14 @@ std::string HtmlCanaryTable(const v1::ExposureResults& x) {
       "<th>exposure</th><th>sampled</th><th>extrapolated</th>",
       baseline ? "<th>baseline</th>" : "", calibrated ? "<th>calibrated</th>" : "", "</tr>");
   for (const v1::CanaryResult& c : x.canaries()) {
-    absl::StrAppend(&html, absl::StrFormat("<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%s%d</td>"
-                                           "<td>%.3f</td><td>%s</td><td>%.3f</td>",
-                                           Escape(c.secret()), Repeats(c.repeats()), c.px_bits(),
-                                           c.exact() ? "" : "&ge;", c.rank(), c.exposure(),
-                                           Escape(Sampled(c)), c.extrapolated_exposure()));
-    if (baseline) absl::StrAppend(&html, "<td>", Escape(Baseline(c)), "</td>");
-    if (calibrated) absl::StrAppend(&html, "<td>", Escape(Calibrated(c)), "</td>");
+    absl::StrAppend(&html,
+                    absl::StrFormat("<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%s%d</td>"
+                                    "<td>%.3f</td><td>%s</td><td>%.3f</td>",
+                                    HtmlEscape(c.secret()), InsertedLabel(c.repeats()), c.px_bits(),
+                                    c.exact() ? "" : "&ge;", c.rank(), c.exposure(),
+                                    HtmlEscape(Sampled(c)), c.extrapolated_exposure()));
+    if (baseline) absl::StrAppend(&html, "<td>", HtmlEscape(Baseline(c)), "</td>");
+    if (calibrated) absl::StrAppend(&html, "<td>", HtmlEscape(Calibrated(c)), "</td>");
     absl::StrAppend(&html, "</tr>");
   }
   absl::StrAppend(
@@ -202,7 +196,7 @@ std::string HtmlCanaryTable(const v1::ExposureResults& x) {
                       !x.extraction_attempted() ? "not attempted"
                       : x.extracted()           ? "succeeded"
                                                 : "failed",
-                      Escape(x.extraction()), x.extraction_queries()));
+                      HtmlEscape(x.extraction()), x.extraction_queries()));
   if (baseline) {
     absl::StrAppend(&html, absl::StrFormat(" Baseline model (same recipe and seeds, no canaries): "
                                            "control median %.3f bits; its exposure column is an "
@@ -253,14 +247,14 @@ std::string ExposureHtmlSection(const v1::AuditResults& r) {
       "<th>DP epsilon</th><th>final loss</th>";
   const std::vector<v1::ExposureVariantResult> variants = VariantsOf(x);
   for (const v1::ExposureByRepeats& g : variants[0].results().by_repeats()) {
-    absl::StrAppend(&html, "<th>", Repeats(g.repeats()), "</th>");
+    absl::StrAppend(&html, "<th>", InsertedLabel(g.repeats()), "</th>");
   }
   absl::StrAppend(&html, "<th>extracted</th></tr>");
   for (const v1::ExposureVariantResult& v : variants) {
     absl::StrAppend(
         &html,
         absl::StrFormat("<tr><td>%s</td><td>%u</td><td>%u</td><td>%g</td><td>%s</td><td>%.4f</td>",
-                        Escape(v.name()), v.batch_size(), v.units(), v.dropout(),
+                        HtmlEscape(v.name()), v.batch_size(), v.units(), v.dropout(),
                         v.dp_clip_norm() > 0
                             ? absl::StrFormat("%.3g (&delta; %g)", v.dp_epsilon(), v.dp_delta())
                             : "&ndash;",
@@ -274,7 +268,7 @@ std::string ExposureHtmlSection(const v1::AuditResults& r) {
                   "</table><p>Mean exact exposure (bits) by insertion count; every variant "
                   "scores the same canaries.</p>");
   for (const v1::ExposureVariantResult& v : variants) {
-    absl::StrAppend(&html, "<h2>Canaries: ", Escape(v.name()), "</h2>",
+    absl::StrAppend(&html, "<h2>Canaries: ", HtmlEscape(v.name()), "</h2>",
                     HtmlCanaryTable(v.results()));
   }
   return html;
@@ -326,12 +320,12 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
                         vx.training_steps(), vx.final_loss(), vx.baseline_final_loss(),
                         vx.control_median_exposure(), vx.extracted()));
   }
-  if (absl::Status s = Write(dir + "/canaries.csv", canaries); !s.ok()) return s;
+  if (absl::Status s = WriteFile(dir + "/canaries.csv", canaries); !s.ok()) return s;
   // Only a sweep's results carry the resolved recipes.
   if (x.variants_size() > 0) {
-    if (absl::Status s = Write(dir + "/exposure_variants.csv", variants); !s.ok()) return s;
+    if (absl::Status s = WriteFile(dir + "/exposure_variants.csv", variants); !s.ok()) return s;
   }
-  return Write(dir + "/exposure_by_repeats.csv", groups);
+  return WriteFile(dir + "/exposure_by_repeats.csv", groups);
 }
 
 }  // namespace memaudit::cli

@@ -10,6 +10,11 @@
 
 namespace memaudit::cli {
 
+// "control" for a never-inserted canary, else "x<repeats>".
+std::string InsertedLabel(uint32_t repeats);
+// Whether `estimator` ("exact", "sampled", "extrapolated") ran.
+bool HasEstimator(const v1::ExposureResults& x, const std::string& estimator);
+
 std::string ExposureTable(const v1::AuditResults& results);
 // The body of the report for complete exposure results (no <html> wrapper).
 std::string ExposureHtmlSection(const v1::AuditResults& results);

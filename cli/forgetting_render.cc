@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/render.h"
 
 namespace memaudit::cli {
 namespace {
@@ -201,17 +202,6 @@ std::string ForgettingHtmlSection(const v1::AuditResults& r) {
   }
   return html;
 }
-
-namespace {
-
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& dir) {
   if (IsCanaryAudit(r.forgetting())) {

@@ -18,11 +18,6 @@
 namespace memaudit::cli {
 namespace {
 
-std::string Escape(const std::string& text) {
-  return absl::StrReplaceAll(text,
-                             {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
-}
-
 std::string FormatTime(int64_t unix_ms) {
   std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
   char text[32];
@@ -42,7 +37,7 @@ std::string NumbersTable(const v1::AuditResults& r) {
   absl::StrAppend(&out, "</tr>");
   for (const v1::AttackResult& a : r.attacks()) {
     absl::StrAppend(&out, absl::StrFormat("<tr><td>%s</td><td>%.4f</td><td>%.4f</td>",
-                                          Escape(a.attack()), a.auc(), a.balanced_accuracy()));
+                                          HtmlEscape(a.attack()), a.auc(), a.balanced_accuracy()));
     for (const v1::OperatingPoint& p : a.operating_points()) {
       absl::StrAppend(&out, absl::StrFormat("<td>%.4f [%.4f, %.4f]</td><td>%.5f</td>", p.tpr(),
                                             p.tpr_low(), p.tpr_high(), p.fpr()));
@@ -59,7 +54,7 @@ std::string VulnerableTable(const v1::AuditResults& r) {
       "example flag it as a member with <code>%s</code> at FPR &le; %g.</p><table><tr>"
       "<th>rank</th><th>pool index</th><th>dataset index</th><th>flagged / member models</th>"
       "<th>mean member score</th></tr>",
-      Escape(r.vulnerability_attack()), r.vulnerability_fpr());
+      HtmlEscape(r.vulnerability_attack()), r.vulnerability_fpr());
   for (int i = 0; i < r.most_vulnerable_size(); ++i) {
     const v1::VulnerableExample& v = r.most_vulnerable(i);
     absl::StrAppend(&out, absl::StrFormat("<tr><td>%d</td><td>%u</td><td>%u</td><td>%u / %u</td>"
@@ -75,16 +70,16 @@ std::string VulnerableTable(const v1::AuditResults& r) {
 std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) {
   std::string html = absl::StrCat(
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memaudit report ",
-      Escape(audit.audit_id()),
+      HtmlEscape(audit.audit_id()),
       "</title><style>body{font-family:sans-serif;margin:2em;color:#222;max-width:70em}"
       "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
       "padding:.3em .6em;text-align:right}td:first-child,th:first-child{text-align:left}"
       "pre{background:#f6f6f6;padding:1em;overflow:auto}</style></head><body>");
-  absl::StrAppend(&html, "<h1>memaudit: ", Escape(audit.kind()), " audit ", Escape(audit.name()),
-                  "</h1>");
+  absl::StrAppend(&html, "<h1>memaudit: ", HtmlEscape(audit.kind()), " audit ",
+                  HtmlEscape(audit.name()), "</h1>");
   absl::StrAppend(
       &html, "<table class=\"meta\">",
-      absl::StrFormat("<tr><th>audit</th><td>%s</td></tr>", Escape(audit.audit_id())),
+      absl::StrFormat("<tr><th>audit</th><td>%s</td></tr>", HtmlEscape(audit.audit_id())),
       absl::StrFormat("<tr><th>state</th><td>%s</td></tr>", StateName(audit.state())),
       absl::StrFormat("<tr><th>seed</th><td>%d</td></tr>", audit.spec().seed()),
       absl::StrFormat("<tr><th>submitted</th><td>%s</td></tr>",
@@ -99,7 +94,7 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
                                 results.has_relational() ? "training / held-out records"
                                                          : "member / non-member scores",
                                 results.members(), results.non_members())),
-      absl::StrFormat("<tr><th>code version</th><td>%s</td></tr>", Escape(CodeVersion())),
+      absl::StrFormat("<tr><th>code version</th><td>%s</td></tr>", HtmlEscape(CodeVersion())),
       "</table>");
   if (!results.complete()) {
     absl::StrAppend(&html, "<p><strong>Results are not complete yet.</strong></p>");
@@ -120,7 +115,7 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
                     "example) pair.</p>",
                     VulnerableTable(results));
   }
-  absl::StrAppend(&html, "<h2>Spec</h2><pre>", Escape(JsonToYaml(ToJson(audit.spec()))),
+  absl::StrAppend(&html, "<h2>Spec</h2><pre>", HtmlEscape(JsonToYaml(ToJson(audit.spec()))),
                   "</pre></body></html>\n");
   return html;
 }

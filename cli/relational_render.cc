@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "cli/render.h"
 
 namespace memaudit::cli {
 namespace {
@@ -164,11 +165,7 @@ absl::Status WriteRelationalCsv(const v1::AuditResults& r, const std::string& di
                                 p.success_val(), p.rm_norm(), p.clean_train(), p.clean_val()));
     }
   }
-  const std::string path = dir + "/relational_curve.csv";
-  std::ofstream out(path);
-  out << csv;
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
+  return WriteFile(dir + "/relational_curve.csv", csv);
 }
 
 }  // namespace memaudit::cli

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "cli/exposure_render.h"
 #include "cli/forgetting_render.h"
 #include "cli/relational_render.h"
@@ -16,6 +18,18 @@
 #include "nlohmann/json.hpp"
 
 namespace memaudit::cli {
+
+std::string HtmlEscape(absl::string_view text) {
+  return absl::StrReplaceAll(text,
+                             {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
 namespace {
 
 void EmitYaml(const nlohmann::json& j, YAML::Emitter* out) {

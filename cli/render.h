@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "memaudit/v1/audit.pb.h"
 #include "memaudit/v1/results.pb.h"
 
@@ -20,6 +21,11 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& name);
 // Any message as JSON with proto field names and defaults spelled out.
 std::string ToJson(const google::protobuf::Message& message);
 std::string JsonToYaml(const std::string& json);
+
+// Escapes & < > " for HTML text and attribute values.
+std::string HtmlEscape(absl::string_view text);
+// Writes `text` to `path` (truncating); PERMISSION_DENIED "cannot write PATH".
+absl::Status WriteFile(const std::string& path, const std::string& text);
 
 std::string ResultsTable(const v1::AuditResults& results);
 std::string RenderResults(const v1::AuditResults& results, OutputFormat format);

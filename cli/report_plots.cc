@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/exposure_render.h"
 #include "cli/svg_plot.h"
 #include "scoring/skew_normal.h"
 
@@ -27,18 +28,10 @@ constexpr const char* kRed = "#d1495b";
 constexpr const char* kOrange = "#e08e0b";
 constexpr const char* kDark = "#4a4a4a";
 
-bool Has(const v1::ExposureResults& x, const std::string& estimator) {
-  return std::find(x.estimators().begin(), x.estimators().end(), estimator) != x.estimators().end();
-}
-
 // Numbers in titles and labels: "n/a" rather than "nan" (a dot can be
 // finite while its interval is not).
 std::string Fixed(double v, int decimals) {
   return std::isfinite(v) ? absl::StrFormat("%.*f", decimals, v) : "n/a";
-}
-
-std::string Inserted(uint32_t repeats) {
-  return repeats == 0 ? "control" : absl::StrCat("x", repeats);
 }
 
 // The largest finite value, or `floor` when there is none larger.
@@ -318,7 +311,7 @@ std::string SweepVsInsertionsSvg(const v1::ExposureResults& x) {
     }
     for (const v1::CanaryResult& c : r.canaries()) {
       const std::string title = absl::StrFormat(
-          "%s, %s canary %s: exposure %s bits, rank %s%d", v.name(), Inserted(c.repeats()),
+          "%s, %s canary %s: exposure %s bits, rank %s%d", v.name(), InsertedLabel(c.repeats()),
           c.secret(), Fixed(c.exposure(), 2), c.exact() ? "" : ">=", c.rank());
       plot.Dot({static_cast<double>(c.repeats()), c.exposure()}, color,
                c.repeats() == 0 ? "canary control" : "canary", title,
@@ -341,7 +334,7 @@ std::string SweepVsInsertionsSvg(const v1::ExposureResults& x) {
 std::string ExposureVsInsertionsSvg(const v1::ExposureResults& x) {
   if (x.by_repeats_size() == 0 && x.canaries_size() == 0) return "";
   if (x.variants_size() > 1) return SweepVsInsertionsSvg(x);
-  const bool sampled = Has(x, "sampled"), extrapolated = Has(x, "extrapolated");
+  const bool sampled = HasEstimator(x, "sampled"), extrapolated = HasEstimator(x, "extrapolated");
   const bool baseline = x.baseline_model(), calibrated = x.reference_models() > 0;
   double max_r = 1;
   std::vector<double> heights = {x.log2_space()};
@@ -412,7 +405,7 @@ std::string ExposureVsInsertionsSvg(const v1::ExposureResults& x) {
   }
   for (const v1::CanaryResult& c : x.canaries()) {
     const std::string title =
-        absl::StrFormat("%s canary %s: exposure %s bits, rank %s%d", Inserted(c.repeats()),
+        absl::StrFormat("%s canary %s: exposure %s bits, rank %s%d", InsertedLabel(c.repeats()),
                         c.secret(), Fixed(c.exposure(), 2), c.exact() ? "" : ">=", c.rank());
     if (c.repeats() == 0) {
       plot.Dot({0, c.exposure()}, kDark, "canary control", title, /*hollow=*/true);
@@ -495,10 +488,10 @@ std::string ReferencePxSvg(const v1::ExposureResults& x) {
     plot.Line({{c.px_bits(), 0}, {c.px_bits(), rug}},
               {inserted ? svg::Color(0) : kDark, inserted ? 2.0 : 1.0, ""},
               inserted ? "canary" : "canary control",
-              absl::StrFormat("%s canary %s: Px %s bits", Inserted(c.repeats()), c.secret(),
+              absl::StrFormat("%s canary %s: Px %s bits", InsertedLabel(c.repeats()), c.secret(),
                               Fixed(c.px_bits(), 2)));
     if (inserted)
-      plot.Label({c.px_bits(), rug}, Inserted(c.repeats()), "middle", svg::Color(0), 0, -3);
+      plot.Label({c.px_bits(), rug}, InsertedLabel(c.repeats()), "middle", svg::Color(0), 0, -3);
   }
   legend.push_back({"inserted canary Px", svg::Color(0)});
   legend.push_back({"control canary Px", kDark});
@@ -619,7 +612,7 @@ std::string ForgettingExposureSvg(const v1::ForgettingResults& f) {
   std::vector<LegendEntry> legend;
   for (int i = 0; i < f.exposure_curves_size(); ++i) {
     const v1::ForgettingExposureCurve& c = f.exposure_curves(i);
-    const std::string name = Inserted(c.repeats());
+    const std::string name = InsertedLabel(c.repeats());
     std::vector<double> steps, low, high;
     std::vector<Point> injected, baseline;
     for (const v1::ForgettingExposurePoint& p : c.points()) {

@@ -5,14 +5,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "cli/render.h"
 
 namespace memaudit::cli {
 namespace {
-
-std::string Escape(const std::string& text) {
-  return absl::StrReplaceAll(text,
-                             {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
-}
 
 std::string Summary(const v1::UnlearningResults& u) {
   std::string out = absl::StrFormat(
@@ -55,18 +51,18 @@ std::string UnlearningTable(const v1::AuditResults& r) {
 std::string UnlearningHtmlSection(const v1::AuditResults& r) {
   const v1::UnlearningResults& u = r.unlearning();
   std::string html = absl::StrCat(
-      "<h2>Unlearning attack</h2><p>", Escape(Summary(u)),
+      "<h2>Unlearning attack</h2><p>", HtmlEscape(Summary(u)),
       "</p><table class=\"numbers\"><tr><th>defense</th><th>feature</th><th>classifier</th>"
       "<th>AUC</th><th>DegCount</th><th>DegRate</th></tr>");
   for (const v1::UnlearningAttackResult& a : u.attacks()) {
     const bool baseline = a.feature() == "baseline";
-    absl::StrAppend(
-        &html,
-        absl::StrFormat("<tr><td>%s</td><td>%s</td><td>%s</td><td>%.4f</td><td>%s</td>"
-                        "<td>%s</td></tr>",
-                        Escape(a.defense()), Escape(a.feature()), Escape(a.classifier()), a.auc(),
-                        baseline ? "&ndash;" : absl::StrFormat("%.4f", a.deg_count()),
-                        baseline ? "&ndash;" : absl::StrFormat("%.4f", a.deg_rate())));
+    absl::StrAppend(&html,
+                    absl::StrFormat("<tr><td>%s</td><td>%s</td><td>%s</td><td>%.4f</td><td>%s</td>"
+                                    "<td>%s</td></tr>",
+                                    HtmlEscape(a.defense()), HtmlEscape(a.feature()),
+                                    HtmlEscape(a.classifier()), a.auc(),
+                                    baseline ? "&ndash;" : absl::StrFormat("%.4f", a.deg_count()),
+                                    baseline ? "&ndash;" : absl::StrFormat("%.4f", a.deg_rate())));
   }
   absl::StrAppend(&html,
                   "</table><p>AUC: the attack, trained on shadow models, telling deleted samples "
@@ -92,15 +88,8 @@ absl::Status WriteUnlearningCsv(const v1::AuditResults& r, const std::string& di
                       u.deletion(), u.group_size(), u.seed_policy(), u.shadow_rows(),
                       u.target_rows(), u.target_train_accuracy(), u.target_test_accuracy(),
                       u.overfitting(), u.models_trained(), u.dp_epsilon()));
-  for (const auto& [name, text] :
-       {std::pair<std::string, const std::string*>{"unlearning_attacks.csv", &attacks},
-        {"unlearning_summary.csv", &summary}}) {
-    const std::string path = dir + "/" + name;
-    std::ofstream out(path);
-    out << *text;
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  }
-  return absl::OkStatus();
+  if (absl::Status s = WriteFile(dir + "/unlearning_attacks.csv", attacks); !s.ok()) return s;
+  return WriteFile(dir + "/unlearning_summary.csv", summary);
 }
 
 }  // namespace memaudit::cli

@@ -122,23 +122,21 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
           ? PoisonSchedule(d_ids, p_ids, spec.batch_size, spec.steps_before, spec.order_seed)
           : InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec), spec.order_seed);
   if (!inj_schedule.ok()) return inj_schedule.status();
-  absl::StatusOr<std::unique_ptr<BatchSchedule>> base_schedule =
-      poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, base_seed)
-             : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
+  // The schedule of an arm that never sees Dp, ordered by `seed`.
+  auto clean_schedule = [&](uint64_t seed) {
+    return poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, seed)
+                  : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), seed);
+  };
+  absl::StatusOr<std::unique_ptr<BatchSchedule>> base_schedule = clean_schedule(base_seed);
   if (!base_schedule.ok()) return base_schedule.status();
   // The adversary rebuilds the baseline's order from the seed it knows.
-  absl::StatusOr<std::unique_ptr<BatchSchedule>> replay_schedule =
-      poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, base_seed)
-             : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
+  absl::StatusOr<std::unique_ptr<BatchSchedule>> replay_schedule = clean_schedule(base_seed);
   if (!replay_schedule.ok()) return replay_schedule.status();
   // References: the baseline's schedule with their own seeds, so only their
   // data order after the fork differs from the baseline's.
   std::vector<std::unique_ptr<BatchSchedule>> ref_schedules;
   for (uint32_t j = 0; j < spec.reference_models; ++j) {
-    const uint64_t seed = DeriveSeed(spec.order_seed, "reference", j);
-    auto schedule = poison
-                        ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, seed)
-                        : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), seed);
+    auto schedule = clean_schedule(DeriveSeed(spec.order_seed, "reference", j));
     if (!schedule.ok()) return schedule.status();
     ref_schedules.push_back(*std::move(schedule));
   }

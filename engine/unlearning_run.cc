@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -106,19 +107,23 @@ std::vector<double> Flat(const torch::Tensor& t) {
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 
-// Released posteriors of one version on `queries`, one vector per policy;
-// the temperature is fitted on this version's own validation rows.
-std::vector<std::vector<double>> Release(const LogitsFn& logits, const Batch& queries,
-                                         const Batch& validation,
-                                         const std::vector<ReleasePolicy>& releases) {
-  const torch::Tensor z = logits(queries.x);
-  double temperature = 1.0;
+// The temperature one version releases with: fitted on its own validation
+// rows when a policy needs it, else 1.
+double ReleaseTemperature(const LogitsFn& logits, const Batch& validation,
+                          const std::vector<ReleasePolicy>& releases) {
   for (const ReleasePolicy& r : releases) {
     if (r.kind == ReleaseKind::kTemperature) {
-      temperature = FitTemperature(logits(validation.x), validation.y);
-      break;
+      return FitTemperature(logits(validation.x), validation.y);
     }
   }
+  return 1.0;
+}
+
+// Released posteriors of one version on `queries`, one vector per policy.
+std::vector<std::vector<double>> Release(const LogitsFn& logits, const Batch& queries,
+                                         double temperature,
+                                         const std::vector<ReleasePolicy>& releases) {
+  const torch::Tensor z = logits(queries.x);
   std::vector<std::vector<double>> out;
   for (const ReleasePolicy& r : releases)
     out.push_back(Flat(ReleasedPosteriors(z, r, temperature)));
@@ -229,24 +234,31 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
   ModelSpec model = spec.model;
   model.inputs = data.features;
   model.classes = data.classes;
-  // The original's privacy loss as a function of the noise: one phase for
-  // Scratch, one per slice for each SISA shard (the most exposed one counts).
-  const auto original_epsilon = [&](double sigma) {
-    if (spec.method != UnlearningMethod::kSisa) {
-      const uint64_t n = train_ids.size();
-      const uint64_t steps = spec.epochs * ((n + spec.batch_size - 1) / spec.batch_size);
-      return DpEpsilonOfPhases({{n, steps}}, spec.batch_size, sigma, spec.dp_delta);
+  // The original's training phases of (examples, steps): one for Scratch,
+  // one per slice for each SISA shard. They do not depend on the noise, so
+  // they are built once for the calibration's many epsilon evaluations.
+  const bool sisa = spec.method == UnlearningMethod::kSisa;
+  const SisaLayout layout =
+      sisa ? BuildSisaLayout(train_ids, spec.shards, spec.slices, spec.seeds.sisa) : SisaLayout{};
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> phases;
+  auto steps_for = [&](uint64_t n) {
+    return spec.epochs * ((n + spec.batch_size - 1) / spec.batch_size);
+  };
+  if (!sisa) phases.push_back({{train_ids.size(), steps_for(train_ids.size())}});
+  for (const auto& shard : layout.rows) {
+    uint64_t seen = 0;
+    auto& shard_phases = phases.emplace_back();
+    for (const auto& slice : shard) {
+      seen += slice.size();
+      shard_phases.push_back({seen, steps_for(seen)});
     }
+  }
+  // The privacy loss of the original as a function of the noise: its most
+  // exposed shard for SISA.
+  const auto original_epsilon = [&](double sigma) {
     double worst = 0;
-    for (const auto& shard :
-         BuildSisaLayout(train_ids, spec.shards, spec.slices, spec.seeds.sisa).rows) {
-      std::vector<std::pair<uint64_t, uint64_t>> phases;
-      uint64_t seen = 0;
-      for (const auto& slice : shard) {
-        seen += slice.size();
-        phases.push_back({seen, spec.epochs * ((seen + spec.batch_size - 1) / spec.batch_size)});
-      }
-      worst = std::max(worst, DpEpsilonOfPhases(phases, spec.batch_size, sigma, spec.dp_delta));
+    for (const auto& p : phases) {
+      worst = std::max(worst, DpEpsilonOfPhases(p, spec.batch_size, sigma, spec.dp_delta));
     }
     return worst;
   };
@@ -278,12 +290,19 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
     }
     return absl::OkStatus();
   };
+  // Every child shares the one original, so its temperature is fitted once.
+  std::optional<double> original_temperature;
   auto release_child = [&](const UnlearningChildSpec& c, const LogitsFn& original,
                            const LogitsFn& unlearned) {
     const Batch queries = all.Gather(ids(c.queries));
+    if (!original_temperature) {
+      original_temperature = ReleaseTemperature(original, original_validation, spec.releases);
+    }
     UnlearningChildResult& out = result.children.emplace_back();
-    out.original = Release(original, queries, original_validation, spec.releases);
-    out.unlearned = Release(unlearned, queries, all.Gather(ids(c.validation)), spec.releases);
+    out.original = Release(original, queries, *original_temperature, spec.releases);
+    out.unlearned = Release(
+        unlearned, queries,
+        ReleaseTemperature(unlearned, all.Gather(ids(c.validation)), spec.releases), spec.releases);
   };
   auto set_accuracy = [&](const LogitsFn& original) {
     result.train_accuracy = Accuracy(original, train_batch);
@@ -291,14 +310,12 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
   };
 
   try {
-    if (spec.method == UnlearningMethod::kSisa) {
-      SisaOptions sisa;
-      sisa.batch_size = spec.batch_size;
-      sisa.epochs_per_slice = spec.epochs;
-      sisa.seed = spec.seeds.sisa;
-      auto ensemble = SisaEnsemble::Create(
-          model, options_for(spec.seeds),
-          BuildSisaLayout(train_ids, spec.shards, spec.slices, spec.seeds.sisa), sisa);
+    if (sisa) {
+      SisaOptions sisa_options;
+      sisa_options.batch_size = spec.batch_size;
+      sisa_options.epochs_per_slice = spec.epochs;
+      sisa_options.seed = spec.seeds.sisa;
+      auto ensemble = SisaEnsemble::Create(model, options_for(spec.seeds), layout, sisa_options);
       if (!ensemble.ok()) return ensemble.status();
       if (absl::Status s = (*ensemble)->TrainAll(all); !s.ok()) return s;
       auto total = [](const SisaEnsemble& e) {

@@ -213,15 +213,15 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
   }
   std::vector<std::string> estimators = exposure::EstimatorNames();
   estimators.push_back("all");
-  if (!OneOf(e.estimator(), estimators)) {
-    add("estimator", absl::StrCat("must be one of ", absl::StrJoin(estimators, ", "), " (got \"",
-                                  e.estimator(), "\")"));
-  } else if (exposure::NeedsReferences(e.estimator())) {
+  CheckOneOf("estimator", e.estimator(), estimators, add);
+  // With an unknown estimator, whether S is needed is unknown too.
+  const bool known_estimator = OneOf(e.estimator(), estimators);
+  if (known_estimator && exposure::NeedsReferences(e.estimator())) {
     if (e.reference_samples() < 16 || e.reference_samples() > 1'000'000) {
       add("reference_samples",
           absl::StrCat("must be in [16, 1000000] (got ", e.reference_samples(), ")"));
     }
-  } else if (e.reference_samples() != 0) {
+  } else if (known_estimator && e.reference_samples() != 0) {
     add("reference_samples", "must be unset with estimator \"exact\" (it uses no sample)");
   }
   if (e.reference_models() > kMaxReferenceModels) {

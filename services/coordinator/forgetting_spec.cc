@@ -215,12 +215,10 @@ void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
     add("inject_mode", absl::StrCat("\"dup_in_batch\" needs repeats <= training.batch_size (",
                                     f.repeats(), " > ", t.batch_size(), ")"));
   }
-  if (!OneOf(f.attack(), {"checkpoint_calibrated", "calibrated_loss", "uncalibrated",
-                          forgetting::kReplayAttack, forgetting::kLiraAttack})) {
-    add("attack", absl::StrCat("must be one of checkpoint_calibrated, calibrated_loss, "
-                               "uncalibrated, deterministic_replay, lira_references (got \"",
-                               f.attack(), "\")"));
-  }
+  CheckOneOf("attack", f.attack(),
+             {"checkpoint_calibrated", "calibrated_loss", "uncalibrated", forgetting::kReplayAttack,
+              forgetting::kLiraAttack},
+             add);
   if (f.attack() == forgetting::kLiraAttack) {
     if (f.reference_models() < 2 || f.reference_models() > 64) {
       add("reference_models", absl::StrCat("must be in [2, 64] (got ", f.reference_models(), ")"));

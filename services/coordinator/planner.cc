@@ -6,8 +6,8 @@
 #include "common/seeding.h"
 #include "services/coordinator/exposure_spec.h"
 #include "services/coordinator/forgetting_spec.h"
-#include "services/coordinator/unlearning_spec.h"
 #include "services/coordinator/spec_validator.h"
+#include "services/coordinator/unlearning_spec.h"
 
 namespace memaudit::coordinator {
 

@@ -112,11 +112,7 @@ std::string KindName(const v1::AuditSpec& spec) {
 }
 
 bool KindImplemented(const v1::AuditSpec& spec) {
-  return spec.kind_case() == v1::AuditSpec::kMembership ||
-         spec.kind_case() == v1::AuditSpec::kExposure ||
-         spec.kind_case() == v1::AuditSpec::kForgetting ||
-         spec.kind_case() == v1::AuditSpec::kUnlearning ||
-         spec.kind_case() == v1::AuditSpec::kRelational;
+  return spec.kind_case() != v1::AuditSpec::KIND_NOT_SET;
 }
 
 void ApplyDefaults(v1::AuditSpec* spec) {
@@ -194,12 +190,6 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
 }
 
 absl::Status ValidateSpec(const v1::AuditSpec& spec) {
-  if (spec.kind_case() != v1::AuditSpec::KIND_NOT_SET && !KindImplemented(spec)) {
-    return absl::UnimplementedError(
-        absl::StrCat("audit kind \"", KindName(spec),
-                     "\" is part of the API but not runnable in this build yet; "
-                     "runnable kinds: membership, exposure, forgetting, unlearning, relational"));
-  }
   std::vector<SpecProblem> problems = FindProblems(spec);
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrJoin(

@@ -17,7 +17,7 @@ struct SpecProblem {
   std::string rule;   // e.g. "must be an even number >= 4 (got 3)"
 };
 
-// The audit kinds this build can run.
+// Whether the spec names a kind this build can run: every kind in the API.
 bool KindImplemented(const v1::AuditSpec& spec);
 std::string KindName(const v1::AuditSpec& spec);
 

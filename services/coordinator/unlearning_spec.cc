@@ -177,11 +177,8 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
     add("method", absl::StrCat("must be \"scratch\" or \"sisa\" (got \"", u.method(), "\")"));
   }
 
-  if (!OneOf(u.deletion(), {"single", "group", "intermediate", "online", "remaining"})) {
-    add("deletion", absl::StrCat("must be one of single, group, intermediate, online, "
-                                 "remaining (got \"",
-                                 u.deletion(), "\")"));
-  }
+  CheckOneOf("deletion", u.deletion(), {"single", "group", "intermediate", "online", "remaining"},
+             add);
   if (u.deletion() == "single" && u.group_size() != 1) {
     add("group_size",
         absl::StrCat("must be 1 with deletion \"single\" (got ", u.group_size(), ")"));

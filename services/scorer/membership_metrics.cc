@@ -49,15 +49,17 @@ scoring::Matrix WithoutRow(const scoring::Matrix& m, size_t t) {
 }
 
 // RMIA online with every other model as a reference (IN and OUT alike):
-// row t scores the pool against target t.
-absl::StatusOr<std::vector<double>> RmiaAllTargets(const scoring::Matrix& loss,
-                                                   const scoring::Matrix& population_loss) {
+// row t scores the pool against target t. Only rows [first, first + count)
+// are computed (a chosen target needs one); the others stay 0.
+absl::StatusOr<std::vector<double>> RmiaTargets(const scoring::Matrix& loss,
+                                                const scoring::Matrix& population_loss,
+                                                size_t first, size_t count) {
   const scoring::Matrix pr_x = TrueLabelProbabilities(loss);
   const scoring::Matrix pr_z = TrueLabelProbabilities(population_loss);
   std::vector<double> out(pr_x.data.size());
   scoring::RmiaOptions options;
   options.offline = false;
-  for (size_t t = 0; t < pr_x.rows; ++t) {
+  for (size_t t = first; t < first + count; ++t) {
     auto scores = scoring::RmiaScores(
         absl::MakeConstSpan(pr_x.data).subspan(t * pr_x.cols, pr_x.cols), WithoutRow(pr_x, t),
         absl::MakeConstSpan(pr_z.data).subspan(t * pr_z.cols, pr_z.cols), WithoutRow(pr_z, t),
@@ -72,9 +74,10 @@ absl::StatusOr<std::vector<double>> AttackScores(const std::string& attack,
                                                  const scoring::Matrix& phi,
                                                  const scoring::KeepMatrix& keep,
                                                  const scoring::Matrix& loss,
-                                                 const scoring::Matrix& population_loss) {
+                                                 const scoring::Matrix& population_loss,
+                                                 size_t first_row, size_t target_rows) {
   if (attack == "loss") return scoring::LossScores(loss.data);
-  if (attack == "rmia") return RmiaAllTargets(loss, population_loss);
+  if (attack == "rmia") return RmiaTargets(loss, population_loss, first_row, target_rows);
   scoring::LiraOptions options;
   options.online = attack.rfind("lira_online", 0) == 0;
   options.fixed_variance = attack.find("fixed_variance") != std::string::npos;
@@ -217,7 +220,8 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
   for (const std::string& attack : m.attacks()) {
     // Row t of the score matrix scores every example against target t, so
     // the keep-matrix, flattened the same way, holds the truth.
-    auto all_scores = AttackScores(attack, *phi, keep, *loss, *population_loss);
+    auto all_scores =
+        AttackScores(attack, *phi, keep, *loss, *population_loss, first_row, target_rows);
     if (!all_scores.ok()) return all_scores.status();
     const std::vector<double> scores(all_scores->begin() + first_row * examples,
                                      all_scores->begin() + (first_row + target_rows) * examples);

@@ -4,6 +4,7 @@
 #include "common/forgetting_signals.h"
 #include "common/seeding.h"
 #include "engine/forgetting_lm_run.h"
+#include "services/worker/task_progress.h"
 
 namespace memaudit::worker {
 
@@ -239,16 +240,13 @@ absl::StatusOr<std::vector<v1::Observation>> RunCanaryTrial(
   absl::StatusOr<engine::ForgettingLmRunSpec> run = ForgettingLmRunSpecFor(task);
   if (!run.ok()) return run.status();
   const uint64_t batch = run->batch_size;
-  size_t sent = 0;  // observations already handed to send_early
+  EarlySender<engine::ForgettingLmRunResult> early(
+      [&](const engine::ForgettingLmRunResult& so_far) {
+        return ForgettingCanaryObservations(task, so_far);
+      },
+      send_early);
   engine::ForgettingLmPointCallback on_point;
-  if (send_early) {
-    on_point = [&](const engine::ForgettingLmRunResult& so_far) {
-      std::vector<v1::Observation> all = ForgettingCanaryObservations(task, so_far);
-      std::vector<v1::Observation> fresh(all.begin() + sent, all.end());
-      // A failed early send is not fatal: the final stream carries everything.
-      if (send_early(fresh).ok()) sent = all.size();
-    };
-  }
+  if (send_early) on_point = [&](const engine::ForgettingLmRunResult& so_far) { early(so_far); };
   auto result = engine::RunForgettingLm(
       *run, [&](uint64_t steps) { return on_steps(steps, steps * batch); }, on_point);
   if (!result.ok()) return result.status();
@@ -277,16 +275,13 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
   // The engine run takes the rows; the observations keep the selection losses.
   absl::StatusOr<engine::ForgettingRunSpec> run = ForgettingRunSpecFor(task, *sets);
   if (!run.ok()) return run.status();
-  size_t sent = 0;  // observations already handed to send_early
+  EarlySender<engine::ForgettingRunResult> early(
+      [&](const engine::ForgettingRunResult& so_far) {
+        return ForgettingObservations(task, *sets, so_far);
+      },
+      send_early);
   engine::ForgettingPointCallback on_point;
-  if (send_early) {
-    on_point = [&](const engine::ForgettingRunResult& so_far) {
-      std::vector<v1::Observation> all = ForgettingObservations(task, *sets, so_far);
-      std::vector<v1::Observation> fresh(all.begin() + sent, all.end());
-      // A failed early send is not fatal: the final stream carries everything.
-      if (send_early(fresh).ok()) sent = all.size();
-    };
-  }
+  if (send_early) on_point = [&](const engine::ForgettingRunResult& so_far) { early(so_far); };
   auto result = engine::RunForgetting(
       **data, *run,
       [&](uint64_t steps) {

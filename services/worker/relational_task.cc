@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/relational_signals.h"
 #include "common/seeding.h"
+#include "services/worker/task_progress.h"
 
 namespace memaudit::worker {
 namespace {
@@ -31,28 +32,6 @@ void AddLines(const v1::Task& task, const std::string& point, const char* signal
   relational::AppendLines(lines, &bytes);
   AddValues(task, point, signal, bytes, out);
 }
-
-// Streams each newly measured point through `send_early`; a failed early
-// send is not fatal, since the final stream carries everything.
-template <typename Result>
-class EarlySender {
- public:
-  using Convert = std::function<std::vector<v1::Observation>(const Result&)>;
-  EarlySender(Convert convert,
-              const std::function<absl::Status(const std::vector<v1::Observation>&)>& send)
-      : convert_(std::move(convert)), send_(send) {}
-  void operator()(const Result& so_far) {
-    if (!send_) return;
-    std::vector<v1::Observation> all = convert_(so_far);
-    std::vector<v1::Observation> fresh(all.begin() + sent_, all.end());
-    if (send_(fresh).ok()) sent_ = all.size();
-  }
-
- private:
-  Convert convert_;
-  const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_;
-  size_t sent_ = 0;
-};
 
 }  // namespace
 
@@ -184,15 +163,8 @@ absl::StatusOr<std::vector<v1::Observation>> RunRelationalVariant(
       send_early);
   const uint64_t records = run->records;
   const uint64_t batch = run->batch_size;
-  const uint64_t per_epoch = (records + batch - 1) / batch;
   auto result = engine::RunPhoneBook(
-      *run,
-      [&](uint64_t steps) {
-        // Exact examples: every epoch sees each record once, its last batch short.
-        const uint64_t examples =
-            steps / per_epoch * records + std::min(steps % per_epoch * batch, records);
-        return on_steps(steps, examples);
-      },
+      *run, [&](uint64_t steps) { return on_steps(steps, ExamplesAfter(steps, records, batch)); },
       [&](const engine::PhoneBookRunResult& so_far) { early(so_far); });
   if (!result.ok()) return result.status();
   return PhoneBookObservations(task, *result);

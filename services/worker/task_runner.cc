@@ -9,19 +9,11 @@
 #include "services/worker/exposure_task.h"
 #include "services/worker/forgetting_task.h"
 #include "services/worker/relational_task.h"
+#include "services/worker/task_progress.h"
 #include "services/worker/unlearning_task.h"
 
 namespace memaudit::worker {
 namespace {
-
-// Examples seen after `steps` steps of minibatch SGD over `train_size`
-// examples in batches of `batch_size`, the last batch of each epoch short.
-uint64_t ExamplesAfter(uint64_t steps, uint64_t train_size, uint32_t batch_size) {
-  const uint64_t per_epoch = engine::StepsPerEpoch(train_size, batch_size);
-  if (per_epoch == 0) return 0;
-  return steps / per_epoch * train_size +
-         std::min<uint64_t>(steps % per_epoch * batch_size, train_size);
-}
 
 // Trains the task's models (common/membership_tasks.h) in ensembles of
 // equal-size training sets: with an odd pool, even and odd models' halves

@@ -79,10 +79,8 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   EXPECT_THAT(html, HasSubstr("class=\"ceiling\""));
   const std::string csv_dir = dir_ + "/csv";
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
-  std::ifstream canaries(csv_dir + "/canaries.csv");
-  std::stringstream csv;
-  csv << canaries.rdbuf();
-  EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(",", heavy.secret(), ",40,")));
+  const std::string csv = Slurp(csv_dir + "/canaries.csv");
+  EXPECT_THAT(csv, HasSubstr(absl::StrCat(",", heavy.secret(), ",40,")));
 }
 
 // Two recipes (the base and a narrower model at batch 8), each with a
@@ -163,10 +161,8 @@ TEST_F(ExposureAuditTest, SweepWithBaselineAndReferenceModels) {
   EXPECT_THAT(html, HasSubstr("<polyline class=\"curve baseline\""));
   const std::string csv_dir = dir_ + "/csv";
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
-  std::ifstream variants(csv_dir + "/exposure_variants.csv");
-  std::stringstream csv;
-  csv << variants.rdbuf();
-  EXPECT_THAT(csv.str(), HasSubstr(",batch=8 units=32,8,32,"));
+  const std::string csv = Slurp(csv_dir + "/exposure_variants.csv");
+  EXPECT_THAT(csv, HasSubstr(",batch=8 units=32,8,32,"));
 }
 
 TEST_F(ExposureAuditTest, KilledWorkerMidCanaryModelReproducesTheUndisturbedResults) {

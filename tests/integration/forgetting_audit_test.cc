@@ -108,9 +108,8 @@ TEST_F(ForgettingAuditTest, InjectedExamplesAreDetectedThenForgotten) {
   EXPECT_THAT(html, HasSubstr("Forgetting curve"));
   const std::string csv_dir = dir_ + "/csv";
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
-  std::stringstream csv;
-  csv << std::ifstream(csv_dir + "/forgetting_curve.csv").rdbuf();
-  EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(submitted->audit_id(), ",inject,")));
+  const std::string csv = Slurp(csv_dir + "/forgetting_curve.csv");
+  EXPECT_THAT(csv, HasSubstr(absl::StrCat(submitted->audit_id(), ",inject,")));
 }
 
 TEST_F(ForgettingAuditTest, PoisonedExamplesAreDetectedAfterRemovalThenForgotten) {
@@ -171,10 +170,9 @@ TEST_F(ForgettingAuditTest, ReplayAdversaryStillDetectsWhatTheStandardAttackForg
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("standard attack checkpoint_calibrated"));
   const std::string csv_dir = dir_ + "/csv";
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
-  std::stringstream csv;
-  csv << std::ifstream(csv_dir + "/forgetting_curve.csv").rdbuf();
-  EXPECT_THAT(csv.str(), HasSubstr(",inject,deterministic_replay,400,"));
-  EXPECT_THAT(csv.str(), HasSubstr(",inject,checkpoint_calibrated,400,"));
+  const std::string csv = Slurp(csv_dir + "/forgetting_curve.csv");
+  EXPECT_THAT(csv, HasSubstr(",inject,deterministic_replay,400,"));
+  EXPECT_THAT(csv, HasSubstr(",inject,checkpoint_calibrated,400,"));
 }
 
 TEST_F(ForgettingAuditTest, HardExamplesAreForgottenMoreSlowlyThanEasyOnes) {
@@ -251,10 +249,9 @@ TEST_F(ForgettingAuditTest, LiraReferencesDetectLongerThanTheCheckpointAttack) {
   EXPECT_THAT(cli::ResultsTable(*results), Not(HasSubstr("replay reproduced")));
   const std::string csv_dir = dir_ + "/csv";
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
-  std::stringstream csv;
-  csv << std::ifstream(csv_dir + "/forgetting_curve.csv").rdbuf();
-  EXPECT_THAT(csv.str(), HasSubstr(",inject,lira_references,400,"));
-  EXPECT_THAT(csv.str(), HasSubstr(",inject,checkpoint_calibrated,400,"));
+  const std::string csv = Slurp(csv_dir + "/forgetting_curve.csv");
+  EXPECT_THAT(csv, HasSubstr(",inject,lira_references,400,"));
+  EXPECT_THAT(csv, HasSubstr(",inject,checkpoint_calibrated,400,"));
 }
 
 // Lines of seeded random-letter words: unlike a small fixed vocabulary, the
@@ -337,9 +334,8 @@ TEST_F(ForgettingAuditTest, CanariesInjectedMoreOftenAreExposedMoreThenFade) {
   EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("canary exposure against steps"));
   const std::string csv_dir = dir_ + "/csv";
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
-  std::stringstream csv;
-  csv << std::ifstream(csv_dir + "/forgetting_exposure.csv").rdbuf();
-  EXPECT_THAT(csv.str(), HasSubstr(absl::StrCat(run.audit_id, ",32,2,400,")));
+  const std::string csv = Slurp(csv_dir + "/forgetting_exposure.csv");
+  EXPECT_THAT(csv, HasSubstr(absl::StrCat(run.audit_id, ",32,2,400,")));
 }
 
 TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {

@@ -155,9 +155,7 @@ PromtoolLint RunPromtool(const std::string& dir, const std::string& name,
   const int status = std::system(
       absl::StrCat(kPromtoolBinary, " check metrics < '", in, "' > '", out, "' 2>&1").c_str());
   lint.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::stringstream text;
-  text << std::ifstream(out).rdbuf();
-  lint.output = text.str();
+  lint.output = Slurp(out);
   return lint;
 }
 

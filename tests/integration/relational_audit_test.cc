@@ -86,9 +86,8 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
   EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("Relational memorization: numbers"));
   const std::string csv_dir = dir_ + "/csv";
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
-  std::stringstream csv;
-  csv << std::ifstream(csv_dir + "/relational_curve.csv").rdbuf();
-  EXPECT_THAT(csv.str(),
+  const std::string csv = Slurp(csv_dir + "/relational_curve.csv");
+  EXPECT_THAT(csv,
               HasSubstr(absl::StrCat(submitted->audit_id(), ",phone_book,units=64,80,digit_f1,")));
 }
 

@@ -123,9 +123,8 @@ TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
   EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("Unlearning attack"));
   const std::string csv_dir = dir_ + "/csv";
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
-  std::stringstream csv;
-  csv << std::ifstream(csv_dir + "/unlearning_attacks.csv").rdbuf();
-  EXPECT_THAT(csv.str(),
+  const std::string csv = Slurp(csv_dir + "/unlearning_attacks.csv");
+  EXPECT_THAT(csv,
               HasSubstr(absl::StrCat(submitted->audit_id(), ",none,sorted_diff,random_forest,")));
 }
 
