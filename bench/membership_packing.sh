@@ -3,7 +3,8 @@
 # values, interleaved value by value so machine load hits all of them alike.
 # Training time = first lease to last task success (coordinator events), so
 # process start-up and scoring are left out; the end-to-end wall time of
-# `memaudit run` is printed too. Prints every run, then the medians.
+# `memaudit run` is printed too. Prints every run, then the medians and the
+# speed-up of each value against the first one (the baseline, usually 1).
 #
 #   bench/membership_packing.sh [SPEC] [REPS] [VALUES...]
 #   bench/membership_packing.sh examples/quickstart.yaml 5 1 4 8
@@ -50,11 +51,14 @@ runs, spec = sys.argv[1:]
 models = int(re.search(r"^\s*reference_models:\s*(\d+)", open(spec).read(), re.M).group(1))
 rows = [line.split("\t") for line in open(runs).read().splitlines()]
 print(f"\n{spec}: {models} models; median over {max(int(r[1]) for r in rows)} runs "
-      "(models_per_task, training s, models/h, end-to-end s, training range s)")
+      "(models_per_task, training s, models/h, end-to-end s, training range s, "
+      "speed-up vs the first value)")
+baseline = None
 for p in dict.fromkeys(r[0] for r in rows):
     train = [float(r[2]) for r in rows if r[0] == p]
     wall = [float(r[3]) for r in rows if r[0] == p]
     t = statistics.median(train)
+    baseline = baseline or t
     print(f"{p}\t{t:.2f}\t{models * 3600 / t:.0f}\t{statistics.median(wall):.2f}\t"
-          f"{min(train):.2f}-{max(train):.2f}")
+          f"{min(train):.2f}-{max(train):.2f}\t{baseline / t:.2f}x")
 EOF
