@@ -27,8 +27,8 @@ void ApplyDefaults(v1::AuditSpec* spec);
 // Every problem in a spec (after defaults); empty when the spec is runnable.
 std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec);
 
-// OK, INVALID_ARGUMENT listing every problem, or UNIMPLEMENTED for a kind
-// this build does not run yet.
+// OK, or INVALID_ARGUMENT listing every problem (a spec naming no kind is
+// one).
 absl::Status ValidateSpec(const v1::AuditSpec& spec);
 
 // The membership attacks memaudit knows, in report order.
