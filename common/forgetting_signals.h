@@ -74,14 +74,15 @@ inline bool SelectsByLoss(const v1::ForgettingAudit& f) {
 // A replay, and each LiRA reference model, adds another run of the baseline
 // from its fork: + last (Inject), + T_I + last (Poison). Selection by loss
 // first trains its reference model for selection_steps. LM canaries: T_I +
-// repeats (passes) x ceil(canary copies / B) + 2 x last. The injection steps
-// restate engine::InjectionSteps so services stay torch-free;
-// engine::ForgettingTrialSteps / ForgettingLmTrialSteps must agree (tested
-// end to end).
+// repeats (passes) x ceil(canary copies / B) + 2 x last (Inject), 2 x T_I +
+// 2 x last (Poison). The injection steps restate engine::InjectionSteps so
+// services stay torch-free; engine::ForgettingTrialSteps /
+// ForgettingLmTrialSteps must agree (tested end to end).
 inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
   const uint64_t last = f.eval_points().empty() ? 0 : f.eval_points(f.eval_points_size() - 1);
   const uint64_t t_i = f.training().steps_before_injection();
   if (Canaries(f)) {
+    if (f.strategy() == "poison") return 2 * t_i + 2 * last;
     const uint64_t b = std::max<uint32_t>(f.training().batch_size(), 1);
     const uint64_t passes = std::max<uint32_t>(f.repeats(), 1);
     return t_i + passes * ((CanaryCopies(f) + b - 1) / b) + 2 * last;

@@ -18,6 +18,7 @@ class MlpModel : public Model {
   MlpModel(int64_t inputs, const std::vector<uint32_t>& hidden, int64_t classes, double dropout);
   torch::Tensor Forward(const torch::Tensor& x) override;
   const std::vector<torch::nn::Linear>& layers() const { return layers_; }
+  double dropout() const { return dropout_; }
 
  private:
   std::vector<torch::nn::Linear> layers_;

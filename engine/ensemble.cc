@@ -9,6 +9,7 @@
 #include "engine/classifier_models.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
+#include "engine/optimizer_state_stack.h"
 #include "engine/trainer.h"
 
 namespace memaudit::engine {
@@ -69,16 +70,19 @@ torch::Tensor StackedModel::Dropout(const torch::Tensor& x, double p) {
 }
 
 StackedMlp::StackedMlp(const ModelSpec& spec, const std::vector<uint64_t>& seeds)
-    : StackedModel(static_cast<int64_t>(seeds.size())),
+    // Build each member exactly as the plain trainer would, then stack.
+    : StackedMlp(spec, BuildMembers(spec, seeds)) {}
+
+StackedMlp::StackedMlp(const ModelSpec& spec,
+                       const std::vector<std::vector<torch::Tensor>>& per_member)
+    : StackedModel(static_cast<int64_t>(per_member.size())),
       dropout_(spec.kind == ModelKind::kMlp ? spec.dropout : 0.0) {
-  // Build each member exactly as the plain trainer would, then stack.
-  std::vector<std::vector<torch::Tensor>> per_member = BuildMembers(spec, seeds);
   const size_t layers = per_member[0].size() / 2;
   for (size_t l = 0; l < layers; ++l) {
     std::vector<torch::Tensor> w, b;
     for (const auto& p : per_member) {
-      w.push_back(p[2 * l]);
-      b.push_back(p[2 * l + 1].unsqueeze(0));
+      w.push_back(p[2 * l].detach());
+      b.push_back(p[2 * l + 1].detach().unsqueeze(0));
     }
     weights_.push_back(register_parameter("w" + std::to_string(l), torch::stack(w)));
     biases_.push_back(register_parameter("b" + std::to_string(l), torch::stack(b)));
@@ -208,7 +212,9 @@ absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Create(
     // Seeded as Trainer seeds its dropout generator from options.dropout_seed.
     t->dropout_gens_.push_back(at::make_generator<at::CPUGeneratorImpl>(
         DeriveSeed(members[k].dropout_seed, "dropout", 0)));
-    t->schedules_.emplace_back(std::move(members[k].pool), batch_size, members[k].order_seed);
+    t->schedules_.push_back(std::make_shared<EpochSchedule>(std::move(members[k].pool), batch_size,
+                                                            members[k].order_seed));
+    t->offsets_.push_back(0);
   }
   if (spec.kind == ModelKind::kCnn) {
     t->model_ = std::make_shared<StackedCnn>(stacked, seeds);
@@ -226,14 +232,78 @@ absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Create(
   return t;
 }
 
-absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_step) {
+absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Continue(
+    const ModelSpec& spec, const TrainerOptions& options,
+    const std::vector<const Trainer*>& trainers,
+    std::vector<std::shared_ptr<const BatchSchedule>> schedules) {
+  if (spec.kind != ModelKind::kLogReg && spec.kind != ModelKind::kMlp) {
+    return absl::InvalidArgumentError("model.kind: continuing trainers needs kLogReg or kMlp");
+  }
+  if (spec.kind == ModelKind::kMlp && spec.dropout > 0) {
+    return absl::InvalidArgumentError("model.dropout: continuing trainers needs none");
+  }
+  if (options.dp.enabled) return absl::InvalidArgumentError("dp: not batched yet");
+  if (trainers.empty()) return absl::InvalidArgumentError("trainers: empty");
+  if (schedules.size() != trainers.size()) {
+    return absl::InvalidArgumentError("schedules: one per trainer");
+  }
+  absl::StatusOr<torch::Device> device = ParseDevice(options.device);
+  if (!device.ok()) return device.status();
+  std::unique_ptr<EnsembleTrainer> t(new EnsembleTrainer());
+  std::vector<const torch::optim::Optimizer*> optimizers;
+  std::vector<std::vector<torch::Tensor>> params;
+  for (size_t k = 0; k < trainers.size(); ++k) {
+    const Trainer& from = *trainers[k];
+    if (from.lr_step() != trainers[0]->lr_step()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "trainers[", k, "]: LR step ", from.lr_step(), " differs from ", trainers[0]->lr_step()));
+    }
+    if (schedules[k] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("schedules[", k, "]: null"));
+    }
+    optimizers.push_back(&from.optimizer());
+    params.push_back(from.model_ptr()->parameters());
+    t->offsets_.push_back(from.step() - from.lr_step());
+  }
+  ModelSpec stacked = spec;
+  if (spec.kind == ModelKind::kLogReg) stacked.hidden.clear();
+  try {
+    t->model_ = std::make_shared<StackedMlp>(stacked, params);
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainers: not models of this spec: ", e.what_without_backtrace()));
+  }
+  t->model_->to(*device);
+  t->device_ = *device;
+  t->options_ = options;
+  t->schedules_ = std::move(schedules);
+  t->step_ = trainers[0]->lr_step();
+  absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> opt =
+      MakeOptimizer(t->model_->parameters(), options.optimizer);
+  if (!opt.ok()) return opt.status();
+  t->optimizer_ = *std::move(opt);
+  if (absl::Status s = StackOptimizerState(options.optimizer.kind, optimizers, params,
+                                           *t->optimizer_, t->model_->parameters());
+      !s.ok()) {
+    return s;
+  }
+  return t;
+}
+
+absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_step,
+                                    const std::function<bool()>& after_step) {
   const int64_t k_members = static_cast<int64_t>(schedules_.size());
   torch::Tensor all_x = data.x().to(device_), all_y = data.y().to(device_);
   while (step_ < until_step) {
     std::vector<BatchPlan> plans;
     size_t width = 0;
-    for (const auto& s : schedules_) {
-      plans.push_back(s.At(step_));
+    for (size_t k = 0; k < schedules_.size(); ++k) {
+      plans.push_back(schedules_[k]->At(step_ + offsets_[k]));
+      // The LR schedule is shared: a member cannot hold its LR alone.
+      if (!plans.back().advance_lr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("members[", k, "]: a step that holds the LR cannot be batched"));
+      }
       width = std::max(width, plans.back().ids.size());
     }
     // Padded rows repeat row 0 and are masked out of the loss, so they add
@@ -279,6 +349,9 @@ absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_st
     loss.backward();
     optimizer_->step();
     ++step_;
+    if (after_step && !after_step()) {
+      return absl::CancelledError(absl::StrCat("stopped after ensemble step ", step_));
+    }
   }
   return absl::OkStatus();
 }

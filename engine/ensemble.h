@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "engine/dataset.h"
 #include "engine/model_spec.h"
 #include "engine/schedule.h"
+#include "engine/trainer.h"
 #include "engine/trainer_options.h"
 
 namespace memaudit::engine {
@@ -63,6 +65,8 @@ class StackedMlp : public StackedModel {
  public:
   // Member k's initial weights are exactly those of BuildModel(spec, seeds[k]).
   StackedMlp(const ModelSpec& spec, const std::vector<uint64_t>& seeds);
+  // Member k's weights are copies of members[k], a plain model's parameters.
+  StackedMlp(const ModelSpec& spec, const std::vector<std::vector<torch::Tensor>>& members);
   torch::Tensor Forward(const torch::Tensor& x) override;
   std::vector<torch::Tensor> MemberParameters(int64_t k) const override;
 
@@ -99,21 +103,36 @@ class EnsembleTrainer {
       const ModelSpec& spec, const TrainerOptions& options, std::vector<EnsembleMember> members,
       uint32_t batch_size);
 
+  // Members that go on from plain trainers exactly where they stand: member
+  // k starts from trainers[k]'s weights, optimizer state and data position
+  // and draws its batches from schedules[k], as trainers[k] would. Needs
+  // kLogReg or kMlp without dropout, the trainers' own options without DP,
+  // one LR-schedule position for all (step()) and, for Adam and RMSProp, one
+  // optimizer step count. Nothing of the trainers is changed.
+  static absl::StatusOr<std::unique_ptr<EnsembleTrainer>> Continue(
+      const ModelSpec& spec, const TrainerOptions& options,
+      const std::vector<const Trainer*>& trainers,
+      std::vector<std::shared_ptr<const BatchSchedule>> schedules);
+
   // Steps every member from step() to `until_step`, member k drawing its
-  // batches from EpochSchedule(pool_k, batch_size, order_seed_k). Members
-  // whose batch is shorter this step are padded with masked rows.
-  absl::Status Train(const TensorDataset& data, uint64_t until_step);
+  // batch from its schedule at step() + its data offset (Create: the
+  // EpochSchedule(pool_k, batch_size, order_seed_k), offset 0). Members whose
+  // batch is shorter this step are padded with masked rows. `after_step`
+  // returning false stops training (CANCELLED).
+  absl::Status Train(const TensorDataset& data, uint64_t until_step,
+                     const std::function<bool()>& after_step = nullptr);
 
   // Logits of every member on the same inputs x [N, inputs]: [K, N, classes].
   torch::Tensor Logits(const torch::Tensor& x);
 
   StackedModel& model() { return *model_; }
-  uint64_t step() const { return step_; }
+  uint64_t step() const { return step_; }  // the LR-schedule position
 
  private:
   EnsembleTrainer() = default;
   std::shared_ptr<StackedModel> model_;
-  std::vector<EpochSchedule> schedules_;
+  std::vector<std::shared_ptr<const BatchSchedule>> schedules_;
+  std::vector<uint64_t> offsets_;            // member k's data position minus step_
   std::vector<at::Generator> dropout_gens_;  // member k's, seeded as Trainer seeds its own
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   TrainerOptions options_;

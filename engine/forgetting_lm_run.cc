@@ -43,7 +43,9 @@ absl::Status CheckSpec(const ForgettingLmRunSpec& spec) {
     if (c == 0) return absl::InvalidArgumentError("copies: each inserted canary needs >= 1");
   }
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
-  if (spec.passes == 0) return absl::InvalidArgumentError("passes: must be >= 1");
+  if (!spec.poison && spec.passes == 0) {
+    return absl::InvalidArgumentError("passes: must be >= 1");
+  }
   if (spec.window < 2) return absl::InvalidArgumentError("window: must be >= 2");
   if (spec.eval_points.empty()) return absl::InvalidArgumentError("eval_points: empty");
   if (!std::is_sorted(spec.eval_points.begin(), spec.eval_points.end()) ||
@@ -104,12 +106,15 @@ absl::StatusOr<CanaryExposures> Measure(Trainer& trainer, const TokenFormat& for
 }  // namespace
 
 uint64_t ForgettingLmInjectionSteps(const ForgettingLmRunSpec& spec) {
+  if (spec.poison) return 0;
   return InjectionSteps(TotalCopies(spec), std::max<uint32_t>(spec.batch_size, 1),
                         InjectOptionsFor(spec));
 }
 
 uint64_t ForgettingLmTrialSteps(const ForgettingLmRunSpec& spec) {
   const uint64_t after = spec.eval_points.empty() ? 0 : spec.eval_points.back();
+  // Poison: the baseline arm trains its own T_I steps from the shared init.
+  if (spec.poison) return 2 * spec.steps_before + 2 * after;
   return spec.steps_before + ForgettingLmInjectionSteps(spec) + 2 * after;
 }
 
@@ -186,13 +191,18 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   options.optimizer = spec.optimizer;
   options.threads = spec.threads == 0 ? 1 : spec.threads;
   options.dropout_seed = DeriveSeed(spec.order_seed, "dropout", 0);
+  // The baseline's post-T_I order: the injected arm's when paired (with
+  // Poison its pre-T_I order differs anyway: it draws from D alone).
   const uint64_t base_seed =
       spec.paired ? spec.order_seed : DeriveSeed(spec.order_seed, "baseline", 0);
   auto inj_schedule =
-      InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec), spec.order_seed);
+      spec.poison
+          ? PoisonSchedule(d_ids, p_ids, spec.batch_size, spec.steps_before, spec.order_seed)
+          : InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec), spec.order_seed);
   if (!inj_schedule.ok()) return inj_schedule.status();
   auto base_schedule =
-      InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
+      spec.poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, base_seed)
+                  : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
   if (!base_schedule.ok()) return base_schedule.status();
 
   ForgettingLmRunResult result;
@@ -206,18 +216,39 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
     auto injected_arm =
         Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options);
     if (!injected_arm.ok()) return injected_arm.status();
-    // The shared prefix: T_I corpus steps, once.
-    if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, spec.steps_before, count);
-        !s.ok()) {
-      return s;
+    std::unique_ptr<Trainer> baseline_arm;
+    if (spec.poison) {
+      // Alg. 1: both arms from the same theta_0; corpus + canary batch vs the
+      // corpus alone before T_I. The checkpoint is the baseline at T_I.
+      auto fork = (*injected_arm)->Fork();
+      if (!fork.ok()) return fork.status();
+      baseline_arm = *std::move(fork);
+      if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, spec.steps_before, count);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = baseline_arm->Train(all, **base_schedule, spec.steps_before, count);
+          !s.ok()) {
+        return s;
+      }
+      auto measured = Measure(*baseline_arm, *token_format, canary_ids, result.log2_space,
+                              spec.rank_query_budget);
+      if (!measured.ok()) return measured.status();
+      result.checkpoint = *std::move(measured);
+    } else {
+      // The shared prefix: T_I corpus steps, once.
+      if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, spec.steps_before, count);
+          !s.ok()) {
+        return s;
+      }
+      auto measured = Measure(**injected_arm, *token_format, canary_ids, result.log2_space,
+                              spec.rank_query_budget);
+      if (!measured.ok()) return measured.status();
+      result.checkpoint = *std::move(measured);
+      auto fork = (*injected_arm)->Fork();
+      if (!fork.ok()) return fork.status();
+      baseline_arm = *std::move(fork);
     }
-    auto measured = Measure(**injected_arm, *token_format, canary_ids, result.log2_space,
-                            spec.rank_query_budget);
-    if (!measured.ok()) return measured.status();
-    result.checkpoint = *std::move(measured);
-    auto fork = (*injected_arm)->Fork();
-    if (!fork.ok()) return fork.status();
-    std::unique_ptr<Trainer> baseline_arm = *std::move(fork);
     result.injection_steps = ForgettingLmInjectionSteps(spec);
     const uint64_t injected_offset = spec.steps_before + result.injection_steps;
     for (uint64_t k : spec.eval_points) {
@@ -235,7 +266,8 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
                          spec.rank_query_budget);
       if (!inj.ok()) return inj.status();
       point.injected = *std::move(inj);
-      // At k = 0 the baseline is the checkpoint: no need to rank again.
+      // At k = 0 the baseline is the checkpoint (Inject: the shared state at
+      // T_I; Poison: the baseline at T_I): no need to rank again.
       if (k == 0) {
         point.baseline = result.checkpoint;
       } else {

@@ -1,11 +1,15 @@
 // Torch-free facade for the forgetting audit on language-model canaries (the
-// paper's C4 setup at CPU scale): per trial a character LM trains on a corpus
-// for T_I steps (the checkpoint), the injected arm takes `passes` passes over
-// a canary batch in which canary i appears copies[i] times, the baseline arm
-// does not, and both continue on the corpus. At the checkpoint and at every
-// evaluation point the facade measures each canary's exposure (Secret Sharer
-// rank over the whole canary space) under both arms, never-inserted controls
-// included.
+// paper's C4 setup at CPU scale), over a canary batch in which canary i
+// appears copies[i] times. Inject (Alg. 2): per trial a character LM trains on
+// a corpus for T_I steps (the checkpoint), the injected arm takes `passes`
+// passes over the canary batch, the baseline arm does not, and both continue
+// on the corpus. Poison (Alg. 1): both arms start from the same
+// initialization; the injected arm trains T_I steps of epochs over the corpus
+// windows plus the canary batch, the baseline T_I steps over the corpus alone
+// (its state at T_I is the checkpoint); then the canaries are removed and both
+// continue on the corpus. At the checkpoint and at every evaluation point the
+// facade measures each canary's exposure (Secret Sharer rank over the whole
+// canary space) under both arms, never-inserted controls included.
 #ifndef MEMAUDIT_ENGINE_FORGETTING_LM_RUN_H_
 #define MEMAUDIT_ENGINE_FORGETTING_LM_RUN_H_
 
@@ -39,7 +43,10 @@ struct ForgettingLmRunSpec {
   uint32_t window = 64;
   uint32_t batch_size = 32;
   uint64_t steps_before = 1000;  // T_I
-  uint32_t passes = 1;           // passes over the canary batch at T_I
+  // Poison: the canary batch is part of the training set for the first T_I
+  // steps (no injection steps); else Inject.
+  bool poison = false;
+  uint32_t passes = 1;  // Inject: passes over the canary batch at T_I
   bool paired = true;
   std::vector<uint64_t> eval_points;  // corpus steps since injection, ascending
   // Model queries per model and point: the whole space is enumerated when its
@@ -66,15 +73,18 @@ struct ForgettingLmPoint {
 struct ForgettingLmRunResult {
   double log2_space = 0;
   std::vector<std::string> secrets;
-  CanaryExposures checkpoint;  // both arms at T_I, before the injection
+  // Inject: both arms at T_I, before the injection. Poison: the baseline arm
+  // at T_I (the arms share no prefix).
+  CanaryExposures checkpoint;
   std::vector<ForgettingLmPoint> points;
-  uint64_t injection_steps = 0;
-  uint64_t steps = 0;  // optimizer steps, both arms
+  uint64_t injection_steps = 0;  // 0 with Poison
+  uint64_t steps = 0;            // optimizer steps, both arms
 };
 
-// Injection steps: passes x ceil(sum(copies) / batch_size).
+// Injection steps: passes x ceil(sum(copies) / batch_size); 0 with Poison.
 uint64_t ForgettingLmInjectionSteps(const ForgettingLmRunSpec& spec);
-// T_I + injection steps + 2 x the last evaluation point.
+// Inject: T_I + injection steps + 2 x the last evaluation point.
+// Poison: 2 x T_I + 2 x the last evaluation point.
 uint64_t ForgettingLmTrialSteps(const ForgettingLmRunSpec& spec);
 
 using ForgettingLmStepCallback = std::function<bool(uint64_t steps_done)>;

@@ -47,6 +47,12 @@ struct ForgettingRunSpec {
   uint64_t init_seed = 0;
   uint64_t order_seed = 0;
   uint32_t threads = 1;
+  // After the fork, train all arms as one ensemble where that is faster
+  // (logistic regression, hidden layers of at most 64 units). Results are
+  // bit-identical either way; arms the ensemble cannot continue (Adam or
+  // RMSProp after injection steps) train one at a time. False always trains
+  // them one at a time.
+  bool pack_arms = true;
 };
 
 struct ForgettingPoint {
@@ -63,7 +69,8 @@ struct ForgettingRunResult {
   std::vector<double> phi_checkpoint, loss_checkpoint;
   std::vector<ForgettingPoint> points;
   uint64_t injection_steps = 0;
-  uint64_t steps = 0;  // optimizer steps taken: arms, replay and references
+  uint64_t steps = 0;   // optimizer steps taken: arms, replay and references
+  bool packed = false;  // the arms trained as one ensemble after the fork
 };
 
 // Optimizer steps a trial takes (the planner's steps_total per task).

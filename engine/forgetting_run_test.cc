@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "common/seeding.h"
 #include "engine/forgetting_lm_run.h"
 #include "engine/text_corpus.h"
@@ -11,10 +12,10 @@ namespace memaudit::engine {
 namespace {
 
 // 10 classes of 16-pixel images: class c lights pixels around c, plus noise.
-LabeledImages TinyImages(uint32_t count) {
+LabeledImages TinyImages(uint32_t count, uint32_t features = 16) {
   LabeledImages data;
   data.count = count;
-  data.features = 16;
+  data.features = features;
   data.classes = 10;
   SplitMix64 rng(3);
   for (uint32_t i = 0; i < count; ++i) {
@@ -169,6 +170,60 @@ TEST(ForgettingRunTest, ReferenceModelsForkWithTheBaselineButTakeTheirOwnOrder) 
     EXPECT_TRUE(plain->points[2].phi_references.empty());
     EXPECT_EQ(plain->points[2].phi_baseline, last.phi_baseline);
     EXPECT_EQ(plain->points[2].phi_injected, last.phi_injected);
+  }
+}
+
+TEST(ForgettingRunTest, PackedArmsEqualArmsTrainedOneAtATime) {
+  // 784 features and 64 hidden units put the GEMMs on the blocked kernels
+  // Fashion-MNIST runs use.
+  const LabeledImages small = TinyImages(240), wide = TinyImages(240, 784);
+  for (ForgettingStrategy strategy : {ForgettingStrategy::kInject, ForgettingStrategy::kPoison}) {
+    for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kMomentum, OptimizerKind::kAdam,
+                               OptimizerKind::kRmsProp}) {
+      const bool is_wide = kind == OptimizerKind::kMomentum;
+      const LabeledImages& data = is_wide ? wide : small;
+      ForgettingRunSpec spec = Spec();
+      if (is_wide) spec.batch_size = 64;
+      spec.strategy = strategy;
+      spec.repeats = strategy == ForgettingStrategy::kPoison ? 1 : 2;
+      spec.hidden = {is_wide ? 64u : 12u};
+      spec.optimizer.kind = kind;
+      spec.optimizer.momentum = 0.9;
+      spec.optimizer.learning_rate = kind == OptimizerKind::kAdam ? 0.01 : 0.1;
+      spec.optimizer.weight_decay = 1e-3;
+      spec.replay = true;
+      spec.reference_models = 2;
+      const std::string what =
+          absl::StrCat(strategy == ForgettingStrategy::kPoison, "/", static_cast<int>(kind));
+      uint64_t reported = 0;
+      auto packed = RunForgetting(data, spec, [&](uint64_t steps) {
+        reported = steps;
+        return true;
+      });
+      spec.pack_arms = false;
+      auto alone = RunForgetting(data, spec, nullptr);
+      ASSERT_TRUE(packed.ok() && alone.ok()) << packed.status() << alone.status();
+      // Adam counts steps for its bias correction: after the injected arm's
+      // two extra steps its state no longer stacks with the baseline's.
+      const bool packable = !(kind == OptimizerKind::kAdam || kind == OptimizerKind::kRmsProp) ||
+                            strategy == ForgettingStrategy::kPoison;
+      EXPECT_EQ(packed->packed, packable) << what;
+      EXPECT_FALSE(alone->packed);
+      EXPECT_EQ(packed->steps, alone->steps) << what;
+      EXPECT_EQ(reported, packed->steps) << what;
+      ASSERT_EQ(packed->points.size(), alone->points.size());
+      for (size_t i = 0; i < packed->points.size(); ++i) {
+        const ForgettingPoint& p = packed->points[i];
+        const ForgettingPoint& q = alone->points[i];
+        EXPECT_EQ(p.phi_injected, q.phi_injected) << what << " point " << i;
+        EXPECT_EQ(p.loss_injected, q.loss_injected) << what << " point " << i;
+        EXPECT_EQ(p.phi_baseline, q.phi_baseline) << what << " point " << i;
+        EXPECT_EQ(p.loss_baseline, q.loss_baseline) << what << " point " << i;
+        EXPECT_EQ(p.phi_replay, q.phi_replay) << what << " point " << i;
+        EXPECT_EQ(p.phi_references, q.phi_references) << what << " point " << i;
+      }
+      EXPECT_NE(packed->points[2].phi_injected, packed->points[2].phi_baseline) << what;
+    }
   }
 }
 

@@ -19,11 +19,15 @@ BatchPlan EpochSchedule::At(uint64_t step) const {
   const uint64_t epoch = step / steps_per_epoch_;
   const uint64_t start = (step % steps_per_epoch_) * batch_size_;
   const uint64_t end = std::min<uint64_t>(pool_.size(), start + batch_size_);
-  // Recomputing the permutation per step keeps At() pure; it is O(|pool|),
-  // negligible next to a training step for the pool sizes audits use.
-  std::vector<uint32_t> order =
-      SeededPermutation(DeriveSeed(seed_, "epoch", epoch), static_cast<uint32_t>(pool_.size()));
-  for (uint64_t i = start; i < end; ++i) plan.ids.push_back(pool_[order[i]]);
+  // The permutation is a pure function of the epoch; computing it costs
+  // O(|pool|), as much as a small model's whole step, so the last epoch's
+  // is kept (a schedule serves one trainer, on one thread).
+  if (cached_order_.empty() || cached_epoch_ != epoch) {
+    cached_order_ =
+        SeededPermutation(DeriveSeed(seed_, "epoch", epoch), static_cast<uint32_t>(pool_.size()));
+    cached_epoch_ = epoch;
+  }
+  for (uint64_t i = start; i < end; ++i) plan.ids.push_back(pool_[cached_order_[i]]);
   return plan;
 }
 

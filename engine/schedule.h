@@ -38,6 +38,10 @@ class EpochSchedule : public BatchSchedule {
   uint32_t batch_size_;
   uint64_t seed_;
   uint64_t steps_per_epoch_;
+  // The last epoch's permutation (At() stays a pure function of the step;
+  // not thread-safe: one schedule per trainer).
+  mutable uint64_t cached_epoch_ = 0;
+  mutable std::vector<uint32_t> cached_order_;
 };
 
 // Forgetting, Algorithm 1 (Poison): epochs over D u Dp for steps < t_i, then

@@ -45,6 +45,7 @@ class Trainer {
   uint64_t step() const { return step_; }        // optimizer steps = data position
   uint64_t lr_step() const { return lr_step_; }  // LR-schedule position
   const TrainerOptions& options() const { return options_; }
+  const torch::optim::Optimizer& optimizer() const { return *optimizer_; }
   // Per-example norms of the last DP-SGD step (empty without DP).
   const DpGradientStats& last_dp_stats() const { return dp_stats_; }
 

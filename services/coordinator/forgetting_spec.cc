@@ -69,7 +69,8 @@ void ApplyCanaryDefaults(v1::ForgettingAudit* f) {
   if (t->steps_before_injection() == 0) t->set_steps_before_injection(kDefaultCanaryStepsBefore);
   if (t->steps_after_injection() == 0) t->set_steps_after_injection(kDefaultCanaryStepsAfter);
   if (f->strategy().empty()) f->set_strategy("inject");
-  if (f->repeats() == 0) f->set_repeats(kDefaultCanaryPasses);
+  // Poison has no injection passes: the canaries are in the training set.
+  if (f->repeats() == 0) f->set_repeats(f->strategy() == "poison" ? 1 : kDefaultCanaryPasses);
   if (f->inject_mode().empty()) f->set_inject_mode("k_steps");
   if (f->trials() == 0) f->set_trials(2);
   if (!f->has_paired()) f->set_paired(true);
@@ -307,8 +308,13 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
     add("training.optimizer",
         absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got \"", t.optimizer(), "\")"));
   }
-  if (f.strategy() != "inject") {
-    add("strategy", absl::StrCat("canaries support \"inject\" only (got \"", f.strategy(), "\")"));
+  if (!OneOf(f.strategy(), {"inject", "poison"})) {
+    add("strategy", absl::StrCat("must be \"inject\" or \"poison\" (got \"", f.strategy(), "\")"));
+  }
+  if (f.repeats() >= 1 && f.repeats() <= 1000 && f.strategy() == "poison" && f.repeats() != 1) {
+    add("repeats",
+        "passes over the canary batch apply to strategy \"inject\" only (leave it unset with "
+        "\"poison\")");
   }
   if (f.inject_mode() != "k_steps") {
     add("inject_mode",

@@ -209,6 +209,32 @@ TEST(ForgettingSpecTest, CanaryDefaultsValidationAndSteps) {
   EXPECT_EQ(PlanAudit(spec)->tasks.size(), f.trials());
 }
 
+TEST(ForgettingSpecTest, CanaryPoisonDefaultsValidationAndSteps) {
+  v1::AuditSpec spec;
+  spec.set_seed(9);
+  spec.mutable_forgetting()->mutable_canaries();
+  spec.mutable_forgetting()->set_strategy("poison");
+  ApplyDefaults(&spec);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  const v1::ForgettingAudit& f = spec.forgetting();
+  EXPECT_EQ(f.repeats(), 1u) << "no injection passes with poison";
+  EXPECT_EQ(f.attack(), "exposure");
+  // Both arms train T_I from the shared init, then run to the last point:
+  // 2 x 1000 + 2 x 2000, whatever the canary batch holds.
+  auto plan = PlanAudit(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->tasks.size(), f.trials());
+  EXPECT_EQ(plan->tasks[0].steps_total, 2u * 1000u + 2u * 2000u);
+  EXPECT_EQ(ForgettingTrialSteps(f), 2u * 1000u + 2u * 2000u);
+  // Passes over the canary batch are Inject's: refused with the field named.
+  spec.mutable_forgetting()->set_repeats(4);
+  const absl::Status bad = ValidateSpec(spec);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.message()),
+              HasSubstr("forgetting.repeats: passes over the canary batch apply to strategy "
+                        "\"inject\" only"));
+}
+
 TEST(ForgettingSpecTest, BadCanaryFieldsAreNamed) {
   v1::AuditSpec spec;
   spec.set_seed(9);
@@ -216,7 +242,7 @@ TEST(ForgettingSpecTest, BadCanaryFieldsAreNamed) {
   f->mutable_canaries();
   ApplyDefaults(&spec);
   f->mutable_injected()->set_size(10);
-  f->set_strategy("poison");
+  f->set_strategy("alg3");
   f->set_attack("checkpoint_calibrated");
   f->set_inject_mode("dup_in_batch");
   v1::ForgettingCanaries* c = f->mutable_canaries();
@@ -226,12 +252,12 @@ TEST(ForgettingSpecTest, BadCanaryFieldsAreNamed) {
   c->set_per_group(0);
   c->set_window(8);
   const std::string message(ValidateSpec(spec).message());
-  for (const char* field :
-       {"forgetting.injected: not used with canaries", "forgetting.strategy: canaries support",
-        "forgetting.attack: must be \"exposure\"", "forgetting.inject_mode",
-        "forgetting.canaries.model.architecture", "forgetting.canaries.canary.digits",
-        "forgetting.canaries.repeats[1]", "forgetting.canaries.per_group",
-        "forgetting.canaries.window"}) {
+  for (const char* field : {"forgetting.injected: not used with canaries",
+                            "forgetting.strategy: must be \"inject\" or \"poison\" (got \"alg3\")",
+                            "forgetting.attack: must be \"exposure\"", "forgetting.inject_mode",
+                            "forgetting.canaries.model.architecture",
+                            "forgetting.canaries.canary.digits", "forgetting.canaries.repeats[1]",
+                            "forgetting.canaries.per_group", "forgetting.canaries.window"}) {
     EXPECT_THAT(message, HasSubstr(field));
   }
   // Adam is allowed for canaries only.

@@ -472,6 +472,32 @@ void PublishForgetting(metrics::Registry* metrics, const v1::AuditResults& resul
     tpr.Add(labels).Set(p.tpr().mean());
     if (std::isfinite(p.epsilon().mean())) epsilon.Add(labels).Set(p.epsilon().mean());
   }
+  if (f.exposure_curves().empty()) return;
+  // LM canaries: the exposure curves, labelled like the MI curve above plus
+  // the group (repeats, 0 = controls) and the arm: at most 17 groups x 64
+  // points x 2 arms per audit.
+  auto& exposure = metrics->AddGauge(
+      "memaudit_forgetting_canary_exposure_log2",
+      "Mean canary exposure log2|R| - log2 rank (bits) of the canaries inserted `repeats` "
+      "times (0 = never-inserted controls), by arm and steps since injection, mean over "
+      "trials.");
+  metrics
+      ->AddGauge("memaudit_forgetting_canary_space_log2",
+                 "log2|R|, the largest exposure the canary space allows.")
+      .Add({{"audit", results.audit_id()}})
+      .Set(f.log2_space());
+  for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
+    for (const v1::ForgettingExposurePoint& p : c.points()) {
+      metrics::Labels labels = {{"audit", results.audit_id()},
+                                {"strategy", f.strategy()},
+                                {"repeats", absl::StrCat(c.repeats())},
+                                {"steps_since_injection", absl::StrCat(p.steps_since_injection())},
+                                {"arm", "injected"}};
+      exposure.Add(labels).Set(p.exposure().mean());
+      labels["arm"] = "baseline";
+      exposure.Add(labels).Set(p.baseline_exposure().mean());
+    }
+  }
 }
 
 }  // namespace memaudit::scorer

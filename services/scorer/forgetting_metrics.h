@@ -42,7 +42,10 @@ uint64_t ForgettingProgress(const v1::AuditResults& results);
 // Gauges memaudit_forgetting_mi_accuracy_ratio{audit, strategy,
 // steps_since_injection}, memaudit_forgetting_tpr_ratio and
 // memaudit_forgetting_epsilon_lower_bound{audit, strategy, fpr,
-// steps_since_injection} (at most 64 points per audit).
+// steps_since_injection} (at most 64 points per audit). LM canaries instead:
+// memaudit_forgetting_canary_exposure_log2{audit, strategy, repeats, arm,
+// steps_since_injection} (arm injected or baseline; repeats 0 = controls) and
+// memaudit_forgetting_canary_space_log2{audit}.
 void PublishForgetting(metrics::Registry* metrics, const v1::AuditResults& results);
 
 }  // namespace memaudit::scorer

@@ -1,6 +1,11 @@
 #include "services/scorer/forgetting_metrics.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/forgetting_signals.h"
@@ -11,6 +16,7 @@ namespace memaudit::scorer {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 v1::AuditSpec Spec() {
   v1::AuditSpec spec;
@@ -224,7 +230,7 @@ TEST(ForgettingMetricsTest, SelectionLossesReachTheResults) {
               HasSubstr("observation.signal"));
 }
 
-TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
+v1::AuditSpec CanarySpec() {
   v1::AuditSpec spec;
   v1::ForgettingAudit* f = spec.mutable_forgetting();
   f->set_strategy("inject");
@@ -238,7 +244,11 @@ TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
   c->add_repeats(16);
   c->set_per_group(2);
   c->set_controls(1);
-  // Canaries: group 1 (0, 1), group 16 (2, 3), control (4).
+  return spec;
+}
+
+// Canaries: group 1 (0, 1), group 16 (2, 3), control (4).
+ForgettingSignals CanarySignals() {
   ForgettingSignals s;
   for (uint32_t t = 0; t < 2; ++t) {
     s[{forgetting::kCheckpointPoint, forgetting::kExposureCheckpoint}][t] = {1, 1, 1, 1, 1};
@@ -252,6 +262,13 @@ TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
     }
   }
   s[{"100", forgetting::kExactBaseline}][1][4] = 0;  // one bounded rank
+  return s;
+}
+
+TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
+  const v1::AuditSpec spec = CanarySpec();
+  const v1::ForgettingAudit* f = &spec.forgetting();
+  const ForgettingSignals s = CanarySignals();
   auto results = ScoreForgetting(spec, s);
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_TRUE(results->complete());
@@ -294,6 +311,58 @@ TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
   EXPECT_THAT(ValidateForgettingObservation(*f, o).message(), HasSubstr("one per canary"));
   o.set_signal(forgetting::kPhiInjected);
   EXPECT_THAT(ValidateForgettingObservation(*f, o).message(), HasSubstr("observation.signal"));
+}
+
+TEST(ForgettingMetricsTest, CanaryExposureGaugesByRepeatsArmAndSteps) {
+  v1::AuditSpec spec = CanarySpec();
+  spec.mutable_forgetting()->set_strategy("poison");
+  auto results = ScoreForgetting(spec, CanarySignals());
+  ASSERT_TRUE(results.ok()) << results.status();
+  results->set_audit_id("a-1");
+  metrics::Registry registry;
+  PublishForgetting(&registry, *results);
+  const std::string text = registry.Serialize();
+  EXPECT_THAT(text, HasSubstr("# TYPE memaudit_forgetting_canary_exposure_log2 gauge"));
+  // The x16 group right after injection: trial means 11 and 11.5.
+  EXPECT_THAT(text, HasSubstr("memaudit_forgetting_canary_exposure_log2{arm=\"injected\","
+                              "audit=\"a-1\",repeats=\"16\",steps_since_injection=\"0\","
+                              "strategy=\"poison\"} 11.25\n"));
+  EXPECT_THAT(text, HasSubstr("memaudit_forgetting_canary_exposure_log2{arm=\"baseline\","
+                              "audit=\"a-1\",repeats=\"16\",steps_since_injection=\"100\","
+                              "strategy=\"poison\"} 1.5\n"));
+  // Controls are repeats 0.
+  EXPECT_THAT(text, HasSubstr("memaudit_forgetting_canary_exposure_log2{arm=\"injected\","
+                              "audit=\"a-1\",repeats=\"0\",steps_since_injection=\"100\","
+                              "strategy=\"poison\"} 2\n"));
+  // log2 10^4 = 13.2877...
+  EXPECT_THAT(text, HasSubstr("memaudit_forgetting_canary_space_log2{audit=\"a-1\"} 13.2877"));
+  // 3 groups x 2 points x 2 arms, and no MI-curve gauges for canaries.
+  size_t series = 0;
+  for (size_t at = 0;
+       (at = text.find("\nmemaudit_forgetting_canary_exposure_log2{", at)) != std::string::npos;
+       ++at) {
+    ++series;
+  }
+  EXPECT_EQ(series, 12u);
+  EXPECT_THAT(text, Not(HasSubstr("memaudit_forgetting_mi_accuracy_ratio{")));
+
+  // Prometheus' own linter, when installed (Debian `prometheus`).
+  constexpr char kPromtool[] = "/usr/bin/promtool";
+  if (access(kPromtool, X_OK) != 0) GTEST_SKIP() << "promtool not installed";
+  char path[] = "/tmp/forgetting_metrics_test_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  { std::ofstream(path) << text; }
+  FILE* pipe = popen(absl::StrCat(kPromtool, " check metrics < ", path, " 2>&1").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  unlink(path);
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_EQ(output, "");
 }
 
 TEST(ForgettingMetricsTest, CurveFillsInPointByPoint) {

@@ -197,6 +197,11 @@ absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Tas
   run.window = c.window();
   run.batch_size = f.training().batch_size();
   run.steps_before = f.training().steps_before_injection();
+  if (f.strategy() != "inject" && f.strategy() != "poison") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("forgetting.strategy: unknown \"", f.strategy(), "\""));
+  }
+  run.poison = f.strategy() == "poison";
   run.passes = f.repeats();
   run.paired = f.paired();
   run.eval_points.assign(f.eval_points().begin(), f.eval_points().end());

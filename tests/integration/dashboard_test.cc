@@ -107,9 +107,21 @@ TEST_F(EveryKindObservedTest, DashboardRendersWithDataInChromium) {
     return Substitute(expr, kind, observed_->ids.at(kind));
   };
   // A busy machine makes scrapes time out while training runs (the interval,
-  // and so the timeout, is 1 s); a line needs a few samples.
+  // and so the timeout, is 1 s); a line needs a few samples, and a rate two
+  // scrapes of its series, so wait until every query answers before drawing.
   prometheus().WaitFor("count_over_time(memaudit_coordinator_queue_depth[1m]) >= 3",
                        [](const nlohmann::json& r) { return !r.empty(); });
+  std::vector<nlohmann::json> panels;
+  CollectPanels(dashboard["panels"], &panels);
+  for (const nlohmann::json& panel : panels) {
+    for (const nlohmann::json& target : panel["targets"]) {
+      prometheus().WaitFor(substitute(target.value("expr", "")),
+                           [](const nlohmann::json& r) { return !r.empty(); });
+    }
+  }
+  // Range points fall on whole steps (1 s) before `end`: let one pass, so the
+  // last point sees what the instant queries above saw.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   const double end =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   PreviewStats stats;
