@@ -187,8 +187,16 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
     return Finish(audit_id, **std::move(results));
   }
   const v1::MembershipAudit& m = (*spec)->membership();
+  // Ingest admits only these signals of these runs, so a count short of all
+  // of them means incomplete: no need to decode every stored vector per batch.
+  const std::vector<std::string> required = RequiredMembershipSignals(m);
+  auto count = store_->CountObservations(audit_id);
+  if (!count.ok()) return count.status();
+  if (*count < static_cast<int64_t>(required.size()) * m.reference_models()) {
+    return absl::OkStatus();
+  }
   std::map<std::string, std::map<uint32_t, std::vector<double>>> signals;
-  for (const std::string& name : RequiredMembershipSignals(m)) {
+  for (const std::string& name : required) {
     auto runs = store_->LoadSignal(audit_id, kFinalPoint, name);
     if (!runs.ok()) return runs.status();
     if (runs->size() < m.reference_models()) return absl::OkStatus();
