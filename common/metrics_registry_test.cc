@@ -1,17 +1,13 @@
 #include "common/metrics_registry.h"
 
-#include <unistd.h>
-
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/testing/promtool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -246,8 +242,6 @@ TEST(RegistryTest, ConcurrentUpdatesWhileSerializing) {
 
 // Prometheus' own parser and linter, when installed (Debian `prometheus`).
 TEST(RegistryTest, PromtoolAcceptsOutput) {
-  constexpr char kPromtool[] = "/usr/bin/promtool";
-  if (access(kPromtool, X_OK) != 0) GTEST_SKIP() << "promtool not installed";
   Registry registry;
   Populate(registry);
   registry.AddGauge("memaudit_escaped_info", "Odd \\ help\nacross lines.")
@@ -255,21 +249,9 @@ TEST(RegistryTest, PromtoolAcceptsOutput) {
       .Set(1);
   registry.AddGauge("memaudit_special_values", "Non-finite values.").Add({{"v", "nan"}}).Set(NAN);
   registry.AddGauge("memaudit_special_values", "").Add({{"v", "inf"}}).Set(-INFINITY);
-
-  char path[] = "/tmp/metrics_registry_test_XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  { std::ofstream(path) << registry.Serialize(); }
-  const std::string command = std::string(kPromtool) + " check metrics < " + path + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[512];
-  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
-  const int status = pclose(pipe);
-  unlink(path);
-  EXPECT_EQ(status, 0) << output;
+  const auto check = memaudit::testing::CheckMetricsWithPromtool(registry.Serialize());
+  if (!check.has_value()) GTEST_SKIP() << "promtool not installed";
+  EXPECT_EQ(check->status, 0) << check->output;
 }
 
 }  // namespace

@@ -6,29 +6,13 @@
 #include <numeric>
 
 #include "common/seeding.h"
+#include "common/testing/random_text.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
 namespace {
 
-// Lines of random lowercase "words": a corpus the small model keeps learning
-// from, so continued training moves the weights and the canaries fade (on a
-// 20-word vocabulary it stops moving once the corpus is fitted).
-std::string RandomLetterLines(size_t chars) {
-  SplitMix64 rng(5);
-  std::string text, line;
-  while (text.size() < chars) {
-    const uint64_t length = 2 + rng.Uniform(6);
-    for (uint64_t i = 0; i < length; ++i) line += static_cast<char>('a' + rng.Uniform(26));
-    if (line.size() > 40) {
-      text += line + "\n";
-      line.clear();
-    } else {
-      line += " ";
-    }
-  }
-  return text;
-}
+using memaudit::testing::RandomLetterLines;
 
 // Canaries 0, 1 once, 2, 3 16 times each in the canary batch (34 windows),
 // then 4 controls; |R| = 10^4 (enumerated: exact ranks). T_I = 200 steps of

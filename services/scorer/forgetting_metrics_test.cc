@@ -1,14 +1,10 @@
 #include "services/scorer/forgetting_metrics.h"
 
-#include <unistd.h>
-
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/forgetting_signals.h"
+#include "common/testing/promtool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -347,22 +343,10 @@ TEST(ForgettingMetricsTest, CanaryExposureGaugesByRepeatsArmAndSteps) {
   EXPECT_THAT(text, Not(HasSubstr("memaudit_forgetting_mi_accuracy_ratio{")));
 
   // Prometheus' own linter, when installed (Debian `prometheus`).
-  constexpr char kPromtool[] = "/usr/bin/promtool";
-  if (access(kPromtool, X_OK) != 0) GTEST_SKIP() << "promtool not installed";
-  char path[] = "/tmp/forgetting_metrics_test_XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  { std::ofstream(path) << text; }
-  FILE* pipe = popen(absl::StrCat(kPromtool, " check metrics < ", path, " 2>&1").c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[512];
-  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
-  const int status = pclose(pipe);
-  unlink(path);
-  EXPECT_EQ(status, 0) << output;
-  EXPECT_EQ(output, "");
+  const auto check = memaudit::testing::CheckMetricsWithPromtool(text);
+  if (!check.has_value()) GTEST_SKIP() << "promtool not installed";
+  EXPECT_EQ(check->status, 0) << check->output;
+  EXPECT_EQ(check->output, "");
 }
 
 TEST(ForgettingMetricsTest, CurveFillsInPointByPoint) {

@@ -19,6 +19,7 @@
 #include "cli/html_report.h"
 #include "cli/render.h"
 #include "common/seeding.h"
+#include "common/testing/random_text.h"
 #include "gmock/gmock.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
@@ -252,25 +253,6 @@ TEST_F(ForgettingAuditTest, LiraReferencesDetectLongerThanTheCheckpointAttack) {
   const std::string csv = Slurp(csv_dir + "/forgetting_curve.csv");
   EXPECT_THAT(csv, HasSubstr(",inject,lira_references,400,"));
   EXPECT_THAT(csv, HasSubstr(",inject,checkpoint_calibrated,400,"));
-}
-
-// Lines of seeded random-letter words: unlike a small fixed vocabulary, the
-// corpus never becomes easy, so training on it keeps moving the model (which
-// is what erodes a memorized canary).
-std::string RandomLetterLines(size_t chars) {
-  SplitMix64 rng(5);
-  std::string text, line;
-  while (text.size() < chars) {
-    const uint64_t length = 2 + rng.Uniform(6);
-    for (uint64_t i = 0; i < length; ++i) line += static_cast<char>('a' + rng.Uniform(26));
-    if (line.size() > 40) {
-      text += line + "\n";
-      line.clear();
-    } else {
-      line += " ";
-    }
-  }
-  return text;
 }
 
 TEST_F(ForgettingAuditTest, CanariesInjectedMoreOftenAreExposedMoreThenFade) {
