@@ -14,6 +14,7 @@
 #include "cli/html_report.h"
 #include "cli/privacy_meter_export.h"
 #include "cli/render.h"
+#include "common/device_name.h"
 #include "common/process.h"
 #include "common/spec_yaml.h"
 #include "services/coordinator/spec_validator.h"
@@ -117,7 +118,13 @@ int RunCommand(const RunOptions& options) {
   coordinator::ApplyDefaults(&*spec);
   if (absl::Status s = coordinator::ValidateSpec(*spec); !s.ok()) return PrintError(s);
 
+  if (absl::Status s = CheckDeviceName(options.device); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+    return ExitCodeFor(s);
+  }
+
   ClusterOptions cluster_options;
+  cluster_options.device = options.device;
   cluster_options.dir = options.dir.empty() ? DefaultRunDir() : options.dir;
   cluster_options.workers = options.workers;
   cluster_options.lease_ttl_ms = options.lease_ttl_ms;

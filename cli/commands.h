@@ -13,6 +13,7 @@ struct RunOptions {
   std::string json_path;
   uint32_t workers = 2;
   int64_t lease_ttl_ms = 10000;
+  std::string device = "cpu";  // the workers' --device
 };
 
 struct RemoteOptions {

@@ -114,10 +114,10 @@ absl::Status EmbeddedCluster::AddWorker() {
   const std::string name = absl::StrCat("worker-", workers_.size());
   const std::string metrics_file = absl::StrCat(options_.dir, "/", name, ".metrics-port");
   std::remove(metrics_file.c_str());
-  auto process =
-      Subprocess::Spawn({Binary("memaudit-worker"), "--coordinator", coordinator_address(),
-                         "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_file},
-                        absl::StrCat(options_.dir, "/", name, ".log"));
+  auto process = Subprocess::Spawn(
+      {Binary("memaudit-worker"), "--coordinator", coordinator_address(), "--device",
+       options_.device, "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_file},
+      absl::StrCat(options_.dir, "/", name, ".log"));
   if (!process.ok()) return process.status();
   workers_.push_back(std::move(*process));
   worker_metrics_files_.push_back(metrics_file);

@@ -18,6 +18,7 @@ struct ClusterOptions {
   uint32_t workers = 2;
   int64_t lease_ttl_ms = 10000;
   uint32_t heartbeat_ms = 1000;
+  std::string device = "cpu";  // the workers' --device
   // Where memaudit-coordinator, -scorer and -worker live; empty = beside
   // the running executable.
   std::string bin_dir;

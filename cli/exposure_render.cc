@@ -37,6 +37,20 @@ std::string Calibrated(const v1::CanaryResult& c) {
   return absl::StrFormat("%s%.2f", c.calibrated_lower_bound() ? ">=" : "", c.calibrated_exposure());
 }
 
+std::string BaselineSampled(const v1::CanaryResult& c) {
+  return absl::StrFormat("%s%.2f", c.baseline_sampled_lower_bound() ? ">=" : "",
+                         c.baseline_sampled_exposure());
+}
+
+// The baseline's sampled / extrapolated columns: where the spec asks for
+// those estimators.
+bool BaselineSampledColumn(const v1::ExposureResults& x) {
+  return x.baseline_model() && HasEstimator(x, "sampled");
+}
+bool BaselineExtrapolatedColumn(const v1::ExposureResults& x) {
+  return x.baseline_model() && HasEstimator(x, "extrapolated");
+}
+
 bool HasCalibration(const v1::ExposureResults& x) { return x.reference_models() > 0; }
 
 // Every variant with its results: the sweep, or one "base" variant built from
@@ -53,11 +67,45 @@ std::vector<v1::ExposureVariantResult> VariantsOf(const v1::ExposureResults& x) 
 
 std::string Recipe(const v1::ExposureVariantResult& v) {
   std::string out =
-      absl::StrFormat("batch %u, units %u, dropout %g", v.batch_size(), v.units(), v.dropout());
+      absl::StrFormat("batch %u, units %u, dropout %g, epochs %u, lr %g", v.batch_size(), v.units(),
+                      v.dropout(), v.epochs(), v.learning_rate());
   if (v.dp_clip_norm() > 0) {
     absl::StrAppend(&out, absl::StrFormat(", DP-SGD sigma %g clip %g: epsilon %.3g at delta %g",
                                           v.dp_noise_multiplier(), v.dp_clip_norm(), v.dp_epsilon(),
                                           v.dp_delta()));
+  }
+  return out;
+}
+
+// Exposure during training (spec eval_every_*): rows the evaluation steps,
+// columns the insertion counts (mean exact exposure) and the controls'
+// median. Empty without evaluation points.
+std::string CurveTable(const v1::ExposureResults& x) {
+  if (x.curve().empty()) return "";
+  std::string out =
+      "\nexposure during training (mean exact exposure by insertions, bits; "
+      "control: median; the last step is the final model):\n";
+  std::string header = absl::StrFormat("  %8s", "step");
+  for (const v1::ExposureByRepeats& g : x.curve(0).by_repeats()) {
+    if (g.repeats() > 0)
+      absl::StrAppend(&header, absl::StrFormat(" %8s", InsertedLabel(g.repeats())));
+  }
+  absl::StrAppend(&header, absl::StrFormat(" %8s", "control"));
+  absl::StrAppend(&out, header, "\n");
+  for (const v1::ExposureCurvePoint& p : x.curve()) {
+    absl::StrAppend(&out, absl::StrFormat("  %8u", p.step()));
+    bool controls = false;
+    for (const v1::ExposureByRepeats& g : p.by_repeats()) {
+      if (g.repeats() == 0) {
+        controls = true;
+        continue;
+      }
+      absl::StrAppend(&out, absl::StrFormat(" %8.2f", g.mean_exposure()));
+    }
+    absl::StrAppend(&out,
+                    controls ? absl::StrFormat(" %8.2f", p.control_median_exposure())
+                             : absl::StrFormat(" %8s", "-"),
+                    "\n");
   }
   return out;
 }
@@ -67,8 +115,13 @@ std::string CanaryTable(const v1::ExposureResults& x) {
   const bool baseline = x.baseline_model(), calibrated = HasCalibration(x);
   std::string header = absl::StrFormat("%-20s %8s %9s %12s %9s %10s %12s", "secret", "inserted",
                                        "Px bits", "rank", "exposure", "sampled", "extrapolated");
+  const bool b_sampled = BaselineSampledColumn(x), b_extrapolated = BaselineExtrapolatedColumn(x);
+  const bool calibrated_exact = x.calibrated_exact();
   if (baseline) absl::StrAppend(&header, absl::StrFormat(" %9s", "baseline"));
+  if (b_sampled) absl::StrAppend(&header, absl::StrFormat(" %9s", "b.sampled"));
+  if (b_extrapolated) absl::StrAppend(&header, absl::StrFormat(" %9s", "b.extrap"));
   if (calibrated) absl::StrAppend(&header, absl::StrFormat(" %10s", "calibrated"));
+  if (calibrated_exact) absl::StrAppend(&header, absl::StrFormat(" %9s", "cal.exact"));
   std::string out = absl::StrCat(header, "\n", std::string(header.size(), '-'), "\n");
   for (const v1::CanaryResult& c : x.canaries()) {
     absl::StrAppend(&out,
@@ -80,12 +133,21 @@ std::string CanaryTable(const v1::ExposureResults& x) {
                                         ? absl::StrFormat("%.2f", c.extrapolated_exposure())
                                         : "-"));
     if (baseline) absl::StrAppend(&out, absl::StrFormat(" %9s", Baseline(c)));
+    if (b_sampled) absl::StrAppend(&out, absl::StrFormat(" %9s", BaselineSampled(c)));
+    if (b_extrapolated) {
+      absl::StrAppend(&out, absl::StrFormat(" %9.2f", c.baseline_extrapolated_exposure()));
+    }
     if (calibrated) absl::StrAppend(&out, absl::StrFormat(" %10s", Calibrated(c)));
+    if (calibrated_exact) {
+      absl::StrAppend(&out, absl::StrFormat(" %9.2f", c.calibrated_exact_exposure()));
+    }
     absl::StrAppend(&out, "\n");
   }
   absl::StrAppend(&out, "\nexposure vs insertions (mean exact exposure, bits",
                   baseline ? "; baseline: the same canaries under the baseline model" : "",
-                  calibrated ? "; calibrated: reference-calibrated sampled exposure" : "", "):\n");
+                  calibrated ? "; calibrated: reference-calibrated sampled exposure" : "",
+                  calibrated_exact ? "; cal.exact: reference-calibrated exact exposure" : "",
+                  "):\n");
   for (const v1::ExposureByRepeats& g : x.by_repeats()) {
     absl::StrAppend(&out,
                     absl::StrFormat("  %-8s %6.2f", InsertedLabel(g.repeats()), g.mean_exposure()));
@@ -93,6 +155,10 @@ std::string CanaryTable(const v1::ExposureResults& x) {
       absl::StrAppend(&out, absl::StrFormat("  baseline %6.2f", g.mean_baseline_exposure()));
     if (calibrated) {
       absl::StrAppend(&out, absl::StrFormat("  calibrated %6.2f", g.mean_calibrated_exposure()));
+    }
+    if (calibrated_exact) {
+      absl::StrAppend(&out,
+                      absl::StrFormat("  cal.exact %6.2f", g.mean_calibrated_exact_exposure()));
     }
     absl::StrAppend(&out, absl::StrFormat("  (%u canaries)\n", g.canaries()));
   }
@@ -103,6 +169,18 @@ std::string CanaryTable(const v1::ExposureResults& x) {
                     absl::StrFormat("baseline model (no canaries): control median %.2f "
                                     "bits, final loss %.4f nats/char\n",
                                     x.control_median_baseline_exposure(), x.baseline_final_loss()));
+    if (b_sampled || b_extrapolated) {
+      absl::StrAppend(
+          &out,
+          absl::StrFormat(
+              "baseline model, sampled / extrapolated against its own Px of S: "
+              "control median %s / %s bits\n",
+              b_sampled ? absl::StrFormat("%.2f", x.control_median_baseline_sampled_exposure())
+                        : "-",
+              b_extrapolated
+                  ? absl::StrFormat("%.2f", x.control_median_baseline_extrapolated_exposure())
+                  : "-"));
+    }
   }
   if (calibrated) {
     absl::StrAppend(&out,
@@ -110,6 +188,12 @@ std::string CanaryTable(const v1::ExposureResults& x) {
                                     "median %.2f bits (ceiling log2|S| = %.2f)\n",
                                     x.reference_models(), x.control_median_calibrated_exposure(),
                                     x.log2_reference_samples()));
+    if (calibrated_exact) {
+      absl::StrAppend(
+          &out, absl::StrFormat("calibrated exact (every candidate of R calibrated): "
+                                "control median %.2f bits (ceiling log2|R| = %.2f)\n",
+                                x.control_median_calibrated_exact_exposure(), x.log2_space()));
+    }
   }
   if (x.extraction_attempted()) {
     absl::StrAppend(&out, absl::StrFormat("extraction of the most-inserted canary: %s (got \"%s\", "
@@ -117,6 +201,7 @@ std::string CanaryTable(const v1::ExposureResults& x) {
                                           x.extracted() ? "SUCCESS" : "failed", x.extraction(),
                                           x.extraction_queries()));
   }
+  absl::StrAppend(&out, CurveTable(x));
   return out;
 }
 
@@ -173,10 +258,15 @@ std::string SweepGrid(const std::vector<v1::ExposureVariantResult>& variants) {
 
 std::string HtmlCanaryTable(const v1::ExposureResults& x) {
   const bool baseline = x.baseline_model(), calibrated = HasCalibration(x);
+  const bool b_sampled = BaselineSampledColumn(x), b_extrapolated = BaselineExtrapolatedColumn(x);
+  const bool calibrated_exact = x.calibrated_exact();
   std::string html = absl::StrCat(
       "<table><tr><th>secret</th><th>inserted</th><th>Px (bits)</th><th>rank</th>"
       "<th>exposure</th><th>sampled</th><th>extrapolated</th>",
-      baseline ? "<th>baseline</th>" : "", calibrated ? "<th>calibrated</th>" : "", "</tr>");
+      baseline ? "<th>baseline</th>" : "", b_sampled ? "<th>baseline sampled</th>" : "",
+      b_extrapolated ? "<th>baseline extrapolated</th>" : "",
+      calibrated ? "<th>calibrated</th>" : "",
+      calibrated_exact ? "<th>calibrated rank</th><th>calibrated exact</th>" : "", "</tr>");
   for (const v1::CanaryResult& c : x.canaries()) {
     absl::StrAppend(&html,
                     absl::StrFormat("<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%s%d</td>"
@@ -185,7 +275,15 @@ std::string HtmlCanaryTable(const v1::ExposureResults& x) {
                                     c.exact() ? "" : "&ge;", c.rank(), c.exposure(),
                                     HtmlEscape(Sampled(c)), c.extrapolated_exposure()));
     if (baseline) absl::StrAppend(&html, "<td>", HtmlEscape(Baseline(c)), "</td>");
+    if (b_sampled) absl::StrAppend(&html, "<td>", HtmlEscape(BaselineSampled(c)), "</td>");
+    if (b_extrapolated) {
+      absl::StrAppend(&html, absl::StrFormat("<td>%.3f</td>", c.baseline_extrapolated_exposure()));
+    }
     if (calibrated) absl::StrAppend(&html, "<td>", HtmlEscape(Calibrated(c)), "</td>");
+    if (calibrated_exact) {
+      absl::StrAppend(&html, absl::StrFormat("<td>%d</td><td>%.3f</td>", c.calibrated_rank(),
+                                             c.calibrated_exact_exposure()));
+    }
     absl::StrAppend(&html, "</tr>");
   }
   absl::StrAppend(
@@ -208,6 +306,17 @@ std::string HtmlCanaryTable(const v1::ExposureResults& x) {
                                            "model(s) trained without canaries, ranked in S "
                                            "calibrated the same way (ceiling log2|S|).",
                                            x.reference_models()));
+    if (calibrated_exact) {
+      absl::StrAppend(&html, absl::StrFormat(" Calibrated exact: the calibrated Px ranked among "
+                                             "all of R calibrated the same way (ceiling "
+                                             "log2|R|); control median %.3f bits.",
+                                             x.control_median_calibrated_exact_exposure()));
+    }
+  }
+  if (b_sampled || b_extrapolated) {
+    absl::StrAppend(&html,
+                    " Baseline sampled / extrapolated: the baseline model's Px against its "
+                    "own Px of S (the same S).");
   }
   absl::StrAppend(&html, "</p>");
   return html;
@@ -244,7 +353,7 @@ std::string ExposureHtmlSection(const v1::AuditResults& r) {
   if (x.variants_size() == 0) return absl::StrCat("<h2>Canaries</h2>", HtmlCanaryTable(x));
   std::string html =
       "<h2>Sweep</h2><table><tr><th>variant</th><th>batch</th><th>units</th><th>dropout</th>"
-      "<th>DP epsilon</th><th>final loss</th>";
+      "<th>epochs</th><th>learning rate</th><th>DP epsilon</th><th>final loss</th>";
   const std::vector<v1::ExposureVariantResult> variants = VariantsOf(x);
   for (const v1::ExposureByRepeats& g : variants[0].results().by_repeats()) {
     absl::StrAppend(&html, "<th>", InsertedLabel(g.repeats()), "</th>");
@@ -253,8 +362,10 @@ std::string ExposureHtmlSection(const v1::AuditResults& r) {
   for (const v1::ExposureVariantResult& v : variants) {
     absl::StrAppend(
         &html,
-        absl::StrFormat("<tr><td>%s</td><td>%u</td><td>%u</td><td>%g</td><td>%s</td><td>%.4f</td>",
-                        HtmlEscape(v.name()), v.batch_size(), v.units(), v.dropout(),
+        absl::StrFormat("<tr><td>%s</td><td>%u</td><td>%u</td><td>%g</td><td>%u</td><td>%g</td>"
+                        "<td>%s</td><td>%.4f</td>",
+                        HtmlEscape(v.name()), v.batch_size(), v.units(), v.dropout(), v.epochs(),
+                        v.learning_rate(),
                         v.dp_clip_norm() > 0
                             ? absl::StrFormat("%.3g (&delta; %g)", v.dp_epsilon(), v.dp_delta())
                             : "&ndash;",
@@ -281,44 +392,53 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
       "audit_id,secret,repeats,px_bits,rank,exact,exposure,sampled_exposure,"
       "sampled_lower_bound,extrapolated_exposure,rank_queries,variant,baseline_px_bits,"
       "baseline_rank,baseline_exact,baseline_exposure,calibrated_px_bits,calibrated_exposure,"
-      "calibrated_lower_bound\n";
+      "calibrated_lower_bound,baseline_sampled_exposure,baseline_sampled_lower_bound,"
+      "baseline_extrapolated_exposure,calibrated_rank,calibrated_exact_exposure\n";
   std::string groups =
       "audit_id,repeats,canaries,mean_exposure,median_exposure,mean_sampled_exposure,"
       "mean_extrapolated_exposure,log2_space,variant,mean_baseline_exposure,"
-      "mean_calibrated_exposure\n";
+      "mean_calibrated_exposure,mean_baseline_sampled_exposure,"
+      "mean_baseline_extrapolated_exposure,mean_calibrated_exact_exposure\n";
   std::string variants =
       "audit_id,variant,batch_size,units,dropout,dp_noise_multiplier,dp_clip_norm,dp_epsilon,"
       "dp_delta,training_steps,final_loss,baseline_final_loss,control_median_exposure,"
-      "extracted\n";
+      "extracted,epochs,learning_rate\n";
   for (const v1::ExposureVariantResult& v : VariantsOf(x)) {
     const v1::ExposureResults& vx = v.results();
     for (const v1::CanaryResult& c : vx.canaries()) {
       absl::StrAppend(
           &canaries,
           absl::StrFormat("%s,%s,%u,%.17g,%u,%d,%.17g,%.17g,%d,%.17g,%u,%s,%.17g,%u,%d,%.17g,"
-                          "%.17g,%.17g,%d\n",
+                          "%.17g,%.17g,%d,%.17g,%d,%.17g,%u,%.17g\n",
                           r.audit_id(), c.secret(), c.repeats(), c.px_bits(), c.rank(), c.exact(),
                           c.exposure(), c.sampled_exposure(), c.sampled_lower_bound(),
                           c.extrapolated_exposure(), c.rank_queries(), v.name(),
                           c.baseline_px_bits(), c.baseline_rank(), c.baseline_exact(),
                           c.baseline_exposure(), c.calibrated_px_bits(), c.calibrated_exposure(),
-                          c.calibrated_lower_bound()));
+                          c.calibrated_lower_bound(), c.baseline_sampled_exposure(),
+                          c.baseline_sampled_lower_bound(), c.baseline_extrapolated_exposure(),
+                          c.calibrated_rank(), c.calibrated_exact_exposure()));
     }
     for (const v1::ExposureByRepeats& g : vx.by_repeats()) {
       absl::StrAppend(&groups,
-                      absl::StrFormat("%s,%u,%u,%.17g,%.17g,%.17g,%.17g,%.17g,%s,%.17g,%.17g\n",
+                      absl::StrFormat("%s,%u,%u,%.17g,%.17g,%.17g,%.17g,%.17g,%s,%.17g,%.17g,%.17g,"
+                                      "%.17g,%.17g\n",
                                       r.audit_id(), g.repeats(), g.canaries(), g.mean_exposure(),
                                       g.median_exposure(), g.mean_sampled_exposure(),
                                       g.mean_extrapolated_exposure(), vx.log2_space(), v.name(),
-                                      g.mean_baseline_exposure(), g.mean_calibrated_exposure()));
+                                      g.mean_baseline_exposure(), g.mean_calibrated_exposure(),
+                                      g.mean_baseline_sampled_exposure(),
+                                      g.mean_baseline_extrapolated_exposure(),
+                                      g.mean_calibrated_exact_exposure()));
     }
     absl::StrAppend(
         &variants,
-        absl::StrFormat("%s,%s,%u,%u,%.17g,%.17g,%.17g,%.17g,%.17g,%u,%.17g,%.17g,%.17g,%d\n",
-                        r.audit_id(), v.name(), v.batch_size(), v.units(), v.dropout(),
-                        v.dp_noise_multiplier(), v.dp_clip_norm(), v.dp_epsilon(), v.dp_delta(),
-                        vx.training_steps(), vx.final_loss(), vx.baseline_final_loss(),
-                        vx.control_median_exposure(), vx.extracted()));
+        absl::StrFormat(
+            "%s,%s,%u,%u,%.17g,%.17g,%.17g,%.17g,%.17g,%u,%.17g,%.17g,%.17g,%d,%u,%.17g\n",
+            r.audit_id(), v.name(), v.batch_size(), v.units(), v.dropout(), v.dp_noise_multiplier(),
+            v.dp_clip_norm(), v.dp_epsilon(), v.dp_delta(), vx.training_steps(), vx.final_loss(),
+            vx.baseline_final_loss(), vx.control_median_exposure(), vx.extracted(), v.epochs(),
+            v.learning_rate()));
   }
   if (absl::Status s = WriteFile(dir + "/canaries.csv", canaries); !s.ok()) return s;
   // Only a sweep's results carry the resolved recipes.

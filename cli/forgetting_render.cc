@@ -137,6 +137,19 @@ std::string ExposureHtml(const v1::AuditResults& r) {
 
 bool IsCanaryAudit(const v1::ForgettingResults& f) { return f.exposure_curves_size() > 0; }
 
+std::string SigmaNote(const v1::ForgettingResults& f) {
+  return f.lira_per_example_variance() ? "sigma per example" : "sigma pooled over Dp";
+}
+
+std::string LiraModelsNote(const v1::ForgettingResults& f) {
+  if (f.in_reference_models() > 0) {
+    return absl::StrFormat(" (%u OUT + %u IN LiRA reference models per trial, %s)",
+                           f.reference_models(), f.in_reference_models(), SigmaNote(f));
+  }
+  return absl::StrFormat(" (%u LiRA reference models per trial%s)", f.reference_models(),
+                         f.lira_per_example_variance() ? ", sigma per example" : "");
+}
+
 }  // namespace
 
 std::string ForgettingTable(const v1::AuditResults& r) {
@@ -146,9 +159,7 @@ std::string ForgettingTable(const v1::AuditResults& r) {
       "audit %s (forgetting): strategy %s, attack %s, %u trials x %u injected examples, "
       "%u steps per trial%s\n",
       r.audit_id(), f.strategy(), f.attack(), f.trials(), f.injected_examples(), f.training_steps(),
-      f.reference_models() > 0
-          ? absl::StrFormat(" (%u LiRA reference models per trial)", f.reference_models())
-          : "");
+      f.reference_models() > 0 ? LiraModelsNote(f) : "");
   absl::StrAppend(&out, SelectionLine(f), "\n");
   absl::StrAppend(&out, CurveTable(absl::StrCat("forgetting curve, attack ", f.attack(),
                                                 " (means across trials)"),
@@ -164,6 +175,12 @@ std::string ForgettingTable(const v1::AuditResults& r) {
                     CurveTable(absl::StrCat("standard attack ", f.standard_attack(),
                                             " on the same arms (means across trials)"),
                                f.fpr_target(), f.standard_curve()));
+  }
+  if (f.offline_curve_size() > 0) {
+    absl::StrAppend(&out, "\n",
+                    CurveTable(absl::StrCat("offline LiRA ", f.offline_attack(),
+                                            " on the same OUT references (means across trials)"),
+                               f.fpr_target(), f.offline_curve()));
   }
   absl::StrAppend(&out,
                   "\nMI accuracy 0.5 = forgotten (chance). epsilon = ln(TPR/FPR), FPR clamped to "
@@ -181,10 +198,18 @@ std::string ForgettingHtmlSection(const v1::AuditResults& r) {
   if (const std::string line = SelectionLine(f); !line.empty()) {
     absl::StrAppend(&html, "<p>", line, "</p>");
   }
-  if (f.reference_models() > 0) {
+  if (f.in_reference_models() > 0) {
+    absl::StrAppend(&html,
+                    absl::StrFormat("<p>Online LiRA against %u OUT reference models "
+                                    "(baseline-arm forks) and %u IN reference models "
+                                    "(injected-arm forks) per trial, each with its own "
+                                    "data order; %s.</p>",
+                                    f.reference_models(), f.in_reference_models(), SigmaNote(f)));
+  } else if (f.reference_models() > 0) {
     absl::StrAppend(&html, absl::StrFormat("<p>Offline LiRA against %u reference models per trial "
-                                           "(baseline-arm forks with their own data order).</p>",
-                                           f.reference_models()));
+                                           "(baseline-arm forks with their own data order); "
+                                           "%s.</p>",
+                                           f.reference_models(), SigmaNote(f)));
   }
   absl::StrAppend(&html, HtmlCurveTable(f.fpr_target(), f.curve()));
   if (f.standard_curve_size() > 0) {
@@ -199,6 +224,12 @@ std::string ForgettingHtmlSection(const v1::AuditResults& r) {
         &html,
         absl::StrFormat("<h3>Standard attack (%s) on the same arms</h3>", f.standard_attack()),
         HtmlCurveTable(f.fpr_target(), f.standard_curve()));
+  }
+  if (f.offline_curve_size() > 0) {
+    absl::StrAppend(&html,
+                    absl::StrFormat("<h3>Offline LiRA (%s) on the same OUT references</h3>",
+                                    f.offline_attack()),
+                    HtmlCurveTable(f.fpr_target(), f.offline_curve()));
   }
   return html;
 }
@@ -226,9 +257,11 @@ absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& di
       "auc_low,auc_high,fpr_target,tpr,tpr_low,tpr_high,precision,epsilon,"
       "epsilon_clamped_trials,selection\n";
   const v1::ForgettingResults& f = r.forgetting();
-  // A replay audit's standard curve follows as rows with its own attack.
+  // A replay or LiRA audit's standard curve (and lira_online's offline
+  // curve) follow as rows with their own attack.
   for (const auto& [attack, curve] :
-       {std::pair{f.attack(), &f.curve()}, std::pair{f.standard_attack(), &f.standard_curve()}}) {
+       {std::pair{f.attack(), &f.curve()}, std::pair{f.standard_attack(), &f.standard_curve()},
+        std::pair{f.offline_attack(), &f.offline_curve()}}) {
     for (const v1::ForgettingCurvePoint& p : *curve) {
       absl::StrAppend(
           &csv, absl::StrFormat("%s,%s,%s,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,"

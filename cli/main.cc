@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--json", run.json_path, "also write the results JSON here");
   run_cmd->add_option("--lease-ttl-ms", run.lease_ttl_ms, "how long a silent worker keeps its task")
       ->capture_default_str();
+  run_cmd
+      ->add_option("--device", run.device,
+                   "where the workers train: cpu, cuda, cuda:N, or auto (CUDA when present)")
+      ->capture_default_str();
 
   std::string spec_path;
   CLI::App* validate_cmd =

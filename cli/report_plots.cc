@@ -669,9 +669,58 @@ std::string ForgettingPlotsHtml(const v1::AuditResults& r) {
           f.trials(), f.fpr_target()));
 }
 
+std::string ExposureCurveSvg(const v1::ExposureResults& x) {
+  if (x.curve().empty()) return "";
+  const double max_step = std::max<double>(1, static_cast<double>(x.curve().rbegin()->step()));
+  const double ceiling = x.log2_space() > 0 ? x.log2_space() : 1;
+  const double y_hi = ceiling * 1.05;
+  svg::Frame frame;
+  Plot plot(frame, Plot::XAxisFor(frame, Scale::kLinear, 0, max_step),
+            Plot::YAxisFor(frame, Scale::kLinear, 0, y_hi), "canary exposure during training",
+            "exposure-curve");
+  plot.XTicks(svg::LinearTicks(0, max_step, 6), "training steps");
+  plot.YTicks(svg::LinearTicks(0, y_hi, 5), "exact exposure (bits)");
+  plot.HLine(x.log2_space(), {kRed, 1, "4 4"}, "log2-space", "log2|R|", /*label_right=*/true);
+  // One line per insertion count, in the order of the first point's groups.
+  std::vector<LegendEntry> legend;
+  const auto& groups = x.curve(0).by_repeats();
+  for (int gi = 0; gi < groups.size(); ++gi) {
+    const uint32_t repeats = groups.Get(gi).repeats();
+    const std::string name = InsertedLabel(repeats);
+    std::vector<Point> line;
+    for (const v1::ExposureCurvePoint& p : x.curve()) {
+      for (const v1::ExposureByRepeats& g : p.by_repeats()) {
+        if (g.repeats() != repeats) continue;
+        const double value = repeats == 0 ? g.median_exposure() : g.mean_exposure();
+        line.push_back({static_cast<double>(p.step()), value});
+        plot.Dot(line.back(), svg::Color(gi), "",
+                 absl::StrFormat("%s at step %d: %s bits", name, p.step(), Fixed(value, 2)),
+                 /*hollow=*/repeats == 0, /*radius=*/2.5);
+      }
+    }
+    plot.Line(line, {svg::Color(gi), 1, repeats == 0 ? "2 3" : ""}, "curve", name);
+    legend.push_back({repeats == 0 ? "control (median)" : name, svg::Color(gi),
+                      LegendEntry::Kind::kLine, repeats == 0 ? "2 3" : ""});
+  }
+  legend.push_back({"log2|R|", kRed, LegendEntry::Kind::kLine, "4 4"});
+  plot.Legend(legend, Corner::kOutsideRight);
+  return plot.Finish();
+}
+
 std::string ExposurePlotsHtml(const v1::AuditResults& r) {
   const v1::ExposureResults& x = r.exposure();
   std::string html;
+  if (std::string plot = ExposureCurveSvg(x); !plot.empty()) {
+    absl::StrAppend(
+        &html,
+        x.variants_size() > 1 ? absl::StrCat("<h2>Exposure during training (variant ",
+                                             svg::Escape(x.variants(0).name()), ")</h2>")
+                              : "<h2>Exposure during training</h2>",
+        plot,
+        "<p>Exact exposure of the canary model at each evaluation point (spec eval_every_steps "
+        "or eval_every_epoch; the last is the final model): the mean over the canaries of each "
+        "insertion count, and the controls' median (dotted, hollow). Dashed red: log2|R|.</p>");
+  }
   const bool sweep = x.variants_size() > 1;
   if (std::string plot = ExposureVsInsertionsSvg(x); !plot.empty() && sweep) {
     absl::StrAppend(

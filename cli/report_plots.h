@@ -29,6 +29,9 @@ std::string ExposureVsInsertionsSvg(const v1::ExposureResults& exposure);
 // The reference sample's Px histogram, the skew-normal fit's density scaled
 // to counts, and each canary's Px.
 std::string ReferencePxSvg(const v1::ExposureResults& exposure);
+// Exact exposure during training (spec eval_every_*): mean per insertion
+// count and the controls' median at every evaluation point; "" without.
+std::string ExposureCurveSvg(const v1::ExposureResults& exposure);
 
 // Unlearning, first classifier in the results: attack AUC per feature
 // (baseline first), grouped by defense; and DegCount per feature.

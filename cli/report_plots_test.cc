@@ -285,6 +285,28 @@ TEST(ExposurePlotTest, ExposureAgainstInsertionsWithCeilingsAndControls) {
   ExpectNoBadNumbers(svg);
 }
 
+TEST(ExposurePlotTest, CurveDuringTrainingOneLinePerInsertionCount) {
+  v1::AuditResults r = Exposure();
+  EXPECT_EQ(ExposureCurveSvg(r.exposure()), "") << "no evaluation points";
+  v1::ExposureResults* x = r.mutable_exposure();
+  for (uint64_t step : {10, 20, 30}) {
+    v1::ExposureCurvePoint* p = x->add_curve();
+    p->set_step(step);
+    for (uint32_t repeats : {0, 1, 16}) {
+      v1::ExposureByRepeats* g = p->add_by_repeats();
+      g->set_repeats(repeats);
+      g->set_mean_exposure(repeats == 0 ? 1.0 : static_cast<double>(step) / 10 + repeats / 4.0);
+      g->set_median_exposure(1.0);
+    }
+  }
+  const std::string svg = ExposureCurveSvg(*x);
+  EXPECT_THAT(svg, HasSubstr("class=\"exposure-curve\""));
+  EXPECT_EQ(Count(svg, "<polyline class=\"curve\""), 3);
+  EXPECT_THAT(svg, HasSubstr("x16 at step 30: 7.00 bits"));
+  EXPECT_THAT(svg, HasSubstr("control (median)"));
+  EXPECT_THAT(ExposurePlotsHtml(r), HasSubstr("Exposure during training"));
+}
+
 TEST(ExposurePlotTest, ExactOnlyDrawsNoOtherEstimator) {
   v1::AuditResults r = Exposure();
   r.mutable_exposure()->clear_estimators();

@@ -28,6 +28,13 @@ inline constexpr char kStandardAttack[] = "checkpoint_calibrated";
 // "phi_reference_<j>", j < reference_models.
 inline constexpr char kLiraAttack[] = "lira_references";
 inline std::string PhiReferenceSignal(uint32_t j) { return "phi_reference_" + std::to_string(j); }
+// Attack "lira_online": the OUT references above plus as many IN references
+// (injected-arm forks with their own order), signal "phi_in_reference_<j>".
+// Its results add the offline curve (kLiraAttack) on the same OUT models.
+inline constexpr char kLiraOnlineAttack[] = "lira_online";
+inline std::string PhiInReferenceSignal(uint32_t j) {
+  return "phi_in_reference_" + std::to_string(j);
+}
 // Non-random injected.selection only, at point "checkpoint": the selection
 // reference model's loss of each Dp example, and (one value) the mean over
 // all candidates it scored.
@@ -62,8 +69,16 @@ inline uint64_t CanaryCopies(const v1::ForgettingAudit& f) {
 }
 
 inline bool Replays(const v1::ForgettingAudit& f) { return f.attack() == kReplayAttack; }
+inline bool LiraAttack(const v1::ForgettingAudit& f) {
+  return f.attack() == kLiraAttack || f.attack() == kLiraOnlineAttack;
+}
+// OUT references per trial (both LiRA attacks).
 inline uint32_t ReferenceModels(const v1::ForgettingAudit& f) {
-  return f.attack() == kLiraAttack ? f.reference_models() : 0;
+  return LiraAttack(f) ? f.reference_models() : 0;
+}
+// IN references per trial ("lira_online": as many as OUT ones).
+inline uint32_t InReferenceModels(const v1::ForgettingAudit& f) {
+  return f.attack() == kLiraOnlineAttack ? f.reference_models() : 0;
 }
 inline bool SelectsByLoss(const v1::ForgettingAudit& f) {
   return !f.injected().selection().empty() && f.injected().selection() != "random";
@@ -72,7 +87,9 @@ inline bool SelectsByLoss(const v1::ForgettingAudit& f) {
 // Optimizer steps of one trial, both arms: Inject T_I + injection steps + 2 x
 // the last evaluation point; Poison 2 x T_I + 2 x the last evaluation point.
 // A replay, and each LiRA reference model, adds another run of the baseline
-// from its fork: + last (Inject), + T_I + last (Poison). Selection by loss
+// from its fork: + last (Inject), + T_I + last (Poison). Each IN reference
+// adds another run of the injected arm from its fork: + injection steps +
+// last (Inject), + T_I + last (Poison). Selection by loss
 // first trains its reference model for selection_steps. LM canaries: T_I +
 // repeats (passes) x ceil(canary copies / B) + 2 x last (Inject), 2 x T_I +
 // 2 x last (Poison). The injection steps restate engine::InjectionSteps so
@@ -87,7 +104,7 @@ inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
     const uint64_t passes = std::max<uint32_t>(f.repeats(), 1);
     return t_i + passes * ((CanaryCopies(f) + b - 1) / b) + 2 * last;
   }
-  const uint64_t arms = (Replays(f) ? 3 : 2) + ReferenceModels(f);
+  const uint64_t arms = (Replays(f) ? 3 : 2) + ReferenceModels(f) + InReferenceModels(f);
   const uint64_t selection = SelectsByLoss(f) ? f.injected().selection_steps() : 0;
   if (f.strategy() == "poison") return selection + arms * t_i + arms * last;
   const uint64_t b = std::max<uint32_t>(f.training().batch_size(), 1);
@@ -100,7 +117,7 @@ inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
   } else {
     injection = r * ((p + b - 1) / b);
   }
-  return selection + t_i + injection + arms * last;
+  return selection + t_i + (1 + InReferenceModels(f)) * injection + arms * last;
 }
 
 }  // namespace memaudit::forgetting

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/exposure_eval_steps.h"
 #include "common/seeding.h"
 #include "engine/lm_dataset.h"
 #include "engine/lm_search.h"
@@ -45,15 +46,51 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> DrawReferences(
   return out;
 }
 
+// Every canary's Px and (with rank_canaries) exact rank by branch-and-bound
+// under `lm`, in eval mode without gradients; the model's train/eval mode is
+// restored, so measuring between training steps leaves training unchanged.
+absl::StatusOr<std::vector<CanaryExposure>> MeasureCanaries(
+    CharLm& lm, const CharVocab& vocab, const CanaryFormat& format, const TokenFormat& tokens,
+    const std::vector<Canary>& canaries, const ExposureRunSpec& spec, double log2_space) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = lm.is_training();
+  LmScorer scorer(lm);  // switches to eval mode
+  std::vector<CanaryExposure> out;
+  for (const Canary& c : canaries) {
+    absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, c.secret);
+    if (!ids.ok()) return ids.status();
+    if (!spec.rank_canaries) {
+      // The same path scoring the exact rank starts from, so Px agrees
+      // across an audit's models for calibration.
+      out.push_back({c.secret, c.repeats, PathPxBits(scorer, tokens, *ids), 0, false, 0, 0});
+      continue;
+    }
+    absl::StatusOr<RankResult> rank =
+        BranchAndBoundRank(scorer, tokens, *ids, spec.rank_query_budget);
+    if (!rank.ok()) return rank.status();
+    out.push_back({c.secret, c.repeats, rank->canary_px, std::max<uint64_t>(rank->rank, 1),
+                   rank->exact, log2_space - std::log2(std::max<uint64_t>(rank->rank, 1)),
+                   rank->queries});
+  }
+  if (was_training) lm.train();
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
-                                              const ExposureStepCallback& on_step) {
+                                              const ExposureStepCallback& on_step,
+                                              const ExposurePointCallback& on_point) {
+  if (spec.eval_every_steps > 0 && spec.eval_every_epoch) {
+    return absl::InvalidArgumentError(
+        "eval_every_steps: set at most one of it and eval_every_epoch");
+  }
   if (spec.alphabets.empty() && (spec.digits == 0 || spec.digits > 18)) {
     return absl::InvalidArgumentError("digits: must be in [1, 18]");
   }
   if (spec.window < 2) return absl::InvalidArgumentError("window: must be >= 2");
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
+  if (spec.epochs == 0) return absl::InvalidArgumentError("epochs: must be > 0");
   absl::StatusOr<std::string> corpus =
       LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars);
   if (!corpus.ok()) return corpus.status();
@@ -103,45 +140,76 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
     if (!eps.ok()) return eps.status();
     result.dp_epsilon = eps->epsilon;
   }
+  absl::StatusOr<TokenFormat> tokens = ToTokenFormat(vocab, format);
+  if (!tokens.ok()) return tokens.status();
+  result.log2_space = Log2SpaceSize(format);
+  const std::vector<uint64_t> eval_steps = exposure::IntermediateEvalSteps(
+      steps, spec.epochs, spec.eval_every_steps, spec.eval_every_epoch);
+  size_t next_eval = 0;
+  absl::Status point_status;
   double epoch_loss = 0;
   absl::Status trained = (*trainer)->Train(data, schedule, steps, [&](uint64_t done, double loss) {
     if ((done - 1) % schedule.steps_per_epoch() == 0) epoch_loss = 0;
     epoch_loss += loss;
+    if (next_eval < eval_steps.size() && done == eval_steps[next_eval]) {
+      ++next_eval;
+      absl::StatusOr<std::vector<CanaryExposure>> measured =
+          MeasureCanaries(static_cast<CharLm&>((*trainer)->model()), vocab, format, *tokens,
+                          canaries, spec, result.log2_space);
+      if (!measured.ok()) {
+        point_status = measured.status();
+        return false;
+      }
+      ExposurePoint& point = result.points.emplace_back();
+      point.steps = done;
+      point.canaries = *std::move(measured);
+      if (on_point) point_status = on_point(point);
+      if (!point_status.ok()) return false;
+    }
     return !on_step || on_step(done);
   });
+  if (!point_status.ok()) return point_status;
   if (!trained.ok()) return trained;
   result.steps = steps;
   const uint64_t last_epoch_steps = (steps - 1) % schedule.steps_per_epoch() + 1;
   result.final_loss = epoch_loss / static_cast<double>(last_epoch_steps);
 
   CharLm& lm = static_cast<CharLm&>((*trainer)->model());
-  LmScorer scorer(lm);
-  absl::StatusOr<TokenFormat> tokens = ToTokenFormat(vocab, format);
-  if (!tokens.ok()) return tokens.status();
-  result.log2_space = Log2SpaceSize(format);
-  for (const Canary& c : canaries) {
-    absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, c.secret);
-    if (!ids.ok()) return ids.status();
-    if (!spec.rank_canaries) {
-      // The same path scoring the exact rank starts from, so Px agrees
-      // across an audit's models for calibration.
-      result.canaries.push_back(
-          {c.secret, c.repeats, PathPxBits(scorer, *tokens, *ids), 0, false, 0, 0});
-      continue;
+  absl::StatusOr<std::vector<CanaryExposure>> final_canaries =
+      MeasureCanaries(lm, vocab, format, *tokens, canaries, spec, result.log2_space);
+  if (!final_canaries.ok()) return final_canaries.status();
+  result.canaries = *std::move(final_canaries);
+  if (spec.eval_every_steps > 0 || spec.eval_every_epoch) {
+    // The final model is the curve's last point: measured once, above.
+    ExposurePoint& point = result.points.emplace_back();
+    point.steps = steps;
+    point.final = true;
+    point.canaries = result.canaries;
+    if (on_point) {
+      if (absl::Status s = on_point(point); !s.ok()) return s;
     }
-    absl::StatusOr<RankResult> rank =
-        BranchAndBoundRank(scorer, *tokens, *ids, spec.rank_query_budget);
-    if (!rank.ok()) return rank.status();
-    result.canaries.push_back(
-        {c.secret, c.repeats, rank->canary_px, std::max<uint64_t>(rank->rank, 1), rank->exact,
-         result.log2_space - std::log2(std::max<uint64_t>(rank->rank, 1)), rank->queries});
   }
+  LmScorer scorer(lm);
   if (spec.reference_samples > 0) {
     absl::StatusOr<std::vector<std::vector<int64_t>>> references =
         DrawReferences(vocab, format, *tokens, canaries, spec.reference_samples,
                        DeriveSeed(spec.seed, "references", 0));
     if (!references.ok()) return references.status();
     result.reference_px = NaivePxBits(scorer, *tokens, *references);
+  }
+  if (spec.enumerate_space) {
+    // Px of all of R by trie enumeration (one model step per internal node),
+    // for the exact calibrated rank, and where each canary sits in it.
+    absl::StatusOr<std::vector<double>> space = EnumerateAllPx(scorer, *tokens);
+    if (!space.ok()) return space.status();
+    result.space_px = *std::move(space);
+    for (const Canary& c : canaries) {
+      absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, c.secret);
+      if (!ids.ok()) return ids.status();
+      absl::StatusOr<uint64_t> index = CandidateIndex(*tokens, *ids);
+      if (!index.ok()) return index.status();
+      result.space_index.push_back(*index);
+    }
   }
   // Extraction targets an inserted canary: pointless without insertions.
   if (spec.extract && spec.insert_canaries && !spec.repeats.empty()) {

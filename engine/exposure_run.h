@@ -59,8 +59,18 @@ struct ExposureRunSpec {
   // |S|: Px of this many seeded uniform candidates that equal no canary, for
   // the sampled and extrapolated estimators (0 = none).
   uint32_t reference_samples = 0;
+  // Px of every candidate of R, in lexicographic order (lm_search.h's
+  // EnumerateAllPx), for the exact calibrated rank; |R| <= 2^27.
+  bool enumerate_space = false;
+  // Evaluation points (at most one of the two; neither = the final model
+  // only): measure every canary's Px and exact rank every `eval_every_steps`
+  // steps, or at the end of every epoch, in eval mode between steps (the
+  // training is bit-identical with or without them). The points are
+  // exposure::IntermediateEvalSteps plus the final model.
+  uint64_t eval_every_steps = 0;
+  bool eval_every_epoch = false;
   uint32_t threads = 1;
-  std::string device = "cpu";
+  std::string device;  // empty: the process default (engine/device.h)
 };
 
 struct CanaryExposure {
@@ -73,6 +83,13 @@ struct CanaryExposure {
   uint64_t queries = 0;
 };
 
+// The canaries measured at one evaluation point.
+struct ExposurePoint {
+  uint64_t steps = 0;  // optimizer steps done
+  bool final = false;  // the final model (its canaries are the result's)
+  std::vector<CanaryExposure> canaries;
+};
+
 struct ExposureRunResult {
   double log2_space = 0;
   std::vector<CanaryExposure> canaries;
@@ -82,17 +99,29 @@ struct ExposureRunResult {
   std::string extraction;
   uint64_t extraction_queries = 0;
   std::vector<double> reference_px;  // bits, one per reference sample
-  uint64_t windows = 0;              // training windows (DP's unit of privacy)
+  // enumerate_space: Px of all of R (bits, lexicographic order) and each
+  // canary's index in it, in canary order.
+  std::vector<double> space_px;
+  std::vector<uint64_t> space_index;
+  uint64_t windows = 0;  // training windows (DP's unit of privacy)
   // DP-SGD only: epsilon at dp_delta (RDP accountant, sampling rate
   // batch / windows, as TF-Privacy's compute_dp_sgd_privacy).
   double dp_epsilon = 0;
+  // With evaluation points: every point, ascending steps, the last the final
+  // model (its canaries equal `canaries`). Empty without.
+  std::vector<ExposurePoint> points;
 };
 
 // Called after every step; false stops training (CANCELLED).
 using ExposureStepCallback = std::function<bool(uint64_t steps_done)>;
 
+// Called with each evaluation point as it is measured (the final one too,
+// after the final measurement); a non-OK status stops the run with it.
+using ExposurePointCallback = std::function<absl::Status(const ExposurePoint& point)>;
+
 absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
-                                              const ExposureStepCallback& on_step);
+                                              const ExposureStepCallback& on_step,
+                                              const ExposurePointCallback& on_point = nullptr);
 
 }  // namespace memaudit::engine
 

@@ -1,5 +1,7 @@
 #include "engine/exposure_run.h"
 
+#include <string>
+
 #include "engine/text_corpus.h"
 #include "gtest/gtest.h"
 
@@ -83,6 +85,39 @@ TEST(ExposureRunTest, CanaryFreeModelsScoreTheSameCanariesWithoutMemorizingThem)
   EXPECT_NE(reference->canaries[0].px_bits, px_only->canaries[0].px_bits);
 }
 
+TEST(ExposureRunTest, EnumeratedSpaceHoldsEveryCanaryAtItsIndex) {
+  ExposureRunSpec spec = SmallSpec();
+  spec.epochs = 2;
+  spec.enumerate_space = true;
+  auto result = RunExposure(spec, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->space_px.size(), 10000u);  // 4 digits
+  ASSERT_EQ(result->space_index.size(), result->canaries.size());
+  for (size_t i = 0; i < result->canaries.size(); ++i) {
+    const CanaryExposure& c = result->canaries[i];
+    // Lexicographic over "0123456789": the index is the secret's value.
+    EXPECT_EQ(result->space_index[i], std::stoull(c.secret)) << c.secret;
+    EXPECT_NEAR(result->space_px[result->space_index[i]], c.px_bits, 1e-4) << c.secret;
+    // The exact rank counts the same space (ties within kPxTieBits).
+    uint64_t rank = 0;
+    for (double px : result->space_px) rank += px <= c.px_bits + 1e-6 ? 1 : 0;
+    EXPECT_EQ(rank, c.rank) << c.secret;
+  }
+  // A reference model (Px only, its own seed) enumerates the same order.
+  spec.insert_canaries = false;
+  spec.rank_canaries = false;
+  spec.model_seed = 99;
+  auto reference = RunExposure(spec, nullptr);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  EXPECT_EQ(reference->space_index, result->space_index);
+  for (size_t i = 0; i < reference->canaries.size(); ++i) {
+    EXPECT_NEAR(reference->space_px[reference->space_index[i]], reference->canaries[i].px_bits,
+                1e-4);
+  }
+  spec.enumerate_space = false;
+  EXPECT_TRUE(RunExposure(spec, nullptr)->space_px.empty());
+}
+
 TEST(ExposureRunTest, DpSgdReportsEpsilonAndIsDeterministic) {
   ExposureRunSpec spec = SmallSpec();
   spec.epochs = 1;
@@ -113,8 +148,90 @@ TEST(ExposureRunTest, RejectsBadSpecsAndStopsOnRequest) {
   ExposureRunSpec spec = SmallSpec();
   spec.digits = 0;
   EXPECT_EQ(RunExposure(spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  spec = SmallSpec();
+  spec.epochs = 0;  // would train zero steps and report a 0/0 loss
+  EXPECT_EQ(RunExposure(spec, nullptr).status().message(), "epochs: must be > 0");
   EXPECT_EQ(RunExposure(SmallSpec(), [](uint64_t s) { return s < 2; }).status().code(),
             absl::StatusCode::kCancelled);
+}
+
+void ExpectSameCanaries(const std::vector<CanaryExposure>& a, const std::vector<CanaryExposure>& b,
+                        const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].secret, b[i].secret) << what << " canary " << i;
+    EXPECT_EQ(a[i].px_bits, b[i].px_bits) << what << " canary " << i;
+    EXPECT_EQ(a[i].rank, b[i].rank) << what << " canary " << i;
+    EXPECT_EQ(a[i].exact, b[i].exact) << what << " canary " << i;
+    EXPECT_EQ(a[i].exposure, b[i].exposure) << what << " canary " << i;
+  }
+}
+
+TEST(ExposureRunTest, EvaluationPointsMeasureEveryEpochWithoutChangingTraining) {
+  ExposureRunSpec spec = SmallSpec();
+  spec.dropout = 0.1;  // measuring must not draw from the dropout generator
+  spec.reference_samples = 32;
+  auto plain = RunExposure(spec, nullptr);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(plain->points.empty());
+  spec.eval_every_epoch = true;
+  std::vector<uint64_t> streamed;
+  auto curve = RunExposure(spec, nullptr, [&](const ExposurePoint& p) {
+    streamed.push_back(p.steps);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(curve.ok()) << curve.status();
+  // Training is bit-identical: same loss, same final numbers, same S, same
+  // extraction.
+  EXPECT_EQ(curve->steps, plain->steps);
+  EXPECT_EQ(curve->final_loss, plain->final_loss);
+  ExpectSameCanaries(curve->canaries, plain->canaries, "final");
+  EXPECT_EQ(curve->reference_px, plain->reference_px);
+  EXPECT_EQ(curve->extracted, plain->extracted);
+  EXPECT_EQ(curve->extraction_queries, plain->extraction_queries);
+  // One point per epoch (6), the last the final model, streamed in order.
+  ASSERT_EQ(curve->points.size(), 6u);
+  const uint64_t per_epoch = plain->steps / 6;
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(curve->points[i].steps, (i + 1) * per_epoch);
+    ASSERT_EQ(curve->points[i].canaries.size(), 4u);
+    for (const CanaryExposure& c : curve->points[i].canaries) EXPECT_GE(c.rank, 1u);
+  }
+  EXPECT_EQ(streamed, std::vector<uint64_t>({per_epoch, 2 * per_epoch, 3 * per_epoch, 4 * per_epoch,
+                                             5 * per_epoch, 6 * per_epoch}));
+  ExpectSameCanaries(curve->points.back().canaries, curve->canaries, "last point");
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(curve->points[i].final, i == 5);
+  // A point mid-training is what the final measurement of a model trained
+  // that far gives (2 epochs: the same schedule's first 2 * per_epoch steps).
+  ExposureRunSpec two_epochs = SmallSpec();
+  two_epochs.dropout = 0.1;
+  two_epochs.epochs = 2;
+  auto two = RunExposure(two_epochs, nullptr);
+  ASSERT_TRUE(two.ok()) << two.status();
+  ExpectSameCanaries(curve->points[1].canaries, two->canaries, "epoch 2");
+  // The x40 canary becomes more exposed as training goes on.
+  EXPECT_GT(curve->points.back().canaries[1].exposure, curve->points.front().canaries[1].exposure);
+}
+
+TEST(ExposureRunTest, EvaluationPointsEveryKSteps) {
+  ExposureRunSpec spec = SmallSpec();
+  auto plain = RunExposure(spec, nullptr);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  spec.eval_every_steps = 7;
+  auto curve = RunExposure(spec, nullptr);
+  ASSERT_TRUE(curve.ok()) << curve.status();
+  EXPECT_EQ(curve->final_loss, plain->final_loss);
+  ExpectSameCanaries(curve->canaries, plain->canaries, "final");
+  const size_t expected = (plain->steps + 6) / 7;  // 7, 14, ... < steps, then the final model
+  ASSERT_EQ(curve->points.size(), expected);
+  for (size_t i = 0; i + 1 < expected; ++i) EXPECT_EQ(curve->points[i].steps, 7 * (i + 1));
+  EXPECT_EQ(curve->points.back().steps, plain->steps);
+  // A failing point callback stops the run with its status.
+  auto stopped = RunExposure(
+      spec, nullptr, [](const ExposurePoint&) { return absl::UnavailableError("scorer gone"); });
+  EXPECT_EQ(stopped.status().code(), absl::StatusCode::kUnavailable);
+  spec.eval_every_epoch = true;  // both: refused
+  EXPECT_EQ(RunExposure(spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

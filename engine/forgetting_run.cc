@@ -77,19 +77,22 @@ void Measure(Trainer& trainer, const Batch& probe, std::vector<double>* phi,
 }
 
 // Where arm a's phi and loss go at an evaluation point: the injected arm,
-// the baseline, the replay (loss unused), then the references.
+// the baseline, the replay (loss unused), the references, then the IN
+// references.
 struct ArmOutputs {
   std::vector<double>* phi;
   std::vector<double>* loss;
 };
 
-std::vector<ArmOutputs> OutputsOf(ForgettingPoint& point, bool replay, uint32_t references,
+std::vector<ArmOutputs> OutputsOf(ForgettingPoint& point, const ForgettingRunSpec& spec,
                                   std::vector<double>* unused_loss) {
   std::vector<ArmOutputs> out = {{&point.phi_injected, &point.loss_injected},
                                  {&point.phi_baseline, &point.loss_baseline}};
-  if (replay) out.push_back({&point.phi_replay, unused_loss});
-  point.phi_references.resize(references);
+  if (spec.replay) out.push_back({&point.phi_replay, unused_loss});
+  point.phi_references.resize(spec.reference_models);
   for (auto& phi : point.phi_references) out.push_back({&phi, unused_loss});
+  point.phi_in_references.resize(spec.in_reference_models);
+  for (auto& phi : point.phi_in_references) out.push_back({&phi, unused_loss});
   return out;
 }
 
@@ -107,14 +110,17 @@ bool PackingPays(const ForgettingRunSpec& spec) {
 
 uint64_t ForgettingTrialSteps(const ForgettingRunSpec& spec) {
   const uint64_t after = spec.eval_points.empty() ? 0 : spec.eval_points.back();
-  // The replay and the references repeat the baseline arm from its fork:
+  // The replay and the references repeat the baseline arm from its fork, the
+  // IN references the injected arm from its fork (with its injection steps):
   // Poison forks at theta_0.
-  const uint64_t arms = (spec.replay ? 3 : 2) + spec.reference_models;
+  const uint64_t arms = (spec.replay ? 3 : 2) + spec.reference_models + spec.in_reference_models;
   if (spec.strategy == ForgettingStrategy::kPoison) {
     return arms * spec.steps_before + arms * after;
   }
+  const uint64_t injected_arms = 1 + spec.in_reference_models;
   return spec.steps_before +
-         InjectionSteps(spec.injected_rows.size(), spec.batch_size, InjectOptionsFor(spec)) +
+         injected_arms *
+             InjectionSteps(spec.injected_rows.size(), spec.batch_size, InjectOptionsFor(spec)) +
          arms * after;
 }
 
@@ -153,10 +159,17 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
       spec.paired ? spec.order_seed : DeriveSeed(spec.order_seed, "baseline", 0);
   const bool poison = spec.strategy == ForgettingStrategy::kPoison;
   // Arm a trains on schedules[a]: the injected arm, the baseline, the replay
-  // (with spec.replay), then the references.
+  // (with spec.replay), the references, then the IN references. sees_dp[a]:
+  // the arm takes the injection steps (Inject), so its data position after
+  // the fork is ahead of its LR position by the injection steps.
   std::vector<std::shared_ptr<const BatchSchedule>> schedules;
-  auto add_schedule = [&](absl::StatusOr<std::unique_ptr<BatchSchedule>> schedule) {
-    if (schedule.ok()) schedules.push_back(*std::move(schedule));
+  std::vector<bool> sees_dp;
+  auto add_schedule = [&](absl::StatusOr<std::unique_ptr<BatchSchedule>> schedule,
+                          bool with_dp = false) {
+    if (schedule.ok()) {
+      schedules.push_back(*std::move(schedule));
+      sees_dp.push_back(with_dp);
+    }
     return schedule.status();
   };
   // The schedule of an arm that never sees Dp, ordered by `seed`.
@@ -164,10 +177,12 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
     return poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, seed)
                   : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), seed);
   };
-  if (absl::Status s = add_schedule(
-          poison ? PoisonSchedule(d_ids, p_ids, spec.batch_size, spec.steps_before, spec.order_seed)
-                 : InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec),
-                                  spec.order_seed));
+  // The schedule of an arm that sees Dp, ordered by `seed`.
+  auto injected_schedule = [&](uint64_t seed) {
+    return poison ? PoisonSchedule(d_ids, p_ids, spec.batch_size, spec.steps_before, seed)
+                  : InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec), seed);
+  };
+  if (absl::Status s = add_schedule(injected_schedule(spec.order_seed), /*with_dp=*/true);
       !s.ok()) {
     return s;
   }
@@ -181,6 +196,16 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
   // data order after the fork differs from the baseline's.
   for (uint32_t j = 0; j < spec.reference_models; ++j) {
     if (absl::Status s = add_schedule(clean_schedule(DeriveSeed(spec.order_seed, "reference", j)));
+        !s.ok()) {
+      return s;
+    }
+  }
+  // IN references: the injected arm's schedule with their own seeds. Under
+  // Inject only the injection batches' fill (dup_in_batch) and the order
+  // after them are used; under Poison also their own epochs over D u Dp.
+  for (uint32_t j = 0; j < spec.in_reference_models; ++j) {
+    if (absl::Status s = add_schedule(
+            injected_schedule(DeriveSeed(spec.order_seed, "in_reference", j)), /*with_dp=*/true);
         !s.ok()) {
       return s;
     }
@@ -226,10 +251,14 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
       result.injection_steps =
           InjectionSteps(p_ids.size(), spec.batch_size, InjectOptionsFor(spec));
     }
-    // Inject: the injected arm's injection steps (Poison: none).
+    // Inject: the injection steps of the injected arm and the IN references
+    // (Poison: none).
     const uint64_t injected_offset = spec.steps_before + result.injection_steps;
-    if (absl::Status s = arms[0]->Train(all, *schedules[0], injected_offset, count); !s.ok()) {
-      return s;
+    for (size_t a = 0; a < arms.size(); ++a) {
+      if (!sees_dp[a]) continue;
+      if (absl::Status s = arms[a]->Train(all, *schedules[a], injected_offset, count); !s.ok()) {
+        return s;
+      }
     }
     // From here every arm steps on D at one LR position, steps_before + k:
     // one ensemble continues them all, bit-identical to stepping them one at
@@ -251,8 +280,7 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
     for (uint64_t k : spec.eval_points) {
       ForgettingPoint& point = result.points.emplace_back();
       point.steps_since_injection = k;
-      std::vector<ArmOutputs> out =
-          OutputsOf(point, spec.replay, spec.reference_models, &unused_loss);
+      std::vector<ArmOutputs> out = OutputsOf(point, spec, &unused_loss);
       if (packed != nullptr) {
         if (absl::Status s = packed->Train(all, spec.steps_before + k,
                                            [&] {
@@ -268,7 +296,7 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
         }
       } else {
         for (size_t a = 0; a < members; ++a) {
-          const uint64_t until = (a == 0 ? injected_offset : spec.steps_before) + k;
+          const uint64_t until = (sees_dp[a] ? injected_offset : spec.steps_before) + k;
           if (absl::Status s = arms[a]->Train(all, *schedules[a], until, count); !s.ok()) {
             return s;
           }

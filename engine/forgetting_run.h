@@ -6,7 +6,10 @@
 // `replay`, a third trainer re-runs the baseline arm from the same fork and
 // seeds (the paper's §5.2 adversary, who knows seed and data order). With
 // `reference_models`, k more baseline-arm trainers fork where the baseline
-// forks but draw their own data order: the OUT models of offline LiRA.
+// forks but draw their own data order: the OUT models of offline LiRA. With
+// `in_reference_models`, more injected-arm trainers fork where the injected
+// arm forks, see Dp as it does (Inject: the injection steps; Poison: Dp in
+// their pre-T_I epochs) and draw their own order: online LiRA's IN models.
 // ForgettingCandidateLosses / PickByLoss choose Dp by hardness.
 #ifndef MEMAUDIT_ENGINE_FORGETTING_RUN_H_
 #define MEMAUDIT_ENGINE_FORGETTING_RUN_H_
@@ -44,6 +47,11 @@ struct ForgettingRunSpec {
   // Extra baseline arms, each with an order seed of its own after the fork
   // (Inject: the checkpoint; Poison: theta_0, so their whole run is theirs).
   uint32_t reference_models = 0;
+  // Extra injected arms, each with an order seed of its own ("in_reference",
+  // j): Inject forks them at the checkpoint, where they take the injection
+  // steps (dup_in_batch fills from their own seed) before their own D order;
+  // Poison trains them from theta_0 on D u Dp in their own order to T_I.
+  uint32_t in_reference_models = 0;
   uint64_t init_seed = 0;
   uint64_t order_seed = 0;
   uint32_t threads = 1;
@@ -62,6 +70,8 @@ struct ForgettingPoint {
   std::vector<double> phi_replay;  // with spec.replay only
   // phi of Dp under each reference model (reference_models entries).
   std::vector<std::vector<double>> phi_references;
+  // phi of Dp under each IN reference model (in_reference_models entries).
+  std::vector<std::vector<double>> phi_in_references;
 };
 
 struct ForgettingRunResult {
@@ -69,7 +79,7 @@ struct ForgettingRunResult {
   std::vector<double> phi_checkpoint, loss_checkpoint;
   std::vector<ForgettingPoint> points;
   uint64_t injection_steps = 0;
-  uint64_t steps = 0;   // optimizer steps taken: arms, replay and references
+  uint64_t steps = 0;   // optimizer steps taken: arms, replay and references (OUT and IN)
   bool packed = false;  // the arms trained as one ensemble after the fork
 };
 

@@ -173,6 +173,94 @@ TEST(ForgettingRunTest, ReferenceModelsForkWithTheBaselineButTakeTheirOwnOrder) 
   }
 }
 
+double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+TEST(ForgettingRunTest, InReferenceModelsForkWithTheInjectedArmButTakeTheirOwnOrder) {
+  const LabeledImages data = TinyImages(240);
+  for (ForgettingStrategy strategy : {ForgettingStrategy::kInject, ForgettingStrategy::kPoison}) {
+    const bool poison = strategy == ForgettingStrategy::kPoison;
+    ForgettingRunSpec spec = Spec();
+    spec.strategy = strategy;
+    spec.repeats = poison ? 1 : 2;
+    spec.reference_models = 3;
+    spec.in_reference_models = 2;
+    uint64_t reported = 0;
+    auto result = RunForgetting(data, spec, [&](uint64_t steps) {
+      reported = steps;
+      return true;
+    });
+    ASSERT_TRUE(result.ok()) << result.status();
+    // Inject: 20 + (1 + 2) x 2 injection steps + (2 + 3 + 2) x 10;
+    // Poison: (2 + 3 + 2) x (20 + 10).
+    EXPECT_EQ(result->steps, poison ? 210u : 96u);
+    EXPECT_EQ(result->steps, ForgettingTrialSteps(spec));
+    EXPECT_EQ(reported, result->steps);
+    for (const ForgettingPoint& p : result->points) {
+      ASSERT_EQ(p.phi_in_references.size(), 2u);
+      ASSERT_EQ(p.phi_references.size(), 3u);
+      for (const std::vector<double>& ref : p.phi_in_references) {
+        EXPECT_EQ(ref.size(), spec.injected_rows.size());
+      }
+    }
+    const ForgettingPoint& first = result->points[0];
+    const ForgettingPoint& last = result->points[2];
+    if (!poison) {
+      // k_steps injection batches are Dp in a fixed order: at k = 0 every IN
+      // reference is the injected arm, bit for bit.
+      for (const std::vector<double>& ref : first.phi_in_references) {
+        EXPECT_EQ(ref, first.phi_injected);
+      }
+    } else {
+      // Poison: their own epochs over D u Dp since theta_0.
+      EXPECT_NE(first.phi_in_references[0], first.phi_injected);
+      EXPECT_NE(first.phi_in_references[0], first.phi_in_references[1]);
+    }
+    // Afterwards each has its own order: different from the injected arm,
+    // the OUT references and each other.
+    EXPECT_NE(last.phi_in_references[0], last.phi_injected);
+    EXPECT_NE(last.phi_in_references[0], last.phi_in_references[1]);
+    EXPECT_NE(last.phi_in_references[0], last.phi_references[0]);
+    // They saw Dp: its phi stands higher under them than under the OUT
+    // references (averaged over Dp and the models).
+    for (const ForgettingPoint* p : {&first, &last}) {
+      double in = 0, out = 0;
+      for (const auto& ref : p->phi_in_references) in += Mean(ref) / 2;
+      for (const auto& ref : p->phi_references) out += Mean(ref) / 3;
+      EXPECT_GT(in, out) << p->steps_since_injection;
+    }
+    // Deterministic, and they change nothing about the arms or the OUT
+    // references.
+    auto again = RunForgetting(data, spec, nullptr);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->points[2].phi_in_references, last.phi_in_references);
+    spec.in_reference_models = 0;
+    auto plain = RunForgetting(data, spec, nullptr);
+    ASSERT_TRUE(plain.ok());
+    EXPECT_TRUE(plain->points[2].phi_in_references.empty());
+    EXPECT_EQ(plain->points[2].phi_baseline, last.phi_baseline);
+    EXPECT_EQ(plain->points[2].phi_injected, last.phi_injected);
+    EXPECT_EQ(plain->points[2].phi_references, last.phi_references);
+  }
+}
+
+TEST(ForgettingRunTest, InReferencesFillDupInBatchInjectionsFromTheirOwnSeed) {
+  const LabeledImages data = TinyImages(240);
+  ForgettingRunSpec spec = Spec();
+  spec.dup_in_batch = true;  // 16 Dp rows x 2 copies per batch of 32: 2 steps
+  spec.in_reference_models = 1;
+  auto result = RunForgetting(data, spec, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->injection_steps, 2u);
+  EXPECT_EQ(result->steps, 20u + 2u * 2u + 3u * 10u);
+  EXPECT_EQ(result->steps, ForgettingTrialSteps(spec));
+  // The batches' D fill is drawn from the IN reference's own seed.
+  EXPECT_NE(result->points[0].phi_in_references[0], result->points[0].phi_injected);
+}
+
 TEST(ForgettingRunTest, PackedArmsEqualArmsTrainedOneAtATime) {
   // 784 features and 64 hidden units put the GEMMs on the blocked kernels
   // Fashion-MNIST runs use.
@@ -193,6 +281,7 @@ TEST(ForgettingRunTest, PackedArmsEqualArmsTrainedOneAtATime) {
       spec.optimizer.weight_decay = 1e-3;
       spec.replay = true;
       spec.reference_models = 2;
+      spec.in_reference_models = 2;
       const std::string what =
           absl::StrCat(strategy == ForgettingStrategy::kPoison, "/", static_cast<int>(kind));
       uint64_t reported = 0;
@@ -221,6 +310,8 @@ TEST(ForgettingRunTest, PackedArmsEqualArmsTrainedOneAtATime) {
         EXPECT_EQ(p.loss_baseline, q.loss_baseline) << what << " point " << i;
         EXPECT_EQ(p.phi_replay, q.phi_replay) << what << " point " << i;
         EXPECT_EQ(p.phi_references, q.phi_references) << what << " point " << i;
+        EXPECT_EQ(p.phi_in_references, q.phi_in_references) << what << " point " << i;
+        EXPECT_EQ(p.phi_in_references.size(), 2u) << what << " point " << i;
       }
       EXPECT_NE(packed->points[2].phi_injected, packed->points[2].phi_baseline) << what;
     }

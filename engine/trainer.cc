@@ -7,13 +7,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "engine/device.h"
 #include "engine/optimizer.h"
 
 namespace memaudit::engine {
 
 absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
   try {
-    torch::Device device(name.empty() ? "cpu" : name);
+    torch::Device device(name.empty() ? DefaultDevice() : name);
     if (device.is_cuda() && !torch::cuda::is_available()) {
       return absl::FailedPreconditionError(absl::StrCat("device: ", name, " but CUDA is absent"));
     }

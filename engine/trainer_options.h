@@ -25,8 +25,9 @@ struct TrainerOptions {
   // LibTorch intra-op threads (process-wide). Results are bit-identical for a
   // fixed value on CPU; 0 leaves the current setting.
   uint32_t threads = 1;
-  // "cpu", "cuda", "cuda:1"; CUDA is an error where unavailable.
-  std::string device = "cpu";
+  // "cpu", "cuda", "cuda:1"; CUDA is an error where unavailable. Empty: the
+  // process default (engine/device.h; CPU unless the worker's --device).
+  std::string device;
   DpSgdOptions dp;
 };
 

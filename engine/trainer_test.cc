@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "engine/classifier_run.h"
+#include "engine/device.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
 #include "engine/signals.h"
@@ -50,6 +51,31 @@ std::vector<double> TrainAndFlatten(const ModelSpec& spec, const TrainerOptions&
   EpochSchedule schedule(Range(96), 16, order_seed);
   EXPECT_TRUE((*trainer)->Train(data, schedule, steps).ok());
   return FlatParams((*trainer)->model());
+}
+
+// The worker's --device: runs that name no device train on the process
+// default, which only a valid, present device can become.
+TEST(DeviceTest, DefaultDeviceIsCheckedAndUsedByRunsThatNameNone) {
+  EXPECT_EQ(DefaultDevice(), "cpu");
+  EXPECT_EQ(SetDefaultDevice("gpu").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SetDefaultDevice("cuda:x").status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::string> automatic = SetDefaultDevice("auto");
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  EXPECT_EQ(*automatic, torch::cuda::is_available() ? "cuda" : "cpu");
+  if (!torch::cuda::is_available()) {
+    absl::Status s = SetDefaultDevice("cuda").status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(std::string(s.message()).find("--device"), std::string::npos) << s;
+  }
+  EXPECT_EQ(DefaultDevice(), *automatic);  // failed calls change nothing
+  ModelSpec spec;
+  spec.kind = ModelKind::kLogReg;
+  spec.inputs = 4;
+  spec.classes = 2;
+  auto trainer = Trainer::Create([&] { return BuildModel(spec, 1); }, TrainerOptions{});
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  EXPECT_EQ((*trainer)->device().str(), *automatic);
+  ASSERT_TRUE(SetDefaultDevice("cpu").ok());
 }
 
 TEST(LrScheduleTest, StepAndCosine) {

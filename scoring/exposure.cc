@@ -1,5 +1,6 @@
 #include "scoring/exposure.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -76,6 +77,36 @@ absl::StatusOr<std::vector<double>> CalibrateByReferenceMean(absl::Span<const do
   std::vector<double> out(target_px.size());
   for (size_t c = 0; c < out.size(); ++c) {
     out[c] = target_px[c] - mean[c] / static_cast<double>(reference_px.rows);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ExposureResult>> CalibratedExactExposure(
+    absl::Span<const double> target_space_px, const Matrix& reference_space_px,
+    absl::Span<const uint64_t> canary_indices) {
+  absl::StatusOr<std::vector<double>> calibrated =
+      CalibrateByReferenceMean(target_space_px, reference_space_px);
+  if (!calibrated.ok()) return calibrated.status();
+  if (auto s = CheckNonEmpty("target_space_px", calibrated->size()); !s.ok()) return s;
+  // ExactExposure per canary, counted on one sorted copy: the number of
+  // values <= x is upper_bound(x).
+  std::vector<double> sorted = *calibrated;
+  std::sort(sorted.begin(), sorted.end());
+  const double log2_space = std::log2(static_cast<double>(sorted.size()));
+  std::vector<ExposureResult> out;
+  out.reserve(canary_indices.size());
+  for (size_t i = 0; i < canary_indices.size(); ++i) {
+    if (canary_indices[i] >= calibrated->size()) {
+      return absl::InvalidArgumentError(absl::StrCat("canary_indices[", i,
+                                                     "] = ", canary_indices[i],
+                                                     "; must be < |R| = ", calibrated->size()));
+    }
+    const double px = (*calibrated)[canary_indices[i]];
+    ExposureResult& r = out.emplace_back();
+    r.log2_space = log2_space;
+    r.rank =
+        static_cast<uint64_t>(std::upper_bound(sorted.begin(), sorted.end(), px) - sorted.begin());
+    r.exposure = log2_space - std::log2(static_cast<double>(r.rank));
   }
   return out;
 }

@@ -48,6 +48,17 @@ absl::StatusOr<ExposureResult> SampledExposure(absl::Span<const double> referenc
 absl::StatusOr<std::vector<double>> CalibrateByReferenceMean(absl::Span<const double> target_px,
                                                              const Matrix& reference_px);
 
+// Exact calibrated exposure: CalibrateByReferenceMean applied to every
+// candidate of R (target_space_px has |R| entries, reference_space_px is
+// R models x |R|, both in one candidate order), then ExactExposure of each
+// canary among the calibrated values: with Px' = Px - mean reference Px,
+// rank = |{r in R : Px'(r) <= Px'(canary)}| (the canary counts itself, ties
+// count against it) and exposure = log2|R| - log2 rank. canary_indices are
+// the canaries' positions in the candidate order; one result per canary.
+absl::StatusOr<std::vector<ExposureResult>> CalibratedExactExposure(
+    absl::Span<const double> target_space_px, const Matrix& reference_space_px,
+    absl::Span<const uint64_t> canary_indices);
+
 }  // namespace memaudit::scoring
 
 #endif  // MEMAUDIT_SCORING_EXPOSURE_H_

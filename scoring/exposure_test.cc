@@ -74,6 +74,42 @@ TEST(CalibrationTest, SubtractsMeanReferencePxPerCandidate) {
   EXPECT_FALSE(CalibrateByReferenceMean(std::vector<double>{1.0}, Matrix(0, 1)).ok());
 }
 
+TEST(CalibrationTest, ExactCalibratedRanksEveryCandidateCalibrated) {
+  // |R| = 4. Target Px {10, 12, 9, 20}; reference means {9, 15, 8, 11};
+  // calibrated Px' {1, -3, 1, 9}.
+  Matrix refs(2, 4,
+              {8.0, 14.0, 9.0, 10.0,  //
+               10.0, 16.0, 7.0, 12.0});
+  const std::vector<double> target = {10.0, 12.0, 9.0, 20.0};
+  auto x = CalibratedExactExposure(target, refs, std::vector<uint64_t>{1, 0, 2, 3});
+  ASSERT_TRUE(x.ok()) << x.status();
+  ASSERT_EQ(x->size(), 4u);
+  // Candidate 1: rank 3 uncalibrated (9, 10, 12), but -3 is the lowest Px':
+  // rank 1, exposure log2 4 - log2 1 = 2.
+  EXPECT_EQ((*x)[0].rank, 1u);
+  EXPECT_DOUBLE_EQ((*x)[0].exposure, 2.0);
+  EXPECT_DOUBLE_EQ((*x)[0].log2_space, 2.0);
+  // Candidates 0 and 2 tie at 1: each counts the other (-3, 1, 1): rank 3.
+  EXPECT_EQ((*x)[1].rank, 3u);
+  EXPECT_NEAR((*x)[1].exposure, 2.0 - std::log2(3.0), 1e-12);
+  EXPECT_EQ((*x)[2].rank, 3u);
+  // Candidate 3 at 9, the highest: rank 4, exposure 0.
+  EXPECT_EQ((*x)[3].rank, 4u);
+  EXPECT_DOUBLE_EQ((*x)[3].exposure, 0.0);
+  // The same as ExactExposure on the calibrated values.
+  auto calibrated = CalibrateByReferenceMean(target, refs);
+  ASSERT_TRUE(calibrated.ok());
+  for (uint64_t i = 0; i < 4; ++i) {
+    auto exact = ExactExposure(*calibrated, i);
+    auto one = CalibratedExactExposure(target, refs, std::vector<uint64_t>{i});
+    ASSERT_TRUE(exact.ok() && one.ok());
+    EXPECT_EQ((*one)[0].rank, exact->rank) << i;
+  }
+  EXPECT_FALSE(CalibratedExactExposure(target, refs, std::vector<uint64_t>{4}).ok());
+  EXPECT_FALSE(CalibratedExactExposure(std::vector<double>{1.0}, refs, {}).ok());
+  EXPECT_FALSE(CalibratedExactExposure({}, Matrix(1, 0), {}).ok());
+}
+
 TEST(ExposureValidationTest, RejectsBadInput) {
   EXPECT_EQ(SampledExposure({}, 1.0).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(SampledExposure(std::vector<double>{1.0}, NAN).ok());

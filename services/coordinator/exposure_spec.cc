@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/exposure_eval_steps.h"
 #include "common/exposure_signals.h"
 #include "services/coordinator/spec_rules.h"
 
@@ -62,6 +63,13 @@ void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
     if (v.has_dropout() && !(v.dropout() >= 0 && v.dropout() < 1)) {
       add(field("dropout"), absl::StrCat("must be in [0, 1) (got ", v.dropout(), ")"));
     }
+    // The base recipe's rules (spec_rules.h), under the entry's field name.
+    if (v.has_epochs() && (v.epochs() == 0 || v.epochs() > 10000)) {
+      add(field("epochs"), absl::StrCat("must be in [1, 10000] (got ", v.epochs(), ")"));
+    }
+    if (v.has_learning_rate() && (!(v.learning_rate() > 0) || !std::isfinite(v.learning_rate()))) {
+      add(field("learning_rate"), absl::StrCat("must be > 0 (got ", v.learning_rate(), ")"));
+    }
     if (v.has_dp_sgd()) {
       const v1::DpSgdSpec& dp = v.dp_sgd();
       // Noise 0 would report epsilon = infinity: clipping alone is not DP.
@@ -74,6 +82,49 @@ void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
       }
       if (!(dp.delta() > 0 && dp.delta() < 1)) {
         add(field("dp_sgd.delta"), absl::StrCat("must be in (0, 1) (got ", dp.delta(), ")"));
+      }
+    }
+  }
+}
+
+// Evaluation points of the canary models: one of the two ways, k > 0, and at
+// most exposure::kMaxEvalPoints points (the final model included) in every
+// variant, counted on the planner's step count (an upper bound for a file
+// corpus, so the engine never measures more).
+template <typename Add>
+void ValidateEvalPoints(const v1::ExposureAudit& e, const Add& add) {
+  if (e.has_eval_every_steps() && e.eval_every_epoch()) {
+    add("eval_every_epoch", "set at most one of eval_every_steps and eval_every_epoch");
+    return;
+  }
+  const uint32_t variants = exposure::VariantCount(e);
+  if (e.has_eval_every_steps()) {
+    const uint64_t k = e.eval_every_steps();
+    if (k == 0) {
+      add("eval_every_steps", "must be > 0 (unset = the final model only)");
+      return;
+    }
+    for (uint32_t v = 0; v < variants; ++v) {
+      const uint64_t steps = ExposureTaskSteps(e, v, /*with_canaries=*/true);
+      const uint64_t points = (steps + k - 1) / k;
+      if (points > exposure::kMaxEvalPoints) {
+        add("eval_every_steps",
+            absl::StrCat(
+                "gives ", points, " evaluation points over the ", steps, " steps of \"",
+                exposure::ResolveVariant(e, v).name, "\"; at most ", exposure::kMaxEvalPoints,
+                ": use k >= ", (steps + exposure::kMaxEvalPoints - 1) / exposure::kMaxEvalPoints));
+        return;
+      }
+    }
+  }
+  if (e.eval_every_epoch()) {
+    for (uint32_t v = 0; v < variants; ++v) {
+      const exposure::Variant recipe = exposure::ResolveVariant(e, v);
+      if (recipe.epochs > exposure::kMaxEvalPoints) {
+        add("eval_every_epoch",
+            absl::StrCat("gives one evaluation point per epoch, at most ", exposure::kMaxEvalPoints,
+                         " (\"", recipe.name, "\" trains ", recipe.epochs, " epochs)"));
+        return;
       }
     }
   }
@@ -126,6 +177,11 @@ void ApplyExposureDefaults(v1::ExposureAudit* e) {
     // Named once here so results, report and metrics all use one label.
     if (v.name().empty()) v.set_name(exposure::DefaultVariantName(v));
     if (v.has_dp_sgd() && v.dp_sgd().delta() == 0) v.mutable_dp_sgd()->set_delta(kDefaultDpDelta);
+  }
+  // Exact calibration costs each model one enumeration of R (about |R| /
+  // (alphabet - 1) model steps) and |R| values sent: on where that is small.
+  if (!e->has_exact_calibration()) {
+    e->set_exact_calibration(e->reference_models() > 0 && exposure::ExactCalibrationFits(*e));
   }
 }
 
@@ -232,6 +288,20 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
         "needs the reference sample S: set estimator to sampled, extrapolated or all");
   }
   ValidateSweep(e, add);
+  if (e.exact_calibration() && e.reference_models() == 0) {
+    add("exact_calibration", "needs reference_models > 0 (it calibrates by their mean Px)");
+  } else if (e.exact_calibration() && !exposure::ExactCalibrationFits(e)) {
+    const uint64_t models =
+        static_cast<uint64_t>(exposure::VariantCount(e)) * (1 + uint64_t{e.reference_models()});
+    add("exact_calibration",
+        absl::StrCat("every canary and reference model sends |R| values: needs |R| <= ",
+                     exposure::kMaxExactCalibrationSpace, " and |R| x ", models,
+                     " models <= ", exposure::kMaxExactCalibrationValues, " (|R| = ",
+                     log2_space <= kMaxLog2Space ? absl::StrCat(exposure::SpaceSize(e))
+                                                 : absl::StrCat("2^", log2_space),
+                     "); set it false"));
+  }
+  ValidateEvalPoints(e, add);
 }
 
 double ExposureLog2Space(const v1::ExposureAudit& e) {
@@ -244,10 +314,17 @@ double ExposureLog2Space(const v1::ExposureAudit& e) {
 }
 
 uint64_t ExposureSteps(const v1::ExposureAudit& e) {
-  return ExposureTaskSteps(e, e.training().batch_size(), /*with_canaries=*/true);
+  return ExposureRecipeSteps(e, e.training().batch_size(), e.training().epochs(),
+                             /*with_canaries=*/true);
 }
 
-uint64_t ExposureTaskSteps(const v1::ExposureAudit& e, uint32_t batch_size, bool with_canaries) {
+uint64_t ExposureTaskSteps(const v1::ExposureAudit& e, uint32_t variant, bool with_canaries) {
+  const exposure::Variant recipe = exposure::ResolveVariant(e, variant);
+  return ExposureRecipeSteps(e, recipe.batch_size, recipe.epochs, with_canaries);
+}
+
+uint64_t ExposureRecipeSteps(const v1::ExposureAudit& e, uint32_t batch_size, uint32_t epochs,
+                             bool with_canaries) {
   uint64_t chars = e.corpus().max_chars();
   if (!e.corpus().text().empty()) {
     // The engine's cut: the corpus is kept up to its last line end <= max_chars.
@@ -266,7 +343,7 @@ uint64_t ExposureTaskSteps(const v1::ExposureAudit& e, uint32_t batch_size, bool
   const uint64_t window = std::max<uint32_t>(e.training().window(), 1);
   const uint64_t batch = std::max<uint32_t>(batch_size, 1);
   const uint64_t windows = chars > 1 ? (chars - 1) / window : 0;
-  return e.training().epochs() * ((windows + batch - 1) / batch);
+  return static_cast<uint64_t>(epochs) * ((windows + batch - 1) / batch);
 }
 
 }  // namespace memaudit::coordinator

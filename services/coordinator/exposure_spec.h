@@ -27,9 +27,13 @@ double ExposureLog2Space(const v1::ExposureAudit& e);
 // corpus; for a file corpus it assumes max_chars characters (an upper bound
 // when the file is longer, as the cut falls at a line end).
 uint64_t ExposureSteps(const v1::ExposureAudit& e);
-// The same for any task: `batch_size` of its variant, and the corpus with or
-// without the canaries (baseline and reference models train without them).
-uint64_t ExposureTaskSteps(const v1::ExposureAudit& e, uint32_t batch_size, bool with_canaries);
+// The same for any task: the batch size and epochs of sweep variant
+// `variant` (exposure::ResolveVariant), and the corpus with or without the
+// canaries (baseline and reference models train without them).
+uint64_t ExposureTaskSteps(const v1::ExposureAudit& e, uint32_t variant, bool with_canaries);
+// The same for an explicit batch size and epoch count.
+uint64_t ExposureRecipeSteps(const v1::ExposureAudit& e, uint32_t batch_size, uint32_t epochs,
+                             bool with_canaries);
 
 }  // namespace memaudit::coordinator
 

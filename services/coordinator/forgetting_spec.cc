@@ -128,9 +128,7 @@ void ApplyForgettingDefaults(v1::ForgettingAudit* f) {
     }
   }
   if (f->attack().empty()) f->set_attack("checkpoint_calibrated");
-  if (f->attack() == forgetting::kLiraAttack && f->reference_models() == 0) {
-    f->set_reference_models(4);
-  }
+  if (forgetting::LiraAttack(*f) && f->reference_models() == 0) f->set_reference_models(4);
   if (f->fpr() == 0) f->set_fpr(0.1);
 }
 
@@ -218,14 +216,24 @@ void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   }
   CheckOneOf("attack", f.attack(),
              {"checkpoint_calibrated", "calibrated_loss", "uncalibrated", forgetting::kReplayAttack,
-              forgetting::kLiraAttack},
+              forgetting::kLiraAttack, forgetting::kLiraOnlineAttack},
              add);
-  if (f.attack() == forgetting::kLiraAttack) {
+  if (forgetting::LiraAttack(f)) {
+    // Two per side: the median and the std of one value say nothing (a
+    // residual about its own median is 0, for the pooled sigma too).
     if (f.reference_models() < 2 || f.reference_models() > 64) {
-      add("reference_models", absl::StrCat("must be in [2, 64] (got ", f.reference_models(), ")"));
+      add("reference_models", absl::StrCat("must be in [2, 64] (got ", f.reference_models(), ")",
+                                           f.attack() == forgetting::kLiraOnlineAttack
+                                               ? "; lira_online trains as many IN models again"
+                                               : ""));
     }
-  } else if (f.reference_models() != 0) {
-    add("reference_models", "applies to attack lira_references only");
+  } else {
+    if (f.reference_models() != 0) {
+      add("reference_models", "applies to attack lira_references or lira_online only");
+    }
+    if (f.lira_per_example_variance()) {
+      add("lira_per_example_variance", "applies to attack lira_references or lira_online only");
+    }
   }
   if (!(f.fpr() > 0 && f.fpr() < 1)) {
     add("fpr", absl::StrCat("must be in (0, 1) (got ", f.fpr(), ")"));
@@ -238,6 +246,7 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
   if (f.has_model()) add("model", "not used with canaries (set canaries.model)");
   if (f.has_injected()) add("injected", "not used with canaries (set canaries.repeats)");
   if (f.reference_models() != 0) add("reference_models", "not used with canaries");
+  if (f.lira_per_example_variance()) add("lira_per_example_variance", "not used with canaries");
   const v1::ForgettingCanaries& c = f.canaries();
   const v1::CorpusSpec& corpus = c.corpus();
   if (corpus.text().empty() && corpus.path().empty() && corpus.name() != "fortunes") {

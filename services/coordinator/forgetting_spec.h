@@ -21,9 +21,11 @@ std::vector<uint64_t> DefaultForgettingEvalPoints(uint64_t steps_after);
 
 // Optimizer steps of one trial, both arms: Inject T_I + injection steps + 2 x
 // the last evaluation point; Poison 2 x T_I + 2 x the last evaluation point;
-// the deterministic_replay attack's replay and each lira_references model add
-// a baseline run, selection by loss its reference model's steps. Matches
-// engine::ForgettingTrialSteps (LM canaries: ForgettingLmTrialSteps) exactly.
+// the deterministic_replay attack's replay and each LiRA OUT reference model
+// add a baseline run, each lira_online IN reference an injected-arm run
+// (injection steps included), selection by loss its reference model's
+// steps. Matches engine::ForgettingTrialSteps (LM canaries:
+// ForgettingLmTrialSteps) exactly.
 uint64_t ForgettingTrialSteps(const v1::ForgettingAudit& f);
 
 }  // namespace memaudit::coordinator

@@ -188,6 +188,72 @@ TEST(ForgettingSpecTest, LiraReferencesDefaultsRulesAndSteps) {
               HasSubstr("forgetting.reference_models: applies to attack lira_references"));
 }
 
+TEST(ForgettingSpecTest, LiraOnlineDefaultsRulesAndSteps) {
+  v1::AuditSpec spec;
+  spec.set_seed(9);
+  spec.mutable_forgetting()->set_attack("lira_online");
+  ApplyDefaults(&spec);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  EXPECT_EQ(f->reference_models(), 4u);
+  EXPECT_FALSE(f->lira_per_example_variance());
+  // Inject: 4 OUT references fork at the checkpoint; 4 IN references fork
+  // there too and take the injection step: 1000 + (1 + 4) x 1 + (2 + 8) x 1000.
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 1000u + 5u + 10000u);
+  EXPECT_EQ(ForgettingTrialSteps(*f), 1000u + 5u + 10000u);
+  // r = 3 in dup_in_batch batches of 128: 42 Dp rows per batch, 3 steps each.
+  f->set_repeats(3);
+  f->set_inject_mode("dup_in_batch");
+  EXPECT_EQ(ForgettingTrialSteps(*f), 1000u + 5u * 3u + 10000u);
+  // Selection by hardness adds its reference model in front.
+  f->mutable_injected()->set_selection("hard");
+  f->mutable_injected()->set_flip_labels(false);
+  f->mutable_injected()->set_candidates(1000);
+  f->mutable_injected()->set_selection_steps(700);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 700u + 1000u + 15u + 10000u);
+  // Poison: every arm from theta_0: (2 + 4 + 4) x (1000 + 1000).
+  f->set_strategy("poison");
+  f->set_repeats(1);
+  f->set_inject_mode("k_steps");
+  f->mutable_injected()->set_selection("random");
+  f->mutable_injected()->set_candidates(0);
+  f->mutable_injected()->set_selection_steps(0);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 10u * 2000u);
+  // One model per side cannot be fitted: the field is named.
+  f->set_reference_models(1);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("forgetting.reference_models: must be in [2, 64] (got 1); lira_online "
+                        "trains as many IN models again"));
+  f->set_reference_models(65);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("forgetting.reference_models: must be in [2, 64]"));
+}
+
+TEST(ForgettingSpecTest, PerExampleVarianceAppliesToLiraAttacksOnly) {
+  for (const char* attack : {"lira_references", "lira_online"}) {
+    v1::AuditSpec spec;
+    spec.set_seed(9);
+    spec.mutable_forgetting()->set_attack(attack);
+    spec.mutable_forgetting()->set_lira_per_example_variance(true);
+    ApplyDefaults(&spec);
+    EXPECT_TRUE(ValidateSpec(spec).ok()) << attack << ": " << ValidateSpec(spec);
+  }
+  v1::AuditSpec other = Defaulted();
+  other.mutable_forgetting()->set_lira_per_example_variance(true);
+  EXPECT_THAT(std::string(ValidateSpec(other).message()),
+              HasSubstr("forgetting.lira_per_example_variance: applies to attack lira_references "
+                        "or lira_online only"));
+  v1::AuditSpec canaries;
+  canaries.set_seed(9);
+  canaries.mutable_forgetting()->mutable_canaries();
+  ApplyDefaults(&canaries);
+  canaries.mutable_forgetting()->set_lira_per_example_variance(true);
+  EXPECT_THAT(std::string(ValidateSpec(canaries).message()),
+              HasSubstr("forgetting.lira_per_example_variance: not used with canaries"));
+}
+
 TEST(ForgettingSpecTest, CanaryDefaultsValidationAndSteps) {
   v1::AuditSpec spec;
   spec.set_seed(9);

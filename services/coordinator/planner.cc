@@ -20,11 +20,10 @@ absl::StatusOr<Plan> PlanAudit(const v1::AuditSpec& spec) {
     const v1::ExposureAudit& e = spec.exposure();
     const uint32_t variants = exposure::VariantCount(e);
     for (uint32_t v = 0; v < variants; ++v) {
-      const uint32_t batch = exposure::ResolveVariant(e, v).batch_size;
-      plan.tasks.push_back({exposure::kCanaryRole, v, ExposureTaskSteps(e, batch, true)});
+      plan.tasks.push_back({exposure::kCanaryRole, v, ExposureTaskSteps(e, v, true)});
     }
     for (uint32_t v = 0; v < variants; ++v) {
-      const uint64_t steps = ExposureTaskSteps(e, exposure::ResolveVariant(e, v).batch_size, false);
+      const uint64_t steps = ExposureTaskSteps(e, v, false);
       if (e.baseline()) plan.tasks.push_back({exposure::kBaselineRole, v, steps});
       for (uint32_t j = 0; j < e.reference_models(); ++j) {
         plan.tasks.push_back({exposure::kReferenceRole, v * e.reference_models() + j, steps});

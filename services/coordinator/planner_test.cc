@@ -121,6 +121,20 @@ TEST(PlannerTest, ExposurePlansOneCanaryModelWithExactSteps) {
   EXPECT_EQ(PlanAudit(cut)->tasks[0].steps_total, 6u);
   // Determinism: the same spec, the same plan.
   EXPECT_EQ(PlanAudit(SmallExposureSpec())->tasks[0].steps_total, 9u);
+  // Evaluation points measure between steps: the plan is unchanged.
+  for (bool per_epoch : {false, true}) {
+    v1::AuditSpec curve = SmallExposureSpec();
+    if (per_epoch) {
+      curve.mutable_exposure()->set_eval_every_epoch(true);
+    } else {
+      curve.mutable_exposure()->set_eval_every_steps(2);
+    }
+    auto curve_plan = PlanAudit(curve);
+    ASSERT_TRUE(curve_plan.ok()) << curve_plan.status();
+    ASSERT_EQ(curve_plan->tasks.size(), 1u);
+    EXPECT_EQ(curve_plan->tasks[0].role, "canary_model");
+    EXPECT_EQ(curve_plan->tasks[0].steps_total, 9u);
+  }
 }
 
 TEST(PlannerTest, ExposureSweepPlansCanaryModelsThenBaselinesAndReferences) {

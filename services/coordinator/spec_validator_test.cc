@@ -178,6 +178,40 @@ TEST(SpecValidatorTest, ExposureEveryBadFieldIsNamedWithItsRule) {
   EXPECT_THAT(std::string(ValidateSpec(exact).message()), HasSubstr("exposure.canary.digits"));
 }
 
+TEST(SpecValidatorTest, ExposureEvaluationPointsAreBoundedAndExclusive) {
+  v1::AuditSpec spec;
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->mutable_corpus()->set_text(std::string(6400, 'a'));  // 100 windows of 64
+  e->mutable_training()->set_epochs(10);
+  ApplyDefaults(&spec);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << "neither: the final model only";
+  e->set_eval_every_epoch(true);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  e->set_eval_every_steps(5);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("exposure.eval_every_epoch: set at most one of eval_every_steps and "
+                        "eval_every_epoch"));
+  e->set_eval_every_epoch(false);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  e->set_eval_every_steps(0);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("exposure.eval_every_steps: must be > 0"));
+  // The tiny corpus plus 85 canary lines of 28 characters: 8780 characters,
+  // 137 windows, 5 steps per epoch, 50 steps; k = 1 gives 50 points.
+  e->set_eval_every_steps(1);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  e->mutable_training()->set_epochs(13);  // 65 steps: 65 points
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("exposure.eval_every_steps: gives 65 evaluation points over the 65 steps "
+                        "of \"base\"; at most 64: use k >= 2"));
+  e->clear_eval_every_steps();
+  e->set_eval_every_epoch(true);
+  e->mutable_training()->set_epochs(65);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("exposure.eval_every_epoch: gives one evaluation point per epoch, at most "
+                        "64 (\"base\" trains 65 epochs)"));
+}
+
 TEST(SpecValidatorTest, ExposureSweepDefaultsNameEachVariant) {
   v1::AuditSpec spec;
   v1::ExposureAudit* e = spec.mutable_exposure();

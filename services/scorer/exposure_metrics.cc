@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/exposure_eval_steps.h"
 #include "common/exposure_signals.h"
 #include "scoring/exposure.h"
 #include "scoring/matrix.h"
@@ -23,10 +24,15 @@ size_t CanaryCount(const v1::ExposureAudit& e) { return e.repeats_size() + e.con
 
 bool IsPerCanary(const std::string& signal) {
   return signal == exposure::kRepeats || signal == exposure::kPxBits || signal == exposure::kRank ||
-         signal == exposure::kExact || signal == exposure::kRankQueries;
+         signal == exposure::kExact || signal == exposure::kRankQueries ||
+         signal == exposure::kSpaceIndex;
 }
 
 bool IsBytes(double v) { return v >= 0 && v <= 255 && v == std::floor(v); }
+
+bool HasEstimator(const v1::ExposureResults& x, const char* estimator) {
+  return std::find(x.estimators().begin(), x.estimators().end(), estimator) != x.estimators().end();
+}
 
 std::string DecodeBytes(const std::vector<double>& values, size_t from) {
   std::string out;
@@ -69,7 +75,93 @@ v1::PxHistogram PxHistogramOf(const std::vector<double>& px) {
 
 bool IsPoint(const v1::ExposureAudit& e, const std::string& point) {
   const std::vector<std::string> points = exposure::PointsOf(e);
-  return std::find(points.begin(), points.end(), point) != points.end();
+  if (std::find(points.begin(), points.end(), point) != points.end()) return true;
+  // An evaluation point of the canary model: "step/<n>", n a multiple of k
+  // with eval_every_steps (per epoch, the epoch length is known only from
+  // the final model's step count: checked when scoring).
+  const uint64_t step = exposure::StepOfPoint(point);
+  if (step == 0 || !exposure::HasEvalPoints(e)) return false;
+  return !e.has_eval_every_steps() ||
+         (e.eval_every_steps() > 0 && step % e.eval_every_steps() == 0);
+}
+
+// The evaluation steps before the final model of variant `v`, from its
+// canary model's training step count.
+absl::StatusOr<std::vector<uint64_t>> EvalStepsOf(const v1::ExposureAudit& e, uint32_t v,
+                                                  uint64_t training_steps) {
+  const uint32_t epochs = exposure::ResolveVariant(e, v).epochs;
+  std::vector<uint64_t> steps = exposure::IntermediateEvalSteps(
+      training_steps, epochs, e.has_eval_every_steps() ? e.eval_every_steps() : 0,
+      e.eval_every_epoch());
+  if (steps.size() >= exposure::kMaxEvalPoints) {
+    return absl::InvalidArgumentError(absl::StrCat("observation.values: model: ", training_steps,
+                                                   " training steps give more than ",
+                                                   exposure::kMaxEvalPoints, " evaluation points"));
+  }
+  return steps;
+}
+
+// Mean and median exact exposure per insertion count at one curve point.
+void AddCurveGroups(const v1::ExposureResults& x, v1::ExposureCurvePoint* point) {
+  std::map<uint32_t, std::vector<double>> groups;
+  for (int i = 0; i < x.canaries_size() && i < point->exposure_size(); ++i) {
+    groups[x.canaries(i).repeats()].push_back(point->exposure(i));
+  }
+  for (const auto& [r, values] : groups) {
+    v1::ExposureByRepeats* g = point->add_by_repeats();
+    g->set_repeats(r);
+    g->set_canaries(static_cast<uint32_t>(values.size()));
+    g->set_mean_exposure(Mean(values));
+    g->set_median_exposure(Median(values));
+    if (r == 0) point->set_control_median_exposure(g->median_exposure());
+  }
+}
+
+// Forward declaration: defined with the other per-model helpers below.
+std::optional<ModelSignals> ModelAt(const v1::ExposureAudit& e, const ExposureSignals& signals,
+                                    const std::string& point, uint32_t v);
+
+// The canary model's exposure curve (spec eval_every_steps / eval_every_epoch):
+// every evaluation point, then the final model. False while a point is missing.
+absl::StatusOr<bool> AddCurve(const v1::ExposureAudit& e, const ExposureSignals& signals,
+                              uint32_t v, v1::ExposureResults* out) {
+  absl::StatusOr<std::vector<uint64_t>> steps = EvalStepsOf(e, v, out->training_steps());
+  if (!steps.ok()) return steps.status();
+  for (uint64_t step : *steps) {
+    const std::string name = exposure::StepPoint(step);
+    std::optional<ModelSignals> m = ModelAt(e, signals, name, v);
+    if (!m) return false;
+    const std::vector<double>& px = m->at(exposure::kPxBits);
+    const std::vector<double>& rank = m->at(exposure::kRank);
+    const std::vector<double>& exact = m->at(exposure::kExact);
+    if (px.size() != static_cast<size_t>(out->canaries_size()) || rank.size() != px.size() ||
+        exact.size() != px.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values: point \"", name, "\": shapes do not match the spec"));
+    }
+    v1::ExposureCurvePoint* point = out->add_curve();
+    point->set_step(step);
+    for (size_t i = 0; i < px.size(); ++i) {
+      absl::StatusOr<scoring::ExposureResult> x =
+          scoring::ExposureFromRank(out->log2_space(), static_cast<uint64_t>(rank[i]));
+      if (!x.ok()) return x.status();
+      point->add_px_bits(px[i]);
+      point->add_rank(static_cast<uint64_t>(rank[i]));
+      point->add_exact(exact[i] != 0);
+      point->add_exposure(x->exposure);
+    }
+    AddCurveGroups(*out, point);
+  }
+  v1::ExposureCurvePoint* last = out->add_curve();
+  last->set_step(out->training_steps());
+  for (const v1::CanaryResult& c : out->canaries()) {
+    last->add_px_bits(c.px_bits());
+    last->add_rank(c.rank());
+    last->add_exact(c.exact());
+    last->add_exposure(c.exposure());
+  }
+  AddCurveGroups(*out, last);
+  return true;
 }
 
 absl::StatusOr<std::vector<std::string>> SecretsOf(const ModelSignals& m, size_t count,
@@ -187,14 +279,34 @@ absl::StatusOr<v1::ExposureResults> ScoreCanaryModel(const v1::ExposureAudit& e,
   return out;
 }
 
-// The baseline model: each canary's exact exposure when the corpus never
-// held it.
+// The baseline model: each canary's exposure when the corpus never held it,
+// by exact rank and, with the sampled / extrapolated estimator, against the
+// baseline's own Px of S (the same S as the canary model's).
 absl::Status AddBaseline(const ModelSignals& signals, const std::vector<std::string>& secrets,
                          v1::ExposureResults* out) {
   if (absl::Status s = SameSecrets(signals, secrets, "baseline model"); !s.ok()) return s;
   const std::vector<double>& px = signals.at(exposure::kPxBits);
   const std::vector<double>& rank = signals.at(exposure::kRank);
   const std::vector<double>& exact = signals.at(exposure::kExact);
+  const bool sampled = HasEstimator(*out, "sampled");
+  const bool extrapolated = HasEstimator(*out, "extrapolated");
+  std::vector<double> refs;
+  if (sampled || extrapolated) refs = signals.at(exposure::kReferencePxBits);
+  scoring::SkewNormalParams fit;
+  bool fitted = false;
+  if (extrapolated) {
+    // As for the canary model: a failed fit leaves NaN, not a failed audit.
+    absl::StatusOr<scoring::SkewNormalFit> f = scoring::FitSkewNormal(refs);
+    if (f.ok()) {
+      fit = f->params;
+      fitted = true;
+      out->set_baseline_fit_location(fit.location);
+      out->set_baseline_fit_scale(fit.scale);
+      out->set_baseline_fit_shape(fit.shape);
+      out->set_baseline_fit_ks_statistic(f->ks.statistic);
+      out->set_baseline_fit_ks_p_value(f->ks.p_value);
+    }
+  }
   out->set_baseline_model(true);
   out->set_baseline_final_loss(signals.at(exposure::kModel)[2]);
   for (int i = 0; i < out->canaries_size(); ++i) {
@@ -206,18 +318,53 @@ absl::Status AddBaseline(const ModelSignals& signals, const std::vector<std::str
         scoring::ExposureFromRank(out->log2_space(), c->baseline_rank());
     if (!x.ok()) return x.status();
     c->set_baseline_exposure(x->exposure);
+    if (sampled) {
+      absl::StatusOr<scoring::ExposureResult> b = scoring::SampledExposure(refs, px[i]);
+      if (!b.ok()) return b.status();
+      c->set_baseline_sampled_exposure(b->exposure);
+      c->set_baseline_sampled_lower_bound(b->lower_bound);
+    }
+    if (extrapolated) {
+      c->set_baseline_extrapolated_exposure(fitted ? scoring::ExtrapolatedExposure(fit, px[i])
+                                                   : kNaN);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A model's Px of all of R must hold its canaries' Px at their indices: a
+// guard against a candidate order that is not the one the indices count in.
+// Float32 models reproduce a Px to ~1e-6 bits across batch shapes.
+absl::Status CheckSpaceOrder(const std::vector<double>& space, const std::vector<double>& px,
+                             const std::vector<double>& index, const std::string& model) {
+  constexpr double kToleranceBits = 1e-3;
+  if (index.size() != px.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(model, " space_index: wrong count"));
+  }
+  for (size_t i = 0; i < px.size(); ++i) {
+    if (!(index[i] >= 0 && index[i] < static_cast<double>(space.size()))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model, " space_index: ", index[i], " is outside |R| = ", space.size()));
+    }
+    const double at = space[static_cast<size_t>(index[i])];
+    if (!(std::abs(at - px[i]) <= kToleranceBits)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model, " space_px_bits: canary ", i, " has Px ", px[i], " but ", at,
+                       " at its index ", index[i], ": not the candidate order of space_index"));
+    }
   }
   return absl::OkStatus();
 }
 
 // Reference calibration (scoring::CalibrateByReferenceMean): every
 // candidate's Px minus its mean over the reference models, canaries and S
-// alike, then the sampled estimator on the calibrated values. Calibration
-// breaks the per-character bound exact ranking needs, so there is no exact
-// calibrated rank.
+// alike, then the sampled estimator on the calibrated values. With exact
+// calibration also every candidate of R calibrated the same way and each
+// canary ranked among them (scoring::CalibratedExactExposure).
 absl::Status AddCalibration(const ModelSignals& canary_model,
                             const std::vector<ModelSignals>& references,
-                            const std::vector<std::string>& secrets, v1::ExposureResults* out) {
+                            const std::vector<std::string>& secrets, bool exact_calibration,
+                            v1::ExposureResults* out) {
   const std::vector<double>& px = canary_model.at(exposure::kPxBits);
   const std::vector<double>& refs = canary_model.at(exposure::kReferencePxBits);
   scoring::Matrix canary_ref(references.size(), px.size());
@@ -246,27 +393,55 @@ absl::Status AddCalibration(const ModelSignals& canary_model,
     c->set_calibrated_exposure(s->exposure);
     c->set_calibrated_lower_bound(s->lower_bound);
   }
+  if (!exact_calibration) return absl::OkStatus();
+  const std::vector<double>& space = canary_model.at(exposure::kSpacePxBits);
+  const std::vector<double>& index = canary_model.at(exposure::kSpaceIndex);
+  if (absl::Status s = CheckSpaceOrder(space, px, index, "canary model"); !s.ok()) return s;
+  scoring::Matrix space_ref(references.size(), space.size());
+  for (size_t m = 0; m < references.size(); ++m) {
+    const std::vector<double>& rspace = references[m].at(exposure::kSpacePxBits);
+    const std::string model = absl::StrCat("reference model ", m);
+    if (rspace.size() != space.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(model, ": shapes do not match the spec"));
+    }
+    if (absl::Status s = CheckSpaceOrder(rspace, references[m].at(exposure::kPxBits), index, model);
+        !s.ok()) {
+      return s;
+    }
+    std::copy(rspace.begin(), rspace.end(), space_ref.row(m));
+  }
+  const std::vector<uint64_t> indices(index.begin(), index.end());
+  absl::StatusOr<std::vector<scoring::ExposureResult>> ranked =
+      scoring::CalibratedExactExposure(space, space_ref, indices);
+  if (!ranked.ok()) return ranked.status();
+  out->set_calibrated_exact(true);
+  for (int i = 0; i < out->canaries_size(); ++i) {
+    v1::CanaryResult* c = out->mutable_canaries(i);
+    c->set_calibrated_rank((*ranked)[i].rank);
+    c->set_calibrated_exact_exposure((*ranked)[i].exposure);
+  }
   return absl::OkStatus();
 }
 
 // Exposure against insertions, for every estimator and model that ran.
 void AddByRepeats(v1::ExposureResults* out) {
-  auto has = [&](const char* estimator) {
-    return std::find(out->estimators().begin(), out->estimators().end(), estimator) !=
-           out->estimators().end();
-  };
-  const bool sampled = has("sampled"), extrapolated = has("extrapolated");
+  const bool sampled = HasEstimator(*out, "sampled");
+  const bool extrapolated = HasEstimator(*out, "extrapolated");
   const bool baseline = out->baseline_model(), calibrated = out->reference_models() > 0;
+  const bool calibrated_exact = out->calibrated_exact();
   std::map<uint32_t, std::vector<const v1::CanaryResult*>> groups;
   for (const v1::CanaryResult& c : out->canaries()) groups[c.repeats()].push_back(&c);
   for (const auto& [r, members] : groups) {
-    std::vector<double> ex, sa, xt, ba, ca;
+    std::vector<double> ex, sa, xt, ba, bs, bx, ca, ce;
     for (const v1::CanaryResult* c : members) {
       ex.push_back(c->exposure());
       sa.push_back(c->sampled_exposure());
       xt.push_back(c->extrapolated_exposure());
       ba.push_back(c->baseline_exposure());
+      bs.push_back(c->baseline_sampled_exposure());
+      bx.push_back(c->baseline_extrapolated_exposure());
       ca.push_back(c->calibrated_exposure());
+      ce.push_back(c->calibrated_exact_exposure());
     }
     v1::ExposureByRepeats* g = out->add_by_repeats();
     g->set_repeats(r);
@@ -281,12 +456,22 @@ void AddByRepeats(v1::ExposureResults* out) {
     g->set_median_baseline_exposure(baseline ? Median(ba) : 0);
     g->set_mean_calibrated_exposure(calibrated ? Mean(ca) : 0);
     g->set_median_calibrated_exposure(calibrated ? Median(ca) : 0);
+    g->set_mean_baseline_sampled_exposure(baseline && sampled ? Mean(bs) : 0);
+    g->set_median_baseline_sampled_exposure(baseline && sampled ? Median(bs) : 0);
+    g->set_mean_baseline_extrapolated_exposure(baseline && extrapolated ? Mean(bx) : 0);
+    g->set_median_baseline_extrapolated_exposure(baseline && extrapolated ? Median(bx) : 0);
+    g->set_mean_calibrated_exact_exposure(calibrated_exact ? Mean(ce) : 0);
+    g->set_median_calibrated_exact_exposure(calibrated_exact ? Median(ce) : 0);
     if (r == 0) {
       out->set_control_median_exposure(g->median_exposure());
       out->set_control_median_sampled_exposure(g->median_sampled_exposure());
       out->set_control_median_extrapolated_exposure(g->median_extrapolated_exposure());
       out->set_control_median_baseline_exposure(g->median_baseline_exposure());
       out->set_control_median_calibrated_exposure(g->median_calibrated_exposure());
+      out->set_control_median_baseline_sampled_exposure(g->median_baseline_sampled_exposure());
+      out->set_control_median_baseline_extrapolated_exposure(
+          g->median_baseline_extrapolated_exposure());
+      out->set_control_median_calibrated_exact_exposure(g->median_calibrated_exact_exposure());
     }
   }
 }
@@ -342,6 +527,8 @@ absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::O
     expected = CanaryCount(e);
   } else if (o.signal() == exposure::kReferencePxBits) {
     expected = e.reference_samples();
+  } else if (o.signal() == exposure::kSpacePxBits) {
+    expected = exposure::SpaceSize(e);
   } else if (o.signal() == exposure::kModel) {
     expected = exposure::kModelValues;
   } else if (o.signal() == exposure::kDp) {
@@ -365,6 +552,9 @@ absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::O
     if (o.signal() == exposure::kRepeats)
       ok = v == (i < static_cast<size_t>(e.repeats_size()) ? e.repeats(static_cast<int>(i)) : 0);
     if (o.signal() == exposure::kDp) ok = i == 0 ? v >= 0 && std::isfinite(v) : v > 0 && v < 1;
+    if (o.signal() == exposure::kSpaceIndex) {
+      ok = v >= 0 && v == std::floor(v) && v < static_cast<double>(exposure::SpaceSize(e));
+    }
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat("observation.values[", i, "]: ", v,
                                                      " is not a valid \"", o.signal(), "\" value"));
@@ -406,15 +596,26 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpe
       if (absl::Status s = AddBaseline(*baseline, secrets, &*x); !s.ok()) return s;
     }
     if (!references.empty()) {
-      if (absl::Status s = AddCalibration(*canary, references, secrets, &*x); !s.ok()) return s;
+      if (absl::Status s =
+              AddCalibration(*canary, references, secrets, exposure::ExactCalibration(e), &*x);
+          !s.ok()) {
+        return s;
+      }
     }
     AddByRepeats(&*x);
+    if (exposure::HasEvalPoints(e)) {
+      absl::StatusOr<bool> curve = AddCurve(e, signals, v, &*x);
+      if (!curve.ok()) return curve.status();
+      if (!*curve) return std::nullopt;
+    }
     const exposure::Variant recipe = exposure::ResolveVariant(e, v);
     v1::ExposureVariantResult& r = scored.emplace_back();
     r.set_name(recipe.name);
     r.set_batch_size(recipe.batch_size);
     r.set_units(recipe.units);
     r.set_dropout(recipe.dropout);
+    r.set_epochs(recipe.epochs);
+    r.set_learning_rate(recipe.learning_rate);
     if (recipe.dp) {
       const std::vector<double>& dp = canary->at(exposure::kDp);
       r.set_dp_noise_multiplier(recipe.noise_multiplier);
@@ -452,9 +653,51 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
       for (const std::string& name : exposure::SignalsAt(e, point, v)) names.insert(name);
     }
     for (const std::string& name : names) {
+      if (name == exposure::kSpacePxBits) continue;  // below, once the rest is in
       auto runs = store.LoadSignal(audit_id, point, name);
       if (!runs.ok()) return runs.status();
       if (!runs->empty()) signals[{point, name}] = *std::move(runs);
+    }
+  }
+  // Exact calibration's |R| values per model are read only when every other
+  // signal of every model is in: the audit is scored once, so they are read
+  // about once, not after every model's report.
+  if (exposure::ExactCalibration(e)) {
+    for (const std::string& point : exposure::PointsOf(e)) {
+      for (uint32_t v = 0; v < exposure::VariantCount(e); ++v) {
+        for (const std::string& name : exposure::SignalsAt(e, point, v)) {
+          if (name == exposure::kSpacePxBits) continue;
+          auto runs = signals.find({point, name});
+          if (runs == signals.end() || !runs->second.count(v)) return std::nullopt;
+        }
+      }
+    }
+    for (const std::string& point : exposure::PointsOf(e)) {
+      if (point == exposure::kBaselinePoint) continue;  // it scores no R
+      auto runs = store.LoadSignal(audit_id, point, exposure::kSpacePxBits);
+      if (!runs.ok()) return runs.status();
+      if (!runs->empty()) signals[{point, exposure::kSpacePxBits}] = *std::move(runs);
+    }
+  }
+  // Evaluation points: which steps follows from each canary model's step
+  // count, in its "model" signal.
+  auto model = signals.find({exposure::kCanaryPoint, exposure::kModel});
+  if (exposure::HasEvalPoints(e) && model != signals.end()) {
+    std::set<uint64_t> steps;
+    for (const auto& [v, values] : model->second) {
+      if (v >= exposure::VariantCount(e) || values.size() != exposure::kModelValues) continue;
+      absl::StatusOr<std::vector<uint64_t>> of =
+          EvalStepsOf(e, v, static_cast<uint64_t>(values[1]));
+      if (!of.ok()) return of.status();
+      steps.insert(of->begin(), of->end());
+    }
+    for (uint64_t step : steps) {
+      const std::string point = exposure::StepPoint(step);
+      for (const std::string& name : exposure::SignalsAt(e, point, 0)) {
+        auto runs = store.LoadSignal(audit_id, point, name);
+        if (!runs.ok()) return runs.status();
+        if (!runs->empty()) signals[{point, name}] = *std::move(runs);
+      }
     }
   }
   return ScoreExposure(spec, signals);
@@ -465,25 +708,62 @@ void PublishExposure(metrics::Registry* metrics, const v1::AuditResults& results
   const v1::ExposureResults& top = results.exposure();
   auto& bits = metrics->AddGauge(
       "memaudit_exposure_log2",
-      "Median canary exposure (log2|R| - log2 rank) by variant, insertion count (0 = controls) "
-      "and estimator; baseline = under the model trained without canaries.");
+      "Median canary exposure by variant, insertion count (0 = controls) and estimator: exact, "
+      "sampled, extrapolated; baseline, baseline_sampled, baseline_extrapolated = the same "
+      "estimators under the model trained without canaries; calibrated (sampled) and "
+      "calibrated_exact = reference-calibrated.");
   for (const auto& [variant, x] : Named(top)) {
+    // At most 8 values: the label's cardinality does not grow with the spec.
     std::vector<std::string> estimators(x->estimators().begin(), x->estimators().end());
-    if (x->baseline_model()) estimators.push_back("baseline");
+    if (x->baseline_model()) {
+      estimators.push_back("baseline");
+      if (HasEstimator(*x, "sampled")) estimators.push_back("baseline_sampled");
+      if (HasEstimator(*x, "extrapolated")) estimators.push_back("baseline_extrapolated");
+    }
     if (x->reference_models() > 0) estimators.push_back("calibrated");
+    if (x->calibrated_exact()) estimators.push_back("calibrated_exact");
     for (const v1::ExposureByRepeats& g : x->by_repeats()) {
       for (const std::string& estimator : estimators) {
-        const double value = estimator == "exact"        ? g.median_exposure()
-                             : estimator == "sampled"    ? g.median_sampled_exposure()
-                             : estimator == "baseline"   ? g.median_baseline_exposure()
-                             : estimator == "calibrated" ? g.median_calibrated_exposure()
-                                                         : g.median_extrapolated_exposure();
+        const double value =
+            estimator == "exact"                   ? g.median_exposure()
+            : estimator == "sampled"               ? g.median_sampled_exposure()
+            : estimator == "baseline"              ? g.median_baseline_exposure()
+            : estimator == "baseline_sampled"      ? g.median_baseline_sampled_exposure()
+            : estimator == "baseline_extrapolated" ? g.median_baseline_extrapolated_exposure()
+            : estimator == "calibrated"            ? g.median_calibrated_exposure()
+            : estimator == "calibrated_exact"      ? g.median_calibrated_exact_exposure()
+                                                   : g.median_extrapolated_exposure();
         if (!std::isfinite(value)) continue;
         bits.Add({{"audit", results.audit_id()},
                   {"variant", variant},
                   {"insertions", absl::StrCat(g.repeats())},
                   {"estimator", estimator}})
             .Set(value);
+      }
+    }
+  }
+  // Exposure during training: at most 16 variants x 64 points x the
+  // insertion counts (<= 64, plus controls) per audit.
+  bool curves = false;
+  for (const auto& [variant, x] : Named(top)) curves = curves || x->curve_size() > 0;
+  if (curves) {
+    auto& curve = metrics->AddGauge(
+        "memaudit_exposure_curve_log2",
+        "Canary model's exact exposure (log2|R| - log2 rank) at each evaluation step during "
+        "training, by variant and insertion count: the mean of the canaries inserted that many "
+        "times, the median of the controls (insertions 0).");
+    for (const auto& [variant, x] : Named(top)) {
+      for (const v1::ExposureCurvePoint& p : x->curve()) {
+        for (const v1::ExposureByRepeats& g : p.by_repeats()) {
+          const double value = g.repeats() == 0 ? g.median_exposure() : g.mean_exposure();
+          if (!std::isfinite(value)) continue;
+          curve
+              .Add({{"audit", results.audit_id()},
+                    {"variant", variant},
+                    {"insertions", absl::StrCat(g.repeats())},
+                    {"step", absl::StrCat(p.step())}})
+              .Set(value);
+        }
       }
     }
   }

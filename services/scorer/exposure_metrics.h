@@ -2,7 +2,8 @@
 // observations are in: per sweep variant, exact, sampled and extrapolated
 // exposure per canary, exposure against insertions, controls and extraction;
 // with a baseline model, each canary's exposure without the canaries in the
-// corpus; with reference models, reference-calibrated exposure.
+// corpus (every estimator the spec asks for); with reference models,
+// reference-calibrated exposure (sampled, and exact over all of R).
 #ifndef MEMAUDIT_SERVICES_SCORER_EXPOSURE_METRICS_H_
 #define MEMAUDIT_SERVICES_SCORER_EXPOSURE_METRICS_H_
 
@@ -43,8 +44,9 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
 
 // Gauges memaudit_exposure_log2{audit, variant, insertions, estimator} (the
 // median per insertion count, 0 = controls; estimator exact, sampled,
-// extrapolated, baseline or calibrated; variant "base" without a sweep) and
-// memaudit_exposure_space_log2{audit}.
+// extrapolated, baseline (exact under the baseline model), baseline_sampled,
+// baseline_extrapolated, calibrated (sampled) or calibrated_exact; variant
+// "base" without a sweep) and memaudit_exposure_space_log2{audit}.
 void PublishExposure(metrics::Registry* metrics, const v1::AuditResults& results);
 
 }  // namespace memaudit::scorer

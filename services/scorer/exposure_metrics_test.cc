@@ -183,6 +183,97 @@ TEST_F(ExposureScorerTest, IngestNamesTheBadField) {
   EXPECT_FALSE(scorer_->GetResults("x")->complete());
 }
 
+// Evaluation points every 40 steps of the 120-step canary model: "step/40"
+// and "step/80" send Px and exact ranks, the final model is the last point.
+class ExposureCurveScorerTest : public ExposureScorerTest {
+ protected:
+  void SetUp() override {
+    ExposureScorerTest::SetUp();
+    v1::AuditSpec spec = Spec();
+    spec.mutable_exposure()->set_eval_every_steps(40);
+    ASSERT_TRUE(scorer_->OpenAudit("c", spec).ok());
+  }
+  static v1::Observation At(v1::Observation o, const std::string& point) {
+    o.set_audit_id("c");
+    o.set_point(point);
+    return o;
+  }
+  static std::vector<v1::Observation> Point(const std::string& point, std::vector<double> rank) {
+    return {At(Obs(exposure::kPxBits, {30, 20, 36, 40}), point),
+            At(Obs(exposure::kRank, std::move(rank)), point),
+            At(Obs(exposure::kExact, {1, 1, 1, 1}), point),
+            At(Obs(exposure::kRankQueries, {1, 2, 3, 4}), point)};
+  }
+};
+
+TEST_F(ExposureCurveScorerTest, ScoresExposurePerCanaryAndEvaluationPoint) {
+  std::vector<v1::Observation> all;
+  for (const v1::Observation& o : Observations()) all.push_back(At(o, "final"));
+  for (const v1::Observation& o : Point("step/40", {500, 300, 400, 250})) all.push_back(o);
+  const std::vector<v1::Observation> last = Point("step/80", {200, 4, 500, 100});
+  all.insert(all.end(), last.begin(), last.end() - 1);
+  for (const v1::Observation& o : all) ASSERT_TRUE(scorer_->Ingest(o).ok()) << o.point();
+  ASSERT_TRUE(scorer_->ScoreIfComplete("c").ok());
+  EXPECT_FALSE(scorer_->GetResults("c")->complete()) << "step/80 rank_queries is missing";
+  ASSERT_TRUE(scorer_->Ingest(last.back()).ok());
+  ASSERT_TRUE(scorer_->ScoreIfComplete("c").ok());
+  auto results = scorer_->GetResults("c");
+  ASSERT_TRUE(results.ok());
+  ASSERT_TRUE(results->complete());
+  const v1::ExposureResults& x = results->exposure();
+  const double l = x.log2_space();
+  auto e = [&](double rank) { return l - std::log2(rank); };
+  ASSERT_EQ(x.curve_size(), 3);
+  EXPECT_EQ(x.curve(0).step(), 40u);
+  EXPECT_EQ(x.curve(1).step(), 80u);
+  EXPECT_EQ(x.curve(2).step(), 120u);  // the final model
+  // Per canary at step 80.
+  ASSERT_EQ(x.curve(1).exposure_size(), 4);
+  EXPECT_NEAR(x.curve(1).exposure(1), e(4), 1e-12);
+  EXPECT_EQ(x.curve(1).rank(1), 4u);
+  EXPECT_EQ(x.curve(1).px_bits(1), 20);
+  // By insertions at step 40: controls (median of 2), x1, x8.
+  ASSERT_EQ(x.curve(0).by_repeats_size(), 3);
+  EXPECT_EQ(x.curve(0).by_repeats(0).repeats(), 0u);
+  EXPECT_NEAR(x.curve(0).by_repeats(0).median_exposure(), (e(400) + e(250)) / 2, 1e-12);
+  EXPECT_NEAR(x.curve(0).control_median_exposure(), (e(400) + e(250)) / 2, 1e-12);
+  EXPECT_NEAR(x.curve(0).by_repeats(1).mean_exposure(), e(500), 1e-12);
+  EXPECT_EQ(x.curve(0).by_repeats(2).repeats(), 8u);
+  EXPECT_NEAR(x.curve(0).by_repeats(2).mean_exposure(), e(300), 1e-12);
+  // The last point is the final model's exact exposure.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(x.curve(2).exposure(i), x.canaries(i).exposure());
+  EXPECT_NEAR(x.curve(2).by_repeats(2).mean_exposure(), l, 1e-12);
+  EXPECT_EQ(x.curve(2).control_median_exposure(), x.control_median_exposure());
+  // The gauge: one series per (variant, insertions, step).
+  const std::string exposition = registry_.Serialize();
+  EXPECT_THAT(exposition,
+              HasSubstr(absl::StrCat("memaudit_exposure_curve_log2{audit=\"c\",insertions=\"8\","
+                                     "step=\"80\",variant=\"base\"} ")));
+  EXPECT_THAT(exposition, HasSubstr("insertions=\"0\",step=\"120\""));
+}
+
+TEST_F(ExposureCurveScorerTest, RefusesPointsAndSignalsOutsideTheCurve) {
+  auto message = [&](const v1::Observation& o) {
+    return std::string(scorer_->Ingest(o).status().message());
+  };
+  EXPECT_THAT(message(At(Obs(exposure::kRank, {1, 2, 3, 4}), "step/7")),
+              HasSubstr("observation.point"));  // not a multiple of 40
+  EXPECT_THAT(message(At(Obs(exposure::kRank, {1, 2, 3, 4}), "step/040")),
+              HasSubstr("observation.point"));
+  EXPECT_THAT(message(At(Obs(exposure::kModel, {1, 2, 3}), "step/40")),
+              HasSubstr("observation.signal"));
+  EXPECT_THAT(message(At(Obs(exposure::kRank, {1, 2, 3}), "step/40")),
+              HasSubstr("observation.values: expected 4"));
+  EXPECT_THAT(message(At(Obs(exposure::kRank, {1, 0, 3, 4}), "step/40")),
+              HasSubstr("observation.values[1]"));
+  // Without evaluation points in the spec, no step point is accepted.
+  v1::Observation plain = Obs(exposure::kRank, {1, 2, 3, 4});
+  plain.set_point("step/40");
+  EXPECT_THAT(std::string(scorer_->Ingest(plain).status().message()),
+              HasSubstr("observation.point"));
+  EXPECT_TRUE(scorer_->Ingest(At(Obs(exposure::kRank, {1, 2, 3, 4}), "step/40")).ok());
+}
+
 // Two variants (the second DP-SGD), a baseline model and two reference models
 // per variant. Variant 1's canary model reuses variant 0's numbers shifted,
 // so only the calibration and the DP summary tell them apart.
@@ -213,11 +304,32 @@ class ExposureSweepScorerTest : public ExposureScorerTest {
   }
   // Every model of both variants; reference model j sees canary i at
   // 30 + i + j and reference k at 20 + k + j (so its mean is 30.5 + i and
-  // 20.5 + k).
-  static std::vector<v1::Observation> All() {
+  // 20.5 + k); the baseline sees reference k at 29.5 + k.
+  // With `space` (exact calibration), every candidate r of R = 000..999 too:
+  // the canary model at r / 10 + 1, reference model j at 2j (mean 1), except
+  // at the canaries (904, 271, 118, 653), where each model's Px is its
+  // px_bits; so every candidate but the canaries calibrates to r / 10.
+  static std::vector<v1::Observation> All(bool space = false) {
+    const std::vector<uint64_t> index = {904, 271, 118, 653};
+    auto space_of = [&](const std::vector<double>& px, double elsewhere_offset, bool target) {
+      std::vector<double> out;
+      for (int r = 0; r < 1000; ++r) {
+        out.push_back(target ? r / 10.0 + elsewhere_offset : elsewhere_offset);
+      }
+      for (size_t i = 0; i < index.size(); ++i) out[index[i]] = px[i];
+      return out;
+    };
     std::vector<v1::Observation> out;
     for (uint32_t v = 0; v < 2; ++v) {
       for (const v1::Observation& o : Observations()) out.push_back(At(o, "final", v));
+      if (space) {
+        out.push_back(At(Obs(exposure::kSpacePxBits, space_of({27.5, 5.0, 36.0, 44.0}, 1, true)),
+                         "final", v));
+        out.push_back(At(Obs(exposure::kSpaceIndex, {904, 271, 118, 653}), "final", v));
+      }
+      std::vector<double> baseline_refs;
+      for (int k = 0; k < 32; ++k) baseline_refs.push_back(29.5 + k);
+      out.push_back(At(Obs(exposure::kReferencePxBits, baseline_refs), "baseline", v));
       out.push_back(At(Obs(exposure::kPxBits, {30, 31, 32, 33}), "baseline", v));
       out.push_back(At(Obs(exposure::kRank, {400, 500, 600, 700}), "baseline", v));
       out.push_back(At(Obs(exposure::kExact, {1, 1, 1, 0}), "baseline", v));
@@ -233,6 +345,10 @@ class ExposureSweepScorerTest : public ExposureScorerTest {
         out.push_back(At(Obs(exposure::kReferencePxBits, refs), point, v));
         out.push_back(At(Obs(exposure::kSecretsUtf8, Bytes("904\n271\n118\n653\n")), point, v));
         out.push_back(At(Obs(exposure::kModel, {3 * std::log2(10.0), 100, 1.5}), point, v));
+        if (space) {
+          out.push_back(
+              At(Obs(exposure::kSpacePxBits, space_of(canaries, 2.0 * j, false)), point, v));
+        }
       }
     }
     out.push_back(At(Obs(exposure::kDp, {2.5, 1e-5}), "final", 1));
@@ -287,14 +403,135 @@ TEST_F(ExposureSweepScorerTest, ScoresEveryVariantWithBaselineAndCalibration) {
               x.log2_space() - (std::log2(600.0) + std::log2(700.0)) / 2, 1e-12);
   EXPECT_DOUBLE_EQ(x.control_median_baseline_exposure(), controls.median_baseline_exposure());
   EXPECT_DOUBLE_EQ(x.control_median_calibrated_exposure(), controls.median_calibrated_exposure());
-  // One gauge series per variant and estimator.
+  // The baseline under the sampled estimator, against its own S (29.5 ..
+  // 60.5): Px 30 beats all but 29.5, rank 2: 5 - 1 = 4 bits; Px 31 rank 3;
+  // the controls at 32 and 33 rank 4 and 5.
+  EXPECT_DOUBLE_EQ(x.canaries(0).baseline_sampled_exposure(), 4.0);
+  EXPECT_NEAR(heavy.baseline_sampled_exposure(), 5 - std::log2(3.0), 1e-12);
+  EXPECT_FALSE(heavy.baseline_sampled_lower_bound());
+  EXPECT_NEAR(controls.median_baseline_sampled_exposure(), (3 + 5 - std::log2(5.0)) / 2, 1e-12);
+  EXPECT_DOUBLE_EQ(x.control_median_baseline_sampled_exposure(),
+                   controls.median_baseline_sampled_exposure());
+  // Extrapolated under the baseline: its own skew-normal fit; lower Px, more
+  // exposure.
+  EXPECT_GT(x.baseline_fit_scale(), 0);
+  EXPECT_NE(x.baseline_fit_location(), x.fit_location()) << "fitted to the baseline's S";
+  EXPECT_TRUE(std::isfinite(heavy.baseline_extrapolated_exposure()));
+  EXPECT_GT(x.canaries(0).baseline_extrapolated_exposure(),
+            x.canaries(3).baseline_extrapolated_exposure());
+  EXPECT_GT(x.canaries(0).baseline_extrapolated_exposure(), 0);
+  EXPECT_DOUBLE_EQ(x.control_median_baseline_extrapolated_exposure(),
+                   controls.median_baseline_extrapolated_exposure());
+  EXPECT_FALSE(x.calibrated_exact()) << "the spec leaves exact calibration unset";
+  EXPECT_EQ(heavy.calibrated_rank(), 0u);
+  // One gauge series per variant and estimator: at most 8 estimator values.
   const std::string exposition = registry_.Serialize();
   for (const char* series :
        {"{audit=\"s\",estimator=\"exact\",insertions=\"8\",variant=\"dp\"}",
         "{audit=\"s\",estimator=\"baseline\",insertions=\"8\",variant=\"wide\"}",
+        "{audit=\"s\",estimator=\"baseline_sampled\",insertions=\"0\",variant=\"wide\"}",
+        "{audit=\"s\",estimator=\"baseline_extrapolated\",insertions=\"1\",variant=\"dp\"}",
         "{audit=\"s\",estimator=\"calibrated\",insertions=\"0\",variant=\"wide\"}"}) {
     EXPECT_THAT(exposition, HasSubstr(absl::StrCat("memaudit_exposure_log2", series)));
   }
+  EXPECT_THAT(exposition, ::testing::Not(HasSubstr("estimator=\"calibrated_exact\"")));
+}
+
+// The same audit with exact calibration: every model also sends its Px of all
+// of R (|R| = 1000).
+class ExposureExactCalibrationScorerTest : public ExposureSweepScorerTest {
+ protected:
+  void SetUp() override {
+    ExposureSweepScorerTest::SetUp();
+    v1::AuditSpec spec = SweepSpec();
+    spec.mutable_exposure()->set_exact_calibration(true);
+    ASSERT_TRUE(scorer_->OpenAudit("c", spec).ok());
+  }
+  static std::vector<v1::Observation> AllOf(bool space) {
+    std::vector<v1::Observation> out = All(space);
+    for (v1::Observation& o : out) o.set_audit_id("c");
+    return out;
+  }
+};
+
+TEST_F(ExposureExactCalibrationScorerTest, RanksEachCalibratedCanaryAmongAllOfR) {
+  std::vector<v1::Observation> all = AllOf(/*space=*/true);
+  for (const v1::Observation& o : all) {
+    if (o.signal() == exposure::kSpacePxBits && o.point() == "reference/1" && o.run() == 1) {
+      continue;  // held back: the audit waits for it
+    }
+    ASSERT_TRUE(scorer_->Ingest(o).ok()) << o.point() << " " << o.signal();
+  }
+  ASSERT_TRUE(scorer_->ScoreIfComplete("c").ok());
+  EXPECT_FALSE(scorer_->GetResults("c")->complete()) << "a reference model's R is missing";
+  for (const v1::Observation& o : all) {
+    if (o.signal() == exposure::kSpacePxBits && o.point() == "reference/1" && o.run() == 1) {
+      ASSERT_TRUE(scorer_->Ingest(o).ok());
+    }
+  }
+  ASSERT_TRUE(scorer_->ScoreIfComplete("c").ok());
+  auto results = scorer_->GetResults("c");
+  ASSERT_TRUE(results.ok() && results->complete());
+  for (const v1::ExposureVariantResult& v : results->exposure().variants()) {
+    SCOPED_TRACE(v.name());
+    const v1::ExposureResults& x = v.results();
+    EXPECT_TRUE(x.calibrated_exact());
+    // Calibrated Px': x1 (904) 27.5 - 30.5 = -3, x8 (271) 5 - 31.5 = -26.5,
+    // the controls 118 at 36 - 32.5 = 3.5 and 653 at 44 - 33.5 = 10.5; every
+    // other candidate r at r / 10.
+    // x8: the lowest of all: rank 1, exposure log2 1000.
+    EXPECT_EQ(x.canaries(1).calibrated_rank(), 1u);
+    EXPECT_NEAR(x.canaries(1).calibrated_exact_exposure(), std::log2(1000.0), 1e-12);
+    // x1: only x8 below it: rank 2.
+    EXPECT_EQ(x.canaries(0).calibrated_rank(), 2u);
+    EXPECT_NEAR(x.canaries(0).calibrated_exact_exposure(), std::log2(1000.0) - 1, 1e-12);
+    // 118 at 3.5: r = 0 .. 35 (r = 35 ties at 3.5, counted against it), the
+    // two canaries below and itself: 36 + 2 + 1 = rank 39.
+    EXPECT_EQ(x.canaries(2).calibrated_rank(), 39u);
+    // 653 at 10.5: r = 0 .. 105 (not 118, a canary here), three canaries
+    // below, itself: 106 + 3 + 1 = rank 110.
+    EXPECT_EQ(x.canaries(3).calibrated_rank(), 110u);
+    EXPECT_NEAR(x.canaries(3).calibrated_exact_exposure(), std::log2(1000.0) - std::log2(110.0),
+                1e-12);
+    const v1::ExposureByRepeats& controls = x.by_repeats(0);
+    EXPECT_NEAR(controls.median_calibrated_exact_exposure(),
+                std::log2(1000.0) - (std::log2(39.0) + std::log2(110.0)) / 2, 1e-12);
+    EXPECT_DOUBLE_EQ(x.control_median_calibrated_exact_exposure(),
+                     controls.median_calibrated_exact_exposure());
+    // The sampled calibrated numbers are the ones without exact calibration.
+    EXPECT_NEAR(x.canaries(3).calibrated_exposure(), 5 - std::log2(33.0), 1e-12);
+  }
+  EXPECT_THAT(registry_.Serialize(),
+              HasSubstr("memaudit_exposure_log2{audit=\"c\",estimator=\"calibrated_exact\","
+                        "insertions=\"8\",variant=\"dp\"}"));
+}
+
+TEST_F(ExposureExactCalibrationScorerTest, RefusesAWrongSpaceAndACandidateOrderThatDisagrees) {
+  auto message = [&](v1::Observation o) {
+    o.set_audit_id("c");
+    return std::string(scorer_->Ingest(o).status().message());
+  };
+  EXPECT_THAT(message(At(Obs(exposure::kSpacePxBits, {1, 2, 3}), "final", 0)),
+              HasSubstr("observation.values: expected 1000 values for signal \"space_px_bits\""));
+  EXPECT_THAT(message(At(Obs(exposure::kSpaceIndex, {904, 1000, 118, 653}), "final", 0)),
+              HasSubstr("observation.values[1]: 1000 is not a valid \"space_index\" value"));
+  EXPECT_THAT(message(At(Obs(exposure::kSpaceIndex, {1, 2, 3, 4}), "reference/0", 0)),
+              HasSubstr("observation.signal"));
+  std::vector<double> space(1000, 0.0);
+  EXPECT_THAT(message(At(Obs(exposure::kSpacePxBits, space), "baseline", 0)),
+              HasSubstr("observation.signal"))
+      << "the baseline ranks no calibrated R";
+  // Indices that are not where the canaries' Px sit fail the scoring.
+  for (v1::Observation o : AllOf(/*space=*/true)) {
+    if (o.signal() == exposure::kSpaceIndex) {
+      o.clear_values();
+      for (double i : {904, 271, 119, 653}) o.add_values(i);
+    }
+    ASSERT_TRUE(scorer_->Ingest(o).ok());
+  }
+  EXPECT_THAT(std::string(scorer_->ScoreIfComplete("c").message()),
+              HasSubstr("canary model space_px_bits: canary 2 has Px 36 but 12.9 at its index "
+                        "119"));
 }
 
 TEST_F(ExposureSweepScorerTest, RefusesModelsOutsideTheSweepAndForeignCanaries) {

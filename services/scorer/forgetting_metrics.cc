@@ -31,6 +31,9 @@ bool IsPointSignal(const v1::ForgettingAudit& f, const std::string& s) {
   for (uint32_t j = 0; j < forgetting::ReferenceModels(f); ++j) {
     if (s == forgetting::PhiReferenceSignal(j)) return true;
   }
+  for (uint32_t j = 0; j < forgetting::InReferenceModels(f); ++j) {
+    if (s == forgetting::PhiInReferenceSignal(j)) return true;
+  }
   return false;
 }
 
@@ -44,7 +47,8 @@ v1::TrialMean ToProto(const scoring::MeanSummary& m) {
 }
 
 // One trial's signals at one evaluation point (phi_replay null without a
-// replay; phi_references empty without LiRA references).
+// replay; phi_references empty without LiRA references, phi_in_references
+// without lira_online).
 struct TrialSignals {
   const std::vector<double>* phi_ckpt;
   const std::vector<double>* loss_ckpt;
@@ -54,32 +58,8 @@ struct TrialSignals {
   const std::vector<double>* loss_baseline;
   const std::vector<double>* phi_replay;
   std::vector<const std::vector<double>*> phi_references;
+  std::vector<const std::vector<double>*> phi_in_references;
 };
-
-// Offline LiRA (scoring/lira.h, one-sided against OUT): the references are
-// each example's OUT models at this point. With a handful of references a
-// per-example sigma is mostly noise, so sigma is pooled over Dp (LiRA's
-// global variance); the centre is the references' median.
-absl::StatusOr<std::vector<double>> LiraReferenceScores(
-    const std::vector<double>& phi, const std::vector<const std::vector<double>*>& references) {
-  const size_t m = phi.size();
-  scoring::Matrix matrix(references.size() + 1, m);
-  for (size_t j = 0; j < references.size(); ++j) {
-    if (references[j]->size() != m) {
-      return absl::InvalidArgumentError(absl::StrCat(forgetting::PhiReferenceSignal(j), ": ",
-                                                     references[j]->size(), " values for ", m,
-                                                     " examples"));
-    }
-    std::copy(references[j]->begin(), references[j]->end(), matrix.row(j));
-  }
-  std::copy(phi.begin(), phi.end(), matrix.row(references.size()));
-  // Every row OUT: the target's own row never counts as a reference.
-  const scoring::KeepMatrix keep(references.size() + 1, m, 0);
-  scoring::LiraOptions options;
-  options.online = false;
-  options.fixed_variance = true;
-  return scoring::LiraScores(matrix, keep, references.size(), options);
-}
 
 // |phi - phi_replay|, higher = member: the replay adversary calls a model
 // whose Dp scores equal its own replay of the baseline world a non-member.
@@ -96,18 +76,24 @@ absl::StatusOr<std::vector<double>> ReplayScores(const std::vector<double>& phi,
 
 // One trial's attack scores of the injected examples under one arm.
 absl::StatusOr<std::vector<double>> ArmScores(const std::string& attack, const TrialSignals& t,
-                                              bool injected_arm) {
+                                              bool injected_arm, bool per_example_variance) {
   const std::vector<double>& phi = injected_arm ? *t.phi_injected : *t.phi_baseline;
   const std::vector<double>& loss = injected_arm ? *t.loss_injected : *t.loss_baseline;
   if (attack == forgetting::kReplayAttack) return ReplayScores(phi, *t.phi_replay);
-  if (attack == forgetting::kLiraAttack) return LiraReferenceScores(phi, t.phi_references);
+  if (attack == forgetting::kLiraAttack) {
+    return ForgettingLiraScores(phi, t.phi_references, {}, /*online=*/false, per_example_variance);
+  }
+  if (attack == forgetting::kLiraOnlineAttack) {
+    return ForgettingLiraScores(phi, t.phi_references, t.phi_in_references, /*online=*/true,
+                                per_example_variance);
+  }
   if (attack == "calibrated_loss") return scoring::CalibratedLossScores(loss, *t.loss_ckpt);
   if (attack == "uncalibrated") return phi;
   return scoring::CheckpointCalibratedScores(phi, *t.phi_ckpt);
 }
 
 absl::StatusOr<std::vector<scoring::ForgettingCurvePoint>> Curve(
-    const std::string& attack, double fpr, const std::vector<uint64_t>& steps,
+    const std::string& attack, const v1::ForgettingAudit& f, const std::vector<uint64_t>& steps,
     const std::vector<std::vector<TrialSignals>>& signals) {
   std::vector<scoring::ForgettingEvalPoint> points;
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -115,9 +101,9 @@ absl::StatusOr<std::vector<scoring::ForgettingCurvePoint>> Curve(
     point.steps_since_seen = static_cast<int64_t>(steps[i]);
     for (const TrialSignals& t : signals[i]) {
       scoring::TrialScores& trial = point.trials.emplace_back();
-      auto injected = ArmScores(attack, t, /*injected_arm=*/true);
+      auto injected = ArmScores(attack, t, /*injected_arm=*/true, f.lira_per_example_variance());
       if (!injected.ok()) return injected.status();
-      auto baseline = ArmScores(attack, t, /*injected_arm=*/false);
+      auto baseline = ArmScores(attack, t, /*injected_arm=*/false, f.lira_per_example_variance());
       if (!baseline.ok()) return baseline.status();
       trial.injected = *std::move(injected);
       trial.baseline = *std::move(baseline);
@@ -125,7 +111,7 @@ absl::StatusOr<std::vector<scoring::ForgettingCurvePoint>> Curve(
   }
   if (points.empty()) return std::vector<scoring::ForgettingCurvePoint>();
   scoring::ForgettingOptions options;
-  options.fpr_target = fpr;
+  options.fpr_target = f.fpr();
   return scoring::ForgettingCurve(points, options);
 }
 
@@ -249,6 +235,36 @@ absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
 
 }  // namespace
 
+absl::StatusOr<std::vector<double>> ForgettingLiraScores(
+    const std::vector<double>& phi, const std::vector<const std::vector<double>*>& out_references,
+    const std::vector<const std::vector<double>*>& in_references, bool online,
+    bool per_example_variance) {
+  const size_t m = phi.size();
+  const size_t refs = out_references.size() + in_references.size();
+  // Rows: the OUT references (keep 0), the IN references (keep 1), then the
+  // target, whose own row never counts as a reference.
+  scoring::Matrix matrix(refs + 1, m);
+  scoring::KeepMatrix keep(refs + 1, m, 0);
+  for (size_t r = 0; r < refs; ++r) {
+    const bool in = r >= out_references.size();
+    const size_t j = in ? r - out_references.size() : r;
+    const std::vector<double>& values = in ? *in_references[j] : *out_references[j];
+    if (values.size() != m) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(in ? forgetting::PhiInReferenceSignal(j) : forgetting::PhiReferenceSignal(j),
+                       ": ", values.size(), " values for ", m, " examples"));
+    }
+    std::copy(values.begin(), values.end(), matrix.row(r));
+    if (in) std::fill(keep.row(r), keep.row(r) + m, 1);
+  }
+  std::copy(phi.begin(), phi.end(), matrix.row(refs));
+  scoring::LiraOptions options;
+  options.online = online;
+  options.fixed_variance = !per_example_variance;
+  options.center = scoring::LiraOptions::Center::kMedian;
+  return scoring::LiraScores(matrix, keep, refs, options);
+}
+
 std::vector<std::pair<std::string, std::string>> RequiredForgettingSignals(
     const v1::ForgettingAudit& f) {
   if (forgetting::Canaries(f)) {
@@ -274,6 +290,9 @@ std::vector<std::pair<std::string, std::string>> RequiredForgettingSignals(
     if (forgetting::Replays(f)) out.emplace_back(absl::StrCat(p), forgetting::kPhiReplay);
     for (uint32_t j = 0; j < forgetting::ReferenceModels(f); ++j) {
       out.emplace_back(absl::StrCat(p), forgetting::PhiReferenceSignal(j));
+    }
+    for (uint32_t j = 0; j < forgetting::InReferenceModels(f); ++j) {
+      out.emplace_back(absl::StrCat(p), forgetting::PhiInReferenceSignal(j));
     }
   }
   return out;
@@ -378,6 +397,12 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
         trial.phi_references.push_back(*values);
       }
       if (trial.phi_references.size() < forgetting::ReferenceModels(f)) break;
+      for (uint32_t j = 0; j < forgetting::InReferenceModels(f); ++j) {
+        auto values = get(key, forgetting::PhiInReferenceSignal(j), t);
+        if (!values.ok()) break;
+        trial.phi_in_references.push_back(*values);
+      }
+      if (trial.phi_in_references.size() < forgetting::InReferenceModels(f)) break;
       trials.push_back(std::move(trial));
       if (replay && *v[4] == *v[6]) ++exact;
     }
@@ -399,7 +424,7 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
   v1::AuditResults results;
   results.set_kind("forgetting");
   results.set_complete(complete);
-  auto curve = Curve(f.attack(), f.fpr(), steps, reached_points);
+  auto curve = Curve(f.attack(), f, steps, reached_points);
   if (!curve.ok()) return curve.status();
   results.set_models(2 * f.trials());
   results.set_examples(f.injected().size());
@@ -414,6 +439,8 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
   out->set_training_steps(forgetting::TrialSteps(f));
   out->set_selection(f.injected().selection().empty() ? "random" : f.injected().selection());
   out->set_reference_models(forgetting::ReferenceModels(f));
+  out->set_in_reference_models(forgetting::InReferenceModels(f));
+  out->set_lira_per_example_variance(forgetting::LiraAttack(f) && f.lira_per_example_variance());
   if (forgetting::SelectsByLoss(f)) {
     // Every trial picks the same Dp (the selection depends on the audit seed
     // only), so trial 0's values stand for all.
@@ -432,13 +459,20 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
       out->mutable_curve(i)->set_replay_exact_trials(replay_exact[i]);
     }
   }
-  if (replay || f.attack() == forgetting::kLiraAttack) {
+  if (replay || forgetting::LiraAttack(f)) {
     // The standard attack on the same arms: what the replay (or the
     // references) add.
-    auto standard = Curve(forgetting::kStandardAttack, f.fpr(), steps, reached_points);
+    auto standard = Curve(forgetting::kStandardAttack, f, steps, reached_points);
     if (!standard.ok()) return standard.status();
     out->set_standard_attack(forgetting::kStandardAttack);
     AddCurve(*standard, out->mutable_standard_curve());
+  }
+  if (f.attack() == forgetting::kLiraOnlineAttack) {
+    // Offline LiRA on the same OUT references: what the IN references add.
+    auto offline = Curve(forgetting::kLiraAttack, f, steps, reached_points);
+    if (!offline.ok()) return offline.status();
+    out->set_offline_attack(forgetting::kLiraAttack);
+    AddCurve(*offline, out->mutable_offline_curve());
   }
   return results;
 }

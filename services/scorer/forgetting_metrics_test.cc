@@ -192,6 +192,194 @@ TEST(ForgettingMetricsTest, LiraReferencesCalibrateEachExampleAtTheSameStep) {
               HasSubstr("observation.signal"));
 }
 
+// Point p of trial t for a LiRA audit with `refs` OUT references (and as
+// many IN references when `online`): example i's OUT references sit at
+// base_i + {-0.1, 0, +0.1, ...}; membership moves phi by +1 for even i and by
+// -1 for odd i (say, an injected label that other training pulls against), so
+// the IN references sit there and the injected arm near them.
+void AddLiraPoint(ForgettingSignals* s, const std::string& point, uint32_t t, uint32_t refs,
+                  bool online) {
+  std::vector<double> base(10), injected(10), baseline(10);
+  for (int i = 0; i < 10; ++i) {
+    base[i] = 0.3 * i;
+    const double shift = i % 2 == 0 ? 1.0 : -1.0;
+    const double jitter = 0.01 * ((i + static_cast<int>(t)) % 3 - 1);
+    injected[i] = base[i] + shift + jitter;
+    baseline[i] = base[i] - jitter;
+  }
+  (*s)[{point, forgetting::kPhiInjected}][t] = injected;
+  (*s)[{point, forgetting::kPhiBaseline}][t] = baseline;
+  (*s)[{point, forgetting::kLossInjected}][t] = base;
+  (*s)[{point, forgetting::kLossBaseline}][t] = base;
+  for (uint32_t j = 0; j < refs; ++j) {
+    const double spread = 0.1 * (static_cast<double>(j) - 1);
+    std::vector<double> out(10), in(10);
+    for (int i = 0; i < 10; ++i) {
+      out[i] = base[i] + spread;
+      in[i] = base[i] + (i % 2 == 0 ? 1.0 : -1.0) + spread;
+    }
+    (*s)[{point, forgetting::PhiReferenceSignal(j)}][t] = out;
+    if (online) (*s)[{point, forgetting::PhiInReferenceSignal(j)}][t] = in;
+  }
+}
+
+TEST(ForgettingMetricsTest, LiraOnlineFitsInAndOutAndBeatsOfflineWhenMembershipLowersPhi) {
+  v1::AuditSpec spec = Spec();
+  spec.mutable_forgetting()->set_attack("lira_online");
+  spec.mutable_forgetting()->set_reference_models(3);
+  ForgettingSignals s;
+  for (uint32_t t = 0; t < 2; ++t) {
+    s[{forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint}][t] = std::vector<double>(10, 0);
+    s[{forgetting::kCheckpointPoint, forgetting::kLossCheckpoint}][t] = std::vector<double>(10, 0);
+    for (const char* p : {"0", "100"}) AddLiraPoint(&s, p, t, 3, /*online=*/true);
+  }
+  auto results = ScoreForgetting(spec, s);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_TRUE(results->complete());
+  const v1::ForgettingResults& f = results->forgetting();
+  EXPECT_EQ(f.attack(), "lira_online");
+  EXPECT_EQ(f.reference_models(), 3u);
+  EXPECT_EQ(f.in_reference_models(), 3u);
+  EXPECT_FALSE(f.lira_per_example_variance());
+  EXPECT_EQ(results->models(), 4u) << "references are the adversary's, not audited models";
+  ASSERT_EQ(f.curve_size(), 2);
+  ASSERT_EQ(f.offline_curve_size(), 2);
+  ASSERT_EQ(f.standard_curve_size(), 2);
+  EXPECT_EQ(f.offline_attack(), "lira_references");
+  EXPECT_EQ(f.standard_attack(), "checkpoint_calibrated");
+  for (int i = 0; i < 2; ++i) {
+    // Online: each arm's phi lies in the IN or the OUT fit: separated.
+    EXPECT_DOUBLE_EQ(f.curve(i).auc().mean(), 1.0);
+    EXPECT_DOUBLE_EQ(f.curve(i).accuracy().mean(), 1.0);
+    EXPECT_DOUBLE_EQ(f.curve(i).tpr().mean(), 1.0);
+    // Offline is one-sided: the odd examples' members score below every
+    // non-member, the even ones' above: AUC (5 x 10) / (10 x 10).
+    EXPECT_NEAR(f.offline_curve(i).auc().mean(), 0.5, 1e-12);
+    EXPECT_GE(f.curve(i).auc().mean(), f.offline_curve(i).auc().mean());
+    EXPECT_GT(f.curve(i).accuracy().mean(), f.offline_curve(i).accuracy().mean() + 0.2);
+  }
+  // The offline curve is the lira_references audit's curve on the same OUT
+  // references (which ignores the IN ones).
+  v1::AuditSpec offline_spec = spec;
+  offline_spec.mutable_forgetting()->set_attack("lira_references");
+  auto offline = ScoreForgetting(offline_spec, s);
+  ASSERT_TRUE(offline.ok()) << offline.status();
+  EXPECT_EQ(offline->forgetting().offline_curve_size(), 0);
+  EXPECT_EQ(offline->forgetting().in_reference_models(), 0u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(offline->forgetting().curve(i).SerializeAsString(),
+              f.offline_curve(i).SerializeAsString());
+  }
+  // IN references are required: without one no point is reached.
+  ForgettingSignals missing = s;
+  missing[{"0", forgetting::PhiInReferenceSignal(1)}].erase(0);
+  auto partial = ScoreForgetting(spec, missing);
+  ASSERT_TRUE(partial.ok());
+  EXPECT_FALSE(partial->complete());
+  EXPECT_EQ(partial->forgetting().curve_size(), 0);
+  // 2 checkpoint signals; per point 4 arm signals, 3 OUT and 3 IN references.
+  EXPECT_EQ(RequiredForgettingSignals(spec.forgetting()).size(), 2u + 2u * (4u + 3u + 3u));
+  v1::Observation o;
+  o.set_run(0);
+  o.set_point("100");
+  o.set_signal(forgetting::PhiInReferenceSignal(2));
+  for (int i = 0; i < 10; ++i) o.add_values(i);
+  EXPECT_TRUE(ValidateForgettingObservation(spec.forgetting(), o).ok());
+  EXPECT_THAT(ValidateForgettingObservation(offline_spec.forgetting(), o).message(),
+              HasSubstr("observation.signal"));
+  o.set_signal(forgetting::PhiInReferenceSignal(3));
+  EXPECT_THAT(ValidateForgettingObservation(spec.forgetting(), o).message(),
+              HasSubstr("observation.signal"));
+}
+
+// log N(x; mu, sigma), written out for the hand computations below.
+double LogPdf(double x, double mu, double sigma) {
+  const double z = (x - mu) / sigma;
+  return -0.5 * z * z - std::log(sigma) - 0.5 * std::log(2 * M_PI);
+}
+double LogCdf(double z) { return std::log(0.5 * std::erfc(-z / std::sqrt(2.0))); }
+
+TEST(ForgettingMetricsTest, LiraScoresPerExampleAndPooledSigmaMatchAHandComputation) {
+  // Two examples, two references per side. OUT: example 0 at {-1, 1}
+  // (median 0, std 1), example 1 at {-10, 10} (median 0, std 10). IN:
+  // example 0 at {2, 4} (median 3, std 1), example 1 at {0, 10} (median 5,
+  // std 5). Pooled: sigma_out^2 = (1 + 1 + 100 + 100) / 4 = 50.5, sigma_in^2
+  // = (1 + 1 + 25 + 25) / 4 = 13.
+  const std::vector<double> out0 = {-1, -10}, out1 = {1, 10}, in0 = {2, 0}, in1 = {4, 10};
+  const std::vector<const std::vector<double>*> out = {&out0, &out1}, in = {&in0, &in1};
+  const std::vector<double> phi = {2, 5};
+  const double pooled_out = std::sqrt(50.5), pooled_in = std::sqrt(13.0);
+
+  auto offline_pe = ForgettingLiraScores(phi, out, {}, /*online=*/false, /*per_example=*/true);
+  ASSERT_TRUE(offline_pe.ok()) << offline_pe.status();
+  EXPECT_NEAR((*offline_pe)[0], LogCdf(2.0), 1e-12);
+  EXPECT_NEAR((*offline_pe)[1], LogCdf(0.5), 1e-12);
+  auto offline_pooled = ForgettingLiraScores(phi, out, {}, false, false);
+  ASSERT_TRUE(offline_pooled.ok());
+  EXPECT_NEAR((*offline_pooled)[0], LogCdf(2 / pooled_out), 1e-12);
+  EXPECT_NEAR((*offline_pooled)[1], LogCdf(5 / pooled_out), 1e-12);
+  // Offline ignores IN references.
+  EXPECT_EQ(*ForgettingLiraScores(phi, out, in, false, true), *offline_pe);
+
+  auto online_pe = ForgettingLiraScores(phi, out, in, /*online=*/true, /*per_example=*/true);
+  ASSERT_TRUE(online_pe.ok()) << online_pe.status();
+  // Example 0: -0.5 - (-2) = 1.5; example 1: -log 5 - (-0.125 - log 10).
+  EXPECT_NEAR((*online_pe)[0], 1.5, 1e-12);
+  EXPECT_NEAR((*online_pe)[1], std::log(2.0) + 0.125, 1e-12);
+  EXPECT_NEAR((*online_pe)[0], LogPdf(2, 3, 1) - LogPdf(2, 0, 1), 1e-12);
+  auto online_pooled = ForgettingLiraScores(phi, out, in, true, false);
+  ASSERT_TRUE(online_pooled.ok());
+  EXPECT_NEAR((*online_pooled)[0], LogPdf(2, 3, pooled_in) - LogPdf(2, 0, pooled_out), 1e-12);
+  EXPECT_NEAR((*online_pooled)[1], LogPdf(5, 5, pooled_in) - LogPdf(5, 0, pooled_out), 1e-12);
+
+  // A reference of the wrong length is named.
+  const std::vector<double> short_ref = {1};
+  EXPECT_THAT(ForgettingLiraScores(phi, out, {&in0, &short_ref}, true, true).status().message(),
+              HasSubstr("phi_in_reference_1"));
+}
+
+TEST(ForgettingMetricsTest, PerExampleVarianceRanksByEachExamplesOwnSpread) {
+  // The examples above as a curve: injected arm {2, 5}, baseline {0.4, 3}.
+  // Per example the scores are z = {2, 0.5} against {0.4, 0.3}: every member
+  // above every non-member, AUC 1. Pooled they rank as phi - 0 = {2, 5}
+  // against {0.4, 3}: 2 < 3, AUC 3/4, accuracy 3/4 (threshold above 3).
+  v1::AuditSpec spec;
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  f->set_strategy("inject");
+  f->set_attack("lira_references");
+  f->set_reference_models(2);
+  f->set_fpr(0.1);
+  f->set_trials(2);
+  f->mutable_injected()->set_size(2);
+  f->add_eval_points(0);
+  ForgettingSignals s;
+  for (uint32_t t = 0; t < 2; ++t) {
+    for (const char* c : {forgetting::kPhiCheckpoint, forgetting::kLossCheckpoint}) {
+      s[{forgetting::kCheckpointPoint, c}][t] = {0, 0};
+    }
+    s[{"0", forgetting::kPhiInjected}][t] = {2, 5};
+    s[{"0", forgetting::kPhiBaseline}][t] = {0.4, 3};
+    s[{"0", forgetting::kLossInjected}][t] = {0, 0};
+    s[{"0", forgetting::kLossBaseline}][t] = {0, 0};
+    s[{"0", forgetting::PhiReferenceSignal(0)}][t] = {-1, -10};
+    s[{"0", forgetting::PhiReferenceSignal(1)}][t] = {1, 10};
+  }
+  auto pooled = ScoreForgetting(spec, s);
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  EXPECT_FALSE(pooled->forgetting().lira_per_example_variance());
+  EXPECT_DOUBLE_EQ(pooled->forgetting().curve(0).auc().mean(), 0.75);
+  EXPECT_DOUBLE_EQ(pooled->forgetting().curve(0).accuracy().mean(), 0.75);
+  f->set_lira_per_example_variance(true);
+  auto per_example = ScoreForgetting(spec, s);
+  ASSERT_TRUE(per_example.ok()) << per_example.status();
+  EXPECT_TRUE(per_example->forgetting().lira_per_example_variance());
+  EXPECT_DOUBLE_EQ(per_example->forgetting().curve(0).auc().mean(), 1.0);
+  EXPECT_DOUBLE_EQ(per_example->forgetting().curve(0).accuracy().mean(), 1.0);
+  // The checkpoint curve does not depend on it.
+  EXPECT_EQ(per_example->forgetting().standard_curve(0).SerializeAsString(),
+            pooled->forgetting().standard_curve(0).SerializeAsString());
+}
+
 TEST(ForgettingMetricsTest, SelectionLossesReachTheResults) {
   v1::AuditSpec spec = Spec();
   spec.mutable_forgetting()->mutable_injected()->set_selection("hard");

@@ -1,7 +1,9 @@
 #include "services/worker/exposure_task.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/exposure_signals.h"
@@ -47,6 +49,23 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   absl::StatusOr<TaskModel> model = ModelOf(task);
   if (!model.ok()) return model.status();
   const exposure::Variant variant = exposure::ResolveVariant(e, model->variant);
+  // The coordinator validated the spec; a task from elsewhere still gets the
+  // field named rather than a zero-step model.
+  auto field = [&](const char* name, bool swept) {
+    return swept ? absl::StrCat("exposure.sweep[", model->variant, "].", name)
+                 : absl::StrCat("exposure.training.", name);
+  };
+  const int entry = static_cast<int>(model->variant);
+  const bool in_sweep = entry < e.sweep_size();
+  if (variant.epochs == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field("epochs", in_sweep && e.sweep(entry).has_epochs()), ": must be >= 1"));
+  }
+  if (!(variant.learning_rate > 0) || !std::isfinite(variant.learning_rate)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field("learning_rate", in_sweep && e.sweep(entry).has_learning_rate()),
+                     ": must be > 0 (got ", variant.learning_rate, ")"));
+  }
   engine::ExposureRunSpec run;
   run.corpus_path = e.corpus().path();
   run.corpus_text = e.corpus().text();
@@ -63,7 +82,7 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.dropout = variant.dropout;
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =
-      engine::OptimizerFromName(e.training().optimizer(), e.training().learning_rate(),
+      engine::OptimizerFromName(e.training().optimizer(), variant.learning_rate,
                                 engine::OptimizerSpec{}.momentum, e.training().weight_decay());
   if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
@@ -72,7 +91,7 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.optimizer = *optimizer;
   run.window = e.training().window();
   run.batch_size = variant.batch_size;
-  run.epochs = e.training().epochs();
+  run.epochs = variant.epochs;
   run.dp = variant.dp;
   run.dp_clip_norm = variant.clip_norm;
   run.dp_noise_multiplier = variant.noise_multiplier;
@@ -96,12 +115,48 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.rank_query_budget = e.rank_query_budget();
   run.extraction_query_budget = e.extraction_query_budget();
   run.extract = canary_model && e.extraction();
-  // The baseline is read by exact rank alone; references calibrate S too.
-  const bool baseline_model = task.role() == exposure::kBaselineRole;
-  run.reference_samples =
-      exposure::NeedsReferences(e.estimator()) && !baseline_model ? e.reference_samples() : 0;
+  // S, the same sample for every model: the canary and baseline models'
+  // sampled and extrapolated estimators, the references' calibration.
+  run.reference_samples = exposure::NeedsReferences(e.estimator()) ? e.reference_samples() : 0;
+  // Exact calibration: the canary and reference models score all of R.
+  run.enumerate_space = exposure::ExactCalibration(e) && (canary_model || reference_model);
   run.threads = spec.resources().threads_per_task();
+  // Evaluation points: the canary model only (baseline and reference models
+  // are read at their end).
+  if (canary_model) {
+    run.eval_every_steps = e.eval_every_steps();
+    run.eval_every_epoch = e.eval_every_epoch();
+  }
   return run;
+}
+
+std::vector<v1::Observation> ExposurePointObservations(const v1::Task& task,
+                                                       const engine::ExposurePoint& point) {
+  std::vector<v1::Observation> out;
+  absl::StatusOr<TaskModel> model = ModelOf(task);
+  if (!model.ok() || point.final) return out;  // the final model reports at kCanaryPoint
+  std::vector<double> px, rank, exact, queries;
+  for (const engine::CanaryExposure& c : point.canaries) {
+    px.push_back(c.px_bits);
+    rank.push_back(static_cast<double>(c.rank));
+    exact.push_back(c.exact ? 1 : 0);
+    queries.push_back(static_cast<double>(c.queries));
+  }
+  const std::string name = exposure::StepPoint(point.steps);
+  for (const auto& [signal, values] :
+       std::vector<std::pair<const char*, const std::vector<double>*>>{
+           {exposure::kPxBits, &px},
+           {exposure::kRank, &rank},
+           {exposure::kExact, &exact},
+           {exposure::kRankQueries, &queries}}) {
+    v1::Observation& o = out.emplace_back();
+    o.set_audit_id(task.audit_id());
+    o.set_run(model->variant);
+    o.set_point(name);
+    o.set_signal(signal);
+    o.mutable_values()->Add(values->begin(), values->end());
+  }
+  return out;
 }
 
 std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
@@ -137,24 +192,45 @@ std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
   add(exposure::kRankQueries, queries);
   add(exposure::kSecretsUtf8, secrets);
   add(exposure::kReferencePxBits, result.reference_px);
+  add(exposure::kSpacePxBits, result.space_px);
+  add(exposure::kSpaceIndex,
+      std::vector<double>(result.space_index.begin(), result.space_index.end()));
   std::vector<double> extraction = {e.extraction() ? 1.0 : 0.0, result.extracted ? 1.0 : 0.0,
                                     static_cast<double>(result.extraction_queries)};
   exposure::AppendBytes(result.extraction, &extraction);
   add(exposure::kExtraction, extraction);
   add(exposure::kModel, {result.log2_space, static_cast<double>(result.steps), result.final_loss});
   add(exposure::kDp, {result.dp_epsilon, exposure::ResolveVariant(e, model.variant).delta});
+  for (const engine::ExposurePoint& p : result.points) {
+    std::vector<v1::Observation> point = ExposurePointObservations(task, p);
+    out.insert(out.end(), point.begin(), point.end());
+  }
   return out;
 }
 
 absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
-    const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps) {
+    const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps,
+    const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
   absl::StatusOr<engine::ExposureRunSpec> run = ExposureRunSpecFor(task);
   if (!run.ok()) return run.status();
   const uint64_t batch = run->batch_size;
-  auto result = engine::RunExposure(*run, [&](uint64_t steps) {
-    // Windows seen, counting every step as a full batch (an upper bound).
-    return on_steps(steps, steps * batch);
-  });
+  engine::ExposurePointCallback on_point;
+  if (send_early) {
+    // Each evaluation point as soon as it is measured; best effort, as the
+    // final result sends every point again.
+    on_point = [&](const engine::ExposurePoint& point) {
+      std::vector<v1::Observation> observations = ExposurePointObservations(task, point);
+      if (!observations.empty()) send_early(observations).IgnoreError();
+      return absl::OkStatus();
+    };
+  }
+  auto result = engine::RunExposure(
+      *run,
+      [&](uint64_t steps) {
+        // Windows seen, counting every step as a full batch (an upper bound).
+        return on_steps(steps, steps * batch);
+      },
+      on_point);
   if (!result.ok()) return result.status();
   return ExposureObservations(task, *result);
 }

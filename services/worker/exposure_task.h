@@ -23,9 +23,18 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
 std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
                                                   const engine::ExposureRunResult& result);
 
+// The observations of one evaluation point of the canary model (point
+// "step/<n>": px_bits, rank, exact, rank_queries); none for the final point,
+// which ExposureObservations reports at "final".
+std::vector<v1::Observation> ExposurePointObservations(const v1::Task& task,
+                                                       const engine::ExposurePoint& point);
+
 // `on_steps` gets the optimizer steps done; false stops training.
+// `send_early` (may be null) gets each evaluation point's observations as it
+// is measured (they are in the returned observations too).
 absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
-    const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps);
+    const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps,
+    const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early = nullptr);
 
 }  // namespace memaudit::worker
 

@@ -129,6 +129,7 @@ absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& t
   run.eval_points.assign(f.eval_points().begin(), f.eval_points().end());
   run.replay = forgetting::Replays(f);
   run.reference_models = forgetting::ReferenceModels(f);
+  run.in_reference_models = forgetting::InReferenceModels(f);
   // Init and data order derive from (seed, trial): a re-leased task
   // reproduces its signals bit for bit.
   run.init_seed = DeriveSeed(spec.seed(), task.role() + "/init", task.index());
@@ -165,6 +166,10 @@ std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
     if (!p.phi_replay.empty()) add(point, forgetting::kPhiReplay, p.phi_replay);
     for (size_t j = 0; j < p.phi_references.size(); ++j) {
       add(point, forgetting::PhiReferenceSignal(static_cast<uint32_t>(j)), p.phi_references[j]);
+    }
+    for (size_t j = 0; j < p.phi_in_references.size(); ++j) {
+      add(point, forgetting::PhiInReferenceSignal(static_cast<uint32_t>(j)),
+          p.phi_in_references[j]);
     }
   }
   return out;

@@ -42,8 +42,9 @@ absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& t
 // phi_checkpoint / loss_checkpoint (and, selecting by loss, selection_loss /
 // candidate_loss_mean) at point "checkpoint", then phi_injected,
 // phi_baseline, loss_injected, loss_baseline (and phi_replay with attack
-// "deterministic_replay", phi_reference_<j> with "lira_references") at every
-// evaluation point.
+// "deterministic_replay", phi_reference_<j> with "lira_references" and
+// "lira_online", phi_in_reference_<j> with "lira_online") at every evaluation
+// point.
 std::vector<v1::Observation> ForgettingObservations(const v1::Task& task,
                                                     const ForgettingData& sets,
                                                     const engine::ForgettingRunResult& result);

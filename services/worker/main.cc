@@ -6,6 +6,7 @@
 #include "CLI/CLI.hpp"
 #include "common/process.h"
 #include "common/serving.h"
+#include "engine/device.h"
 #include "services/worker/worker_loop.h"
 
 int main(int argc, char** argv) {
@@ -20,11 +21,22 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--threads", options.threads, "compute threads this worker offers")
       ->capture_default_str();
+  std::string device = "cpu";
+  app.add_option("--device", device,
+                 "where tasks train: cpu, cuda, cuda:N, or auto (CUDA when present)")
+      ->capture_default_str();
   std::string metrics_listen;
   std::string metrics_port_file;
   AddMetricsFlags(&app, &metrics_listen, &metrics_port_file, "127.0.0.1:9402");
   CLI11_PARSE(app, argc, argv);
   InitLogging("worker");
+  // Every task this process runs trains there (engine runs name no device).
+  absl::StatusOr<std::string> chosen = engine::SetDefaultDevice(device);
+  if (!chosen.ok()) {
+    spdlog::critical("{}", std::string(chosen.status().message()));
+    return 1;
+  }
+  spdlog::info("training on {}", *chosen);
 
   // The worker serves no RPCs; Prometheus scrapes it like the servers.
   metrics::Registry registry;

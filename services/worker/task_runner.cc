@@ -124,9 +124,12 @@ absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
     return RunMembershipModels(task, on_progress);
   }
   if (task.spec().has_exposure()) {  // canary, baseline and reference models
-    return RunExposureModel(task, [&](uint64_t steps, uint64_t examples) {
-      return on_progress({steps, examples});
-    });
+    return RunExposureModel(
+        task,
+        [&](uint64_t steps, uint64_t examples) {
+          return on_progress({steps, examples});
+        },
+        send_early);
   }
   if (task.spec().has_forgetting() && task.role() == "forgetting_trial") {
     return RunForgettingTrial(

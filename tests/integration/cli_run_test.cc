@@ -107,6 +107,24 @@ TEST(CliRunTest, ValidateNamesUnknownFieldsAndQuickstartIsValid) {
   EXPECT_EQ(quickstart.exit_code, 0) << quickstart.text;
 }
 
+TEST(CliRunTest, ABadDeviceIsRefusedBeforeAnythingStarts) {
+  const std::string dir = FreshTestDir();
+  Output out = Shell(absl::StrCat(Memaudit(), " run ", MEMAUDIT_SOURCE_DIR,
+                                  "/examples/quickstart.yaml --device gpu --dir ", dir, "/run"));
+  EXPECT_EQ(out.exit_code, 2) << out.text;
+  EXPECT_THAT(out.text, HasSubstr("--device: \"gpu\" is not a device"));
+  EXPECT_THAT(out.text, ::testing::Not(HasSubstr("starting scorer")));
+  // The worker itself refuses CUDA where there is none, naming the flag.
+  Output worker = Shell(absl::StrCat("timeout 20 ", MEMAUDIT_BIN_DIR,
+                                     "/memaudit-worker --device cuda:0 "
+                                     "--coordinator 127.0.0.1:1 --metrics-listen 127.0.0.1:0"));
+  if (worker.text.find("training on cuda") != std::string::npos) {
+    GTEST_SKIP() << "this machine has CUDA";
+  }
+  EXPECT_EQ(worker.exit_code, 1) << worker.text;
+  EXPECT_THAT(worker.text, HasSubstr("--device: \"cuda:0\" but this machine has no usable CUDA"));
+}
+
 TEST(CliRunTest, RemoteCommandsExplainAnUnreachableCoordinator) {
   Output out = Shell(absl::StrCat(Memaudit(), " status --coordinator 127.0.0.1:1"));
   EXPECT_EQ(out.exit_code, 3);

@@ -81,10 +81,50 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
   const std::string csv = Slurp(csv_dir + "/canaries.csv");
   EXPECT_THAT(csv, HasSubstr(absl::StrCat(",", heavy.secret(), ",40,")));
+
+  // The same audit with an evaluation point per epoch: the canary model is
+  // measured after each of its 6 epochs, streamed to the scorer; training is
+  // unchanged, so the final numbers are the run's above.
+  v1::AuditSpec curve_spec = TinyExposureSpec();
+  curve_spec.mutable_exposure()->set_eval_every_epoch(true);
+  auto curve_submitted = client_->Submit(curve_spec);
+  ASSERT_TRUE(curve_submitted.ok()) << curve_submitted.status();
+  v1::Audit curve_audit = WaitForEnd(curve_submitted->audit_id());
+  ASSERT_EQ(curve_audit.state(), v1::SUCCEEDED) << curve_audit.error();
+  EXPECT_EQ(curve_audit.steps_total(), audit.steps_total());
+  auto curve_results = client_->Report(curve_submitted->audit_id());
+  ASSERT_TRUE(curve_results.ok()) << curve_results.status();
+  const v1::ExposureResults& cx = curve_results->exposure();
+  ASSERT_EQ(cx.canaries_size(), x.canaries_size());
+  for (int i = 0; i < x.canaries_size(); ++i) {
+    EXPECT_EQ(cx.canaries(i).px_bits(), x.canaries(i).px_bits()) << "canary " << i;
+    EXPECT_EQ(cx.canaries(i).rank(), x.canaries(i).rank()) << "canary " << i;
+  }
+  EXPECT_EQ(cx.final_loss(), x.final_loss());
+  ASSERT_EQ(cx.curve_size(), 6);
+  const uint64_t per_epoch = x.training_steps() / 6;
+  for (int p = 0; p < 6; ++p) EXPECT_EQ(cx.curve(p).step(), (p + 1) * per_epoch);
+  // The x40 canary (index 1) is at least as exposed at the end as after
+  // epoch 1; the last point is the final model.
+  EXPECT_GE(cx.curve(5).exposure(1), cx.curve(0).exposure(1));
+  EXPECT_EQ(cx.curve(5).exposure(1), heavy.exposure());
+  const std::string curve_metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
+  EXPECT_THAT(
+      curve_metrics,
+      HasSubstr(absl::StrCat("memaudit_exposure_curve_log2{audit=\"", curve_submitted->audit_id(),
+                             "\",insertions=\"40\",step=\"", per_epoch, "\",variant=\"base\"}")));
+  if (access(kPromtoolBinary, X_OK) == 0) {
+    const PromtoolLint lint = RunPromtool(dir_, "exposure-curve-scorer", curve_metrics);
+    EXPECT_EQ(lint.exit_code, 0) << lint.output;
+    EXPECT_EQ(lint.output, "");
+  }
+  EXPECT_THAT(cli::ResultsTable(*curve_results), HasSubstr("exposure during training"));
+  EXPECT_THAT(cli::HtmlReport(curve_audit, *curve_results), HasSubstr("exposure-curve"));
 }
 
-// Two recipes (the base and a narrower model at batch 8), each with a
-// canary-free baseline model and one reference model: 6 models.
+// Two recipes (the base and a narrower model at batch 8, trained for fewer
+// epochs at a higher learning rate), each with a canary-free baseline model
+// and one reference model: 6 models.
 v1::AuditSpec TinySweepSpec() {
   v1::AuditSpec spec = TinyExposureSpec();
   spec.set_name("tiny-exposure-sweep");
@@ -93,6 +133,8 @@ v1::AuditSpec TinySweepSpec() {
   v1::ExposureVariant* narrow = e->add_sweep();
   narrow->set_batch_size(8);
   narrow->set_units(32);
+  narrow->set_epochs(4);
+  narrow->set_learning_rate(0.02);
   e->set_baseline(true);
   e->set_reference_models(1);
   return spec;
@@ -112,9 +154,16 @@ TEST_F(ExposureAuditTest, SweepWithBaselineAndReferenceModels) {
   const v1::ExposureResults& x = results->exposure();
   ASSERT_EQ(x.variants_size(), 2);
   EXPECT_EQ(x.variants(0).name(), "base");
-  EXPECT_EQ(x.variants(1).name(), "batch=8 units=32");
+  EXPECT_EQ(x.variants(1).name(), "batch=8 units=32 epochs=4 lr=0.02");
   EXPECT_EQ(x.variants(1).batch_size(), 8u);
   EXPECT_EQ(x.variants(1).units(), 32u);
+  EXPECT_EQ(x.variants(0).epochs(), 6u);
+  EXPECT_DOUBLE_EQ(x.variants(0).learning_rate(), 0.01);
+  EXPECT_EQ(x.variants(1).epochs(), 4u);
+  EXPECT_DOUBLE_EQ(x.variants(1).learning_rate(), 0.02);
+  // Whole epochs of each variant's own batches.
+  EXPECT_EQ(x.variants(0).results().training_steps() % 6, 0u);
+  EXPECT_EQ(x.variants(1).results().training_steps() % 4, 0u);
   // Planned steps: both canary models, both baselines, both references.
   uint64_t steps = 0;
   for (const v1::ExposureVariantResult& v : x.variants()) steps += v.results().training_steps();
@@ -136,6 +185,23 @@ TEST_F(ExposureAuditTest, SweepWithBaselineAndReferenceModels) {
     EXPECT_TRUE(heavy.calibrated_lower_bound());
     EXPECT_GT(heavy.calibrated_exposure(), r.control_median_calibrated_exposure() + 3);
     EXPECT_GT(r.baseline_final_loss(), 0);
+    // The baseline under the sampled and extrapolated estimators too, against
+    // its own Px of the same S: the unseen secret is unremarkable there.
+    EXPECT_LT(heavy.baseline_sampled_exposure(), heavy.sampled_exposure() - 2);
+    EXPECT_FALSE(heavy.baseline_sampled_lower_bound());
+    EXPECT_LT(heavy.baseline_extrapolated_exposure(), heavy.extrapolated_exposure() - 5);
+    EXPECT_GT(r.baseline_fit_scale(), 0);
+    // Exact calibration (on by default: |R| = 10^4, 4 models): the calibrated
+    // x40 canary ranked among all 10^4 calibrated candidates, far above the
+    // controls, and not above log2|R|.
+    EXPECT_TRUE(r.calibrated_exact());
+    EXPECT_GE(heavy.calibrated_rank(), 1u);
+    EXPECT_LE(heavy.calibrated_exact_exposure(), r.log2_space() + 1e-9);
+    EXPECT_GT(heavy.calibrated_exact_exposure(), r.control_median_calibrated_exact_exposure() + 5);
+    for (const v1::CanaryResult& c : r.canaries()) {
+      EXPECT_NEAR(c.calibrated_exact_exposure(),
+                  r.log2_space() - std::log2(static_cast<double>(c.calibrated_rank())), 1e-9);
+    }
   }
   // The top level is the first variant.
   v1::ExposureResults first = x;
@@ -146,14 +212,22 @@ TEST_F(ExposureAuditTest, SweepWithBaselineAndReferenceModels) {
   EXPECT_THAT(metrics,
               HasSubstr(absl::StrCat("memaudit_exposure_log2{audit=\"", submitted->audit_id(),
                                      "\",estimator=\"baseline\",insertions=\"40\","
-                                     "variant=\"batch=8 units=32\"}")));
+                                     "variant=\"batch=8 units=32 epochs=4 lr=0.02\"}")));
+  for (const char* estimator : {"baseline_sampled", "baseline_extrapolated", "calibrated_exact"}) {
+    EXPECT_THAT(metrics, HasSubstr(absl::StrCat("memaudit_exposure_log2{audit=\"",
+                                                submitted->audit_id(), "\",estimator=\"", estimator,
+                                                "\",insertions=\"0\",variant=\"base\"}")));
+  }
   if (access(kPromtoolBinary, X_OK) == 0) {
     const PromtoolLint lint = RunPromtool(dir_, "exposure-sweep-scorer", metrics);
     EXPECT_EQ(lint.exit_code, 0) << lint.output;
     EXPECT_EQ(lint.output, "");
   }
   const std::string table = cli::ResultsTable(*results);
-  EXPECT_THAT(table, HasSubstr("variant \"batch=8 units=32\""));
+  EXPECT_THAT(table, HasSubstr("variant \"batch=8 units=32 epochs=4 lr=0.02\" (batch 8, units 32, "
+                               "dropout 0, epochs 4, lr 0.02)"));
+  EXPECT_THAT(table, HasSubstr("b.sampled"));
+  EXPECT_THAT(table, HasSubstr("cal.exact"));
   EXPECT_THAT(table, HasSubstr("sweep: mean exact exposure by insertions"));
   EXPECT_THAT(table, HasSubstr("baseline model (no canaries)"));
   const std::string html = cli::HtmlReport(audit, *results);
@@ -162,7 +236,8 @@ TEST_F(ExposureAuditTest, SweepWithBaselineAndReferenceModels) {
   const std::string csv_dir = dir_ + "/csv";
   ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
   const std::string csv = Slurp(csv_dir + "/exposure_variants.csv");
-  EXPECT_THAT(csv, HasSubstr(",batch=8 units=32,8,32,"));
+  EXPECT_THAT(csv, HasSubstr(",batch=8 units=32 epochs=4 lr=0.02,8,32,"));
+  EXPECT_THAT(csv, HasSubstr(",4,0.02\n"));  // epochs, learning_rate last
 }
 
 TEST_F(ExposureAuditTest, KilledWorkerMidCanaryModelReproducesTheUndisturbedResults) {
@@ -218,11 +293,17 @@ TEST_F(ExposureAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.model.architecture"));
   v1::AuditSpec sweep = TinySweepSpec();
   sweep.mutable_exposure()->mutable_sweep(1)->set_units(0);
+  sweep.mutable_exposure()->mutable_sweep(0)->set_epochs(0);
+  sweep.mutable_exposure()->mutable_sweep(1)->set_learning_rate(-1);
   sweep.mutable_exposure()->set_estimator("exact");
   sweep.mutable_exposure()->set_reference_samples(0);
   refused = client_->Submit(sweep);
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.sweep[1].units"));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("exposure.sweep[0].epochs: must be in [1, 10000] (got 0)"));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("exposure.sweep[1].learning_rate: must be > 0 (got -1)"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.reference_models"));
 }
 

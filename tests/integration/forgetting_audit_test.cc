@@ -255,6 +255,29 @@ TEST_F(ForgettingAuditTest, LiraReferencesDetectLongerThanTheCheckpointAttack) {
   EXPECT_THAT(csv, HasSubstr(",inject,checkpoint_calibrated,400,"));
 }
 
+TEST_F(ForgettingAuditTest, OnlineLiraTrainsInAndOutReferencesAndReportsBothCurves) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  v1::AuditSpec spec = TinyForgettingSpec();
+  spec.mutable_forgetting()->set_attack("lira_online");
+  Finished run;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &run));
+  const v1::ForgettingResults& f = run.results.forgetting();
+  EXPECT_EQ(f.reference_models(), 4u);
+  EXPECT_EQ(f.in_reference_models(), 4u);
+  // 4 OUT and 4 IN references; the IN ones take the injection step too:
+  // 200 + (1 + 4) x 1 + (2 + 2 x 4) x 400.
+  EXPECT_EQ(f.training_steps(), 200u + 5u + 10u * 400u);
+  EXPECT_EQ(run.audit.steps_total(), 2u * f.training_steps());
+  ASSERT_EQ(f.curve_size(), 4);
+  ASSERT_EQ(f.offline_curve_size(), 4);
+  EXPECT_EQ(f.offline_attack(), "lira_references");
+  // At k = 0 every IN reference is the injected arm itself: a perfect split.
+  EXPECT_DOUBLE_EQ(f.curve(0).accuracy().mean(), 1.0);
+  // Then the IN models drift with their own data order, like the OUT ones.
+  EXPECT_LT(f.curve(3).accuracy().mean(), 1.0);
+  EXPECT_GT(f.curve(1).accuracy().mean(), 0.5);
+}
+
 TEST_F(ForgettingAuditTest, CanariesInjectedMoreOftenAreExposedMoreThenFade) {
   // The paper's LM setup in miniature: canaries injected 1 or 32 times in one
   // canary batch, exposure against steps since injection.

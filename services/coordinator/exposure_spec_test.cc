@@ -1,0 +1,182 @@
+// The exposure audit's sweep axes (batch, units, dropout, epochs, learning
+// rate, DP-SGD): defaults, field-named validation and exact step counts per
+// variant.
+#include "services/coordinator/exposure_spec.h"
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/exposure_signals.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/coordinator/planner.h"
+#include "services/coordinator/spec_validator.h"
+
+namespace memaudit::coordinator {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// 10 lines of 10 characters: 100 characters; canaries "pin " + 3 digits +
+// newline = 8 characters, inserted 2 + 8 = 10 times: 180 with canaries.
+v1::AuditSpec SmallSpec() {
+  v1::AuditSpec spec;
+  spec.set_seed(7);
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  std::string text;
+  for (int i = 0; i < 10; ++i) text += "abcdefghi\n";
+  e->mutable_corpus()->set_text(text);
+  e->mutable_canary()->set_prefix("pin ");
+  e->mutable_canary()->set_digits(3);
+  e->add_repeats(2);
+  e->add_repeats(8);
+  e->mutable_training()->set_window(16);
+  e->mutable_training()->set_batch_size(4);
+  e->mutable_training()->set_epochs(3);
+  e->mutable_training()->set_learning_rate(0.003);
+  return spec;
+}
+
+TEST(ExposureSpecTest, EpochsAndLearningRateNameAndResolveTheirVariants) {
+  v1::AuditSpec spec = SmallSpec();
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->add_sweep();
+  e->add_sweep()->set_epochs(7);
+  e->add_sweep()->set_learning_rate(0.01);
+  v1::ExposureVariant* both = e->add_sweep();
+  both->set_batch_size(8);
+  both->set_epochs(2);
+  both->set_learning_rate(1e-4);
+  ApplyDefaults(&spec);
+  ASSERT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  EXPECT_EQ(e->sweep(0).name(), "base");
+  EXPECT_EQ(e->sweep(1).name(), "epochs=7");
+  EXPECT_EQ(e->sweep(2).name(), "lr=0.01");
+  EXPECT_EQ(e->sweep(3).name(), "batch=8 epochs=2 lr=0.0001");
+  // Unset axes keep the base recipe's values.
+  const exposure::Variant base = exposure::ResolveVariant(*e, 0);
+  EXPECT_EQ(base.epochs, 3u);
+  EXPECT_DOUBLE_EQ(base.learning_rate, 0.003);
+  const exposure::Variant longer = exposure::ResolveVariant(*e, 1);
+  EXPECT_EQ(longer.epochs, 7u);
+  EXPECT_DOUBLE_EQ(longer.learning_rate, 0.003);
+  EXPECT_EQ(longer.batch_size, 4u);
+  const exposure::Variant faster = exposure::ResolveVariant(*e, 2);
+  EXPECT_EQ(faster.epochs, 3u);
+  EXPECT_DOUBLE_EQ(faster.learning_rate, 0.01);
+  const exposure::Variant mixed = exposure::ResolveVariant(*e, 3);
+  EXPECT_EQ(mixed.batch_size, 8u);
+  EXPECT_EQ(mixed.epochs, 2u);
+  EXPECT_DOUBLE_EQ(mixed.learning_rate, 1e-4);
+  // Two entries whose defaults would give one name are told apart by name.
+  v1::AuditSpec twice = SmallSpec();
+  twice.mutable_exposure()->add_sweep()->set_epochs(5);
+  twice.mutable_exposure()->add_sweep()->set_epochs(5);
+  ApplyDefaults(&twice);
+  EXPECT_THAT(std::string(ValidateSpec(twice).message()),
+              HasSubstr("exposure.sweep[1].name: \"epochs=5\" names two variants"));
+}
+
+TEST(ExposureSpecTest, BadEpochsAndLearningRateAreNamedWithTheirRule) {
+  v1::AuditSpec spec = SmallSpec();
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->add_sweep()->set_epochs(0);
+  e->mutable_sweep(0)->set_learning_rate(0);
+  e->add_sweep()->set_epochs(10001);
+  e->mutable_sweep(1)->set_learning_rate(-0.5);
+  e->add_sweep()->set_learning_rate(std::numeric_limits<double>::infinity());
+  // Named explicitly: default names of bad values would be checked too.
+  for (int i = 0; i < 3; ++i) e->mutable_sweep(i)->set_name(absl::StrCat("v", i));
+  ApplyDefaults(&spec);
+  const absl::Status status = ValidateSpec(spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(status.message());
+  for (const char* problem : {"exposure.sweep[0].epochs: must be in [1, 10000] (got 0)",
+                              "exposure.sweep[0].learning_rate: must be > 0 (got 0)",
+                              "exposure.sweep[1].epochs: must be in [1, 10000] (got 10001)",
+                              "exposure.sweep[1].learning_rate: must be > 0 (got -0.5)",
+                              "exposure.sweep[2].learning_rate: must be > 0 (got inf)"}) {
+    EXPECT_THAT(message, HasSubstr(problem));
+  }
+  EXPECT_EQ(FindProblems(spec).size(), 5u);
+  // The planner refuses the spec with the same message.
+  EXPECT_EQ(PlanAudit(spec).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ExposureSpecTest, StepsFollowEachVariantsEpochsAndBatch) {
+  v1::AuditSpec spec = SmallSpec();
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->add_sweep();                          // batch 4, 3 epochs
+  e->add_sweep()->set_epochs(7);           // batch 4, 7 epochs
+  e->add_sweep()->set_learning_rate(0.1);  // steps as the base
+  v1::ExposureVariant* both = e->add_sweep();
+  both->set_batch_size(8);
+  both->set_epochs(5);
+  e->set_baseline(true);
+  ApplyDefaults(&spec);
+  // With canaries: (180 - 1) / 16 = 11 windows: 3 steps per epoch at batch 4,
+  // 2 at batch 8. Without: (100 - 1) / 16 = 6 windows: 2 and 1.
+  EXPECT_EQ(ExposureTaskSteps(*e, 0, true), 9u);
+  EXPECT_EQ(ExposureTaskSteps(*e, 1, true), 21u);
+  EXPECT_EQ(ExposureTaskSteps(*e, 2, true), 9u);
+  EXPECT_EQ(ExposureTaskSteps(*e, 3, true), 10u);
+  EXPECT_EQ(ExposureTaskSteps(*e, 1, false), 14u);
+  EXPECT_EQ(ExposureTaskSteps(*e, 3, false), 5u);
+  EXPECT_EQ(ExposureSteps(*e), 9u) << "the base recipe";
+  auto plan = PlanAudit(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<std::string> tasks;
+  for (const PlannedTask& t : plan->tasks) {
+    tasks.push_back(absl::StrCat(t.role, "/", t.index, ":", t.steps_total));
+  }
+  EXPECT_THAT(tasks, ElementsAre("canary_model/0:9", "canary_model/1:21", "canary_model/2:9",
+                                 "canary_model/3:10", "baseline_model/0:6", "baseline_model/1:14",
+                                 "baseline_model/2:6", "baseline_model/3:5"));
+}
+
+TEST(ExposureSpecTest, ExactCalibrationDefaultsOnWhereRIsSmallAndIsRefusedWhereNot) {
+  v1::AuditSpec spec = SmallSpec();  // |R| = 1000
+  ApplyDefaults(&spec);
+  EXPECT_FALSE(spec.exposure().exact_calibration()) << "no reference models, nothing to calibrate";
+  v1::AuditSpec calibrated = SmallSpec();
+  calibrated.mutable_exposure()->set_reference_models(2);
+  ApplyDefaults(&calibrated);
+  EXPECT_TRUE(calibrated.exposure().exact_calibration());
+  EXPECT_TRUE(ValidateSpec(calibrated).ok()) << ValidateSpec(calibrated);
+  EXPECT_TRUE(exposure::ExactCalibration(calibrated.exposure()));
+  // 9 digits: 10^9 values per model is too many; off by default...
+  v1::AuditSpec wide = SmallSpec();
+  wide.mutable_exposure()->mutable_canary()->set_digits(9);
+  wide.mutable_exposure()->set_reference_models(2);
+  ApplyDefaults(&wide);
+  EXPECT_FALSE(wide.exposure().exact_calibration());
+  EXPECT_TRUE(ValidateSpec(wide).ok()) << ValidateSpec(wide);
+  // ...and refused when asked for, as without reference models.
+  wide.mutable_exposure()->set_exact_calibration(true);
+  EXPECT_THAT(std::string(ValidateSpec(wide).message()),
+              HasSubstr("exposure.exact_calibration: every canary and reference model sends |R| "
+                        "values: needs |R| <= 1048576 and |R| x 3 models <= 33554432 (|R| = "
+                        "1000000000)"));
+  v1::AuditSpec none = SmallSpec();
+  none.mutable_exposure()->set_exact_calibration(true);
+  ApplyDefaults(&none);
+  EXPECT_THAT(std::string(ValidateSpec(none).message()),
+              HasSubstr("exposure.exact_calibration: needs reference_models > 0"));
+  // 6 digits fit with up to 32 models in all: 2 variants x (1 + 15) do, x (1 + 16) not.
+  v1::AuditSpec many = SmallSpec();
+  many.mutable_exposure()->mutable_canary()->set_digits(6);
+  many.mutable_exposure()->add_sweep();
+  many.mutable_exposure()->add_sweep()->set_units(8);
+  many.mutable_exposure()->set_reference_models(15);
+  ApplyDefaults(&many);
+  EXPECT_TRUE(many.exposure().exact_calibration());
+  many.mutable_exposure()->set_reference_models(16);
+  EXPECT_THAT(std::string(ValidateSpec(many).message()),
+              HasSubstr("|R| x 34 models <= 33554432 (|R| = 1000000)"));
+}
+
+}  // namespace
+}  // namespace memaudit::coordinator
