@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "services/coordinator/planner.h"
 #include "services/coordinator/spec_validator.h"
+#include "services/coordinator/test_specs.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -20,28 +21,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// 10 lines of 10 characters: 100 characters; canaries "pin " + 3 digits +
-// newline = 8 characters, inserted 2 + 8 = 10 times: 180 with canaries.
-v1::AuditSpec SmallSpec() {
-  v1::AuditSpec spec;
-  spec.set_seed(7);
-  v1::ExposureAudit* e = spec.mutable_exposure();
-  std::string text;
-  for (int i = 0; i < 10; ++i) text += "abcdefghi\n";
-  e->mutable_corpus()->set_text(text);
-  e->mutable_canary()->set_prefix("pin ");
-  e->mutable_canary()->set_digits(3);
-  e->add_repeats(2);
-  e->add_repeats(8);
-  e->mutable_training()->set_window(16);
-  e->mutable_training()->set_batch_size(4);
-  e->mutable_training()->set_epochs(3);
-  e->mutable_training()->set_learning_rate(0.003);
-  return spec;
-}
-
 TEST(ExposureSpecTest, EpochsAndLearningRateNameAndResolveTheirVariants) {
-  v1::AuditSpec spec = SmallSpec();
+  v1::AuditSpec spec = SmallExposureSpec(/*with_defaults=*/false);
   v1::ExposureAudit* e = spec.mutable_exposure();
   e->add_sweep();
   e->add_sweep()->set_epochs(7);
@@ -72,7 +53,7 @@ TEST(ExposureSpecTest, EpochsAndLearningRateNameAndResolveTheirVariants) {
   EXPECT_EQ(mixed.epochs, 2u);
   EXPECT_DOUBLE_EQ(mixed.learning_rate, 1e-4);
   // Two entries whose defaults would give one name are told apart by name.
-  v1::AuditSpec twice = SmallSpec();
+  v1::AuditSpec twice = SmallExposureSpec(/*with_defaults=*/false);
   twice.mutable_exposure()->add_sweep()->set_epochs(5);
   twice.mutable_exposure()->add_sweep()->set_epochs(5);
   ApplyDefaults(&twice);
@@ -81,7 +62,7 @@ TEST(ExposureSpecTest, EpochsAndLearningRateNameAndResolveTheirVariants) {
 }
 
 TEST(ExposureSpecTest, BadEpochsAndLearningRateAreNamedWithTheirRule) {
-  v1::AuditSpec spec = SmallSpec();
+  v1::AuditSpec spec = SmallExposureSpec(/*with_defaults=*/false);
   v1::ExposureAudit* e = spec.mutable_exposure();
   e->add_sweep()->set_epochs(0);
   e->mutable_sweep(0)->set_learning_rate(0);
@@ -107,7 +88,7 @@ TEST(ExposureSpecTest, BadEpochsAndLearningRateAreNamedWithTheirRule) {
 }
 
 TEST(ExposureSpecTest, StepsFollowEachVariantsEpochsAndBatch) {
-  v1::AuditSpec spec = SmallSpec();
+  v1::AuditSpec spec = SmallExposureSpec(/*with_defaults=*/false);
   v1::ExposureAudit* e = spec.mutable_exposure();
   e->add_sweep();                          // batch 4, 3 epochs
   e->add_sweep()->set_epochs(7);           // batch 4, 7 epochs
@@ -138,17 +119,17 @@ TEST(ExposureSpecTest, StepsFollowEachVariantsEpochsAndBatch) {
 }
 
 TEST(ExposureSpecTest, ExactCalibrationDefaultsOnWhereRIsSmallAndIsRefusedWhereNot) {
-  v1::AuditSpec spec = SmallSpec();  // |R| = 1000
+  v1::AuditSpec spec = SmallExposureSpec(/*with_defaults=*/false);  // |R| = 1000
   ApplyDefaults(&spec);
   EXPECT_FALSE(spec.exposure().exact_calibration()) << "no reference models, nothing to calibrate";
-  v1::AuditSpec calibrated = SmallSpec();
+  v1::AuditSpec calibrated = SmallExposureSpec(/*with_defaults=*/false);
   calibrated.mutable_exposure()->set_reference_models(2);
   ApplyDefaults(&calibrated);
   EXPECT_TRUE(calibrated.exposure().exact_calibration());
   EXPECT_TRUE(ValidateSpec(calibrated).ok()) << ValidateSpec(calibrated);
   EXPECT_TRUE(exposure::ExactCalibration(calibrated.exposure()));
   // 9 digits: 10^9 values per model is too many; off by default...
-  v1::AuditSpec wide = SmallSpec();
+  v1::AuditSpec wide = SmallExposureSpec(/*with_defaults=*/false);
   wide.mutable_exposure()->mutable_canary()->set_digits(9);
   wide.mutable_exposure()->set_reference_models(2);
   ApplyDefaults(&wide);
@@ -160,13 +141,13 @@ TEST(ExposureSpecTest, ExactCalibrationDefaultsOnWhereRIsSmallAndIsRefusedWhereN
               HasSubstr("exposure.exact_calibration: every canary and reference model sends |R| "
                         "values: needs |R| <= 1048576 and |R| x 3 models <= 33554432 (|R| = "
                         "1000000000)"));
-  v1::AuditSpec none = SmallSpec();
+  v1::AuditSpec none = SmallExposureSpec(/*with_defaults=*/false);
   none.mutable_exposure()->set_exact_calibration(true);
   ApplyDefaults(&none);
   EXPECT_THAT(std::string(ValidateSpec(none).message()),
               HasSubstr("exposure.exact_calibration: needs reference_models > 0"));
   // 6 digits fit with up to 32 models in all: 2 variants x (1 + 15) do, x (1 + 16) not.
-  v1::AuditSpec many = SmallSpec();
+  v1::AuditSpec many = SmallExposureSpec(/*with_defaults=*/false);
   many.mutable_exposure()->mutable_canary()->set_digits(6);
   many.mutable_exposure()->add_sweep();
   many.mutable_exposure()->add_sweep()->set_units(8);

@@ -85,25 +85,6 @@ TEST(PlannerTest, PlanIsAPureFunctionOfTheSpec) {
   }
 }
 
-v1::AuditSpec SmallExposureSpec() {
-  v1::AuditSpec spec;
-  spec.set_seed(7);
-  v1::ExposureAudit* e = spec.mutable_exposure();
-  // 10 lines of 10 characters (with the newline): 100 characters.
-  std::string text;
-  for (int i = 0; i < 10; ++i) text += "abcdefghi\n";
-  e->mutable_corpus()->set_text(text);
-  e->mutable_canary()->set_prefix("pin ");
-  e->mutable_canary()->set_digits(3);
-  e->add_repeats(2);
-  e->add_repeats(8);
-  e->mutable_training()->set_window(16);
-  e->mutable_training()->set_batch_size(4);
-  e->mutable_training()->set_epochs(3);
-  ApplyDefaults(&spec);
-  return spec;
-}
-
 TEST(PlannerTest, ExposurePlansOneCanaryModelWithExactSteps) {
   auto plan = PlanAudit(SmallExposureSpec());
   ASSERT_TRUE(plan.ok()) << plan.status();

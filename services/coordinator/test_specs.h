@@ -23,6 +23,27 @@ inline v1::AuditSpec SmallMembershipSpec(uint32_t models = 4) {
   return spec;
 }
 
+// 10 lines of 10 characters (100 characters); canaries "pin " + 3 digits +
+// newline, inserted 2 and 8 times; windows of 16, batches of 4, 3 epochs.
+// Without defaults for tests of what ApplyDefaults derives from other fields.
+inline v1::AuditSpec SmallExposureSpec(bool with_defaults = true) {
+  v1::AuditSpec spec;
+  spec.set_seed(7);
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  std::string text;
+  for (int i = 0; i < 10; ++i) text += "abcdefghi\n";
+  e->mutable_corpus()->set_text(text);
+  e->mutable_canary()->set_prefix("pin ");
+  e->mutable_canary()->set_digits(3);
+  e->add_repeats(2);
+  e->add_repeats(8);
+  e->mutable_training()->set_window(16);
+  e->mutable_training()->set_batch_size(4);
+  e->mutable_training()->set_epochs(3);
+  if (with_defaults) ApplyDefaults(&spec);
+  return spec;
+}
+
 }  // namespace memaudit::coordinator
 
 #endif  // MEMAUDIT_SERVICES_COORDINATOR_TEST_SPECS_H_

@@ -190,6 +190,15 @@ absl::Status SameSecrets(const ModelSignals& m, const std::vector<std::string>& 
   return absl::OkStatus();
 }
 
+// The skew-normal fit of a reference sample; nullopt when it fails (e.g. a
+// degenerate sample): the extrapolated numbers are then NaN rather than
+// blocking the audit's other results.
+std::optional<scoring::SkewNormalFit> FitReferences(const std::vector<double>& refs) {
+  absl::StatusOr<scoring::SkewNormalFit> f = scoring::FitSkewNormal(refs);
+  if (!f.ok()) return std::nullopt;
+  return *std::move(f);
+}
+
 // One variant's canary model: the pre-sweep results, without by_repeats.
 absl::StatusOr<v1::ExposureResults> ScoreCanaryModel(const v1::ExposureAudit& e,
                                                      const ModelSignals& signals,
@@ -228,21 +237,15 @@ absl::StatusOr<v1::ExposureResults> ScoreCanaryModel(const v1::ExposureAudit& e,
   out.set_reference_samples(static_cast<uint32_t>(refs.size()));
   out.set_log2_reference_samples(refs.empty() ? 0 : std::log2(static_cast<double>(refs.size())));
   if (!refs.empty()) *out.mutable_reference_px_histogram() = PxHistogramOf(refs);
-  scoring::SkewNormalParams fit;
-  bool fitted = false;
-  if (extrapolated) {
-    // A failed fit (e.g. a degenerate sample) leaves the extrapolated numbers
-    // NaN rather than blocking the audit's other results.
-    absl::StatusOr<scoring::SkewNormalFit> f = scoring::FitSkewNormal(refs);
-    if (f.ok()) {
-      fit = f->params;
-      fitted = true;
-      out.set_fit_location(fit.location);
-      out.set_fit_scale(fit.scale);
-      out.set_fit_shape(fit.shape);
-      out.set_fit_ks_statistic(f->ks.statistic);
-      out.set_fit_ks_p_value(f->ks.p_value);
-    }
+  const std::optional<scoring::SkewNormalFit> f = extrapolated ? FitReferences(refs) : std::nullopt;
+  const bool fitted = f.has_value();
+  const scoring::SkewNormalParams fit = fitted ? f->params : scoring::SkewNormalParams{};
+  if (fitted) {
+    out.set_fit_location(fit.location);
+    out.set_fit_scale(fit.scale);
+    out.set_fit_shape(fit.shape);
+    out.set_fit_ks_statistic(f->ks.statistic);
+    out.set_fit_ks_p_value(f->ks.p_value);
   }
 
   for (size_t i = 0; i < count; ++i) {
@@ -292,20 +295,15 @@ absl::Status AddBaseline(const ModelSignals& signals, const std::vector<std::str
   const bool extrapolated = HasEstimator(*out, "extrapolated");
   std::vector<double> refs;
   if (sampled || extrapolated) refs = signals.at(exposure::kReferencePxBits);
-  scoring::SkewNormalParams fit;
-  bool fitted = false;
-  if (extrapolated) {
-    // As for the canary model: a failed fit leaves NaN, not a failed audit.
-    absl::StatusOr<scoring::SkewNormalFit> f = scoring::FitSkewNormal(refs);
-    if (f.ok()) {
-      fit = f->params;
-      fitted = true;
-      out->set_baseline_fit_location(fit.location);
-      out->set_baseline_fit_scale(fit.scale);
-      out->set_baseline_fit_shape(fit.shape);
-      out->set_baseline_fit_ks_statistic(f->ks.statistic);
-      out->set_baseline_fit_ks_p_value(f->ks.p_value);
-    }
+  const std::optional<scoring::SkewNormalFit> f = extrapolated ? FitReferences(refs) : std::nullopt;
+  const bool fitted = f.has_value();
+  const scoring::SkewNormalParams fit = fitted ? f->params : scoring::SkewNormalParams{};
+  if (fitted) {
+    out->set_baseline_fit_location(fit.location);
+    out->set_baseline_fit_scale(fit.scale);
+    out->set_baseline_fit_shape(fit.shape);
+    out->set_baseline_fit_ks_statistic(f->ks.statistic);
+    out->set_baseline_fit_ks_p_value(f->ks.p_value);
   }
   out->set_baseline_model(true);
   out->set_baseline_final_loss(signals.at(exposure::kModel)[2]);
