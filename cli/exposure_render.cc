@@ -403,8 +403,20 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
       "audit_id,variant,batch_size,units,dropout,dp_noise_multiplier,dp_clip_norm,dp_epsilon,"
       "dp_delta,training_steps,final_loss,baseline_final_loss,control_median_exposure,"
       "extracted,epochs,learning_rate\n";
+  // Exposure during training: one row per evaluation point and canary.
+  std::string curve = "audit_id,variant,step,secret,repeats,px_bits,rank,exact,exposure\n";
+  bool has_curve = false;
   for (const v1::ExposureVariantResult& v : VariantsOf(x)) {
     const v1::ExposureResults& vx = v.results();
+    for (const v1::ExposureCurvePoint& p : vx.curve()) {
+      has_curve = true;
+      for (int i = 0; i < p.exposure_size() && i < vx.canaries_size(); ++i) {
+        absl::StrAppend(
+            &curve, absl::StrFormat("%s,%s,%u,%s,%u,%.17g,%u,%d,%.17g\n", r.audit_id(), v.name(),
+                                    p.step(), vx.canaries(i).secret(), vx.canaries(i).repeats(),
+                                    p.px_bits(i), p.rank(i), p.exact(i), p.exposure(i)));
+      }
+    }
     for (const v1::CanaryResult& c : vx.canaries()) {
       absl::StrAppend(
           &canaries,
@@ -441,6 +453,9 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
             v.learning_rate()));
   }
   if (absl::Status s = WriteFile(dir + "/canaries.csv", canaries); !s.ok()) return s;
+  if (has_curve) {
+    if (absl::Status s = WriteFile(dir + "/exposure_curve.csv", curve); !s.ok()) return s;
+  }
   // Only a sweep's results carry the resolved recipes.
   if (x.variants_size() > 0) {
     if (absl::Status s = WriteFile(dir + "/exposure_variants.csv", variants); !s.ok()) return s;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -120,6 +121,13 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   }
   EXPECT_THAT(cli::ResultsTable(*curve_results), HasSubstr("exposure during training"));
   EXPECT_THAT(cli::HtmlReport(curve_audit, *curve_results), HasSubstr("exposure-curve"));
+  // The curve's CSV: a header and one row per point and canary.
+  const std::string curve_dir = dir_ + "/curve-csv";
+  ASSERT_TRUE(cli::WriteResultsCsv(*curve_results, curve_dir).ok());
+  const std::string curve_csv = Slurp(curve_dir + "/exposure_curve.csv");
+  EXPECT_EQ(std::count(curve_csv.begin(), curve_csv.end(), '\n'), 1 + 6 * x.canaries_size());
+  EXPECT_THAT(curve_csv, HasSubstr(absl::StrCat(",base,", per_epoch, ",", heavy.secret(), ",40,")));
+  EXPECT_FALSE(std::ifstream(csv_dir + "/exposure_curve.csv").good()) << "no points, no curve file";
 }
 
 // Two recipes (the base and a narrower model at batch 8, trained for fewer
