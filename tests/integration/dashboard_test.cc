@@ -135,7 +135,7 @@ TEST_F(EveryKindObservedTest, DashboardRendersWithDataInChromium) {
   if (access(kChromium, X_OK) != 0) GTEST_SKIP() << "chromium not installed";
   const std::string png = observed_->dir + "/dashboard.png";
   const std::string shot = RunCapture(absl::StrCat(Chromium(observed_->dir + "/profile"),
-                                                   " --window-size=1480,2300 --hide-scrollbars "
+                                                   " --window-size=1480,3500 --hide-scrollbars "
                                                    "--screenshot=",
                                                    png, " file://", page));
   EXPECT_THAT(shot, ::testing::Not(::testing::HasSubstr("CONSOLE"))) << shot;

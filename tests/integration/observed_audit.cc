@@ -155,10 +155,12 @@ void PrometheusTest::SetUp() { CheckReady(observed_); }
 Observed* EveryKindObservedTest::observed_ = nullptr;
 
 void EveryKindObservedTest::SetUpTestSuite() {
-  observed_ =
-      ObserveAudits("every-kind", {TinyMembershipSpec(), TinyExposureSpec(), TinyForgettingSpec(),
-                                   TinyUnlearningSpec(), TinyLinearRelationalSpec()})
-          .release();
+  // Evaluation points feed the dashboard's exposure-during-training panel.
+  v1::AuditSpec exposure = TinyExposureSpec();
+  exposure.mutable_exposure()->set_eval_every_epoch(true);
+  observed_ = ObserveAudits("every-kind", {TinyMembershipSpec(), exposure, TinyForgettingSpec(),
+                                           TinyUnlearningSpec(), TinyLinearRelationalSpec()})
+                  .release();
 }
 
 void EveryKindObservedTest::TearDownTestSuite() { Release(observed_); }
