@@ -30,16 +30,13 @@ bool BatchedClippedSum(Model& model, const Batch& batch, const DpSgdOptions& dp,
   const std::vector<torch::nn::Linear>& layers = mlp.layers();
   const int64_t n = batch.x.size(0);
   if (n == 0 || batch.x.dim() != 2 || layers.empty()) return false;
-  // Where each parameter's sum comes from: layer l's weight (2l) or bias (2l+1).
-  std::vector<size_t> source(params.size());
-  for (size_t k = 0; k < params.size(); ++k) {
-    size_t s = 2 * layers.size();
-    for (size_t l = 0; l < layers.size() && s == 2 * layers.size(); ++l) {
-      if (params[k].is_same(layers[l]->weight)) s = 2 * l;
-      if (layers[l]->bias.defined() && params[k].is_same(layers[l]->bias)) s = 2 * l + 1;
+  // MlpModel's parameters: fc0.weight, fc0.bias, fc1.weight, ... (every
+  // layer has a bias); the sums below come out in that order.
+  if (params.size() != 2 * layers.size()) return false;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (!params[2 * l].is_same(layers[l]->weight) || !params[2 * l + 1].is_same(layers[l]->bias)) {
+      return false;
     }
-    if (s == 2 * layers.size()) return false;
-    source[k] = s;
   }
   if (!DropoutInactive(mlp)) return false;
 
@@ -49,8 +46,8 @@ bool BatchedClippedSum(Model& model, const Batch& batch, const DpSgdOptions& dp,
   std::vector<torch::Tensor> inputs, outputs;
   torch::Tensor a = batch.x.detach();
   for (size_t l = 0; l < layers.size(); ++l) {
-    const torch::Tensor b = layers[l]->bias.defined() ? layers[l]->bias.detach() : torch::Tensor();
-    torch::Tensor z = torch::nn::functional::linear(a, layers[l]->weight.detach(), b);
+    torch::Tensor z =
+        torch::nn::functional::linear(a, layers[l]->weight.detach(), layers[l]->bias.detach());
     if (l == 0) z.requires_grad_();
     inputs.push_back(a);
     outputs.push_back(z);
@@ -66,11 +63,10 @@ bool BatchedClippedSum(Model& model, const Batch& batch, const DpSgdOptions& dp,
 
   const torch::Tensor per_loss = losses.detach().to(torch::kCPU, torch::kFloat64).contiguous();
   for (int64_t i = 0; i < n; ++i) stats.loss += per_loss.data_ptr<double>()[i] / n;
-  // ||g_i||^2 = sum_l ||delta_i||^2 (||a_i||^2 + [bias]), in float64 like the loop.
+  // ||g_i||^2 = sum_l ||delta_i||^2 (||a_i||^2 + 1), in float64 like the loop.
   torch::Tensor sq = torch::zeros({n}, batch.x.options().dtype(torch::kFloat64));
   for (size_t l = 0; l < layers.size(); ++l) {
-    torch::Tensor a_sq = inputs[l].to(torch::kFloat64).pow(2).sum(1);
-    if (layers[l]->bias.defined()) a_sq = a_sq + 1;
+    const torch::Tensor a_sq = inputs[l].to(torch::kFloat64).pow(2).sum(1) + 1;
     sq += deltas[l].to(torch::kFloat64).pow(2).sum(1) * a_sq;
   }
   const torch::Tensor norms = sq.sqrt().to(torch::kCPU).contiguous();
@@ -80,19 +76,15 @@ bool BatchedClippedSum(Model& model, const Batch& batch, const DpSgdOptions& dp,
     stats.norms.push_back(norm);
     scale[i] = ClipScale(norm, dp.clip_norm);
   }
-  // Clipped sums: weight (c o delta)^T A, bias sum_i c_i delta_i.
-  std::vector<torch::Tensor> by_source(2 * layers.size());
+  // Clipped sums, in parameter order: weight (c o delta)^T A, bias sum_i c_i delta_i.
+  sum.clear();
   for (size_t l = 0; l < layers.size(); ++l) {
     const torch::Tensor c = torch::tensor(scale, torch::kFloat64)
                                 .to(deltas[l].device(), deltas[l].scalar_type())
                                 .unsqueeze(1);
     const torch::Tensor cd = deltas[l] * c;
-    by_source[2 * l] = cd.t().mm(inputs[l]);
-    if (layers[l]->bias.defined()) by_source[2 * l + 1] = cd.sum(0);
-  }
-  sum.clear();
-  for (size_t k = 0; k < params.size(); ++k) {
-    sum.push_back(by_source[source[k]].to(params[k].scalar_type()).view_as(params[k]));
+    sum.push_back(cd.t().mm(inputs[l]).to(params[2 * l].scalar_type()));
+    sum.push_back(cd.sum(0).to(params[2 * l + 1].scalar_type()));
   }
   stats.batched = true;
   return true;

@@ -185,6 +185,17 @@ std::vector<torch::Tensor> StackedCnn::MemberParameters(int64_t k) const {
           fc2_b_[k][0]};
 }
 
+absl::Status EnsembleTrainer::Place(torch::Device device, const TrainerOptions& options) {
+  model_->to(device);
+  device_ = device;
+  options_ = options;
+  absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> opt =
+      MakeOptimizer(model_->parameters(), options.optimizer);
+  if (!opt.ok()) return opt.status();
+  optimizer_ = *std::move(opt);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Create(
     const ModelSpec& spec, const TrainerOptions& options, std::vector<EnsembleMember> members,
     uint32_t batch_size) {
@@ -221,14 +232,7 @@ absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Create(
   } else {
     t->model_ = std::make_shared<StackedMlp>(stacked, seeds);
   }
-  t->model_->to(*device);
-  t->device_ = *device;
-  t->options_ = options;
-  t->batch_size_ = batch_size;
-  absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> opt =
-      MakeOptimizer(t->model_->parameters(), options.optimizer);
-  if (!opt.ok()) return opt.status();
-  t->optimizer_ = *std::move(opt);
+  if (absl::Status s = t->Place(*device, options); !s.ok()) return s;
   return t;
 }
 
@@ -273,15 +277,9 @@ absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Continue(
     return absl::InvalidArgumentError(
         absl::StrCat("trainers: not models of this spec: ", e.what_without_backtrace()));
   }
-  t->model_->to(*device);
-  t->device_ = *device;
-  t->options_ = options;
   t->schedules_ = std::move(schedules);
   t->step_ = trainers[0]->lr_step();
-  absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> opt =
-      MakeOptimizer(t->model_->parameters(), options.optimizer);
-  if (!opt.ok()) return opt.status();
-  t->optimizer_ = *std::move(opt);
+  if (absl::Status s = t->Place(*device, options); !s.ok()) return s;
   if (absl::Status s = StackOptimizerState(options.optimizer.kind, optimizers, params,
                                            *t->optimizer_, t->model_->parameters());
       !s.ok()) {

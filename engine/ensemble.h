@@ -130,6 +130,8 @@ class EnsembleTrainer {
 
  private:
   EnsembleTrainer() = default;
+  // Moves the built model to `device` and gives it a fresh optimizer.
+  absl::Status Place(torch::Device device, const TrainerOptions& options);
   std::shared_ptr<StackedModel> model_;
   std::vector<std::shared_ptr<const BatchSchedule>> schedules_;
   std::vector<uint64_t> offsets_;            // member k's data position minus step_
@@ -137,7 +139,6 @@ class EnsembleTrainer {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   TrainerOptions options_;
   torch::Device device_ = torch::kCPU;
-  uint32_t batch_size_ = 0;
   uint64_t step_ = 0;
 };
 

@@ -187,10 +187,8 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   const ModelSpec model =
       CharLmSpec(spec.lstm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
   const uint64_t init_seed = spec.init_seed;
-  TrainerOptions options;
-  options.optimizer = spec.optimizer;
-  options.threads = spec.threads == 0 ? 1 : spec.threads;
-  options.dropout_seed = DeriveSeed(spec.order_seed, "dropout", 0);
+  const TrainerOptions options =
+      SeededTrainerOptions(spec.optimizer, spec.threads, spec.order_seed);
   // The baseline's post-T_I order: the injected arm's when paired (with
   // Poison its pre-T_I order differs anyway: it draws from D alone).
   const uint64_t base_seed =

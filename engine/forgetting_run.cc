@@ -96,6 +96,16 @@ std::vector<ArmOutputs> OutputsOf(ForgettingPoint& point, const ForgettingRunSpe
   return out;
 }
 
+// Logistic regression (no hidden layers) or an MLP over the images.
+ModelSpec ImageModelSpec(const LabeledImages& data, const std::vector<uint32_t>& hidden) {
+  ModelSpec model;
+  model.kind = hidden.empty() ? ModelKind::kLogReg : ModelKind::kMlp;
+  model.inputs = data.features;
+  model.classes = data.classes;
+  model.hidden = hidden;
+  return model;
+}
+
 // Whether one ensemble of the arms trains faster than the arms one at a
 // time. Wider layers make every step GEMM-bound, where stacking only adds
 // copies: bench/forgetting_bench measured 1.07-1.19x for logistic regression
@@ -142,17 +152,11 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
   for (size_t i = 0; i < d_ids.size(); ++i) d_ids[i] = static_cast<int64_t>(i);
   for (size_t i = 0; i < p_ids.size(); ++i) p_ids[i] = static_cast<int64_t>(d_ids.size() + i);
 
-  ModelSpec model;
-  model.kind = spec.hidden.empty() ? ModelKind::kLogReg : ModelKind::kMlp;
-  model.inputs = data.features;
-  model.classes = data.classes;
-  model.hidden = spec.hidden;
+  const ModelSpec model = ImageModelSpec(data, spec.hidden);
   const uint64_t init_seed = spec.init_seed;
   ModelFactory factory = [model, init_seed] { return BuildModel(model, init_seed); };
-  TrainerOptions options;
-  options.optimizer = spec.optimizer;
-  options.threads = spec.threads == 0 ? 1 : spec.threads;
-  options.dropout_seed = DeriveSeed(spec.order_seed, "dropout", 0);
+  const TrainerOptions options =
+      SeededTrainerOptions(spec.optimizer, spec.threads, spec.order_seed);
 
   // The baseline's post-T_I order: the injected arm's when paired.
   const uint64_t base_seed =
@@ -329,16 +333,10 @@ absl::StatusOr<std::vector<double>> ForgettingCandidateLosses(
   const TensorDataset candidates = FromLabeledImages(data, spec.candidate_rows);
   std::vector<int64_t> ids(spec.clean_rows.size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
-  ModelSpec model;
-  model.kind = spec.hidden.empty() ? ModelKind::kLogReg : ModelKind::kMlp;
-  model.inputs = data.features;
-  model.classes = data.classes;
-  model.hidden = spec.hidden;
+  const ModelSpec model = ImageModelSpec(data, spec.hidden);
   const uint64_t init_seed = spec.init_seed;
-  TrainerOptions options;
-  options.optimizer = spec.optimizer;
-  options.threads = spec.threads == 0 ? 1 : spec.threads;
-  options.dropout_seed = DeriveSeed(spec.order_seed, "dropout", 0);
+  const TrainerOptions options =
+      SeededTrainerOptions(spec.optimizer, spec.threads, spec.order_seed);
   std::vector<double> phi, loss;
   try {
     auto trainer =

@@ -279,10 +279,8 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
 
   const ModelSpec model =
       CharLmSpec(spec.lstm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
-  TrainerOptions options;
-  options.optimizer = spec.optimizer;
-  options.dropout_seed = DeriveSeed(spec.model_seed, "dropout", 0);
-  options.threads = spec.threads == 0 ? 1 : spec.threads;
+  const TrainerOptions options =
+      SeededTrainerOptions(spec.optimizer, spec.threads, spec.model_seed);
   const uint64_t init = DeriveSeed(spec.model_seed, "init", 0);
   auto trainer = Trainer::Create([model, init] { return BuildModel(model, init); }, options);
   if (!trainer.ok()) return trainer.status();

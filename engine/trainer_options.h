@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/seeding.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {
@@ -30,6 +31,17 @@ struct TrainerOptions {
   std::string device;
   DpSgdOptions dp;
 };
+
+// What the audit facades train with: `optimizer`, `threads` LibTorch threads
+// (0 = 1) and dropout masks seeded from `seed`.
+inline TrainerOptions SeededTrainerOptions(const OptimizerSpec& optimizer, uint32_t threads,
+                                           uint64_t seed) {
+  TrainerOptions options;
+  options.optimizer = optimizer;
+  options.threads = threads == 0 ? 1 : threads;
+  options.dropout_seed = DeriveSeed(seed, "dropout", 0);
+  return options;
+}
 
 }  // namespace memaudit::engine
 

@@ -184,21 +184,17 @@ TEST_F(ForgettingAuditTest, HardExamplesAreForgottenMoreSlowlyThanEasyOnes) {
   for (const char* selection : {"hard", "easy"}) {
     v1::AuditSpec spec = TinyForgettingSpec();
     spec.mutable_forgetting()->mutable_injected()->set_selection(selection);
-    auto submitted = client_->Submit(spec);
-    ASSERT_TRUE(submitted.ok()) << submitted.status();
-    v1::Audit audit = WaitForEnd(submitted->audit_id());
-    ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
-    auto results = client_->Report(submitted->audit_id());
-    ASSERT_TRUE(results.ok()) << results.status();
-    ASSERT_TRUE(results->complete());
-    const v1::ForgettingResults& f = results->forgetting();
+    Finished run;
+    ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &run));
+    const v1::Audit& audit = run.audit;
+    const v1::ForgettingResults& f = run.results.forgetting();
     // The reference model's 600 steps (T_I + steps after, by default) come
     // first in every trial: 600 + 200 + 1 + 2 x 400.
     EXPECT_EQ(f.training_steps(), 600u + 200u + 1u + 800u);
     EXPECT_EQ(audit.steps_total(), 2u * f.training_steps());
     EXPECT_EQ(f.selection(), selection);
     ASSERT_EQ(f.curve_size(), 4);
-    by_selection[selection] = *results;
+    by_selection[selection] = run.results;
   }
   const v1::ForgettingResults& hard = by_selection["hard"].forgetting();
   const v1::ForgettingResults& easy = by_selection["easy"].forgetting();
