@@ -26,6 +26,18 @@ TEST(ScheduleTest, EpochsVisitEveryRowOnce) {
   EXPECT_NE(s.At(0).ids, s.At(3).ids);  // reshuffled per epoch
 }
 
+// At() keeps the last epoch's permutation; the answer must still depend on
+// the step alone, whatever was asked before.
+TEST(ScheduleTest, EpochScheduleIsAPureFunctionOfTheStep) {
+  EpochSchedule walked(Range(50), 8, 3);
+  std::vector<std::vector<int64_t>> in_order;
+  for (uint64_t step = 0; step < 35; ++step) in_order.push_back(walked.At(step).ids);
+  EpochSchedule jumping(Range(50), 8, 3);
+  for (uint64_t step : {34u, 0u, 20u, 7u, 21u, 6u, 13u, 14u}) {
+    EXPECT_EQ(jumping.At(step).ids, in_order[step]) << step;
+  }
+}
+
 TEST(ScheduleTest, PoisonTrainsOnBothThenCleanOnly) {
   std::vector<int64_t> clean = Range(20), poison = {100, 101};
   auto s = PoisonSchedule(clean, poison, 4, 12, 3);
