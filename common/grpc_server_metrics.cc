@@ -9,17 +9,17 @@ namespace {
 
 // Long-polls (Lease, up to 30 s) and streams (Watch, an audit's lifetime)
 // share the family with millisecond unary calls, hence the wide range.
-const std::vector<double>& LatencyBuckets() {
-  static const std::vector<double> buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                              0.05,   0.1,   0.25,   0.5,   1,    2.5,
-                                              5,      10,    30,     60,    300,  1800};
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const prometheus::Histogram::BucketBoundaries buckets = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+      0.5,    1,     2.5,    5,     10,   30,    60,   300, 1800};
   return buckets;
 }
 
 class MetricsInterceptor final : public grpc::experimental::Interceptor {
  public:
-  MetricsInterceptor(metrics::Family<metrics::Counter>* handled,
-                     metrics::Family<metrics::Histogram>* seconds, std::string method)
+  MetricsInterceptor(prometheus::Family<prometheus::Counter>* handled,
+                     prometheus::Family<prometheus::Histogram>* seconds, std::string method)
       : handled_(handled),
         seconds_(seconds),
         method_(std::move(method)),
@@ -42,14 +42,14 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
  private:
   void Record(grpc::StatusCode code) {
     recorded_ = true;
-    const metrics::Labels labels = {{"method", method_}, {"code", GrpcCodeName(code)}};
+    const prometheus::Labels labels = {{"method", method_}, {"code", GrpcCodeName(code)}};
     handled_->Add(labels).Increment();
-    seconds_->Add(labels).Observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    seconds_->Add(labels, LatencyBuckets())
+        .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   }
 
-  metrics::Family<metrics::Counter>* const handled_;
-  metrics::Family<metrics::Histogram>* const seconds_;
+  prometheus::Family<prometheus::Counter>* const handled_;
+  prometheus::Family<prometheus::Histogram>* const seconds_;
   const std::string method_;
   const std::chrono::steady_clock::time_point start_;
   bool recorded_ = false;
@@ -58,13 +58,12 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
 class MetricsInterceptorFactory final
     : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  explicit MetricsInterceptorFactory(metrics::Registry* registry)
-      : handled_(&registry->AddCounter("memaudit_grpc_server_handled_total",
-                                       "RPCs completed by the server, by method and status code.")),
-        seconds_(&registry->AddHistogram(
-            "memaudit_grpc_server_handling_seconds",
-            "Time from an RPC's arrival to its status, by method and status code.",
-            LatencyBuckets())) {}
+  explicit MetricsInterceptorFactory(prometheus::Registry* registry)
+      : handled_(&metrics::AddCounter(*registry, "memaudit_grpc_server_handled_total",
+                                      "RPCs completed by the server, by method and status code.")),
+        seconds_(&metrics::AddHistogram(
+            *registry, "memaudit_grpc_server_handling_seconds",
+            "Time from an RPC's arrival to its status, by method and status code.")) {}
 
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
@@ -73,8 +72,8 @@ class MetricsInterceptorFactory final
   }
 
  private:
-  metrics::Family<metrics::Counter>* const handled_;
-  metrics::Family<metrics::Histogram>* const seconds_;
+  prometheus::Family<prometheus::Counter>* const handled_;
+  prometheus::Family<prometheus::Histogram>* const seconds_;
 };
 
 }  // namespace
@@ -139,7 +138,7 @@ const char* GrpcCodeName(grpc::StatusCode code) {
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> GrpcServerMetrics(
-    metrics::Registry* registry) {
+    prometheus::Registry* registry) {
   return std::make_unique<MetricsInterceptorFactory>(registry);
 }
 

@@ -16,14 +16,14 @@
 #include <memory>
 #include <string>
 
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 
 namespace memaudit {
 
 // Install with ServerBuilder::experimental().SetInterceptorCreators.
 // `registry` must outlive the server.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> GrpcServerMetrics(
-    metrics::Registry* registry);
+    prometheus::Registry* registry);
 
 // The label value for a full method name (see above); exposed for tests.
 std::string GrpcMethodLabel(const std::string& full_method);

@@ -22,7 +22,7 @@ TEST(GrpcMethodLabelTest, KeepsCompiledInMethodsAndBucketsTheRest) {
 }
 
 TEST(GrpcServerMetricsTest, CountsAndTimesEveryCallByMethodAndCode) {
-  metrics::Registry registry;
+  prometheus::Registry registry;
   // The generated base class answers every method with UNIMPLEMENTED.
   v1::WorkerService::Service service;
   ServingFlags flags;
@@ -37,7 +37,7 @@ TEST(GrpcServerMetricsTest, CountsAndTimesEveryCallByMethodAndCode) {
               grpc::StatusCode::UNIMPLEMENTED);
   }
   serving->server->Shutdown();
-  const std::string text = registry.Serialize();
+  const std::string text = metrics::Exposition(registry);
   const std::string labels =
       "{code=\"UNIMPLEMENTED\",method=\"/memaudit.v1.WorkerService/Register\"}";
   EXPECT_NE(text.find("memaudit_grpc_server_handled_total" + labels + " 3"), std::string::npos)

@@ -32,12 +32,12 @@ void AddMetricsFlags(CLI::App* app, std::string* metrics_listen, std::string* me
                   "write the bound /metrics port here once serving");
 }
 
-absl::StatusOr<std::unique_ptr<metrics::HttpServer>> StartMetricsServing(
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> StartMetricsServing(
     const std::string& metrics_listen, const std::string& metrics_port_file,
-    const metrics::Registry* registry) {
+    const prometheus::Registry* registry) {
   auto address = SplitHostPort(metrics_listen);
   if (!address.ok()) return address.status();
-  auto http = metrics::HttpServer::Start(registry, address->first, address->second);
+  auto http = MetricsEndpoint::Start(registry, address->first, address->second);
   if (!http.ok()) return http.status();
   if (!metrics_port_file.empty()) {
     if (absl::Status s = WritePortFile(metrics_port_file, (*http)->port()); !s.ok()) return s;
@@ -58,7 +58,7 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
 
 absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
                                      const std::vector<grpc::Service*>& services,
-                                     metrics::Registry* registry) {
+                                     prometheus::Registry* registry) {
   if (auto split = SplitHostPort(flags.listen); !split.ok()) return split.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;

@@ -12,8 +12,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
-#include "common/metrics_http_server.h"
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
+#include "common/metrics_endpoint.h"
 
 namespace memaudit {
 
@@ -35,21 +35,21 @@ void AddMetricsFlags(CLI::App* app, std::string* metrics_listen, std::string* me
 
 // Starts /metrics on `metrics_listen`, then writes the bound port to
 // `metrics_port_file` (if not empty).
-absl::StatusOr<std::unique_ptr<metrics::HttpServer>> StartMetricsServing(
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> StartMetricsServing(
     const std::string& metrics_listen, const std::string& metrics_port_file,
-    const metrics::Registry* registry);
+    const prometheus::Registry* registry);
 
 struct Serving {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
-  std::unique_ptr<metrics::HttpServer> metrics;
+  std::unique_ptr<MetricsEndpoint> metrics;
 };
 
 // Starts gRPC (with health) and /metrics, then writes the port files. Every
 // RPC is counted and timed into `registry` (common/grpc_server_metrics.h).
 absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
                                      const std::vector<grpc::Service*>& services,
-                                     metrics::Registry* registry);
+                                     prometheus::Registry* registry);
 
 // "host:port" split; port may be 0.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);

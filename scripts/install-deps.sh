@@ -12,7 +12,7 @@ packages=(
   libtorch-dev libopenblas0-openmp zlib1g-dev
   # persistence, logs, CLI, config, metrics HTTP, distributions
   libsqlite3-dev libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev
-  libcivetweb-dev civetweb libboost-math-dev nlohmann-json3-dev
+  libcivetweb-dev civetweb prometheus-cpp-dev libboost-math-dev nlohmann-json3-dev
   # attack classifiers (the xgboost package provides what libxgboost-dev's CMake config names)
   libxgboost-dev xgboost
   # tests and benchmarks; prometheus (with promtool) for the metrics tests

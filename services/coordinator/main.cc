@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", store.status().ToString());
     return 1;
   }
-  metrics::Registry registry;
+  prometheus::Registry registry;
   coordinator::SchedulerOptions options;
   options.lease_ttl_ms = lease_ttl_ms;
   auto scheduler =

@@ -26,12 +26,12 @@ bool Unfinished(TaskState s) { return s == TaskState::kQueued || s == TaskState:
 std::string NewAuditId() { return RandomId("a-"); }
 
 Scheduler::Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
-                     metrics::Registry* metrics)
+                     prometheus::Registry* metrics)
     : store_(store), clock_(clock), options_(options), metrics_(metrics) {}
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, const Clock* clock,
                                                              SchedulerOptions options,
-                                                             metrics::Registry* metrics) {
+                                                             prometheus::Registry* metrics) {
   std::unique_ptr<Scheduler> s(new Scheduler(store, clock, options, metrics));
   auto audits = store->LoadAudits();
   if (!audits.ok()) return audits.status();

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 #include "memaudit/v1/audit.pb.h"
 #include "memaudit/v1/worker.pb.h"
 #include "services/coordinator/records.h"
@@ -48,7 +48,7 @@ class Scheduler {
   // `metrics` may be null.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Store* store, const Clock* clock,
                                                            SchedulerOptions options,
-                                                           metrics::Registry* metrics);
+                                                           prometheus::Registry* metrics);
 
   // Plans `spec` (already validated and defaulted) and persists the audit.
   // Tasks whose results already exist (`reused`: reference-model index ->
@@ -79,7 +79,8 @@ class Scheduler {
   void Shutdown();
 
  private:
-  Scheduler(Store* store, const Clock* clock, SchedulerOptions options, metrics::Registry* metrics);
+  Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
+            prometheus::Registry* metrics);
   absl::Status Apply(const Mutation& m);
   v1::Audit Snapshot(const AuditRecord& audit) const;
   EventRecord Event(const std::string& audit_id, std::string type, std::string task_id,

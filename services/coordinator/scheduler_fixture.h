@@ -49,7 +49,7 @@ class SchedulerFixture : public ::testing::Test {
 
   std::string path_;
   FakeClock clock_;
-  metrics::Registry registry_;
+  prometheus::Registry registry_;
   std::unique_ptr<SqliteStore> store_;
   std::unique_ptr<Scheduler> scheduler_;
 };

@@ -10,9 +10,9 @@ constexpr char kRetries[] = "memaudit_coordinator_task_retries_total";
 constexpr char kRegistered[] = "memaudit_coordinator_workers_registered_total";
 
 // Tasks train for seconds (CPU quickstart) to hours (GPU sweeps).
-const std::vector<double>& DurationBuckets() {
-  static const std::vector<double> buckets = {0.5, 1,   2.5, 5,    10,   30,   60,
-                                              120, 300, 600, 1800, 3600, 7200, 14400};
+const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
+  static const prometheus::Histogram::BucketBoundaries buckets = {
+      0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400};
   return buckets;
 }
 
@@ -35,18 +35,19 @@ const char* LeaseOutcome(TaskState after) {
 
 }  // namespace
 
-SchedulerMetrics::SchedulerMetrics(metrics::Registry* registry) : registry_(registry) {
+SchedulerMetrics::SchedulerMetrics(prometheus::Registry* registry) : registry_(registry) {
   if (registry_ == nullptr) return;
   // Counters start at 0 for every label value, so rate() and dashboards see
   // the series before the first event rather than "no data".
-  auto& retries = registry_->AddCounter(kRetries, "Tasks put back in the queue, by reason.");
+  auto& retries =
+      metrics::AddCounter(*registry_, kRetries, "Tasks put back in the queue, by reason.");
   retries.Add({{"reason", "lease_expired"}});
   retries.Add({{"reason", "worker_error"}});
-  registry_->AddCounter(kRegistered, "Workers that have registered since the coordinator started.")
+  metrics::AddCounter(*registry_, kRegistered,
+                      "Workers that have registered since the coordinator started.")
       .Add({});
-  registry_->AddHistogram(kTaskDuration,
-                          "Time from a task's lease to its end, by how the lease ended.",
-                          DurationBuckets());
+  metrics::AddHistogram(*registry_, kTaskDuration,
+                        "Time from a task's lease to its end, by how the lease ended.");
 }
 
 void SchedulerMetrics::TaskChanged(const TaskRecord& before, const TaskRecord& after,
@@ -59,8 +60,8 @@ void SchedulerMetrics::TaskChanged(const TaskRecord& before, const TaskRecord& a
   if (!was_leased || is_leased) return;
   auto it = lease_started_ms_.find(before.lease_id);
   if (it == lease_started_ms_.end()) return;
-  registry_->AddHistogram(kTaskDuration, "", DurationBuckets())
-      .Add({{"outcome", LeaseOutcome(after.state)}})
+  metrics::AddHistogram(*registry_, kTaskDuration, "")
+      .Add({{"outcome", LeaseOutcome(after.state)}}, DurationBuckets())
       .Observe(static_cast<double>(now_ms - it->second) / 1000.0);
   lease_started_ms_.erase(it);
 }
@@ -78,18 +79,18 @@ void SchedulerMetrics::Refresh(const std::vector<TaskRecord>& tasks,
     auto audit = audits.find(t.audit_id);
     if (audit != audits.end() && !IsTerminal(audit->second.state)) leasable += 1;
   }
-  auto& task_family = registry_->AddGauge("memaudit_coordinator_tasks", "Tasks known, by state.");
+  auto& task_family =
+      metrics::AddGauge(*registry_, "memaudit_coordinator_tasks", "Tasks known, by state.");
   for (const auto& [state, count] : by_state) task_family.Add({{"state", state}}).Set(count);
-  registry_
-      ->AddGauge("memaudit_coordinator_queue_depth",
-                 "Tasks waiting for a worker (queued, in audits still running).")
+  metrics::AddGauge(*registry_, "memaudit_coordinator_queue_depth",
+                    "Tasks waiting for a worker (queued, in audits still running).")
       .Add({})
       .Set(leasable);
 
   std::map<std::string, double> audit_states = {
       {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
-  auto& info = registry_->AddGauge("memaudit_coordinator_audit_info",
-                                   "Always 1; labels map each audit id to its kind.");
+  auto& info = metrics::AddGauge(*registry_, "memaudit_coordinator_audit_info",
+                                 "Always 1; labels map each audit id to its kind.");
   for (const auto& [id, a] : audits) {
     std::string name = v1::AuditState_Name(a.state);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -97,21 +98,21 @@ void SchedulerMetrics::Refresh(const std::vector<TaskRecord>& tasks,
     info.Add({{"audit", id}, {"kind", a.kind}}).Set(1);
   }
   auto& audit_family =
-      registry_->AddGauge("memaudit_coordinator_audits", "Audits known, by state.");
+      metrics::AddGauge(*registry_, "memaudit_coordinator_audits", "Audits known, by state.");
   for (const auto& [state, count] : audit_states) audit_family.Add({{"state", state}}).Set(count);
-  registry_->AddGauge("memaudit_coordinator_leases", "Leases currently held by workers.")
+  metrics::AddGauge(*registry_, "memaudit_coordinator_leases", "Leases currently held by workers.")
       .Add({})
       .Set(static_cast<double>(leases));
 }
 
 void SchedulerMetrics::TaskRetried(const std::string& reason) {
   if (registry_ == nullptr) return;
-  registry_->AddCounter(kRetries, "").Add({{"reason", RetryReason(reason)}}).Increment();
+  metrics::AddCounter(*registry_, kRetries, "").Add({{"reason", RetryReason(reason)}}).Increment();
 }
 
 void SchedulerMetrics::WorkerRegistered() {
   if (registry_ == nullptr) return;
-  registry_->AddCounter(kRegistered, "").Add({}).Increment();
+  metrics::AddCounter(*registry_, kRegistered, "").Add({}).Increment();
 }
 
 }  // namespace memaudit::coordinator

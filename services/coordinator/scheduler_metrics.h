@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 #include "services/coordinator/records.h"
 
 namespace memaudit::coordinator {
@@ -27,7 +27,7 @@ namespace memaudit::coordinator {
 class SchedulerMetrics {
  public:
   // `registry` may be null: every call is then a no-op.
-  explicit SchedulerMetrics(metrics::Registry* registry);
+  explicit SchedulerMetrics(prometheus::Registry* registry);
 
   // A committed mutation changed `before` into `after` at `now_ms`. A lease
   // granted here is timed until the task leaves it (outcome succeeded,
@@ -44,7 +44,7 @@ class SchedulerMetrics {
   void WorkerRegistered();
 
  private:
-  metrics::Registry* const registry_;
+  prometheus::Registry* const registry_;
   std::mutex mu_;
   std::map<std::string, int64_t> lease_started_ms_;  // by lease id
 };

@@ -32,7 +32,7 @@ TEST_F(SchedulerMetricsTest, TimesLeasesUntilTheyEndByOutcome) {
   clock_.AdvanceMs(1000);
   ASSERT_TRUE(scheduler_->ExpireLeases().ok());
 
-  const std::string text = registry_.Serialize();
+  const std::string text = metrics::Exposition(registry_);
   EXPECT_THAT(text, HasSubstr("memaudit_coordinator_task_duration_seconds_count{outcome="
                               "\"succeeded\"} 1"));
   EXPECT_THAT(text, HasSubstr("memaudit_coordinator_task_duration_seconds_sum{outcome="
@@ -48,9 +48,9 @@ TEST_F(SchedulerMetricsTest, TimesLeasesUntilTheyEndByOutcome) {
 TEST_F(SchedulerMetricsTest, QueueDepthCountsOnlyLeasableTasks) {
   ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
   MustLeaseId();
-  EXPECT_THAT(registry_.Serialize(), HasSubstr("memaudit_coordinator_queue_depth 3\n"));
+  EXPECT_THAT(metrics::Exposition(registry_), HasSubstr("memaudit_coordinator_queue_depth 3\n"));
   ASSERT_TRUE(scheduler_->Cancel("a").ok());
-  const std::string text = registry_.Serialize();
+  const std::string text = metrics::Exposition(registry_);
   EXPECT_THAT(text, HasSubstr("memaudit_coordinator_queue_depth 0\n"));
   // The cancelled lease ends the timing, as "cancelled".
   EXPECT_THAT(text, HasSubstr("memaudit_coordinator_task_duration_seconds_count{outcome="
@@ -59,7 +59,7 @@ TEST_F(SchedulerMetricsTest, QueueDepthCountsOnlyLeasableTasks) {
 
 TEST_F(SchedulerMetricsTest, AuditInfoMapsEachAuditToItsKind) {
   ASSERT_TRUE(scheduler_->Submit("a-1", SmallMembershipSpec(4)).ok());
-  EXPECT_THAT(registry_.Serialize(),
+  EXPECT_THAT(metrics::Exposition(registry_),
               HasSubstr("memaudit_coordinator_audit_info{audit=\"a-1\",kind=\"membership\"} 1"));
 }
 
@@ -76,19 +76,22 @@ TEST(SchedulerMetricsNullTest, WithoutARegistryEveryCallIsANoOp) {
 
 TEST(WorkerPresenceTest, CountsWorkersSeenWithinTheWindow) {
   FakeClock clock;
-  metrics::Registry registry;
+  prometheus::Registry registry;
   WorkerPresence presence(&clock, /*window_ms=*/1000, &registry);
   presence.Seen("w-1");
   presence.Seen("w-2");
   presence.Seen("");  // not a worker
   EXPECT_EQ(presence.Refresh(), 2u);
-  EXPECT_THAT(registry.Serialize(), HasSubstr("memaudit_coordinator_workers_connected 2\n"));
+  EXPECT_THAT(metrics::Exposition(registry),
+              HasSubstr("memaudit_coordinator_workers_connected 2\n"));
   clock.AdvanceMs(600);
   presence.Seen("w-1");
   clock.AdvanceMs(600);  // w-2 is now 1200 ms silent
   EXPECT_EQ(presence.Refresh(), 1u);
-  EXPECT_THAT(registry.Serialize(), HasSubstr("memaudit_coordinator_workers_connected 1\n"));
-  EXPECT_THAT(registry.Serialize(), Not(HasSubstr("w-1"))) << "worker ids must not become labels";
+  EXPECT_THAT(metrics::Exposition(registry),
+              HasSubstr("memaudit_coordinator_workers_connected 1\n"));
+  EXPECT_THAT(metrics::Exposition(registry), Not(HasSubstr("w-1")))
+      << "worker ids must not become labels";
   clock.AdvanceMs(1001);
   EXPECT_EQ(presence.Refresh(), 0u);
 }

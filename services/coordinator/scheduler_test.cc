@@ -181,7 +181,7 @@ TEST_F(SchedulerTest, RestartResumesFromTheStore) {
 TEST_F(SchedulerTest, GaugesCountTasksByState) {
   ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
   MustLease();
-  const std::string text = registry_.Serialize();
+  const std::string text = metrics::Exposition(registry_);
   EXPECT_NE(text.find("memaudit_coordinator_tasks{state=\"queued\"} 3"), std::string::npos) << text;
   EXPECT_NE(text.find("memaudit_coordinator_tasks{state=\"running\"} 1"), std::string::npos);
 }

@@ -2,15 +2,15 @@
 
 namespace memaudit::coordinator {
 
-WorkerPresence::WorkerPresence(const Clock* clock, int64_t window_ms, metrics::Registry* registry)
+WorkerPresence::WorkerPresence(const Clock* clock, int64_t window_ms,
+                               prometheus::Registry* registry)
     : clock_(clock),
       window_ms_(window_ms),
       gauge_(registry == nullptr
                  ? nullptr
-                 : &registry
-                        ->AddGauge("memaudit_coordinator_workers_connected",
-                                   "Workers that called the coordinator within the last lease "
-                                   "TTL (registered, leasing or heartbeating).")
+                 : &metrics::AddGauge(*registry, "memaudit_coordinator_workers_connected",
+                                      "Workers that called the coordinator within the last lease "
+                                      "TTL (registered, leasing or heartbeating).")
                         .Add({})) {}
 
 void WorkerPresence::Seen(const std::string& worker_id) {

@@ -12,14 +12,14 @@
 #include <string>
 
 #include "common/clock.h"
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 
 namespace memaudit::coordinator {
 
 class WorkerPresence {
  public:
   // `registry` may be null.
-  WorkerPresence(const Clock* clock, int64_t window_ms, metrics::Registry* registry);
+  WorkerPresence(const Clock* clock, int64_t window_ms, prometheus::Registry* registry);
 
   // Records a call from `worker_id` (ignored when empty).
   void Seen(const std::string& worker_id);
@@ -30,7 +30,7 @@ class WorkerPresence {
  private:
   const Clock* const clock_;
   const int64_t window_ms_;
-  metrics::Gauge* const gauge_;  // null without a registry
+  prometheus::Gauge* const gauge_;  // null without a registry
   std::mutex mu_;
   std::map<std::string, int64_t> last_seen_ms_;  // pruned, so bounded by the live fleet
 };

@@ -701,11 +701,11 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
   return ScoreExposure(spec, signals);
 }
 
-void PublishExposure(metrics::Registry* metrics, const v1::AuditResults& results) {
+void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& results) {
   if (metrics == nullptr || !results.has_exposure()) return;
   const v1::ExposureResults& top = results.exposure();
-  auto& bits = metrics->AddGauge(
-      "memaudit_exposure_log2",
+  auto& bits = metrics::AddGauge(
+      *metrics, "memaudit_exposure_log2",
       "Median canary exposure by variant, insertion count (0 = controls) and estimator: exact, "
       "sampled, extrapolated; baseline, baseline_sampled, baseline_extrapolated = the same "
       "estimators under the model trained without canaries; calibrated (sampled) and "
@@ -745,8 +745,8 @@ void PublishExposure(metrics::Registry* metrics, const v1::AuditResults& results
   bool curves = false;
   for (const auto& [variant, x] : Named(top)) curves = curves || x->curve_size() > 0;
   if (curves) {
-    auto& curve = metrics->AddGauge(
-        "memaudit_exposure_curve_log2",
+    auto& curve = metrics::AddGauge(
+        *metrics, "memaudit_exposure_curve_log2",
         "Canary model's exact exposure (log2|R| - log2 rank) at each evaluation step during "
         "training, by variant and insertion count: the mean of the canaries inserted that many "
         "times, the median of the controls (insertions 0).");
@@ -765,9 +765,8 @@ void PublishExposure(metrics::Registry* metrics, const v1::AuditResults& results
       }
     }
   }
-  metrics
-      ->AddGauge("memaudit_exposure_space_log2",
-                 "log2|R|, the largest exposure the canary space allows.")
+  metrics::AddGauge(*metrics, "memaudit_exposure_space_log2",
+                    "log2|R|, the largest exposure the canary space allows.")
       .Add({{"audit", results.audit_id()}})
       .Set(top.log2_space());
 }

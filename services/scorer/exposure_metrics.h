@@ -16,7 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -47,7 +47,7 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
 // extrapolated, baseline (exact under the baseline model), baseline_sampled,
 // baseline_extrapolated, calibrated (sampled) or calibrated_exact; variant
 // "base" without a sweep) and memaudit_exposure_space_log2{audit}.
-void PublishExposure(metrics::Registry* metrics, const v1::AuditResults& results);
+void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& results);
 
 }  // namespace memaudit::scorer
 

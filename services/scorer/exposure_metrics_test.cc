@@ -78,7 +78,7 @@ class ExposureScorerTest : public ::testing::Test {
   void TearDown() override { std::remove(path_.c_str()); }
 
   std::string path_;
-  metrics::Registry registry_;
+  prometheus::Registry registry_;
   std::unique_ptr<ScorerStore> store_;
   std::unique_ptr<Scorer> scorer_;
 };
@@ -140,7 +140,7 @@ TEST_F(ExposureScorerTest, ScoresOnceEverySignalIsIn) {
   EXPECT_EQ(h.counts(0), 1u);
   EXPECT_EQ(h.counts(39), 1u);
   // Gauges: bounded labels (audit, variant, insertions, estimator), no secrets.
-  const std::string exposition = registry_.Serialize();
+  const std::string exposition = metrics::Exposition(registry_);
   EXPECT_THAT(exposition, HasSubstr("memaudit_exposure_space_log2{audit=\"x\"}"));
   EXPECT_THAT(exposition,
               HasSubstr("memaudit_exposure_log2{audit=\"x\",estimator=\"exact\",insertions=\"8\","
@@ -245,7 +245,7 @@ TEST_F(ExposureCurveScorerTest, ScoresExposurePerCanaryAndEvaluationPoint) {
   EXPECT_NEAR(x.curve(2).by_repeats(2).mean_exposure(), l, 1e-12);
   EXPECT_EQ(x.curve(2).control_median_exposure(), x.control_median_exposure());
   // The gauge: one series per (variant, insertions, step).
-  const std::string exposition = registry_.Serialize();
+  const std::string exposition = metrics::Exposition(registry_);
   EXPECT_THAT(exposition,
               HasSubstr(absl::StrCat("memaudit_exposure_curve_log2{audit=\"c\",insertions=\"8\","
                                      "step=\"80\",variant=\"base\"} ")));
@@ -425,7 +425,7 @@ TEST_F(ExposureSweepScorerTest, ScoresEveryVariantWithBaselineAndCalibration) {
   EXPECT_FALSE(x.calibrated_exact()) << "the spec leaves exact calibration unset";
   EXPECT_EQ(heavy.calibrated_rank(), 0u);
   // One gauge series per variant and estimator: at most 8 estimator values.
-  const std::string exposition = registry_.Serialize();
+  const std::string exposition = metrics::Exposition(registry_);
   for (const char* series :
        {"{audit=\"s\",estimator=\"exact\",insertions=\"8\",variant=\"dp\"}",
         "{audit=\"s\",estimator=\"baseline\",insertions=\"8\",variant=\"wide\"}",
@@ -501,7 +501,7 @@ TEST_F(ExposureExactCalibrationScorerTest, RanksEachCalibratedCanaryAmongAllOfR)
     // The sampled calibrated numbers are the ones without exact calibration.
     EXPECT_NEAR(x.canaries(3).calibrated_exposure(), 5 - std::log2(33.0), 1e-12);
   }
-  EXPECT_THAT(registry_.Serialize(),
+  EXPECT_THAT(metrics::Exposition(registry_),
               HasSubstr("memaudit_exposure_log2{audit=\"c\",estimator=\"calibrated_exact\","
                         "insertions=\"8\",variant=\"dp\"}"));
 }

@@ -484,23 +484,24 @@ uint64_t ForgettingProgress(const v1::AuditResults& results) {
   return points == 0 ? 0 : points + (results.complete() ? 1 : 0);
 }
 
-void PublishForgetting(metrics::Registry* metrics, const v1::AuditResults& results) {
+void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& results) {
   if (metrics == nullptr || !results.has_forgetting()) return;
   const v1::ForgettingResults& f = results.forgetting();
-  auto& accuracy = metrics->AddGauge(
-      "memaudit_forgetting_mi_accuracy_ratio",
+  auto& accuracy = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_mi_accuracy_ratio",
       "Membership-inference accuracy on the injected examples by steps since injection, "
       "mean over trials: the forgetting curve.");
-  auto& tpr = metrics->AddGauge("memaudit_forgetting_tpr_ratio",
+  auto& tpr = metrics::AddGauge(*metrics, "memaudit_forgetting_tpr_ratio",
                                 "TPR at FPR <= fpr by steps since injection, mean over trials.");
-  auto& epsilon = metrics->AddGauge(
-      "memaudit_forgetting_epsilon_lower_bound",
+  auto& epsilon = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_epsilon_lower_bound",
       "Empirical epsilon ln(TPR/FPR) at the fpr operating point, mean over trials.");
   const std::string fpr = absl::StrFormat("%g", f.fpr_target());
   for (const v1::ForgettingCurvePoint& p : f.curve()) {
-    metrics::Labels labels = {{"audit", results.audit_id()},
-                              {"strategy", f.strategy()},
-                              {"steps_since_injection", absl::StrCat(p.steps_since_injection())}};
+    prometheus::Labels labels = {
+        {"audit", results.audit_id()},
+        {"strategy", f.strategy()},
+        {"steps_since_injection", absl::StrCat(p.steps_since_injection())}};
     accuracy.Add(labels).Set(p.accuracy().mean());
     labels["fpr"] = fpr;
     tpr.Add(labels).Set(p.tpr().mean());
@@ -510,23 +511,23 @@ void PublishForgetting(metrics::Registry* metrics, const v1::AuditResults& resul
   // LM canaries: the exposure curves, labelled like the MI curve above plus
   // the group (repeats, 0 = controls) and the arm: at most 17 groups x 64
   // points x 2 arms per audit.
-  auto& exposure = metrics->AddGauge(
-      "memaudit_forgetting_canary_exposure_log2",
+  auto& exposure = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_canary_exposure_log2",
       "Mean canary exposure log2|R| - log2 rank (bits) of the canaries inserted `repeats` "
       "times (0 = never-inserted controls), by arm and steps since injection, mean over "
       "trials.");
-  metrics
-      ->AddGauge("memaudit_forgetting_canary_space_log2",
-                 "log2|R|, the largest exposure the canary space allows.")
+  metrics::AddGauge(*metrics, "memaudit_forgetting_canary_space_log2",
+                    "log2|R|, the largest exposure the canary space allows.")
       .Add({{"audit", results.audit_id()}})
       .Set(f.log2_space());
   for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
     for (const v1::ForgettingExposurePoint& p : c.points()) {
-      metrics::Labels labels = {{"audit", results.audit_id()},
-                                {"strategy", f.strategy()},
-                                {"repeats", absl::StrCat(c.repeats())},
-                                {"steps_since_injection", absl::StrCat(p.steps_since_injection())},
-                                {"arm", "injected"}};
+      prometheus::Labels labels = {
+          {"audit", results.audit_id()},
+          {"strategy", f.strategy()},
+          {"repeats", absl::StrCat(c.repeats())},
+          {"steps_since_injection", absl::StrCat(p.steps_since_injection())},
+          {"arm", "injected"}};
       exposure.Add(labels).Set(p.exposure().mean());
       labels["arm"] = "baseline";
       exposure.Add(labels).Set(p.baseline_exposure().mean());

@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -59,7 +59,7 @@ uint64_t ForgettingProgress(const v1::AuditResults& results);
 // memaudit_forgetting_canary_exposure_log2{audit, strategy, repeats, arm,
 // steps_since_injection} (arm injected or baseline; repeats 0 = controls) and
 // memaudit_forgetting_canary_space_log2{audit}.
-void PublishForgetting(metrics::Registry* metrics, const v1::AuditResults& results);
+void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& results);
 
 }  // namespace memaudit::scorer
 

@@ -503,9 +503,9 @@ TEST(ForgettingMetricsTest, CanaryExposureGaugesByRepeatsArmAndSteps) {
   auto results = ScoreForgetting(spec, CanarySignals());
   ASSERT_TRUE(results.ok()) << results.status();
   results->set_audit_id("a-1");
-  metrics::Registry registry;
+  prometheus::Registry registry;
   PublishForgetting(&registry, *results);
-  const std::string text = registry.Serialize();
+  const std::string text = metrics::Exposition(registry);
   EXPECT_THAT(text, HasSubstr("# TYPE memaudit_forgetting_canary_exposure_log2 gauge"));
   // The x16 group right after injection: trial means 11 and 11.5.
   EXPECT_THAT(text, HasSubstr("memaudit_forgetting_canary_exposure_log2{arm=\"injected\","

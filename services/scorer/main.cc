@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", store.status().ToString());
     return 1;
   }
-  metrics::Registry registry;
+  prometheus::Registry registry;
   auto scorer = scorer::Scorer::Create(store->get(), &registry);
   if (!scorer.ok()) {
     spdlog::critical("{}", scorer.status().ToString());

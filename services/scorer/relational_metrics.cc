@@ -315,14 +315,14 @@ v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec) {
   return results;
 }
 
-void PublishRelational(metrics::Registry* metrics, const v1::AuditResults& results) {
+void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& results) {
   if (metrics == nullptr || !results.has_relational()) return;
-  auto& rm = metrics->AddGauge(
-      "memaudit_relational_rm_norm_ratio",
+  auto& rm = metrics::AddGauge(
+      *metrics, "memaudit_relational_rm_norm_ratio",
       "Relational memorization RM_norm = s_train - s_val (success at recovering the private "
       "part from the corrupted record, training minus held-out) at each variant's latest point.");
-  auto& success = metrics->AddGauge(
-      "memaudit_relational_success_ratio",
+  auto& success = metrics::AddGauge(
+      *metrics, "memaudit_relational_success_ratio",
       "Reconstruction success on corrupted training (split=train) or held-out (split=val) "
       "records at each variant's latest point: the two rates RM_norm is made of.");
   for (const v1::RelationalCurve& c : results.relational().curves()) {
@@ -330,7 +330,7 @@ void PublishRelational(metrics::Registry* metrics, const v1::AuditResults& resul
     const uint64_t latest = c.points(c.points_size() - 1).step();
     for (const v1::RelationalPoint& p : c.points()) {
       if (p.step() != latest) continue;
-      metrics::Labels labels = {
+      prometheus::Labels labels = {
           {"audit", results.audit_id()}, {"variant", c.variant()}, {"metric", p.metric()}};
       rm.Add(labels).Set(p.rm_norm());
       labels["split"] = "train";

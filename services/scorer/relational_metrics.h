@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -51,7 +51,7 @@ v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec);
 // at each curve's latest point, and memaudit_relational_success_ratio{audit,
 // variant, metric, split}: its s_train (split=train) and s_val (split=val).
 // At most 16 variants x 2 metrics per audit.
-void PublishRelational(metrics::Registry* metrics, const v1::AuditResults& results);
+void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& results);
 
 }  // namespace memaudit::scorer
 

@@ -188,9 +188,9 @@ TEST(RelationalMetricsTest, GaugeHoldsTheLatestPointPerVariantAndMetric) {
   auto results = ScoreRelational(PhoneBookSpec(), PhoneBookSignals(2));
   ASSERT_TRUE(results.ok());
   results->set_audit_id("a-1");
-  metrics::Registry registry;
+  prometheus::Registry registry;
   PublishRelational(&registry, *results);
-  const std::string text = registry.Serialize();
+  const std::string text = metrics::Exposition(registry);
   EXPECT_THAT(text, HasSubstr("# TYPE memaudit_relational_rm_norm_ratio gauge"));
   // Variant 1 reached epoch 2: 3 of 4 recalled.
   EXPECT_THAT(text, HasSubstr("memaudit_relational_rm_norm_ratio{audit=\"a-1\",metric=\"exact_"

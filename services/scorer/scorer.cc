@@ -19,22 +19,21 @@ namespace memaudit::scorer {
 namespace {
 
 // Observability (docs/observability.md): the time one audit's scoring takes.
-void ObserveScoringSeconds(metrics::Registry* metrics, const std::string& kind,
+void ObserveScoringSeconds(prometheus::Registry* metrics, const std::string& kind,
                            std::chrono::steady_clock::time_point started) {
   if (metrics == nullptr) return;
-  static const std::vector<double> buckets = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5,
-                                              1,     5,     10,   30,   60,  300};
-  metrics
-      ->AddHistogram("memaudit_scorer_scoring_duration_seconds",
-                     "Time to compute one audit's metrics once its inputs were complete.", buckets)
-      .Add({{"kind", kind}})
+  static const prometheus::Histogram::BucketBoundaries buckets = {
+      0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300};
+  metrics::AddHistogram(*metrics, "memaudit_scorer_scoring_duration_seconds",
+                        "Time to compute one audit's metrics once its inputs were complete.")
+      .Add({{"kind", kind}}, buckets)
       .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Scorer>> Scorer::Create(ScorerStore* store,
-                                                       metrics::Registry* metrics) {
+                                                       prometheus::Registry* metrics) {
   std::unique_ptr<Scorer> scorer(new Scorer(store, metrics));
   auto audits = store->ListAudits();
   if (!audits.ok()) return audits.status();
@@ -74,9 +73,8 @@ absl::StatusOr<std::vector<v1::ReusedRun>> Scorer::ReuseStoredRuns(const std::st
     r.set_from_audit_id((*from)->audit_id);
   }
   if (metrics_ != nullptr && !reused.empty()) {
-    metrics_
-        ->AddCounter("memaudit_scorer_reused_models_total",
-                     "Models whose stored observations a new audit reused instead of training.")
+    metrics::AddCounter(*metrics_, "memaudit_scorer_reused_models_total",
+                        "Models whose stored observations a new audit reused instead of training.")
         .Add({})
         .Increment(static_cast<double>(reused.size()));
   }
@@ -149,7 +147,8 @@ absl::StatusOr<bool> Scorer::Store(const v1::Observation& o) {
   auto stored = store_->PutObservation(o);
   if (!stored.ok()) return stored.status();
   if (metrics_ != nullptr) {
-    metrics_->AddCounter("memaudit_scorer_observations_total", "Observations received, by outcome.")
+    metrics::AddCounter(*metrics_, "memaudit_scorer_observations_total",
+                        "Observations received, by outcome.")
         .Add({{"outcome", *stored ? "stored" : "duplicate"}})
         .Increment();
   }
@@ -316,28 +315,29 @@ void Scorer::Publish(const v1::AuditResults& results) {
     PublishUnlearning(metrics_, results);
     // A forgetting curve is published point by point; count the audit once.
     if (results.complete()) {
-      metrics_
-          ->AddCounter("memaudit_scorer_audits_scored_total", "Audits whose metrics were computed.")
+      metrics::AddCounter(*metrics_, "memaudit_scorer_audits_scored_total",
+                          "Audits whose metrics were computed.")
           .Add({})
           .Increment();
     }
     return;
   }
-  auto& auc = metrics_->AddGauge("memaudit_membership_auc_ratio",
-                                 "Membership-inference ROC AUC, pooled over target models.");
-  auto& tpr = metrics_->AddGauge(
-      "memaudit_membership_tpr_ratio",
+  auto& auc = metrics::AddGauge(*metrics_, "memaudit_membership_auc_ratio",
+                                "Membership-inference ROC AUC, pooled over target models.");
+  auto& tpr = metrics::AddGauge(
+      *metrics_, "memaudit_membership_tpr_ratio",
       "Membership-inference TPR at the largest threshold whose FPR <= the fpr label.");
   for (const v1::AttackResult& a : results.attacks()) {
-    metrics::Labels labels = {{"audit", results.audit_id()}, {"attack", a.attack()}};
+    prometheus::Labels labels = {{"audit", results.audit_id()}, {"attack", a.attack()}};
     auc.Add(labels).Set(a.auc());
     for (const v1::OperatingPoint& p : a.operating_points()) {
-      metrics::Labels with_fpr = labels;
+      prometheus::Labels with_fpr = labels;
       with_fpr["fpr"] = absl::StrFormat("%g", p.fpr_target());
       tpr.Add(with_fpr).Set(p.tpr());
     }
   }
-  metrics_->AddCounter("memaudit_scorer_audits_scored_total", "Audits whose metrics were computed.")
+  metrics::AddCounter(*metrics_, "memaudit_scorer_audits_scored_total",
+                      "Audits whose metrics were computed.")
       .Add({})
       .Increment();
 }

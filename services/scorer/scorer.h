@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "services/scorer/scorer_store.h"
@@ -22,7 +22,7 @@ class Scorer {
   // Republishes stored results and scores any audit whose inputs completed
   // before a crash. `metrics` may be null.
   static absl::StatusOr<std::unique_ptr<Scorer>> Create(ScorerStore* store,
-                                                        metrics::Registry* metrics);
+                                                        prometheus::Registry* metrics);
 
   absl::Status OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec);
   // Membership audits: records each run's content key and copies the
@@ -42,7 +42,7 @@ class Scorer {
   uint64_t WaitForResults(uint64_t seen, int timeout_ms) const;
 
  private:
-  Scorer(ScorerStore* store, metrics::Registry* metrics) : store_(store), metrics_(metrics) {}
+  Scorer(ScorerStore* store, prometheus::Registry* metrics) : store_(store), metrics_(metrics) {}
   void Publish(const v1::AuditResults& results);
   absl::StatusOr<bool> Store(const v1::Observation& observation);
   // Callers hold scoring_mu_.
@@ -51,7 +51,7 @@ class Scorer {
   absl::Status Finish(const std::string& audit_id, v1::AuditResults results);
 
   ScorerStore* store_;
-  metrics::Registry* metrics_;
+  prometheus::Registry* metrics_;
   std::mutex scoring_mu_;  // one audit scored at a time, never twice
   mutable std::mutex version_mu_;
   mutable std::condition_variable version_cv_;

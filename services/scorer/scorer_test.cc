@@ -56,7 +56,7 @@ class ScorerTest : public ::testing::Test {
     scorer_.reset();
     store_.reset();
     store_ = std::move(*ScorerStore::Open(path_));
-    registry_ = std::make_unique<metrics::Registry>();
+    registry_ = std::make_unique<prometheus::Registry>();
     auto s = Scorer::Create(store_.get(), registry_.get());
     ASSERT_TRUE(s.ok()) << s.status();
     scorer_ = std::move(*s);
@@ -72,7 +72,7 @@ class ScorerTest : public ::testing::Test {
 
   std::string path_;
   std::unique_ptr<ScorerStore> store_;
-  std::unique_ptr<metrics::Registry> registry_;
+  std::unique_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Scorer> scorer_;
 };
 
@@ -96,7 +96,7 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   EXPECT_GT(results->attacks(0).auc(), results->attacks(2).auc());
   EXPECT_EQ(results->attacks(0).operating_points(0).fpr_target(), 0.01);
   EXPECT_LE(results->attacks(0).operating_points(0).fpr(), 0.01);
-  EXPECT_THAT(registry_->Serialize(),
+  EXPECT_THAT(metrics::Exposition(*registry_),
               HasSubstr("memaudit_membership_auc_ratio{attack=\"lira_online\",audit=\"a\"}"));
   // The ranking puts the examples flagged most often first.
   ASSERT_EQ(results->most_vulnerable_size(), 20);
@@ -151,7 +151,7 @@ TEST_F(ScorerTest, RestartKeepsResultsAndScoresWhatWasPending) {
   const std::string before = scorer_->GetResults("a")->SerializeAsString();
   Restart();
   EXPECT_EQ(scorer_->GetResults("a")->SerializeAsString(), before);
-  EXPECT_THAT(registry_->Serialize(), HasSubstr("memaudit_membership_auc_ratio"));
+  EXPECT_THAT(metrics::Exposition(*registry_), HasSubstr("memaudit_membership_auc_ratio"));
   // Inputs completed but never scored (a crash in between): scored at start.
   ASSERT_TRUE(scorer_->OpenAudit("b", Spec()).ok());
   for (uint32_t r = 0; r < kModels; ++r) {

@@ -269,25 +269,25 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreUnlearningFromStore(
   return std::optional<v1::AuditResults>(*std::move(results));
 }
 
-void PublishUnlearning(metrics::Registry* metrics, const v1::AuditResults& results) {
+void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& results) {
   if (metrics == nullptr || !results.has_unlearning()) return;
-  auto& auc = metrics->AddGauge(
-      "memaudit_unlearning_auc_ratio",
+  auto& auc = metrics::AddGauge(
+      *metrics, "memaudit_unlearning_auc_ratio",
       "Unlearning attack AUC on the target side by defense, feature and attack classifier; "
       "feature baseline = classical membership inference on the original model.");
-  auto& deg_count = metrics->AddGauge(
-      "memaudit_unlearning_degcount_ratio",
+  auto& deg_count = metrics::AddGauge(
+      *metrics, "memaudit_unlearning_degcount_ratio",
       "DegCount: share of target rows where the unlearning attack is more confident in the "
       "truth than the baseline with the same defense and classifier.");
-  auto& deg_rate = metrics->AddGauge(
-      "memaudit_unlearning_degrate_ratio",
+  auto& deg_rate = metrics::AddGauge(
+      *metrics, "memaudit_unlearning_degrate_ratio",
       "DegRate: mean confidence gain in the truth of the unlearning attack over the baseline "
       "with the same defense and classifier.");
   for (const v1::UnlearningAttackResult& a : results.unlearning().attacks()) {
-    const metrics::Labels labels = {{"audit", results.audit_id()},
-                                    {"defense", a.defense()},
-                                    {"feature", a.feature()},
-                                    {"classifier", a.classifier()}};
+    const prometheus::Labels labels = {{"audit", results.audit_id()},
+                                       {"defense", a.defense()},
+                                       {"feature", a.feature()},
+                                       {"classifier", a.classifier()}};
     auc.Add(labels).Set(a.auc());
     if (a.feature() == unlearning::kBaselineFeature) continue;
     deg_count.Add(labels).Set(a.deg_count());

@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -55,7 +55,7 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreUnlearningFromStore(
 // (feature "baseline" = classical MIA), memaudit_unlearning_degcount_ratio and
 // memaudit_unlearning_degrate_ratio{audit, defense, feature, classifier}
 // (not for the baseline, which they compare against).
-void PublishUnlearning(metrics::Registry* metrics, const v1::AuditResults& results);
+void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& results);
 
 }  // namespace memaudit::scorer
 

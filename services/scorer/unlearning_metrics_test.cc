@@ -237,7 +237,7 @@ TEST(UnlearningMetricsTest, ScorerScoresOnceEveryTaskIsInAndPublishesGauges) {
   std::remove(path.c_str());
   auto store = ScorerStore::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
-  metrics::Registry registry;
+  prometheus::Registry registry;
   auto scorer = Scorer::Create(store->get(), &registry);
   ASSERT_TRUE(scorer.ok()) << scorer.status();
   const v1::AuditSpec spec = Spec();
@@ -257,7 +257,7 @@ TEST(UnlearningMetricsTest, ScorerScoresOnceEveryTaskIsInAndPublishesGauges) {
   EXPECT_EQ(results->audit_id(), "u");
   const auto* diff = Find(*results, "none", "sorted_diff", "gradient_boosting");
   ASSERT_TRUE(diff);
-  const std::string text = registry.Serialize();
+  const std::string text = metrics::Exposition(registry);
   EXPECT_THAT(text,
               HasSubstr(absl::StrCat(
                   "memaudit_unlearning_auc_ratio{audit=\"u\",classifier=\"gradient_boosting\","

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   spdlog::info("training on {}", *chosen);
 
   // The worker serves no RPCs; Prometheus scrapes it like the servers.
-  metrics::Registry registry;
+  prometheus::Registry registry;
   auto metrics_server = StartMetricsServing(metrics_listen, metrics_port_file, &registry);
   if (!metrics_server.ok()) {
     spdlog::critical("{}", metrics_server.status().ToString());

@@ -36,7 +36,7 @@ std::string Hostname() {
 
 }  // namespace
 
-WorkerLoop::WorkerLoop(WorkerOptions options, metrics::Registry* metrics)
+WorkerLoop::WorkerLoop(WorkerOptions options, prometheus::Registry* metrics)
     : options_(std::move(options)),
       coordinator_(v1::WorkerService::NewStub(Channel(options_.coordinator))),
       metrics_(RealClock::Get(), metrics) {}

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 #include "services/worker/worker_metrics.h"
@@ -26,7 +26,7 @@ struct WorkerOptions {
 class WorkerLoop {
  public:
   // `metrics` (may be null) receives the families in worker_metrics.h.
-  explicit WorkerLoop(WorkerOptions options, metrics::Registry* metrics = nullptr);
+  explicit WorkerLoop(WorkerOptions options, prometheus::Registry* metrics = nullptr);
   // Runs until Stop(); returns an error only if the coordinator is unreachable
   // at start for too long.
   absl::Status Run();

@@ -13,33 +13,34 @@ constexpr char kStepRate[] = "memaudit_worker_training_steps_per_second";
 constexpr char kExampleRate[] = "memaudit_worker_training_examples_per_second";
 
 // Same range as the coordinator's task durations, so the two compare.
-const std::vector<double>& DurationBuckets() {
-  static const std::vector<double> buckets = {0.5, 1,   2.5, 5,    10,   30,   60,
-                                              120, 300, 600, 1800, 3600, 7200, 14400};
+const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
+  static const prometheus::Histogram::BucketBoundaries buckets = {
+      0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400};
   return buckets;
 }
 
 }  // namespace
 
-WorkerMetrics::WorkerMetrics(const Clock* clock, metrics::Registry* registry) : clock_(clock) {
+WorkerMetrics::WorkerMetrics(const Clock* clock, prometheus::Registry* registry) : clock_(clock) {
   if (registry == nullptr) return;
-  tasks_ = &registry->AddCounter(kTasks, "Tasks this worker finished, by outcome.");
+  tasks_ = &metrics::AddCounter(*registry, kTasks, "Tasks this worker finished, by outcome.");
   // Every series exists from the start at 0, so rate() and dashboards see it
   // before the first task ends.
   for (const char* outcome : {"succeeded", "failed", "stopped"})
     tasks_->Add({{"outcome", outcome}});
-  durations_ = &registry->AddHistogram(
-      kTaskDuration, "Time from receiving a lease to reporting its end, by outcome.",
-      DurationBuckets());
-  steps_ = &registry->AddCounter(kSteps, "Optimizer steps taken, over all tasks.").Add({});
+  durations_ = &metrics::AddHistogram(
+      *registry, kTaskDuration, "Time from receiving a lease to reporting its end, by outcome.");
+  steps_ =
+      &metrics::AddCounter(*registry, kSteps, "Optimizer steps taken, over all tasks.").Add({});
   examples_ =
-      &registry->AddCounter(kExamples, "Training examples processed, over all tasks.").Add({});
-  step_rate_ =
-      &registry->AddGauge(kStepRate, "Optimizer steps per second in the current or last task.")
+      &metrics::AddCounter(*registry, kExamples, "Training examples processed, over all tasks.")
            .Add({});
-  example_rate_ =
-      &registry->AddGauge(kExampleRate, "Training examples per second in the current or last task.")
-           .Add({});
+  step_rate_ = &metrics::AddGauge(*registry, kStepRate,
+                                  "Optimizer steps per second in the current or last task.")
+                    .Add({});
+  example_rate_ = &metrics::AddGauge(*registry, kExampleRate,
+                                     "Training examples per second in the current or last task.")
+                       .Add({});
 }
 
 void WorkerMetrics::TaskStarted() {
@@ -68,9 +69,10 @@ void WorkerMetrics::Progress(const TrainingProgress& progress) {
 
 void WorkerMetrics::TaskEnded(const char* outcome) {
   if (tasks_ == nullptr) return;
-  const metrics::Labels labels = {{"outcome", outcome}};
+  const prometheus::Labels labels = {{"outcome", outcome}};
   tasks_->Add(labels).Increment();
-  durations_->Add(labels).Observe(static_cast<double>(clock_->NowMs() - task_start_ms_) / 1000.0);
+  durations_->Add(labels, DurationBuckets())
+      .Observe(static_cast<double>(clock_->NowMs() - task_start_ms_) / 1000.0);
 }
 
 }  // namespace memaudit::worker

@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "common/clock.h"
-#include "common/metrics_registry.h"
+#include "common/metrics.h"
 #include "services/worker/task_runner.h"
 
 namespace memaudit::worker {
@@ -26,7 +26,7 @@ namespace memaudit::worker {
 class WorkerMetrics {
  public:
   // `registry` may be null: every call is then a no-op. One task at a time.
-  WorkerMetrics(const Clock* clock, metrics::Registry* registry);
+  WorkerMetrics(const Clock* clock, prometheus::Registry* registry);
 
   void TaskStarted();
   // `progress` is cumulative within the current task.
@@ -37,12 +37,12 @@ class WorkerMetrics {
  private:
   const Clock* const clock_;
   // All null without a registry. Held so a training step costs no lookups.
-  metrics::Family<metrics::Counter>* tasks_ = nullptr;
-  metrics::Family<metrics::Histogram>* durations_ = nullptr;
-  metrics::Counter* steps_ = nullptr;
-  metrics::Counter* examples_ = nullptr;
-  metrics::Gauge* step_rate_ = nullptr;
-  metrics::Gauge* example_rate_ = nullptr;
+  prometheus::Family<prometheus::Counter>* tasks_ = nullptr;
+  prometheus::Family<prometheus::Histogram>* durations_ = nullptr;
+  prometheus::Counter* steps_ = nullptr;
+  prometheus::Counter* examples_ = nullptr;
+  prometheus::Gauge* step_rate_ = nullptr;
+  prometheus::Gauge* example_rate_ = nullptr;
   int64_t task_start_ms_ = 0;
   // The first step seen in this task, the baseline for throughput.
   bool have_first_step_ = false;

@@ -1,5 +1,10 @@
 #include "services/worker/worker_metrics.h"
 
+#include <pthread.h>
+
+#include <cerrno>
+
+#include "common/metrics_endpoint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -10,10 +15,10 @@ using ::testing::HasSubstr;
 
 TEST(WorkerMetricsTest, CountsStepsAndMeasuresThroughputFromTheFirstStep) {
   FakeClock clock;
-  metrics::Registry registry;
+  prometheus::Registry registry;
   WorkerMetrics metrics(&clock, &registry);
   // Every series exists before any work, at 0.
-  EXPECT_THAT(registry.Serialize(),
+  EXPECT_THAT(metrics::Exposition(registry),
               HasSubstr("memaudit_worker_tasks_total{outcome=\"failed\"} 0\n"));
 
   metrics.TaskStarted();
@@ -24,7 +29,7 @@ TEST(WorkerMetricsTest, CountsStepsAndMeasuresThroughputFromTheFirstStep) {
   clock.AdvanceMs(500);
   metrics.TaskEnded("succeeded");
 
-  const std::string text = registry.Serialize();
+  const std::string text = metrics::Exposition(registry);
   EXPECT_THAT(text, HasSubstr("memaudit_worker_training_steps_total 21\n"));
   EXPECT_THAT(text, HasSubstr("memaudit_worker_training_examples_total 336\n"));
   EXPECT_THAT(text, HasSubstr("memaudit_worker_training_steps_per_second 10\n"));
@@ -39,7 +44,7 @@ TEST(WorkerMetricsTest, CountsStepsAndMeasuresThroughputFromTheFirstStep) {
   clock.AdvanceMs(1000);
   metrics.Progress({5, 80});
   metrics.TaskEnded("stopped");
-  const std::string after = registry.Serialize();
+  const std::string after = metrics::Exposition(registry);
   EXPECT_THAT(after, HasSubstr("memaudit_worker_training_steps_total 26\n"));
   EXPECT_THAT(after, HasSubstr("memaudit_worker_training_steps_per_second 4\n"));
   EXPECT_THAT(after, HasSubstr("memaudit_worker_tasks_total{outcome=\"stopped\"} 1\n"));
@@ -51,6 +56,29 @@ TEST(WorkerMetricsTest, WithoutARegistryEveryCallIsANoOp) {
   metrics.TaskStarted();
   metrics.Progress({1, 1});
   metrics.TaskEnded("failed");
+}
+
+// This binary loads LibTorch, as the worker does. Its static TLS leaves no
+// room in the 100 KiB stacks Debian's civetweb asks for; if this ever stops
+// failing, common/civetweb_thread_stacks.* can go.
+TEST(WorkerMetricsEndpointTest, LibTorchLeavesNoRoomInCivetwebsStacks) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 102400);
+  pthread_t thread;
+  const int created =
+      pthread_create(&thread, &attr, [](void*) -> void* { return nullptr; }, nullptr);
+  if (created == 0) pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  EXPECT_EQ(created, EINVAL);
+}
+
+TEST(WorkerMetricsEndpointTest, StartsNextToLibTorch) {
+  prometheus::Registry registry;
+  WorkerMetrics metrics(RealClock::Get(), &registry);
+  auto endpoint = MetricsEndpoint::Start(&registry, "127.0.0.1", 0);
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  EXPECT_GT((*endpoint)->port(), 0);
 }
 
 }  // namespace
