@@ -14,6 +14,7 @@
 
 #include "bench/bench_util.h"
 #include "common/seeding.h"
+#include "common/steps.h"
 #include "engine/ensemble.h"
 #include "engine/labeled_images.h"
 #include "engine/trainer.h"
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
     all_pools.insert(all_pools.end(), m.pool.begin(), m.pool.end());
     members.push_back(std::move(m));
   }
-  const uint64_t steps = epochs * ((pool + batch - 1) / batch);
+  const uint64_t steps = epochs * StepsPerEpoch(pool, batch);
 
   std::vector<double> solo_s, ens_s;
   for (int r = 0; r < reps; ++r) {

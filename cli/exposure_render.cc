@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "cli/render.h"
+#include "cli/report_plots.h"
 
 namespace memaudit::cli {
 
@@ -461,6 +462,35 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
     if (absl::Status s = WriteFile(dir + "/exposure_variants.csv", variants); !s.ok()) return s;
   }
   return WriteFile(dir + "/exposure_by_repeats.csv", groups);
+}
+
+namespace {
+
+class Exposure final : public KindHandler {
+ public:
+  std::string Table(const v1::AuditResults& results) const override {
+    return ExposureTable(results);
+  }
+
+  absl::Status WriteCsv(const v1::AuditResults& results, const std::string& dir) const override {
+    return WriteExposureCsv(results, dir);
+  }
+
+  std::string HtmlSections(const v1::AuditResults& results) const override {
+    return absl::StrCat(ExposurePlotsHtml(results), ExposureHtmlSection(results));
+  }
+
+  std::string HtmlSizeRows(const v1::AuditResults& results) const override {
+    return absl::StrFormat("<tr><th>models &times; canaries</th><td>%u &times; %u</td></tr>",
+                           results.models(), results.examples());
+  }
+};
+
+}  // namespace
+
+const KindHandler& ExposureHandler() {
+  static const Exposure handler;
+  return handler;
 }
 
 }  // namespace memaudit::cli

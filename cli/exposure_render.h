@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "cli/kind_handler.h"
 #include "memaudit/v1/results.pb.h"
 
 namespace memaudit::cli {
@@ -21,6 +22,9 @@ std::string ExposureHtmlSection(const v1::AuditResults& results);
 // canaries.csv and exposure_by_repeats.csv in `dir` (which exists), rows of
 // every variant; with a sweep also exposure_variants.csv, one per variant.
 absl::Status WriteExposureCsv(const v1::AuditResults& results, const std::string& dir);
+
+// The exposure audit's table, CSV files and report sections (kind_handler.h).
+const KindHandler& ExposureHandler();
 
 }  // namespace memaudit::cli
 

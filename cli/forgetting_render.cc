@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/render.h"
+#include "cli/report_plots.h"
 
 namespace memaudit::cli {
 namespace {
@@ -275,6 +276,30 @@ absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& di
     }
   }
   return WriteFile(dir + "/forgetting_curve.csv", csv);
+}
+
+namespace {
+
+class Forgetting final : public KindHandler {
+ public:
+  std::string Table(const v1::AuditResults& results) const override {
+    return ForgettingTable(results);
+  }
+
+  absl::Status WriteCsv(const v1::AuditResults& results, const std::string& dir) const override {
+    return WriteForgettingCsv(results, dir);
+  }
+
+  std::string HtmlSections(const v1::AuditResults& results) const override {
+    return absl::StrCat(ForgettingPlotsHtml(results), ForgettingHtmlSection(results));
+  }
+};
+
+}  // namespace
+
+const KindHandler& ForgettingHandler() {
+  static const Forgetting handler;
+  return handler;
 }
 
 }  // namespace memaudit::cli

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "cli/kind_handler.h"
 #include "memaudit/v1/results.pb.h"
 
 namespace memaudit::cli {
@@ -17,6 +18,9 @@ std::string ForgettingHtmlSection(const v1::AuditResults& results);
 // forgetting_curve.csv in `dir` (which exists); LM canaries:
 // forgetting_exposure.csv.
 absl::Status WriteForgettingCsv(const v1::AuditResults& results, const std::string& dir);
+
+// The forgetting audit's table, CSV files and report sections (kind_handler.h).
+const KindHandler& ForgettingHandler();
 
 }  // namespace memaudit::cli
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "cli/render.h"
+#include "cli/report_plots.h"
 
 namespace memaudit::cli {
 namespace {
@@ -166,6 +167,38 @@ absl::Status WriteRelationalCsv(const v1::AuditResults& r, const std::string& di
     }
   }
   return WriteFile(dir + "/relational_curve.csv", csv);
+}
+
+namespace {
+
+class Relational final : public KindHandler {
+ public:
+  std::string Table(const v1::AuditResults& results) const override {
+    return RelationalTable(results);
+  }
+
+  absl::Status WriteCsv(const v1::AuditResults& results, const std::string& dir) const override {
+    return WriteRelationalCsv(results, dir);
+  }
+
+  std::string HtmlSections(const v1::AuditResults& results) const override {
+    return absl::StrCat(RelationalPlotsHtml(results), RelationalHtmlSection(results));
+  }
+
+  std::string HtmlSizeRows(const v1::AuditResults& results) const override {
+    return absl::StrCat(
+        absl::StrFormat("<tr><th>models &times; examples</th><td>%u &times; %u</td></tr>",
+                        results.models(), results.examples()),
+        absl::StrFormat("<tr><th>training / held-out records</th><td>%d / %d</td></tr>",
+                        results.members(), results.non_members()));
+  }
+};
+
+}  // namespace
+
+const KindHandler& RelationalHandler() {
+  static const Relational handler;
+  return handler;
 }
 
 }  // namespace memaudit::cli

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "cli/kind_handler.h"
 #include "memaudit/v1/results.pb.h"
 
 namespace memaudit::cli {
@@ -17,6 +18,9 @@ std::string RelationalTable(const v1::AuditResults& results);
 std::string RelationalHtmlSection(const v1::AuditResults& results);
 // relational_curve.csv in `dir` (which exists).
 absl::Status WriteRelationalCsv(const v1::AuditResults& results, const std::string& dir);
+
+// The relational audit's table, CSV files and report sections (kind_handler.h).
+const KindHandler& RelationalHandler();
 
 }  // namespace memaudit::cli
 

@@ -11,10 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
-#include "cli/exposure_render.h"
-#include "cli/forgetting_render.h"
-#include "cli/relational_render.h"
-#include "cli/unlearning_render.h"
+#include "cli/kind_handler.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit::cli {
@@ -52,8 +49,6 @@ void EmitYaml(const nlohmann::json& j, YAML::Emitter* out) {
     *out << j.dump();
   }
 }
-
-std::string FormatPercent(double value) { return absl::StrFormat("%g%%", value * 100); }
 
 std::string Duration(double seconds) {
   const int s = static_cast<int>(seconds + 0.5);
@@ -99,33 +94,10 @@ std::string ResultsTable(const v1::AuditResults& r) {
     return absl::StrCat("audit ", r.audit_id(), ": results not complete yet (", r.models(),
                         " models planned)\n");
   }
-  if (r.has_exposure()) return ExposureTable(r);
-  if (r.has_forgetting()) return ForgettingTable(r);
-  if (r.has_unlearning()) return UnlearningTable(r);
-  if (r.has_relational()) return RelationalTable(r);
-  std::string out = absl::StrFormat(
-      "audit %s (%s): %u models x %u examples, %u member / %u non-member scores\n\n", r.audit_id(),
-      r.kind(), r.models(), r.examples(), r.members(), r.non_members());
-  std::string header = absl::StrFormat("%-30s %8s %9s", "attack", "AUC", "bal.acc");
-  if (r.attacks_size() > 0) {
-    for (const v1::OperatingPoint& p : r.attacks(0).operating_points()) {
-      absl::StrAppend(&header,
-                      absl::StrFormat(" %14s", "TPR@" + FormatPercent(p.fpr_target()) + "FPR"));
-    }
-  }
-  absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
-  for (const v1::AttackResult& a : r.attacks()) {
-    absl::StrAppend(
-        &out, absl::StrFormat("%-30s %8.4f %9.4f", a.attack(), a.auc(), a.balanced_accuracy()));
-    for (const v1::OperatingPoint& p : a.operating_points()) {
-      absl::StrAppend(&out, absl::StrFormat(" %14.4f", p.tpr()));
-    }
-    absl::StrAppend(&out, "\n");
-  }
-  absl::StrAppend(&out,
-                  "\nTPR@x: the largest TPR over thresholds whose FPR is <= x, pooled over "
-                  "every (target model, example) pair.\n");
-  return out;
+  const KindHandler* kind = HandlerFor(AuditKindByName(r.kind()));
+  if (kind == nullptr)
+    return absl::StrCat("audit ", r.audit_id(), ": unknown kind \"", r.kind(), "\"\n");
+  return kind->Table(r);
 }
 
 std::string RenderResults(const v1::AuditResults& results, OutputFormat format) {

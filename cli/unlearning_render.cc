@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "cli/render.h"
+#include "cli/report_plots.h"
 
 namespace memaudit::cli {
 namespace {
@@ -90,6 +91,30 @@ absl::Status WriteUnlearningCsv(const v1::AuditResults& r, const std::string& di
                       u.overfitting(), u.models_trained(), u.dp_epsilon()));
   if (absl::Status s = WriteFile(dir + "/unlearning_attacks.csv", attacks); !s.ok()) return s;
   return WriteFile(dir + "/unlearning_summary.csv", summary);
+}
+
+namespace {
+
+class Unlearning final : public KindHandler {
+ public:
+  std::string Table(const v1::AuditResults& results) const override {
+    return UnlearningTable(results);
+  }
+
+  absl::Status WriteCsv(const v1::AuditResults& results, const std::string& dir) const override {
+    return WriteUnlearningCsv(results, dir);
+  }
+
+  std::string HtmlSections(const v1::AuditResults& results) const override {
+    return absl::StrCat(UnlearningPlotsHtml(results), UnlearningHtmlSection(results));
+  }
+};
+
+}  // namespace
+
+const KindHandler& UnlearningHandler() {
+  static const Unlearning handler;
+  return handler;
 }
 
 }  // namespace memaudit::cli

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "cli/kind_handler.h"
 #include "memaudit/v1/results.pb.h"
 
 namespace memaudit::cli {
@@ -17,6 +18,9 @@ std::string UnlearningTable(const v1::AuditResults& results);
 std::string UnlearningHtmlSection(const v1::AuditResults& results);
 // unlearning_attacks.csv and unlearning_summary.csv in `dir` (which exists).
 absl::Status WriteUnlearningCsv(const v1::AuditResults& results, const std::string& dir);
+
+// The unlearning audit's table, CSV files and report sections (kind_handler.h).
+const KindHandler& UnlearningHandler();
 
 }  // namespace memaudit::cli
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/steps.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::forgetting {
@@ -102,7 +103,7 @@ inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
     if (f.strategy() == "poison") return 2 * t_i + 2 * last;
     const uint64_t b = std::max<uint32_t>(f.training().batch_size(), 1);
     const uint64_t passes = std::max<uint32_t>(f.repeats(), 1);
-    return t_i + passes * ((CanaryCopies(f) + b - 1) / b) + 2 * last;
+    return t_i + passes * StepsPerEpoch(CanaryCopies(f), b) + 2 * last;
   }
   const uint64_t arms = (Replays(f) ? 3 : 2) + ReferenceModels(f) + InReferenceModels(f);
   const uint64_t selection = SelectsByLoss(f) ? f.injected().selection_steps() : 0;
@@ -115,7 +116,7 @@ inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
     const uint64_t unique = std::max<uint64_t>(1, b / r);
     injection = (p + unique - 1) / unique;
   } else {
-    injection = r * ((p + b - 1) / b);
+    injection = r * StepsPerEpoch(p, b);
   }
   return selection + t_i + (1 + InReferenceModels(f)) * injection + arms * last;
 }

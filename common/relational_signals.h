@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/steps.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::relational {
@@ -104,9 +105,7 @@ inline uint64_t TaskSteps(const v1::RelationalAudit& r) {
     return r.linear().steps().empty() ? 0 : r.linear().steps(r.linear().steps_size() - 1);
   }
   const uint64_t batch = r.phone_book().training().batch_size();
-  if (batch == 0) return 0;
-  const uint64_t per_epoch = (r.phone_book().records() + batch - 1) / batch;
-  return per_epoch * r.phone_book().training().epochs();
+  return StepsPerEpoch(r.phone_book().records(), batch) * r.phone_book().training().epochs();
 }
 
 // Success metric names of the results: the spec's (phone book) or

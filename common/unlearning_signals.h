@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/seeding.h"
+#include "common/steps.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::unlearning {
@@ -246,7 +247,7 @@ inline SisaSlices SisaLayoutOf(uint32_t n, uint32_t shards, uint32_t slices, uin
 }
 
 inline uint64_t EpochSteps(uint64_t examples, uint64_t batch, uint64_t epochs) {
-  return epochs * ((examples + batch - 1) / batch);
+  return epochs * StepsPerEpoch(examples, batch);
 }
 
 // Optimizer steps a shard takes training slices [from, end) (SisaEnsemble:

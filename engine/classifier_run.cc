@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/steps.h"
 #include "engine/dataset.h"
 #include "engine/ensemble.h"
 #include "engine/signals.h"
@@ -58,10 +59,6 @@ torch::Tensor MemberForward(const std::vector<torch::Tensor>& params, torch::Ten
 }
 
 }  // namespace
-
-uint64_t StepsPerEpoch(uint64_t train_size, uint32_t batch_size) {
-  return (train_size + batch_size - 1) / batch_size;
-}
 
 absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,
                                                   const ClassifierRunSpec& spec,

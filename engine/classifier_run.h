@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/steps.h"
 #include "engine/labeled_images.h"
 
 namespace memaudit::engine {
@@ -43,8 +44,6 @@ struct ClassifierRunResult {
 // Called after every optimizer step with the steps done so far; returning
 // false stops training and the run returns CANCELLED.
 using StepCallback = std::function<bool(uint64_t steps_done)>;
-
-uint64_t StepsPerEpoch(uint64_t train_size, uint32_t batch_size);
 
 // RunClassifiers({spec})[0].
 absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,

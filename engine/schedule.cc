@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/steps.h"
 
 namespace memaudit::engine {
 
@@ -11,7 +12,7 @@ EpochSchedule::EpochSchedule(std::vector<int64_t> pool, uint32_t batch_size, uin
     : pool_(std::move(pool)),
       batch_size_(batch_size),
       seed_(seed),
-      steps_per_epoch_((pool_.size() + batch_size - 1) / batch_size) {}
+      steps_per_epoch_(StepsPerEpoch(pool_.size(), batch_size)) {}
 
 BatchPlan EpochSchedule::At(uint64_t step) const {
   BatchPlan plan;
@@ -105,7 +106,7 @@ class InjectImpl : public BatchSchedule {
 uint64_t InjectionSteps(size_t poison_size, uint32_t batch_size, const InjectOptions& options) {
   if (poison_size == 0) return 0;
   if (options.mode == InjectMode::kKSteps) {
-    return options.repeats * ((poison_size + batch_size - 1) / batch_size);
+    return options.repeats * StepsPerEpoch(poison_size, batch_size);
   }
   const uint64_t unique = std::max<uint64_t>(1, batch_size / options.repeats);
   return (poison_size + unique - 1) / unique;

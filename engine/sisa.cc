@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/steps.h"
 
 namespace memaudit::engine {
 
@@ -68,7 +69,7 @@ absl::Status SisaEnsemble::TrainShardFrom(const TensorDataset& data, uint32_t s,
       // alone, not by a reshuffle (which would drown the deletion's effect).
       const uint64_t order_seed = DeriveSeed(sisa_.seed, "sisa.order", s * 1000003ull + k);
       const uint64_t batch = sisa_.batch_size;
-      const uint64_t per_epoch = (seen.size() + batch - 1) / batch;
+      const uint64_t per_epoch = StepsPerEpoch(seen.size(), batch);
       for (uint32_t e = 0; e < sisa_.epochs_per_slice; ++e) {
         const uint64_t epoch_seed = DeriveSeed(order_seed, "epoch", e);
         std::vector<std::pair<uint64_t, int64_t>> keyed;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/exposure_eval_steps.h"
 #include "common/exposure_signals.h"
+#include "common/steps.h"
 #include "services/coordinator/spec_rules.h"
 
 namespace memaudit::coordinator {
@@ -343,7 +344,46 @@ uint64_t ExposureRecipeSteps(const v1::ExposureAudit& e, uint32_t batch_size, ui
   const uint64_t window = std::max<uint32_t>(e.training().window(), 1);
   const uint64_t batch = std::max<uint32_t>(batch_size, 1);
   const uint64_t windows = chars > 1 ? (chars - 1) / window : 0;
-  return static_cast<uint64_t>(epochs) * ((windows + batch - 1) / batch);
+  return static_cast<uint64_t>(epochs) * StepsPerEpoch(windows, batch);
+}
+
+namespace {
+
+class Exposure final : public KindHandler {
+ public:
+  void ApplyDefaults(v1::AuditSpec* spec) const override {
+    ApplyExposureDefaults(spec->mutable_exposure());
+  }
+
+  void Validate(const v1::AuditSpec& spec, std::vector<SpecProblem>* problems) const override {
+    ValidateExposure(spec.exposure(), problems);
+  }
+
+  std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {
+    // A canary model per variant first (the headline numbers), then the
+    // canary-free baselines and reference models (common/exposure_signals.h).
+    std::vector<PlannedTask> tasks;
+    const v1::ExposureAudit& e = spec.exposure();
+    const uint32_t variants = exposure::VariantCount(e);
+    for (uint32_t v = 0; v < variants; ++v) {
+      tasks.push_back({exposure::kCanaryRole, v, ExposureTaskSteps(e, v, true)});
+    }
+    for (uint32_t v = 0; v < variants; ++v) {
+      const uint64_t steps = ExposureTaskSteps(e, v, false);
+      if (e.baseline()) tasks.push_back({exposure::kBaselineRole, v, steps});
+      for (uint32_t j = 0; j < e.reference_models(); ++j) {
+        tasks.push_back({exposure::kReferenceRole, v * e.reference_models() + j, steps});
+      }
+    }
+    return tasks;
+  }
+};
+
+}  // namespace
+
+const KindHandler& ExposureHandler() {
+  static const Exposure handler;
+  return handler;
 }
 
 }  // namespace memaudit::coordinator

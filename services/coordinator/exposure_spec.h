@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "memaudit/v1/spec.pb.h"
+#include "services/coordinator/kind_handler.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
@@ -34,6 +35,9 @@ uint64_t ExposureTaskSteps(const v1::ExposureAudit& e, uint32_t variant, bool wi
 // The same for an explicit batch size and epoch count.
 uint64_t ExposureRecipeSteps(const v1::ExposureAudit& e, uint32_t batch_size, uint32_t epochs,
                              bool with_canaries);
+
+// Defaults, validation and plan of the exposure audit (kind_handler.h).
+const KindHandler& ExposureHandler();
 
 }  // namespace memaudit::coordinator
 

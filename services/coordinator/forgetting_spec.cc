@@ -388,4 +388,34 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
 
 uint64_t ForgettingTrialSteps(const v1::ForgettingAudit& f) { return forgetting::TrialSteps(f); }
 
+namespace {
+
+class Forgetting final : public KindHandler {
+ public:
+  void ApplyDefaults(v1::AuditSpec* spec) const override {
+    ApplyForgettingDefaults(spec->mutable_forgetting());
+  }
+
+  void Validate(const v1::AuditSpec& spec, std::vector<SpecProblem>* problems) const override {
+    ValidateForgetting(spec.forgetting(), problems);
+  }
+
+  std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {
+    // One task per trial; each trains its own prefix and both arms.
+    std::vector<PlannedTask> tasks;
+    const uint64_t steps = ForgettingTrialSteps(spec.forgetting());
+    for (uint32_t t = 0; t < spec.forgetting().trials(); ++t) {
+      tasks.push_back({"forgetting_trial", t, steps});
+    }
+    return tasks;
+  }
+};
+
+}  // namespace
+
+const KindHandler& ForgettingHandler() {
+  static const Forgetting handler;
+  return handler;
+}
+
 }  // namespace memaudit::coordinator

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "memaudit/v1/spec.pb.h"
+#include "services/coordinator/kind_handler.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
@@ -27,6 +28,9 @@ std::vector<uint64_t> DefaultForgettingEvalPoints(uint64_t steps_after);
 // steps. Matches engine::ForgettingTrialSteps (LM canaries:
 // ForgettingLmTrialSteps) exactly.
 uint64_t ForgettingTrialSteps(const v1::ForgettingAudit& f);
+
+// Defaults, validation and plan of the forgetting audit (kind_handler.h).
+const KindHandler& ForgettingHandler();
 
 }  // namespace memaudit::coordinator
 

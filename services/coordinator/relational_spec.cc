@@ -197,4 +197,36 @@ void ValidateRelational(const v1::RelationalAudit& r, std::vector<SpecProblem>* 
   }
 }
 
+namespace {
+
+class Relational final : public KindHandler {
+ public:
+  void ApplyDefaults(v1::AuditSpec* spec) const override {
+    ApplyRelationalDefaults(spec->mutable_relational());
+  }
+
+  void Validate(const v1::AuditSpec& spec, std::vector<SpecProblem>* problems) const override {
+    ValidateRelational(spec.relational(), problems);
+  }
+
+  std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {
+    // One task per variant (phone-book width or linear d_x), so variants run
+    // in parallel and each streams its own curve.
+    std::vector<PlannedTask> tasks;
+    const uint64_t steps = relational::TaskSteps(spec.relational());
+    const size_t variants = relational::Variants(spec.relational()).size();
+    for (uint32_t i = 0; i < variants; ++i) {
+      tasks.push_back({relational::kTaskRole, i, steps});
+    }
+    return tasks;
+  }
+};
+
+}  // namespace
+
+const KindHandler& RelationalHandler() {
+  static const Relational handler;
+  return handler;
+}
+
 }  // namespace memaudit::coordinator

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "memaudit/v1/spec.pb.h"
+#include "services/coordinator/kind_handler.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
@@ -14,6 +15,9 @@ namespace memaudit::coordinator {
 // With neither model set, the phone book is chosen (the audit's main model).
 void ApplyRelationalDefaults(v1::RelationalAudit* r);
 void ValidateRelational(const v1::RelationalAudit& r, std::vector<SpecProblem>* problems);
+
+// Defaults, validation and plan of the relational audit (kind_handler.h).
+const KindHandler& RelationalHandler();
 
 }  // namespace memaudit::coordinator
 

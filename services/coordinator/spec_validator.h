@@ -17,8 +17,9 @@ struct SpecProblem {
   std::string rule;   // e.g. "must be an even number >= 4 (got 3)"
 };
 
-// Whether the spec names a kind this build can run: every kind in the API.
+// Whether the spec names a kind this build can run (one with a handler).
 bool KindImplemented(const v1::AuditSpec& spec);
+// The spec's kind by name (common/audit_kinds.h); "" when it names none.
 std::string KindName(const v1::AuditSpec& spec);
 
 // Fills every unset field that has a documented default.
@@ -30,9 +31,6 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec);
 // OK, or INVALID_ARGUMENT listing every problem (a spec naming no kind is
 // one).
 absl::Status ValidateSpec(const v1::AuditSpec& spec);
-
-// The membership attacks memaudit knows, in report order.
-const std::vector<std::string>& KnownMembershipAttacks();
 
 }  // namespace memaudit::coordinator
 

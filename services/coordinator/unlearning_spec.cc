@@ -264,4 +264,39 @@ uint64_t UnlearningTaskSteps(const v1::AuditSpec& spec, bool target, uint32_t i)
   return unlearning::TaskWorkFor(spec, target, i).steps;
 }
 
+namespace {
+
+class Unlearning final : public KindHandler {
+ public:
+  void ApplyDefaults(v1::AuditSpec* spec) const override {
+    ApplyUnlearningDefaults(spec->mutable_unlearning());
+  }
+
+  void Validate(const v1::AuditSpec& spec, std::vector<SpecProblem>* problems) const override {
+    ValidateUnlearning(spec.unlearning(), problems);
+  }
+
+  std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {
+    // One task per original model and side; it trains the original, then its
+    // unlearned children from it (common/unlearning_signals.h).
+    std::vector<PlannedTask> tasks;
+    for (const bool target : {false, true}) {
+      const v1::UnlearningSide& side =
+          target ? spec.unlearning().target() : spec.unlearning().shadow();
+      for (uint32_t i = 0; i < side.originals(); ++i) {
+        tasks.push_back({target ? "target_original" : "shadow_original", i,
+                         UnlearningTaskSteps(spec, target, i)});
+      }
+    }
+    return tasks;
+  }
+};
+
+}  // namespace
+
+const KindHandler& UnlearningHandler() {
+  static const Unlearning handler;
+  return handler;
+}
+
 }  // namespace memaudit::coordinator

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "memaudit/v1/spec.pb.h"
+#include "services/coordinator/kind_handler.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
@@ -19,6 +20,9 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
 // unlearned children (SISA: every shard, then each affected shard's retrain
 // from its slice checkpoint). Exact: the worker reports the same count.
 uint64_t UnlearningTaskSteps(const v1::AuditSpec& spec, bool target, uint32_t i);
+
+// Defaults, validation and plan of the unlearning audit (kind_handler.h).
+const KindHandler& UnlearningHandler();
 
 }  // namespace memaudit::coordinator
 

@@ -771,4 +771,40 @@ void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& resu
       .Set(top.log2_space());
 }
 
+namespace {
+
+class Exposure final : public KindHandler {
+ public:
+  absl::Status ValidateObservation(const v1::AuditSpec& spec,
+                                   const v1::Observation& o) const override {
+    return ValidateExposureObservation(spec.exposure(), o);
+  }
+
+  absl::StatusOr<std::optional<v1::AuditResults>> Score(ScorerStore& store,
+                                                        const std::string& audit_id,
+                                                        const v1::AuditSpec& spec) const override {
+    // Scored once, when every model of every sweep variant has reported.
+    return ScoreExposureFromStore(store, audit_id, spec);
+  }
+
+  v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
+    v1::AuditResults partial;
+    partial.set_kind("exposure");
+    partial.set_models(ExposureModels(spec.exposure()));
+    partial.set_examples(spec.exposure().repeats_size() + spec.exposure().controls());
+    return partial;
+  }
+
+  void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const override {
+    PublishExposure(&registry, results);
+  }
+};
+
+}  // namespace
+
+const KindHandler& ExposureHandler() {
+  static const Exposure handler;
+  return handler;
+}
+
 }  // namespace memaudit::scorer

@@ -20,6 +20,7 @@
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
+#include "services/scorer/kind_handler.h"
 #include "services/scorer/scorer_store.h"
 
 namespace memaudit::scorer {
@@ -48,6 +49,10 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
 // baseline_extrapolated, calibrated (sampled) or calibrated_exact; variant
 // "base" without a sweep) and memaudit_exposure_space_log2{audit}.
 void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& results);
+
+// Observations, scoring, placeholder and gauges of the exposure audit
+// (kind_handler.h).
+const KindHandler& ExposureHandler();
 
 }  // namespace memaudit::scorer
 

@@ -535,4 +535,54 @@ void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& re
   }
 }
 
+namespace {
+
+class Forgetting final : public KindHandler {
+ public:
+  absl::Status ValidateObservation(const v1::AuditSpec& spec,
+                                   const v1::Observation& o) const override {
+    return ValidateForgettingObservation(spec.forgetting(), o);
+  }
+
+  absl::StatusOr<std::optional<v1::AuditResults>> Score(ScorerStore& store,
+                                                        const std::string& audit_id,
+                                                        const v1::AuditSpec& spec) const override {
+    // Whatever has arrived: the curve covers every point all trials have reached.
+    ForgettingSignals signals;
+    for (const auto& [point, name] : RequiredForgettingSignals(spec.forgetting())) {
+      auto runs = store.LoadSignal(audit_id, point, name);
+      if (!runs.ok()) return runs.status();
+      if (!runs->empty()) signals[{point, name}] = *std::move(runs);
+    }
+    auto results = ScoreForgetting(spec, signals);
+    if (!results.ok()) return results.status();
+    if (ForgettingProgress(*results) == 0) return std::nullopt;
+    auto stored = store.GetResults(audit_id);
+    if (!stored.ok()) return stored.status();
+    if (stored->has_value() && ForgettingProgress(**stored) == ForgettingProgress(*results)) {
+      return std::nullopt;  // no new point since the last computation
+    }
+    return *std::move(results);
+  }
+
+  v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
+    v1::AuditResults partial;
+    partial.set_kind("forgetting");
+    partial.set_models(2 * spec.forgetting().trials());
+    partial.set_examples(spec.forgetting().injected().size());
+    return partial;
+  }
+
+  void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const override {
+    PublishForgetting(&registry, results);
+  }
+};
+
+}  // namespace
+
+const KindHandler& ForgettingHandler() {
+  static const Forgetting handler;
+  return handler;
+}
+
 }  // namespace memaudit::scorer

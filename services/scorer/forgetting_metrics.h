@@ -17,6 +17,7 @@
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
+#include "services/scorer/kind_handler.h"
 
 namespace memaudit::scorer {
 
@@ -60,6 +61,10 @@ uint64_t ForgettingProgress(const v1::AuditResults& results);
 // steps_since_injection} (arm injected or baseline; repeats 0 = controls) and
 // memaudit_forgetting_canary_space_log2{audit}.
 void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& results);
+
+// Observations, scoring, placeholder and gauges of the forgetting audit
+// (kind_handler.h).
+const KindHandler& ForgettingHandler();
 
 }  // namespace memaudit::scorer
 

@@ -5,6 +5,9 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/content_key.h"
 #include "common/datasets.h"
 #include "common/seeding.h"
 #include "scoring/intervals.h"
@@ -247,6 +250,121 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
     }
   }
   return results;
+}
+
+namespace {
+
+class Membership final : public KindHandler {
+ public:
+  absl::Status ValidateObservation(const v1::AuditSpec& spec,
+                                   const v1::Observation& o) const override {
+    const v1::MembershipAudit& m = spec.membership();
+    if (o.run() >= m.reference_models()) {
+      return absl::InvalidArgumentError(absl::StrCat("observation.run: ", o.run(),
+                                                     " is outside the audit's ",
+                                                     m.reference_models(), " models"));
+    }
+    if (o.point() != kFinalPoint) {
+      return absl::InvalidArgumentError(absl::StrCat("observation.point: \"", o.point(),
+                                                     "\" is not an evaluation point of this audit "
+                                                     "(expected \"final\")"));
+    }
+    const std::vector<std::string> signals = RequiredMembershipSignals(m);
+    if (std::find(signals.begin(), signals.end(), o.signal()) == signals.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("observation.signal: \"", o.signal(),
+                                                     "\" (expected one of ",
+                                                     absl::StrJoin(signals, ", "), ")"));
+    }
+    const bool population = o.signal() == kPopulationLossSignal;
+    const uint32_t expected = population ? m.population_size() : m.dataset().pool_size();
+    if (static_cast<uint32_t>(o.values_size()) != expected) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values: expected ", expected, " values (one per ",
+                       population ? "population" : "pool", " example), got ", o.values_size()));
+    }
+    for (int i = 0; i < o.values_size(); ++i) {
+      if (!std::isfinite(o.values(i))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("observation.values[", i, "]: not a finite number"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::optional<v1::AuditResults>> Score(ScorerStore& store,
+                                                        const std::string& audit_id,
+                                                        const v1::AuditSpec& spec) const override {
+    const v1::MembershipAudit& m = spec.membership();
+    // Ingest admits only these signals of these runs, so a count short of all
+    // of them means incomplete: no need to decode every stored vector per batch.
+    const std::vector<std::string> required = RequiredMembershipSignals(m);
+    auto count = store.CountObservations(audit_id);
+    if (!count.ok()) return count.status();
+    if (*count < static_cast<int64_t>(required.size()) * m.reference_models()) {
+      return std::nullopt;
+    }
+    std::map<std::string, std::map<uint32_t, std::vector<double>>> signals;
+    for (const std::string& name : required) {
+      auto runs = store.LoadSignal(audit_id, kFinalPoint, name);
+      if (!runs.ok()) return runs.status();
+      if (runs->size() < m.reference_models()) return std::nullopt;
+      signals[name] = *std::move(runs);
+    }
+    return ScoreMembership(spec, signals[kPhiSignal], signals[kLossSignal],
+                           signals[kPopulationLossSignal]);
+  }
+
+  v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
+    v1::AuditResults partial;
+    partial.set_kind("membership");
+    partial.set_models(spec.membership().reference_models());
+    partial.set_examples(spec.membership().dataset().pool_size());
+    return partial;
+  }
+
+  void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const override {
+    auto& auc = metrics::AddGauge(registry, "memaudit_membership_auc_ratio",
+                                  "Membership-inference ROC AUC, pooled over target models.");
+    auto& tpr = metrics::AddGauge(
+        registry, "memaudit_membership_tpr_ratio",
+        "Membership-inference TPR at the largest threshold whose FPR <= the fpr label.");
+    for (const v1::AttackResult& a : results.attacks()) {
+      prometheus::Labels labels = {{"audit", results.audit_id()}, {"attack", a.attack()}};
+      auc.Add(labels).Set(a.auc());
+      for (const v1::OperatingPoint& p : a.operating_points()) {
+        prometheus::Labels with_fpr = labels;
+        with_fpr["fpr"] = absl::StrFormat("%g", p.fpr_target());
+        tpr.Add(with_fpr).Set(p.tpr());
+      }
+    }
+  }
+
+  // Each model's content key (common/content_key.h) decides whether an
+  // earlier audit trained the same model.
+  absl::StatusOr<std::vector<v1::ReusedRun>> ReuseStoredRuns(
+      ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) const override {
+    std::vector<v1::ReusedRun> reused;
+    for (uint32_t run = 0; run < spec.membership().reference_models(); ++run) {
+      const std::string key = MembershipModelKey(spec, run);
+      if (absl::Status s = store.PutModelKey(audit_id, run, key); !s.ok()) return s;
+      auto from = store.FindStoredRun(key, audit_id, kFinalPoint,
+                                      RequiredMembershipSignals(spec.membership()));
+      if (!from.ok()) return from.status();
+      if (!from->has_value()) continue;
+      if (absl::Status s = store.CopyRun(**from, audit_id, run); !s.ok()) return s;
+      v1::ReusedRun& r = reused.emplace_back();
+      r.set_run(run);
+      r.set_from_audit_id((*from)->audit_id);
+    }
+    return reused;
+  }
+};
+
+}  // namespace
+
+const KindHandler& MembershipHandler() {
+  static const Membership handler;
+  return handler;
 }
 
 }  // namespace memaudit::scorer

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/spec.pb.h"
+#include "services/scorer/kind_handler.h"
 
 namespace memaudit::scorer {
 
@@ -31,6 +32,10 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
     const v1::AuditSpec& spec, const std::map<uint32_t, std::vector<double>>& phi,
     const std::map<uint32_t, std::vector<double>>& loss,
     const std::map<uint32_t, std::vector<double>>& population_loss);
+
+// Observations, scoring, placeholder, gauges and content-keyed reuse of the
+// membership audit (kind_handler.h).
+const KindHandler& MembershipHandler();
 
 }  // namespace memaudit::scorer
 

@@ -341,4 +341,36 @@ void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& re
   }
 }
 
+namespace {
+
+class Relational final : public KindHandler {
+ public:
+  absl::Status ValidateObservation(const v1::AuditSpec& spec,
+                                   const v1::Observation& o) const override {
+    return ValidateRelationalObservation(spec.relational(), o);
+  }
+
+  absl::StatusOr<std::optional<v1::AuditResults>> Score(ScorerStore& store,
+                                                        const std::string& audit_id,
+                                                        const v1::AuditSpec& spec) const override {
+    // Curves fill in point by point, like forgetting's.
+    return ScoreRelationalFromStore(store, audit_id, spec);
+  }
+
+  v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
+    return RelationalPlaceholder(spec);
+  }
+
+  void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const override {
+    PublishRelational(&registry, results);
+  }
+};
+
+}  // namespace
+
+const KindHandler& RelationalHandler() {
+  static const Relational handler;
+  return handler;
+}
+
 }  // namespace memaudit::scorer

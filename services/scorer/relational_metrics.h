@@ -17,6 +17,7 @@
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
+#include "services/scorer/kind_handler.h"
 #include "services/scorer/scorer_store.h"
 
 namespace memaudit::scorer {
@@ -52,6 +53,10 @@ v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec);
 // variant, metric, split}: its s_train (split=train) and s_val (split=val).
 // At most 16 variants x 2 metrics per audit.
 void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& results);
+
+// Observations, scoring, placeholder and gauges of the relational audit
+// (kind_handler.h).
+const KindHandler& RelationalHandler();
 
 }  // namespace memaudit::scorer
 

@@ -13,6 +13,7 @@
 #include "common/metrics.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
+#include "services/scorer/kind_handler.h"
 #include "services/scorer/scorer_store.h"
 
 namespace memaudit::scorer {
@@ -44,10 +45,9 @@ class Scorer {
  private:
   Scorer(ScorerStore* store, prometheus::Registry* metrics) : store_(store), metrics_(metrics) {}
   void Publish(const v1::AuditResults& results);
-  absl::StatusOr<bool> Store(const v1::Observation& observation);
-  // Callers hold scoring_mu_.
-  absl::Status ScoreExposureIfComplete(const std::string& audit_id, const v1::AuditSpec& spec);
-  absl::Status ScoreForgettingIfComplete(const std::string& audit_id, const v1::AuditSpec& spec);
+  // The stored spec of `audit_id` and its kind's handler; NOT_FOUND for an
+  // audit never opened.
+  absl::StatusOr<const KindHandler*> HandlerOf(const std::string& audit_id, v1::AuditSpec* spec);
   absl::Status Finish(const std::string& audit_id, v1::AuditResults results);
 
   ScorerStore* store_;

@@ -295,4 +295,40 @@ void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& re
   }
 }
 
+namespace {
+
+class Unlearning final : public KindHandler {
+ public:
+  absl::Status ValidateObservation(const v1::AuditSpec& spec,
+                                   const v1::Observation& o) const override {
+    return ValidateUnlearningObservation(spec.unlearning(), o);
+  }
+
+  absl::StatusOr<std::optional<v1::AuditResults>> Score(ScorerStore& store,
+                                                        const std::string& audit_id,
+                                                        const v1::AuditSpec& spec) const override {
+    // Scored once, when every task's observations are in.
+    return ScoreUnlearningFromStore(store, audit_id, spec);
+  }
+
+  v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
+    v1::AuditResults partial;
+    partial.set_kind("unlearning");
+    const v1::UnlearningAudit& u = spec.unlearning();
+    partial.set_models(u.shadow().originals() + u.target().originals());
+    return partial;
+  }
+
+  void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const override {
+    PublishUnlearning(&registry, results);
+  }
+};
+
+}  // namespace
+
+const KindHandler& UnlearningHandler() {
+  static const Unlearning handler;
+  return handler;
+}
+
 }  // namespace memaudit::scorer

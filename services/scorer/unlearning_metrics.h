@@ -18,6 +18,7 @@
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
+#include "services/scorer/kind_handler.h"
 #include "services/scorer/scorer_store.h"
 
 namespace memaudit::scorer {
@@ -56,6 +57,10 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreUnlearningFromStore(
 // memaudit_unlearning_degrate_ratio{audit, defense, feature, classifier}
 // (not for the baseline, which they compare against).
 void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& results);
+
+// Observations, scoring, placeholder and gauges of the unlearning audit
+// (kind_handler.h).
+const KindHandler& UnlearningHandler();
 
 }  // namespace memaudit::scorer
 

@@ -235,4 +235,23 @@ absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
   return ExposureObservations(task, *result);
 }
 
+namespace {
+
+class Exposure final : public KindHandler {
+ public:
+  absl::StatusOr<std::vector<v1::Observation>> Run(
+      const v1::Task& task, const StepCallback& on_steps,
+      const ObservationSink& send_early) const override {
+    // Canary, baseline and reference models; RunExposureModel refuses other roles.
+    return RunExposureModel(task, on_steps, send_early);
+  }
+};
+
+}  // namespace
+
+const KindHandler& ExposureHandler() {
+  static const Exposure handler;
+  return handler;
+}
+
 }  // namespace memaudit::worker

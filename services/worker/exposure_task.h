@@ -12,6 +12,7 @@
 #include "engine/exposure_run.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/worker.pb.h"
+#include "services/worker/kind_handler.h"
 
 namespace memaudit::worker {
 
@@ -35,6 +36,9 @@ std::vector<v1::Observation> ExposurePointObservations(const v1::Task& task,
 absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
     const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps,
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early = nullptr);
+
+// Runs the exposure audit's tasks (kind_handler.h).
+const KindHandler& ExposureHandler();
 
 }  // namespace memaudit::worker
 

@@ -304,4 +304,23 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
   return ForgettingObservations(task, *sets, *result);
 }
 
+namespace {
+
+class Forgetting final : public KindHandler {
+ public:
+  absl::StatusOr<std::vector<v1::Observation>> Run(
+      const v1::Task& task, const StepCallback& on_steps,
+      const ObservationSink& send_early) const override {
+    if (task.role() != "forgetting_trial") return UnknownRole(task);
+    return RunForgettingTrial(task, on_steps, send_early);
+  }
+};
+
+}  // namespace
+
+const KindHandler& ForgettingHandler() {
+  static const Forgetting handler;
+  return handler;
+}
+
 }  // namespace memaudit::worker

@@ -13,6 +13,7 @@
 #include "engine/forgetting_run.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/worker.pb.h"
+#include "services/worker/kind_handler.h"
 
 namespace memaudit::worker {
 
@@ -63,6 +64,9 @@ std::vector<v1::Observation> ForgettingCanaryObservations(
 absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
     const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps,
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early);
+
+// Runs the forgetting audit's tasks (kind_handler.h).
+const KindHandler& ForgettingHandler();
 
 }  // namespace memaudit::worker
 

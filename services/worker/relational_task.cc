@@ -170,4 +170,23 @@ absl::StatusOr<std::vector<v1::Observation>> RunRelationalVariant(
   return PhoneBookObservations(task, *result);
 }
 
+namespace {
+
+class Relational final : public KindHandler {
+ public:
+  absl::StatusOr<std::vector<v1::Observation>> Run(
+      const v1::Task& task, const StepCallback& on_steps,
+      const ObservationSink& send_early) const override {
+    if (task.role() != relational::kTaskRole) return UnknownRole(task);
+    return RunRelationalVariant(task, on_steps, send_early);
+  }
+};
+
+}  // namespace
+
+const KindHandler& RelationalHandler() {
+  static const Relational handler;
+  return handler;
+}
+
 }  // namespace memaudit::worker

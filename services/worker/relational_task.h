@@ -14,6 +14,7 @@
 #include "engine/relational_run.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/worker.pb.h"
+#include "services/worker/kind_handler.h"
 
 namespace memaudit::worker {
 
@@ -35,6 +36,9 @@ std::vector<v1::Observation> LinearObservations(const v1::Task& task,
 absl::StatusOr<std::vector<v1::Observation>> RunRelationalVariant(
     const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps,
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early);
+
+// Runs the relational audit's tasks (kind_handler.h).
+const KindHandler& RelationalHandler();
 
 }  // namespace memaudit::worker
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/steps.h"
 #include "memaudit/v1/scorer.pb.h"
 
 namespace memaudit::worker {
@@ -18,7 +19,7 @@ namespace memaudit::worker {
 // examples in batches of `batch_size`, the last batch of each epoch short.
 inline uint64_t ExamplesAfter(uint64_t steps, uint64_t train_size, uint64_t batch_size) {
   if (train_size == 0 || batch_size == 0) return 0;
-  const uint64_t per_epoch = (train_size + batch_size - 1) / batch_size;
+  const uint64_t per_epoch = StepsPerEpoch(train_size, batch_size);
   return steps / per_epoch * train_size +
          std::min<uint64_t>(steps % per_epoch * batch_size, train_size);
 }

@@ -1,159 +1,27 @@
 #include "services/worker/task_runner.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
-#include "common/membership_tasks.h"
-#include "common/seeding.h"
-#include "engine/labeled_images.h"
-#include "services/worker/exposure_task.h"
-#include "services/worker/forgetting_task.h"
-#include "services/worker/relational_task.h"
-#include "services/worker/task_progress.h"
-#include "services/worker/unlearning_task.h"
+#include "services/worker/kind_handler.h"
 
 namespace memaudit::worker {
-namespace {
 
-// Trains the task's models (common/membership_tasks.h) in ensembles of
-// equal-size training sets: with an odd pool, even and odd models' halves
-// differ by one row, and only unpadded members are exact. Each model's
-// observations have run = its index, whatever the packing.
-absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(
-    const v1::Task& task, const ProgressCallback& on_progress) {
-  const v1::AuditSpec& spec = task.spec();
-  const v1::MembershipAudit& m = spec.membership();
-  const std::string dir =
-      m.dataset().path().empty() ? engine::kFashionMnistDir : m.dataset().path();
-  auto data = engine::LoadMnistLayout(dir, "train");
-  if (!data.ok()) return data.status();
-
-  const std::vector<uint32_t> pool =
-      AuditPool(spec.seed(), (*data)->count, m.dataset().pool_size());
-  const std::vector<uint32_t> population =
-      AuditPopulation(spec.seed(), (*data)->count, pool.size(), m.population_size());
-  if (pool.size() + population.size() != m.dataset().pool_size() + m.population_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "membership.dataset.pool_size: ", m.dataset().pool_size(), " + population_size ",
-        m.population_size(), " exceeds the ", (*data)->count, " examples in ", dir));
-  }
-  const membership::ModelRange models = membership::TaskModels(spec, task.index());
-  if (models.count == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("task.index: ", task.index(), " is past the audit's models"));
-  }
-  const KeepMatrix keep = BuildKeepMatrix(spec.seed(), m.reference_models(), pool.size());
-  engine::ClassifierRunSpec recipe;
-  recipe.hidden.assign(m.model().hidden().begin(), m.model().hidden().end());
-  recipe.learning_rate = m.training().learning_rate();
-  recipe.momentum = m.training().momentum();
-  recipe.weight_decay = m.training().weight_decay();
-  recipe.epochs = m.training().epochs();
-  recipe.batch_size = m.training().batch_size();
-  recipe.threads = spec.resources().threads_per_task();
-  // Pool first, then RMIA's population: one pass measures both.
-  recipe.eval_indices = pool;
-  recipe.eval_indices.insert(recipe.eval_indices.end(), population.begin(), population.end());
-
-  // Seeds derive from the model index (role "reference_model"), as when each
-  // model was its own task, so packing leaves every model's seeds alone.
-  std::vector<std::vector<engine::ClassifierRunSpec>> groups;
-  std::vector<std::vector<uint32_t>> group_models;
-  for (uint32_t i = models.first; i < models.end(); ++i) {
-    engine::ClassifierRunSpec run = recipe;
-    run.init_seed = DeriveSeed(spec.seed(), std::string(membership::kModelRole) + "/init", i);
-    run.order_seed = DeriveSeed(spec.seed(), std::string(membership::kModelRole) + "/order", i);
-    for (uint32_t j = 0; j < pool.size(); ++j) {
-      if (keep.in(i, j)) run.train_indices.push_back(pool[j]);
-    }
-    size_t g = 0;
-    while (g < groups.size() && groups[g][0].train_indices.size() != run.train_indices.size()) ++g;
-    if (g == groups.size()) {
-      groups.emplace_back();
-      group_models.emplace_back();
-    }
-    groups[g].push_back(std::move(run));
-    group_models[g].push_back(i);
-  }
-
-  // Progress counts model steps, as the planner does: an ensemble step of K
-  // models is K steps and K batches of examples.
-  std::vector<v1::Observation> out;
-  TrainingProgress before;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const uint64_t members = groups[g].size();
-    const uint64_t train_size = groups[g][0].train_indices.size();
-    auto results = engine::RunClassifiers(**data, groups[g], [&](uint64_t steps) {
-      return on_progress(
-          {before.steps + steps * members,
-           before.examples + ExamplesAfter(steps, train_size, recipe.batch_size) * members});
-    });
-    if (!results.ok()) return results.status();
-    const uint64_t steps = results->front().steps;
-    before.steps += steps * members;
-    before.examples += ExamplesAfter(steps, train_size, recipe.batch_size) * members;
-    for (size_t k = 0; k < results->size(); ++k) {
-      const engine::ClassifierRunResult& result = (*results)[k];
-      const size_t first = out.size();
-      out.resize(first + (population.empty() ? 2 : 3));
-      for (size_t o = first; o < out.size(); ++o) {
-        out[o].set_audit_id(task.audit_id());
-        out[o].set_run(group_models[g][k]);
-        out[o].set_point("final");
-      }
-      const auto pool_end = static_cast<std::ptrdiff_t>(pool.size());
-      out[first].set_signal("phi");
-      out[first].mutable_values()->Add(result.phi.begin(), result.phi.begin() + pool_end);
-      out[first + 1].set_signal("loss");
-      out[first + 1].mutable_values()->Add(result.loss.begin(), result.loss.begin() + pool_end);
-      if (!population.empty()) {
-        out[first + 2].set_signal("loss_population");
-        out[first + 2].mutable_values()->Add(result.loss.begin() + pool_end, result.loss.end());
-      }
-    }
-  }
-  return out;
+absl::Status UnknownRole(const v1::Task& task) {
+  return absl::UnimplementedError(absl::StrCat("this worker cannot run role \"", task.role(),
+                                               "\" of a ", AuditKindName(task.spec().kind_case()),
+                                               " audit"));
 }
-
-}  // namespace
 
 absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
                                                      const ProgressCallback& on_progress,
                                                      const ObservationSink& send_early) {
-  if (task.spec().has_membership() && task.role() == membership::kModelRole) {
-    return RunMembershipModels(task, on_progress);
-  }
-  if (task.spec().has_exposure()) {  // canary, baseline and reference models
-    return RunExposureModel(
-        task,
-        [&](uint64_t steps, uint64_t examples) {
-          return on_progress({steps, examples});
-        },
-        send_early);
-  }
-  if (task.spec().has_forgetting() && task.role() == "forgetting_trial") {
-    return RunForgettingTrial(
-        task,
-        [&](uint64_t steps, uint64_t examples) {
-          return on_progress({steps, examples});
-        },
-        send_early);
-  }
-  if (task.spec().has_relational() && task.role() == relational::kTaskRole) {
-    return RunRelationalVariant(
-        task,
-        [&](uint64_t steps, uint64_t examples) {
-          return on_progress({steps, examples});
-        },
-        send_early);
-  }
-  if (IsUnlearningTask(task)) {
-    return RunUnlearningTask(task, [&](uint64_t steps, uint64_t examples) {
-      return on_progress({steps, examples});
-    });
-  }
-  return absl::UnimplementedError(
-      absl::StrCat("this worker cannot run role \"", task.role(), "\" of this audit kind"));
+  const KindHandler* kind = HandlerFor(task.spec().kind_case());
+  if (kind == nullptr) return UnknownRole(task);
+  return kind->Run(
+      task,
+      [&](uint64_t steps, uint64_t examples) {
+        return on_progress({steps, examples});
+      },
+      send_early);
 }
 
 bool Retryable(const absl::Status& status) {

@@ -179,4 +179,23 @@ absl::StatusOr<std::vector<v1::Observation>> RunUnlearningTask(
   return UnlearningObservations(task, *result);
 }
 
+namespace {
+
+class Unlearning final : public KindHandler {
+ public:
+  absl::StatusOr<std::vector<v1::Observation>> Run(const v1::Task& task,
+                                                   const StepCallback& on_steps,
+                                                   const ObservationSink&) const override {
+    if (!IsUnlearningTask(task)) return UnknownRole(task);
+    return RunUnlearningTask(task, on_steps);
+  }
+};
+
+}  // namespace
+
+const KindHandler& UnlearningHandler() {
+  static const Unlearning handler;
+  return handler;
+}
+
 }  // namespace memaudit::worker

@@ -13,6 +13,7 @@
 #include "engine/unlearning_run.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/worker.pb.h"
+#include "services/worker/kind_handler.h"
 
 namespace memaudit::worker {
 
@@ -33,6 +34,9 @@ std::vector<v1::Observation> UnlearningObservations(const v1::Task& task,
 // `on_steps` gets the optimizer steps done and examples seen; false stops.
 absl::StatusOr<std::vector<v1::Observation>> RunUnlearningTask(
     const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps);
+
+// Runs the unlearning audit's tasks (kind_handler.h).
+const KindHandler& UnlearningHandler();
 
 }  // namespace memaudit::worker
 

@@ -66,8 +66,8 @@ TEST(WorkerMetricsEndpointTest, LibTorchLeavesNoRoomInCivetwebsStacks) {
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 102400);
   pthread_t thread;
-  const int created =
-      pthread_create(&thread, &attr, [](void*) -> void* { return nullptr; }, nullptr);
+  const int created = pthread_create(
+      &thread, &attr, [](void*) -> void* { return nullptr; }, nullptr);
   if (created == 0) pthread_join(thread, nullptr);
   pthread_attr_destroy(&attr);
   EXPECT_EQ(created, EINVAL);

@@ -1,0 +1,34 @@
+// The audit kinds are the fields of spec.proto's `oneof kind`; this file
+// reads them from the descriptor, so a kind added there is known everywhere.
+// Each layer keeps one table from kind to its handler, a switch without a
+// default so the compiler names a kind that has none:
+//   coordinator  services/coordinator/kind_handlers.cc  (defaults, validation, plan)
+//   worker       services/worker/kind_handlers.cc       (training a task)
+//   scorer       services/scorer/kind_handlers.cc       (observations, scoring, gauges)
+//   CLI          cli/kind_handlers.cc                   (table, CSV, HTML report)
+#ifndef MEMAUDIT_COMMON_AUDIT_KINDS_H_
+#define MEMAUDIT_COMMON_AUDIT_KINDS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit {
+
+using AuditKind = v1::AuditSpec::KindCase;
+
+// Every kind, in the oneof's declaration order.
+const std::vector<AuditKind>& AllAuditKinds();
+
+// The oneof field's name ("membership", ...); "" for KIND_NOT_SET. It is also
+// AuditResults.kind and the `kind` label of the metrics.
+std::string AuditKindName(AuditKind kind);
+
+// The kind named `name`; KIND_NOT_SET when no kind has that name.
+AuditKind AuditKindByName(absl::string_view name);
+
+}  // namespace memaudit
+
+#endif  // MEMAUDIT_COMMON_AUDIT_KINDS_H_

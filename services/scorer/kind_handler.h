@@ -1,0 +1,59 @@
+// What the scorer does differently for each audit kind. Each kind implements
+// KindHandler in its own file (<kind>_metrics.cc) and has one line in
+// HandlerFor's table (kind_handlers.cc); nothing else dispatches on the kind.
+#ifndef MEMAUDIT_SERVICES_SCORER_KIND_HANDLER_H_
+#define MEMAUDIT_SERVICES_SCORER_KIND_HANDLER_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/audit_kinds.h"
+#include "common/metrics.h"
+#include "memaudit/v1/results.pb.h"
+#include "memaudit/v1/scorer.pb.h"
+#include "memaudit/v1/spec.pb.h"
+#include "services/scorer/scorer_store.h"
+
+namespace memaudit::scorer {
+
+class KindHandler {
+ public:
+  virtual ~KindHandler() = default;
+
+  // OK when `o` is an observation the audit `spec` expects (run, point,
+  // signal, length, finite values); INVALID_ARGUMENT naming the field if not.
+  virtual absl::Status ValidateObservation(const v1::AuditSpec& spec,
+                                           const v1::Observation& o) const = 0;
+
+  // The audit's results from what `store` holds, or nullopt while there is
+  // nothing new to publish (inputs still missing, or no point beyond the
+  // stored partial results).
+  virtual absl::StatusOr<std::optional<v1::AuditResults>> Score(
+      ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) const = 0;
+
+  // What GetResults answers before the first scoring: complete = false, with
+  // the kind and the sizes the spec plans.
+  virtual v1::AuditResults Placeholder(const v1::AuditSpec& spec) const = 0;
+
+  // Sets the kind's result gauges from `results`.
+  virtual void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const = 0;
+
+  // Content-keyed reuse: records each run's key and copies the observations
+  // of runs an earlier audit already trained; returns those runs. Kinds
+  // without reuse return none.
+  virtual absl::StatusOr<std::vector<v1::ReusedRun>> ReuseStoredRuns(
+      ScorerStore& /*store*/, const std::string& /*audit_id*/,
+      const v1::AuditSpec& /*spec*/) const {
+    return std::vector<v1::ReusedRun>{};
+  }
+};
+
+// The handler of `kind`; null for KIND_NOT_SET.
+const KindHandler* HandlerFor(AuditKind kind);
+
+}  // namespace memaudit::scorer
+
+#endif  // MEMAUDIT_SERVICES_SCORER_KIND_HANDLER_H_

@@ -1,0 +1,32 @@
+#include "gtest/gtest.h"
+#include "services/scorer/kind_handler.h"
+
+namespace memaudit::scorer {
+namespace {
+
+// Walks spec.proto's `oneof kind`: a kind added there without a scorer
+// handler fails here.
+TEST(ScorerKindHandlersTest, EveryKindOfTheOneofHasAHandler) {
+  ASSERT_FALSE(AllAuditKinds().empty());
+  for (AuditKind kind : AllAuditKinds()) {
+    EXPECT_NE(HandlerFor(kind), nullptr) << AuditKindName(kind);
+  }
+  EXPECT_EQ(HandlerFor(v1::AuditSpec::KIND_NOT_SET), nullptr);
+}
+
+// Results name their kind by the oneof field's name, which is how the
+// scorer finds the handler that publishes them.
+TEST(ScorerKindHandlersTest, EveryPlaceholderNamesItsOwnKind) {
+  for (AuditKind kind : AllAuditKinds()) {
+    v1::AuditSpec spec;
+    const google::protobuf::FieldDescriptor* field =
+        v1::AuditSpec::descriptor()->FindFieldByNumber(static_cast<int>(kind));
+    spec.GetReflection()->MutableMessage(&spec, field);  // selects the kind
+    const v1::AuditResults placeholder = HandlerFor(kind)->Placeholder(spec);
+    EXPECT_EQ(placeholder.kind(), AuditKindName(kind));
+    EXPECT_FALSE(placeholder.complete());
+  }
+}
+
+}  // namespace
+}  // namespace memaudit::scorer

@@ -1,0 +1,43 @@
+// How a worker trains one task of each audit kind. Each kind implements
+// KindHandler in its own file (<kind>_task.cc) and has one line in
+// HandlerFor's table (kind_handlers.cc); nothing else dispatches on the kind.
+#ifndef MEMAUDIT_SERVICES_WORKER_KIND_HANDLER_H_
+#define MEMAUDIT_SERVICES_WORKER_KIND_HANDLER_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/audit_kinds.h"
+#include "memaudit/v1/scorer.pb.h"
+#include "memaudit/v1/worker.pb.h"
+#include "services/worker/task_runner.h"
+
+namespace memaudit::worker {
+
+// Called after every optimizer step with the task's steps and examples so
+// far (task_runner.h's TrainingProgress); returning false stops training.
+using StepCallback = std::function<bool(uint64_t steps, uint64_t examples)>;
+
+class KindHandler {
+ public:
+  virtual ~KindHandler() = default;
+
+  // Trains `task` and returns the observations to stream to the scorer. A
+  // role the kind does not have is UnknownRole(task). Errors: see RunTask.
+  virtual absl::StatusOr<std::vector<v1::Observation>> Run(
+      const v1::Task& task, const StepCallback& on_steps,
+      const ObservationSink& send_early) const = 0;
+};
+
+// The handler of `kind`; null for KIND_NOT_SET.
+const KindHandler* HandlerFor(AuditKind kind);
+
+// UNIMPLEMENTED: this worker has no task of `task`'s role for its kind.
+absl::Status UnknownRole(const v1::Task& task);
+
+}  // namespace memaudit::worker
+
+#endif  // MEMAUDIT_SERVICES_WORKER_KIND_HANDLER_H_
