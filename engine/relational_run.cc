@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/steps.h"
 #include "engine/char_lm.h"
 #include "engine/schedule.h"
 #include "engine/text_corpus.h"
@@ -243,9 +244,7 @@ std::string CorruptedPrompt(const std::string& tmpl, const std::string& name) {
 }
 
 uint64_t PhoneBookSteps(const PhoneBookRunSpec& spec) {
-  if (spec.batch_size == 0) return 0;
-  return static_cast<uint64_t>(spec.epochs) *
-         ((spec.records + spec.batch_size - 1) / spec.batch_size);
+  return static_cast<uint64_t>(spec.epochs) * StepsPerEpoch(spec.records, spec.batch_size);
 }
 
 absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,

@@ -71,7 +71,7 @@ class InjectImpl : public BatchSchedule {
     plan.advance_lr = o_.advance_lr;
     if (o_.mode == InjectMode::kKSteps) {
       // r passes over Dp, each cut into batches of at most b rows.
-      const uint64_t per_pass = (poison_.size() + b_ - 1) / b_;
+      const uint64_t per_pass = StepsPerEpoch(poison_.size(), b_);
       const uint64_t start = (k % per_pass) * b_;
       const uint64_t end = std::min<uint64_t>(poison_.size(), start + b_);
       plan.ids.assign(poison_.begin() + start, poison_.begin() + end);

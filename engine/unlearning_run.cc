@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/steps.h"
 #include "engine/dataset.h"
 #include "engine/model.h"
 #include "engine/rdp_accountant.h"
@@ -40,7 +41,7 @@ class UnlearningSchedule : public BatchSchedule {
     size_t kept = 0;
     for (int64_t r : base_) kept += removed_.count(r) == 0;
     examples_ = kept + added_.size();
-    steps_per_epoch_ = (examples_ + batch_size_ - 1) / batch_size_;
+    steps_per_epoch_ = StepsPerEpoch(examples_, batch_size_);
   }
 
   BatchPlan At(uint64_t step) const override {
@@ -241,9 +242,7 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
   const SisaLayout layout =
       sisa ? BuildSisaLayout(train_ids, spec.shards, spec.slices, spec.seeds.sisa) : SisaLayout{};
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> phases;
-  auto steps_for = [&](uint64_t n) {
-    return spec.epochs * ((n + spec.batch_size - 1) / spec.batch_size);
-  };
+  auto steps_for = [&](uint64_t n) { return spec.epochs * StepsPerEpoch(n, spec.batch_size); };
   if (!sisa) phases.push_back({{train_ids.size(), steps_for(train_ids.size())}});
   for (const auto& shard : layout.rows) {
     uint64_t seen = 0;
