@@ -142,7 +142,8 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id, const v
   std::vector<EventRecord> events = {
       Event(audit_id, "submitted", "", absl::StrCat(tasks.size(), " tasks planned"))};
   size_t reused_tasks = 0;
-  for (size_t i = 0; i < tasks.size() && spec.has_membership(); ++i) {
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    // Only kinds with content-keyed reuse (membership) are handed reused runs.
     // A task is reused only when every model it trains is: a partly reused
     // task retrains all its models (bit-identical; the scorer keeps one copy).
     const PlannedTask& p = plan->tasks[i];
