@@ -110,7 +110,7 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   // S and of the canaries agree across an audit's models).
   const CharVocab vocab = CanaryVocab(text, format);
   const ModelSpec model =
-      CharLmSpec(spec.lstm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
+      CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
   const uint64_t model_seed = spec.model_seed.value_or(spec.seed);
   TrainerOptions options;
   options.optimizer = spec.optimizer;

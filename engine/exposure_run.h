@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/model_spec.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {
@@ -27,7 +28,7 @@ struct ExposureRunSpec {
   std::vector<std::string> alphabets;
   std::vector<uint32_t> repeats = {1, 4, 16, 64};  // one inserted canary per entry
   uint32_t controls = 2;                           // never-inserted canaries
-  bool lstm = true;                                // false: GRU
+  ModelKind lm = ModelKind::kLstmLm;               // or kGruLm
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;

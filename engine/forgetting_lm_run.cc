@@ -185,7 +185,7 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   }
 
   const ModelSpec model =
-      CharLmSpec(spec.lstm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
+      CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
   const uint64_t init_seed = spec.init_seed;
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.order_seed);

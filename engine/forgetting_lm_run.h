@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/model_spec.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {
@@ -34,7 +35,7 @@ struct ForgettingLmRunSpec {
   // then `controls` never-inserted canaries from the same space.
   std::vector<uint32_t> copies;
   uint32_t controls = 8;
-  bool lstm = true;
+  ModelKind lm = ModelKind::kLstmLm;  // or kGruLm
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;

@@ -38,7 +38,8 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
     return absl::DataLossError(absl::StrCat(path, ": not an IDX file (bad magic)"));
   }
   if ((*bytes)[2] != 0x08) {
-    return absl::UnimplementedError(absl::StrCat(path, ": only unsigned-byte IDX data is supported"));
+    return absl::UnimplementedError(
+        absl::StrCat(path, ": only unsigned-byte IDX data is supported"));
   }
   const uint32_t rank = (*bytes)[3];
   if (bytes->size() < 4 + 4 * rank) return absl::DataLossError(absl::StrCat(path, ": truncated"));
@@ -50,8 +51,8 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
   }
   const size_t header = 4 + 4 * rank;
   if (bytes->size() != header + total) {
-    return absl::DataLossError(absl::StrCat(path, ": expected ", total, " data bytes, found ",
-                                            bytes->size() - header));
+    return absl::DataLossError(
+        absl::StrCat(path, ": expected ", total, " data bytes, found ", bytes->size() - header));
   }
   array.data.assign(bytes->begin() + header, bytes->end());
   return array;
@@ -69,8 +70,7 @@ absl::StatusOr<const LabeledImages*> LoadMnistLayout(const std::string& dir,
   if (!images.ok()) return images.status();
   auto labels = ReadIdxFile(absl::StrCat(dir, "/", split, "-labels-idx1-ubyte.gz"));
   if (!labels.ok()) return labels.status();
-  if (images->dims.size() != 3 || labels->dims.size() != 1 ||
-      images->dims[0] != labels->dims[0]) {
+  if (images->dims.size() != 3 || labels->dims.size() != 1 || images->dims[0] != labels->dims[0]) {
     return absl::DataLossError(absl::StrCat(dir, ": images and labels disagree in shape"));
   }
   auto data = std::make_unique<LabeledImages>();

@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace memaudit::engine {
 
@@ -19,6 +22,35 @@ enum class ModelKind {
   kGruLm,        // character GRU language model
   kTorchScript,  // a user module loaded with torch::jit::load
 };
+
+// The name a spec's `model.architecture` gives each kind: the one mapping
+// between the two, used by every validator and every task.
+inline const char* ModelKindName(ModelKind kind) {
+  switch (kind) {  // No default: the compiler names a kind missing here.
+    case ModelKind::kLogReg:
+      return "logreg";
+    case ModelKind::kMlp:
+      return "mlp";
+    case ModelKind::kCnn:
+      return "cnn";
+    case ModelKind::kLstmLm:
+      return "lstm";
+    case ModelKind::kGruLm:
+      return "gru";
+    case ModelKind::kTorchScript:
+      return "torchscript";
+  }
+  return "";
+}
+
+// The kind named `name`; INVALID_ARGUMENT naming `field` for any other name.
+inline absl::StatusOr<ModelKind> ParseModelKind(absl::string_view name, absl::string_view field) {
+  for (ModelKind kind : {ModelKind::kLogReg, ModelKind::kMlp, ModelKind::kCnn, ModelKind::kLstmLm,
+                         ModelKind::kGruLm, ModelKind::kTorchScript}) {
+    if (name == ModelKindName(kind)) return kind;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown architecture \"", name, "\""));
+}
 
 struct ModelSpec {
   ModelKind kind = ModelKind::kMlp;
@@ -43,11 +75,12 @@ struct ModelSpec {
 
 absl::Status ValidateModelSpec(const ModelSpec& spec);
 
-// A character LSTM (`lstm`) or GRU language model over `vocab` symbols.
-inline ModelSpec CharLmSpec(bool lstm, int64_t vocab, int64_t embedding, int64_t layers,
+// A character language model of `kind` (kLstmLm or kGruLm) over `vocab`
+// symbols.
+inline ModelSpec CharLmSpec(ModelKind kind, int64_t vocab, int64_t embedding, int64_t layers,
                             int64_t units, double dropout) {
   ModelSpec model;
-  model.kind = lstm ? ModelKind::kLstmLm : ModelKind::kGruLm;
+  model.kind = kind;
   model.vocab = vocab;
   model.embedding = embedding;
   model.layers = layers;

@@ -277,7 +277,7 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
   const TensorDataset validation = RecordSequences(vocab, val_text);
 
   const ModelSpec model =
-      CharLmSpec(spec.lstm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
+      CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.model_seed);
   const uint64_t init = DeriveSeed(spec.model_seed, "init", 0);

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/seeding.h"
+#include "engine/model_spec.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {
@@ -56,7 +57,7 @@ struct PhoneBookRunSpec {
   uint32_t validation_records = 128;
   std::string tmpl = "{name}'s number is {number}.";
   uint32_t digits = 7;
-  bool lstm = true;  // false: GRU
+  ModelKind lm = ModelKind::kLstmLm;  // or kGruLm
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;

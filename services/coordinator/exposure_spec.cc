@@ -203,10 +203,8 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
     add("corpus.max_chars", absl::StrCat("must be <= 1000000000 (got ", c.max_chars(), ")"));
   }
   const v1::LanguageModelSpec& m = e.model();
-  if (!OneOf(m.architecture(), {"lstm", "gru"})) {
-    add("model.architecture",
-        absl::StrCat("must be \"lstm\" or \"gru\" (got \"", m.architecture(), "\")"));
-  }
+  CheckArchitecture("model.architecture", m.architecture(),
+                    {engine::ModelKind::kLstmLm, engine::ModelKind::kGruLm}, add);
   if (m.layers() == 0 || m.layers() > 8) {
     add("model.layers", absl::StrCat("must be in [1, 8] (got ", m.layers(), ")"));
   }

@@ -179,23 +179,8 @@ void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   if (in.size() == 0 || in.size() > 10000) {
     add("injected.size", absl::StrCat("must be in [1, 10000] (got ", in.size(), ")"));
   }
-  const v1::ModelSpec& m = f.model();
-  if (m.architecture() == "logreg") {
-    if (m.hidden_size() > 0) add("model.hidden", "must be empty for \"logreg\"");
-  } else if (m.architecture() == "mlp") {
-    if (m.hidden_size() == 0 || m.hidden_size() > 8) {
-      add("model.hidden", absl::StrCat("\"mlp\" needs 1 to 8 widths (got ", m.hidden_size(), ")"));
-    }
-    for (int i = 0; i < m.hidden_size(); ++i) {
-      if (m.hidden(i) == 0 || m.hidden(i) > 65536) {
-        add(absl::StrCat("model.hidden[", i, "]"),
-            absl::StrCat("must be in [1, 65536] (got ", m.hidden(i), ")"));
-      }
-    }
-  } else {
-    add("model.architecture",
-        absl::StrCat("must be \"logreg\" or \"mlp\" (got \"", m.architecture(), "\")"));
-  }
+  CheckImageModel(f.model(), {engine::ModelKind::kLogReg, engine::ModelKind::kMlp},
+                  /*dropout=*/false, add);
   const v1::ForgettingTraining& t = f.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum"})) {
     add("training.optimizer",
@@ -254,10 +239,8 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
         absl::StrCat("must be \"fortunes\" without path or text (got \"", corpus.name(), "\")"));
   }
   const v1::LanguageModelSpec& m = c.model();
-  if (!OneOf(m.architecture(), {"lstm", "gru"})) {
-    add("canaries.model.architecture",
-        absl::StrCat("must be \"lstm\" or \"gru\" (got \"", m.architecture(), "\")"));
-  }
+  CheckArchitecture("canaries.model.architecture", m.architecture(),
+                    {engine::ModelKind::kLstmLm, engine::ModelKind::kGruLm}, add);
   if (m.layers() == 0 || m.layers() > 4) {
     add("canaries.model.layers", absl::StrCat("must be in [1, 4] (got ", m.layers(), ")"));
   }

@@ -27,10 +27,7 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
     add("dataset.pool_size", absl::StrCat("must be in [8, ", kFashionMnistTrainExamples, "] (got ",
                                           m.dataset().pool_size(), ")"));
   }
-  if (m.model().architecture() != "mlp") {
-    add("model.architecture",
-        absl::StrCat("must be \"mlp\" (got \"", m.model().architecture(), "\")"));
-  }
+  CheckArchitecture("model.architecture", m.model().architecture(), {engine::ModelKind::kMlp}, add);
   for (int i = 0; i < m.model().hidden_size(); ++i) {
     if (m.model().hidden(i) == 0 || m.model().hidden(i) > 65536) {
       add(absl::StrCat("model.hidden[", i, "]"),

@@ -39,10 +39,8 @@ void ValidatePhoneBook(const v1::PhoneBookSpec& p, const Add& add) {
     add("phone_book.digits", absl::StrCat("must be in [1, 20] (got ", p.digits(), ")"));
   }
   const v1::LanguageModelSpec& m = p.model();
-  if (!OneOf(m.architecture(), {"lstm", "gru"})) {
-    add("phone_book.model.architecture",
-        absl::StrCat("must be \"lstm\" or \"gru\" (got \"", m.architecture(), "\")"));
-  }
+  CheckArchitecture("phone_book.model.architecture", m.architecture(),
+                    {engine::ModelKind::kLstmLm, engine::ModelKind::kGruLm}, add);
   if (m.layers() == 0 || m.layers() > 8) {
     add("phone_book.model.layers", absl::StrCat("must be in [1, 8] (got ", m.layers(), ")"));
   }

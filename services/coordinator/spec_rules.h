@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/model_spec.h"
+#include "memaudit/v1/spec.pb.h"
+
 namespace memaudit::coordinator {
 
 using AddProblem = std::function<void(std::string field, std::string rule)>;
@@ -18,6 +21,18 @@ bool OneOf(const std::string& value, const std::vector<std::string>& allowed);
 // `value` must be one of `allowed`: "must be one of a, b (got "x")".
 void CheckOneOf(const std::string& field, const std::string& value,
                 const std::vector<std::string>& allowed, const AddProblem& add);
+
+// `field` (a model.architecture) must name one of `allowed` (engine's
+// ModelKindName): "must be \"lstm\" or \"gru\" (got \"x\")". Returns whether it does.
+bool CheckArchitecture(const std::string& field, const std::string& value,
+                       const std::vector<engine::ModelKind>& allowed, const AddProblem& add);
+
+// An image classifier's `model` (relative field names "model.*"): the
+// architecture is one of `allowed`, then the widths, dropout and TorchScript
+// path suit it. `dropout` says whether the kind trains with dropout; if not,
+// model.dropout must be 0 rather than silently ignored.
+void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind>& allowed,
+                     bool dropout, const AddProblem& add);
 
 // training.learning_rate > 0 and finite.
 void CheckLearningRate(double learning_rate, const AddProblem& add);

@@ -115,41 +115,10 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
                                           d.pool_size(), ")"));
   }
 
-  const v1::ModelSpec& m = u.model();
-  const std::string& arch = m.architecture();
-  if (arch == "logreg" || arch == "torchscript") {
-    if (m.hidden_size() > 0) add("model.hidden", absl::StrCat("must be empty for \"", arch, "\""));
-    if (m.dropout() != 0) add("model.dropout", absl::StrCat("must be 0 for \"", arch, "\""));
-  } else if (arch == "mlp") {
-    if (m.hidden_size() == 0 || m.hidden_size() > 8) {
-      add("model.hidden", absl::StrCat("\"mlp\" needs 1 to 8 widths (got ", m.hidden_size(), ")"));
-    }
-  } else if (arch == "cnn") {
-    if (m.hidden_size() != 0 && m.hidden_size() != 3) {
-      add("model.hidden", absl::StrCat("\"cnn\" takes [conv1, conv2, fc] or nothing (got ",
-                                       m.hidden_size(), " values)"));
-    }
-  } else {
-    add("model.architecture",
-        absl::StrCat("must be \"logreg\", \"mlp\", \"cnn\" or \"torchscript\" (got \"", arch,
-                     "\")"));
-  }
-  if (arch == "mlp" || arch == "cnn") {
-    for (int i = 0; i < m.hidden_size(); ++i) {
-      if (m.hidden(i) == 0 || m.hidden(i) > 65536) {
-        add(absl::StrCat("model.hidden[", i, "]"),
-            absl::StrCat("must be in [1, 65536] (got ", m.hidden(i), ")"));
-      }
-    }
-    if (!(m.dropout() >= 0 && m.dropout() < 1)) {
-      add("model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
-    }
-  }
-  if (arch == "torchscript" && m.torchscript_path().empty()) {
-    add("model.torchscript_path", "required for \"torchscript\"");
-  } else if (arch != "torchscript" && !m.torchscript_path().empty()) {
-    add("model.torchscript_path", "applies to architecture \"torchscript\" only");
-  }
+  CheckImageModel(u.model(),
+                  {engine::ModelKind::kLogReg, engine::ModelKind::kMlp, engine::ModelKind::kCnn,
+                   engine::ModelKind::kTorchScript},
+                  /*dropout=*/true, add);
 
   const v1::UnlearningTraining& t = u.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum", "adam"})) {

@@ -75,7 +75,10 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.alphabets.assign(e.canary().alphabets().begin(), e.canary().alphabets().end());
   run.repeats.assign(e.repeats().begin(), e.repeats().end());
   run.controls = e.controls();
-  run.lstm = e.model().architecture() != "gru";
+  absl::StatusOr<engine::ModelKind> lm =
+      engine::ParseModelKind(e.model().architecture(), "exposure.model.architecture");
+  if (!lm.ok()) return lm.status();
+  run.lm = *lm;
   run.layers = e.model().layers();
   run.units = variant.units;
   run.embedding = e.model().embedding();

@@ -22,7 +22,9 @@ absl::StatusOr<engine::OptimizerSpec> OptimizerFor(const v1::ForgettingTraining&
 }
 
 std::vector<uint32_t> HiddenFor(const v1::ModelSpec& m) {
-  if (m.architecture() != "mlp") return {};
+  const absl::StatusOr<engine::ModelKind> kind =
+      engine::ParseModelKind(m.architecture(), "forgetting.model.architecture");
+  if (!kind.ok() || *kind != engine::ModelKind::kMlp) return {};  // logreg: no hidden layer
   return std::vector<uint32_t>(m.hidden().begin(), m.hidden().end());
 }
 
@@ -191,7 +193,10 @@ absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Tas
     for (uint32_t i = 0; i < c.per_group(); ++i) run.copies.push_back(r);
   }
   run.controls = c.controls();
-  run.lstm = c.model().architecture() != "gru";
+  absl::StatusOr<engine::ModelKind> lm =
+      engine::ParseModelKind(c.model().architecture(), "forgetting.canaries.model.architecture");
+  if (!lm.ok()) return lm.status();
+  run.lm = *lm;
   run.layers = c.model().layers();
   run.units = c.model().units();
   run.embedding = c.model().embedding();

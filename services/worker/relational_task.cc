@@ -49,7 +49,10 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
   run.validation_records = p.validation_records();
   run.tmpl = p.template_();
   run.digits = p.digits();
-  run.lstm = p.model().architecture() != "gru";
+  absl::StatusOr<engine::ModelKind> lm =
+      engine::ParseModelKind(p.model().architecture(), "relational.phone_book.model.architecture");
+  if (!lm.ok()) return lm.status();
+  run.lm = *lm;
   run.layers = p.model().layers();
   run.units = relational::VariantUnits(p, task.index());
   run.embedding = p.model().embedding();

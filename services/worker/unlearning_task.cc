@@ -65,19 +65,11 @@ absl::StatusOr<engine::UnlearningRunSpec> UnlearningRunSpecFor(const v1::Task& t
 
   engine::UnlearningRunSpec run;
   const v1::ModelSpec& m = u.model();
-  if (m.architecture() == "logreg") {
-    run.model.kind = engine::ModelKind::kLogReg;
-  } else if (m.architecture() == "mlp") {
-    run.model.kind = engine::ModelKind::kMlp;
-  } else if (m.architecture() == "cnn") {
-    run.model.kind = engine::ModelKind::kCnn;
-  } else if (m.architecture() == "torchscript") {
-    run.model.kind = engine::ModelKind::kTorchScript;
-    run.model.torchscript_path = m.torchscript_path();
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unlearning.model.architecture: unknown \"", m.architecture(), "\""));
-  }
+  absl::StatusOr<engine::ModelKind> kind =
+      engine::ParseModelKind(m.architecture(), "unlearning.model.architecture");
+  if (!kind.ok()) return kind.status();
+  run.model.kind = *kind;
+  if (*kind == engine::ModelKind::kTorchScript) run.model.torchscript_path = m.torchscript_path();
   run.model.hidden.assign(m.hidden().begin(), m.hidden().end());
   run.model.dropout = m.dropout();
 
