@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/seeding.h"
+#include "common/sisa_layout.h"
 #include "common/steps.h"
 #include "memaudit/v1/spec.pb.h"
 
@@ -227,23 +228,6 @@ inline TrainingSeeds ChildSeeds(const v1::AuditSpec& spec, bool target, uint32_t
   return {ChildSeed(s, target, "init", i, j), ChildSeed(s, target, "order", i, j),
           ChildSeed(s, target, "noise", i, j), ChildSeed(s, target, "dropout", i, j),
           ChildSeed(s, target, "sisa", i, j)};
-}
-
-// SISA's layout as engine::BuildSisaLayout cuts it, over indices into
-// `n` training-list entries: [shard][slice] -> list indices.
-using SisaSlices = std::vector<std::vector<std::vector<uint32_t>>>;
-inline SisaSlices SisaLayoutOf(uint32_t n, uint32_t shards, uint32_t slices, uint64_t sisa_seed) {
-  const std::vector<uint32_t> order = SeededPermutation(DeriveSeed(sisa_seed, "sisa.layout", 0), n);
-  SisaSlices layout(shards, std::vector<std::vector<uint32_t>>(slices));
-  for (uint32_t s = 0; s < shards; ++s) {
-    const size_t begin = static_cast<size_t>(n) * s / shards;
-    const size_t end = static_cast<size_t>(n) * (s + 1) / shards;
-    for (size_t k = begin; k < end; ++k) {
-      const uint32_t slice = static_cast<uint32_t>((k - begin) * slices / (end - begin));
-      layout[s][slice].push_back(order[k]);
-    }
-  }
-  return layout;
 }
 
 inline uint64_t EpochSteps(uint64_t examples, uint64_t batch, uint64_t epochs) {

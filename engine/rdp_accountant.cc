@@ -93,6 +93,12 @@ std::vector<double> DefaultRdpOrders() {
   return orders;
 }
 
+double RdpToEpsilon(double rdp, double alpha, double delta, RdpConversion conversion) {
+  if (conversion == RdpConversion::kClassic) return rdp - std::log(delta) / (alpha - 1);
+  if (delta * delta + std::expm1(-rdp) >= 0) return 0;
+  return rdp + std::log1p(-1 / alpha) - std::log(delta * alpha) / (alpha - 1);
+}
+
 absl::StatusOr<DpEpsilon> ComputeDpSgdEpsilon(double q, double sigma, uint64_t steps, double delta,
                                               const std::vector<double>& orders,
                                               RdpConversion conversion) {
@@ -104,14 +110,7 @@ absl::StatusOr<DpEpsilon> ComputeDpSgdEpsilon(double q, double sigma, uint64_t s
   for (double a : orders) {
     if (!(a > 1)) return absl::InvalidArgumentError(absl::StrCat("orders: ", a, " is not > 1"));
     const double rdp = SampledGaussianRdp(q, sigma, a) * static_cast<double>(steps);
-    double eps;
-    if (conversion == RdpConversion::kClassic) {
-      eps = rdp - std::log(delta) / (a - 1);
-    } else if (delta * delta + std::expm1(-rdp) >= 0) {
-      eps = 0;
-    } else {
-      eps = rdp + std::log1p(-1 / a) - std::log(delta * a) / (a - 1);
-    }
+    const double eps = RdpToEpsilon(rdp, a, delta, conversion);
     if (eps < best.epsilon) best = {eps, a};
   }
   best.epsilon = std::max(0.0, best.epsilon);

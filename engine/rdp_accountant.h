@@ -27,6 +27,10 @@ enum class RdpConversion {
   kImproved,
 };
 
+// (epsilon, delta)-DP of a mechanism with RDP `rdp` at order `alpha` > 1:
+// the one conversion every epsilon in memaudit goes through.
+double RdpToEpsilon(double rdp, double alpha, double delta, RdpConversion conversion);
+
 struct DpEpsilon {
   double epsilon = 0;
   double order = 0;  // the optimal RDP order

@@ -5,22 +5,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/sisa_layout.h"
 #include "common/steps.h"
 
 namespace memaudit::engine {
 
 SisaLayout BuildSisaLayout(const std::vector<int64_t>& pool, uint32_t shards, uint32_t slices,
                            uint64_t seed) {
-  std::vector<uint32_t> order =
-      SeededPermutation(DeriveSeed(seed, "sisa.layout", 0), static_cast<uint32_t>(pool.size()));
+  const SisaSlices cut = SisaLayoutOf(static_cast<uint32_t>(pool.size()), shards, slices, seed);
   SisaLayout layout;
   layout.rows.assign(shards, std::vector<std::vector<int64_t>>(slices));
-  const size_t n = pool.size();
   for (uint32_t s = 0; s < shards; ++s) {
-    const size_t begin = n * s / shards, end = n * (s + 1) / shards;
-    for (size_t i = begin; i < end; ++i) {
-      const uint32_t slice = static_cast<uint32_t>((i - begin) * slices / (end - begin));
-      layout.rows[s][slice].push_back(pool[order[i]]);
+    for (uint32_t k = 0; k < slices; ++k) {
+      for (uint32_t i : cut[s][k]) layout.rows[s][k].push_back(pool[i]);
     }
   }
   return layout;

@@ -185,11 +185,7 @@ double DpEpsilonOfPhases(const std::vector<std::pair<uint64_t, uint64_t>>& phase
       const double q = std::min(1.0, static_cast<double>(batch_size) / examples);
       rdp += SampledGaussianRdp(q, noise_multiplier, a) * static_cast<double>(steps);
     }
-    // The conversion ComputeDpSgdEpsilon(kImproved) uses.
-    const double eps = delta * delta + std::expm1(-rdp) >= 0
-                           ? 0
-                           : rdp + std::log1p(-1 / a) - std::log(delta * a) / (a - 1);
-    best = std::min(best, eps);
+    best = std::min(best, RdpToEpsilon(rdp, a, delta, RdpConversion::kImproved));
   }
   return std::max(0.0, best);
 }
