@@ -20,23 +20,30 @@ struct KindTable {
   Get unlearning;
   Get relational;
 
-  // The handler of `kind`; null for KIND_NOT_SET.
+  // The handler of `kind`; null for KIND_NOT_SET and for a kind whose entry
+  // is missing (the descriptor tests then fail).
   const Handler* For(AuditKind kind) const {
+    Get get = nullptr;
     switch (kind) {  // No default: see above.
       case v1::AuditSpec::kMembership:
-        return &membership();
+        get = membership;
+        break;
       case v1::AuditSpec::kExposure:
-        return &exposure();
+        get = exposure;
+        break;
       case v1::AuditSpec::kForgetting:
-        return &forgetting();
+        get = forgetting;
+        break;
       case v1::AuditSpec::kUnlearning:
-        return &unlearning();
+        get = unlearning;
+        break;
       case v1::AuditSpec::kRelational:
-        return &relational();
+        get = relational;
+        break;
       case v1::AuditSpec::KIND_NOT_SET:
-        return nullptr;
+        break;
     }
-    return nullptr;
+    return get == nullptr ? nullptr : &get();
   }
 };
 
