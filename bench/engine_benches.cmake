@@ -3,6 +3,7 @@
 add_library(memaudit_bench_lm STATIC lm_fixture.cc)
 target_link_libraries(memaudit_bench_lm PUBLIC memaudit_engine ${TORCH_LIBRARIES})
 target_include_directories(memaudit_bench_lm SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
+memaudit_torch_pch(memaudit_bench_lm)
 
 foreach(name dp_sgd ensemble exposure extract forgetting)
   add_executable(${name}_bench ${name}_bench.cc)

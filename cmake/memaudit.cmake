@@ -9,3 +9,18 @@ function(memaudit_test name)
   endif()
   gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
 endfunction()
+
+# LibTorch's headers are most of the engine's compile time; each engine
+# target compiles them once as a precompiled header. Targets other than
+# memaudit_engine reuse its header (same flags), so it is built once.
+option(MEMAUDIT_PCH "Precompile LibTorch's headers for the engine's targets" ON)
+function(memaudit_torch_pch target)
+  if(NOT MEMAUDIT_PCH)
+    return()
+  endif()
+  if(target STREQUAL "memaudit_engine")
+    target_precompile_headers(memaudit_engine PRIVATE <torch/torch.h>)
+  else()
+    target_precompile_headers(${target} REUSE_FROM memaudit_engine)
+  endif()
+endfunction()
