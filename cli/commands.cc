@@ -17,6 +17,7 @@
 #include "common/device_name.h"
 #include "common/process.h"
 #include "common/spec_yaml.h"
+#include "common/status_macros.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::cli {
@@ -31,13 +32,13 @@ constexpr int kUnreachable = 3;
 absl::Status WriteReportFiles(const v1::Audit& audit, const v1::AuditResults& results,
                               const ReportFiles& files) {
   if (!files.json_path.empty()) {
-    if (absl::Status s = WriteFile(files.json_path, ToJson(results)); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(WriteFile(files.json_path, ToJson(results)));
   }
   if (!files.html_path.empty()) {
-    if (absl::Status s = WriteFile(files.html_path, HtmlReport(audit, results)); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(WriteFile(files.html_path, HtmlReport(audit, results)));
   }
   if (!files.csv_dir.empty()) {
-    if (absl::Status s = WriteResultsCsv(results, files.csv_dir); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(WriteResultsCsv(results, files.csv_dir));
   }
   if (!files.privacy_meter_dir.empty()) {
     return WritePrivacyMeterExport(audit, results, files.privacy_meter_dir);

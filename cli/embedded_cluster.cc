@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace memaudit::cli {
 namespace {
@@ -35,7 +36,7 @@ std::string EmbeddedCluster::Binary(const std::string& name) const {
 
 absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(
     const ClusterOptions& options) {
-  if (absl::Status s = MakeDirs(options.dir); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(MakeDirs(options.dir));
   std::unique_ptr<EmbeddedCluster> cluster(new EmbeddedCluster(options));
   for (const char* name : {"memaudit-scorer", "memaudit-coordinator", "memaudit-worker"}) {
     if (access(cluster->Binary(name).c_str(), X_OK) != 0) {
@@ -43,10 +44,10 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(
           absl::StrCat(cluster->Binary(name), " not found; build the project first (see README)"));
     }
   }
-  if (absl::Status s = cluster->StartScorer(0); !s.ok()) return s;
-  if (absl::Status s = cluster->StartCoordinator(); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(cluster->StartScorer(0));
+  MEMAUDIT_RETURN_IF_ERROR(cluster->StartCoordinator());
   for (uint32_t i = 0; i < options.workers; ++i) {
-    if (absl::Status s = cluster->AddWorker(); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(cluster->AddWorker());
   }
   return cluster;
 }
@@ -73,10 +74,9 @@ absl::StatusOr<EmbeddedCluster::Service> EmbeddedCluster::StartService(
                                    "--db",
                                    base + ".db"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  auto process = Subprocess::Spawn(argv, base + ".log");
-  if (!process.ok()) return process.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(auto process, Subprocess::Spawn(argv, base + ".log"));
   Service service;
-  service.process = std::move(*process);
+  service.process = std::move(process);
   for (auto [file, out] :
        {std::pair{&port_file, &service.port}, std::pair{&metrics_file, &service.metrics_port}}) {
     auto bound = WaitForPortFile(*file, kStartTimeoutMs, service.process.get());
@@ -90,23 +90,22 @@ absl::StatusOr<EmbeddedCluster::Service> EmbeddedCluster::StartService(
 }
 
 absl::Status EmbeddedCluster::StartScorer(int port) {
-  auto service = StartService("scorer", port, {});
-  if (!service.ok()) return service.status();
-  scorer_ = std::move(service->process);
-  scorer_port_ = service->port;
-  scorer_metrics_port_ = service->metrics_port;
+  MEMAUDIT_ASSIGN_OR_RETURN(auto service, StartService("scorer", port, {}));
+  scorer_ = std::move(service.process);
+  scorer_port_ = service.port;
+  scorer_metrics_port_ = service.metrics_port;
   return absl::OkStatus();
 }
 
 absl::Status EmbeddedCluster::StartCoordinator() {
-  auto service = StartService(
-      "coordinator", 0,
-      {"--scorer", scorer_address(), "--lease-ttl-ms", absl::StrCat(options_.lease_ttl_ms),
-       "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)});
-  if (!service.ok()) return service.status();
-  coordinator_ = std::move(service->process);
-  coordinator_port_ = service->port;
-  coordinator_metrics_port_ = service->metrics_port;
+  MEMAUDIT_ASSIGN_OR_RETURN(auto service,
+                            StartService("coordinator", 0,
+                                         {"--scorer", scorer_address(), "--lease-ttl-ms",
+                                          absl::StrCat(options_.lease_ttl_ms), "--heartbeat-ms",
+                                          absl::StrCat(options_.heartbeat_ms)}));
+  coordinator_ = std::move(service.process);
+  coordinator_port_ = service.port;
+  coordinator_metrics_port_ = service.metrics_port;
   return absl::OkStatus();
 }
 
@@ -114,12 +113,13 @@ absl::Status EmbeddedCluster::AddWorker() {
   const std::string name = absl::StrCat("worker-", workers_.size());
   const std::string metrics_file = absl::StrCat(options_.dir, "/", name, ".metrics-port");
   std::remove(metrics_file.c_str());
-  auto process = Subprocess::Spawn(
-      {Binary("memaudit-worker"), "--coordinator", coordinator_address(), "--device",
-       options_.device, "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_file},
-      absl::StrCat(options_.dir, "/", name, ".log"));
-  if (!process.ok()) return process.status();
-  workers_.push_back(std::move(*process));
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto process,
+      Subprocess::Spawn(
+          {Binary("memaudit-worker"), "--coordinator", coordinator_address(), "--device",
+           options_.device, "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_file},
+          absl::StrCat(options_.dir, "/", name, ".log")));
+  workers_.push_back(std::move(process));
   worker_metrics_files_.push_back(metrics_file);
   worker_metrics_ports_.push_back(0);
   return absl::OkStatus();

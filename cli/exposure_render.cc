@@ -12,6 +12,7 @@
 #include "absl/strings/str_replace.h"
 #include "cli/render.h"
 #include "cli/report_plots.h"
+#include "common/status_macros.h"
 
 namespace memaudit::cli {
 
@@ -453,13 +454,13 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
             vx.baseline_final_loss(), vx.control_median_exposure(), vx.extracted(), v.epochs(),
             v.learning_rate()));
   }
-  if (absl::Status s = WriteFile(dir + "/canaries.csv", canaries); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/canaries.csv", canaries));
   if (has_curve) {
-    if (absl::Status s = WriteFile(dir + "/exposure_curve.csv", curve); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/exposure_curve.csv", curve));
   }
   // Only a sweep's results carry the resolved recipes.
   if (x.variants_size() > 0) {
-    if (absl::Status s = WriteFile(dir + "/exposure_variants.csv", variants); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/exposure_variants.csv", variants));
   }
   return WriteFile(dir + "/exposure_by_repeats.csv", groups);
 }

@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/render.h"
 #include "cli/report_plots.h"
+#include "common/status_macros.h"
 
 namespace memaudit::cli {
 namespace {
@@ -98,8 +99,8 @@ class Membership final : public KindHandler {
                                               p.fpr(), p.tpr()));
       }
     }
-    if (absl::Status s = WriteFile(dir + "/attacks.csv", attacks); !s.ok()) return s;
-    if (absl::Status s = WriteFile(dir + "/operating_points.csv", points); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/attacks.csv", attacks));
+    MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/operating_points.csv", points));
     return WriteFile(dir + "/roc.csv", roc);
   }
 

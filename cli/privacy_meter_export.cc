@@ -7,6 +7,7 @@
 #include "cli/render.h"
 #include "common/datasets.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit::cli {
@@ -92,25 +93,16 @@ absl::Status WritePrivacyMeterExport(const v1::Audit& audit, const v1::AuditResu
         {"memaudit_momentum", m.training().momentum()},
     };
   }
-  if (absl::Status s = WriteBytes(root / "models" / "models_metadata.json", metadata.dump(4));
-      !s.ok()) {
-    return s;
-  }
+  MEMAUDIT_RETURN_IF_ERROR(WriteBytes(root / "models" / "models_metadata.json", metadata.dump(4)));
   std::string bits(keep.bits.begin(), keep.bits.end());
-  if (absl::Status s =
-          WriteBytes(root / "models" / "memberships.npy", NpyFile("|b1", {models, examples}, bits));
-      !s.ok()) {
-    return s;
-  }
+  MEMAUDIT_RETURN_IF_ERROR(
+      WriteBytes(root / "models" / "memberships.npy", NpyFile("|b1", {models, examples}, bits)));
   const uint32_t dataset_size =
       m.dataset().path().empty() ? kFashionMnistTrainExamples : 0;  // unknown elsewhere
   if (dataset_size > 0) {
     const std::vector<uint32_t> pool = AuditPool(spec.seed(), dataset_size, examples);
-    if (absl::Status s = WriteBytes(root / "pool_indices.npy",
-                                    NpyFile("<u4", {pool.size()}, LittleEndianU32(pool)));
-        !s.ok()) {
-      return s;
-    }
+    MEMAUDIT_RETURN_IF_ERROR(WriteBytes(root / "pool_indices.npy",
+                                        NpyFile("<u4", {pool.size()}, LittleEndianU32(pool))));
   }
   return WriteBytes(root / "memaudit_results.json", ToJson(results));
 }

@@ -7,11 +7,14 @@
 #include <sstream>
 
 #include "common/seeding.h"
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit::cli {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -49,7 +52,7 @@ TEST(PrivacyMeterExportTest, NumpyReadsTheMembershipMatrix) {
   results.set_kind("membership");
 
   const std::string dir = ::testing::TempDir() + "/pm_export_" + std::to_string(getpid());
-  ASSERT_TRUE(WritePrivacyMeterExport(audit, results, dir).ok());
+  MEMAUDIT_ASSERT_OK(WritePrivacyMeterExport(audit, results, dir));
 
   auto metadata = nlohmann::json::parse(ReadAll(dir + "/models/models_metadata.json"));
   ASSERT_EQ(metadata.size(), 4u);
@@ -76,8 +79,8 @@ TEST(PrivacyMeterExportTest, NumpyReadsTheMembershipMatrix) {
 
   v1::Audit other = audit;
   other.mutable_spec()->mutable_forgetting();
-  EXPECT_EQ(WritePrivacyMeterExport(other, results, dir).code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(WritePrivacyMeterExport(other, results, dir),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 }  // namespace

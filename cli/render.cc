@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -51,7 +52,7 @@ void EmitYaml(const nlohmann::json& j, YAML::Emitter* out) {
 }
 
 std::string Duration(double seconds) {
-  const int s = static_cast<int>(seconds + 0.5);
+  const int s = static_cast<int>(std::lround(seconds));
   if (s >= 3600) return absl::StrFormat("%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
   return absl::StrFormat("%d:%02d", s / 60, s % 60);
 }

@@ -280,6 +280,7 @@ std::string SweepVsInsertionsSvg(const v1::ExposureResults& x) {
             Plot::YAxisFor(frame, Scale::kLinear, 0, y_hi),
             "exposure against insertions by sweep variant", "exposure");
   std::vector<svg::Tick> ticks;
+  ticks.reserve(repeats.size());
   for (const auto& [r, unused] : repeats) {
     ticks.push_back({static_cast<double>(r), absl::StrCat(r)});
   }

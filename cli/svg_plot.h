@@ -72,7 +72,7 @@ std::vector<Tick> Log1pTicks(double hi);
 struct Stroke {
   std::string color = "#1b6ca8";
   double width = 1.6;
-  std::string dash;  // stroke-dasharray; "" = solid
+  std::string dash = {};  // stroke-dasharray; "" = solid
 };
 
 struct LegendEntry {
@@ -80,7 +80,7 @@ struct LegendEntry {
   std::string label;
   std::string color;
   Kind kind = Kind::kLine;
-  std::string dash;  // for kLine
+  std::string dash = {};  // for kLine
 };
 
 // Where a legend goes; kOutsideRight uses the frame's right margin.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_replace.h"
 #include "cli/render.h"
 #include "cli/report_plots.h"
+#include "common/status_macros.h"
 
 namespace memaudit::cli {
 namespace {
@@ -89,7 +90,7 @@ absl::Status WriteUnlearningCsv(const v1::AuditResults& r, const std::string& di
                       u.deletion(), u.group_size(), u.seed_policy(), u.shadow_rows(),
                       u.target_rows(), u.target_train_accuracy(), u.target_test_accuracy(),
                       u.overfitting(), u.models_trained(), u.dp_epsilon()));
-  if (absl::Status s = WriteFile(dir + "/unlearning_attacks.csv", attacks); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/unlearning_attacks.csv", attacks));
   return WriteFile(dir + "/unlearning_summary.csv", summary);
 }
 

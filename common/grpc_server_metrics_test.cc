@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "common/serving.h"
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 
@@ -27,7 +28,7 @@ TEST(GrpcServerMetricsTest, CountsAndTimesEveryCallByMethodAndCode) {
   v1::WorkerService::Service service;
   ServingFlags flags;
   auto serving = StartServing(flags, {&service}, &registry);
-  ASSERT_TRUE(serving.ok()) << serving.status();
+  MEMAUDIT_ASSERT_OK(serving);
   auto stub = v1::WorkerService::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(serving->port), grpc::InsecureChannelCredentials()));
   for (int i = 0; i < 3; ++i) {

@@ -17,12 +17,14 @@
 
 #include "absl/status/status.h"
 #include "common/metrics.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace memaudit {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
 
 struct HttpResponse {
@@ -83,7 +85,7 @@ class MetricsEndpointTest : public ::testing::Test {
         .Increment(3);
     metrics::AddGauge(registry_, "memaudit_queue_depth", "Jobs \"waiting\".").Add({}).Set(2);
     auto endpoint = MetricsEndpoint::Start(&registry_, "127.0.0.1", 0);
-    ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+    MEMAUDIT_ASSERT_OK(endpoint);
     endpoint_ = *std::move(endpoint);
   }
 
@@ -142,7 +144,7 @@ TEST_F(MetricsEndpointTest, ConcurrentScrapesWhileUpdating) {
 
 TEST_F(MetricsEndpointTest, BusyPortIsUnavailable) {
   auto second = MetricsEndpoint::Start(&registry_, "127.0.0.1", endpoint_->port());
-  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
+  EXPECT_THAT(second, StatusIs(absl::StatusCode::kUnavailable));
 }
 
 TEST_F(MetricsEndpointTest, StopsListeningPromptlyAfterAScrape) {
@@ -157,21 +159,21 @@ TEST_F(MetricsEndpointTest, StopsListeningPromptlyAfterAScrape) {
 
 TEST(MetricsEndpointStartTest, RejectsBadArguments) {
   prometheus::Registry registry;
-  EXPECT_EQ(MetricsEndpoint::Start(nullptr, "127.0.0.1", 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(MetricsEndpoint::Start(&registry, "127.0.0.1", -1).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(MetricsEndpoint::Start(&registry, "127.0.0.1", 65536).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(MetricsEndpoint::Start(&registry, "::1", 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(MetricsEndpoint::Start(nullptr, "127.0.0.1", 0),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(MetricsEndpoint::Start(&registry, "127.0.0.1", -1),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(MetricsEndpoint::Start(&registry, "127.0.0.1", 65536),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(MetricsEndpoint::Start(&registry, "::1", 0),
+              StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_FALSE(MetricsEndpoint::Start(&registry, "not a host", 0).ok());
 }
 
 TEST(MetricsEndpointStartTest, AcceptsLocalhost) {
   prometheus::Registry registry;
   auto endpoint = MetricsEndpoint::Start(&registry, "localhost", 0);
-  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  MEMAUDIT_ASSERT_OK(endpoint);
   EXPECT_EQ(Fetch((*endpoint)->port(), "GET", "/healthz").status, 200);
 }
 
@@ -179,8 +181,8 @@ TEST(MetricsEndpointStartTest, TwoEndpointsGetDistinctPorts) {
   prometheus::Registry registry;
   auto a = MetricsEndpoint::Start(&registry, "127.0.0.1", 0);
   auto b = MetricsEndpoint::Start(&registry, "", 0);  // All interfaces.
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(b.ok()) << b.status();
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK(b);
   EXPECT_NE((*a)->port(), (*b)->port());
   EXPECT_EQ(Fetch((*b)->port(), "GET", "/metrics").status, 200);
 }
@@ -192,7 +194,7 @@ TEST(MetricsEndpointStartTest, KeepsSigchldDisposition) {
   sigaction(SIGCHLD, nullptr, &before);
   prometheus::Registry registry;
   auto endpoint = MetricsEndpoint::Start(&registry, "127.0.0.1", 0);
-  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  MEMAUDIT_ASSERT_OK(endpoint);
   struct sigaction after;
   sigaction(SIGCHLD, nullptr, &after);
   EXPECT_EQ(after.sa_handler, before.sa_handler);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_server_metrics.h"
 #include "common/process.h"
+#include "common/status_macros.h"
 
 namespace memaudit {
 
@@ -35,12 +36,11 @@ void AddMetricsFlags(CLI::App* app, std::string* metrics_listen, std::string* me
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> StartMetricsServing(
     const std::string& metrics_listen, const std::string& metrics_port_file,
     const prometheus::Registry* registry) {
-  auto address = SplitHostPort(metrics_listen);
-  if (!address.ok()) return address.status();
-  auto http = MetricsEndpoint::Start(registry, address->first, address->second);
-  if (!http.ok()) return http.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(auto address, SplitHostPort(metrics_listen));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto http,
+                            MetricsEndpoint::Start(registry, address.first, address.second));
   if (!metrics_port_file.empty()) {
-    if (absl::Status s = WritePortFile(metrics_port_file, (*http)->port()); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(WritePortFile(metrics_port_file, http->port()));
   }
   return http;
 }
@@ -59,7 +59,7 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
 absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
                                      const std::vector<grpc::Service*>& services,
                                      prometheus::Registry* registry) {
-  if (auto split = SplitHostPort(flags.listen); !split.ok()) return split.status();
+  MEMAUDIT_RETURN_IF_ERROR(SplitHostPort(flags.listen).status());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   Serving serving;
@@ -75,12 +75,12 @@ absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
   if (serving.server == nullptr || serving.port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", flags.listen));
   }
-  auto http = StartMetricsServing(flags.metrics_listen, flags.metrics_port_file, registry);
-  if (!http.ok()) return http.status();
-  serving.metrics = std::move(*http);
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto http, StartMetricsServing(flags.metrics_listen, flags.metrics_port_file, registry));
+  serving.metrics = std::move(http);
   // The gRPC port file goes last: once it exists, everything is up.
   if (!flags.port_file.empty()) {
-    if (absl::Status s = WritePortFile(flags.port_file, serving.port); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(WritePortFile(flags.port_file, serving.port));
   }
   return serving;
 }

@@ -1,9 +1,12 @@
 #include "common/spec_yaml.h"
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 TEST(SpecYamlTest, ParsesAMembershipSpec) {
   auto spec = ParseSpecYaml(R"(
@@ -18,7 +21,7 @@ membership:
   fpr_points: [0.01, 1e-3]
 )",
                             "test.yaml");
-  ASSERT_TRUE(spec.ok()) << spec.status();
+  MEMAUDIT_ASSERT_OK(spec);
   EXPECT_EQ(spec->name(), "quick");
   EXPECT_EQ(spec->seed(), 18446744073709551615ULL);
   ASSERT_TRUE(spec->has_membership());
@@ -32,7 +35,7 @@ membership:
 TEST(SpecYamlTest, UnknownFieldIsNamed) {
   auto spec = ParseSpecYaml("membership:\n  reference_modelz: 16\n", "bad.yaml");
   ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_NE(spec.status().message().find("bad.yaml"), std::string::npos);
   EXPECT_NE(spec.status().message().find("reference_modelz"), std::string::npos);
 }
@@ -45,7 +48,7 @@ TEST(SpecYamlTest, BrokenYamlGivesLineNumber) {
 
 TEST(SpecYamlTest, QuotedNumbersStayStrings) {
   auto json = YamlToJson("a: '12'\nb: 12\nc: .5\nd: true\n");
-  ASSERT_TRUE(json.ok());
+  MEMAUDIT_ASSERT_OK(json);
   EXPECT_EQ(*json, R"({"a":"12","b":12,"c":0.5,"d":true})");
 }
 

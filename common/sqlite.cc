@@ -1,6 +1,7 @@
 #include "common/sqlite.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace memaudit::sql {
 namespace {
@@ -51,8 +52,7 @@ absl::StatusOr<bool> Statement::Step() {
 }
 
 absl::Status Statement::Run() {
-  absl::StatusOr<bool> row = Step();
-  if (!row.ok()) return row.status();
+  MEMAUDIT_RETURN_IF_ERROR(Step().status());
   return absl::OkStatus();
 }
 
@@ -91,9 +91,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   }
   std::unique_ptr<Database> database(new Database(db));
   sqlite3_busy_timeout(db, 5000);
-  absl::Status status =
-      database->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
-  if (!status.ok()) return status;
+  MEMAUDIT_RETURN_IF_ERROR(
+      database->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"));
   return database;
 }
 

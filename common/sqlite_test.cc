@@ -2,22 +2,25 @@
 
 #include <unistd.h>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::sql {
 namespace {
 
+using ::memaudit::testing::StatusIs;
+
 TEST(SqliteTest, RoundTripsTypesAndBlobs) {
   auto db = Database::Open(":memory:");
-  ASSERT_TRUE(db.ok()) << db.status();
-  ASSERT_TRUE((*db)->Exec("CREATE TABLE t (i INTEGER, d REAL, s TEXT, b BLOB)").ok());
+  MEMAUDIT_ASSERT_OK(db);
+  MEMAUDIT_ASSERT_OK((*db)->Exec("CREATE TABLE t (i INTEGER, d REAL, s TEXT, b BLOB)"));
   auto insert = (*db)->Prepare("INSERT INTO t VALUES (?, ?, ?, ?)");
-  ASSERT_TRUE(insert.ok());
+  MEMAUDIT_ASSERT_OK(insert);
   std::string blob("a\0b", 3);
   insert->Bind(1, int64_t{1} << 40).Bind(2, 0.1).Bind(3, "hello").BindBlob(4, blob);
-  ASSERT_TRUE(insert->Run().ok());
+  MEMAUDIT_ASSERT_OK(insert->Run());
   auto select = (*db)->Prepare("SELECT i, d, s, b FROM t");
-  ASSERT_TRUE(select.ok());
+  MEMAUDIT_ASSERT_OK(select);
   ASSERT_TRUE(*select->Step());
   EXPECT_EQ(select->Int(0), int64_t{1} << 40);
   EXPECT_EQ(select->Double(1), 0.1);
@@ -28,12 +31,12 @@ TEST(SqliteTest, RoundTripsTypesAndBlobs) {
 
 TEST(SqliteTest, UncommittedTransactionRollsBack) {
   auto db = Database::Open(":memory:");
-  ASSERT_TRUE(db.ok());
-  ASSERT_TRUE((*db)->Exec("CREATE TABLE t (i INTEGER)").ok());
+  MEMAUDIT_ASSERT_OK(db);
+  MEMAUDIT_ASSERT_OK((*db)->Exec("CREATE TABLE t (i INTEGER)"));
   {
     Transaction tx(db->get());
-    ASSERT_TRUE(tx.status().ok());
-    ASSERT_TRUE((*db)->Exec("INSERT INTO t VALUES (1)").ok());
+    MEMAUDIT_ASSERT_OK(tx.status());
+    MEMAUDIT_ASSERT_OK((*db)->Exec("INSERT INTO t VALUES (1)"));
   }
   auto count = (*db)->Prepare("SELECT COUNT(*) FROM t");
   ASSERT_TRUE(*count->Step());
@@ -42,17 +45,17 @@ TEST(SqliteTest, UncommittedTransactionRollsBack) {
 
 TEST(SqliteTest, ConstraintViolationIsAlreadyExists) {
   auto db = Database::Open(":memory:");
-  ASSERT_TRUE((*db)->Exec("CREATE TABLE t (i INTEGER PRIMARY KEY)").ok());
-  ASSERT_TRUE((*db)->Exec("INSERT INTO t VALUES (1)").ok());
-  EXPECT_EQ((*db)->Exec("INSERT INTO t VALUES (1)").code(), absl::StatusCode::kAlreadyExists);
+  MEMAUDIT_ASSERT_OK((*db)->Exec("CREATE TABLE t (i INTEGER PRIMARY KEY)"));
+  MEMAUDIT_ASSERT_OK((*db)->Exec("INSERT INTO t VALUES (1)"));
+  EXPECT_THAT((*db)->Exec("INSERT INTO t VALUES (1)"), StatusIs(absl::StatusCode::kAlreadyExists));
 }
 
 TEST(SqliteTest, DataSurvivesReopen) {
-  std::string path = testing::TempDir() + "/sqlite_test_" + std::to_string(getpid()) + ".db";
+  std::string path = ::testing::TempDir() + "/sqlite_test_" + std::to_string(getpid()) + ".db";
   {
     auto db = Database::Open(path);
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE((*db)->Exec("CREATE TABLE t (s TEXT); INSERT INTO t VALUES ('kept')").ok());
+    MEMAUDIT_ASSERT_OK(db);
+    MEMAUDIT_ASSERT_OK((*db)->Exec("CREATE TABLE t (s TEXT); INSERT INTO t VALUES ('kept')"));
   }
   auto db = Database::Open(path);
   auto select = (*db)->Prepare("SELECT s FROM t");

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "common/testing/status_matchers.h"
 #include "engine/test_util.h"
 #include "engine/trainer.h"
 #include "gtest/gtest.h"
@@ -9,6 +10,7 @@
 namespace memaudit::engine {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using testing::FlatParams;
 using testing::Range;
 
@@ -44,17 +46,17 @@ TEST(CheckpointTest, SaveLoadResumesBitExact) {
     for (bool dp : {false, true}) {
       const uint64_t k = 13;  // not an epoch boundary
       auto straight = Trainer::Create(Factory(), Options(kind, dp));
-      ASSERT_TRUE(straight.ok());
-      ASSERT_TRUE((*straight)->Train(data, schedule, 2 * k).ok());
+      MEMAUDIT_ASSERT_OK(straight);
+      MEMAUDIT_ASSERT_OK((*straight)->Train(data, schedule, 2 * k));
 
       auto first = Trainer::Create(Factory(), Options(kind, dp));
-      ASSERT_TRUE((*first)->Train(data, schedule, k).ok());
-      ASSERT_TRUE((*first)->Save(path).ok());
+      MEMAUDIT_ASSERT_OK((*first)->Train(data, schedule, k));
+      MEMAUDIT_ASSERT_OK((*first)->Save(path));
       first->reset();
       auto resumed = Trainer::Create(Factory(), Options(kind, dp));
-      ASSERT_TRUE((*resumed)->Load(path).ok());
+      MEMAUDIT_ASSERT_OK((*resumed)->Load(path));
       EXPECT_EQ((*resumed)->step(), k);
-      ASSERT_TRUE((*resumed)->Train(data, schedule, 2 * k).ok());
+      MEMAUDIT_ASSERT_OK((*resumed)->Train(data, schedule, 2 * k));
       EXPECT_EQ(FlatParams((*straight)->model()), FlatParams((*resumed)->model()))
           << static_cast<int>(kind) << " dp=" << dp;
     }
@@ -64,29 +66,29 @@ TEST(CheckpointTest, SaveLoadResumesBitExact) {
 
 TEST(CheckpointTest, LoadRejectsMissingOrForeignFiles) {
   auto t = Trainer::Create(Factory(), Options(OptimizerKind::kAdam));
-  EXPECT_EQ((*t)->Load("/nonexistent/ckpt").code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ((*t)->Restore("not a checkpoint").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT((*t)->Load("/nonexistent/ckpt"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT((*t)->Restore("not a checkpoint"), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(CheckpointTest, ForkSharesThePrefix) {
   TensorDataset data = SyntheticBlobs(80, 8, 3, 2.0, 1);
   EpochSchedule schedule(Range(80), 16, 6);
   auto base = Trainer::Create(Factory(), Options(OptimizerKind::kAdam));
-  ASSERT_TRUE((*base)->Train(data, schedule, 7).ok());
+  MEMAUDIT_ASSERT_OK((*base)->Train(data, schedule, 7));
   auto arm = (*base)->Fork();
-  ASSERT_TRUE(arm.ok());
+  MEMAUDIT_ASSERT_OK(arm);
   EXPECT_EQ(FlatParams((*base)->model()), FlatParams((*arm)->model()));
-  ASSERT_TRUE((*base)->Train(data, schedule, 20).ok());
-  ASSERT_TRUE((*arm)->Train(data, schedule, 20).ok());
+  MEMAUDIT_ASSERT_OK((*base)->Train(data, schedule, 20));
+  MEMAUDIT_ASSERT_OK((*arm)->Train(data, schedule, 20));
   EXPECT_EQ(FlatParams((*base)->model()), FlatParams((*arm)->model()));
 
   // Different updates after the fork diverge, and the original is untouched
   // by its fork.
   auto other = (*base)->Fork();
   const std::vector<double> before = FlatParams((*base)->model());
-  ASSERT_TRUE((*other)->Step(data.Gather({0, 1, 2, 3})).ok());
+  MEMAUDIT_ASSERT_OK((*other)->Step(data.Gather({0, 1, 2, 3})));
   EXPECT_EQ(before, FlatParams((*base)->model()));
-  ASSERT_TRUE((*base)->Step(data.Gather({4, 5, 6, 7})).ok());
+  MEMAUDIT_ASSERT_OK((*base)->Step(data.Gather({4, 5, 6, 7})));
   EXPECT_NE(FlatParams((*base)->model()), FlatParams((*other)->model()));
 }
 

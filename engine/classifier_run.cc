@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/steps.h"
 #include "engine/dataset.h"
 #include "engine/ensemble.h"
@@ -63,9 +64,8 @@ torch::Tensor MemberForward(const std::vector<torch::Tensor>& params, torch::Ten
 absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,
                                                   const ClassifierRunSpec& spec,
                                                   const StepCallback& on_step) {
-  auto results = RunClassifiers(data, {spec}, on_step);
-  if (!results.ok()) return results.status();
-  return std::move(results->front());
+  MEMAUDIT_ASSIGN_OR_RETURN(auto results, RunClassifiers(data, {spec}, on_step));
+  return std::move(results.front());
 }
 
 absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
@@ -73,8 +73,8 @@ absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
     const StepCallback& on_step) {
   if (runs.empty()) return absl::InvalidArgumentError("runs: empty");
   for (size_t k = 0; k < runs.size(); ++k) {
-    if (absl::Status s = CheckSpec(data, runs[k], k); !s.ok()) return s;
-    if (absl::Status s = CheckPackable(runs[0], runs[k], k); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(CheckSpec(data, runs[k], k));
+    MEMAUDIT_RETURN_IF_ERROR(CheckPackable(runs[0], runs[k], k));
   }
   const ClassifierRunSpec& recipe = runs[0];
 
@@ -110,13 +110,13 @@ absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
   options.optimizer.momentum = recipe.momentum;
   options.optimizer.weight_decay = recipe.weight_decay;
   options.threads = recipe.threads == 0 ? 1 : recipe.threads;
-  auto trainer = EnsembleTrainer::Create(model, options, std::move(members), recipe.batch_size);
-  if (!trainer.ok()) return trainer.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto trainer, EnsembleTrainer::Create(model, options, std::move(members), recipe.batch_size));
 
   const uint64_t steps =
       StepsPerEpoch(recipe.train_indices.size(), recipe.batch_size) * recipe.epochs;
   for (uint64_t done = 1; done <= steps; ++done) {
-    if (absl::Status s = (*trainer)->Train(train, done); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(trainer->Train(train, done));
     if (on_step && !on_step(done)) {
       return absl::CancelledError(absl::StrCat("stopped after ", done, " steps"));
     }
@@ -132,7 +132,7 @@ absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
     // Fresh copies: member k's weights sit at an offset in the stacked
     // tensors that depends on k; its evaluation must not.
     std::vector<torch::Tensor> params;
-    for (const torch::Tensor& p : (*trainer)->model().MemberParameters(static_cast<int64_t>(k))) {
+    for (const torch::Tensor& p : trainer->model().MemberParameters(static_cast<int64_t>(k))) {
       params.push_back(p.detach().clone());
     }
     const Batch own = train.Gather(pools[k]);

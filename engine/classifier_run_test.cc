@@ -2,10 +2,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 // Two Gaussian-ish blobs in 16 dimensions, separable by the first pixel.
 LabeledImages SyntheticBlobs(uint32_t count) {
@@ -41,7 +44,7 @@ ClassifierRunSpec SmallSpec() {
 TEST(ClassifierRunTest, LearnsSeparableData) {
   LabeledImages data = SyntheticBlobs(200);
   auto result = RunClassifier(data, SmallSpec(), nullptr);
-  ASSERT_TRUE(result.ok()) << result.status();
+  MEMAUDIT_ASSERT_OK(result);
   EXPECT_GT(result->train_accuracy, 0.95);
   EXPECT_EQ(result->steps, 5u * StepsPerEpoch(100, 16));
   ASSERT_EQ(result->phi.size(), 200u);
@@ -52,7 +55,8 @@ TEST(ClassifierRunTest, SameSeedsGiveBitIdenticalSignals) {
   LabeledImages data = SyntheticBlobs(200);
   auto a = RunClassifier(data, SmallSpec(), nullptr);
   auto b = RunClassifier(data, SmallSpec(), nullptr);
-  ASSERT_TRUE(a.ok() && b.ok());
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK(b);
   EXPECT_EQ(a->phi, b->phi);
   EXPECT_EQ(a->loss, b->loss);
   ClassifierRunSpec other = SmallSpec();
@@ -68,7 +72,7 @@ TEST(ClassifierRunTest, StepCallbackCanStopTraining) {
     seen = steps;
     return steps < 3;
   });
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
   EXPECT_EQ(seen, 3u);
 }
 
@@ -103,12 +107,12 @@ TEST(ClassifierRunTest, PackedMembersEqualSingleRunsBitExact) {
         last_step = steps;
         return true;
       });
-      ASSERT_TRUE(packed.ok()) << packed.status();
+      MEMAUDIT_ASSERT_OK(packed);
       ASSERT_EQ(packed->size(), 4u);
       EXPECT_EQ(last_step, 3u * StepsPerEpoch(100, 16));
       for (uint32_t i = 0; i < 4; ++i) {
         auto alone = RunClassifier(data, runs[i], nullptr);
-        ASSERT_TRUE(alone.ok()) << alone.status();
+        MEMAUDIT_ASSERT_OK(alone);
         const std::string where =
             absl::StrCat("threads ", threads, " hidden ", hidden.size(), " model ", i);
         EXPECT_EQ((*packed)[i].phi, alone->phi) << where;
@@ -118,7 +122,7 @@ TEST(ClassifierRunTest, PackedMembersEqualSingleRunsBitExact) {
       }
       // Packing in another grouping (two pairs) changes nothing either.
       auto pair = RunClassifiers(data, {runs[2], runs[3]}, nullptr);
-      ASSERT_TRUE(pair.ok());
+      MEMAUDIT_ASSERT_OK(pair);
       EXPECT_EQ((*pair)[1].phi, (*packed)[3].phi);
     }
   }
@@ -129,19 +133,17 @@ TEST(ClassifierRunTest, PackingRefusesWhatIsNotExact) {
   ClassifierRunSpec a = SmallSpec();
   ClassifierRunSpec b = SmallSpec();
   b.train_indices.pop_back();  // unequal sizes would pad batches
-  EXPECT_EQ(RunClassifiers(data, {a, b}, nullptr).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunClassifiers(data, {a, b}, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
   b = SmallSpec();
   b.learning_rate = 0.2;  // not one recipe
-  EXPECT_EQ(RunClassifiers(data, {a, b}, nullptr).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(RunClassifiers(data, {}, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunClassifiers(data, {a, b}, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(RunClassifiers(data, {}, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(ClassifierRunTest, RejectsIndicesOutsideTheData) {
   LabeledImages data = SyntheticBlobs(50);
   auto result = RunClassifier(data, SmallSpec(), nullptr);
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

@@ -2,20 +2,18 @@
 
 #include <torch/torch.h>
 
-#include <mutex>
-
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/device_name.h"
+#include "common/status_macros.h"
 
 namespace memaudit::engine {
 namespace {
 
-std::mutex& DeviceMutex() {
-  static std::mutex mu;
-  return mu;
-}
+ABSL_CONST_INIT absl::Mutex device_mu(absl::kConstInit);
 
-std::string& DeviceName() {
+std::string& DeviceName() ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu) {
   static std::string name = "cpu";
   return name;
 }
@@ -23,7 +21,7 @@ std::string& DeviceName() {
 }  // namespace
 
 absl::StatusOr<std::string> SetDefaultDevice(const std::string& name) {
-  if (absl::Status s = CheckDeviceName(name); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckDeviceName(name));
   std::string chosen = name;
   if (name == "auto") chosen = torch::cuda::is_available() ? "cuda" : "cpu";
   if (chosen != "cpu") {
@@ -32,19 +30,19 @@ absl::StatusOr<std::string> SetDefaultDevice(const std::string& name) {
           absl::StrCat("--device: \"", name, "\" but this machine has no usable CUDA device"));
     }
     const torch::Device device(chosen);
-    if (device.has_index() && device.index() >= torch::cuda::device_count()) {
+    if (device.has_index() && static_cast<size_t>(device.index()) >= torch::cuda::device_count()) {
       return absl::FailedPreconditionError(absl::StrCat("--device: \"", name, "\" but only ",
                                                         torch::cuda::device_count(),
                                                         " CUDA device(s) exist"));
     }
   }
-  std::lock_guard<std::mutex> lock(DeviceMutex());
+  absl::MutexLock lock(&device_mu);
   DeviceName() = chosen;
   return chosen;
 }
 
 std::string DefaultDevice() {
-  std::lock_guard<std::mutex> lock(DeviceMutex());
+  absl::MutexLock lock(&device_mu);
   return DeviceName();
 }
 

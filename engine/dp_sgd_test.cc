@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "engine/rdp_accountant.h"
 #include "engine/trainer.h"
 #include "gtest/gtest.h"
@@ -16,13 +17,15 @@
 namespace memaudit::engine {
 namespace {
 
+using ::memaudit::testing::StatusIs;
+
 TEST(DpSgdTest, ClipsEachExampleAndMatchesManualComputation) {
   ModelSpec spec;
   spec.kind = ModelKind::kLogReg;
   spec.inputs = 5;
   spec.classes = 3;
   auto model = BuildModel(spec, 1);
-  ASSERT_TRUE(model.ok());
+  MEMAUDIT_ASSERT_OK(model);
   TensorDataset data = SyntheticBlobs(6, 5, 3, 3.0, 2);
   Batch batch = data.Gather({0, 1, 2, 3, 4, 5});
   DpSgdOptions dp;
@@ -96,7 +99,7 @@ std::shared_ptr<Model> Build(ModelKind kind, std::vector<uint32_t> hidden, doubl
   spec.hidden = std::move(hidden);
   spec.dropout = dropout;
   auto model = BuildModel(spec, 3);
-  EXPECT_TRUE(model.ok()) << model.status();
+  MEMAUDIT_EXPECT_OK(model);
   return *model;
 }
 
@@ -228,8 +231,8 @@ TEST(DpSgdTest, TrainerUsesTheBatchedPathForDropoutFreeMlps) {
           return Build(ModelKind::kMlp, {32, 16}, dropout);
         },
         options);
-    ASSERT_TRUE(trainer.ok()) << trainer.status();
-    ASSERT_TRUE((*trainer)->Step(batch).ok());
+    MEMAUDIT_ASSERT_OK(trainer);
+    MEMAUDIT_ASSERT_OK((*trainer)->Step(batch));
     EXPECT_EQ((*trainer)->last_dp_stats().batched, dropout == 0) << "dropout " << dropout;
     EXPECT_EQ((*trainer)->last_dp_stats().norms.size(), 8u);
   }
@@ -246,7 +249,7 @@ TEST(RdpAccountantTest, MatchesTfPrivacyPublishedValues) {
   };
   for (const Case& c : {Case{1.1, 60, 3.01}, Case{1.3, 15, 1.19}, Case{0.7, 45, 7.10}}) {
     auto e = DpSgdEpsilonForEpochs(60000, 256, c.sigma, c.epochs, 1e-5, RdpConversion::kClassic);
-    ASSERT_TRUE(e.ok());
+    MEMAUDIT_ASSERT_OK(e);
     EXPECT_NEAR(e->epsilon, c.eps, 0.006) << "sigma " << c.sigma;
     auto better =
         DpSgdEpsilonForEpochs(60000, 256, c.sigma, c.epochs, 1e-5, RdpConversion::kImproved);
@@ -266,14 +269,13 @@ TEST(RdpAccountantTest, NoiseMultiplierForEpsilonInvertsTheAccountant) {
   };
   for (double target : {0.5, 1.0, 4.0, 8.0}) {
     auto sigma = NoiseMultiplierForEpsilon(epsilon, target);
-    ASSERT_TRUE(sigma.ok()) << sigma.status();
+    MEMAUDIT_ASSERT_OK(sigma);
     EXPECT_LE(epsilon(*sigma), target);
     EXPECT_GT(epsilon(*sigma * (1 - 1e-5)), target) << "the smallest sigma that reaches it";
   }
-  EXPECT_EQ(NoiseMultiplierForEpsilon(epsilon, 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(NoiseMultiplierForEpsilon([](double) { return 1e9; }, 1.0).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(NoiseMultiplierForEpsilon(epsilon, 0), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(NoiseMultiplierForEpsilon([](double) { return 1e9; }, 1.0),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(RdpAccountantTest, LimitsAndOrders) {

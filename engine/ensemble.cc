@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "engine/classifier_models.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
@@ -189,10 +190,9 @@ absl::Status EnsembleTrainer::Place(torch::Device device, const TrainerOptions& 
   model_->to(device);
   device_ = device;
   options_ = options;
-  absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> opt =
-      MakeOptimizer(model_->parameters(), options.optimizer);
-  if (!opt.ok()) return opt.status();
-  optimizer_ = *std::move(opt);
+  MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> opt,
+                            MakeOptimizer(model_->parameters(), options.optimizer));
+  optimizer_ = std::move(opt);
   return absl::OkStatus();
 }
 
@@ -206,10 +206,9 @@ absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Create(
   if (options.dp.enabled) return absl::InvalidArgumentError("dp: not batched yet");
   if (members.empty()) return absl::InvalidArgumentError("members: empty");
   if (batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
-  if (absl::Status s = ValidateModelSpec(spec); !s.ok()) return s;
-  if (absl::Status s = ValidateOptimizer(options.optimizer, options.schedule); !s.ok()) return s;
-  absl::StatusOr<torch::Device> device = ParseDevice(options.device);
-  if (!device.ok()) return device.status();
+  MEMAUDIT_RETURN_IF_ERROR(ValidateModelSpec(spec));
+  MEMAUDIT_RETURN_IF_ERROR(ValidateOptimizer(options.optimizer, options.schedule));
+  MEMAUDIT_ASSIGN_OR_RETURN(torch::Device device, ParseDevice(options.device));
   if (options.threads > 0) torch::set_num_threads(static_cast<int>(options.threads));
   std::unique_ptr<EnsembleTrainer> t(new EnsembleTrainer());
   ModelSpec stacked = spec;
@@ -232,7 +231,7 @@ absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Create(
   } else {
     t->model_ = std::make_shared<StackedMlp>(stacked, seeds);
   }
-  if (absl::Status s = t->Place(*device, options); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(t->Place(device, options));
   return t;
 }
 
@@ -251,8 +250,7 @@ absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Continue(
   if (schedules.size() != trainers.size()) {
     return absl::InvalidArgumentError("schedules: one per trainer");
   }
-  absl::StatusOr<torch::Device> device = ParseDevice(options.device);
-  if (!device.ok()) return device.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(torch::Device device, ParseDevice(options.device));
   std::unique_ptr<EnsembleTrainer> t(new EnsembleTrainer());
   std::vector<const torch::optim::Optimizer*> optimizers;
   std::vector<std::vector<torch::Tensor>> params;
@@ -279,12 +277,9 @@ absl::StatusOr<std::unique_ptr<EnsembleTrainer>> EnsembleTrainer::Continue(
   }
   t->schedules_ = std::move(schedules);
   t->step_ = trainers[0]->lr_step();
-  if (absl::Status s = t->Place(*device, options); !s.ok()) return s;
-  if (absl::Status s = StackOptimizerState(options.optimizer.kind, optimizers, params,
-                                           *t->optimizer_, t->model_->parameters());
-      !s.ok()) {
-    return s;
-  }
+  MEMAUDIT_RETURN_IF_ERROR(t->Place(device, options));
+  MEMAUDIT_RETURN_IF_ERROR(StackOptimizerState(options.optimizer.kind, optimizers, params,
+                                               *t->optimizer_, t->model_->parameters()));
   return t;
 }
 

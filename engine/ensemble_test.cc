@@ -1,6 +1,7 @@
 #include "engine/ensemble.h"
 
 #include "common/seeding.h"
+#include "common/testing/status_matchers.h"
 #include "engine/test_util.h"
 #include "engine/trainer.h"
 #include "gtest/gtest.h"
@@ -45,8 +46,8 @@ std::vector<double> TrainAlone(const ModelSpec& spec, const TrainerOptions& o,
   TrainerOptions alone = o;
   alone.dropout_seed = m.dropout_seed;
   auto t = Trainer::Create([&] { return BuildModel(spec, m.init_seed); }, alone);
-  EXPECT_TRUE(t.ok());
-  EXPECT_TRUE((*t)->Train(data, EpochSchedule(m.pool, batch, m.order_seed), steps).ok());
+  MEMAUDIT_EXPECT_OK(t);
+  MEMAUDIT_EXPECT_OK((*t)->Train(data, EpochSchedule(m.pool, batch, m.order_seed), steps));
   return FlatParams((*t)->model());
 }
 
@@ -88,8 +89,8 @@ TEST(EnsembleTest, MembersMatchTrainingAloneBitExact) {
       for (int k : {1, 3}) {
         std::vector<EnsembleMember> members = Members(k, 96, true);
         auto e = EnsembleTrainer::Create(Spec(kind), Options(opt), members, 32);
-        ASSERT_TRUE(e.ok()) << e.status();
-        ASSERT_TRUE((*e)->Train(data, 25).ok());
+        MEMAUDIT_ASSERT_OK(e);
+        MEMAUDIT_ASSERT_OK((*e)->Train(data, 25));
         for (int i = 0; i < k; ++i) {
           EXPECT_EQ(MemberFlat(**e, i),
                     TrainAlone(Spec(kind), Options(opt), data, members[i], 32, 25))
@@ -109,8 +110,8 @@ TEST(EnsembleTest, UnequalSubsetsMatchTrainingAlone) {
     TensorDataset data = Data(spec);
     std::vector<EnsembleMember> members = Members(3, 100, false);
     auto e = EnsembleTrainer::Create(spec, Options(OptimizerKind::kMomentum), members, 32);
-    ASSERT_TRUE(e.ok());
-    ASSERT_TRUE((*e)->Train(data, 25).ok());
+    MEMAUDIT_ASSERT_OK(e);
+    MEMAUDIT_ASSERT_OK((*e)->Train(data, 25));
     for (int i = 0; i < 3; ++i) {
       std::vector<double> alone =
           TrainAlone(spec, Options(OptimizerKind::kMomentum), data, members[i], 32, 25);
@@ -132,8 +133,8 @@ TEST(EnsembleTest, MlpDropoutMembersMatchTrainingAloneBitExact) {
     for (int k : {1, 3}) {
       std::vector<EnsembleMember> members = Members(k, 96, true);
       auto e = EnsembleTrainer::Create(spec, Options(opt), members, 32);
-      ASSERT_TRUE(e.ok()) << e.status();
-      ASSERT_TRUE((*e)->Train(data, 25).ok());
+      MEMAUDIT_ASSERT_OK(e);
+      MEMAUDIT_ASSERT_OK((*e)->Train(data, 25));
       for (int i = 0; i < k; ++i) {
         EXPECT_EQ(MemberFlat(**e, i), TrainAlone(spec, Options(opt), data, members[i], 32, 25))
             << "opt " << static_cast<int>(opt) << " K=" << k << " member " << i;
@@ -150,8 +151,8 @@ TEST(EnsembleTest, CnnOneMemberEqualsPlainTrainerBitExact) {
     for (OptimizerKind opt : {OptimizerKind::kMomentum, OptimizerKind::kAdam}) {
       std::vector<EnsembleMember> members = Members(1, 96, true);
       auto e = EnsembleTrainer::Create(spec, Options(opt), members, 32);
-      ASSERT_TRUE(e.ok()) << e.status();
-      ASSERT_TRUE((*e)->Train(data, 20).ok());
+      MEMAUDIT_ASSERT_OK(e);
+      MEMAUDIT_ASSERT_OK((*e)->Train(data, 20));
       EXPECT_EQ(MemberFlat(**e, 0), TrainAlone(spec, Options(opt), data, members[0], 32, 20))
           << "dropout " << dropout << " opt " << static_cast<int>(opt);
     }
@@ -175,8 +176,8 @@ TEST(EnsembleTest, CnnMembersMatchTrainingAloneWithinTolerance) {
       std::vector<EnsembleMember> members = Members(3, 100, equal_sizes);
       const TrainerOptions o = Options(OptimizerKind::kMomentum);
       auto e = EnsembleTrainer::Create(spec, o, members, 32);
-      ASSERT_TRUE(e.ok()) << e.status();
-      ASSERT_TRUE((*e)->Train(data, 20).ok());
+      MEMAUDIT_ASSERT_OK(e);
+      MEMAUDIT_ASSERT_OK((*e)->Train(data, 20));
       torch::Tensor logits = (*e)->Logits(data.x());
       EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{3, 200, 4}));
       for (int i = 0; i < 3; ++i) {
@@ -184,10 +185,9 @@ TEST(EnsembleTest, CnnMembersMatchTrainingAloneWithinTolerance) {
         alone_o.dropout_seed = members[i].dropout_seed;
         auto alone =
             Trainer::Create([&] { return BuildModel(spec, members[i].init_seed); }, alone_o);
-        ASSERT_TRUE(alone.ok());
-        ASSERT_TRUE((*alone)
-                        ->Train(data, EpochSchedule(members[i].pool, 32, members[i].order_seed), 20)
-                        .ok());
+        MEMAUDIT_ASSERT_OK(alone);
+        MEMAUDIT_ASSERT_OK(
+            (*alone)->Train(data, EpochSchedule(members[i].pool, 32, members[i].order_seed), 20));
         const std::string where = "dropout " + std::to_string(dropout) + " equal " +
                                   std::to_string(equal_sizes) + " member " + std::to_string(i);
         EXPECT_LE(MaxAbsDiff(FlatParams((*alone)->model()), MemberFlat(**e, i)), 1e-5) << where;
@@ -207,8 +207,8 @@ TEST(EnsembleTest, DeterministicWithDropout) {
       const ModelSpec spec = Spec(kind, dropout);
       auto e =
           EnsembleTrainer::Create(spec, Options(OptimizerKind::kAdam), Members(3, 100, false), 32);
-      EXPECT_TRUE(e.ok());
-      EXPECT_TRUE((*e)->Train(Data(spec), 15).ok());
+      MEMAUDIT_EXPECT_OK(e);
+      MEMAUDIT_EXPECT_OK((*e)->Train(Data(spec), 15));
       std::vector<double> all;
       for (int i = 0; i < 3; ++i) {
         std::vector<double> m = MemberFlat(**e, i);

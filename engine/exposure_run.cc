@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/exposure_eval_steps.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "engine/lm_dataset.h"
 #include "engine/lm_search.h"
 #include "engine/rdp_accountant.h"
@@ -24,9 +25,8 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> DrawReferences(
     const std::vector<Canary>& canaries, uint32_t count, uint64_t seed) {
   std::set<std::vector<int64_t>> excluded;
   for (const Canary& c : canaries) {
-    absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, c.secret);
-    if (!ids.ok()) return ids.status();
-    excluded.insert(*std::move(ids));
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, format, c.secret));
+    excluded.insert(std::move(ids));
   }
   const double space = std::exp2(Log2SpaceSize(format));
   if (space <= static_cast<double>(excluded.size())) {
@@ -57,20 +57,18 @@ absl::StatusOr<std::vector<CanaryExposure>> MeasureCanaries(
   LmScorer scorer(lm);  // switches to eval mode
   std::vector<CanaryExposure> out;
   for (const Canary& c : canaries) {
-    absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, c.secret);
-    if (!ids.ok()) return ids.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, format, c.secret));
     if (!spec.rank_canaries) {
       // The same path scoring the exact rank starts from, so Px agrees
       // across an audit's models for calibration.
-      out.push_back({c.secret, c.repeats, PathPxBits(scorer, tokens, *ids), 0, false, 0, 0});
+      out.push_back({c.secret, c.repeats, PathPxBits(scorer, tokens, ids), 0, false, 0, 0});
       continue;
     }
-    absl::StatusOr<RankResult> rank =
-        BranchAndBoundRank(scorer, tokens, *ids, spec.rank_query_budget);
-    if (!rank.ok()) return rank.status();
-    out.push_back({c.secret, c.repeats, rank->canary_px, std::max<uint64_t>(rank->rank, 1),
-                   rank->exact, log2_space - std::log2(std::max<uint64_t>(rank->rank, 1)),
-                   rank->queries});
+    MEMAUDIT_ASSIGN_OR_RETURN(RankResult rank,
+                              BranchAndBoundRank(scorer, tokens, ids, spec.rank_query_budget));
+    out.push_back({c.secret, c.repeats, rank.canary_px, std::max<uint64_t>(rank.rank, 1),
+                   rank.exact, log2_space - std::log2(std::max<uint64_t>(rank.rank, 1)),
+                   rank.queries});
   }
   if (was_training) lm.train();
   return out;
@@ -91,17 +89,15 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   if (spec.window < 2) return absl::InvalidArgumentError("window: must be >= 2");
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
   if (spec.epochs == 0) return absl::InvalidArgumentError("epochs: must be > 0");
-  absl::StatusOr<std::string> corpus =
-      LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars);
-  if (!corpus.ok()) return corpus.status();
-  std::string text = *std::move(corpus);
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string corpus,
+                            LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars));
+  std::string text = std::move(corpus);
   const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
-  absl::StatusOr<std::vector<std::string>> secrets =
-      DrawSecrets(format, spec.repeats.size() + spec.controls, spec.seed);
-  if (!secrets.ok()) return secrets.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<std::string> secrets,
+                            DrawSecrets(format, spec.repeats.size() + spec.controls, spec.seed));
   std::vector<Canary> canaries;
-  for (size_t i = 0; i < secrets->size(); ++i) {
-    canaries.push_back({(*secrets)[i], i < spec.repeats.size() ? spec.repeats[i] : 0});
+  for (size_t i = 0; i < secrets.size(); ++i) {
+    canaries.push_back({secrets[i], i < spec.repeats.size() ? spec.repeats[i] : 0});
   }
   if (spec.insert_canaries) {
     text = InsertCanaries(text, format, canaries, DeriveSeed(spec.seed, "positions", 0));
@@ -122,8 +118,8 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   options.dp.noise_multiplier = spec.dp_noise_multiplier;
   options.dp.noise_seed = DeriveSeed(model_seed, "dp_noise", 0);
   const uint64_t init = DeriveSeed(model_seed, "init", 0);
-  auto trainer = Trainer::Create([model, init] { return BuildModel(model, init); }, options);
-  if (!trainer.ok()) return trainer.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto trainer, Trainer::Create([model, init] { return BuildModel(model, init); }, options));
   TensorDataset data = LmWindows(vocab.Encode(text), spec.window);
   if (data.size() == 0) return absl::InvalidArgumentError("corpus: shorter than one window");
   std::vector<int64_t> pool(data.size());
@@ -133,29 +129,28 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   ExposureRunResult result;
   result.windows = static_cast<uint64_t>(data.size());
   if (spec.dp) {
-    absl::StatusOr<DpEpsilon> eps = ComputeDpSgdEpsilon(
-        std::min(1.0, static_cast<double>(spec.batch_size) / static_cast<double>(data.size())),
-        spec.dp_noise_multiplier, steps, spec.dp_delta, DefaultRdpOrders(),
-        RdpConversion::kImproved);
-    if (!eps.ok()) return eps.status();
-    result.dp_epsilon = eps->epsilon;
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        DpEpsilon eps, ComputeDpSgdEpsilon(std::min(1.0, static_cast<double>(spec.batch_size) /
+                                                             static_cast<double>(data.size())),
+                                           spec.dp_noise_multiplier, steps, spec.dp_delta,
+                                           DefaultRdpOrders(), RdpConversion::kImproved));
+    result.dp_epsilon = eps.epsilon;
   }
-  absl::StatusOr<TokenFormat> tokens = ToTokenFormat(vocab, format);
-  if (!tokens.ok()) return tokens.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(TokenFormat tokens, ToTokenFormat(vocab, format));
   result.log2_space = Log2SpaceSize(format);
   const std::vector<uint64_t> eval_steps = exposure::IntermediateEvalSteps(
       steps, spec.epochs, spec.eval_every_steps, spec.eval_every_epoch);
   size_t next_eval = 0;
   absl::Status point_status;
   double epoch_loss = 0;
-  absl::Status trained = (*trainer)->Train(data, schedule, steps, [&](uint64_t done, double loss) {
+  absl::Status trained = trainer->Train(data, schedule, steps, [&](uint64_t done, double loss) {
     if ((done - 1) % schedule.steps_per_epoch() == 0) epoch_loss = 0;
     epoch_loss += loss;
     if (next_eval < eval_steps.size() && done == eval_steps[next_eval]) {
       ++next_eval;
       absl::StatusOr<std::vector<CanaryExposure>> measured =
-          MeasureCanaries(static_cast<CharLm&>((*trainer)->model()), vocab, format, *tokens,
-                          canaries, spec, result.log2_space);
+          MeasureCanaries(static_cast<CharLm&>(trainer->model()), vocab, format, tokens, canaries,
+                          spec, result.log2_space);
       if (!measured.ok()) {
         point_status = measured.status();
         return false;
@@ -174,11 +169,11 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   const uint64_t last_epoch_steps = (steps - 1) % schedule.steps_per_epoch() + 1;
   result.final_loss = epoch_loss / static_cast<double>(last_epoch_steps);
 
-  CharLm& lm = static_cast<CharLm&>((*trainer)->model());
-  absl::StatusOr<std::vector<CanaryExposure>> final_canaries =
-      MeasureCanaries(lm, vocab, format, *tokens, canaries, spec, result.log2_space);
-  if (!final_canaries.ok()) return final_canaries.status();
-  result.canaries = *std::move(final_canaries);
+  CharLm& lm = static_cast<CharLm&>(trainer->model());
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      std::vector<CanaryExposure> final_canaries,
+      MeasureCanaries(lm, vocab, format, tokens, canaries, spec, result.log2_space));
+  result.canaries = std::move(final_canaries);
   if (spec.eval_every_steps > 0 || spec.eval_every_epoch) {
     // The final model is the curve's last point: measured once, above.
     ExposurePoint& point = result.points.emplace_back();
@@ -186,36 +181,33 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
     point.final = true;
     point.canaries = result.canaries;
     if (on_point) {
-      if (absl::Status s = on_point(point); !s.ok()) return s;
+      MEMAUDIT_RETURN_IF_ERROR(on_point(point));
     }
   }
   LmScorer scorer(lm);
   if (spec.reference_samples > 0) {
-    absl::StatusOr<std::vector<std::vector<int64_t>>> references =
-        DrawReferences(vocab, format, *tokens, canaries, spec.reference_samples,
-                       DeriveSeed(spec.seed, "references", 0));
-    if (!references.ok()) return references.status();
-    result.reference_px = NaivePxBits(scorer, *tokens, *references);
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        std::vector<std::vector<int64_t>> references,
+        DrawReferences(vocab, format, tokens, canaries, spec.reference_samples,
+                       DeriveSeed(spec.seed, "references", 0)));
+    result.reference_px = NaivePxBits(scorer, tokens, references);
   }
   if (spec.enumerate_space) {
     // Px of all of R by trie enumeration (one model step per internal node),
     // for the exact calibrated rank, and where each canary sits in it.
-    absl::StatusOr<std::vector<double>> space = EnumerateAllPx(scorer, *tokens);
-    if (!space.ok()) return space.status();
-    result.space_px = *std::move(space);
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> space, EnumerateAllPx(scorer, tokens));
+    result.space_px = std::move(space);
     for (const Canary& c : canaries) {
-      absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, c.secret);
-      if (!ids.ok()) return ids.status();
-      absl::StatusOr<uint64_t> index = CandidateIndex(*tokens, *ids);
-      if (!index.ok()) return index.status();
-      result.space_index.push_back(*index);
+      MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, format, c.secret));
+      MEMAUDIT_ASSIGN_OR_RETURN(uint64_t index, CandidateIndex(tokens, ids));
+      result.space_index.push_back(index);
     }
   }
   // Extraction targets an inserted canary: pointless without insertions.
   if (spec.extract && spec.insert_canaries && !spec.repeats.empty()) {
     const size_t most =
         std::max_element(spec.repeats.begin(), spec.repeats.end()) - spec.repeats.begin();
-    ExtractionResult ex = ShortestPathExtract(scorer, *tokens, spec.extraction_query_budget);
+    ExtractionResult ex = ShortestPathExtract(scorer, tokens, spec.extraction_query_budget);
     result.extraction_queries = ex.queries;
     if (ex.found) {
       result.extraction = vocab.Decode(ex.tokens);

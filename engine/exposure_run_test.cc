@@ -2,11 +2,14 @@
 
 #include <string>
 
+#include "common/testing/status_matchers.h"
 #include "engine/text_corpus.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 ExposureRunSpec SmallSpec() {
   ExposureRunSpec spec;
@@ -29,7 +32,7 @@ TEST(ExposureRunTest, HeavilyInsertedCanaryIsExposedAndExtracted) {
   ExposureRunSpec spec = SmallSpec();
   spec.reference_samples = 64;
   auto result = RunExposure(spec, nullptr);
-  ASSERT_TRUE(result.ok()) << result.status();
+  MEMAUDIT_ASSERT_OK(result);
   ASSERT_EQ(result->canaries.size(), 4u);
   EXPECT_NEAR(result->log2_space, 13.2877, 1e-3);
   for (const auto& c : result->canaries) {
@@ -51,13 +54,13 @@ TEST(ExposureRunTest, HeavilyInsertedCanaryIsExposedAndExtracted) {
 
 TEST(ExposureRunTest, CanaryFreeModelsScoreTheSameCanariesWithoutMemorizingThem) {
   auto trained = RunExposure(SmallSpec(), nullptr);
-  ASSERT_TRUE(trained.ok()) << trained.status();
+  MEMAUDIT_ASSERT_OK(trained);
   // The baseline: same seeds, no canaries in the corpus.
   ExposureRunSpec spec = SmallSpec();
   spec.insert_canaries = false;
   spec.reference_samples = 16;
   auto baseline = RunExposure(spec, nullptr);
-  ASSERT_TRUE(baseline.ok()) << baseline.status();
+  MEMAUDIT_ASSERT_OK(baseline);
   ASSERT_EQ(baseline->canaries.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(baseline->canaries[i].secret, trained->canaries[i].secret);
@@ -71,7 +74,7 @@ TEST(ExposureRunTest, CanaryFreeModelsScoreTheSameCanariesWithoutMemorizingThem)
   // exact rank starts from, so a rank-free run of the baseline agrees with it.
   spec.rank_canaries = false;
   auto px_only = RunExposure(spec, nullptr);
-  ASSERT_TRUE(px_only.ok()) << px_only.status();
+  MEMAUDIT_ASSERT_OK(px_only);
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(px_only->canaries[i].px_bits, baseline->canaries[i].px_bits);
     EXPECT_EQ(px_only->canaries[i].rank, 0u);
@@ -80,7 +83,7 @@ TEST(ExposureRunTest, CanaryFreeModelsScoreTheSameCanariesWithoutMemorizingThem)
   EXPECT_EQ(px_only->reference_px, baseline->reference_px);
   spec.model_seed = 99;
   auto reference = RunExposure(spec, nullptr);
-  ASSERT_TRUE(reference.ok()) << reference.status();
+  MEMAUDIT_ASSERT_OK(reference);
   EXPECT_EQ(reference->canaries[0].secret, trained->canaries[0].secret);
   EXPECT_NE(reference->canaries[0].px_bits, px_only->canaries[0].px_bits);
 }
@@ -90,7 +93,7 @@ TEST(ExposureRunTest, EnumeratedSpaceHoldsEveryCanaryAtItsIndex) {
   spec.epochs = 2;
   spec.enumerate_space = true;
   auto result = RunExposure(spec, nullptr);
-  ASSERT_TRUE(result.ok()) << result.status();
+  MEMAUDIT_ASSERT_OK(result);
   ASSERT_EQ(result->space_px.size(), 10000u);  // 4 digits
   ASSERT_EQ(result->space_index.size(), result->canaries.size());
   for (size_t i = 0; i < result->canaries.size(); ++i) {
@@ -108,7 +111,7 @@ TEST(ExposureRunTest, EnumeratedSpaceHoldsEveryCanaryAtItsIndex) {
   spec.rank_canaries = false;
   spec.model_seed = 99;
   auto reference = RunExposure(spec, nullptr);
-  ASSERT_TRUE(reference.ok()) << reference.status();
+  MEMAUDIT_ASSERT_OK(reference);
   EXPECT_EQ(reference->space_index, result->space_index);
   for (size_t i = 0; i < reference->canaries.size(); ++i) {
     EXPECT_NEAR(reference->space_px[reference->space_index[i]], reference->canaries[i].px_bits,
@@ -126,20 +129,20 @@ TEST(ExposureRunTest, DpSgdReportsEpsilonAndIsDeterministic) {
   spec.dp_noise_multiplier = 1.0;
   spec.dp_delta = 1e-5;
   auto a = RunExposure(spec, nullptr);
-  ASSERT_TRUE(a.ok()) << a.status();
+  MEMAUDIT_ASSERT_OK(a);
   ASSERT_GT(a->windows, 0u);
   // One epoch at q = 16 / windows and sigma = 1: a finite, moderate epsilon.
   EXPECT_GT(a->dp_epsilon, 0.1);
   EXPECT_LT(a->dp_epsilon, 20);
   auto b = RunExposure(spec, nullptr);
-  ASSERT_TRUE(b.ok());
+  MEMAUDIT_ASSERT_OK(b);
   EXPECT_EQ(a->dp_epsilon, b->dp_epsilon);
   for (size_t i = 0; i < a->canaries.size(); ++i) {
     EXPECT_EQ(a->canaries[i].px_bits, b->canaries[i].px_bits);
   }
   spec.dp = false;
   auto plain = RunExposure(spec, nullptr);
-  ASSERT_TRUE(plain.ok());
+  MEMAUDIT_ASSERT_OK(plain);
   EXPECT_EQ(plain->dp_epsilon, 0);
   EXPECT_NE(plain->canaries[0].px_bits, a->canaries[0].px_bits) << "noise and clipping change it";
 }
@@ -147,12 +150,12 @@ TEST(ExposureRunTest, DpSgdReportsEpsilonAndIsDeterministic) {
 TEST(ExposureRunTest, RejectsBadSpecsAndStopsOnRequest) {
   ExposureRunSpec spec = SmallSpec();
   spec.digits = 0;
-  EXPECT_EQ(RunExposure(spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunExposure(spec, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
   spec = SmallSpec();
   spec.epochs = 0;  // would train zero steps and report a 0/0 loss
   EXPECT_EQ(RunExposure(spec, nullptr).status().message(), "epochs: must be > 0");
-  EXPECT_EQ(RunExposure(SmallSpec(), [](uint64_t s) { return s < 2; }).status().code(),
-            absl::StatusCode::kCancelled);
+  EXPECT_THAT(RunExposure(SmallSpec(), [](uint64_t s) { return s < 2; }),
+              StatusIs(absl::StatusCode::kCancelled));
 }
 
 void ExpectSameCanaries(const std::vector<CanaryExposure>& a, const std::vector<CanaryExposure>& b,
@@ -172,7 +175,7 @@ TEST(ExposureRunTest, EvaluationPointsMeasureEveryEpochWithoutChangingTraining) 
   spec.dropout = 0.1;  // measuring must not draw from the dropout generator
   spec.reference_samples = 32;
   auto plain = RunExposure(spec, nullptr);
-  ASSERT_TRUE(plain.ok()) << plain.status();
+  MEMAUDIT_ASSERT_OK(plain);
   EXPECT_TRUE(plain->points.empty());
   spec.eval_every_epoch = true;
   std::vector<uint64_t> streamed;
@@ -180,7 +183,7 @@ TEST(ExposureRunTest, EvaluationPointsMeasureEveryEpochWithoutChangingTraining) 
     streamed.push_back(p.steps);
     return absl::OkStatus();
   });
-  ASSERT_TRUE(curve.ok()) << curve.status();
+  MEMAUDIT_ASSERT_OK(curve);
   // Training is bit-identical: same loss, same final numbers, same S, same
   // extraction.
   EXPECT_EQ(curve->steps, plain->steps);
@@ -207,7 +210,7 @@ TEST(ExposureRunTest, EvaluationPointsMeasureEveryEpochWithoutChangingTraining) 
   two_epochs.dropout = 0.1;
   two_epochs.epochs = 2;
   auto two = RunExposure(two_epochs, nullptr);
-  ASSERT_TRUE(two.ok()) << two.status();
+  MEMAUDIT_ASSERT_OK(two);
   ExpectSameCanaries(curve->points[1].canaries, two->canaries, "epoch 2");
   // The x40 canary becomes more exposed as training goes on.
   EXPECT_GT(curve->points.back().canaries[1].exposure, curve->points.front().canaries[1].exposure);
@@ -216,10 +219,10 @@ TEST(ExposureRunTest, EvaluationPointsMeasureEveryEpochWithoutChangingTraining) 
 TEST(ExposureRunTest, EvaluationPointsEveryKSteps) {
   ExposureRunSpec spec = SmallSpec();
   auto plain = RunExposure(spec, nullptr);
-  ASSERT_TRUE(plain.ok()) << plain.status();
+  MEMAUDIT_ASSERT_OK(plain);
   spec.eval_every_steps = 7;
   auto curve = RunExposure(spec, nullptr);
-  ASSERT_TRUE(curve.ok()) << curve.status();
+  MEMAUDIT_ASSERT_OK(curve);
   EXPECT_EQ(curve->final_loss, plain->final_loss);
   ExpectSameCanaries(curve->canaries, plain->canaries, "final");
   const size_t expected = (plain->steps + 6) / 7;  // 7, 14, ... < steps, then the final model
@@ -229,9 +232,9 @@ TEST(ExposureRunTest, EvaluationPointsEveryKSteps) {
   // A failing point callback stops the run with its status.
   auto stopped = RunExposure(
       spec, nullptr, [](const ExposurePoint&) { return absl::UnavailableError("scorer gone"); });
-  EXPECT_EQ(stopped.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(stopped, StatusIs(absl::StatusCode::kUnavailable));
   spec.eval_every_epoch = true;  // both: refused
-  EXPECT_EQ(RunExposure(spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunExposure(spec, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "engine/char_lm.h"
 #include "engine/lm_dataset.h"
 #include "engine/lm_scorer.h"
@@ -79,24 +80,22 @@ absl::StatusOr<CanaryExposures> Measure(Trainer& trainer, const TokenFormat& for
   LmScorer scorer(static_cast<CharLm&>(trainer.model()));
   CanaryExposures out;
   if (TrieSteps(format) <= budget) {
-    absl::StatusOr<std::vector<double>> all = EnumerateAllPx(scorer, format);
-    if (!all.ok()) return all.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> all, EnumerateAllPx(scorer, format));
     for (const std::vector<int64_t>& canary : canaries) {
       // The same rank EnumerationRank gives, without enumerating per canary.
       const double threshold = PathPxBits(scorer, format, canary) + kPxTieBits;
       uint64_t rank = 0;
-      for (double v : *all) rank += v <= threshold;
+      for (double v : all) rank += v <= threshold;
       out.exposure.push_back(log2_space -
                              std::log2(static_cast<double>(std::max<uint64_t>(rank, 1))));
       out.exact.push_back(1);
     }
   } else {
     for (const std::vector<int64_t>& canary : canaries) {
-      absl::StatusOr<RankResult> r = BranchAndBoundRank(scorer, format, canary, budget);
-      if (!r.ok()) return r.status();
+      MEMAUDIT_ASSIGN_OR_RETURN(RankResult r, BranchAndBoundRank(scorer, format, canary, budget));
       out.exposure.push_back(log2_space -
-                             std::log2(static_cast<double>(std::max<uint64_t>(r->rank, 1))));
-      out.exact.push_back(r->exact ? 1 : 0);
+                             std::log2(static_cast<double>(std::max<uint64_t>(r.rank, 1))));
+      out.exact.push_back(r.exact ? 1 : 0);
     }
   }
   if (was_training) trainer.model().train();
@@ -121,26 +120,23 @@ uint64_t ForgettingLmTrialSteps(const ForgettingLmRunSpec& spec) {
 absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec& spec,
                                                       const ForgettingLmStepCallback& on_step,
                                                       const ForgettingLmPointCallback& on_point) {
-  if (absl::Status s = CheckSpec(spec); !s.ok()) return s;
-  absl::StatusOr<std::string> corpus =
-      LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars);
-  if (!corpus.ok()) return corpus.status();
-  const std::string text = *std::move(corpus);
+  MEMAUDIT_RETURN_IF_ERROR(CheckSpec(spec));
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string corpus,
+                            LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars));
+  const std::string text = std::move(corpus);
   const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
-  absl::StatusOr<std::vector<std::string>> secrets =
-      DrawSecrets(format, spec.copies.size() + spec.controls, spec.canary_seed);
-  if (!secrets.ok()) return secrets.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      std::vector<std::string> secrets,
+      DrawSecrets(format, spec.copies.size() + spec.controls, spec.canary_seed));
   const CharVocab vocab = CanaryVocab(text, format);
   const std::vector<int64_t> tokens = vocab.Encode(text);
   TensorDataset clean = LmWindows(tokens, spec.window);
   if (clean.size() == 0) return absl::InvalidArgumentError("corpus: shorter than one window");
-  absl::StatusOr<TokenFormat> token_format = ToTokenFormat(vocab, format);
-  if (!token_format.ok()) return token_format.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(TokenFormat token_format, ToTokenFormat(vocab, format));
   std::vector<std::vector<int64_t>> canary_ids;
-  for (const std::string& secret : *secrets) {
-    absl::StatusOr<std::vector<int64_t>> ids = SecretTokens(vocab, format, secret);
-    if (!ids.ok()) return ids.status();
-    canary_ids.push_back(*std::move(ids));
+  for (const std::string& secret : secrets) {
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, format, secret));
+    canary_ids.push_back(std::move(ids));
   }
 
   // The canary batch: copies[i] windows of canary i, each "\n" + its line +
@@ -156,7 +152,7 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   std::vector<int64_t> xs, ys;
   uint64_t windows = 0;
   for (size_t c = 0; c < spec.copies.size(); ++c) {
-    const std::vector<int64_t> line = vocab.Encode("\n" + CanaryText(format, (*secrets)[c]) + "\n");
+    const std::vector<int64_t> line = vocab.Encode("\n" + CanaryText(format, secrets[c]) + "\n");
     if (line.size() > spec.window) {
       return absl::InvalidArgumentError(absl::StrCat(
           "window: ", spec.window, " characters cannot hold the canary line (", line.size(), ")"));
@@ -193,86 +189,66 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   // Poison its pre-T_I order differs anyway: it draws from D alone).
   const uint64_t base_seed =
       spec.paired ? spec.order_seed : DeriveSeed(spec.order_seed, "baseline", 0);
-  auto inj_schedule =
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto inj_schedule,
       spec.poison
           ? PoisonSchedule(d_ids, p_ids, spec.batch_size, spec.steps_before, spec.order_seed)
-          : InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec), spec.order_seed);
-  if (!inj_schedule.ok()) return inj_schedule.status();
-  auto base_schedule =
+          : InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec), spec.order_seed));
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto base_schedule,
       spec.poison ? PoisonSchedule(d_ids, {}, spec.batch_size, spec.steps_before, base_seed)
-                  : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed);
-  if (!base_schedule.ok()) return base_schedule.status();
+                  : InjectSchedule(d_ids, {}, spec.batch_size, InjectOptionsFor(spec), base_seed));
 
   ForgettingLmRunResult result;
   result.log2_space = Log2SpaceSize(format);
-  result.secrets = *secrets;
+  result.secrets = secrets;
   auto count = [&](uint64_t, double) {
     ++result.steps;
     return !on_step || on_step(result.steps);
   };
   try {
-    auto injected_arm =
-        Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options);
-    if (!injected_arm.ok()) return injected_arm.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto injected_arm,
+        Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options));
     std::unique_ptr<Trainer> baseline_arm;
     if (spec.poison) {
       // Alg. 1: both arms from the same theta_0; corpus + canary batch vs the
       // corpus alone before T_I. The checkpoint is the baseline at T_I.
-      auto fork = (*injected_arm)->Fork();
-      if (!fork.ok()) return fork.status();
-      baseline_arm = *std::move(fork);
-      if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, spec.steps_before, count);
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = baseline_arm->Train(all, **base_schedule, spec.steps_before, count);
-          !s.ok()) {
-        return s;
-      }
-      auto measured = Measure(*baseline_arm, *token_format, canary_ids, result.log2_space,
-                              spec.rank_query_budget);
-      if (!measured.ok()) return measured.status();
-      result.checkpoint = *std::move(measured);
+      MEMAUDIT_ASSIGN_OR_RETURN(auto fork, injected_arm->Fork());
+      baseline_arm = std::move(fork);
+      MEMAUDIT_RETURN_IF_ERROR(injected_arm->Train(all, *inj_schedule, spec.steps_before, count));
+      MEMAUDIT_RETURN_IF_ERROR(baseline_arm->Train(all, *base_schedule, spec.steps_before, count));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto measured, Measure(*baseline_arm, token_format, canary_ids,
+                                                       result.log2_space, spec.rank_query_budget));
+      result.checkpoint = std::move(measured);
     } else {
       // The shared prefix: T_I corpus steps, once.
-      if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, spec.steps_before, count);
-          !s.ok()) {
-        return s;
-      }
-      auto measured = Measure(**injected_arm, *token_format, canary_ids, result.log2_space,
-                              spec.rank_query_budget);
-      if (!measured.ok()) return measured.status();
-      result.checkpoint = *std::move(measured);
-      auto fork = (*injected_arm)->Fork();
-      if (!fork.ok()) return fork.status();
-      baseline_arm = *std::move(fork);
+      MEMAUDIT_RETURN_IF_ERROR(injected_arm->Train(all, *inj_schedule, spec.steps_before, count));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto measured, Measure(*injected_arm, token_format, canary_ids,
+                                                       result.log2_space, spec.rank_query_budget));
+      result.checkpoint = std::move(measured);
+      MEMAUDIT_ASSIGN_OR_RETURN(auto fork, injected_arm->Fork());
+      baseline_arm = std::move(fork);
     }
     result.injection_steps = ForgettingLmInjectionSteps(spec);
     const uint64_t injected_offset = spec.steps_before + result.injection_steps;
     for (uint64_t k : spec.eval_points) {
       ForgettingLmPoint& point = result.points.emplace_back();
       point.steps_since_injection = k;
-      if (absl::Status s = (*injected_arm)->Train(all, **inj_schedule, injected_offset + k, count);
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = baseline_arm->Train(all, **base_schedule, spec.steps_before + k, count);
-          !s.ok()) {
-        return s;
-      }
-      auto inj = Measure(**injected_arm, *token_format, canary_ids, result.log2_space,
-                         spec.rank_query_budget);
-      if (!inj.ok()) return inj.status();
-      point.injected = *std::move(inj);
+      MEMAUDIT_RETURN_IF_ERROR(injected_arm->Train(all, *inj_schedule, injected_offset + k, count));
+      MEMAUDIT_RETURN_IF_ERROR(
+          baseline_arm->Train(all, *base_schedule, spec.steps_before + k, count));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto inj, Measure(*injected_arm, token_format, canary_ids,
+                                                  result.log2_space, spec.rank_query_budget));
+      point.injected = std::move(inj);
       // At k = 0 the baseline is the checkpoint (Inject: the shared state at
       // T_I; Poison: the baseline at T_I): no need to rank again.
       if (k == 0) {
         point.baseline = result.checkpoint;
       } else {
-        auto base = Measure(*baseline_arm, *token_format, canary_ids, result.log2_space,
-                            spec.rank_query_budget);
-        if (!base.ok()) return base.status();
-        point.baseline = *std::move(base);
+        MEMAUDIT_ASSIGN_OR_RETURN(auto base, Measure(*baseline_arm, token_format, canary_ids,
+                                                     result.log2_space, spec.rank_query_budget));
+        point.baseline = std::move(base);
       }
       if (on_point) on_point(result);
     }

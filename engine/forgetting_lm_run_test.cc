@@ -7,6 +7,7 @@
 
 #include "common/seeding.h"
 #include "common/testing/random_text.h"
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
@@ -50,7 +51,7 @@ TEST(ForgettingLmPoisonTest, RemovedCanariesStandAboveTheBaselineThenFade) {
     reported = steps;
     return true;
   });
-  ASSERT_TRUE(result.ok()) << result.status();
+  MEMAUDIT_ASSERT_OK(result);
   // No injection steps: each arm trains T_I, then both run to the last point.
   EXPECT_EQ(result->injection_steps, 0u);
   EXPECT_EQ(result->steps, 2u * 200u + 2u * 400u);
@@ -94,7 +95,7 @@ TEST(ForgettingLmPoisonTest, RemovedCanariesStandAboveTheBaselineThenFade) {
   fewer.copies = {1, 1, 2, 2};
   fewer.eval_points = {0, 100};
   auto other = RunForgettingLm(fewer, nullptr);
-  ASSERT_TRUE(other.ok()) << other.status();
+  MEMAUDIT_ASSERT_OK(other);
   EXPECT_EQ(other->checkpoint.exposure, result->checkpoint.exposure);
   EXPECT_EQ(other->points[1].baseline.exposure, result->points[2].baseline.exposure);
   EXPECT_NE(other->points[0].injected.exposure, result->points[0].injected.exposure);
@@ -106,14 +107,14 @@ TEST(ForgettingLmPoisonTest, DeterministicAndPairingMovesOnlyTheBaselineOrder) {
   spec.eval_points = {0, 30};
   auto a = RunForgettingLm(spec, nullptr);
   auto b = RunForgettingLm(spec, nullptr);
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(b.ok());
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK(b);
   EXPECT_EQ(a->points[1].injected.exposure, b->points[1].injected.exposure);
   EXPECT_EQ(a->points[1].baseline.exposure, b->points[1].baseline.exposure);
   // Unpaired: the baseline draws its own order, the injected arm is unchanged.
   spec.paired = false;
   auto unpaired = RunForgettingLm(spec, nullptr);
-  ASSERT_TRUE(unpaired.ok());
+  MEMAUDIT_ASSERT_OK(unpaired);
   EXPECT_EQ(unpaired->points[1].injected.exposure, a->points[1].injected.exposure);
   EXPECT_NE(unpaired->checkpoint.exposure, a->checkpoint.exposure);
 }

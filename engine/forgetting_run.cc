@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "engine/dataset.h"
 #include "engine/ensemble.h"
 #include "engine/model.h"
@@ -138,7 +139,7 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
                                                   const ForgettingRunSpec& spec,
                                                   const ForgettingStepCallback& on_step,
                                                   const ForgettingPointCallback& on_point) {
-  if (absl::Status s = CheckSpec(data, spec); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckSpec(data, spec));
   // Rows 0..|D|-1 are D, then Dp with its injection labels.
   TensorDataset clean = FromLabeledImages(data, spec.clean_rows);
   TensorDataset injected = FromLabeledImages(data, spec.injected_rows);
@@ -186,33 +187,25 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
     return poison ? PoisonSchedule(d_ids, p_ids, spec.batch_size, spec.steps_before, seed)
                   : InjectSchedule(d_ids, p_ids, spec.batch_size, InjectOptionsFor(spec), seed);
   };
-  if (absl::Status s = add_schedule(injected_schedule(spec.order_seed), /*with_dp=*/true);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = add_schedule(clean_schedule(base_seed)); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(add_schedule(injected_schedule(spec.order_seed), /*with_dp=*/true));
+  MEMAUDIT_RETURN_IF_ERROR(add_schedule(clean_schedule(base_seed)));
   // The adversary rebuilds the baseline's order from the seed it knows: a
   // real second run of the baseline's steps, not a copy of its state.
   if (spec.replay) {
-    if (absl::Status s = add_schedule(clean_schedule(base_seed)); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(add_schedule(clean_schedule(base_seed)));
   }
   // References: the baseline's schedule with their own seeds, so only their
   // data order after the fork differs from the baseline's.
   for (uint32_t j = 0; j < spec.reference_models; ++j) {
-    if (absl::Status s = add_schedule(clean_schedule(DeriveSeed(spec.order_seed, "reference", j)));
-        !s.ok()) {
-      return s;
-    }
+    MEMAUDIT_RETURN_IF_ERROR(
+        add_schedule(clean_schedule(DeriveSeed(spec.order_seed, "reference", j))));
   }
   // IN references: the injected arm's schedule with their own seeds. Under
   // Inject only the injection batches' fill (dup_in_batch) and the order
   // after them are used; under Poison also their own epochs over D u Dp.
   for (uint32_t j = 0; j < spec.in_reference_models; ++j) {
-    if (absl::Status s = add_schedule(
-            injected_schedule(DeriveSeed(spec.order_seed, "in_reference", j)), /*with_dp=*/true);
-        !s.ok()) {
-      return s;
-    }
+    MEMAUDIT_RETURN_IF_ERROR(add_schedule(
+        injected_schedule(DeriveSeed(spec.order_seed, "in_reference", j)), /*with_dp=*/true));
   }
 
   ForgettingRunResult result;
@@ -221,37 +214,30 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
     return !on_step || on_step(result.steps);
   };
   try {
-    auto first = Trainer::Create(factory, options);
-    if (!first.ok()) return first.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(auto first, Trainer::Create(factory, options));
     std::vector<std::unique_ptr<Trainer>> arms;
-    arms.push_back(*std::move(first));
+    arms.push_back(std::move(first));
     // The other arms fork from the injected arm's state at the fork point, so
     // they start from the same bits.
     auto fork_arms = [&]() -> absl::Status {
       for (size_t a = 1; a < schedules.size(); ++a) {
-        auto fork = arms[0]->Fork();
-        if (!fork.ok()) return fork.status();
-        arms.push_back(*std::move(fork));
+        MEMAUDIT_ASSIGN_OR_RETURN(auto fork, arms[0]->Fork());
+        arms.push_back(std::move(fork));
       }
       return absl::OkStatus();
     };
     if (poison) {
       // Alg. 1: every arm from the same theta_0; D u Dp vs D before T_I.
-      if (absl::Status s = fork_arms(); !s.ok()) return s;
+      MEMAUDIT_RETURN_IF_ERROR(fork_arms());
       for (size_t a = 0; a < arms.size(); ++a) {
-        if (absl::Status s = arms[a]->Train(all, *schedules[a], spec.steps_before, count);
-            !s.ok()) {
-          return s;
-        }
+        MEMAUDIT_RETURN_IF_ERROR(arms[a]->Train(all, *schedules[a], spec.steps_before, count));
       }
       Measure(*arms[1], probe, &result.phi_checkpoint, &result.loss_checkpoint);
     } else {
       // Alg. 2 with the shared prefix: one checkpoint at T_I feeds both arms.
-      if (absl::Status s = arms[0]->Train(all, *schedules[0], spec.steps_before, count); !s.ok()) {
-        return s;
-      }
+      MEMAUDIT_RETURN_IF_ERROR(arms[0]->Train(all, *schedules[0], spec.steps_before, count));
       Measure(*arms[0], probe, &result.phi_checkpoint, &result.loss_checkpoint);
-      if (absl::Status s = fork_arms(); !s.ok()) return s;
+      MEMAUDIT_RETURN_IF_ERROR(fork_arms());
       result.injection_steps =
           InjectionSteps(p_ids.size(), spec.batch_size, InjectOptionsFor(spec));
     }
@@ -260,9 +246,7 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
     const uint64_t injected_offset = spec.steps_before + result.injection_steps;
     for (size_t a = 0; a < arms.size(); ++a) {
       if (!sees_dp[a]) continue;
-      if (absl::Status s = arms[a]->Train(all, *schedules[a], injected_offset, count); !s.ok()) {
-        return s;
-      }
+      MEMAUDIT_RETURN_IF_ERROR(arms[a]->Train(all, *schedules[a], injected_offset, count));
     }
     // From here every arm steps on D at one LR position, steps_before + k:
     // one ensemble continues them all, bit-identical to stepping them one at
@@ -286,14 +270,10 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
       point.steps_since_injection = k;
       std::vector<ArmOutputs> out = OutputsOf(point, spec, &unused_loss);
       if (packed != nullptr) {
-        if (absl::Status s = packed->Train(all, spec.steps_before + k,
-                                           [&] {
-                                             result.steps += members;
-                                             return !on_step || on_step(result.steps);
-                                           });
-            !s.ok()) {
-          return s;
-        }
+        MEMAUDIT_RETURN_IF_ERROR(packed->Train(all, spec.steps_before + k, [&] {
+          result.steps += members;
+          return !on_step || on_step(result.steps);
+        }));
         torch::Tensor logits = packed->Logits(probe.x);
         for (size_t a = 0; a < members; ++a) {
           MeasureLogits(logits[a], probe.y, out[a].phi, out[a].loss);
@@ -301,9 +281,7 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
       } else {
         for (size_t a = 0; a < members; ++a) {
           const uint64_t until = (sees_dp[a] ? injected_offset : spec.steps_before) + k;
-          if (absl::Status s = arms[a]->Train(all, *schedules[a], until, count); !s.ok()) {
-            return s;
-          }
+          MEMAUDIT_RETURN_IF_ERROR(arms[a]->Train(all, *schedules[a], until, count));
           Measure(*arms[a], probe, out[a].phi, out[a].loss);
         }
       }
@@ -339,17 +317,14 @@ absl::StatusOr<std::vector<double>> ForgettingCandidateLosses(
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.order_seed);
   std::vector<double> phi, loss;
   try {
-    auto trainer =
-        Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options);
-    if (!trainer.ok()) return trainer.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto trainer,
+        Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options));
     EpochSchedule schedule(ids, spec.batch_size, spec.order_seed);
-    if (absl::Status s =
-            (*trainer)->Train(clean, schedule, spec.steps,
-                              [&](uint64_t done, double) { return !on_step || on_step(done); });
-        !s.ok()) {
-      return s;
-    }
-    Measure(**trainer, Batch{candidates.x(), candidates.y()}, &phi, &loss);
+    MEMAUDIT_RETURN_IF_ERROR(
+        trainer->Train(clean, schedule, spec.steps,
+                       [&](uint64_t done, double) { return !on_step || on_step(done); }));
+    Measure(*trainer, Batch{candidates.x(), candidates.y()}, &phi, &loss);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("forgetting reference model: ", e.what()));
   }

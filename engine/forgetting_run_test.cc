@@ -4,12 +4,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/testing/status_matchers.h"
 #include "engine/forgetting_lm_run.h"
 #include "engine/text_corpus.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 // 10 classes of 16-pixel images: class c lights pixels around c, plus noise.
 LabeledImages TinyImages(uint32_t count, uint32_t features = 16) {
@@ -54,7 +57,7 @@ TEST(ForgettingRunTest, ArmsMatchBeforeInjectionAndDifferRightAfter) {
     reported = steps;
     return true;
   });
-  ASSERT_TRUE(result.ok()) << result.status();
+  MEMAUDIT_ASSERT_OK(result);
   EXPECT_EQ(result->injection_steps, 2u);  // r = 2 passes of one 20-row batch
   EXPECT_EQ(result->steps, ForgettingTrialSteps(Spec()));
   EXPECT_EQ(reported, result->steps);
@@ -76,13 +79,14 @@ TEST(ForgettingRunTest, DeterministicAndPairingOnlyMovesTheBaselineOrder) {
   const LabeledImages data = TinyImages(240);
   auto a = RunForgetting(data, Spec(), nullptr);
   auto b = RunForgetting(data, Spec(), nullptr);
-  ASSERT_TRUE(a.ok() && b.ok());
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK(b);
   EXPECT_EQ(a->points[2].phi_injected, b->points[2].phi_injected);
   EXPECT_EQ(a->points[2].phi_baseline, b->points[2].phi_baseline);
   ForgettingRunSpec unpaired = Spec();
   unpaired.paired = false;
   auto c = RunForgetting(data, unpaired, nullptr);
-  ASSERT_TRUE(c.ok());
+  MEMAUDIT_ASSERT_OK(c);
   EXPECT_EQ(a->points[2].phi_injected, c->points[2].phi_injected);
   EXPECT_NE(a->points[2].phi_baseline, c->points[2].phi_baseline);
 }
@@ -92,7 +96,7 @@ TEST(ForgettingRunTest, PoisonTrainsBothArmsFromTheSameInit) {
   ForgettingRunSpec spec = Spec();
   spec.strategy = ForgettingStrategy::kPoison;
   auto result = RunForgetting(data, spec, nullptr);
-  ASSERT_TRUE(result.ok()) << result.status();
+  MEMAUDIT_ASSERT_OK(result);
   EXPECT_EQ(result->steps, 2 * 20u + 2 * 10u);
   EXPECT_EQ(result->points[0].phi_baseline, result->phi_checkpoint);
   EXPECT_NE(result->points[0].phi_injected, result->points[0].phi_baseline);
@@ -110,7 +114,7 @@ TEST(ForgettingRunTest, ReplayReproducesTheBaselineArmBitForBit) {
       reported = steps;
       return true;
     });
-    ASSERT_TRUE(result.ok()) << result.status();
+    MEMAUDIT_ASSERT_OK(result);
     // The replay is a real third run: Inject 20 + 2 + 3 x 10, Poison 3 x (20 + 10).
     EXPECT_EQ(result->steps, strategy == ForgettingStrategy::kPoison ? 90u : 52u);
     EXPECT_EQ(result->steps, ForgettingTrialSteps(spec));
@@ -122,7 +126,7 @@ TEST(ForgettingRunTest, ReplayReproducesTheBaselineArmBitForBit) {
     // Without replay nothing is measured for it.
     spec.replay = false;
     auto plain = RunForgetting(data, spec, nullptr);
-    ASSERT_TRUE(plain.ok());
+    MEMAUDIT_ASSERT_OK(plain);
     EXPECT_TRUE(plain->points[0].phi_replay.empty());
     EXPECT_EQ(plain->points[2].phi_baseline, result->points[2].phi_baseline);
   }
@@ -140,7 +144,7 @@ TEST(ForgettingRunTest, ReferenceModelsForkWithTheBaselineButTakeTheirOwnOrder) 
       reported = steps;
       return true;
     });
-    ASSERT_TRUE(result.ok()) << result.status();
+    MEMAUDIT_ASSERT_OK(result);
     // Inject: 20 + 2 + (2 + 3) x 10; Poison: (2 + 3) x (20 + 10).
     EXPECT_EQ(result->steps, strategy == ForgettingStrategy::kPoison ? 150u : 72u);
     EXPECT_EQ(result->steps, ForgettingTrialSteps(spec));
@@ -166,7 +170,7 @@ TEST(ForgettingRunTest, ReferenceModelsForkWithTheBaselineButTakeTheirOwnOrder) 
     // The references change nothing about the arms.
     spec.reference_models = 0;
     auto plain = RunForgetting(data, spec, nullptr);
-    ASSERT_TRUE(plain.ok());
+    MEMAUDIT_ASSERT_OK(plain);
     EXPECT_TRUE(plain->points[2].phi_references.empty());
     EXPECT_EQ(plain->points[2].phi_baseline, last.phi_baseline);
     EXPECT_EQ(plain->points[2].phi_injected, last.phi_injected);
@@ -193,7 +197,7 @@ TEST(ForgettingRunTest, InReferenceModelsForkWithTheInjectedArmButTakeTheirOwnOr
       reported = steps;
       return true;
     });
-    ASSERT_TRUE(result.ok()) << result.status();
+    MEMAUDIT_ASSERT_OK(result);
     // Inject: 20 + (1 + 2) x 2 injection steps + (2 + 3 + 2) x 10;
     // Poison: (2 + 3 + 2) x (20 + 10).
     EXPECT_EQ(result->steps, poison ? 210u : 96u);
@@ -235,11 +239,11 @@ TEST(ForgettingRunTest, InReferenceModelsForkWithTheInjectedArmButTakeTheirOwnOr
     // Deterministic, and they change nothing about the arms or the OUT
     // references.
     auto again = RunForgetting(data, spec, nullptr);
-    ASSERT_TRUE(again.ok());
+    MEMAUDIT_ASSERT_OK(again);
     EXPECT_EQ(again->points[2].phi_in_references, last.phi_in_references);
     spec.in_reference_models = 0;
     auto plain = RunForgetting(data, spec, nullptr);
-    ASSERT_TRUE(plain.ok());
+    MEMAUDIT_ASSERT_OK(plain);
     EXPECT_TRUE(plain->points[2].phi_in_references.empty());
     EXPECT_EQ(plain->points[2].phi_baseline, last.phi_baseline);
     EXPECT_EQ(plain->points[2].phi_injected, last.phi_injected);
@@ -253,7 +257,7 @@ TEST(ForgettingRunTest, InReferencesFillDupInBatchInjectionsFromTheirOwnSeed) {
   spec.dup_in_batch = true;  // 16 Dp rows x 2 copies per batch of 32: 2 steps
   spec.in_reference_models = 1;
   auto result = RunForgetting(data, spec, nullptr);
-  ASSERT_TRUE(result.ok()) << result.status();
+  MEMAUDIT_ASSERT_OK(result);
   EXPECT_EQ(result->injection_steps, 2u);
   EXPECT_EQ(result->steps, 20u + 2u * 2u + 3u * 10u);
   EXPECT_EQ(result->steps, ForgettingTrialSteps(spec));
@@ -291,7 +295,8 @@ TEST(ForgettingRunTest, PackedArmsEqualArmsTrainedOneAtATime) {
       });
       spec.pack_arms = false;
       auto alone = RunForgetting(data, spec, nullptr);
-      ASSERT_TRUE(packed.ok() && alone.ok()) << packed.status() << alone.status();
+      MEMAUDIT_ASSERT_OK(packed);
+      MEMAUDIT_ASSERT_OK(alone);
       // Adam counts steps for its bias correction: after the injected arm's
       // two extra steps its state no longer stacks with the baseline's.
       const bool packable = !(kind == OptimizerKind::kAdam || kind == OptimizerKind::kRmsProp) ||
@@ -346,11 +351,11 @@ TEST(ForgettingRunTest, CandidateLossesComeFromOneSeededReferenceModel) {
     steps = done;
     return true;
   });
-  ASSERT_TRUE(a.ok()) << a.status();
+  MEMAUDIT_ASSERT_OK(a);
   EXPECT_EQ(steps, 30u);
   ASSERT_EQ(a->size(), 100u);
   auto b = ForgettingCandidateLosses(data, spec, nullptr);
-  ASSERT_TRUE(b.ok());
+  MEMAUDIT_ASSERT_OK(b);
   EXPECT_EQ(*a, *b) << "a pure function of the seeds";
   // The model learned D's pattern, which the candidates share: their mean
   // loss is below chance (ln 10), and easy picks sit far below hard ones.
@@ -361,8 +366,8 @@ TEST(ForgettingRunTest, CandidateLossesComeFromOneSeededReferenceModel) {
   EXPECT_LT(mean, std::log(10.0));
   EXPECT_LT(easy * 2, hard);
   spec.candidate_rows.push_back(999);
-  EXPECT_EQ(ForgettingCandidateLosses(data, spec, nullptr).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ForgettingCandidateLosses(data, spec, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 ForgettingLmRunSpec LmSpec() {
@@ -392,7 +397,7 @@ TEST(ForgettingLmRunTest, InjectedCanariesGainExposureTheBaselineDoesNot) {
     reported = steps;
     return true;
   });
-  ASSERT_TRUE(result.ok()) << result.status();
+  MEMAUDIT_ASSERT_OK(result);
   // 17 canary windows in batches of 16: 2 steps per pass, 3 passes.
   EXPECT_EQ(result->injection_steps, 6u);
   EXPECT_EQ(result->steps, 50u + 6u + 2u * 20u);
@@ -415,7 +420,7 @@ TEST(ForgettingLmRunTest, InjectedCanariesGainExposureTheBaselineDoesNot) {
   EXPECT_GT(first.injected.exposure[1], result->checkpoint.exposure[1] + 2);
   // Deterministic: the same spec gives the same exposures.
   auto again = RunForgettingLm(LmSpec(), nullptr);
-  ASSERT_TRUE(again.ok());
+  MEMAUDIT_ASSERT_OK(again);
   EXPECT_EQ(again->points[1].injected.exposure, result->points[1].injected.exposure);
   EXPECT_EQ(again->points[1].baseline.exposure, result->points[1].baseline.exposure);
 }
@@ -425,12 +430,12 @@ TEST(ForgettingLmRunTest, BranchAndBoundAgreesWithEnumerationWhereExact) {
   spec.digits = 4;
   spec.eval_points = {0};
   auto enumerated = RunForgettingLm(spec, nullptr);
-  ASSERT_TRUE(enumerated.ok()) << enumerated.status();
+  MEMAUDIT_ASSERT_OK(enumerated);
   // The trie needs 1 + 10 + 100 + 1000 steps: one fewer ranks each canary by
   // branch-and-bound instead, exact while its pruned search fits.
   spec.rank_query_budget = 1110;
   auto bounded = RunForgettingLm(spec, nullptr);
-  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  MEMAUDIT_ASSERT_OK(bounded);
   const CanaryExposures& e = enumerated->points[0].injected;
   const CanaryExposures& b = bounded->points[0].injected;
   size_t exact = 0;
@@ -449,20 +454,20 @@ TEST(ForgettingLmRunTest, BranchAndBoundAgreesWithEnumerationWhereExact) {
 TEST(ForgettingLmRunTest, BadInputsAreRefused) {
   ForgettingLmRunSpec spec = LmSpec();
   spec.copies = {};
-  EXPECT_EQ(RunForgettingLm(spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunForgettingLm(spec, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
   spec = LmSpec();
   spec.window = 6;  // "\ncode 123\n" does not fit
-  EXPECT_EQ(RunForgettingLm(spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunForgettingLm(spec, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(ForgettingRunTest, BadInputsAreRefused) {
   const LabeledImages data = TinyImages(240);
   ForgettingRunSpec spec = Spec();
   spec.eval_points = {5, 2};
-  EXPECT_EQ(RunForgetting(data, spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunForgetting(data, spec, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
   spec = Spec();
   spec.injected_rows.push_back(999);
-  EXPECT_EQ(RunForgetting(data, spec, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunForgetting(data, spec, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

@@ -5,13 +5,16 @@
 
 #include <fstream>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
 namespace {
 
+using ::memaudit::testing::StatusIs;
+
 std::string TempPath(const std::string& name) {
-  return testing::TempDir() + "/" + std::to_string(getpid()) + "_" + name;
+  return ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + name;
 }
 
 std::string IdxBytes() {
@@ -31,7 +34,7 @@ TEST(LabeledImagesTest, ReadsPlainAndGzipIdx) {
   gzclose(f);
   for (const std::string& path : {plain, gz}) {
     auto idx = ReadIdxFile(path);
-    ASSERT_TRUE(idx.ok()) << idx.status();
+    MEMAUDIT_ASSERT_OK(idx);
     EXPECT_EQ(idx->dims, (std::vector<uint32_t>{2, 2, 3}));
     ASSERT_EQ(idx->data.size(), 12u);
     EXPECT_EQ(idx->data[11], 11);
@@ -41,16 +44,16 @@ TEST(LabeledImagesTest, ReadsPlainAndGzipIdx) {
 TEST(LabeledImagesTest, RejectsBadMagicAndTruncation) {
   const std::string bad = TempPath("bad.idx");
   std::ofstream(bad, std::ios::binary) << std::string("\x01\x02\x08\x01", 4);
-  EXPECT_EQ(ReadIdxFile(bad).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(ReadIdxFile(bad), StatusIs(absl::StatusCode::kDataLoss));
   const std::string truncated = TempPath("short.idx");
   std::ofstream(truncated, std::ios::binary) << IdxBytes().substr(0, 20);
-  EXPECT_EQ(ReadIdxFile(truncated).status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(ReadIdxFile(TempPath("missing")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(ReadIdxFile(truncated), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(ReadIdxFile(TempPath("missing")), StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST(LabeledImagesTest, LoadsFashionMnistFromTheDebianPackage) {
   auto data = LoadMnistLayout(kFashionMnistDir, "train");
-  ASSERT_TRUE(data.ok()) << data.status() << " (run scripts/install-deps.sh)";
+  MEMAUDIT_ASSERT_OK(data) << "run scripts/install-deps.sh";
   EXPECT_EQ((*data)->count, 60000u);
   EXPECT_EQ((*data)->features, 784u);
   EXPECT_EQ((*data)->classes, 10u);

@@ -4,6 +4,7 @@
 #include <queue>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace memaudit::engine {
 namespace {
@@ -84,7 +85,7 @@ absl::Status CheckFormat(const TokenFormat& f) {
 
 absl::Status EnumeratePx(LmScorer& scorer, const TokenFormat& f, size_t max_states,
                          const PxChunkCallback& on_chunk) {
-  if (absl::Status s = CheckFormat(f); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckFormat(f));
   max_states = std::max<size_t>(max_states, 1);
   // Depth-first over frontier groups (a stack), breadth-first inside a group;
   // children are pushed in reverse so leaves come out in lexicographic order.
@@ -111,18 +112,17 @@ absl::Status EnumeratePx(LmScorer& scorer, const TokenFormat& f, size_t max_stat
 
 absl::StatusOr<std::vector<double>> EnumerateAllPx(LmScorer& scorer, const TokenFormat& f,
                                                    size_t max_states) {
-  if (absl::Status s = CheckFormat(f); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckFormat(f));
   const uint64_t total = LeavesBelow(f, 0);
   if (total > (uint64_t{1} << 27)) {
     return absl::InvalidArgumentError(
         absl::StrCat("format: ", total, " candidates; use EnumeratePx with a callback"));
   }
   std::vector<double> out(total);
-  absl::Status s =
+  MEMAUDIT_RETURN_IF_ERROR(
       EnumeratePx(scorer, f, max_states, [&](uint64_t first, const std::vector<double>& px) {
         std::copy(px.begin(), px.end(), out.begin() + first);
-      });
-  if (!s.ok()) return s;
+      }));
   return out;
 }
 
@@ -146,15 +146,15 @@ absl::StatusOr<uint64_t> CandidateIndex(const TokenFormat& f, const std::vector<
 
 absl::StatusOr<RankResult> EnumerationRank(LmScorer& scorer, const TokenFormat& f,
                                            const std::vector<int64_t>& canary, size_t max_states) {
-  if (absl::StatusOr<uint64_t> idx = CandidateIndex(f, canary); !idx.ok()) return idx.status();
+  MEMAUDIT_RETURN_IF_ERROR(CandidateIndex(f, canary).status());
   const uint64_t start = scorer.queries();
   RankResult r;
   r.canary_px = PathPxBits(scorer, f, canary);
   const double threshold = r.canary_px + kPxTieBits;
-  absl::Status s = EnumeratePx(scorer, f, max_states, [&](uint64_t, const std::vector<double>& px) {
-    for (double v : px) r.rank += v <= threshold;
-  });
-  if (!s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(
+      EnumeratePx(scorer, f, max_states, [&](uint64_t, const std::vector<double>& px) {
+        for (double v : px) r.rank += v <= threshold;
+      }));
   r.rank = std::max<uint64_t>(r.rank, 1);  // the canary counts itself
   r.exact = true;
   r.queries = scorer.queries() - start;
@@ -164,7 +164,7 @@ absl::StatusOr<RankResult> EnumerationRank(LmScorer& scorer, const TokenFormat& 
 absl::StatusOr<RankResult> BranchAndBoundRank(LmScorer& scorer, const TokenFormat& f,
                                               const std::vector<int64_t>& canary,
                                               uint64_t query_budget, size_t max_states) {
-  if (absl::StatusOr<uint64_t> idx = CandidateIndex(f, canary); !idx.ok()) return idx.status();
+  MEMAUDIT_RETURN_IF_ERROR(CandidateIndex(f, canary).status());
   const uint64_t start = scorer.queries();
   RankResult r;
   r.canary_px = PathPxBits(scorer, f, canary);

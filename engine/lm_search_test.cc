@@ -1,5 +1,6 @@
 #include "engine/lm_search.h"
 
+#include "common/testing/status_matchers.h"
 #include "engine/lm_dataset.h"
 #include "engine/test_util.h"
 #include "engine/trainer.h"
@@ -25,10 +26,10 @@ class LmSearchTest : public ::testing::Test {
     o.optimizer.kind = OptimizerKind::kAdam;
     o.optimizer.learning_rate = 0.01;
     auto trainer = Trainer::Create([spec] { return BuildModel(spec, 3); }, o);
-    ASSERT_TRUE(trainer.ok());
+    MEMAUDIT_ASSERT_OK(trainer);
     TensorDataset data = LmWindows(vocab_->Encode(text), 48);
-    ASSERT_TRUE(
-        (*trainer)->Train(data, EpochSchedule(testing::Range(data.size()), 16, 4), 400).ok());
+    MEMAUDIT_ASSERT_OK(
+        (*trainer)->Train(data, EpochSchedule(testing::Range(data.size()), 16, 4), 400));
     model_ = new std::shared_ptr<Model>((*trainer)->model_ptr());
   }
   static void TearDownTestSuite() {
@@ -52,7 +53,7 @@ TEST_F(LmSearchTest, TrieEnumerationEqualsNaiveScoring) {
   LmScorer scorer(lm());
   TokenFormat f = Format();
   auto px = EnumerateAllPx(scorer, f);
-  ASSERT_TRUE(px.ok());
+  MEMAUDIT_ASSERT_OK(px);
   ASSERT_EQ(px->size(), 1000u);
   EXPECT_EQ(scorer.queries(), 1u + 10 + 100);  // one step per internal node
   std::vector<std::vector<int64_t>> candidates;
@@ -76,7 +77,8 @@ TEST_F(LmSearchTest, BranchAndBoundRankEqualsEnumerationRank) {
     LmScorer a(lm()), b(lm());
     auto bnb = BranchAndBoundRank(a, f, Tokens(s), 1 << 20);
     auto en = EnumerationRank(b, f, Tokens(s));
-    ASSERT_TRUE(bnb.ok() && en.ok());
+    MEMAUDIT_ASSERT_OK(bnb);
+    MEMAUDIT_ASSERT_OK(en);
     EXPECT_TRUE(bnb->exact);
     EXPECT_EQ(bnb->rank, en->rank) << s;
     EXPECT_LE(bnb->queries, en->queries) << s;
@@ -123,7 +125,7 @@ TEST(TokenFormatTest, RejectsCharactersOutsideTheVocabulary) {
   EXPECT_FALSE(ToTokenFormat(vocab, DigitsFormat("ab", 2)).ok());
   CanaryFormat f{"ab", {"abc", "c"}, "a"};
   auto tf = ToTokenFormat(vocab, f);
-  ASSERT_TRUE(tf.ok());
+  MEMAUDIT_ASSERT_OK(tf);
   EXPECT_EQ(tf->context.size(), 3u);    // newline + prefix
   EXPECT_EQ(tf->positions.size(), 3u);  // two holes + suffix
   EXPECT_EQ(CandidateIndex(*tf, *SecretTokens(vocab, f, "bc")).value(), 1u);

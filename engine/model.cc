@@ -1,6 +1,7 @@
 #include "engine/model.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "engine/char_lm.h"
 #include "engine/classifier_models.h"
 #include "engine/torchscript_model.h"
@@ -63,7 +64,7 @@ absl::Status ValidateModelSpec(const ModelSpec& spec) {
 }
 
 absl::StatusOr<std::shared_ptr<Model>> BuildModel(const ModelSpec& spec, uint64_t init_seed) {
-  if (absl::Status s = ValidateModelSpec(spec); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(ValidateModelSpec(spec));
   torch::manual_seed(init_seed);
   switch (spec.kind) {
     case ModelKind::kLogReg:

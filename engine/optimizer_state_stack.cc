@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace memaudit::engine {
 namespace {
@@ -65,17 +66,17 @@ absl::StatusOr<std::unique_ptr<OptimizerParamState>> StackOne(
     case OptimizerKind::kMomentum: {
       using S = torch::optim::SGDParamState;
       auto m = MemberStates<S>(states);
-      auto buf = Stacked(
-          m, [](const S& s) { return s.momentum_buffer(); }, param, "momentum");
-      if (!buf.ok()) return buf.status();
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          auto buf, Stacked(
+                        m, [](const S& s) { return s.momentum_buffer(); }, param, "momentum"));
       auto out = std::make_unique<S>();
-      out->momentum_buffer(*buf);
+      out->momentum_buffer(buf);
       return out;
     }
     case OptimizerKind::kAdam: {
       using S = torch::optim::AdamParamState;
       auto m = MemberStates<S>(states);
-      if (absl::Status s = SameStep(m); !s.ok()) return s;
+      MEMAUDIT_RETURN_IF_ERROR(SameStep(m));
       auto avg = Stacked(
           m, [](const S& s) { return s.exp_avg(); }, param, "exp_avg");
       auto sq = Stacked(
@@ -95,7 +96,7 @@ absl::StatusOr<std::unique_ptr<OptimizerParamState>> StackOne(
     case OptimizerKind::kRmsProp: {
       using S = torch::optim::RMSpropParamState;
       auto m = MemberStates<S>(states);
-      if (absl::Status s = SameStep(m); !s.ok()) return s;
+      MEMAUDIT_RETURN_IF_ERROR(SameStep(m));
       auto sq = Stacked(
           m, [](const S& s) { return s.square_avg(); }, param, "square_avg");
       auto buf = Stacked(
@@ -142,9 +143,8 @@ absl::Status StackOptimizerState(OptimizerKind kind,
       return absl::FailedPreconditionError(
           absl::StrCat("optimizer state of parameter ", i, ": held by some members only"));
     }
-    auto stacked = StackOne(kind, states, to_params[i]);
-    if (!stacked.ok()) return stacked.status();
-    to.state()[KeyOf(to_params[i])] = *std::move(stacked);
+    MEMAUDIT_ASSIGN_OR_RETURN(auto stacked, StackOne(kind, states, to_params[i]));
+    to.state()[KeyOf(to_params[i])] = std::move(stacked);
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/status_macros.h"
 #include "common/steps.h"
 #include "engine/char_lm.h"
 #include "engine/schedule.h"
@@ -253,10 +254,10 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
   if (spec.epochs == 0) return absl::InvalidArgumentError("epochs: must be > 0");
   PhoneBookRunResult result;
-  absl::StatusOr<PhoneBook> book = GeneratePhoneBook(spec.records, spec.validation_records,
-                                                     spec.tmpl, spec.digits, spec.book_seed);
-  if (!book.ok()) return book.status();
-  result.book = *std::move(book);
+  MEMAUDIT_ASSIGN_OR_RETURN(PhoneBook book,
+                            GeneratePhoneBook(spec.records, spec.validation_records, spec.tmpl,
+                                              spec.digits, spec.book_seed));
+  result.book = std::move(book);
 
   std::vector<std::string> train_text, val_text, train_prompts, val_prompts;
   std::string all = std::string(kDigits) + "\n";
@@ -281,23 +282,22 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.model_seed);
   const uint64_t init = DeriveSeed(spec.model_seed, "init", 0);
-  auto trainer = Trainer::Create([model, init] { return BuildModel(model, init); }, options);
-  if (!trainer.ok()) return trainer.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto trainer, Trainer::Create([model, init] { return BuildModel(model, init); }, options));
   std::vector<int64_t> pool(train.size());
   for (int64_t i = 0; i < train.size(); ++i) pool[i] = i;
   EpochSchedule schedule(pool, spec.batch_size, DeriveSeed(spec.model_seed, "order", 0));
   const uint64_t per_epoch = schedule.steps_per_epoch();
-  CharLm& lm = static_cast<CharLm&>((*trainer)->model());
-  const torch::Device device = (*trainer)->device();
+  CharLm& lm = static_cast<CharLm&>(trainer->model());
+  const torch::Device device = trainer->device();
 
   for (uint32_t e = 1; e <= spec.epochs; ++e) {
     double loss_sum = 0;
-    absl::Status trained =
-        (*trainer)->Train(train, schedule, e * per_epoch, [&](uint64_t done, double loss) {
+    MEMAUDIT_RETURN_IF_ERROR(
+        trainer->Train(train, schedule, e * per_epoch, [&](uint64_t done, double loss) {
           loss_sum += loss;
           return !on_step || on_step(done);
-        });
-    if (!trained.ok()) return trained;
+        }));
     lm.eval();
     PhoneBookEpoch m;
     m.epoch = e;

@@ -4,10 +4,13 @@
 #include <set>
 
 #include "common/seeding.h"
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 constexpr char kTemplate[] = "{name}'s number is {number}.";
 
@@ -22,7 +25,9 @@ TEST(PhoneBookTest, GeneratorIsDeterministicAndDistinct) {
   auto a = GeneratePhoneBook(50, 30, kTemplate, 7, 11);
   auto b = GeneratePhoneBook(50, 30, kTemplate, 7, 11);
   auto c = GeneratePhoneBook(50, 30, kTemplate, 7, 12);
-  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK(b);
+  MEMAUDIT_ASSERT_OK(c);
   ASSERT_EQ(a->train.size(), 50u);
   ASSERT_EQ(a->validation.size(), 30u);
   std::set<std::string> names;
@@ -78,7 +83,7 @@ TEST(PhoneBookTest, TinyBookIsMemorizedDeterministicallyAndStreamedPerEpoch) {
         ++epochs_seen;
         EXPECT_EQ(so_far.epochs.size(), static_cast<size_t>(epochs_seen));
       });
-  ASSERT_TRUE(run.ok()) << run.status();
+  MEMAUDIT_ASSERT_OK(run);
   EXPECT_EQ(epochs_seen, 80);
   EXPECT_EQ(last_step, PhoneBookSteps(spec));
   EXPECT_EQ(run->steps, 160u);
@@ -98,7 +103,7 @@ TEST(PhoneBookTest, TinyBookIsMemorizedDeterministicallyAndStreamedPerEpoch) {
   EXPECT_GT(last.clean_train, 0.6);
 
   auto again = RunPhoneBook(spec, nullptr);
-  ASSERT_TRUE(again.ok());
+  MEMAUDIT_ASSERT_OK(again);
   EXPECT_EQ(again->epochs.back().predicted_train, last.predicted_train);
   EXPECT_EQ(again->epochs.back().clean_val, last.clean_val);
 }
@@ -111,7 +116,7 @@ TEST(PhoneBookTest, StopsWhenTheStepCallbackSaysSo) {
   spec.batch_size = 2;
   spec.epochs = 3;
   auto run = RunPhoneBook(spec, [](uint64_t s) { return s < 3; });
-  EXPECT_EQ(run.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(run, StatusIs(absl::StatusCode::kCancelled));
 }
 
 // A small U (n x d, row-major) with standard-normal entries.
@@ -181,7 +186,7 @@ LinearRelationalRunResult RunLinear(uint32_t key_dims) {
   spec.label_seed = 1;
   spec.key_seed = 2;
   auto run = RunLinearRelational(spec);
-  EXPECT_TRUE(run.ok()) << run.status();
+  MEMAUDIT_EXPECT_OK(run);
   return *run;
 }
 
@@ -212,10 +217,10 @@ TEST(LinearRelationalTest, DeterministicAndRefusesBadSteps) {
   EXPECT_EQ(a.points[3].recovered_val, b.points[3].recovered_val);
   LinearRelationalRunSpec spec;
   spec.steps = {10, 10};
-  EXPECT_EQ(RunLinearRelational(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunLinearRelational(spec), StatusIs(absl::StatusCode::kInvalidArgument));
   spec.steps = {1};
   spec.step_fraction = 2.5;
-  EXPECT_EQ(RunLinearRelational(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunLinearRelational(spec), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

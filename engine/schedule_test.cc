@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "common/testing/status_matchers.h"
 #include "engine/test_util.h"
 #include "gtest/gtest.h"
 
@@ -41,7 +42,7 @@ TEST(ScheduleTest, EpochScheduleIsAPureFunctionOfTheStep) {
 TEST(ScheduleTest, PoisonTrainsOnBothThenCleanOnly) {
   std::vector<int64_t> clean = Range(20), poison = {100, 101};
   auto s = PoisonSchedule(clean, poison, 4, 12, 3);
-  ASSERT_TRUE(s.ok());
+  MEMAUDIT_ASSERT_OK(s);
   std::set<int64_t> before, after;
   for (uint64_t t = 0; t < 12; ++t)
     for (int64_t id : (*s)->At(t).ids) before.insert(id);
@@ -60,7 +61,7 @@ TEST(ScheduleTest, InjectKSteps) {
   o.t_i = 8;
   o.repeats = 3;
   auto s = InjectSchedule(clean, poison, 2, o, 5);
-  ASSERT_TRUE(s.ok());
+  MEMAUDIT_ASSERT_OK(s);
   EXPECT_EQ(InjectionSteps(3, 2, o), 6u);  // 3 passes x 2 batches
   for (uint64_t t = 0; t < 8; ++t) EXPECT_TRUE((*s)->At(t).advance_lr);
   std::map<int64_t, int> counts;
@@ -83,7 +84,7 @@ TEST(ScheduleTest, InjectDupInBatchKeepsTheBatchSize) {
   o.repeats = 5;
   o.mode = InjectMode::kDupInBatch;
   auto s = InjectSchedule(clean, poison, 10, o, 5);
-  ASSERT_TRUE(s.ok());
+  MEMAUDIT_ASSERT_OK(s);
   EXPECT_EQ(InjectionSteps(3, 10, o), 2u);  // 2 unique rows x 5 copies per batch
   BatchPlan first = (*s)->At(4), second = (*s)->At(5);
   EXPECT_EQ(first.ids.size(), 10u);

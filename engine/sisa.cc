@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
 #include "common/sisa_layout.h"
+#include "common/status_macros.h"
 #include "common/steps.h"
 
 namespace memaudit::engine {
@@ -35,12 +36,11 @@ absl::StatusOr<std::unique_ptr<SisaEnsemble>> SisaEnsemble::Create(const ModelSp
       return absl::InvalidArgumentError(absl::StrCat("layout.rows[", s, "]: no slices"));
     }
     const uint64_t init = DeriveSeed(sisa.seed, "sisa.init", s);
-    auto t = Trainer::Create([spec, init] { return BuildModel(spec, init); }, options);
-    if (!t.ok()) return t.status();
-    absl::StatusOr<std::string> ckpt = (*t)->Serialize();
-    if (!ckpt.ok()) return ckpt.status();
-    e->checkpoints_.push_back({*ckpt});
-    e->shards_.push_back(*std::move(t));
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto t, Trainer::Create([spec, init] { return BuildModel(spec, init); }, options));
+    MEMAUDIT_ASSIGN_OR_RETURN(std::string ckpt, t->Serialize());
+    e->checkpoints_.push_back({ckpt});
+    e->shards_.push_back(std::move(t));
   }
   e->layout_ = std::move(layout);
   e->sisa_ = sisa;
@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<SisaEnsemble>> SisaEnsemble::Create(const ModelSp
 
 absl::Status SisaEnsemble::TrainShardFrom(const TensorDataset& data, uint32_t s, uint32_t from) {
   Trainer& t = *shards_[s];
-  if (absl::Status st = t.Restore(checkpoints_[s][from]); !st.ok()) return st;
+  MEMAUDIT_RETURN_IF_ERROR(t.Restore(checkpoints_[s][from]));
   checkpoints_[s].resize(from + 1);
   std::vector<int64_t> seen;
   for (uint32_t k = 0; k < from; ++k) {
@@ -78,22 +78,20 @@ absl::Status SisaEnsemble::TrainShardFrom(const TensorDataset& data, uint32_t s,
           for (uint64_t i = b * batch; i < std::min<uint64_t>((b + 1) * batch, keyed.size()); ++i) {
             ids.push_back(keyed[i].second);
           }
-          absl::StatusOr<double> loss = t.Step(data.Gather(ids));
-          if (!loss.ok()) return loss.status();
+          MEMAUDIT_RETURN_IF_ERROR(t.Step(data.Gather(ids)).status());
         }
       }
       steps_trained_[s] += sisa_.epochs_per_slice * per_epoch;
     }
-    absl::StatusOr<std::string> ckpt = t.Serialize();
-    if (!ckpt.ok()) return ckpt.status();
-    checkpoints_[s].push_back(*std::move(ckpt));
+    MEMAUDIT_ASSIGN_OR_RETURN(std::string ckpt, t.Serialize());
+    checkpoints_[s].push_back(std::move(ckpt));
   }
   return absl::OkStatus();
 }
 
 absl::Status SisaEnsemble::TrainAll(const TensorDataset& data) {
   for (uint32_t s = 0; s < shards_.size(); ++s) {
-    if (absl::Status st = TrainShardFrom(data, s, 0); !st.ok()) return st;
+    MEMAUDIT_RETURN_IF_ERROR(TrainShardFrom(data, s, 0));
   }
   return absl::OkStatus();
 }
@@ -115,8 +113,7 @@ absl::StatusOr<std::vector<uint32_t>> SisaEnsemble::Delete(const TensorDataset& 
       removed += before - slice.size();
     }
     if (first < 0) continue;
-    if (absl::Status st = TrainShardFrom(data, s, static_cast<uint32_t>(first)); !st.ok())
-      return st;
+    MEMAUDIT_RETURN_IF_ERROR(TrainShardFrom(data, s, static_cast<uint32_t>(first)));
     retrained.push_back(s);
   }
   if (removed < doomed.size()) {
@@ -142,16 +139,15 @@ absl::StatusOr<uint32_t> SisaEnsemble::Add(const TensorDataset& data,
   auto& last = layout_.rows[target].back();
   last.insert(last.end(), rows.begin(), rows.end());
   const uint32_t from = static_cast<uint32_t>(layout_.rows[target].size() - 1);
-  if (absl::Status st = TrainShardFrom(data, target, from); !st.ok()) return st;
+  MEMAUDIT_RETURN_IF_ERROR(TrainShardFrom(data, target, from));
   return target;
 }
 
 absl::StatusOr<std::unique_ptr<SisaEnsemble>> SisaEnsemble::Fork() const {
   std::unique_ptr<SisaEnsemble> e(new SisaEnsemble());
   for (const auto& t : shards_) {
-    absl::StatusOr<std::unique_ptr<Trainer>> copy = t->Fork();
-    if (!copy.ok()) return copy.status();
-    e->shards_.push_back(*std::move(copy));
+    MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> copy, t->Fork());
+    e->shards_.push_back(std::move(copy));
   }
   e->layout_ = layout_;
   e->sisa_ = sisa_;

@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "common/seeding.h"
+#include "common/testing/status_matchers.h"
 #include "engine/release.h"
 #include "engine/sisa.h"
 #include "engine/test_util.h"
@@ -8,6 +9,8 @@
 
 namespace memaudit::engine {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 ModelSpec Spec() {
   ModelSpec spec;
@@ -32,15 +35,15 @@ TEST(SisaTest, DeletionRetrainsOnlyTheShardFromItsSliceCheckpoint) {
   sisa.batch_size = 8;
   sisa.epochs_per_slice = 2;
   auto a = SisaEnsemble::Create(Spec(), Options(), layout, sisa);
-  ASSERT_TRUE(a.ok());
-  ASSERT_TRUE((*a)->TrainAll(data).ok());
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK((*a)->TrainAll(data));
   const std::vector<uint64_t> steps_before = (*a)->steps_trained();
   std::vector<std::vector<double>> before;
   for (uint32_t s = 0; s < 3; ++s) before.push_back(testing::FlatParams((*a)->shard_model(s)));
 
   const int64_t victim = layout.rows[1][2][0];  // shard 1, slice 2
   auto retrained = (*a)->Delete(data, {victim});
-  ASSERT_TRUE(retrained.ok());
+  MEMAUDIT_ASSERT_OK(retrained);
   EXPECT_EQ(*retrained, std::vector<uint32_t>{1});
   EXPECT_EQ(testing::FlatParams((*a)->shard_model(0)), before[0]);
   EXPECT_EQ(testing::FlatParams((*a)->shard_model(2)), before[2]);
@@ -54,19 +57,19 @@ TEST(SisaTest, DeletionRetrainsOnlyTheShardFromItsSliceCheckpoint) {
   auto& slice = without.rows[1][2];
   slice.erase(slice.begin());
   auto b = SisaEnsemble::Create(Spec(), Options(), without, sisa);
-  ASSERT_TRUE((*b)->TrainAll(data).ok());
+  MEMAUDIT_ASSERT_OK((*b)->TrainAll(data));
   for (uint32_t s = 0; s < 3; ++s) {
     EXPECT_EQ(testing::FlatParams((*a)->shard_model(s)), testing::FlatParams((*b)->shard_model(s)));
   }
   torch::Tensor p = (*a)->Posteriors(data.x());
   EXPECT_TRUE(torch::allclose(p.sum(1), torch::ones({120}, torch::kFloat64)));
-  EXPECT_EQ((*a)->Delete(data, {victim}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT((*a)->Delete(data, {victim}), StatusIs(absl::StatusCode::kNotFound));
 
   // Online deletion: the victim's replacement goes to the smallest shard
   // (shard 1, one row short), retraining only its last slice.
   const uint64_t steps_now = (*a)->steps_trained()[1];
   auto added = (*a)->Add(data, {victim});
-  ASSERT_TRUE(added.ok());
+  MEMAUDIT_ASSERT_OK(added);
   EXPECT_EQ(*added, 1u);
   EXPECT_EQ((*a)->steps_trained()[0], steps_before[0]);
   EXPECT_EQ((*a)->layout().rows[1][3].back(), victim);

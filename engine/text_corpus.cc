@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 
 namespace memaudit::engine {
 namespace fs = std::filesystem;
@@ -136,9 +137,8 @@ absl::StatusOr<std::string> LoadCorpus(const std::string& inline_text, const std
                                        uint64_t max_chars) {
   std::string text = inline_text;
   if (text.empty()) {
-    absl::StatusOr<std::string> read = ReadTextCorpus(path.empty() ? kFortunesDir : path);
-    if (!read.ok()) return read.status();
-    text = *std::move(read);
+    MEMAUDIT_ASSIGN_OR_RETURN(std::string read, ReadTextCorpus(path.empty() ? kFortunesDir : path));
+    text = std::move(read);
   }
   if (max_chars > 0 && text.size() > max_chars) text.resize(text.rfind('\n', max_chars) + 1);
   return text;

@@ -3,10 +3,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 TEST(TextCorpusTest, Utf8RoundTripAndVocabulary) {
   const std::string s = "héllo wörld €1 \xF0\x9F\x98\x80";
@@ -28,14 +31,13 @@ TEST(TextCorpusTest, ReadsFilesAndFolders) {
   std::ofstream(dir / "a.txt") << "first\n";
   std::ofstream(dir / "a.dat") << "\x01\x02";
   auto text = ReadTextCorpus(dir.string());
-  ASSERT_TRUE(text.ok());
+  MEMAUDIT_ASSERT_OK(text);
   EXPECT_EQ(*text, "first\nsecond\nthird\n");
-  EXPECT_EQ(ReadTextCorpus((dir / "missing").string()).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_THAT(ReadTextCorpus((dir / "missing").string()), StatusIs(absl::StatusCode::kNotFound));
   std::filesystem::remove_all(dir);
   if (std::filesystem::exists(kFortunesDir)) {
     auto fortunes = ReadTextCorpus(kFortunesDir);
-    ASSERT_TRUE(fortunes.ok());
+    MEMAUDIT_ASSERT_OK(fortunes);
     EXPECT_GT(fortunes->size(), 100000u);
   }
 }
@@ -44,7 +46,7 @@ TEST(TextCorpusTest, CanariesAreInsertedTheirRepeatCountAndControlsNever) {
   CanaryFormat f = DigitsFormat("the random number is ", 9);
   EXPECT_NEAR(Log2SpaceSize(f), 29.897, 1e-3);
   auto secrets = DrawSecrets(f, 4, 7);
-  ASSERT_TRUE(secrets.ok());
+  MEMAUDIT_ASSERT_OK(secrets);
   ASSERT_EQ(secrets->size(), 4u);
   EXPECT_EQ(*secrets, *DrawSecrets(f, 4, 7));
   EXPECT_NE(*secrets, *DrawSecrets(f, 4, 8));

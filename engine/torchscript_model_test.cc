@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/testing/status_matchers.h"
 #include "engine/signals.h"
 #include "engine/test_util.h"
 #include "engine/trainer.h"
@@ -11,6 +12,8 @@
 
 namespace memaudit::engine {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 // A Python that can import torch: Debian's python3-torch installs for
 // /usr/bin/python3, which a pyenv or venv python3 on PATH may shadow.
@@ -44,27 +47,23 @@ TEST(TorchScriptModelTest, TrainsAndScoresLikeABuiltInModel) {
   o.optimizer.learning_rate = 0.01;
   ModelFactory factory = [spec] { return BuildModel(spec, 0); };
   auto t = Trainer::Create(factory, o);
-  ASSERT_TRUE(t.ok()) << t.status();
+  MEMAUDIT_ASSERT_OK(t);
   EXPECT_EQ((*t)->model().parameters().size(), 4u);
   TensorDataset data = SyntheticBlobs(96, 8, 3, 2.0, 7);
   EpochSchedule schedule(testing::Range(96), 16, 1);
   std::vector<double> losses;
-  ASSERT_TRUE((*t)->Train(data, schedule, 20,
-                          [&](uint64_t, double l) {
-                            losses.push_back(l);
-                            return true;
-                          })
-                  .ok());
+  MEMAUDIT_ASSERT_OK((*t)->Train(data, schedule, 20, [&](uint64_t, double l) {
+    losses.push_back(l);
+    return true;
+  }));
   // Checkpoints and forks work on the aliased parameters too.
   auto arm = (*t)->Fork();
-  ASSERT_TRUE(arm.ok());
-  ASSERT_TRUE((*t)->Train(data, schedule, 60,
-                          [&](uint64_t, double l) {
-                            losses.push_back(l);
-                            return true;
-                          })
-                  .ok());
-  ASSERT_TRUE((*arm)->Train(data, schedule, 60).ok());
+  MEMAUDIT_ASSERT_OK(arm);
+  MEMAUDIT_ASSERT_OK((*t)->Train(data, schedule, 60, [&](uint64_t, double l) {
+    losses.push_back(l);
+    return true;
+  }));
+  MEMAUDIT_ASSERT_OK((*arm)->Train(data, schedule, 60));
   EXPECT_EQ(testing::FlatParams((*t)->model()), testing::FlatParams((*arm)->model()));
   EXPECT_LT(losses.back(), 0.5 * losses.front());
   torch::NoGradGuard no_grad;
@@ -79,7 +78,7 @@ TEST(TorchScriptModelTest, MissingFileIsAnInvalidArgument) {
   ModelSpec spec;
   spec.kind = ModelKind::kTorchScript;
   spec.torchscript_path = "/nonexistent/model.pt";
-  EXPECT_EQ(BuildModel(spec, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(BuildModel(spec, 0), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

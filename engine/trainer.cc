@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "engine/device.h"
 #include "engine/optimizer.h"
 
@@ -35,26 +36,23 @@ Trainer::Trainer(ModelFactory factory, TrainerOptions options, torch::Device dev
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(ModelFactory factory,
                                                          TrainerOptions options) {
-  if (absl::Status s = ValidateOptimizer(options.optimizer, options.schedule); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(ValidateOptimizer(options.optimizer, options.schedule));
   if (options.dp.enabled && !(options.dp.clip_norm > 0)) {
     return absl::InvalidArgumentError("dp.clip_norm: must be > 0");
   }
   if (options.dp.enabled && options.dp.noise_multiplier < 0) {
     return absl::InvalidArgumentError("dp.noise_multiplier: must be >= 0");
   }
-  absl::StatusOr<torch::Device> device = ParseDevice(options.device);
-  if (!device.ok()) return device.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(torch::Device device, ParseDevice(options.device));
   if (options.threads > 0) torch::set_num_threads(static_cast<int>(options.threads));
-  absl::StatusOr<std::shared_ptr<Model>> model = factory();
-  if (!model.ok()) return model.status();
-  std::unique_ptr<Trainer> t(new Trainer(std::move(factory), std::move(options), *device));
-  t->model_ = *std::move(model);
-  t->model_->to(*device);
+  MEMAUDIT_ASSIGN_OR_RETURN(std::shared_ptr<Model> model, factory());
+  std::unique_ptr<Trainer> t(new Trainer(std::move(factory), std::move(options), device));
+  t->model_ = std::move(model);
+  t->model_->to(device);
   t->model_->set_dropout_generator(&t->dropout_gen_);
-  absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> opt =
-      MakeOptimizer(t->model_->parameters(), t->options_.optimizer);
-  if (!opt.ok()) return opt.status();
-  t->optimizer_ = *std::move(opt);
+  MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> opt,
+                            MakeOptimizer(t->model_->parameters(), t->options_.optimizer));
+  t->optimizer_ = std::move(opt);
   return t;
 }
 
@@ -91,9 +89,8 @@ absl::Status Trainer::Train(const TensorDataset& data, const BatchSchedule& sche
             absl::StrCat("schedule: row ", id, " is outside the dataset of ", data.size()));
       }
     }
-    absl::StatusOr<double> loss = Step(data.Gather(plan.ids), plan.advance_lr);
-    if (!loss.ok()) return loss.status();
-    if (on_step && !on_step(step_, *loss)) {
+    MEMAUDIT_ASSIGN_OR_RETURN(double loss, Step(data.Gather(plan.ids), plan.advance_lr));
+    if (on_step && !on_step(step_, loss)) {
       return absl::CancelledError(absl::StrCat("stopped after ", step_, " steps"));
     }
   }
@@ -145,13 +142,12 @@ absl::Status Trainer::Restore(const std::string& bytes) {
 }
 
 absl::Status Trainer::Save(const std::string& path) const {
-  absl::StatusOr<std::string> bytes = Serialize();
-  if (!bytes.ok()) return bytes.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string bytes, Serialize());
   // Write then rename so a crash never leaves a torn checkpoint behind.
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!out.good()) return absl::UnavailableError(absl::StrCat("checkpoint: cannot write ", tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -169,11 +165,9 @@ absl::Status Trainer::Load(const std::string& path) {
 }
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Fork() const {
-  absl::StatusOr<std::string> bytes = Serialize();
-  if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<std::unique_ptr<Trainer>> copy = Create(factory_, options_);
-  if (!copy.ok()) return copy.status();
-  if (absl::Status s = (*copy)->Restore(*bytes); !s.ok()) return s;
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string bytes, Serialize());
+  MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> copy, Create(factory_, options_));
+  MEMAUDIT_RETURN_IF_ERROR(copy->Restore(bytes));
   return copy;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/testing/status_matchers.h"
 #include "engine/classifier_run.h"
 #include "engine/device.h"
 #include "engine/model.h"
@@ -13,6 +14,7 @@
 namespace memaudit::engine {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using testing::FlatParams;
 using testing::Range;
 
@@ -47,9 +49,9 @@ std::vector<double> TrainAndFlatten(const ModelSpec& spec, const TrainerOptions&
                                     uint64_t init_seed, uint64_t order_seed, uint64_t steps) {
   TensorDataset data = SyntheticBlobs(96, 8, 3, 2.0, 7);
   auto trainer = Trainer::Create(Factory(spec, init_seed), o);
-  EXPECT_TRUE(trainer.ok()) << trainer.status();
+  MEMAUDIT_EXPECT_OK(trainer);
   EpochSchedule schedule(Range(96), 16, order_seed);
-  EXPECT_TRUE((*trainer)->Train(data, schedule, steps).ok());
+  MEMAUDIT_EXPECT_OK((*trainer)->Train(data, schedule, steps));
   return FlatParams((*trainer)->model());
 }
 
@@ -57,14 +59,14 @@ std::vector<double> TrainAndFlatten(const ModelSpec& spec, const TrainerOptions&
 // default, which only a valid, present device can become.
 TEST(DeviceTest, DefaultDeviceIsCheckedAndUsedByRunsThatNameNone) {
   EXPECT_EQ(DefaultDevice(), "cpu");
-  EXPECT_EQ(SetDefaultDevice("gpu").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(SetDefaultDevice("cuda:x").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(SetDefaultDevice("gpu"), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(SetDefaultDevice("cuda:x"), StatusIs(absl::StatusCode::kInvalidArgument));
   absl::StatusOr<std::string> automatic = SetDefaultDevice("auto");
-  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  MEMAUDIT_ASSERT_OK(automatic);
   EXPECT_EQ(*automatic, torch::cuda::is_available() ? "cuda" : "cpu");
   if (!torch::cuda::is_available()) {
     absl::Status s = SetDefaultDevice("cuda").status();
-    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition));
     EXPECT_NE(std::string(s.message()).find("--device"), std::string::npos) << s;
   }
   EXPECT_EQ(DefaultDevice(), *automatic);  // failed calls change nothing
@@ -73,9 +75,9 @@ TEST(DeviceTest, DefaultDeviceIsCheckedAndUsedByRunsThatNameNone) {
   spec.inputs = 4;
   spec.classes = 2;
   auto trainer = Trainer::Create([&] { return BuildModel(spec, 1); }, TrainerOptions{});
-  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  MEMAUDIT_ASSERT_OK(trainer);
   EXPECT_EQ((*trainer)->device().str(), *automatic);
-  ASSERT_TRUE(SetDefaultDevice("cpu").ok());
+  MEMAUDIT_ASSERT_OK(SetDefaultDevice("cpu"));
 }
 
 TEST(LrScheduleTest, StepAndCosine) {
@@ -112,16 +114,13 @@ TEST(TrainerTest, EveryOptimizerIsDeterministicAndLearns) {
     // The loss falls on separable blobs.
     TensorDataset data = SyntheticBlobs(96, 8, 3, 2.0, 7);
     auto trainer = Trainer::Create(Factory(MlpSpec(), 1), Options(kind));
-    ASSERT_TRUE(trainer.ok());
+    MEMAUDIT_ASSERT_OK(trainer);
     EpochSchedule schedule(Range(96), 16, 5);
     std::vector<double> losses;
-    ASSERT_TRUE((*trainer)
-                    ->Train(data, schedule, 60,
-                            [&](uint64_t, double loss) {
-                              losses.push_back(loss);
-                              return true;
-                            })
-                    .ok());
+    MEMAUDIT_ASSERT_OK((*trainer)->Train(data, schedule, 60, [&](uint64_t, double loss) {
+      losses.push_back(loss);
+      return true;
+    }));
     EXPECT_LT(losses.back(), 0.5 * losses.front()) << static_cast<int>(kind);
   }
 }
@@ -160,7 +159,7 @@ TEST(TrainerTest, MatchesRunClassifierExactly) {
   for (uint32_t i = 0; i < 96; ++i) spec.train_indices.push_back(i);
   for (uint32_t i = 0; i < 120; ++i) spec.eval_indices.push_back(i);
   auto expected = RunClassifier(images, spec, nullptr);
-  ASSERT_TRUE(expected.ok());
+  MEMAUDIT_ASSERT_OK(expected);
 
   ModelSpec m;
   m.kind = ModelKind::kMlp;
@@ -172,10 +171,10 @@ TEST(TrainerTest, MatchesRunClassifierExactly) {
   o.optimizer.learning_rate = 0.1;
   o.optimizer.momentum = 0.9;
   auto trainer = Trainer::Create(Factory(m, 11), o);
-  ASSERT_TRUE(trainer.ok());
+  MEMAUDIT_ASSERT_OK(trainer);
   TensorDataset train = FromLabeledImages(images, spec.train_indices);
   EpochSchedule schedule(Range(96), 16, 12);
-  ASSERT_TRUE((*trainer)->Train(train, schedule, expected->steps).ok());
+  MEMAUDIT_ASSERT_OK((*trainer)->Train(train, schedule, expected->steps));
   TensorDataset eval = FromLabeledImages(images, spec.eval_indices);
   torch::NoGradGuard no_grad;
   (*trainer)->model().eval();
@@ -194,13 +193,13 @@ TEST(TrainerTest, OtherModelsTrain) {
   cnn.dropout = 0.1;
   TensorDataset blobs = SyntheticBlobs(96, 64, 3, 1.0, 3);
   auto t = Trainer::Create(Factory(cnn, 1), Options(OptimizerKind::kAdam));
-  ASSERT_TRUE(t.ok()) << t.status();
+  MEMAUDIT_ASSERT_OK(t);
   std::vector<double> losses;
   auto record = [&](uint64_t, double l) {
     losses.push_back(l);
     return true;
   };
-  ASSERT_TRUE((*t)->Train(blobs, EpochSchedule(Range(96), 16, 1), 60, record).ok());
+  MEMAUDIT_ASSERT_OK((*t)->Train(blobs, EpochSchedule(Range(96), 16, 1), 60, record));
   EXPECT_LT(losses.back(), 0.5 * losses.front());
 
   torch::Tensor seq = torch::arange(0, 8, torch::kLong).repeat({16, 3});  // 16 x 24
@@ -216,9 +215,9 @@ TEST(TrainerTest, OtherModelsTrain) {
     TrainerOptions o = Options(OptimizerKind::kAdam);
     o.optimizer.learning_rate = 0.03;
     auto lt = Trainer::Create(Factory(lm, 2), o);
-    ASSERT_TRUE(lt.ok()) << lt.status();
+    MEMAUDIT_ASSERT_OK(lt);
     losses.clear();
-    ASSERT_TRUE((*lt)->Train(lm_data, EpochSchedule(Range(16), 8, 1), 60, record).ok());
+    MEMAUDIT_ASSERT_OK((*lt)->Train(lm_data, EpochSchedule(Range(16), 8, 1), 60, record));
     EXPECT_LT(losses.back(), 0.2 * losses.front()) << static_cast<int>(kind);
   }
 }
@@ -226,15 +225,15 @@ TEST(TrainerTest, OtherModelsTrain) {
 TEST(TrainerTest, RejectsBadOptions) {
   TrainerOptions o;
   o.optimizer.learning_rate = 0;
-  EXPECT_EQ(Trainer::Create(Factory(MlpSpec(), 1), o).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Trainer::Create(Factory(MlpSpec(), 1), o),
+              StatusIs(absl::StatusCode::kInvalidArgument));
   o = TrainerOptions();
   o.device = "nonsense";
-  EXPECT_EQ(Trainer::Create(Factory(MlpSpec(), 1), o).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Trainer::Create(Factory(MlpSpec(), 1), o),
+              StatusIs(absl::StatusCode::kInvalidArgument));
   ModelSpec bad = MlpSpec();
   bad.classes = 1;
-  EXPECT_EQ(BuildModel(bad, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(BuildModel(bad, 0), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "common/steps.h"
 #include "engine/dataset.h"
 #include "engine/model.h"
@@ -152,8 +153,8 @@ absl::Status CheckSpec(const LabeledImages& data, const UnlearningRunSpec& spec)
     }
     return absl::OkStatus();
   };
-  if (absl::Status s = in_range(spec.train_rows, "train_rows"); !s.ok()) return s;
-  if (absl::Status s = in_range(spec.validation_rows, "validation_rows"); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(in_range(spec.train_rows, "train_rows"));
+  MEMAUDIT_RETURN_IF_ERROR(in_range(spec.validation_rows, "validation_rows"));
   for (size_t j = 0; j < spec.children.size(); ++j) {
     const UnlearningChildSpec& c = spec.children[j];
     const std::string at = absl::StrCat("children[", j, "]");
@@ -167,7 +168,7 @@ absl::Status CheckSpec(const LabeledImages& data, const UnlearningRunSpec& spec)
       return absl::InvalidArgumentError(absl::StrCat(at, ".removed: leaves nothing to train on"));
     }
     for (const auto* rows : {&c.added, &c.queries, &c.validation}) {
-      if (absl::Status s = in_range(*rows, at.c_str()); !s.ok()) return s;
+      MEMAUDIT_RETURN_IF_ERROR(in_range(*rows, at.c_str()));
     }
   }
   return absl::OkStatus();
@@ -194,7 +195,7 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
                                                   const LabeledImages* test,
                                                   const UnlearningRunSpec& spec,
                                                   const UnlearningStepCallback& on_step) {
-  if (absl::Status s = CheckSpec(data, spec); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckSpec(data, spec));
   // One tensor dataset over every row the task touches; `local` maps rows.
   std::vector<uint32_t> rows;
   std::unordered_map<uint32_t, int64_t> local;
@@ -259,10 +260,9 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
   };
   double noise_multiplier = spec.noise_multiplier;
   if (spec.dp && spec.target_epsilon > 0) {
-    absl::StatusOr<double> calibrated =
-        NoiseMultiplierForEpsilon(original_epsilon, spec.target_epsilon);
-    if (!calibrated.ok()) return calibrated.status();
-    noise_multiplier = *calibrated;
+    MEMAUDIT_ASSIGN_OR_RETURN(double calibrated,
+                              NoiseMultiplierForEpsilon(original_epsilon, spec.target_epsilon));
+    noise_multiplier = calibrated;
   }
   auto options_for = [&](const UnlearningSeeds& seeds) {
     TrainerOptions o;
@@ -310,35 +310,32 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
       sisa_options.batch_size = spec.batch_size;
       sisa_options.epochs_per_slice = spec.epochs;
       sisa_options.seed = spec.seeds.sisa;
-      auto ensemble = SisaEnsemble::Create(model, options_for(spec.seeds), layout, sisa_options);
-      if (!ensemble.ok()) return ensemble.status();
-      if (absl::Status s = (*ensemble)->TrainAll(all); !s.ok()) return s;
+      MEMAUDIT_ASSIGN_OR_RETURN(auto ensemble, SisaEnsemble::Create(model, options_for(spec.seeds),
+                                                                    layout, sisa_options));
+      MEMAUDIT_RETURN_IF_ERROR(ensemble->TrainAll(all));
       auto total = [](const SisaEnsemble& e) {
         uint64_t n = 0;
         for (uint64_t s : e.steps_trained()) n += s;
         return n;
       };
-      const uint64_t original_steps = total(**ensemble);
+      const uint64_t original_steps = total(*ensemble);
       result.steps = original_steps;
       result.models_trained = spec.shards;
       if (spec.dp) result.dp_epsilon = original_epsilon(noise_multiplier);
-      const LogitsFn original = EnsembleLogits(**ensemble);
+      const LogitsFn original = EnsembleLogits(*ensemble);
       set_accuracy(original);
-      if (absl::Status s = report(); !s.ok()) return s;
+      MEMAUDIT_RETURN_IF_ERROR(report());
       for (const UnlearningChildSpec& c : spec.children) {
-        auto child = (*ensemble)->Fork();
-        if (!child.ok()) return child.status();
-        auto retrained = (*child)->Delete(all, ids(c.removed));
-        if (!retrained.ok()) return retrained.status();
-        result.models_trained += retrained->size();
+        MEMAUDIT_ASSIGN_OR_RETURN(auto child, ensemble->Fork());
+        MEMAUDIT_ASSIGN_OR_RETURN(auto retrained, child->Delete(all, ids(c.removed)));
+        result.models_trained += retrained.size();
         if (!c.added.empty()) {
-          auto added = (*child)->Add(all, ids(c.added));
-          if (!added.ok()) return added.status();
+          MEMAUDIT_RETURN_IF_ERROR(child->Add(all, ids(c.added)).status());
           ++result.models_trained;
         }
-        result.steps += total(**child) - original_steps;
-        release_child(c, original, EnsembleLogits(**child));
-        if (absl::Status s = report(); !s.ok()) return s;
+        result.steps += total(*child) - original_steps;
+        release_child(c, original, EnsembleLogits(*child));
+        MEMAUDIT_RETURN_IF_ERROR(report());
       }
       return result;
     }
@@ -351,23 +348,19 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
         [&](const UnlearningSeeds& seeds,
             const UnlearningSchedule& schedule) -> absl::StatusOr<std::unique_ptr<Trainer>> {
       const uint64_t init = seeds.init;
-      auto trainer =
-          Trainer::Create([model, init] { return BuildModel(model, init); }, options_for(seeds));
-      if (!trainer.ok()) return trainer.status();
-      if (absl::Status s =
-              (*trainer)->Train(all, schedule, spec.epochs * schedule.steps_per_epoch(), count);
-          !s.ok()) {
-        return s;
-      }
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          auto trainer,
+          Trainer::Create([model, init] { return BuildModel(model, init); }, options_for(seeds)));
+      MEMAUDIT_RETURN_IF_ERROR(
+          trainer->Train(all, schedule, spec.epochs * schedule.steps_per_epoch(), count));
       ++result.models_trained;
       return trainer;
     };
     const UnlearningSchedule original_schedule(train_ids, {}, {}, spec.batch_size,
                                                spec.seeds.order);
-    auto original = train(spec.seeds, original_schedule);
-    if (!original.ok()) return original.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(auto original, train(spec.seeds, original_schedule));
     if (spec.dp) result.dp_epsilon = original_epsilon(noise_multiplier);
-    const LogitsFn original_logits = ModelLogits((*original)->model());
+    const LogitsFn original_logits = ModelLogits(original->model());
     set_accuracy(original_logits);
     for (const UnlearningChildSpec& c : spec.children) {
       const std::vector<int64_t> removed = ids(c.removed), added = ids(c.added);
@@ -385,9 +378,8 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
         schedule = std::make_unique<UnlearningSchedule>(
             own, std::vector<int64_t>{}, std::vector<int64_t>{}, spec.batch_size, c.seeds.order);
       }
-      auto child = train(c.seeds, *schedule);
-      if (!child.ok()) return child.status();
-      release_child(c, original_logits, ModelLogits((*child)->model()));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto child, train(c.seeds, *schedule));
+      release_child(c, original_logits, ModelLogits(child->model()));
     }
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("unlearning run: ", e.what()));

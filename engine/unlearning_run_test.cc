@@ -3,11 +3,14 @@
 #include <cmath>
 
 #include "common/seeding.h"
+#include "common/testing/status_matchers.h"
 #include "engine/rdp_accountant.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 // 4 classes of 16-pixel images: a class lights its own block of pixels,
 // plus seeded noise, so a small model learns it without memorizing it all.
@@ -62,7 +65,7 @@ UnlearningRunSpec Spec() {
 TEST(UnlearningRunTest, ScratchReleasesBothVersionsPerPolicy) {
   const LabeledImages data = Blobs(200, 7), test = Blobs(50, 8);
   auto run = RunUnlearning(data, &test, Spec(), nullptr);
-  ASSERT_TRUE(run.ok()) << run.status();
+  MEMAUDIT_ASSERT_OK(run);
   EXPECT_EQ(run->classes, 4u);
   EXPECT_EQ(run->models_trained, 4u);
   EXPECT_EQ(run->steps, 5u * 5u + 3u * 5u * 5u);  // ceil(40 / 8) and ceil(39 / 8) per epoch
@@ -94,7 +97,7 @@ TEST(UnlearningRunTest, ScratchReleasesBothVersionsPerPolicy) {
   }
   // Deterministic.
   auto again = RunUnlearning(data, &test, Spec(), nullptr);
-  ASSERT_TRUE(again.ok());
+  MEMAUDIT_ASSERT_OK(again);
   EXPECT_EQ(again->children[2].unlearned[0], run->children[2].unlearned[0]);
 }
 
@@ -109,7 +112,7 @@ TEST(UnlearningRunTest, SharedOrderMeansTheOriginalLessTheDeletion) {
   spec.children[2].shared_order = false;
   spec.children[2].seeds = {11, 12, 13, 14, 15};
   auto run = RunUnlearning(data, nullptr, spec, nullptr);
-  ASSERT_TRUE(run.ok()) << run.status();
+  MEMAUDIT_ASSERT_OK(run);
   for (size_t r = 0; r < spec.releases.size(); ++r) {
     EXPECT_EQ(run->children[0].original[r], run->children[0].unlearned[r]) << "release " << r;
   }
@@ -136,7 +139,7 @@ TEST(UnlearningRunTest, SisaRetrainsOnlyAffectedShardsAndAddsOnline) {
     ++calls;
     return true;
   });
-  ASSERT_TRUE(run.ok()) << run.status();
+  MEMAUDIT_ASSERT_OK(run);
   EXPECT_EQ(calls, 4);  // the original, then each child
   EXPECT_EQ(last, run->steps);
   // 4 shards; each child retrains one shard, the online one another too.
@@ -157,32 +160,32 @@ TEST(UnlearningRunTest, DpSgdReportsEpsilonAndStops) {
   spec.noise_multiplier = 1.1;
   spec.children.resize(1);
   auto run = RunUnlearning(data, nullptr, spec, nullptr);
-  ASSERT_TRUE(run.ok()) << run.status();
+  MEMAUDIT_ASSERT_OK(run);
   auto expected =
       ComputeDpSgdEpsilon(8.0 / 40.0, 1.1, 25, 1e-5, DefaultRdpOrders(), RdpConversion::kImproved);
-  ASSERT_TRUE(expected.ok());
+  MEMAUDIT_ASSERT_OK(expected);
   EXPECT_NEAR(run->dp_epsilon, expected->epsilon, 1e-12);
   EXPECT_GT(run->dp_epsilon, 0);
 
   // A target epsilon picks the noise: the original then spends just that.
   spec.target_epsilon = 2.0;
   auto calibrated = RunUnlearning(data, nullptr, spec, nullptr);
-  ASSERT_TRUE(calibrated.ok()) << calibrated.status();
+  MEMAUDIT_ASSERT_OK(calibrated);
   EXPECT_LE(calibrated->dp_epsilon, 2.0);
   EXPECT_GT(calibrated->dp_epsilon, 2.0 - 1e-3);
   EXPECT_GT(calibrated->noise_multiplier, 1.1) << "epsilon 2 needs more noise than sigma 1.1";
   auto check = ComputeDpSgdEpsilon(8.0 / 40.0, calibrated->noise_multiplier, 25, 1e-5,
                                    DefaultRdpOrders(), RdpConversion::kImproved);
-  ASSERT_TRUE(check.ok());
+  MEMAUDIT_ASSERT_OK(check);
   EXPECT_NEAR(check->epsilon, calibrated->dp_epsilon, 1e-12);
 
   auto stopped = RunUnlearning(data, nullptr, Spec(), [](uint64_t steps) { return steps < 7; });
-  EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(stopped, StatusIs(absl::StatusCode::kCancelled));
 
   UnlearningRunSpec bad = Spec();
   bad.children[0].removed = {150};
-  EXPECT_EQ(RunUnlearning(data, nullptr, bad, nullptr).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(RunUnlearning(data, nullptr, bad, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
@@ -21,9 +22,9 @@ class XGBoostAttack final : public AttackClassifier {
 
   absl::Status Fit(const Matrix& features, absl::Span<const uint8_t> labels) override {
     model_.reset();
-    absl::StatusOr<XGBoostClassifier> m = XGBoostClassifier::Fit(features, labels, options_);
-    if (!m.ok()) return m.status();
-    model_.emplace(*std::move(m));
+    MEMAUDIT_ASSIGN_OR_RETURN(XGBoostClassifier m,
+                              XGBoostClassifier::Fit(features, labels, options_));
+    model_.emplace(std::move(m));
     return absl::OkStatus();
   }
 
@@ -50,12 +51,10 @@ class LogisticRegressionAttack final : public AttackClassifier {
   absl::Status Fit(const Matrix& features, absl::Span<const uint8_t> labels) override {
     model_.reset();
     // Checked here so messages use the interface's argument names.
-    if (auto s = CheckAttackTrainingData("features", features, "labels", labels); !s.ok()) {
-      return s;
-    }
-    absl::StatusOr<LogisticRegression> m = LogisticRegression::Fit(features, labels, options_);
-    if (!m.ok()) return m.status();
-    model_.emplace(*std::move(m));
+    MEMAUDIT_RETURN_IF_ERROR(CheckAttackTrainingData("features", features, "labels", labels));
+    MEMAUDIT_ASSIGN_OR_RETURN(LogisticRegression m,
+                              LogisticRegression::Fit(features, labels, options_));
+    model_.emplace(std::move(m));
     return absl::OkStatus();
   }
 
@@ -64,7 +63,7 @@ class LogisticRegressionAttack final : public AttackClassifier {
       return absl::FailedPreconditionError(
           absl::StrCat(kLogisticRegression, ": PredictProbability before a successful Fit"));
     }
-    if (auto s = CheckAttackFeatures("features", features); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(CheckAttackFeatures("features", features));
     if (features.cols != model_->weights().size()) {
       return absl::InvalidArgumentError(absl::StrCat("features.cols = ", features.cols,
                                                      " but the model was fitted on ",
@@ -108,28 +107,21 @@ absl::StatusOr<std::unique_ptr<AttackClassifier>> MakeAttackClassifier(
 }
 
 absl::Status CheckAttackFeatures(absl::string_view features_name, const Matrix& features) {
-  if (auto s = features.CheckShape(std::string(features_name)); !s.ok()) return s;
-  if (auto s = CheckNonEmpty(absl::StrCat(features_name, " rows (samples)"), features.rows);
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckNonEmpty(absl::StrCat(features_name, " cols (features)"), features.cols);
-      !s.ok()) {
-    return s;
-  }
+  MEMAUDIT_RETURN_IF_ERROR(features.CheckShape(std::string(features_name)));
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckNonEmpty(absl::StrCat(features_name, " rows (samples)"), features.rows));
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckNonEmpty(absl::StrCat(features_name, " cols (features)"), features.cols));
   return CheckFinite(absl::StrCat(features_name, ".data"), features.data);
 }
 
 absl::Status CheckAttackTrainingData(absl::string_view features_name, const Matrix& features,
                                      absl::string_view labels_name,
                                      absl::Span<const uint8_t> labels) {
-  if (auto s = CheckAttackFeatures(features_name, features); !s.ok()) return s;
-  if (auto s = CheckSameLength(absl::StrCat(features_name, " rows"), features.rows, labels_name,
-                               labels.size());
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckBinary(labels_name, labels); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckAttackFeatures(features_name, features));
+  MEMAUDIT_RETURN_IF_ERROR(CheckSameLength(absl::StrCat(features_name, " rows"), features.rows,
+                                           labels_name, labels.size()));
+  MEMAUDIT_RETURN_IF_ERROR(CheckBinary(labels_name, labels));
   size_t positives = 0;
   for (uint8_t v : labels) positives += v;
   if (positives == 0 || positives == labels.size()) {

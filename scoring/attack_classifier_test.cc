@@ -7,14 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scoring/test_blobs.h"
 #include "scoring/roc.h"
+#include "scoring/test_blobs.h"
 
 namespace memaudit::scoring {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -24,7 +26,7 @@ Data Blobs(uint64_t seed, size_t n, double shift) { return scoring::Blobs(seed, 
 
 std::unique_ptr<AttackClassifier> Make(const std::string& name) {
   auto c = MakeAttackClassifier(name);
-  EXPECT_TRUE(c.ok()) << c.status();
+  MEMAUDIT_EXPECT_OK(c);
   return c.ok() ? *std::move(c) : nullptr;
 }
 
@@ -40,7 +42,7 @@ TEST(AttackClassifierTest, FactoryNames) {
 
 TEST(AttackClassifierTest, UnknownNameIsNamed) {
   auto c = MakeAttackClassifier("svm");
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(c.status().message(), HasSubstr("\"svm\""));
   EXPECT_THAT(c.status().message(), HasSubstr("random_forest"));
 }
@@ -49,10 +51,10 @@ TEST(AttackClassifierTest, InvalidOptionsNameTheClassifierAndField) {
   AttackClassifierOptions o;
   o.random_forest.subsample = 0.0;
   auto c = MakeAttackClassifier("random_forest", o);
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(c.status().message(), HasSubstr("random_forest"));
   EXPECT_THAT(c.status().message(), HasSubstr("subsample"));
-  EXPECT_TRUE(MakeAttackClassifier("gradient_boosting", o).ok());  // other entries unused
+  MEMAUDIT_EXPECT_OK(MakeAttackClassifier("gradient_boosting", o));  // other entries unused
 }
 
 class AllClassifiersTest : public ::testing::TestWithParam<std::string> {};
@@ -61,9 +63,9 @@ TEST_P(AllClassifiersTest, SeparableDataGivesHighAuc) {
   const Data train = Blobs(21, 400, 5.0), test = Blobs(22, 400, 5.0);
   auto c = Make(GetParam());
   ASSERT_NE(c, nullptr);
-  ASSERT_TRUE(c->Fit(train.x, train.y).ok());
+  MEMAUDIT_ASSERT_OK(c->Fit(train.x, train.y));
   auto p = c->PredictProbability(test.x);
-  ASSERT_TRUE(p.ok()) << p.status();
+  MEMAUDIT_ASSERT_OK(p);
   ASSERT_EQ(p->size(), test.y.size());
   for (double v : *p) {
     EXPECT_GE(v, 0.0);
@@ -78,22 +80,22 @@ TEST_P(AllClassifiersTest, NoiseLabelsGiveChanceAuc) {
   const Data train = Blobs(23, 600, 0.0), test = Blobs(24, 2000, 0.0);
   auto c = Make(GetParam());
   ASSERT_NE(c, nullptr);
-  ASSERT_TRUE(c->Fit(train.x, train.y).ok());
+  MEMAUDIT_ASSERT_OK(c->Fit(train.x, train.y));
   EXPECT_NEAR(*Auc(*c->PredictProbability(test.x), test.y), 0.5, 0.1);
 }
 
 TEST_P(AllClassifiersTest, TwoFitsGiveIdenticalPredictions) {
   const Data train = Blobs(25, 300, 1.0), test = Blobs(26, 200, 1.0);
   auto a = Make(GetParam()), b = Make(GetParam());
-  ASSERT_TRUE(a->Fit(train.x, train.y).ok());
-  ASSERT_TRUE(b->Fit(train.x, train.y).ok());
+  MEMAUDIT_ASSERT_OK(a->Fit(train.x, train.y));
+  MEMAUDIT_ASSERT_OK(b->Fit(train.x, train.y));
   const std::vector<double> pa = *a->PredictProbability(test.x);
   EXPECT_EQ(pa, *b->PredictProbability(test.x));
   // Refitting the same object on other data, then on the original, is also
   // bit-identical.
   const Data other = Blobs(27, 300, 2.0);
-  ASSERT_TRUE(a->Fit(other.x, other.y).ok());
-  ASSERT_TRUE(a->Fit(train.x, train.y).ok());
+  MEMAUDIT_ASSERT_OK(a->Fit(other.x, other.y));
+  MEMAUDIT_ASSERT_OK(a->Fit(train.x, train.y));
   EXPECT_EQ(pa, *a->PredictProbability(test.x));
 }
 
@@ -102,11 +104,11 @@ TEST_P(AllClassifiersTest, ErrorsNameTheArgument) {
   auto c = Make(GetParam());
   ASSERT_NE(c, nullptr);
   auto before = c->PredictProbability(d.x);
-  EXPECT_EQ(before.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(before, StatusIs(absl::StatusCode::kFailedPrecondition));
 
   auto expect_bad = [&](const Matrix& x, const std::vector<uint8_t>& y, const char* needle) {
     absl::Status s = c->Fit(x, y);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << needle;
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument)) << needle;
     EXPECT_THAT(s.message(), HasSubstr(needle));
   };
   Matrix bad_shape = d.x;
@@ -128,14 +130,14 @@ TEST_P(AllClassifiersTest, ErrorsNameTheArgument) {
   expect_bad(d.x, not_binary, "labels[4]");
   expect_bad(d.x, std::vector<uint8_t>(d.y.size(), 0), "labels must contain both classes");
   // A failed fit leaves the classifier unfitted.
-  EXPECT_EQ(c->PredictProbability(d.x).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(c->PredictProbability(d.x), StatusIs(absl::StatusCode::kFailedPrecondition));
 
-  ASSERT_TRUE(c->Fit(d.x, d.y).ok());
+  MEMAUDIT_ASSERT_OK(c->Fit(d.x, d.y));
   auto wrong_cols = c->PredictProbability(Matrix(2, 4, 0.0));
-  EXPECT_EQ(wrong_cols.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong_cols, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(wrong_cols.status().message(), HasSubstr("features.cols = 4"));
   auto predict_nan = c->PredictProbability(nan);
-  EXPECT_EQ(predict_nan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(predict_nan, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(predict_nan.status().message(), HasSubstr("features.data[15]"));
 }
 
@@ -147,8 +149,8 @@ INSTANTIATE_TEST_SUITE_P(Names, AllClassifiersTest,
 TEST(AttackClassifierTest, RandomForestDiffersFromBoosting) {
   const Data train = Blobs(29, 300, 1.0), test = Blobs(30, 200, 1.0);
   auto gb = Make("gradient_boosting"), rf = Make("random_forest");
-  ASSERT_TRUE(gb->Fit(train.x, train.y).ok());
-  ASSERT_TRUE(rf->Fit(train.x, train.y).ok());
+  MEMAUDIT_ASSERT_OK(gb->Fit(train.x, train.y));
+  MEMAUDIT_ASSERT_OK(rf->Fit(train.x, train.y));
   EXPECT_NE(*gb->PredictProbability(test.x), *rf->PredictProbability(test.x));
 }
 
@@ -157,10 +159,10 @@ TEST(AttackClassifierTest, LogisticRegressionWrapsTheExistingModel) {
   AttackClassifierOptions o;
   o.logistic_regression.l2 = 0.25;
   auto c = MakeAttackClassifier("logistic_regression", o);
-  ASSERT_TRUE(c.ok());
-  ASSERT_TRUE((*c)->Fit(train.x, train.y).ok());
+  MEMAUDIT_ASSERT_OK(c);
+  MEMAUDIT_ASSERT_OK((*c)->Fit(train.x, train.y));
   auto direct = LogisticRegression::Fit(train.x, train.y, o.logistic_regression);
-  ASSERT_TRUE(direct.ok());
+  MEMAUDIT_ASSERT_OK(direct);
   EXPECT_EQ(*(*c)->PredictProbability(test.x), *direct->PredictProbability(test.x));
 }
 

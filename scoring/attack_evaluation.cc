@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scoring/roc.h"
 
 namespace memaudit::scoring {
@@ -12,29 +13,21 @@ absl::StatusOr<AttackEvaluation> EvaluateAttack(AttackClassifier& classifier,
                                                 absl::Span<const uint8_t> shadow_labels,
                                                 const Matrix& target_features,
                                                 absl::Span<const uint8_t> target_labels) {
-  if (auto s = CheckAttackTrainingData("shadow_features", shadow_features, "shadow_labels",
-                                       shadow_labels);
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckAttackTrainingData("target_features", target_features, "target_labels",
-                                       target_labels);
-      !s.ok()) {
-    return s;
-  }
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckAttackTrainingData("shadow_features", shadow_features, "shadow_labels", shadow_labels));
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckAttackTrainingData("target_features", target_features, "target_labels", target_labels));
   if (shadow_features.cols != target_features.cols) {
     return absl::InvalidArgumentError(
         absl::StrCat("target_features.cols = ", target_features.cols,
                      " must equal shadow_features.cols = ", shadow_features.cols));
   }
-  if (auto s = classifier.Fit(shadow_features, shadow_labels); !s.ok()) return s;
-  absl::StatusOr<std::vector<double>> p = classifier.PredictProbability(target_features);
-  if (!p.ok()) return p.status();
-  absl::StatusOr<double> auc = Auc(*p, target_labels);
-  if (!auc.ok()) return auc.status();
+  MEMAUDIT_RETURN_IF_ERROR(classifier.Fit(shadow_features, shadow_labels));
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> p, classifier.PredictProbability(target_features));
+  MEMAUDIT_ASSIGN_OR_RETURN(double auc, Auc(p, target_labels));
   AttackEvaluation out;
-  out.auc = *auc;
-  out.target_probabilities = *std::move(p);
+  out.auc = auc;
+  out.target_probabilities = std::move(p);
   return out;
 }
 
@@ -44,10 +37,9 @@ absl::StatusOr<AttackEvaluation> EvaluateAttack(absl::string_view classifier_nam
                                                 const Matrix& target_features,
                                                 absl::Span<const uint8_t> target_labels,
                                                 const AttackClassifierOptions& options) {
-  absl::StatusOr<std::unique_ptr<AttackClassifier>> classifier =
-      MakeAttackClassifier(classifier_name, options);
-  if (!classifier.ok()) return classifier.status();
-  return EvaluateAttack(**classifier, shadow_features, shadow_labels, target_features,
+  MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<AttackClassifier> classifier,
+                            MakeAttackClassifier(classifier_name, options));
+  return EvaluateAttack(*classifier, shadow_features, shadow_labels, target_features,
                         target_labels);
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scoring/roc.h"
@@ -14,6 +15,7 @@
 namespace memaudit::scoring {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
 
 struct Side {
@@ -49,7 +51,7 @@ Side UnlearningSide(uint64_t seed, size_t n, double drop) {
     }
   }
   auto f = UnlearningFeatureMatrix(po, pu, UnlearningFeature::kSortedDiff);
-  EXPECT_TRUE(f.ok()) << f.status();
+  MEMAUDIT_EXPECT_OK(f);
   return Side{*std::move(f), std::move(labels)};
 }
 
@@ -59,7 +61,7 @@ TEST_P(EvaluateAttackTest, DetectsDeletionFromShadowTraining) {
   const Side shadow = UnlearningSide(41, 400, 1.5), target = UnlearningSide(42, 400, 1.5);
   auto e =
       EvaluateAttack(GetParam(), shadow.features, shadow.labels, target.features, target.labels);
-  ASSERT_TRUE(e.ok()) << e.status();
+  MEMAUDIT_ASSERT_OK(e);
   ASSERT_EQ(e->target_probabilities.size(), target.labels.size());
   EXPECT_EQ(e->auc, *Auc(e->target_probabilities, target.labels));
   EXPECT_GT(e->auc, 0.95);
@@ -69,7 +71,7 @@ TEST_P(EvaluateAttackTest, NoSignalGivesChance) {
   const Side shadow = UnlearningSide(43, 600, 0.0), target = UnlearningSide(44, 2000, 0.0);
   auto e =
       EvaluateAttack(GetParam(), shadow.features, shadow.labels, target.features, target.labels);
-  ASSERT_TRUE(e.ok()) << e.status();
+  MEMAUDIT_ASSERT_OK(e);
   EXPECT_NEAR(e->auc, 0.5, 0.1);
 }
 
@@ -79,7 +81,8 @@ TEST_P(EvaluateAttackTest, IsDeterministic) {
       EvaluateAttack(GetParam(), shadow.features, shadow.labels, target.features, target.labels);
   auto b =
       EvaluateAttack(GetParam(), shadow.features, shadow.labels, target.features, target.labels);
-  ASSERT_TRUE(a.ok() && b.ok());
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK(b);
   EXPECT_EQ(a->target_probabilities, b->target_probabilities);
   EXPECT_EQ(a->auc, b->auc);
 }
@@ -92,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(Names, EvaluateAttackTest,
 TEST(EvaluateAttackErrorsTest, NameTheArgument) {
   const Side shadow = UnlearningSide(47, 40, 1.0), target = UnlearningSide(48, 40, 1.0);
   auto expect_bad = [](const absl::StatusOr<AttackEvaluation>& e, const char* needle) {
-    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument) << needle;
+    EXPECT_THAT(e, StatusIs(absl::StatusCode::kInvalidArgument)) << needle;
     EXPECT_THAT(e.status().message(), HasSubstr(needle));
   };
   Matrix nan = target.features;
@@ -121,9 +124,9 @@ TEST(EvaluateAttackErrorsTest, NameTheArgument) {
 TEST(EvaluateAttackErrorsTest, ReusesAGivenClassifier) {
   const Side shadow = UnlearningSide(49, 200, 1.5), target = UnlearningSide(50, 200, 1.5);
   auto c = MakeAttackClassifier("random_forest");
-  ASSERT_TRUE(c.ok());
+  MEMAUDIT_ASSERT_OK(c);
   auto e = EvaluateAttack(**c, shadow.features, shadow.labels, target.features, target.labels);
-  ASSERT_TRUE(e.ok()) << e.status();
+  MEMAUDIT_ASSERT_OK(e);
   // The classifier stays fitted on the shadow rows.
   EXPECT_EQ(*(*c)->PredictProbability(target.features), e->target_probabilities);
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
@@ -24,9 +25,9 @@ absl::Status CheckProbabilities(absl::string_view name, absl::Span<const double>
 absl::StatusOr<std::vector<double>> Difference(absl::string_view name_a, absl::Span<const double> a,
                                                absl::string_view name_b, absl::Span<const double> b,
                                                double sign) {
-  if (auto s = CheckSameLength(name_a, a.size(), name_b, b.size()); !s.ok()) return s;
-  if (auto s = CheckFinite(name_a, a); !s.ok()) return s;
-  if (auto s = CheckFinite(name_b, b); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckSameLength(name_a, a.size(), name_b, b.size()));
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite(name_a, a));
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite(name_b, b));
   std::vector<double> out(a.size());
   for (size_t i = 0; i < a.size(); ++i) out[i] = sign * (a[i] - b[i]);
   return out;
@@ -42,7 +43,7 @@ absl::StatusOr<double> LogitScaledConfidence(absl::Span<const double> logits, si
     return absl::InvalidArgumentError(
         absl::StrCat("label = ", label, "; must be < number of classes ", logits.size()));
   }
-  if (auto s = CheckFinite("logits", logits); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite("logits", logits));
   double max_other = -std::numeric_limits<double>::infinity();
   for (size_t j = 0; j < logits.size(); ++j) {
     if (j != label) max_other = std::max(max_other, logits[j]);
@@ -65,14 +66,14 @@ absl::StatusOr<std::vector<double>> CalibratedLossScores(absl::Span<const double
 }
 
 absl::StatusOr<std::vector<double>> ConfidenceScores(absl::Span<const double> p_true) {
-  if (auto s = CheckProbabilities("p_true", p_true); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckProbabilities("p_true", p_true));
   return std::vector<double>(p_true.begin(), p_true.end());
 }
 
 absl::StatusOr<std::vector<double>> CalibratedConfidenceScores(
     absl::Span<const double> p_true_t, absl::Span<const double> p_true_ckpt) {
-  if (auto s = CheckProbabilities("p_true_t", p_true_t); !s.ok()) return s;
-  if (auto s = CheckProbabilities("p_true_ckpt", p_true_ckpt); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckProbabilities("p_true_t", p_true_t));
+  MEMAUDIT_RETURN_IF_ERROR(CheckProbabilities("p_true_ckpt", p_true_ckpt));
   return Difference("p_true_t", p_true_t, "p_true_ckpt", p_true_ckpt, 1.0);
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
@@ -11,7 +12,7 @@ namespace {
 TEST(LogitScaledConfidenceTest, EqualsLogOddsOfTheSoftmax) {
   // p = softmax(1, 2, 0.5); φ = log(p_1 / (1 − p_1)) = 2 − log(e^1 + e^0.5).
   auto phi = LogitScaledConfidence(std::vector<double>{1.0, 2.0, 0.5}, 1);
-  ASSERT_TRUE(phi.ok());
+  MEMAUDIT_ASSERT_OK(phi);
   EXPECT_NEAR(*phi, 2.0 - std::log(std::exp(1.0) + std::exp(0.5)), 1e-14);
   // Huge logits do not overflow: two classes give z_y − z_other.
   EXPECT_NEAR(*LogitScaledConfidence(std::vector<double>{1000.0, 1030.0}, 1), 30.0, 1e-12);

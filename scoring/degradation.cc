@@ -1,6 +1,7 @@
 #include "scoring/degradation.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
@@ -21,18 +22,14 @@ absl::Status CheckUnit(absl::string_view name, absl::Span<const double> p) {
 absl::StatusOr<Degradation> ComputeDegradation(absl::Span<const uint8_t> is_member,
                                                absl::Span<const double> p_attack,
                                                absl::Span<const double> p_classical) {
-  if (auto s = CheckNonEmpty("is_member", is_member.size()); !s.ok()) return s;
-  if (auto s = CheckSameLength("is_member", is_member.size(), "p_attack", p_attack.size());
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckSameLength("is_member", is_member.size(), "p_classical", p_classical.size());
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckBinary("is_member", is_member); !s.ok()) return s;
-  if (auto s = CheckUnit("p_attack", p_attack); !s.ok()) return s;
-  if (auto s = CheckUnit("p_classical", p_classical); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("is_member", is_member.size()));
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckSameLength("is_member", is_member.size(), "p_attack", p_attack.size()));
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckSameLength("is_member", is_member.size(), "p_classical", p_classical.size()));
+  MEMAUDIT_RETURN_IF_ERROR(CheckBinary("is_member", is_member));
+  MEMAUDIT_RETURN_IF_ERROR(CheckUnit("p_attack", p_attack));
+  MEMAUDIT_RETURN_IF_ERROR(CheckUnit("p_classical", p_classical));
   double count = 0.0, rate = 0.0;
   for (size_t i = 0; i < is_member.size(); ++i) {
     const double pu = p_attack[i], pm = p_classical[i];

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
@@ -18,7 +19,7 @@ TEST(DegradationTest, HandComputed) {
   const std::vector<double> pu = {0.9, 0.5, 0.2, 0.6, 0.5};
   const std::vector<double> pm = {0.6, 0.5, 0.4, 0.5, 0.75};
   auto d = ComputeDegradation(b, pu, pm);
-  ASSERT_TRUE(d.ok());
+  MEMAUDIT_ASSERT_OK(d);
   EXPECT_DOUBLE_EQ(d->deg_count, 0.4);
   EXPECT_NEAR(d->deg_rate, 0.03, 1e-15);
 }

@@ -4,14 +4,15 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
 
 absl::StatusOr<ExposureResult> ExactExposure(absl::Span<const double> space_px,
                                              size_t canary_index) {
-  if (auto s = CheckNonEmpty("space_px", space_px.size()); !s.ok()) return s;
-  if (auto s = CheckNoNaN("space_px", space_px); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("space_px", space_px.size()));
+  MEMAUDIT_RETURN_IF_ERROR(CheckNoNaN("space_px", space_px));
   if (canary_index >= space_px.size()) {
     return absl::InvalidArgumentError(absl::StrCat("canary_index = ", canary_index,
                                                    "; must be < |space_px| = ", space_px.size()));
@@ -46,8 +47,8 @@ absl::StatusOr<ExposureResult> ExposureFromRank(double log2_space, uint64_t rank
 
 absl::StatusOr<ExposureResult> SampledExposure(absl::Span<const double> reference_px,
                                                double secret_px) {
-  if (auto s = CheckNonEmpty("reference_px", reference_px.size()); !s.ok()) return s;
-  if (auto s = CheckNoNaN("reference_px", reference_px); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("reference_px", reference_px.size()));
+  MEMAUDIT_RETURN_IF_ERROR(CheckNoNaN("reference_px", reference_px));
   if (std::isnan(secret_px)) return absl::InvalidArgumentError("secret_px is NaN");
   uint64_t at_most = 0;
   for (double px : reference_px) at_most += px <= secret_px ? 1 : 0;
@@ -61,15 +62,12 @@ absl::StatusOr<ExposureResult> SampledExposure(absl::Span<const double> referenc
 
 absl::StatusOr<std::vector<double>> CalibrateByReferenceMean(absl::Span<const double> target_px,
                                                              const Matrix& reference_px) {
-  if (auto s = reference_px.CheckShape("reference_px"); !s.ok()) return s;
-  if (auto s = CheckNonEmpty("reference_px rows (models)", reference_px.rows); !s.ok()) return s;
-  if (auto s =
-          CheckSameLength("target_px", target_px.size(), "reference_px columns", reference_px.cols);
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckFinite("target_px", target_px); !s.ok()) return s;
-  if (auto s = CheckFinite("reference_px.data", reference_px.data); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(reference_px.CheckShape("reference_px"));
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("reference_px rows (models)", reference_px.rows));
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckSameLength("target_px", target_px.size(), "reference_px columns", reference_px.cols));
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite("target_px", target_px));
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite("reference_px.data", reference_px.data));
   std::vector<double> mean(reference_px.cols, 0.0);
   for (size_t r = 0; r < reference_px.rows; ++r) {
     for (size_t c = 0; c < reference_px.cols; ++c) mean[c] += reference_px.at(r, c);
@@ -84,24 +82,23 @@ absl::StatusOr<std::vector<double>> CalibrateByReferenceMean(absl::Span<const do
 absl::StatusOr<std::vector<ExposureResult>> CalibratedExactExposure(
     absl::Span<const double> target_space_px, const Matrix& reference_space_px,
     absl::Span<const uint64_t> canary_indices) {
-  absl::StatusOr<std::vector<double>> calibrated =
-      CalibrateByReferenceMean(target_space_px, reference_space_px);
-  if (!calibrated.ok()) return calibrated.status();
-  if (auto s = CheckNonEmpty("target_space_px", calibrated->size()); !s.ok()) return s;
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> calibrated,
+                            CalibrateByReferenceMean(target_space_px, reference_space_px));
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("target_space_px", calibrated.size()));
   // ExactExposure per canary, counted on one sorted copy: the number of
   // values <= x is upper_bound(x).
-  std::vector<double> sorted = *calibrated;
+  std::vector<double> sorted = calibrated;
   std::sort(sorted.begin(), sorted.end());
   const double log2_space = std::log2(static_cast<double>(sorted.size()));
   std::vector<ExposureResult> out;
   out.reserve(canary_indices.size());
   for (size_t i = 0; i < canary_indices.size(); ++i) {
-    if (canary_indices[i] >= calibrated->size()) {
+    if (canary_indices[i] >= calibrated.size()) {
       return absl::InvalidArgumentError(absl::StrCat("canary_indices[", i,
                                                      "] = ", canary_indices[i],
-                                                     "; must be < |R| = ", calibrated->size()));
+                                                     "; must be < |R| = ", calibrated.size()));
     }
-    const double px = (*calibrated)[canary_indices[i]];
+    const double px = calibrated[canary_indices[i]];
     ExposureResult& r = out.emplace_back();
     r.log2_space = log2_space;
     r.rank =

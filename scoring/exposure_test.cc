@@ -3,10 +3,13 @@
 #include <cmath>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 std::vector<double> OneToSixteen() {
   std::vector<double> v;
@@ -17,7 +20,7 @@ std::vector<double> OneToSixteen() {
 TEST(SampledExposureTest, PinnedVectors) {
   const std::vector<double> refs = OneToSixteen();
   auto below_all = SampledExposure(refs, 0.0);  // no reference lower: "≥ 4"
-  ASSERT_TRUE(below_all.ok());
+  MEMAUDIT_ASSERT_OK(below_all);
   EXPECT_DOUBLE_EQ(below_all->exposure, 4.0);
   EXPECT_EQ(below_all->rank, 1u);
   EXPECT_TRUE(below_all->lower_bound);
@@ -42,7 +45,7 @@ TEST(ExactExposureTest, CanaryCountsItselfAndTiesCountAgainstIt) {
   // Space of 8 with the canary (index 2, Px 1.0) tied with one other.
   const std::vector<double> space = {5, 1.0, 1.0, 7, 3, 9, 2, 4};
   auto e = ExactExposure(space, 2);
-  ASSERT_TRUE(e.ok());
+  MEMAUDIT_ASSERT_OK(e);
   EXPECT_EQ(e->rank, 2u);
   EXPECT_DOUBLE_EQ(e->log2_space, 3.0);
   EXPECT_DOUBLE_EQ(e->exposure, 2.0);
@@ -55,11 +58,11 @@ TEST(ExactExposureTest, CanaryCountsItselfAndTiesCountAgainstIt) {
 
 TEST(ExposureFromRankTest, HugeSpace) {
   auto e = ExposureFromRank(9.0 * std::log2(10.0), 1000);
-  ASSERT_TRUE(e.ok());
+  MEMAUDIT_ASSERT_OK(e);
   EXPECT_NEAR(e->exposure, 6.0 * std::log2(10.0), 1e-12);
   EXPECT_FALSE(ExposureFromRank(3.0, 0).ok());
   EXPECT_FALSE(ExposureFromRank(3.0, 9).ok());
-  EXPECT_TRUE(ExposureFromRank(3.0, 8).ok());
+  MEMAUDIT_EXPECT_OK(ExposureFromRank(3.0, 8));
   EXPECT_FALSE(ExposureFromRank(NAN, 1).ok());
 }
 
@@ -68,7 +71,7 @@ TEST(CalibrationTest, SubtractsMeanReferencePxPerCandidate) {
               {1.0, 10.0, 4.0,  //
                3.0, 20.0, 4.0});
   auto cal = CalibrateByReferenceMean(std::vector<double>{5.0, 12.0, 1.0}, refs);
-  ASSERT_TRUE(cal.ok());
+  MEMAUDIT_ASSERT_OK(cal);
   EXPECT_EQ(*cal, (std::vector<double>{3.0, -3.0, -3.0}));
   EXPECT_FALSE(CalibrateByReferenceMean(std::vector<double>{1.0}, refs).ok());
   EXPECT_FALSE(CalibrateByReferenceMean(std::vector<double>{1.0}, Matrix(0, 1)).ok());
@@ -82,7 +85,7 @@ TEST(CalibrationTest, ExactCalibratedRanksEveryCandidateCalibrated) {
                10.0, 16.0, 7.0, 12.0});
   const std::vector<double> target = {10.0, 12.0, 9.0, 20.0};
   auto x = CalibratedExactExposure(target, refs, std::vector<uint64_t>{1, 0, 2, 3});
-  ASSERT_TRUE(x.ok()) << x.status();
+  MEMAUDIT_ASSERT_OK(x);
   ASSERT_EQ(x->size(), 4u);
   // Candidate 1: rank 3 uncalibrated (9, 10, 12), but -3 is the lowest Px':
   // rank 1, exposure log2 4 - log2 1 = 2.
@@ -98,11 +101,12 @@ TEST(CalibrationTest, ExactCalibratedRanksEveryCandidateCalibrated) {
   EXPECT_DOUBLE_EQ((*x)[3].exposure, 0.0);
   // The same as ExactExposure on the calibrated values.
   auto calibrated = CalibrateByReferenceMean(target, refs);
-  ASSERT_TRUE(calibrated.ok());
+  MEMAUDIT_ASSERT_OK(calibrated);
   for (uint64_t i = 0; i < 4; ++i) {
     auto exact = ExactExposure(*calibrated, i);
     auto one = CalibratedExactExposure(target, refs, std::vector<uint64_t>{i});
-    ASSERT_TRUE(exact.ok() && one.ok());
+    MEMAUDIT_ASSERT_OK(exact);
+    MEMAUDIT_ASSERT_OK(one);
     EXPECT_EQ((*one)[0].rank, exact->rank) << i;
   }
   EXPECT_FALSE(CalibratedExactExposure(target, refs, std::vector<uint64_t>{4}).ok());
@@ -111,7 +115,7 @@ TEST(CalibrationTest, ExactCalibratedRanksEveryCandidateCalibrated) {
 }
 
 TEST(ExposureValidationTest, RejectsBadInput) {
-  EXPECT_EQ(SampledExposure({}, 1.0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(SampledExposure({}, 1.0), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_FALSE(SampledExposure(std::vector<double>{1.0}, NAN).ok());
   EXPECT_FALSE(SampledExposure(std::vector<double>{NAN}, 1.0).ok());
   EXPECT_FALSE(ExactExposure(std::vector<double>{1.0, 2.0}, 2).ok());

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scoring/privacy_bounds.h"
 #include "scoring/roc.h"
 
@@ -16,24 +17,21 @@ absl::StatusOr<TrialMetrics> ForgettingTrialMetrics(const TrialScores& trial, do
   scores.insert(scores.end(), trial.baseline.begin(), trial.baseline.end());
   std::vector<uint8_t> member(scores.size(), 0);
   std::fill(member.begin(), member.begin() + trial.injected.size(), 1);
-  auto roc = ComputeRoc(scores, member);
-  if (!roc.ok()) return roc.status();
-  auto op = TprAtFpr(*roc, fpr_target);
-  if (!op.ok()) return op.status();
-  auto eps = EpsilonLowerBound(*op);
-  if (!eps.ok()) return eps.status();
-  const PrecisionResult precision = PrecisionAt(*op);
+  MEMAUDIT_ASSIGN_OR_RETURN(auto roc, ComputeRoc(scores, member));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto op, TprAtFpr(roc, fpr_target));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto eps, EpsilonLowerBound(op));
+  const PrecisionResult precision = PrecisionAt(op);
   TrialMetrics m;
-  m.accuracy = BalancedAccuracy(*roc);
-  m.auc = Auc(*roc);
-  m.tpr = op->tpr;
-  m.fpr = op->fpr;
-  m.threshold = op->threshold;
+  m.accuracy = BalancedAccuracy(roc);
+  m.auc = Auc(roc);
+  m.tpr = op.tpr;
+  m.fpr = op.fpr;
+  m.threshold = op.threshold;
   m.precision = precision.precision;
   m.precision_defined = precision.defined;
-  m.epsilon = eps->point;
-  m.epsilon_clamped = eps->clamped;
-  m.epsilon_fpr_zero = eps->fpr_zero;
+  m.epsilon = eps.point;
+  m.epsilon_clamped = eps.clamped;
+  m.epsilon_fpr_zero = eps.fpr_zero;
   return m;
 }
 
@@ -83,9 +81,8 @@ absl::StatusOr<std::vector<ForgettingCurvePoint>> ForgettingCurve(
                   {&prec, &out.precision},
                   {&eps, &out.epsilon}};
     for (auto& f : fields) {
-      auto s = SummarizeMean(*f.values, options.confidence);
-      if (!s.ok()) return s.status();
-      *f.into = *s;
+      MEMAUDIT_ASSIGN_OR_RETURN(auto s, SummarizeMean(*f.values, options.confidence));
+      *f.into = s;
     }
     curve.push_back(std::move(out));
   }

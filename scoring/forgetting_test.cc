@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
@@ -13,7 +14,7 @@ TrialScores HandTrial() { return {{10, 9, 7, 5}, {8, 6, 4, 3, 2, 1, 0, -1, -2, -
 
 TEST(ForgettingTest, TrialMetricsHandComputed) {
   auto m = ForgettingTrialMetrics(HandTrial(), 0.1);
-  ASSERT_TRUE(m.ok()) << m.status();
+  MEMAUDIT_ASSERT_OK(m);
   // FPR <= 0.1 allows one false positive (8): τ = 7, TP = 3.
   EXPECT_DOUBLE_EQ(m->tpr, 0.75);
   EXPECT_DOUBLE_EQ(m->fpr, 0.1);
@@ -34,7 +35,7 @@ TEST(ForgettingTest, CurveIsSortedAndAveragedAcrossTrials) {
       {0, {perfect, HandTrial(), perfect}},
   };
   auto curve = ForgettingCurve(points);
-  ASSERT_TRUE(curve.ok()) << curve.status();
+  MEMAUDIT_ASSERT_OK(curve);
   ASSERT_EQ(curve->size(), 2u);
   const ForgettingCurvePoint& first = (*curve)[0];
   EXPECT_EQ(first.steps_since_seen, 0);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/math/distributions/beta.hpp"
 #include "boost/math/distributions/students_t.hpp"
+#include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
@@ -21,7 +22,7 @@ absl::Status CheckConfidence(double confidence) {
 }  // namespace
 
 absl::StatusOr<Interval> ClopperPearson(size_t successes, size_t trials, double confidence) {
-  if (auto s = CheckConfidence(confidence); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckConfidence(confidence));
   if (trials == 0) return absl::InvalidArgumentError("trials must be >= 1");
   if (successes > trials) {
     return absl::InvalidArgumentError(
@@ -41,9 +42,9 @@ absl::StatusOr<Interval> ClopperPearson(size_t successes, size_t trials, double 
 }
 
 absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values, double confidence) {
-  if (auto s = CheckConfidence(confidence); !s.ok()) return s;
-  if (auto s = CheckNonEmpty("values", values.size()); !s.ok()) return s;
-  if (auto s = CheckFinite("values", values); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckConfidence(confidence));
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("values", values.size()));
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite("values", values));
   MeanSummary out;
   out.n = values.size();
   const double n = static_cast<double>(out.n);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
@@ -10,7 +11,7 @@ namespace {
 
 TEST(ClopperPearsonTest, KnownValues) {
   auto half = ClopperPearson(5, 10);  // the textbook (0.1871, 0.8129)
-  ASSERT_TRUE(half.ok());
+  MEMAUDIT_ASSERT_OK(half);
   EXPECT_NEAR(half->lo, 0.187086028447398534, 1e-12);
   EXPECT_NEAR(half->hi, 0.812913971552601428, 1e-12);
   // k = 0: closed form hi = 1 − (α/2)^{1/n}; k = n mirrors it.
@@ -33,7 +34,7 @@ TEST(ClopperPearsonTest, RejectsBadInput) {
 
 TEST(SummarizeMeanTest, StudentTInterval) {
   auto s = SummarizeMean(std::vector<double>{1.0, 2.0, 3.0});
-  ASSERT_TRUE(s.ok());
+  MEMAUDIT_ASSERT_OK(s);
   EXPECT_DOUBLE_EQ(s->mean, 2.0);
   EXPECT_DOUBLE_EQ(s->stddev, 1.0);
   // df = 2 has a closed form: t_p = (2p − 1) / √(2p(1 − p)) = 4.30265 at p = .975.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
@@ -12,7 +13,7 @@ TEST(KsTest, HandComputedStatistic) {
   auto uniform = [](double x) { return std::clamp(x, 0.0, 1.0); };
   // Sorted {0.1, 0.4, 0.6, 0.9}: the largest gap is 0.15 (e.g. 1/4 − 0.1).
   auto r = KsTest(std::vector<double>{0.9, 0.1, 0.6, 0.4}, uniform);
-  ASSERT_TRUE(r.ok());
+  MEMAUDIT_ASSERT_OK(r);
   EXPECT_NEAR(r->statistic, 0.15, 1e-15);
   // One sample at F = 0.3: D = max(1 − 0.3, 0.3) = 0.7.
   EXPECT_NEAR(KsTest(std::vector<double>{0.3}, uniform)->statistic, 0.7, 1e-15);

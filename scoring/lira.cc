@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scoring/normal.h"
 #include "scoring/validation.h"
 
@@ -16,8 +17,8 @@ namespace {
 using Center = LiraOptions::Center;
 
 absl::Status CheckLiraInputs(const Matrix& phi, const KeepMatrix& keep) {
-  if (auto s = phi.CheckShape("phi"); !s.ok()) return s;
-  if (auto s = keep.CheckShape("keep"); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(phi.CheckShape("phi"));
+  MEMAUDIT_RETURN_IF_ERROR(keep.CheckShape("keep"));
   if (phi.rows != keep.rows || phi.cols != keep.cols) {
     return absl::InvalidArgumentError(absl::StrCat("phi (", phi.rows, " x ", phi.cols,
                                                    ") and keep (", keep.rows, " x ", keep.cols,
@@ -28,7 +29,7 @@ absl::Status CheckLiraInputs(const Matrix& phi, const KeepMatrix& keep) {
         "phi has ", phi.rows, " model(s); LiRA needs at least 2 (target + reference)"));
   }
   if (phi.cols == 0) return absl::InvalidArgumentError("phi must have at least one example");
-  if (auto s = CheckFinite("phi.data", phi.data); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite("phi.data", phi.data));
   return CheckBinary("keep.data", keep.data);
 }
 
@@ -215,7 +216,7 @@ void ForEachExample(const Matrix& phi, const KeepMatrix& keep, Center center, Pe
 absl::StatusOr<std::vector<double>> LiraScores(const Matrix& phi, const KeepMatrix& keep,
                                                size_t target, const LiraOptions& options,
                                                LiraDiagnostics* diagnostics) {
-  if (auto s = CheckLiraInputs(phi, keep); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckLiraInputs(phi, keep));
   if (target >= phi.rows) {
     return absl::InvalidArgumentError(
         absl::StrCat("target = ", target, "; must be < number of models ", phi.rows));
@@ -266,7 +267,7 @@ absl::StatusOr<std::vector<double>> LiraScores(const Matrix& phi, const KeepMatr
 absl::StatusOr<std::vector<double>> LiraScoresAllTargets(const Matrix& phi, const KeepMatrix& keep,
                                                          const LiraOptions& options,
                                                          LiraDiagnostics* diagnostics) {
-  if (auto s = CheckLiraInputs(phi, keep); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckLiraInputs(phi, keep));
   const size_t n = phi.rows, m = phi.cols;
   // The target's own value sits in IN when keep = 1 and in OUT otherwise;
   // the other set is used whole.
@@ -328,7 +329,7 @@ absl::StatusOr<std::vector<double>> LiraScoresAllTargets(const Matrix& phi, cons
 }
 
 absl::StatusOr<std::vector<double>> LossScores(absl::Span<const double> losses) {
-  if (auto s = CheckNoNaN("losses", losses); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckNoNaN("losses", losses));
   std::vector<double> scores(losses.size());
   for (size_t i = 0; i < losses.size(); ++i) scores[i] = -losses[i];
   return scores;

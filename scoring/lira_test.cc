@@ -6,11 +6,13 @@
 #include <vector>
 
 #include "boost/math/distributions/normal.hpp"
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using Center = LiraOptions::Center;
 
 // Gaussian log-density written out in full, independent of the library.
@@ -26,7 +28,7 @@ KeepMatrix OneColumnKeep() { return KeepMatrix(5, 1, {1, 1, 1, 0, 0}); }
 TEST(LiraTest, OnlineHandComputed) {
   // log N(2; 2, 1) − log N(2; −1, 1) = 0 − (−9/2).
   auto s = LiraScores(OneColumn(2.0), OneColumnKeep(), 0);
-  ASSERT_TRUE(s.ok()) << s.status();
+  MEMAUDIT_ASSERT_OK(s);
   EXPECT_NEAR((*s)[0], 4.5, 1e-12);
 }
 
@@ -48,7 +50,7 @@ TEST(LiraTest, OnlineEqualsDirectGaussianLikelihoodRatio) {
                    0, 0,  //
                    0, 0});
   auto s = LiraScores(phi, keep, 0);
-  ASSERT_TRUE(s.ok()) << s.status();
+  MEMAUDIT_ASSERT_OK(s);
   EXPECT_NEAR((*s)[0], LogGauss(3.5, 2.0, std::sqrt(14.0 / 3.0)) - LogGauss(3.5, 2.0, 2.0), 1e-12);
   // Example 1: IN = {0, 0.5, 0.25} median 0.25 std √(1/24); OUT = {3, 5}.
   EXPECT_NEAR((*s)[1], LogGauss(-1.0, 0.25, std::sqrt(1.0 / 24.0)) - LogGauss(-1.0, 4.0, 1.0),
@@ -66,7 +68,7 @@ TEST(LiraTest, OfflineIsLogNormalCdfAgainstOut) {
   off.online = false;
   for (double x : {-3.0, -1.0, 0.5, 2.0}) {
     auto s = LiraScores(OneColumn(x), OneColumnKeep(), 0, off);
-    ASSERT_TRUE(s.ok());
+    MEMAUDIT_ASSERT_OK(s);
     EXPECT_NEAR((*s)[0], std::log(boost::math::cdf(n01, x + 1.0)), 1e-12) << x;
   }
   // z = −40: Φ underflows, the log-space score does not.
@@ -84,7 +86,7 @@ TEST(LiraTest, FixedVariancePoolsResidualsHandComputed) {
   fixed.fixed_variance = true;
   LiraDiagnostics diag;
   auto s = LiraScores(phi, keep, 0, fixed, &diag);
-  ASSERT_TRUE(s.ok());
+  MEMAUDIT_ASSERT_OK(s);
   ASSERT_EQ(diag.pooled_sigma_in.size(), 1u);
   EXPECT_NEAR(diag.pooled_sigma_in[0], std::sqrt(2.5), 1e-12);
   EXPECT_NEAR(diag.pooled_sigma_out[0], std::sqrt(0.5), 1e-12);
@@ -99,14 +101,14 @@ TEST(LiraTest, EmptyReferenceSetScoresZeroAndIsCounted) {
   KeepMatrix keep(3, 2, {0, 1, 1, 0, 1, 1});
   LiraDiagnostics diag;
   auto s = LiraScores(phi, keep, 0, {}, &diag);
-  ASSERT_TRUE(s.ok());
+  MEMAUDIT_ASSERT_OK(s);
   EXPECT_EQ((*s)[0], 0.0);
   EXPECT_EQ(diag.skipped, 1u);
   // Offline needs only OUT; single-value sets get the floored σ and stay finite.
   LiraOptions off;
   off.online = false;
   auto o = LiraScoresAllTargets(phi, keep, off, &diag);
-  ASSERT_TRUE(o.ok());
+  MEMAUDIT_ASSERT_OK(o);
   EXPECT_TRUE(std::all_of(o->begin(), o->end(), [](double v) { return std::isfinite(v); }));
 }
 
@@ -117,7 +119,7 @@ TEST(LiraTest, ConstantReferenceValuesGiveFiniteScores) {
     LiraOptions o;
     o.online = online;
     auto s = LiraScoresAllTargets(phi, keep, o);
-    ASSERT_TRUE(s.ok());
+    MEMAUDIT_ASSERT_OK(s);
     for (double v : *s) EXPECT_TRUE(std::isfinite(v));
   }
 }
@@ -153,13 +155,13 @@ TEST(LiraTest, PropertyAllTargetsEqualsPerTargetDirect) {
           LiraOptions o{online, fixed, c};
           LiraDiagnostics fast_diag;
           auto all = LiraScoresAllTargets(phi, keep, o, &fast_diag);
-          ASSERT_TRUE(all.ok()) << all.status();
+          MEMAUDIT_ASSERT_OK(all);
           ASSERT_EQ(all->size(), n * m);
           size_t skipped = 0;
           for (size_t t = 0; t < n; ++t) {
             LiraDiagnostics d;
             auto one = LiraScores(phi, keep, t, o, &d);
-            ASSERT_TRUE(one.ok());
+            MEMAUDIT_ASSERT_OK(one);
             std::vector<double> row(all->begin() + t * m, all->begin() + (t + 1) * m);
             ExpectClose(row, *one, "row");
             skipped += d.skipped;
@@ -178,24 +180,22 @@ TEST(LiraTest, PropertyAllTargetsEqualsPerTargetDirect) {
 
 TEST(LiraTest, RejectsBadInput) {
   const KeepMatrix keep = OneColumnKeep();
-  EXPECT_EQ(LiraScores(OneColumn(0), keep, 5).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(LiraScores(OneColumn(NAN), keep, 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(LiraScoresAllTargets(OneColumn(0), KeepMatrix(5, 2)).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(LiraScoresAllTargets(OneColumn(0), KeepMatrix(5, 1, {0, 1, 2, 0, 1})).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(LiraScoresAllTargets(Matrix(1, 1, {0.0}), KeepMatrix(1, 1)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(LiraScores(OneColumn(0), keep, 5), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(LiraScores(OneColumn(NAN), keep, 0), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(LiraScoresAllTargets(OneColumn(0), KeepMatrix(5, 2)),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(LiraScoresAllTargets(OneColumn(0), KeepMatrix(5, 1, {0, 1, 2, 0, 1})),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(LiraScoresAllTargets(Matrix(1, 1, {0.0}), KeepMatrix(1, 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument));
   Matrix broken(5, 1);
   broken.data.pop_back();
-  EXPECT_EQ(LiraScores(broken, keep, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(LiraScores(broken, keep, 0), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(LossScoresTest, NegatesAndRejectsNaN) {
   EXPECT_EQ(*LossScores(std::vector<double>{0.5, 2.0}), (std::vector<double>{-0.5, -2.0}));
-  EXPECT_EQ(LossScores(std::vector<double>{NAN}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(LossScores(std::vector<double>{NAN}), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

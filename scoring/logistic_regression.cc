@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
@@ -55,11 +56,11 @@ std::vector<double> SolveSpd(std::vector<double> a, std::vector<double> b, size_
 absl::StatusOr<LogisticRegression> LogisticRegression::Fit(const Matrix& x,
                                                            absl::Span<const uint8_t> y,
                                                            const LogisticRegressionOptions& o) {
-  if (auto s = x.CheckShape("x"); !s.ok()) return s;
-  if (auto s = CheckNonEmpty("x rows (samples)", x.rows); !s.ok()) return s;
-  if (auto s = CheckSameLength("x rows", x.rows, "y", y.size()); !s.ok()) return s;
-  if (auto s = CheckFinite("x.data", x.data); !s.ok()) return s;
-  if (auto s = CheckBinary("y", y); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(x.CheckShape("x"));
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("x rows (samples)", x.rows));
+  MEMAUDIT_RETURN_IF_ERROR(CheckSameLength("x rows", x.rows, "y", y.size()));
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite("x.data", x.data));
+  MEMAUDIT_RETURN_IF_ERROR(CheckBinary("y", y));
   size_t pos = 0;
   for (uint8_t v : y) pos += v;
   if (pos == 0 || pos == y.size()) {
@@ -147,12 +148,12 @@ absl::StatusOr<LogisticRegression> LogisticRegression::Fit(const Matrix& x,
 }
 
 absl::StatusOr<std::vector<double>> LogisticRegression::PredictProbability(const Matrix& x) const {
-  if (auto s = x.CheckShape("x"); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(x.CheckShape("x"));
   if (x.cols != weights_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("x has ", x.cols, " features; the model has ", weights_.size()));
   }
-  if (auto s = CheckFinite("x.data", x.data); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite("x.data", x.data));
   std::vector<double> p(x.rows);
   for (size_t i = 0; i < x.rows; ++i) {
     double e = intercept_;

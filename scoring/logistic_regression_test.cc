@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
@@ -17,7 +18,7 @@ TEST(LogisticRegressionTest, SymmetricHandCase) {
   LogisticRegressionOptions o;
   o.standardize = false;
   auto m = LogisticRegression::Fit(Matrix(2, 1, {-1.0, 1.0}), std::vector<uint8_t>{0, 1}, o);
-  ASSERT_TRUE(m.ok()) << m.status();
+  MEMAUDIT_ASSERT_OK(m);
   double lo = 0.0, hi = 2.0;  // bisection on w − 2σ(−w), increasing in w
   for (int i = 0; i < 200; ++i) {
     const double mid = 0.5 * (lo + hi);
@@ -51,7 +52,7 @@ TEST(LogisticRegressionTest, GradientVanishesAtTheSolution) {
   o.standardize = false;
   o.l2 = 0.5;
   auto m = LogisticRegression::Fit(d.x, d.y, o);
-  ASSERT_TRUE(m.ok());
+  MEMAUDIT_ASSERT_OK(m);
   // ∂/∂b = Σ (p − y); ∂/∂w_j = Σ (p − y) x_j + l2·w_j, computed here directly.
   auto p = *m->PredictProbability(d.x);
   double gb = 0.0, gw[3] = {0, 0, 0};
@@ -71,7 +72,8 @@ TEST(LogisticRegressionTest, StandardizedFitIgnoresAffineRescaling) {
   for (auto& v : scaled.data) v = 10.0 * v + 3.0;
   auto a = LogisticRegression::Fit(d.x, d.y);
   auto b = LogisticRegression::Fit(scaled, d.y);
-  ASSERT_TRUE(a.ok() && b.ok());
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK(b);
   auto pa = *a->PredictProbability(d.x), pb = *b->PredictProbability(scaled);
   for (size_t i = 0; i < pa.size(); ++i) EXPECT_NEAR(pa[i], pb[i], 1e-9);
 }
@@ -81,7 +83,7 @@ TEST(LogisticRegressionTest, SeparableDataStaysFiniteAndIsDeterministic) {
   std::vector<uint8_t> y = {0, 0, 1, 1};
   auto a = LogisticRegression::Fit(x, y);
   auto b = LogisticRegression::Fit(x, y);
-  ASSERT_TRUE(a.ok());
+  MEMAUDIT_ASSERT_OK(a);
   EXPECT_TRUE(std::isfinite(a->weights()[0]));
   EXPECT_TRUE(a->converged());
   EXPECT_EQ(a->weights(), b->weights());
@@ -101,7 +103,7 @@ TEST(LogisticRegressionTest, RejectsBadInput) {
   neg.l2 = -1;
   EXPECT_FALSE(LogisticRegression::Fit(x, std::vector<uint8_t>{0, 1}, neg).ok());
   auto m = LogisticRegression::Fit(x, std::vector<uint8_t>{0, 1});
-  ASSERT_TRUE(m.ok());
+  MEMAUDIT_ASSERT_OK(m);
   EXPECT_FALSE(m->PredictProbability(Matrix(1, 2)).ok());
 }
 

@@ -8,7 +8,7 @@
 namespace memaudit::scoring {
 
 NelderMeadResult NelderMead(const std::function<double(const std::vector<double>&)>& f,
-                            std::vector<double> start, const std::vector<double>& step,
+                            const std::vector<double>& start, const std::vector<double>& step,
                             const NelderMeadOptions& options) {
   const size_t n = start.size();
   NelderMeadResult result;

@@ -27,7 +27,7 @@ struct NelderMeadResult {
 // Minimizes f from `start`, with the initial simplex start + step[i]·e_i.
 // f may return +inf (or NaN, treated as +inf) for infeasible points.
 NelderMeadResult NelderMead(const std::function<double(const std::vector<double>&)>& f,
-                            std::vector<double> start, const std::vector<double>& step,
+                            const std::vector<double>& start, const std::vector<double>& step,
                             const NelderMeadOptions& options = {});
 
 }  // namespace memaudit::scoring

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
@@ -29,14 +30,14 @@ absl::StatusOr<EpsilonBound> EpsilonLowerBound(const OperatingPoint& op, double 
         "op must carry counts with positives, negatives >= 1 and TP <= positives, FP <= "
         "negatives (as TprAtFpr returns)");
   }
-  auto tpr_ci = ClopperPearson(op.true_positives, op.positives, confidence);
-  if (!tpr_ci.ok()) return tpr_ci.status();
-  auto fpr_ci = ClopperPearson(op.false_positives, op.negatives, confidence);
-  if (!fpr_ci.ok()) return fpr_ci.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(auto tpr_ci,
+                            ClopperPearson(op.true_positives, op.positives, confidence));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto fpr_ci,
+                            ClopperPearson(op.false_positives, op.negatives, confidence));
   EpsilonBound e;
   e.confidence = confidence;
-  e.tpr_ci = *tpr_ci;
-  e.fpr_ci = *fpr_ci;
+  e.tpr_ci = tpr_ci;
+  e.fpr_ci = fpr_ci;
   const double tpr = static_cast<double>(op.true_positives) / static_cast<double>(op.positives);
   const double fpr = static_cast<double>(op.false_positives) / static_cast<double>(op.negatives);
   if (tpr <= fpr) {
@@ -55,7 +56,7 @@ absl::StatusOr<EpsilonBound> EpsilonLowerBound(const OperatingPoint& op, double 
 absl::StatusOr<PrecisionResult> PrecisionAtThreshold(absl::Span<const double> scores,
                                                      absl::Span<const uint8_t> is_member,
                                                      double threshold) {
-  if (auto s = CheckLabeledScores(scores, is_member); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckLabeledScores(scores, is_member));
   if (std::isnan(threshold)) return absl::InvalidArgumentError("threshold is NaN");
   size_t tp = 0, fp = 0;
   for (size_t i = 0; i < scores.size(); ++i) {

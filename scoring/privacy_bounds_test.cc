@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
@@ -21,7 +22,7 @@ OperatingPoint Op(size_t tp, size_t pos, size_t fp, size_t neg) {
 
 TEST(EpsilonTest, PointAndIntervalBound) {
   auto e = EpsilonLowerBound(Op(90, 100, 2, 100));
-  ASSERT_TRUE(e.ok());
+  MEMAUDIT_ASSERT_OK(e);
   EXPECT_NEAR(e->point, std::log(0.9 / 0.02), 1e-12);
   EXPECT_FALSE(e->fpr_zero);
   EXPECT_DOUBLE_EQ(e->clamped, e->point);
@@ -33,7 +34,7 @@ TEST(EpsilonTest, PointAndIntervalBound) {
 
 TEST(EpsilonTest, ZeroFalsePositivesIsFlaggedInfinite) {
   auto e = EpsilonLowerBound(Op(90, 100, 0, 100));
-  ASSERT_TRUE(e.ok());
+  MEMAUDIT_ASSERT_OK(e);
   EXPECT_TRUE(e->fpr_zero);
   EXPECT_TRUE(std::isinf(e->point));
   EXPECT_NEAR(e->clamped, std::log(0.9 / 0.01), 1e-12);  // FPR clamped to 1/|OUT|
@@ -44,7 +45,7 @@ TEST(EpsilonTest, ZeroFalsePositivesIsFlaggedInfinite) {
 TEST(EpsilonTest, NoAdvantageGivesZero) {
   for (auto op : {Op(1, 10, 3, 10), Op(2, 10, 2, 10), Op(0, 10, 0, 10)}) {
     auto e = EpsilonLowerBound(op);
-    ASSERT_TRUE(e.ok());
+    MEMAUDIT_ASSERT_OK(e);
     EXPECT_EQ(e->point, 0.0);
     EXPECT_EQ(e->clamped, 0.0);
     EXPECT_EQ(e->lower, 0.0);
@@ -67,7 +68,7 @@ TEST(PrecisionTest, AtThresholdAndOperatingPoint) {
   const std::vector<double> s = {10, 8, 9, 6, 7, 4, 5, 3, 2};
   const std::vector<uint8_t> m = {1, 0, 1, 0, 1, 0, 1, 0, 0};
   auto p = PrecisionAtThreshold(s, m, 7.0);  // predicted: 10, 9, 8, 7
-  ASSERT_TRUE(p.ok());
+  MEMAUDIT_ASSERT_OK(p);
   EXPECT_TRUE(p->defined);
   EXPECT_DOUBLE_EQ(p->precision, 0.75);
   auto none = PrecisionAtThreshold(s, m, 11.0);

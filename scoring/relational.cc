@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace memaudit::scoring {
 namespace {
@@ -121,11 +122,9 @@ absl::StatusOr<double> AnswerSuccess(absl::string_view prediction,
 absl::StatusOr<RelationalMemorization> ComputeRelationalMemorization(
     absl::Span<const QaPrediction> train, absl::Span<const QaPrediction> validation,
     SuccessMetric metric) {
-  auto s_train = MeanSuccess("train", train, metric);
-  if (!s_train.ok()) return s_train.status();
-  auto s_val = MeanSuccess("validation", validation, metric);
-  if (!s_val.ok()) return s_val.status();
-  return RelationalMemorization{*s_train, *s_val, *s_train - *s_val};
+  MEMAUDIT_ASSIGN_OR_RETURN(auto s_train, MeanSuccess("train", train, metric));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto s_val, MeanSuccess("validation", validation, metric));
+  return RelationalMemorization{s_train, s_val, s_train - s_val};
 }
 
 }  // namespace memaudit::scoring

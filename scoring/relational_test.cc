@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
@@ -44,7 +45,7 @@ TEST(RelationalTest, RmNormIsTrainMinusValidation) {
       {"555 1234", {"555 1234"}}, {"555 1200", {"555 1234"}}, {"", {"911"}}, {"42", {"42"}}};
   std::vector<QaPrediction> val = {{"", {"123"}}, {"123", {"123", "one two three"}}};
   auto em = ComputeRelationalMemorization(train, val, SuccessMetric::kExactMatch);
-  ASSERT_TRUE(em.ok());
+  MEMAUDIT_ASSERT_OK(em);
   EXPECT_DOUBLE_EQ(em->success_train, 0.5);
   EXPECT_DOUBLE_EQ(em->success_val, 0.5);
   EXPECT_DOUBLE_EQ(em->rm_norm, 0.0);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
@@ -22,15 +23,12 @@ absl::Status CheckPositive(absl::string_view name, absl::Span<const double> v) {
 
 absl::Status CheckSide(absl::string_view side, absl::Span<const double> target, const Matrix& ref) {
   const std::string t = absl::StrCat("target_pr_", side), r = absl::StrCat("reference_pr_", side);
-  if (auto s = ref.CheckShape(r); !s.ok()) return s;
-  if (auto s = CheckNonEmpty(t, target.size()); !s.ok()) return s;
-  if (auto s = CheckNonEmpty(absl::StrCat(r, " rows (reference models)"), ref.rows); !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckSameLength(t, target.size(), absl::StrCat(r, " columns"), ref.cols); !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckPositive(t, target); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(ref.CheckShape(r));
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty(t, target.size()));
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty(absl::StrCat(r, " rows (reference models)"), ref.rows));
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckSameLength(t, target.size(), absl::StrCat(r, " columns"), ref.cols));
+  MEMAUDIT_RETURN_IF_ERROR(CheckPositive(t, target));
   return CheckPositive(absl::StrCat(r, ".data"), ref.data);
 }
 
@@ -40,9 +38,9 @@ absl::Status CheckAll(absl::Span<const double> tx, const Matrix& rx, absl::Span<
     return absl::InvalidArgumentError(
         absl::StrCat("gamma = ", o.gamma, "; must be finite and > 0"));
   }
-  if (auto s = CheckProbability("a", o.a); !s.ok()) return s;
-  if (auto s = CheckSide("x", tx, rx); !s.ok()) return s;
-  if (auto s = CheckSide("z", tz, rz); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckProbability("a", o.a));
+  MEMAUDIT_RETURN_IF_ERROR(CheckSide("x", tx, rx));
+  MEMAUDIT_RETURN_IF_ERROR(CheckSide("z", tz, rz));
   if (rx.rows != rz.rows) {
     return absl::InvalidArgumentError(absl::StrCat("reference_pr_x has ", rx.rows,
                                                    " models but reference_pr_z has ", rz.rows,
@@ -82,10 +80,8 @@ absl::StatusOr<RmiaResult> RmiaScores(absl::Span<const double> target_pr_x,
                                       const Matrix& reference_pr_x,
                                       absl::Span<const double> target_pr_z,
                                       const Matrix& reference_pr_z, const RmiaOptions& options) {
-  if (auto s = CheckAll(target_pr_x, reference_pr_x, target_pr_z, reference_pr_z, options);
-      !s.ok()) {
-    return s;
-  }
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckAll(target_pr_x, reference_pr_x, target_pr_z, reference_pr_z, options));
   const std::vector<double> lx = Ratios(target_pr_x, reference_pr_x, options);
   std::vector<double> lz = Ratios(target_pr_z, reference_pr_z, options);
   std::sort(lz.begin(), lz.end());
@@ -105,10 +101,8 @@ absl::StatusOr<RmiaResult> RmiaScoresDense(absl::Span<const double> target_pr_x,
                                            absl::Span<const double> target_pr_z,
                                            const Matrix& reference_pr_z,
                                            const RmiaOptions& options) {
-  if (auto s = CheckAll(target_pr_x, reference_pr_x, target_pr_z, reference_pr_z, options);
-      !s.ok()) {
-    return s;
-  }
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckAll(target_pr_x, reference_pr_x, target_pr_z, reference_pr_z, options));
   const std::vector<double> lx = Ratios(target_pr_x, reference_pr_x, options);
   const std::vector<double> lz = Ratios(target_pr_z, reference_pr_z, options);
   RmiaResult out = Header(options, lz.size());

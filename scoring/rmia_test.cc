@@ -3,6 +3,7 @@
 #include <random>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
@@ -29,7 +30,7 @@ TEST(RmiaTest, OfflineHandComputed) {
     o.a = 0.5;
     o.gamma = c.gamma;
     auto r = RmiaScores(f.tx, f.rx, f.tz, f.rz, o);
-    ASSERT_TRUE(r.ok()) << r.status();
+    MEMAUDIT_ASSERT_OK(r);
     EXPECT_DOUBLE_EQ(r->scores[0], c.want) << c.gamma;
     EXPECT_DOUBLE_EQ(r->gamma, c.gamma);
     EXPECT_DOUBLE_EQ(r->a, 0.5);
@@ -46,7 +47,7 @@ TEST(RmiaTest, OnlineUsesThePlainMeanAndTiesCount) {
   o.offline = false;
   o.gamma = 1.6;
   auto r = RmiaScores(f.tx, f.rx, f.tz, f.rz, o);
-  ASSERT_TRUE(r.ok());
+  MEMAUDIT_ASSERT_OK(r);
   EXPECT_DOUBLE_EQ(r->scores[0], 1.0);
   o.gamma = 1.7;
   EXPECT_DOUBLE_EQ(RmiaScores(f.tx, f.rx, f.tz, f.rz, o)->scores[0], 1.0 / 3.0);
@@ -69,7 +70,8 @@ TEST(RmiaTest, PropertySortedEqualsDense) {
     o.gamma = 0.5 + u(rng) * 2;
     auto fast = RmiaScores(tx, rx, tz, rz, o);
     auto dense = RmiaScoresDense(tx, rx, tz, rz, o);
-    ASSERT_TRUE(fast.ok() && dense.ok());
+    MEMAUDIT_ASSERT_OK(fast);
+    MEMAUDIT_ASSERT_OK(dense);
     EXPECT_EQ(fast->scores, dense->scores);
   }
 }

@@ -5,13 +5,14 @@
 #include <limits>
 #include <numeric>
 
+#include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
 
 absl::StatusOr<RocCurve> ComputeRoc(absl::Span<const double> scores,
                                     absl::Span<const uint8_t> is_member) {
-  if (auto s = CheckLabeledScores(scores, is_member); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckLabeledScores(scores, is_member));
   const size_t n = scores.size();
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
@@ -62,13 +63,12 @@ double Auc(const RocCurve& roc) {
 }
 
 absl::StatusOr<double> Auc(absl::Span<const double> scores, absl::Span<const uint8_t> is_member) {
-  auto roc = ComputeRoc(scores, is_member);
-  if (!roc.ok()) return roc.status();
-  return Auc(*roc);
+  MEMAUDIT_ASSIGN_OR_RETURN(auto roc, ComputeRoc(scores, is_member));
+  return Auc(roc);
 }
 
 absl::StatusOr<OperatingPoint> TprAtFpr(const RocCurve& roc, double fpr_target) {
-  if (auto s = CheckProbability("fpr_target", fpr_target); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckProbability("fpr_target", fpr_target));
   const size_t k = roc.thresholds.size();
   if (k == 0 || roc.positives == 0 || roc.negatives == 0 || roc.fpr.size() != k ||
       roc.tpr.size() != k || roc.true_positives.size() != k || roc.false_positives.size() != k) {
@@ -94,10 +94,9 @@ absl::StatusOr<OperatingPoint> TprAtFpr(const RocCurve& roc, double fpr_target) 
 
 absl::StatusOr<OperatingPoint> TprAtFpr(absl::Span<const double> scores,
                                         absl::Span<const uint8_t> is_member, double fpr_target) {
-  if (auto s = CheckProbability("fpr_target", fpr_target); !s.ok()) return s;
-  auto roc = ComputeRoc(scores, is_member);
-  if (!roc.ok()) return roc.status();
-  return TprAtFpr(*roc, fpr_target);
+  MEMAUDIT_RETURN_IF_ERROR(CheckProbability("fpr_target", fpr_target));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto roc, ComputeRoc(scores, is_member));
+  return TprAtFpr(roc, fpr_target);
 }
 
 double BalancedAccuracy(const RocCurve& roc) {
@@ -110,9 +109,8 @@ double BalancedAccuracy(const RocCurve& roc) {
 
 absl::StatusOr<double> BalancedAccuracy(absl::Span<const double> scores,
                                         absl::Span<const uint8_t> is_member) {
-  auto roc = ComputeRoc(scores, is_member);
-  if (!roc.ok()) return roc.status();
-  return BalancedAccuracy(*roc);
+  MEMAUDIT_ASSIGN_OR_RETURN(auto roc, ComputeRoc(scores, is_member));
+  return BalancedAccuracy(roc);
 }
 
 }  // namespace memaudit::scoring

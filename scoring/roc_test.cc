@@ -6,10 +6,13 @@
 #include <random>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -80,7 +83,7 @@ TEST(RocCurveTest, OnePointPerDistinctScorePlusOrigin) {
   const std::vector<double> s = {0.9, 0.8, 0.8, 0.5, 0.3, 0.8};
   const std::vector<uint8_t> m = {1, 1, 0, 0, 1, 0};
   auto roc = ComputeRoc(s, m);
-  ASSERT_TRUE(roc.ok());
+  MEMAUDIT_ASSERT_OK(roc);
   EXPECT_EQ(roc->positives, 3u);
   EXPECT_EQ(roc->negatives, 3u);
   EXPECT_EQ(roc->thresholds, (std::vector<double>{kInf, 0.9, 0.8, 0.5, 0.3}));
@@ -106,7 +109,7 @@ TEST(TprAtFprTest, HandCases) {
   };
   for (const Case& c : cases) {
     auto op = TprAtFpr(kScores, kMembers, c.target);
-    ASSERT_TRUE(op.ok());
+    MEMAUDIT_ASSERT_OK(op);
     EXPECT_DOUBLE_EQ(op->fpr_target, c.target);
     EXPECT_DOUBLE_EQ(op->tpr, c.tpr) << c.target;
     EXPECT_DOUBLE_EQ(op->fpr, c.fpr) << c.target;
@@ -137,7 +140,7 @@ TEST(TprAtFprTest, TiedThresholdTakesTheWholeTieGroup) {
 TEST(TprAtFprTest, NoQualifyingThresholdGivesInfinityAndZero) {
   // The top score is a non-member, so any finite threshold has FPR >= 1/2.
   auto op = TprAtFpr(std::vector<double>{1, 2, 0}, std::vector<uint8_t>{1, 0, 0}, 0.1);
-  ASSERT_TRUE(op.ok());
+  MEMAUDIT_ASSERT_OK(op);
   EXPECT_EQ(op->threshold, kInf);
   EXPECT_DOUBLE_EQ(op->tpr, 0.0);
   EXPECT_DOUBLE_EQ(op->fpr, 0.0);
@@ -152,23 +155,20 @@ TEST(BalancedAccuracyTest, HandComputed) {
 
 TEST(RocValidationTest, RejectsBadInput) {
   const std::vector<double> s = {1, 2, 3};
-  EXPECT_EQ(Auc(s, std::vector<uint8_t>{1, 0}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Auc({}, {}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Auc(s, std::vector<uint8_t>{1, 1, 1}).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Auc(s, std::vector<uint8_t>{0, 0, 0}).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Auc(s, std::vector<uint8_t>{0, 2, 1}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Auc(s, std::vector<uint8_t>{1, 0}), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Auc({}, {}), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Auc(s, std::vector<uint8_t>{1, 1, 1}), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Auc(s, std::vector<uint8_t>{0, 0, 0}), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Auc(s, std::vector<uint8_t>{0, 2, 1}), StatusIs(absl::StatusCode::kInvalidArgument));
   auto nan = Auc(std::vector<double>{1, std::nan(""), 3}, std::vector<uint8_t>{0, 1, 1});
-  EXPECT_EQ(nan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(nan, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_NE(nan.status().message().find("scores[1]"), std::string::npos);
   const std::vector<uint8_t> m = {0, 1, 1};
-  EXPECT_EQ(TprAtFpr(s, m, 1.5).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(TprAtFpr(s, m, -0.1).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(TprAtFpr(s, m, std::nan("")).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(BalancedAccuracy(s, std::vector<uint8_t>{1}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(TprAtFpr(s, m, 1.5), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(TprAtFpr(s, m, -0.1), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(TprAtFpr(s, m, std::nan("")), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(BalancedAccuracy(s, std::vector<uint8_t>{1}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

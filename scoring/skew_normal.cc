@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/math/distributions/skew_normal.hpp"
 #include "boost/math/quadrature/gauss_kronrod.hpp"
+#include "common/status_macros.h"
 #include "scoring/nelder_mead.h"
 #include "scoring/normal.h"
 #include "scoring/validation.h"
@@ -62,7 +63,7 @@ absl::StatusOr<SkewNormalParams> SkewNormalMoments(absl::Span<const double> samp
     return absl::InvalidArgumentError(
         absl::StrCat("samples has ", samples.size(), " values; a skew-normal fit needs >= 3"));
   }
-  if (auto s = CheckFinite("samples", samples); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite("samples", samples));
   const double n = static_cast<double>(samples.size());
   double mean = 0.0;
   for (double v : samples) mean += v;
@@ -89,8 +90,7 @@ absl::StatusOr<SkewNormalParams> SkewNormalMoments(absl::Span<const double> samp
 }
 
 absl::StatusOr<SkewNormalFit> FitSkewNormal(absl::Span<const double> samples) {
-  auto start = SkewNormalMoments(samples);
-  if (!start.ok()) return start.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(auto start, SkewNormalMoments(samples));
   // Work on standardized data so the simplex steps are scale-free.
   const double n = static_cast<double>(samples.size());
   double mean = 0.0, var = 0.0;
@@ -110,8 +110,7 @@ absl::StatusOr<SkewNormalFit> FitSkewNormal(absl::Span<const double> samples) {
     for (double v : y) sum -= SkewNormalLogPdf(v, q);
     return sum;
   };
-  std::vector<double> x = {(start->location - mean) / sd, std::log(start->scale / sd),
-                           start->shape};
+  std::vector<double> x = {(start.location - mean) / sd, std::log(start.scale / sd), start.shape};
   NelderMeadOptions opts;
   opts.f_tolerance = 1e-10 * n;
   opts.x_tolerance = 1e-7;
@@ -132,9 +131,9 @@ absl::StatusOr<SkewNormalFit> FitSkewNormal(absl::Span<const double> samples) {
   // Back to the original units: log f_X(x) = log f_Y(y) − log sd.
   fit.log_likelihood = -best - n * std::log(sd);
   const SkewNormalParams params = fit.params;
-  auto ks = KsTest(samples, [&](double v) { return SkewNormalCdf(v, params); });
-  if (!ks.ok()) return ks.status();
-  fit.ks = *ks;
+  MEMAUDIT_ASSIGN_OR_RETURN(auto ks,
+                            KsTest(samples, [&](double v) { return SkewNormalCdf(v, params); }));
+  fit.ks = ks;
   return fit;
 }
 
@@ -147,9 +146,8 @@ absl::StatusOr<ExtrapolatedExposureResult> ExtrapolatedExposureFromReferences(
   if (!std::isfinite(canary_px)) {
     return absl::InvalidArgumentError(absl::StrCat("canary_px = ", canary_px, "; must be finite"));
   }
-  auto fit = FitSkewNormal(reference_px);
-  if (!fit.ok()) return fit.status();
-  return ExtrapolatedExposureResult{ExtrapolatedExposure(fit->params, canary_px), *fit};
+  MEMAUDIT_ASSIGN_OR_RETURN(auto fit, FitSkewNormal(reference_px));
+  return ExtrapolatedExposureResult{ExtrapolatedExposure(fit.params, canary_px), fit};
 }
 
 }  // namespace memaudit::scoring

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "boost/math/distributions/skew_normal.hpp"
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 #include "scoring/normal.h"
 
@@ -55,7 +56,7 @@ TEST(SkewNormalMomentsTest, RecoversTheMomentsOfKnownParameters) {
   EXPECT_NEAR(boost::math::variance(d), var, 1e-12);
   // A three-point sample with zero skewness gives α = 0, ω = sd.
   auto p = SkewNormalMoments(std::vector<double>{-1.0, 0.0, 1.0});
-  ASSERT_TRUE(p.ok());
+  MEMAUDIT_ASSERT_OK(p);
   EXPECT_NEAR(p->shape, 0.0, 1e-12);
   EXPECT_NEAR(p->scale, std::sqrt(2.0 / 3.0), 1e-12);
   EXPECT_NEAR(p->location, 0.0, 1e-12);
@@ -87,7 +88,7 @@ TEST(FitSkewNormalTest, RecoversParametersAndBeatsTheStartingPoints) {
   const SkewNormalParams truth{50.0, 8.0, 3.0};
   const std::vector<double> x = SampleSkewNormal(truth, 5000, 11);
   auto fit = FitSkewNormal(x);
-  ASSERT_TRUE(fit.ok()) << fit.status();
+  MEMAUDIT_ASSERT_OK(fit);
   EXPECT_NEAR(fit->params.location, 50.0, 0.6);
   EXPECT_NEAR(fit->params.scale, 8.0, 0.5);
   EXPECT_NEAR(fit->params.shape, 3.0, 0.6);
@@ -113,7 +114,7 @@ TEST(FitSkewNormalTest, KsRejectsAClearlyWrongShape) {
   std::vector<double> u(4000);
   for (size_t i = 0; i < u.size(); ++i) u[i] = (i + 0.5) / u.size();
   auto fit = FitSkewNormal(u);
-  ASSERT_TRUE(fit.ok());
+  MEMAUDIT_ASSERT_OK(fit);
   EXPECT_LT(fit->ks.p_value, 1e-3);
 }
 
@@ -129,7 +130,7 @@ TEST(ExtrapolatedExposureTest, IsMinusLog2CdfAndFiniteFarInTheTail) {
 
   const std::vector<double> refs = SampleSkewNormal({100.0, 10.0, 1.5}, 2000, 3);
   auto r = ExtrapolatedExposureFromReferences(refs, 20.0);
-  ASSERT_TRUE(r.ok());
+  MEMAUDIT_ASSERT_OK(r);
   EXPECT_NEAR(r->exposure, ExtrapolatedExposure(r->fit.params, 20.0), 1e-12);
   EXPECT_GT(r->exposure, std::log2(2000.0));  // beyond what sampling can show
   EXPECT_FALSE(ExtrapolatedExposureFromReferences(refs, NAN).ok());

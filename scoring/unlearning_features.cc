@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
@@ -12,13 +13,11 @@ namespace memaudit::scoring {
 absl::StatusOr<std::vector<double>> UnlearningFeatures(absl::Span<const double> p_original,
                                                        absl::Span<const double> p_unlearned,
                                                        UnlearningFeature kind) {
-  if (auto s = CheckNonEmpty("p_original", p_original.size()); !s.ok()) return s;
-  if (auto s = CheckSameLength("p_original", p_original.size(), "p_unlearned", p_unlearned.size());
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckFinite("p_original", p_original); !s.ok()) return s;
-  if (auto s = CheckFinite("p_unlearned", p_unlearned); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("p_original", p_original.size()));
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckSameLength("p_original", p_original.size(), "p_unlearned", p_unlearned.size()));
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite("p_original", p_original));
+  MEMAUDIT_RETURN_IF_ERROR(CheckFinite("p_unlearned", p_unlearned));
   const size_t n = p_original.size();
   std::vector<double> po(p_original.begin(), p_original.end());
   std::vector<double> pu(p_unlearned.begin(), p_unlearned.end());
@@ -59,12 +58,12 @@ absl::StatusOr<std::vector<double>> UnlearningFeatures(absl::Span<const double> 
 
 absl::StatusOr<Matrix> UnlearningFeatureMatrix(const Matrix& p_original, const Matrix& p_unlearned,
                                                UnlearningFeature kind) {
-  if (auto s = p_original.CheckShape("p_original"); !s.ok()) return s;
-  if (auto s = p_unlearned.CheckShape("p_unlearned"); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(p_original.CheckShape("p_original"));
+  MEMAUDIT_RETURN_IF_ERROR(p_unlearned.CheckShape("p_unlearned"));
   if (p_original.rows != p_unlearned.rows || p_original.cols != p_unlearned.cols) {
     return absl::InvalidArgumentError("p_original and p_unlearned must have the same shape");
   }
-  if (auto s = CheckNonEmpty("p_original rows (samples)", p_original.rows); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("p_original rows (samples)", p_original.rows));
   Matrix out;
   for (size_t r = 0; r < p_original.rows; ++r) {
     auto row = UnlearningFeatures(absl::MakeConstSpan(p_original.row(r), p_original.cols),

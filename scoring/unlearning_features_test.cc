@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {
@@ -40,7 +41,7 @@ TEST(UnlearningFeaturesTest, MatrixRowWise) {
   Matrix po(2, 2, {0.9, 0.1, 0.2, 0.8});
   Matrix pu(2, 2, {0.6, 0.4, 0.2, 0.8});
   auto m = UnlearningFeatureMatrix(po, pu, UnlearningFeature::kEucDist);
-  ASSERT_TRUE(m.ok());
+  MEMAUDIT_ASSERT_OK(m);
   EXPECT_EQ(m->rows, 2u);
   EXPECT_EQ(m->cols, 1u);
   EXPECT_NEAR(m->at(0, 0), std::sqrt(0.18), 1e-15);

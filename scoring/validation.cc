@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace memaudit::scoring {
 
@@ -58,11 +59,9 @@ absl::Status CheckProbability(absl::string_view name, double p) {
 
 absl::Status CheckLabeledScores(absl::Span<const double> scores,
                                 absl::Span<const uint8_t> is_member) {
-  if (auto s = CheckSameLength("scores", scores.size(), "is_member", is_member.size()); !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckNoNaN("scores", scores); !s.ok()) return s;
-  if (auto s = CheckBinary("is_member", is_member); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckSameLength("scores", scores.size(), "is_member", is_member.size()));
+  MEMAUDIT_RETURN_IF_ERROR(CheckNoNaN("scores", scores));
+  MEMAUDIT_RETURN_IF_ERROR(CheckBinary("is_member", is_member));
   size_t members = 0;
   for (uint8_t m : is_member) members += m;
   if (members == 0) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "common/status_macros.h"
 #include "scoring/attack_classifier.h"
 
 namespace memaudit::scoring {
@@ -99,24 +100,18 @@ absl::Status ValidateXGBoostOptions(const XGBoostOptions& o) {
 absl::StatusOr<XGBoostClassifier> XGBoostClassifier::Fit(const Matrix& features,
                                                          absl::Span<const uint8_t> labels,
                                                          const XGBoostOptions& o) {
-  if (auto s = ValidateXGBoostOptions(o); !s.ok()) return s;
-  if (auto s = CheckAttackTrainingData("features", features, "labels", labels); !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<DMatrixPtr> train = MakeDMatrix("features", features, o.nthread);
-  if (!train.ok()) return train.status();
+  MEMAUDIT_RETURN_IF_ERROR(ValidateXGBoostOptions(o));
+  MEMAUDIT_RETURN_IF_ERROR(CheckAttackTrainingData("features", features, "labels", labels));
+  MEMAUDIT_ASSIGN_OR_RETURN(DMatrixPtr train, MakeDMatrix("features", features, o.nthread));
   const std::vector<float> float_labels(labels.begin(), labels.end());
-  if (auto s = XgbCheck(
-          XGDMatrixSetFloatInfo(train->get(), "label", float_labels.data(), float_labels.size()),
-          "XGDMatrixSetFloatInfo(label)");
-      !s.ok()) {
-    return s;
-  }
+  MEMAUDIT_RETURN_IF_ERROR(XgbCheck(
+      XGDMatrixSetFloatInfo(train.get(), "label", float_labels.data(), float_labels.size()),
+      "XGDMatrixSetFloatInfo(label)"));
 
   XGBoostClassifier model;
   model.options_ = o;
   model.num_features_ = features.cols;
-  DMatrixHandle dmats[] = {train->get()};
+  DMatrixHandle dmats[] = {train.get()};
   BoosterHandle booster = nullptr;
   absl::Status created = XgbCheck(XGBoosterCreate(dmats, 1, &booster), "XGBoosterCreate");
   model.booster_.reset(booster);
@@ -144,20 +139,14 @@ absl::StatusOr<XGBoostClassifier> XGBoostClassifier::Fit(const Matrix& features,
   };
   if (o.tree_method == "hist") params.emplace_back("max_bin", absl::StrCat(o.max_bin));
   for (const auto& [key, value] : params) {
-    if (auto s = XgbCheck(XGBoosterSetParam(booster, key.c_str(), value.c_str()),
-                          absl::StrCat("XGBoosterSetParam(", key, "=", value, ")"));
-        !s.ok()) {
-      return s;
-    }
+    MEMAUDIT_RETURN_IF_ERROR(XgbCheck(XGBoosterSetParam(booster, key.c_str(), value.c_str()),
+                                      absl::StrCat("XGBoosterSetParam(", key, "=", value, ")")));
   }
   for (int round = 0; round < o.rounds; ++round) {
-    if (auto s = XgbCheck(XGBoosterUpdateOneIter(booster, round, train->get()),
-                          absl::StrCat("XGBoosterUpdateOneIter(round ", round, ")"));
-        !s.ok()) {
-      return s;
-    }
+    MEMAUDIT_RETURN_IF_ERROR(XgbCheck(XGBoosterUpdateOneIter(booster, round, train.get()),
+                                      absl::StrCat("XGBoosterUpdateOneIter(round ", round, ")")));
   }
-  return std::move(model);
+  return model;
 }
 
 absl::StatusOr<std::vector<double>> XGBoostClassifier::PredictProbability(
@@ -165,25 +154,21 @@ absl::StatusOr<std::vector<double>> XGBoostClassifier::PredictProbability(
   if (booster_ == nullptr) {
     return absl::FailedPreconditionError("XGBoostClassifier: PredictProbability before Fit");
   }
-  if (auto s = CheckAttackFeatures("features", features); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckAttackFeatures("features", features));
   if (features.cols != num_features_) {
     return absl::InvalidArgumentError(absl::StrCat("features.cols = ", features.cols,
                                                    " but the model was fitted on ", num_features_,
                                                    " features"));
   }
-  absl::StatusOr<DMatrixPtr> data = MakeDMatrix("features", features, options_.nthread);
-  if (!data.ok()) return data.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(DMatrixPtr data, MakeDMatrix("features", features, options_.nthread));
   const char* config = R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0,)"
                        R"( "strict_shape": false})";
   const bst_ulong* shape = nullptr;
   bst_ulong dim = 0;
   const float* result = nullptr;
-  if (auto s = XgbCheck(
-          XGBoosterPredictFromDMatrix(booster_.get(), data->get(), config, &shape, &dim, &result),
-          "XGBoosterPredictFromDMatrix");
-      !s.ok()) {
-    return s;
-  }
+  MEMAUDIT_RETURN_IF_ERROR(XgbCheck(
+      XGBoosterPredictFromDMatrix(booster_.get(), data.get(), config, &shape, &dim, &result),
+      "XGBoosterPredictFromDMatrix"));
   if (dim != 1 || shape == nullptr || shape[0] != features.rows || result == nullptr) {
     return absl::InternalError(absl::StrCat("XGBoost prediction has ", dim,
                                             " dimensions; expected one of length ", features.rows));

@@ -6,14 +6,16 @@
 #include <random>
 #include <vector>
 
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scoring/test_blobs.h"
 #include "scoring/roc.h"
+#include "scoring/test_blobs.h"
 
 namespace memaudit::scoring {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
 
 using Data = LabeledBlobs;
@@ -24,10 +26,10 @@ TEST(XGBoostClassifierTest, LearnsSeparableData) {
   const Data train = Blobs(1, 400, 5.0), test = Blobs(2, 400, 5.0);
   for (const XGBoostOptions& o : {XGBoostOptions{}, RandomForestOptions()}) {
     auto m = XGBoostClassifier::Fit(train.x, train.y, o);
-    ASSERT_TRUE(m.ok()) << m.status();
+    MEMAUDIT_ASSERT_OK(m);
     EXPECT_EQ(m->num_features(), 4u);
     auto p = m->PredictProbability(test.x);
-    ASSERT_TRUE(p.ok()) << p.status();
+    MEMAUDIT_ASSERT_OK(p);
     ASSERT_EQ(p->size(), 400u);
     for (double v : *p) {
       EXPECT_GE(v, 0.0);
@@ -49,12 +51,12 @@ TEST(XGBoostClassifierTest, DeterministicAcrossFits) {
   for (const XGBoostOptions& o :
        {XGBoostOptions{}, RandomForestOptions(), hist, sampled_boosting}) {
     auto first = XGBoostClassifier::Fit(train.x, train.y, o);
-    ASSERT_TRUE(first.ok()) << first.status();
+    MEMAUDIT_ASSERT_OK(first);
     XGBoostOptions other = o;
     other.seed = 12345;
-    ASSERT_TRUE(XGBoostClassifier::Fit(train.x, train.y, other).ok());
+    MEMAUDIT_ASSERT_OK(XGBoostClassifier::Fit(train.x, train.y, other));
     auto second = XGBoostClassifier::Fit(train.x, train.y, o);
-    ASSERT_TRUE(second.ok()) << second.status();
+    MEMAUDIT_ASSERT_OK(second);
     const std::vector<double> a = *first->PredictProbability(test.x);
     const std::vector<double> b = *second->PredictProbability(test.x);
     EXPECT_EQ(a, b) << o.tree_method << " subsample " << o.subsample;
@@ -70,7 +72,8 @@ TEST(XGBoostClassifierTest, DeterministicWithTwoThreads) {
     o.nthread = 2;
     auto a = XGBoostClassifier::Fit(train.x, train.y, o);
     auto b = XGBoostClassifier::Fit(train.x, train.y, o);
-    ASSERT_TRUE(a.ok() && b.ok());
+    MEMAUDIT_ASSERT_OK(a);
+    MEMAUDIT_ASSERT_OK(b);
     EXPECT_EQ(*a->PredictProbability(test.x), *b->PredictProbability(test.x)) << method;
   }
 }
@@ -81,7 +84,8 @@ TEST(XGBoostClassifierTest, SeedDrivesTheSampling) {
   auto a = XGBoostClassifier::Fit(train.x, train.y, o);
   o.seed = 1;
   auto b = XGBoostClassifier::Fit(train.x, train.y, o);
-  ASSERT_TRUE(a.ok() && b.ok());
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK(b);
   EXPECT_NE(*a->PredictProbability(test.x), *b->PredictProbability(test.x));
 }
 
@@ -96,7 +100,8 @@ TEST(XGBoostClassifierTest, RandomForestModeDiffersFromBoosting) {
   const Data train = Blobs(9, 300, 1.0), test = Blobs(10, 200, 1.0);
   auto boosted = XGBoostClassifier::Fit(train.x, train.y);
   auto forest = XGBoostClassifier::Fit(train.x, train.y, rf);
-  ASSERT_TRUE(boosted.ok() && forest.ok());
+  MEMAUDIT_ASSERT_OK(boosted);
+  MEMAUDIT_ASSERT_OK(forest);
   const std::vector<double> pb = *boosted->PredictProbability(test.x);
   const std::vector<double> pf = *forest->PredictProbability(test.x);
   EXPECT_NE(pb, pf);
@@ -120,7 +125,7 @@ TEST(XGBoostClassifierTest, SingleFeatureWithColumnSampling) {
   Matrix one(d.x.rows, 1);
   for (size_t i = 0; i < d.x.rows; ++i) one.at(i, 0) = d.x.at(i, 0);
   auto m = XGBoostClassifier::Fit(one, d.y, RandomForestOptions());
-  ASSERT_TRUE(m.ok()) << m.status();
+  MEMAUDIT_ASSERT_OK(m);
   EXPECT_GT(*Auc(*m->PredictProbability(one), d.y), 0.95);
 }
 
@@ -128,7 +133,7 @@ TEST(XGBoostClassifierTest, RejectsBadOptionsNamingTheField) {
   const Data d = Blobs(11, 20, 1.0);
   auto expect_bad = [&](XGBoostOptions o, const char* field) {
     auto m = XGBoostClassifier::Fit(d.x, d.y, o);
-    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_THAT(m, StatusIs(absl::StatusCode::kInvalidArgument)) << field;
     EXPECT_THAT(m.status().message(), HasSubstr(field));
   };
   XGBoostOptions o;
@@ -171,7 +176,7 @@ TEST(XGBoostClassifierTest, RejectsBadDataNamingTheArgument) {
   Matrix too_big = d.x;  // finite as a double, +inf as a float
   too_big.at(2, 2) = 1e300;
   auto big = XGBoostClassifier::Fit(too_big, d.y);
-  EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(big, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(big.status().message(), HasSubstr("not finite as a float"));
   std::vector<uint8_t> short_labels(d.y.begin(), d.y.end() - 1);
   EXPECT_THAT(XGBoostClassifier::Fit(d.x, short_labels).status().message(), HasSubstr("labels"));
@@ -179,9 +184,9 @@ TEST(XGBoostClassifierTest, RejectsBadDataNamingTheArgument) {
   EXPECT_THAT(XGBoostClassifier::Fit(d.x, one_class).status().message(), HasSubstr("both classes"));
 
   auto m = XGBoostClassifier::Fit(d.x, d.y);
-  ASSERT_TRUE(m.ok());
+  MEMAUDIT_ASSERT_OK(m);
   auto wrong_cols = m->PredictProbability(Matrix(2, 3, 0.0));
-  EXPECT_EQ(wrong_cols.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong_cols, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(wrong_cols.status().message(), HasSubstr("features.cols = 3"));
   EXPECT_THAT(m->PredictProbability(nan).status().message(), HasSubstr("features.data"));
 }

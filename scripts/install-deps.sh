@@ -4,8 +4,9 @@
 set -euo pipefail
 
 packages=(
-  # toolchain
-  build-essential cmake ninja-build ccache pkg-config
+  # toolchain; clang for the thread-safety build, clang-format and clang-tidy
+  # for scripts/check.sh
+  build-essential cmake ninja-build ccache pkg-config clang clang-format clang-tidy
   # RPC
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   # training: LibTorch plus an optimized BLAS (reference BLAS is ~20x slower)

@@ -186,10 +186,10 @@ void ApplyExposureDefaults(v1::ExposureAudit* e) {
   }
 }
 
-void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* problems) {
-  auto add = [&](std::string field, std::string rule) {
-    problems->push_back({absl::StrCat("exposure.", field), std::move(rule)});
-  };
+namespace {
+
+// corpus, model and training: the recipe the canary models train with.
+void ValidateRecipe(const v1::ExposureAudit& e, const AddProblem& add) {
   const v1::CorpusSpec& c = e.corpus();
   if (c.name() != "fortunes") {
     add("corpus.name", absl::StrCat("must be \"fortunes\" (got \"", c.name(),
@@ -226,6 +226,10 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
   if (t.window() < 2 || t.window() > 4096) {
     add("training.window", absl::StrCat("must be in [2, 4096] (got ", t.window(), ")"));
   }
+}
+
+// canary: the format every canary and candidate follows.
+void ValidateCanaryFormat(const v1::ExposureAudit& e, const AddProblem& add) {
   const v1::CanaryFormatSpec& f = e.canary();
   if (f.prefix().find('\n') != std::string::npos) {
     add("canary.prefix", "must not contain a newline (a canary is one line)");
@@ -245,6 +249,10 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
           "must be distinct characters, at least one, no newline");
     }
   }
+}
+
+// canary space, repeats and controls: how many canaries the space must hold.
+void ValidateCanaryCounts(const v1::ExposureAudit& e, const AddProblem& add) {
   const double log2_space = ExposureLog2Space(e);
   if (log2_space > kMaxLog2Space) {
     add("canary", absl::StrCat("|R| = 2^", log2_space, " exceeds 2^", kMaxLog2Space));
@@ -266,6 +274,10 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
     add("controls", absl::StrCat("the ", canaries, " canaries need |R| >= ", canaries * 2, " (got ",
                                  std::exp2(log2_space), ")"));
   }
+}
+
+// estimator, reference_samples and reference_models.
+void ValidateEstimators(const v1::ExposureAudit& e, const AddProblem& add) {
   std::vector<std::string> estimators = exposure::EstimatorNames();
   estimators.push_back("all");
   CheckOneOf("estimator", e.estimator(), estimators, add);
@@ -286,7 +298,11 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
     add("reference_models",
         "needs the reference sample S: set estimator to sampled, extrapolated or all");
   }
-  ValidateSweep(e, add);
+}
+
+// exact_calibration: enumerating R must fit on every model.
+void ValidateExactCalibration(const v1::ExposureAudit& e, const AddProblem& add) {
+  const double log2_space = ExposureLog2Space(e);
   if (e.exact_calibration() && e.reference_models() == 0) {
     add("exact_calibration", "needs reference_models > 0 (it calibrates by their mean Px)");
   } else if (e.exact_calibration() && !exposure::ExactCalibrationFits(e)) {
@@ -300,6 +316,20 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
                                                  : absl::StrCat("2^", log2_space),
                      "); set it false"));
   }
+}
+
+}  // namespace
+
+void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* problems) {
+  const AddProblem add = [&](const std::string& field, std::string rule) {
+    problems->push_back({absl::StrCat("exposure.", field), std::move(rule)});
+  };
+  ValidateRecipe(e, add);
+  ValidateCanaryFormat(e, add);
+  ValidateCanaryCounts(e, add);
+  ValidateEstimators(e, add);
+  ValidateSweep(e, add);
+  ValidateExactCalibration(e, add);
   ValidateEvalPoints(e, add);
 }
 

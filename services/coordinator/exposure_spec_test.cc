@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/exposure_signals.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/planner.h"
@@ -18,6 +19,7 @@
 namespace memaudit::coordinator {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -32,7 +34,7 @@ TEST(ExposureSpecTest, EpochsAndLearningRateNameAndResolveTheirVariants) {
   both->set_epochs(2);
   both->set_learning_rate(1e-4);
   ApplyDefaults(&spec);
-  ASSERT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_ASSERT_OK(ValidateSpec(spec));
   EXPECT_EQ(e->sweep(0).name(), "base");
   EXPECT_EQ(e->sweep(1).name(), "epochs=7");
   EXPECT_EQ(e->sweep(2).name(), "lr=0.01");
@@ -73,7 +75,7 @@ TEST(ExposureSpecTest, BadEpochsAndLearningRateAreNamedWithTheirRule) {
   for (int i = 0; i < 3; ++i) e->mutable_sweep(i)->set_name(absl::StrCat("v", i));
   ApplyDefaults(&spec);
   const absl::Status status = ValidateSpec(spec);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
   const std::string message(status.message());
   for (const char* problem : {"exposure.sweep[0].epochs: must be in [1, 10000] (got 0)",
                               "exposure.sweep[0].learning_rate: must be > 0 (got 0)",
@@ -84,7 +86,7 @@ TEST(ExposureSpecTest, BadEpochsAndLearningRateAreNamedWithTheirRule) {
   }
   EXPECT_EQ(FindProblems(spec).size(), 5u);
   // The planner refuses the spec with the same message.
-  EXPECT_EQ(PlanAudit(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(PlanAudit(spec), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(ExposureSpecTest, StepsFollowEachVariantsEpochsAndBatch) {
@@ -108,7 +110,7 @@ TEST(ExposureSpecTest, StepsFollowEachVariantsEpochsAndBatch) {
   EXPECT_EQ(ExposureTaskSteps(*e, 3, false), 5u);
   EXPECT_EQ(ExposureSteps(*e), 9u) << "the base recipe";
   auto plan = PlanAudit(spec);
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  MEMAUDIT_ASSERT_OK(plan);
   std::vector<std::string> tasks;
   for (const PlannedTask& t : plan->tasks) {
     tasks.push_back(absl::StrCat(t.role, "/", t.index, ":", t.steps_total));
@@ -126,7 +128,7 @@ TEST(ExposureSpecTest, ExactCalibrationDefaultsOnWhereRIsSmallAndIsRefusedWhereN
   calibrated.mutable_exposure()->set_reference_models(2);
   ApplyDefaults(&calibrated);
   EXPECT_TRUE(calibrated.exposure().exact_calibration());
-  EXPECT_TRUE(ValidateSpec(calibrated).ok()) << ValidateSpec(calibrated);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(calibrated));
   EXPECT_TRUE(exposure::ExactCalibration(calibrated.exposure()));
   // 9 digits: 10^9 values per model is too many; off by default...
   v1::AuditSpec wide = SmallExposureSpec(/*with_defaults=*/false);
@@ -134,7 +136,7 @@ TEST(ExposureSpecTest, ExactCalibrationDefaultsOnWhereRIsSmallAndIsRefusedWhereN
   wide.mutable_exposure()->set_reference_models(2);
   ApplyDefaults(&wide);
   EXPECT_FALSE(wide.exposure().exact_calibration());
-  EXPECT_TRUE(ValidateSpec(wide).ok()) << ValidateSpec(wide);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(wide));
   // ...and refused when asked for, as without reference models.
   wide.mutable_exposure()->set_exact_calibration(true);
   EXPECT_THAT(std::string(ValidateSpec(wide).message()),

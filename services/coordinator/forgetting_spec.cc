@@ -358,7 +358,7 @@ void ValidateCommon(const v1::ForgettingAudit& f, const AddFn& add) {
 }  // namespace
 
 void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* problems) {
-  const AddFn add = [&](std::string field, std::string rule) {
+  const AddFn add = [&](const std::string& field, std::string rule) {
     problems->push_back({absl::StrCat("forgetting.", field), std::move(rule)});
   };
   if (f.has_canaries()) {

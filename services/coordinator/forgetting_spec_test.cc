@@ -1,5 +1,6 @@
 #include "services/coordinator/forgetting_spec.h"
 
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/planner.h"
@@ -7,6 +8,7 @@
 namespace memaudit::coordinator {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -21,7 +23,7 @@ v1::AuditSpec Defaulted() {
 TEST(ForgettingSpecTest, DefaultsMakeARunnableSpec) {
   const v1::AuditSpec spec = Defaulted();
   EXPECT_TRUE(KindImplemented(spec));
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   const v1::ForgettingAudit& f = spec.forgetting();
   EXPECT_EQ(f.strategy(), "inject");
   EXPECT_EQ(f.attack(), "checkpoint_calibrated");
@@ -52,7 +54,7 @@ TEST(ForgettingSpecTest, EveryBadFieldIsNamedWithItsRule) {
   f->set_attack("lira");
   f->set_fpr(1.5);
   const absl::Status status = ValidateSpec(spec);
-  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
   const std::string message(status.message());
   for (const char* field :
        {"forgetting.dataset.name", "forgetting.model.architecture", "forgetting.training.optimizer",
@@ -81,7 +83,7 @@ TEST(ForgettingSpecTest, PlanIsOneTaskPerTrialWithExactSteps) {
   f->set_trials(4);
   f->set_repeats(3);
   auto plan = PlanAudit(spec);
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  MEMAUDIT_ASSERT_OK(plan);
   ASSERT_EQ(plan->tasks.size(), 4u);
   // T_I 1000 + 3 passes over 100 examples in batches of 128 + 2 x 1000.
   for (uint32_t t = 0; t < 4; ++t) {
@@ -96,7 +98,8 @@ TEST(ForgettingSpecTest, PlanIsOneTaskPerTrialWithExactSteps) {
   EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 2000u + 2000u);
   auto again = PlanAudit(spec);
   auto once = PlanAudit(spec);
-  ASSERT_TRUE(again.ok() && once.ok());
+  MEMAUDIT_ASSERT_OK(again);
+  MEMAUDIT_ASSERT_OK(once);
   for (size_t i = 0; i < again->tasks.size(); ++i) {
     EXPECT_EQ(again->tasks[i].steps_total, once->tasks[i].steps_total);
     EXPECT_EQ(again->tasks[i].index, once->tasks[i].index);
@@ -107,7 +110,7 @@ TEST(ForgettingSpecTest, ReplayAttackIsValidAndAddsTheReplayRunToTheSteps) {
   v1::AuditSpec spec = Defaulted();
   v1::ForgettingAudit* f = spec.mutable_forgetting();
   f->set_attack("deterministic_replay");
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   // Inject: the replay forks at the checkpoint, so only the post-injection
   // steps repeat: 1000 + 1 + 3 x 1000.
   EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 1000u + 1u + 3000u);
@@ -121,7 +124,7 @@ TEST(ForgettingSpecTest, SelectionByLossDefaultsAndSteps) {
   spec.set_seed(9);
   spec.mutable_forgetting()->mutable_injected()->set_selection("hard");
   ApplyDefaults(&spec);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   const v1::InjectedSetSpec& in = spec.forgetting().injected();
   EXPECT_FALSE(in.flip_labels()) << "hardness is measured on true labels";
   EXPECT_EQ(in.candidates(), 1000u);       // 10 x size
@@ -138,7 +141,7 @@ TEST(ForgettingSpecTest, SelectionByLossDefaultsAndSteps) {
   big.mutable_forgetting()->mutable_injected()->set_selection("easy");
   ApplyDefaults(&big);
   EXPECT_EQ(big.forgetting().injected().candidates(), 500u);
-  EXPECT_TRUE(ValidateSpec(big).ok()) << ValidateSpec(big);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(big));
 }
 
 TEST(ForgettingSpecTest, BadSelectionFieldsAreNamed) {
@@ -171,7 +174,7 @@ TEST(ForgettingSpecTest, LiraReferencesDefaultsRulesAndSteps) {
   spec.set_seed(9);
   spec.mutable_forgetting()->set_attack("lira_references");
   ApplyDefaults(&spec);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   v1::ForgettingAudit* f = spec.mutable_forgetting();
   EXPECT_EQ(f->reference_models(), 4u);
   // Inject: references fork at the checkpoint: 1000 + 1 + (2 + 4) x 1000.
@@ -193,7 +196,7 @@ TEST(ForgettingSpecTest, LiraOnlineDefaultsRulesAndSteps) {
   spec.set_seed(9);
   spec.mutable_forgetting()->set_attack("lira_online");
   ApplyDefaults(&spec);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   v1::ForgettingAudit* f = spec.mutable_forgetting();
   EXPECT_EQ(f->reference_models(), 4u);
   EXPECT_FALSE(f->lira_per_example_variance());
@@ -210,7 +213,7 @@ TEST(ForgettingSpecTest, LiraOnlineDefaultsRulesAndSteps) {
   f->mutable_injected()->set_flip_labels(false);
   f->mutable_injected()->set_candidates(1000);
   f->mutable_injected()->set_selection_steps(700);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 700u + 1000u + 15u + 10000u);
   // Poison: every arm from theta_0: (2 + 4 + 4) x (1000 + 1000).
   f->set_strategy("poison");
@@ -219,7 +222,7 @@ TEST(ForgettingSpecTest, LiraOnlineDefaultsRulesAndSteps) {
   f->mutable_injected()->set_selection("random");
   f->mutable_injected()->set_candidates(0);
   f->mutable_injected()->set_selection_steps(0);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 10u * 2000u);
   // One model per side cannot be fitted: the field is named.
   f->set_reference_models(1);
@@ -238,7 +241,7 @@ TEST(ForgettingSpecTest, PerExampleVarianceAppliesToLiraAttacksOnly) {
     spec.mutable_forgetting()->set_attack(attack);
     spec.mutable_forgetting()->set_lira_per_example_variance(true);
     ApplyDefaults(&spec);
-    EXPECT_TRUE(ValidateSpec(spec).ok()) << attack << ": " << ValidateSpec(spec);
+    MEMAUDIT_EXPECT_OK(ValidateSpec(spec)) << attack << ": " << ValidateSpec(spec);
   }
   v1::AuditSpec other = Defaulted();
   other.mutable_forgetting()->set_lira_per_example_variance(true);
@@ -259,7 +262,7 @@ TEST(ForgettingSpecTest, CanaryDefaultsValidationAndSteps) {
   spec.set_seed(9);
   spec.mutable_forgetting()->mutable_canaries();
   ApplyDefaults(&spec);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   const v1::ForgettingAudit& f = spec.forgetting();
   EXPECT_FALSE(f.has_dataset()) << "image fields stay unset";
   EXPECT_FALSE(f.has_injected());
@@ -281,21 +284,21 @@ TEST(ForgettingSpecTest, CanaryPoisonDefaultsValidationAndSteps) {
   spec.mutable_forgetting()->mutable_canaries();
   spec.mutable_forgetting()->set_strategy("poison");
   ApplyDefaults(&spec);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   const v1::ForgettingAudit& f = spec.forgetting();
   EXPECT_EQ(f.repeats(), 1u) << "no injection passes with poison";
   EXPECT_EQ(f.attack(), "exposure");
   // Both arms train T_I from the shared init, then run to the last point:
   // 2 x 1000 + 2 x 2000, whatever the canary batch holds.
   auto plan = PlanAudit(spec);
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  MEMAUDIT_ASSERT_OK(plan);
   EXPECT_EQ(plan->tasks.size(), f.trials());
   EXPECT_EQ(plan->tasks[0].steps_total, 2u * 1000u + 2u * 2000u);
   EXPECT_EQ(ForgettingTrialSteps(f), 2u * 1000u + 2u * 2000u);
   // Passes over the canary batch are Inject's: refused with the field named.
   spec.mutable_forgetting()->set_repeats(4);
   const absl::Status bad = ValidateSpec(spec);
-  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(bad.message()),
               HasSubstr("forgetting.repeats: passes over the canary batch apply to strategy "
                         "\"inject\" only"));

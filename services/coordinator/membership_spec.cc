@@ -16,7 +16,7 @@ namespace {
 constexpr uint32_t kMaxReferenceModels = 4096;
 
 void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* problems) {
-  auto add = [&](std::string field, std::string rule) {
+  auto add = [&](const std::string& field, std::string rule) {
     problems->push_back({absl::StrCat("membership.", field), std::move(rule)});
   };
   if (m.dataset().name() != "fashion_mnist") {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/test_specs.h"
@@ -9,9 +10,11 @@
 namespace memaudit::coordinator {
 namespace {
 
+using ::memaudit::testing::StatusIs;
+
 TEST(PlannerTest, PlansOneTaskPerReferenceModel) {
   auto plan = PlanAudit(SmallMembershipSpec(8));
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  MEMAUDIT_ASSERT_OK(plan);
   ASSERT_EQ(plan->tasks.size(), 8u);
   for (uint32_t i = 0; i < 8; ++i) {
     EXPECT_EQ(plan->tasks[i].role, "reference_model");
@@ -22,7 +25,7 @@ TEST(PlannerTest, PlansOneTaskPerReferenceModel) {
 TEST(PlannerTest, StepsMatchEachModelsKeepRow) {
   v1::AuditSpec spec = SmallMembershipSpec(4);
   auto plan = PlanAudit(spec);
-  ASSERT_TRUE(plan.ok());
+  MEMAUDIT_ASSERT_OK(plan);
   KeepMatrix keep = BuildKeepMatrix(spec.seed(), 4, 100);
   for (uint32_t i = 0; i < 4; ++i) {
     uint64_t rows = 0;
@@ -36,11 +39,11 @@ TEST(PlannerTest, StepsMatchEachModelsKeepRow) {
 // unpacked one.
 TEST(PlannerTest, PackedTasksCoverAlignedModelRanges) {
   const auto single = PlanAudit(SmallMembershipSpec(10));
-  ASSERT_TRUE(single.ok());
+  MEMAUDIT_ASSERT_OK(single);
   v1::AuditSpec spec = SmallMembershipSpec(10);
   spec.mutable_resources()->set_models_per_task(4);
   auto plan = PlanAudit(spec);
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  MEMAUDIT_ASSERT_OK(plan);
   std::vector<std::string> tasks;
   uint64_t total = 0;
   for (const PlannedTask& t : plan->tasks) {
@@ -68,7 +71,8 @@ TEST(PlannerTest, PackedTasksCoverAlignedModelRanges) {
   const auto odd_single = PlanAudit(odd);
   odd.mutable_resources()->set_models_per_task(3);
   const auto odd_packed = PlanAudit(odd);
-  ASSERT_TRUE(odd_single.ok() && odd_packed.ok());
+  MEMAUDIT_ASSERT_OK(odd_single);
+  MEMAUDIT_ASSERT_OK(odd_packed);
   ASSERT_EQ(odd_packed->tasks.size(), 4u);
   EXPECT_EQ(odd_packed->tasks[0].steps_total, 2u * (5 + 5 + 5));  // ceil(50/10), ceil(49/10)
   EXPECT_EQ(odd_packed->tasks[3].models, 1u);
@@ -78,7 +82,8 @@ TEST(PlannerTest, PackedTasksCoverAlignedModelRanges) {
 TEST(PlannerTest, PlanIsAPureFunctionOfTheSpec) {
   auto a = PlanAudit(SmallMembershipSpec(6));
   auto b = PlanAudit(SmallMembershipSpec(6));
-  ASSERT_TRUE(a.ok() && b.ok());
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK(b);
   ASSERT_EQ(a->tasks.size(), b->tasks.size());
   for (size_t i = 0; i < a->tasks.size(); ++i) {
     EXPECT_EQ(a->tasks[i].steps_total, b->tasks[i].steps_total);
@@ -87,7 +92,7 @@ TEST(PlannerTest, PlanIsAPureFunctionOfTheSpec) {
 
 TEST(PlannerTest, ExposurePlansOneCanaryModelWithExactSteps) {
   auto plan = PlanAudit(SmallExposureSpec());
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  MEMAUDIT_ASSERT_OK(plan);
   ASSERT_EQ(plan->tasks.size(), 1u);
   EXPECT_EQ(plan->tasks[0].role, "canary_model");
   EXPECT_EQ(plan->tasks[0].index, 0u);
@@ -111,7 +116,7 @@ TEST(PlannerTest, ExposurePlansOneCanaryModelWithExactSteps) {
       curve.mutable_exposure()->set_eval_every_steps(2);
     }
     auto curve_plan = PlanAudit(curve);
-    ASSERT_TRUE(curve_plan.ok()) << curve_plan.status();
+    MEMAUDIT_ASSERT_OK(curve_plan);
     ASSERT_EQ(curve_plan->tasks.size(), 1u);
     EXPECT_EQ(curve_plan->tasks[0].role, "canary_model");
     EXPECT_EQ(curve_plan->tasks[0].steps_total, 9u);
@@ -127,7 +132,7 @@ TEST(PlannerTest, ExposureSweepPlansCanaryModelsThenBaselinesAndReferences) {
   e->set_reference_models(2);
   ApplyDefaults(&spec);
   auto plan = PlanAudit(spec);
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  MEMAUDIT_ASSERT_OK(plan);
   std::vector<std::string> tasks;
   for (const PlannedTask& t : plan->tasks) {
     tasks.push_back(absl::StrCat(t.role, "/", t.index, ":", t.steps_total));
@@ -143,7 +148,7 @@ TEST(PlannerTest, ExposureSweepPlansCanaryModelsThenBaselinesAndReferences) {
 TEST(PlannerTest, RefusesInvalidSpecs) {
   v1::AuditSpec spec = SmallMembershipSpec(4);
   spec.mutable_membership()->set_reference_models(5);
-  EXPECT_EQ(PlanAudit(spec).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(PlanAudit(spec), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ void ValidatePhoneBook(const v1::PhoneBookSpec& p, const Add& add) {
     add("phone_book.model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
   }
   const v1::LanguageModelTraining& t = p.training();
-  const AddProblem in_book = [&](std::string field, std::string rule) {
+  const AddProblem in_book = [&](const std::string& field, std::string rule) {
     add("phone_book." + field, std::move(rule));
   };
   CheckOneOf("training.optimizer", t.optimizer(), {"adam", "sgd", "momentum", "rmsprop"}, in_book);
@@ -166,7 +166,7 @@ void ApplyRelationalDefaults(v1::RelationalAudit* r) {
 }
 
 void ValidateRelational(const v1::RelationalAudit& r, std::vector<SpecProblem>* problems) {
-  const Add add = [&](std::string field, std::string rule) {
+  const Add add = [&](const std::string& field, std::string rule) {
     problems->push_back({absl::StrCat("relational.", field), std::move(rule)});
   };
   if (r.has_linear()) {

@@ -1,6 +1,7 @@
 #include "services/coordinator/relational_spec.h"
 
 #include "common/relational_signals.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/planner.h"
@@ -104,7 +105,7 @@ TEST(RelationalSpecTest, PlanIsOneTaskPerVariantWithExactSteps) {
   p->mutable_training()->set_epochs(10);
   for (uint32_t u : {16, 64, 256}) p->add_units_sweep(u);
   auto plan = PlanAudit(spec);
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  MEMAUDIT_ASSERT_OK(plan);
   ASSERT_EQ(plan->tasks.size(), 3u);
   EXPECT_EQ(plan->tasks[2].role, relational::kTaskRole);
   EXPECT_EQ(plan->tasks[2].index, 2u);
@@ -113,7 +114,7 @@ TEST(RelationalSpecTest, PlanIsOneTaskPerVariantWithExactSteps) {
               ::testing::ElementsAre("units=16", "units=64", "units=256"));
 
   auto linear = PlanAudit(Linear());
-  ASSERT_TRUE(linear.ok());
+  MEMAUDIT_ASSERT_OK(linear);
   ASSERT_EQ(linear->tasks.size(), 3u);  // key_dims 20, 95, 1000
   EXPECT_EQ(linear->tasks[0].steps_total, 100000u);
   EXPECT_THAT(relational::Variants(Linear().relational()),

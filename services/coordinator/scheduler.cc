@@ -1,7 +1,6 @@
 #include "services/coordinator/scheduler.h"
 
 #include <algorithm>
-#include <chrono>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -13,9 +12,9 @@ namespace memaudit::coordinator {
 namespace {
 
 std::string RandomId(const char* prefix) {
-  static std::mutex mu;
-  static std::mt19937_64 rng(std::random_device{}());
-  std::lock_guard<std::mutex> lock(mu);
+  static absl::Mutex mu(absl::kConstInit);
+  static std::mt19937_64 rng(std::random_device{}());  // guarded by mu
+  absl::MutexLock lock(&mu);
   return absl::StrCat(prefix, absl::Hex(rng(), absl::kZeroPad16));
 }
 
@@ -33,6 +32,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, const
                                                              SchedulerOptions options,
                                                              prometheus::Registry* metrics) {
   std::unique_ptr<Scheduler> s(new Scheduler(store, clock, options, metrics));
+  absl::MutexLock lock(&s->mu_);
   auto audits = store->LoadAudits();
   if (!audits.ok()) return audits.status();
   for (AuditRecord& a : *audits) {
@@ -66,13 +66,18 @@ absl::Status Scheduler::Apply(const Mutation& m) {
   for (const TaskRecord& t : m.tasks) {
     const size_t i = task_by_id_.at(t.task_id);
     metrics_.TaskChanged(tasks_[i], t, clock_->NowMs());
+    // Counted once committed: a retry whose commit failed never happened.
+    // Only RetryOrFail puts a leased task back in the queue; its error is the reason.
+    if (tasks_[i].state == TaskState::kLeased && t.state == TaskState::kQueued) {
+      metrics_.TaskRetried(t.error);
+    }
     if (tasks_[i].state == TaskState::kLeased) task_by_lease_.erase(tasks_[i].lease_id);
     tasks_[i] = t;
     if (t.state == TaskState::kLeased) task_by_lease_[t.lease_id] = i;
   }
   if (m.audit.has_value()) audits_[m.audit->audit_id] = *m.audit;
   ++version_;
-  changed_.notify_all();
+  changed_.SignalAll();
   UpdateGauges();
   return absl::OkStatus();
 }
@@ -170,7 +175,7 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id, const v
     events.push_back(Event(audit_id, "audit_succeeded", "", "every model was reused"));
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (audits_.count(audit_id)) {
     return absl::AlreadyExistsError(absl::StrCat("audit ", audit_id, " already exists"));
   }
@@ -182,20 +187,20 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id, const v
     tasks_.push_back(std::move(t));
   }
   ++version_;
-  changed_.notify_all();
+  changed_.SignalAll();
   UpdateGauges();
   return Snapshot(audits_.at(audit_id));
 }
 
 absl::StatusOr<v1::Audit> Scheduler::Get(const std::string& audit_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = audits_.find(audit_id);
   if (it == audits_.end()) return absl::NotFoundError(absl::StrCat("no audit ", audit_id));
   return Snapshot(it->second);
 }
 
 std::vector<v1::Audit> Scheduler::List(size_t limit) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<v1::Audit> out;
   for (auto it = audit_order_.rbegin(); it != audit_order_.rend() && out.size() < limit; ++it) {
     out.push_back(Snapshot(audits_.at(*it)));
@@ -214,7 +219,7 @@ void Scheduler::CancelRemaining(const std::string& audit_id, const std::string& 
 }
 
 absl::StatusOr<v1::Audit> Scheduler::Cancel(const std::string& audit_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = audits_.find(audit_id);
   if (it == audits_.end()) return absl::NotFoundError(absl::StrCat("no audit ", audit_id));
   if (IsTerminal(it->second.state)) return Snapshot(it->second);
@@ -231,7 +236,7 @@ absl::StatusOr<v1::Audit> Scheduler::Cancel(const std::string& audit_id) {
 
 std::string Scheduler::RegisterWorker(const v1::WorkerCapabilities& capabilities) {
   std::string id = RandomId("w-");
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   workers_[id] = capabilities;
   metrics_.WorkerRegistered();
   return id;
@@ -239,8 +244,8 @@ std::string Scheduler::RegisterWorker(const v1::WorkerCapabilities& capabilities
 
 absl::StatusOr<std::optional<LeaseGrant>> Scheduler::Lease(const std::string& worker_id,
                                                            int wait_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  std::unique_lock<std::mutex> lock(mu_);
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
+  absl::MutexLock lock(&mu_);
   while (!shutdown_) {
     for (const TaskRecord& queued : tasks_) {
       if (queued.state != TaskState::kQueued) continue;
@@ -266,7 +271,7 @@ absl::StatusOr<std::optional<LeaseGrant>> Scheduler::Lease(const std::string& wo
       if (absl::Status s = Apply(m); !s.ok()) return s;
       return std::optional<LeaseGrant>(LeaseGrant{t, audit.spec});
     }
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    if (changed_.WaitWithDeadline(&mu_, deadline)) break;  // true: timed out
   }
   return std::optional<LeaseGrant>();
 }
@@ -282,7 +287,7 @@ absl::StatusOr<TaskRecord*> Scheduler::FindLease(const std::string& lease_id) {
 
 absl::StatusOr<HeartbeatVerdict> Scheduler::Heartbeat(const std::string& lease_id,
                                                       uint64_t steps_done) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto task = FindLease(lease_id);
   if (!task.ok()) return HeartbeatVerdict{true, std::string(task.status().message())};
   TaskRecord t = **task;
@@ -295,7 +300,7 @@ absl::StatusOr<HeartbeatVerdict> Scheduler::Heartbeat(const std::string& lease_i
 }
 
 absl::Status Scheduler::Complete(const std::string& lease_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto task = FindLease(lease_id);
   if (!task.ok()) return task.status();
   TaskRecord t = **task;
@@ -333,7 +338,6 @@ void Scheduler::RetryOrFail(TaskRecord t, const std::string& reason, bool retrya
     t.steps_done = 0;
     m->events.push_back(Event(t.audit_id, "task_retried", t.task_id,
                               absl::StrCat(reason, " (attempt ", t.attempts, " of ", budget, ")")));
-    metrics_.TaskRetried(reason);
     m->tasks.push_back(std::move(t));
     return;
   }
@@ -352,7 +356,7 @@ void Scheduler::RetryOrFail(TaskRecord t, const std::string& reason, bool retrya
 
 absl::Status Scheduler::Fail(const std::string& lease_id, const std::string& error,
                              bool retryable) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto task = FindLease(lease_id);
   if (!task.ok()) return task.status();
   Mutation m;
@@ -361,7 +365,7 @@ absl::Status Scheduler::Fail(const std::string& lease_id, const std::string& err
 }
 
 absl::Status Scheduler::ExpireLeases() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const int64_t now = clock_->NowMs();
   std::vector<TaskRecord> expired;
   for (const TaskRecord& t : tasks_) {
@@ -384,21 +388,23 @@ absl::StatusOr<std::vector<EventRecord>> Scheduler::EventsAfter(const std::strin
 }
 
 uint64_t Scheduler::version() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return version_;
 }
 
 uint64_t Scheduler::WaitForChange(uint64_t seen, int timeout_ms) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                    [&] { return version_ != seen || shutdown_; });
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(timeout_ms);
+  absl::MutexLock lock(&mu_);
+  while (version_ == seen && !shutdown_) {
+    if (changed_.WaitWithDeadline(&mu_, deadline)) break;  // true: timed out
+  }
   return version_;
 }
 
 void Scheduler::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   shutdown_ = true;
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 void Scheduler::UpdateGauges() { metrics_.Refresh(tasks_, audits_, task_by_lease_.size()); }

@@ -5,15 +5,15 @@
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_
 
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "memaudit/v1/audit.pb.h"
@@ -81,32 +81,36 @@ class Scheduler {
  private:
   Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
             prometheus::Registry* metrics);
-  absl::Status Apply(const Mutation& m);
-  v1::Audit Snapshot(const AuditRecord& audit) const;
+  absl::Status Apply(const Mutation& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::Audit Snapshot(const AuditRecord& audit) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   EventRecord Event(const std::string& audit_id, std::string type, std::string task_id,
                     std::string message) const;
   // Adds to `m` the requeue or terminal failure of a leased task.
-  void RetryOrFail(TaskRecord task, const std::string& reason, bool retryable, Mutation* m);
+  void RetryOrFail(TaskRecord task, const std::string& reason, bool retryable, Mutation* m)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds to `m` the cancellation of every unfinished task of an audit.
-  void CancelRemaining(const std::string& audit_id, const std::string& except_task, Mutation* m);
-  absl::StatusOr<TaskRecord*> FindLease(const std::string& lease_id);
-  void UpdateGauges();
+  void CancelRemaining(const std::string& audit_id, const std::string& except_task, Mutation* m)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<TaskRecord*> FindLease(const std::string& lease_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* store_;
   const Clock* clock_;
   SchedulerOptions options_;
   SchedulerMetrics metrics_;
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable changed_;
-  uint64_t version_ = 0;
-  bool shutdown_ = false;
-  std::map<std::string, AuditRecord> audits_;
-  std::vector<std::string> audit_order_;
-  std::vector<TaskRecord> tasks_;  // in audit order, then task index
-  std::map<std::string, size_t> task_by_id_;
-  std::map<std::string, size_t> task_by_lease_;
-  std::map<std::string, v1::WorkerCapabilities> workers_;
+  mutable absl::Mutex mu_;
+  // Signalled on every change and on shutdown (Lease and WaitForChange wait on it).
+  mutable absl::CondVar changed_;
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, AuditRecord> audits_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> audit_order_ ABSL_GUARDED_BY(mu_);
+  std::vector<TaskRecord> tasks_ ABSL_GUARDED_BY(mu_);  // in audit order, then task index
+  std::map<std::string, size_t> task_by_id_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, size_t> task_by_lease_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, v1::WorkerCapabilities> workers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace memaudit::coordinator

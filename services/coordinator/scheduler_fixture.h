@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/scheduler.h"
 #include "services/coordinator/sqlite_store.h"
@@ -31,18 +32,18 @@ class SchedulerFixture : public ::testing::Test {
     scheduler_.reset();
     store_.reset();
     auto store = SqliteStore::Open(path_);
-    ASSERT_TRUE(store.ok());
+    MEMAUDIT_ASSERT_OK(store);
     store_ = std::move(*store);
     SchedulerOptions options;
     options.lease_ttl_ms = 1000;
     auto s = Scheduler::Create(store_.get(), &clock_, options, &registry_);
-    ASSERT_TRUE(s.ok()) << s.status();
+    MEMAUDIT_ASSERT_OK(s);
     scheduler_ = std::move(*s);
   }
 
   LeaseGrant MustLease(const std::string& worker = "w") {
     auto grant = scheduler_->Lease(worker, 0);
-    EXPECT_TRUE(grant.ok());
+    MEMAUDIT_EXPECT_OK(grant);
     EXPECT_TRUE(grant->has_value());
     return **grant;
   }

@@ -55,7 +55,7 @@ void SchedulerMetrics::TaskChanged(const TaskRecord& before, const TaskRecord& a
   if (registry_ == nullptr) return;
   const bool was_leased = before.state == TaskState::kLeased;
   const bool is_leased = after.state == TaskState::kLeased;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!was_leased && is_leased) lease_started_ms_[after.lease_id] = now_ms;
   if (!was_leased || is_leased) return;
   auto it = lease_started_ms_.find(before.lease_id);

@@ -15,10 +15,11 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
 #include "services/coordinator/records.h"
 
@@ -45,8 +46,8 @@ class SchedulerMetrics {
 
  private:
   prometheus::Registry* const registry_;
-  std::mutex mu_;
-  std::map<std::string, int64_t> lease_started_ms_;  // by lease id
+  absl::Mutex mu_;
+  std::map<std::string, int64_t> lease_started_ms_ ABSL_GUARDED_BY(mu_);  // by lease id
 };
 
 }  // namespace memaudit::coordinator

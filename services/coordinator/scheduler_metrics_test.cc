@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/scheduler_fixture.h"
@@ -21,16 +22,16 @@ class SchedulerMetricsTest : public SchedulerFixture {
 };
 
 TEST_F(SchedulerMetricsTest, TimesLeasesUntilTheyEndByOutcome) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   const std::string first = MustLeaseId();
   clock_.AdvanceMs(250);
-  ASSERT_TRUE(scheduler_->Heartbeat(first, 3).ok());  // a renewal is not an end
+  MEMAUDIT_ASSERT_OK(scheduler_->Heartbeat(first, 3));  // a renewal is not an end
   clock_.AdvanceMs(250);
-  ASSERT_TRUE(scheduler_->Complete(first).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Complete(first));
 
   const std::string second = MustLeaseId();
   clock_.AdvanceMs(1000);
-  ASSERT_TRUE(scheduler_->ExpireLeases().ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
 
   const std::string text = metrics::Exposition(registry_);
   EXPECT_THAT(text, HasSubstr("memaudit_coordinator_task_duration_seconds_count{outcome="
@@ -46,10 +47,10 @@ TEST_F(SchedulerMetricsTest, TimesLeasesUntilTheyEndByOutcome) {
 }
 
 TEST_F(SchedulerMetricsTest, QueueDepthCountsOnlyLeasableTasks) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   MustLeaseId();
   EXPECT_THAT(metrics::Exposition(registry_), HasSubstr("memaudit_coordinator_queue_depth 3\n"));
-  ASSERT_TRUE(scheduler_->Cancel("a").ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Cancel("a"));
   const std::string text = metrics::Exposition(registry_);
   EXPECT_THAT(text, HasSubstr("memaudit_coordinator_queue_depth 0\n"));
   // The cancelled lease ends the timing, as "cancelled".
@@ -58,7 +59,7 @@ TEST_F(SchedulerMetricsTest, QueueDepthCountsOnlyLeasableTasks) {
 }
 
 TEST_F(SchedulerMetricsTest, AuditInfoMapsEachAuditToItsKind) {
-  ASSERT_TRUE(scheduler_->Submit("a-1", SmallMembershipSpec(4)).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-1", SmallMembershipSpec(4)));
   EXPECT_THAT(metrics::Exposition(registry_),
               HasSubstr("memaudit_coordinator_audit_info{audit=\"a-1\",kind=\"membership\"} 1"));
 }

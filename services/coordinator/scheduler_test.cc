@@ -2,16 +2,19 @@
 
 #include <thread>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/scheduler_fixture.h"
 
 namespace memaudit::coordinator {
 namespace {
 
+using ::memaudit::testing::StatusIs;
+
 class SchedulerTest : public SchedulerFixture {};
 
 TEST_F(SchedulerTest, LeasesEveryTaskOnceThenSucceeds) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   std::vector<std::string> leases;
   for (int i = 0; i < 4; ++i) {
     LeaseGrant g = MustLease();
@@ -20,44 +23,43 @@ TEST_F(SchedulerTest, LeasesEveryTaskOnceThenSucceeds) {
     leases.push_back(g.task.lease_id);
   }
   auto none = scheduler_->Lease("w", 0);
-  ASSERT_TRUE(none.ok());
+  MEMAUDIT_ASSERT_OK(none);
   EXPECT_FALSE(none->has_value());
   EXPECT_EQ(scheduler_->Get("a")->state(), v1::RUNNING);
-  for (const std::string& l : leases) ASSERT_TRUE(scheduler_->Complete(l).ok());
+  for (const std::string& l : leases) MEMAUDIT_ASSERT_OK(scheduler_->Complete(l));
   auto audit = scheduler_->Get("a");
   EXPECT_EQ(audit->state(), v1::SUCCEEDED);
   EXPECT_EQ(audit->tasks().succeeded(), 4u);
   EXPECT_EQ(audit->steps_done(), audit->steps_total());
   // Completing twice is refused: the lease is gone.
-  EXPECT_EQ(scheduler_->Complete(leases[0]).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(scheduler_->Complete(leases[0]), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST_F(SchedulerTest, ReusedModelsAreNotTrainedAgain) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4), {{0, "old"}, {2, "old"}}).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4), {{0, "old"}, {2, "old"}}));
   EXPECT_EQ(scheduler_->Get("a")->tasks().succeeded(), 2u);
   LeaseGrant first = MustLease();
   LeaseGrant second = MustLease();
   EXPECT_EQ(first.task.index, 1u);
   EXPECT_EQ(second.task.index, 3u);
-  ASSERT_TRUE(scheduler_->Complete(first.task.lease_id).ok());
-  ASSERT_TRUE(scheduler_->Complete(second.task.lease_id).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Complete(first.task.lease_id));
+  MEMAUDIT_ASSERT_OK(scheduler_->Complete(second.task.lease_id));
   EXPECT_EQ(scheduler_->Get("a")->state(), v1::SUCCEEDED);
   auto events = scheduler_->EventsAfter("a", 0, 100);
-  ASSERT_TRUE(events.ok());
+  MEMAUDIT_ASSERT_OK(events);
   int reused = 0;
   for (const EventRecord& e : *events) reused += e.type == "task_reused";
   EXPECT_EQ(reused, 2);
 
   // Everything reused: the audit is done the moment it is submitted, and
   // stays done after a restart.
-  ASSERT_TRUE(
-      scheduler_->Submit("b", SmallMembershipSpec(4), {{0, "a"}, {1, "a"}, {2, "a"}, {3, "a"}})
-          .ok());
+  MEMAUDIT_ASSERT_OK(
+      scheduler_->Submit("b", SmallMembershipSpec(4), {{0, "a"}, {1, "a"}, {2, "a"}, {3, "a"}}));
   EXPECT_EQ(scheduler_->Get("b")->state(), v1::SUCCEEDED);
   Reopen();
   EXPECT_EQ(scheduler_->Get("b")->state(), v1::SUCCEEDED);
   auto none = scheduler_->Lease("w", 0);
-  ASSERT_TRUE(none.ok());
+  MEMAUDIT_ASSERT_OK(none);
   EXPECT_FALSE(none->has_value());
 }
 
@@ -66,7 +68,7 @@ TEST_F(SchedulerTest, ReusedModelsAreNotTrainedAgain) {
 TEST_F(SchedulerTest, PackedTaskIsReusedOnlyWhenAllItsModelsAre) {
   v1::AuditSpec spec = SmallMembershipSpec(6);
   spec.mutable_resources()->set_models_per_task(2);
-  ASSERT_TRUE(scheduler_->Submit("a", spec, {{0, "x"}, {1, "y"}, {2, "x"}, {5, "x"}}).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec, {{0, "x"}, {1, "y"}, {2, "x"}, {5, "x"}}));
   auto audit = scheduler_->Get("a");
   EXPECT_EQ(audit->tasks().total(), 3u);
   EXPECT_EQ(audit->tasks().succeeded(), 1u);
@@ -75,27 +77,27 @@ TEST_F(SchedulerTest, PackedTaskIsReusedOnlyWhenAllItsModelsAre) {
   EXPECT_EQ(first.task.index, 1u);
   EXPECT_EQ(second.task.index, 2u);
   auto events = scheduler_->EventsAfter("a", 0, 100);
-  ASSERT_TRUE(events.ok());
+  MEMAUDIT_ASSERT_OK(events);
   std::vector<std::string> reused;
   for (const EventRecord& e : *events) {
     if (e.type == "task_reused") reused.push_back(e.task_id + " " + e.message);
   }
   EXPECT_EQ(reused, std::vector<std::string>{"a/reference_model/0 models reused from audit x, y"});
-  ASSERT_TRUE(scheduler_->Complete(first.task.lease_id).ok());
-  ASSERT_TRUE(scheduler_->Complete(second.task.lease_id).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Complete(first.task.lease_id));
+  MEMAUDIT_ASSERT_OK(scheduler_->Complete(second.task.lease_id));
   audit = scheduler_->Get("a");
   EXPECT_EQ(audit->state(), v1::SUCCEEDED);
   EXPECT_EQ(audit->steps_done(), audit->steps_total());
 }
 
 TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   LeaseGrant first = MustLease("dead-worker");
   clock_.AdvanceMs(999);
-  ASSERT_TRUE(scheduler_->ExpireLeases().ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
   EXPECT_EQ(scheduler_->Get("a")->tasks().running(), 1u) << "not yet expired";
   clock_.AdvanceMs(1);
-  ASSERT_TRUE(scheduler_->ExpireLeases().ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
   EXPECT_EQ(scheduler_->Get("a")->tasks().running(), 0u);
   LeaseGrant second = MustLease("live-worker");
   EXPECT_EQ(second.task.task_id, first.task.task_id);
@@ -103,7 +105,7 @@ TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {
   EXPECT_NE(second.task.lease_id, first.task.lease_id);
   // The dead worker's lease no longer counts.
   auto verdict = scheduler_->Heartbeat(first.task.lease_id, 5);
-  ASSERT_TRUE(verdict.ok());
+  MEMAUDIT_ASSERT_OK(verdict);
   EXPECT_TRUE(verdict->stop);
   auto events = scheduler_->EventsAfter("a", 0, 100);
   bool retried = false;
@@ -112,14 +114,14 @@ TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {
 }
 
 TEST_F(SchedulerTest, HeartbeatsKeepALeaseAlive) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   LeaseGrant g = MustLease();
   for (int i = 0; i < 5; ++i) {
     clock_.AdvanceMs(800);
     auto verdict = scheduler_->Heartbeat(g.task.lease_id, i + 1);
-    ASSERT_TRUE(verdict.ok());
+    MEMAUDIT_ASSERT_OK(verdict);
     EXPECT_FALSE(verdict->stop);
-    ASSERT_TRUE(scheduler_->ExpireLeases().ok());
+    MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
   }
   EXPECT_EQ(scheduler_->Get("a")->tasks().running(), 1u);
   EXPECT_EQ(scheduler_->Get("a")->steps_done(), 5u);
@@ -128,13 +130,13 @@ TEST_F(SchedulerTest, HeartbeatsKeepALeaseAlive) {
 TEST_F(SchedulerTest, RetryBudgetExhaustedFailsTheAudit) {
   v1::AuditSpec spec = SmallMembershipSpec(4);
   spec.mutable_resources()->set_max_attempts(2);
-  ASSERT_TRUE(scheduler_->Submit("a", spec).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
   LeaseGrant g1 = MustLease();
-  ASSERT_TRUE(scheduler_->Fail(g1.task.lease_id, "out of memory", true).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Fail(g1.task.lease_id, "out of memory", true));
   LeaseGrant g2 = MustLease();
   EXPECT_EQ(g2.task.task_id, g1.task.task_id);
   LeaseGrant other = MustLease();
-  ASSERT_TRUE(scheduler_->Fail(g2.task.lease_id, "out of memory", true).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Fail(g2.task.lease_id, "out of memory", true));
   auto audit = scheduler_->Get("a");
   EXPECT_EQ(audit->state(), v1::FAILED);
   EXPECT_NE(audit->error().find("out of memory"), std::string::npos);
@@ -145,32 +147,32 @@ TEST_F(SchedulerTest, RetryBudgetExhaustedFailsTheAudit) {
 }
 
 TEST_F(SchedulerTest, NonRetryableFailureFailsAtOnce) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   LeaseGrant g = MustLease();
-  ASSERT_TRUE(scheduler_->Fail(g.task.lease_id, "dataset missing", false).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Fail(g.task.lease_id, "dataset missing", false));
   EXPECT_EQ(scheduler_->Get("a")->state(), v1::FAILED);
 }
 
 TEST_F(SchedulerTest, CancelStopsLeasesAndQueue) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   LeaseGrant g = MustLease();
   auto cancelled = scheduler_->Cancel("a");
-  ASSERT_TRUE(cancelled.ok());
+  MEMAUDIT_ASSERT_OK(cancelled);
   EXPECT_EQ(cancelled->state(), v1::CANCELLED);
   EXPECT_EQ(cancelled->tasks().cancelled(), 4u);
   EXPECT_TRUE(scheduler_->Heartbeat(g.task.lease_id, 3)->stop);
   EXPECT_FALSE(scheduler_->Lease("w", 0)->has_value());
-  EXPECT_EQ(scheduler_->Cancel("missing").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(scheduler_->Cancel("missing"), StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(SchedulerTest, RestartResumesFromTheStore) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   LeaseGrant done = MustLease();
-  ASSERT_TRUE(scheduler_->Complete(done.task.lease_id).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Complete(done.task.lease_id));
   LeaseGrant held = MustLease();
   Reopen();
   auto audit = scheduler_->Get("a");
-  ASSERT_TRUE(audit.ok());
+  MEMAUDIT_ASSERT_OK(audit);
   EXPECT_EQ(audit->tasks().succeeded(), 1u);
   EXPECT_EQ(audit->tasks().running(), 1u);
   // The lease held before the restart is still honoured.
@@ -179,7 +181,7 @@ TEST_F(SchedulerTest, RestartResumesFromTheStore) {
 }
 
 TEST_F(SchedulerTest, GaugesCountTasksByState) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   MustLease();
   const std::string text = metrics::Exposition(registry_);
   EXPECT_NE(text.find("memaudit_coordinator_tasks{state=\"queued\"} 3"), std::string::npos) << text;
@@ -189,11 +191,11 @@ TEST_F(SchedulerTest, GaugesCountTasksByState) {
 TEST_F(SchedulerTest, LongPollWakesWhenWorkArrives) {
   std::thread submitter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ASSERT_TRUE(scheduler_->Submit("late", SmallMembershipSpec(4)).ok());
+    MEMAUDIT_ASSERT_OK(scheduler_->Submit("late", SmallMembershipSpec(4)));
   });
   auto grant = scheduler_->Lease("w", 5000);
   submitter.join();
-  ASSERT_TRUE(grant.ok());
+  MEMAUDIT_ASSERT_OK(grant);
   ASSERT_TRUE(grant->has_value());
   EXPECT_EQ((*grant)->task.audit_id, "late");
 }

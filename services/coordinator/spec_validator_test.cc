@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/exposure_spec.h"
@@ -10,9 +11,12 @@
 namespace memaudit::coordinator {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
 
-TEST(SpecValidatorTest, SmallSpecIsValid) { EXPECT_TRUE(ValidateSpec(SmallMembershipSpec()).ok()); }
+TEST(SpecValidatorTest, SmallSpecIsValid) {
+  MEMAUDIT_EXPECT_OK(ValidateSpec(SmallMembershipSpec()));
+}
 
 TEST(SpecValidatorTest, DefaultsAreFilledIn) {
   v1::AuditSpec spec = SmallMembershipSpec();
@@ -38,7 +42,7 @@ TEST(SpecValidatorTest, EveryBadFieldIsNamedWithItsRule) {
   m->add_attacks("magic");
   m->add_fpr_points(1.5);
   absl::Status status = ValidateSpec(spec);
-  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
   const std::string message(status.message());
   EXPECT_THAT(message, HasSubstr("membership.reference_models: must be an even number"));
   EXPECT_THAT(message, HasSubstr("(got 3)"));
@@ -70,14 +74,14 @@ TEST(SpecValidatorTest, RmiaPopulationAndTargetModelAreChecked) {
               HasSubstr("membership.population_size: must be >= 1 when the \"rmia\" attack"));
   m->clear_attacks();
   m->add_attacks("loss");
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << "no population needed without rmia";
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec)) << "no population needed without rmia";
 }
 
 TEST(SpecValidatorTest, ModelsPerTaskDefaultsToOneAndIsBounded) {
   v1::AuditSpec spec = SmallMembershipSpec();
   EXPECT_EQ(spec.resources().models_per_task(), 1u);
   spec.mutable_resources()->set_models_per_task(64);
-  EXPECT_TRUE(ValidateSpec(spec).ok());
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   spec.mutable_resources()->set_models_per_task(65);
   EXPECT_THAT(std::string(ValidateSpec(spec).message()),
               HasSubstr("resources.models_per_task: must be in [1, 64] (got 65)"));
@@ -95,7 +99,7 @@ TEST(SpecValidatorTest, MissingKindIsInvalid) {
   v1::AuditSpec spec;
   ApplyDefaults(&spec);
   absl::Status status = ValidateSpec(spec);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(status.message()), HasSubstr("kind: set exactly one of"));
 }
 
@@ -104,7 +108,7 @@ TEST(SpecValidatorTest, EveryKindInTheApiIsRunnable) {
   v1::AuditSpec spec;
   spec.mutable_unlearning();
   EXPECT_TRUE(KindImplemented(spec));
-  EXPECT_EQ(ValidateSpec(spec).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ValidateSpec(spec), StatusIs(absl::StatusCode::kInvalidArgument));
   spec.mutable_relational();
   EXPECT_TRUE(KindImplemented(spec));
 }
@@ -113,7 +117,7 @@ TEST(SpecValidatorTest, ExposureDefaultsMakeARunnableSpec) {
   v1::AuditSpec spec;
   spec.mutable_exposure();
   ApplyDefaults(&spec);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   const v1::ExposureAudit& e = spec.exposure();
   EXPECT_EQ(e.corpus().name(), "fortunes");
   EXPECT_EQ(e.corpus().max_chars(), 1000000u);
@@ -149,7 +153,7 @@ TEST(SpecValidatorTest, ExposureEveryBadFieldIsNamedWithItsRule) {
   e->set_estimator("magic");
   ApplyDefaults(&spec);
   absl::Status status = ValidateSpec(spec);
-  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
   const std::string message(status.message());
   for (const char* field :
        {"exposure.corpus.name: must be \"fortunes\"", "exposure.corpus.text: set at most one",
@@ -184,22 +188,22 @@ TEST(SpecValidatorTest, ExposureEvaluationPointsAreBoundedAndExclusive) {
   e->mutable_corpus()->set_text(std::string(6400, 'a'));  // 100 windows of 64
   e->mutable_training()->set_epochs(10);
   ApplyDefaults(&spec);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << "neither: the final model only";
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec)) << "neither: the final model only";
   e->set_eval_every_epoch(true);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   e->set_eval_every_steps(5);
   EXPECT_THAT(std::string(ValidateSpec(spec).message()),
               HasSubstr("exposure.eval_every_epoch: set at most one of eval_every_steps and "
                         "eval_every_epoch"));
   e->set_eval_every_epoch(false);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   e->set_eval_every_steps(0);
   EXPECT_THAT(std::string(ValidateSpec(spec).message()),
               HasSubstr("exposure.eval_every_steps: must be > 0"));
   // The tiny corpus plus 85 canary lines of 28 characters: 8780 characters,
   // 137 windows, 5 steps per epoch, 50 steps; k = 1 gives 50 points.
   e->set_eval_every_steps(1);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   e->mutable_training()->set_epochs(13);  // 65 steps: 65 points
   EXPECT_THAT(std::string(ValidateSpec(spec).message()),
               HasSubstr("exposure.eval_every_steps: gives 65 evaluation points over the 65 steps "
@@ -224,7 +228,7 @@ TEST(SpecValidatorTest, ExposureSweepDefaultsNameEachVariant) {
   e->set_baseline(true);
   e->set_reference_models(2);
   ApplyDefaults(&spec);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   EXPECT_EQ(e->sweep(0).name(), "base");
   EXPECT_EQ(e->sweep(1).name(), "batch=8 units=64");
   EXPECT_EQ(e->sweep(2).name(), "dp_sigma=1.5 dp_clip=2");

@@ -80,7 +80,7 @@ absl::Status SqliteStore::AppendEvent(const EventRecord& e) {
 absl::Status SqliteStore::CreateAudit(const AuditRecord& audit,
                                       const std::vector<TaskRecord>& tasks,
                                       const std::vector<EventRecord>& events) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   sql::Transaction tx(db_.get());
   if (!tx.status().ok()) return tx.status();
   if (absl::Status s = UpsertAudit(audit, /*insert_only=*/true); !s.ok()) return s;
@@ -94,7 +94,7 @@ absl::Status SqliteStore::CreateAudit(const AuditRecord& audit,
 }
 
 absl::Status SqliteStore::Commit(const Mutation& m) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   sql::Transaction tx(db_.get());
   if (!tx.status().ok()) return tx.status();
   if (m.audit.has_value()) {
@@ -110,7 +110,7 @@ absl::Status SqliteStore::Commit(const Mutation& m) {
 }
 
 absl::StatusOr<std::vector<AuditRecord>> SqliteStore::LoadAudits() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto stmt = db_->Prepare(
       "SELECT audit_id, name, kind, state, spec, created_ms, updated_ms, error FROM audits "
       "ORDER BY created_ms, audit_id");
@@ -137,7 +137,7 @@ absl::StatusOr<std::vector<AuditRecord>> SqliteStore::LoadAudits() {
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteStore::LoadTasks() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto stmt = db_->Prepare(
       "SELECT t.task_id, t.audit_id, t.role, t.idx, t.state, t.attempts, t.steps_total, "
       "t.steps_done, t.lease_id, t.worker_id, t.lease_deadline_ms, t.error FROM tasks t "
@@ -169,7 +169,7 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteStore::LoadTasks() {
 absl::StatusOr<std::vector<EventRecord>> SqliteStore::EventsAfter(const std::string& audit_id,
                                                                   uint64_t after_sequence,
                                                                   int limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto stmt = db_->Prepare(
       "SELECT sequence, audit_id, unix_ms, type, task_id, message FROM events "
       "WHERE audit_id = ? AND sequence > ? ORDER BY sequence LIMIT ?");

@@ -3,9 +3,10 @@
 #define MEMAUDIT_SERVICES_COORDINATOR_SQLITE_STORE_H_
 
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/sqlite.h"
 #include "services/coordinator/store.h"
 
@@ -25,12 +26,13 @@ class SqliteStore : public Store {
 
  private:
   explicit SqliteStore(std::unique_ptr<sql::Database> db) : db_(std::move(db)) {}
-  absl::Status UpsertAudit(const AuditRecord& audit, bool insert_only);
-  absl::Status UpsertTask(const TaskRecord& task);
-  absl::Status AppendEvent(const EventRecord& event);
+  absl::Status UpsertAudit(const AuditRecord& audit, bool insert_only)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status UpsertTask(const TaskRecord& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AppendEvent(const EventRecord& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  std::mutex mu_;
-  std::unique_ptr<sql::Database> db_;
+  absl::Mutex mu_;
+  const std::unique_ptr<sql::Database> db_ ABSL_PT_GUARDED_BY(mu_);
 };
 
 }  // namespace memaudit::coordinator

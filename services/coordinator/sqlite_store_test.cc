@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/test_specs.h"
 
@@ -31,12 +32,12 @@ TaskRecord SomeTask(uint32_t index) {
 }
 
 TEST(SqliteStoreTest, RoundTripsAuditsTasksAndEventsAcrossReopen) {
-  const std::string path = testing::TempDir() + "/store_" + std::to_string(getpid()) + ".db";
+  const std::string path = ::testing::TempDir() + "/store_" + std::to_string(getpid()) + ".db";
   {
     auto store = SqliteStore::Open(path);
-    ASSERT_TRUE(store.ok()) << store.status();
+    MEMAUDIT_ASSERT_OK(store);
     EventRecord e{0, "a-1", 9, "submitted", "", "2 tasks"};
-    ASSERT_TRUE((*store)->CreateAudit(SomeAudit(), {SomeTask(0), SomeTask(1)}, {e}).ok());
+    MEMAUDIT_ASSERT_OK((*store)->CreateAudit(SomeAudit(), {SomeTask(0), SomeTask(1)}, {e}));
     TaskRecord leased = SomeTask(1);
     leased.state = TaskState::kLeased;
     leased.attempts = 2;
@@ -47,17 +48,17 @@ TEST(SqliteStoreTest, RoundTripsAuditsTasksAndEventsAcrossReopen) {
     Mutation m;
     m.tasks.push_back(leased);
     m.events.push_back({0, "a-1", 10, "task_leased", leased.task_id, "attempt 2"});
-    ASSERT_TRUE((*store)->Commit(m).ok());
+    MEMAUDIT_ASSERT_OK((*store)->Commit(m));
   }
   auto store = SqliteStore::Open(path);
-  ASSERT_TRUE(store.ok());
+  MEMAUDIT_ASSERT_OK(store);
   auto audits = (*store)->LoadAudits();
-  ASSERT_TRUE(audits.ok());
+  MEMAUDIT_ASSERT_OK(audits);
   ASSERT_EQ(audits->size(), 1u);
   EXPECT_EQ((*audits)[0].state, v1::RUNNING);
   EXPECT_EQ((*audits)[0].spec.SerializeAsString(), SmallMembershipSpec().SerializeAsString());
   auto tasks = (*store)->LoadTasks();
-  ASSERT_TRUE(tasks.ok());
+  MEMAUDIT_ASSERT_OK(tasks);
   ASSERT_EQ(tasks->size(), 2u);
   const TaskRecord& t = (*tasks)[1];
   EXPECT_EQ(t.state, TaskState::kLeased);
@@ -66,7 +67,7 @@ TEST(SqliteStoreTest, RoundTripsAuditsTasksAndEventsAcrossReopen) {
   EXPECT_EQ(t.lease_deadline_ms, 123456789012);
   EXPECT_EQ(t.steps_done, 17u);
   auto events = (*store)->EventsAfter("a-1", 0, 10);
-  ASSERT_TRUE(events.ok());
+  MEMAUDIT_ASSERT_OK(events);
   ASSERT_EQ(events->size(), 2u);
   EXPECT_EQ((*events)[1].type, "task_leased");
   auto later = (*store)->EventsAfter("a-1", (*events)[0].sequence, 10);
@@ -76,8 +77,8 @@ TEST(SqliteStoreTest, RoundTripsAuditsTasksAndEventsAcrossReopen) {
 
 TEST(SqliteStoreTest, DuplicateAuditIsRefusedAndWritesNothing) {
   auto store = SqliteStore::Open(":memory:");
-  ASSERT_TRUE(store.ok());
-  ASSERT_TRUE((*store)->CreateAudit(SomeAudit(), {SomeTask(0)}, {}).ok());
+  MEMAUDIT_ASSERT_OK(store);
+  MEMAUDIT_ASSERT_OK((*store)->CreateAudit(SomeAudit(), {SomeTask(0)}, {}));
   EXPECT_FALSE((*store)->CreateAudit(SomeAudit(), {SomeTask(5)}, {}).ok());
   EXPECT_EQ((*store)->LoadTasks()->size(), 1u);
 }

@@ -102,10 +102,10 @@ void ApplyUnlearningDefaults(v1::UnlearningAudit* u) {
   }
 }
 
-void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* problems) {
-  auto add = [&](std::string field, std::string rule) {
-    problems->push_back({absl::StrCat("unlearning.", field), std::move(rule)});
-  };
+namespace {
+
+// dataset, model and training: the recipe every model trains with.
+void ValidateRecipe(const v1::UnlearningAudit& u, const AddProblem& add) {
   const v1::DatasetSpec& d = u.dataset();
   if (d.name() != "fashion_mnist") {
     add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got \"", d.name(), "\")"));
@@ -130,7 +130,10 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
   CheckWeightDecay(t.weight_decay(), add);
   CheckEpochs(t.epochs(), add);
   CheckBatchSize(t.batch_size(), add);
+}
 
+// method and sisa: how a deletion is unlearned.
+void ValidateMethod(const v1::UnlearningAudit& u, const AddProblem& add) {
   if (u.method() == "sisa") {
     if (u.sisa().shards() == 0 || u.sisa().shards() > 1000) {
       add("sisa.shards", absl::StrCat("must be in [1, 1000] (got ", u.sisa().shards(), ")"));
@@ -145,7 +148,11 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
   } else {
     add("method", absl::StrCat("must be \"scratch\" or \"sisa\" (got \"", u.method(), "\")"));
   }
+}
 
+// deletion, group_size, both sides, their pools and seed_policy: what is deleted,
+// from where, and with which seeds.
+void ValidateDeletion(const v1::UnlearningAudit& u, const AddProblem& add) {
   CheckOneOf("deletion", u.deletion(), {"single", "group", "intermediate", "online", "remaining"},
              add);
   if (u.deletion() == "single" && u.group_size() != 1) {
@@ -179,7 +186,10 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
         "\"independent\" applies to method \"scratch\" only (SISA retrains a shard from its own "
         "slice checkpoint)");
   }
+}
 
+// features, attack_classifiers and defenses: the attack and what the release hides.
+void ValidateAttack(const v1::UnlearningAudit& u, const AddProblem& add) {
   auto check_names = [&](const char* field,
                          const google::protobuf::RepeatedPtrField<std::string>& values,
                          const std::vector<std::string>& known) {
@@ -210,23 +220,39 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
       add(path, absl::StrCat("\"", d, "\" is listed twice"));
     }
   }
-  if (u.has_dp_sgd()) {
-    const v1::DpSgdSpec& dp = u.dp_sgd();
-    if (!(dp.noise_multiplier() > 0) || !std::isfinite(dp.noise_multiplier())) {
-      add("dp_sgd.noise_multiplier", absl::StrCat("must be > 0 (got ", dp.noise_multiplier(), ")"));
-    }
-    if (!(dp.clip_norm() > 0) || !std::isfinite(dp.clip_norm())) {
-      add("dp_sgd.clip_norm", absl::StrCat("must be > 0 (got ", dp.clip_norm(), ")"));
-    }
-    if (!(dp.delta() > 0 && dp.delta() < 1)) {
-      add("dp_sgd.delta", absl::StrCat("must be in (0, 1) (got ", dp.delta(), ")"));
-    }
-    if (!(dp.target_epsilon() >= 0 && dp.target_epsilon() <= 1000)) {
-      add("dp_sgd.target_epsilon",
-          absl::StrCat("must be in [0, 1000]; 0 = use noise_multiplier (got ", dp.target_epsilon(),
-                       ")"));
-    }
+}
+
+// dp_sgd: the noise, clipping and privacy target of DP training.
+void ValidateDpSgd(const v1::UnlearningAudit& u, const AddProblem& add) {
+  if (!u.has_dp_sgd()) return;
+  const v1::DpSgdSpec& dp = u.dp_sgd();
+  if (!(dp.noise_multiplier() > 0) || !std::isfinite(dp.noise_multiplier())) {
+    add("dp_sgd.noise_multiplier", absl::StrCat("must be > 0 (got ", dp.noise_multiplier(), ")"));
   }
+  if (!(dp.clip_norm() > 0) || !std::isfinite(dp.clip_norm())) {
+    add("dp_sgd.clip_norm", absl::StrCat("must be > 0 (got ", dp.clip_norm(), ")"));
+  }
+  if (!(dp.delta() > 0 && dp.delta() < 1)) {
+    add("dp_sgd.delta", absl::StrCat("must be in (0, 1) (got ", dp.delta(), ")"));
+  }
+  if (!(dp.target_epsilon() >= 0 && dp.target_epsilon() <= 1000)) {
+    add("dp_sgd.target_epsilon",
+        absl::StrCat("must be in [0, 1000]; 0 = use noise_multiplier (got ", dp.target_epsilon(),
+                     ")"));
+  }
+}
+
+}  // namespace
+
+void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* problems) {
+  const AddProblem add = [&](const std::string& field, std::string rule) {
+    problems->push_back({absl::StrCat("unlearning.", field), std::move(rule)});
+  };
+  ValidateRecipe(u, add);
+  ValidateMethod(u, add);
+  ValidateDeletion(u, add);
+  ValidateAttack(u, add);
+  ValidateDpSgd(u, add);
 }
 
 uint64_t UnlearningTaskSteps(const v1::AuditSpec& spec, bool target, uint32_t i) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/testing/status_matchers.h"
 #include "common/unlearning_signals.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -11,6 +12,7 @@
 namespace memaudit::coordinator {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
 
 v1::AuditSpec Defaulted() {
@@ -23,7 +25,7 @@ v1::AuditSpec Defaulted() {
 
 std::string Problems(const v1::AuditSpec& spec) {
   const absl::Status status = ValidateSpec(spec);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
   return std::string(status.message());
 }
 
@@ -34,7 +36,7 @@ bool Contains(const std::vector<uint32_t>& v, uint32_t x) {
 TEST(UnlearningSpecTest, DefaultsMakeARunnableSpec) {
   const v1::AuditSpec spec = Defaulted();
   EXPECT_TRUE(KindImplemented(spec));
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   const v1::UnlearningAudit& u = spec.unlearning();
   EXPECT_EQ(u.method(), "scratch");
   EXPECT_EQ(u.deletion(), "single");
@@ -51,7 +53,7 @@ TEST(UnlearningSpecTest, DefaultsMakeARunnableSpec) {
   sisa.mutable_unlearning()->set_method("sisa");
   sisa.mutable_unlearning()->mutable_dp_sgd();
   ApplyDefaults(&sisa);
-  EXPECT_TRUE(ValidateSpec(sisa).ok()) << ValidateSpec(sisa);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(sisa));
   EXPECT_EQ(sisa.unlearning().sisa().shards(), 5u);
   EXPECT_EQ(sisa.unlearning().sisa().slices(), 1u);
   EXPECT_EQ(sisa.unlearning().dp_sgd().clip_norm(), 1.0);
@@ -102,7 +104,7 @@ TEST(UnlearningSpecTest, SizesMustFitThePool) {
   EXPECT_THAT(Problems(spec), HasSubstr("unlearning.target.samples: must be <= the side's "
                                         "positive pool, 80% of dataset.pool_size / 2 = 400"));
   u->mutable_target()->set_samples(400);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
 
   u->set_group_size(2);
   EXPECT_THAT(Problems(spec), HasSubstr("unlearning.group_size: must be 1 with deletion"));
@@ -112,12 +114,12 @@ TEST(UnlearningSpecTest, SizesMustFitThePool) {
   u->set_group_size(101);  // more positives than the 100 negatives
   EXPECT_THAT(Problems(spec), HasSubstr("need as many negatives"));
   u->set_group_size(100);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   u->set_deletion("online");  // 15 of the 100 negatives become the pool of new samples
   u->set_group_size(16);
   EXPECT_THAT(Problems(spec), HasSubstr("pool of new samples holds 15"));
   u->set_group_size(15);
-  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
 }
 
 TEST(UnlearningSpecTest, MethodSpecificFields) {
@@ -157,7 +159,7 @@ TEST(UnlearningSpecTest, MethodSpecificFields) {
   top.mutable_unlearning()->add_defenses("temperature");
   EXPECT_THAT(Problems(top), HasSubstr("unlearning.defenses[1]: top_k needs k in [1, 9]"));
   top.mutable_unlearning()->set_defenses(1, "top_9");
-  EXPECT_TRUE(ValidateSpec(top).ok()) << ValidateSpec(top);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(top));
 }
 
 TEST(UnlearningSpecTest, PlanHasOneTaskPerOriginalWithExactScratchSteps) {
@@ -170,7 +172,7 @@ TEST(UnlearningSpecTest, PlanHasOneTaskPerOriginalWithExactScratchSteps) {
   u->mutable_training()->set_batch_size(32);
   u->mutable_training()->set_epochs(2);
   auto plan = PlanAudit(spec);
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  MEMAUDIT_ASSERT_OK(plan);
   ASSERT_EQ(plan->tasks.size(), 5u);
   EXPECT_EQ(plan->tasks[0].role, "shadow_original");
   EXPECT_EQ(plan->tasks[2].index, 2u);
@@ -195,7 +197,7 @@ TEST(UnlearningSpecTest, SisaStepsCountOnlyTheRetrainedShards) {
   u->mutable_shadow()->set_unlearned(6);
   u->mutable_training()->set_batch_size(10);
   u->mutable_training()->set_epochs(1);
-  ASSERT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  MEMAUDIT_ASSERT_OK(ValidateSpec(spec));
   const unlearning::TaskWork work = unlearning::TaskWorkFor(spec, false, 0);
   // Shards of 20, slices of 10: 1 + 2 steps each.
   const uint64_t originals = 4 * 3;

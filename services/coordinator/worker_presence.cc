@@ -16,14 +16,14 @@ WorkerPresence::WorkerPresence(const Clock* clock, int64_t window_ms,
 void WorkerPresence::Seen(const std::string& worker_id) {
   if (worker_id.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     last_seen_ms_[worker_id] = clock_->NowMs();
   }
   Refresh();
 }
 
 size_t WorkerPresence::Refresh() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const int64_t oldest = clock_->NowMs() - window_ms_;
   for (auto it = last_seen_ms_.begin(); it != last_seen_ms_.end();) {
     it = it->second < oldest ? last_seen_ms_.erase(it) : std::next(it);

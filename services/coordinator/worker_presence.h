@@ -8,9 +8,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 
@@ -31,8 +32,9 @@ class WorkerPresence {
   const Clock* const clock_;
   const int64_t window_ms_;
   prometheus::Gauge* const gauge_;  // null without a registry
-  std::mutex mu_;
-  std::map<std::string, int64_t> last_seen_ms_;  // pruned, so bounded by the live fleet
+  absl::Mutex mu_;
+  std::map<std::string, int64_t> last_seen_ms_
+      ABSL_GUARDED_BY(mu_);  // pruned, so bounded by the live fleet
 };
 
 }  // namespace memaudit::coordinator

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/exposure_eval_steps.h"
 #include "common/exposure_signals.h"
+#include "common/status_macros.h"
 #include "scoring/exposure.h"
 #include "scoring/matrix.h"
 #include "scoring/skew_normal.h"
@@ -125,9 +126,8 @@ std::optional<ModelSignals> ModelAt(const v1::ExposureAudit& e, const ExposureSi
 // every evaluation point, then the final model. False while a point is missing.
 absl::StatusOr<bool> AddCurve(const v1::ExposureAudit& e, const ExposureSignals& signals,
                               uint32_t v, v1::ExposureResults* out) {
-  absl::StatusOr<std::vector<uint64_t>> steps = EvalStepsOf(e, v, out->training_steps());
-  if (!steps.ok()) return steps.status();
-  for (uint64_t step : *steps) {
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<uint64_t> steps, EvalStepsOf(e, v, out->training_steps()));
+  for (uint64_t step : steps) {
     const std::string name = exposure::StepPoint(step);
     std::optional<ModelSignals> m = ModelAt(e, signals, name, v);
     if (!m) return false;
@@ -142,13 +142,13 @@ absl::StatusOr<bool> AddCurve(const v1::ExposureAudit& e, const ExposureSignals&
     v1::ExposureCurvePoint* point = out->add_curve();
     point->set_step(step);
     for (size_t i = 0; i < px.size(); ++i) {
-      absl::StatusOr<scoring::ExposureResult> x =
-          scoring::ExposureFromRank(out->log2_space(), static_cast<uint64_t>(rank[i]));
-      if (!x.ok()) return x.status();
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          scoring::ExposureResult x,
+          scoring::ExposureFromRank(out->log2_space(), static_cast<uint64_t>(rank[i])));
       point->add_px_bits(px[i]);
       point->add_rank(static_cast<uint64_t>(rank[i]));
       point->add_exact(exact[i] != 0);
-      point->add_exposure(x->exposure);
+      point->add_exposure(x.exposure);
     }
     AddCurveGroups(*out, point);
   }
@@ -181,9 +181,8 @@ absl::StatusOr<std::vector<std::string>> SecretsOf(const ModelSignals& m, size_t
 // model of an audit draws them from the same seed.
 absl::Status SameSecrets(const ModelSignals& m, const std::vector<std::string>& secrets,
                          const std::string& model) {
-  absl::StatusOr<std::vector<std::string>> own = SecretsOf(m, secrets.size(), model);
-  if (!own.ok()) return own.status();
-  if (*own != secrets) {
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<std::string> own, SecretsOf(m, secrets.size(), model));
+  if (own != secrets) {
     return absl::InvalidArgumentError(
         absl::StrCat(model, " secrets_utf8: not the canary model's canaries"));
   }
@@ -214,9 +213,9 @@ absl::StatusOr<v1::ExposureResults> ScoreCanaryModel(const v1::ExposureAudit& e,
   if (px.size() != count || model.size() != exposure::kModelValues) {
     return absl::InvalidArgumentError("observations: shapes do not match the spec");
   }
-  absl::StatusOr<std::vector<std::string>> found = SecretsOf(signals, count, "canary model");
-  if (!found.ok()) return found.status();
-  const std::vector<std::string>& secrets = *found;
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<std::string> found,
+                            SecretsOf(signals, count, "canary model"));
+  const std::vector<std::string>& secrets = found;
   *secrets_out = secrets;
 
   v1::ExposureResults out;
@@ -256,14 +255,13 @@ absl::StatusOr<v1::ExposureResults> ScoreCanaryModel(const v1::ExposureAudit& e,
     c->set_rank(static_cast<uint64_t>(rank[i]));
     c->set_exact(exact[i] != 0);
     c->set_rank_queries(static_cast<uint64_t>(queries[i]));
-    absl::StatusOr<scoring::ExposureResult> x = scoring::ExposureFromRank(log2_space, c->rank());
-    if (!x.ok()) return x.status();
-    c->set_exposure(x->exposure);
+    MEMAUDIT_ASSIGN_OR_RETURN(scoring::ExposureResult x,
+                              scoring::ExposureFromRank(log2_space, c->rank()));
+    c->set_exposure(x.exposure);
     if (sampled) {
-      absl::StatusOr<scoring::ExposureResult> s = scoring::SampledExposure(refs, px[i]);
-      if (!s.ok()) return s.status();
-      c->set_sampled_exposure(s->exposure);
-      c->set_sampled_lower_bound(s->lower_bound);
+      MEMAUDIT_ASSIGN_OR_RETURN(scoring::ExposureResult s, scoring::SampledExposure(refs, px[i]));
+      c->set_sampled_exposure(s.exposure);
+      c->set_sampled_lower_bound(s.lower_bound);
     }
     c->set_extrapolated_exposure(!extrapolated ? 0
                                  : fitted      ? scoring::ExtrapolatedExposure(fit, px[i])
@@ -287,7 +285,7 @@ absl::StatusOr<v1::ExposureResults> ScoreCanaryModel(const v1::ExposureAudit& e,
 // baseline's own Px of S (the same S as the canary model's).
 absl::Status AddBaseline(const ModelSignals& signals, const std::vector<std::string>& secrets,
                          v1::ExposureResults* out) {
-  if (absl::Status s = SameSecrets(signals, secrets, "baseline model"); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(SameSecrets(signals, secrets, "baseline model"));
   const std::vector<double>& px = signals.at(exposure::kPxBits);
   const std::vector<double>& rank = signals.at(exposure::kRank);
   const std::vector<double>& exact = signals.at(exposure::kExact);
@@ -312,15 +310,13 @@ absl::Status AddBaseline(const ModelSignals& signals, const std::vector<std::str
     c->set_baseline_px_bits(px[i]);
     c->set_baseline_rank(static_cast<uint64_t>(rank[i]));
     c->set_baseline_exact(exact[i] != 0);
-    absl::StatusOr<scoring::ExposureResult> x =
-        scoring::ExposureFromRank(out->log2_space(), c->baseline_rank());
-    if (!x.ok()) return x.status();
-    c->set_baseline_exposure(x->exposure);
+    MEMAUDIT_ASSIGN_OR_RETURN(scoring::ExposureResult x,
+                              scoring::ExposureFromRank(out->log2_space(), c->baseline_rank()));
+    c->set_baseline_exposure(x.exposure);
     if (sampled) {
-      absl::StatusOr<scoring::ExposureResult> b = scoring::SampledExposure(refs, px[i]);
-      if (!b.ok()) return b.status();
-      c->set_baseline_sampled_exposure(b->exposure);
-      c->set_baseline_sampled_lower_bound(b->lower_bound);
+      MEMAUDIT_ASSIGN_OR_RETURN(scoring::ExposureResult b, scoring::SampledExposure(refs, px[i]));
+      c->set_baseline_sampled_exposure(b.exposure);
+      c->set_baseline_sampled_lower_bound(b.lower_bound);
     }
     if (extrapolated) {
       c->set_baseline_extrapolated_exposure(fitted ? scoring::ExtrapolatedExposure(fit, px[i])
@@ -369,7 +365,7 @@ absl::Status AddCalibration(const ModelSignals& canary_model,
   scoring::Matrix sample_ref(references.size(), refs.size());
   for (size_t m = 0; m < references.size(); ++m) {
     const std::string model = absl::StrCat("reference model ", m);
-    if (absl::Status s = SameSecrets(references[m], secrets, model); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(SameSecrets(references[m], secrets, model));
     const std::vector<double>& rpx = references[m].at(exposure::kPxBits);
     const std::vector<double>& rs = references[m].at(exposure::kReferencePxBits);
     if (rpx.size() != px.size() || rs.size() != refs.size()) {
@@ -378,23 +374,23 @@ absl::Status AddCalibration(const ModelSignals& canary_model,
     std::copy(rpx.begin(), rpx.end(), canary_ref.row(m));
     std::copy(rs.begin(), rs.end(), sample_ref.row(m));
   }
-  absl::StatusOr<std::vector<double>> canaries = scoring::CalibrateByReferenceMean(px, canary_ref);
-  if (!canaries.ok()) return canaries.status();
-  absl::StatusOr<std::vector<double>> sample = scoring::CalibrateByReferenceMean(refs, sample_ref);
-  if (!sample.ok()) return sample.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> canaries,
+                            scoring::CalibrateByReferenceMean(px, canary_ref));
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> sample,
+                            scoring::CalibrateByReferenceMean(refs, sample_ref));
   out->set_reference_models(static_cast<uint32_t>(references.size()));
   for (int i = 0; i < out->canaries_size(); ++i) {
     v1::CanaryResult* c = out->mutable_canaries(i);
-    c->set_calibrated_px_bits((*canaries)[i]);
-    absl::StatusOr<scoring::ExposureResult> s = scoring::SampledExposure(*sample, (*canaries)[i]);
-    if (!s.ok()) return s.status();
-    c->set_calibrated_exposure(s->exposure);
-    c->set_calibrated_lower_bound(s->lower_bound);
+    c->set_calibrated_px_bits(canaries[i]);
+    MEMAUDIT_ASSIGN_OR_RETURN(scoring::ExposureResult s,
+                              scoring::SampledExposure(sample, canaries[i]));
+    c->set_calibrated_exposure(s.exposure);
+    c->set_calibrated_lower_bound(s.lower_bound);
   }
   if (!exact_calibration) return absl::OkStatus();
   const std::vector<double>& space = canary_model.at(exposure::kSpacePxBits);
   const std::vector<double>& index = canary_model.at(exposure::kSpaceIndex);
-  if (absl::Status s = CheckSpaceOrder(space, px, index, "canary model"); !s.ok()) return s;
+  MEMAUDIT_RETURN_IF_ERROR(CheckSpaceOrder(space, px, index, "canary model"));
   scoring::Matrix space_ref(references.size(), space.size());
   for (size_t m = 0; m < references.size(); ++m) {
     const std::vector<double>& rspace = references[m].at(exposure::kSpacePxBits);
@@ -402,21 +398,18 @@ absl::Status AddCalibration(const ModelSignals& canary_model,
     if (rspace.size() != space.size()) {
       return absl::InvalidArgumentError(absl::StrCat(model, ": shapes do not match the spec"));
     }
-    if (absl::Status s = CheckSpaceOrder(rspace, references[m].at(exposure::kPxBits), index, model);
-        !s.ok()) {
-      return s;
-    }
+    MEMAUDIT_RETURN_IF_ERROR(
+        CheckSpaceOrder(rspace, references[m].at(exposure::kPxBits), index, model));
     std::copy(rspace.begin(), rspace.end(), space_ref.row(m));
   }
   const std::vector<uint64_t> indices(index.begin(), index.end());
-  absl::StatusOr<std::vector<scoring::ExposureResult>> ranked =
-      scoring::CalibratedExactExposure(space, space_ref, indices);
-  if (!ranked.ok()) return ranked.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<scoring::ExposureResult> ranked,
+                            scoring::CalibratedExactExposure(space, space_ref, indices));
   out->set_calibrated_exact(true);
   for (int i = 0; i < out->canaries_size(); ++i) {
     v1::CanaryResult* c = out->mutable_canaries(i);
-    c->set_calibrated_rank((*ranked)[i].rank);
-    c->set_calibrated_exact_exposure((*ranked)[i].exposure);
+    c->set_calibrated_rank(ranked[i].rank);
+    c->set_calibrated_exact_exposure(ranked[i].exposure);
   }
   return absl::OkStatus();
 }
@@ -588,23 +581,18 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpe
       references.push_back(*std::move(r));
     }
     std::vector<std::string> secrets;
-    absl::StatusOr<v1::ExposureResults> x = ScoreCanaryModel(e, *canary, &secrets);
-    if (!x.ok()) return x.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(v1::ExposureResults x, ScoreCanaryModel(e, *canary, &secrets));
     if (baseline) {
-      if (absl::Status s = AddBaseline(*baseline, secrets, &*x); !s.ok()) return s;
+      MEMAUDIT_RETURN_IF_ERROR(AddBaseline(*baseline, secrets, &x));
     }
     if (!references.empty()) {
-      if (absl::Status s =
-              AddCalibration(*canary, references, secrets, exposure::ExactCalibration(e), &*x);
-          !s.ok()) {
-        return s;
-      }
+      MEMAUDIT_RETURN_IF_ERROR(
+          AddCalibration(*canary, references, secrets, exposure::ExactCalibration(e), &x));
     }
-    AddByRepeats(&*x);
+    AddByRepeats(&x);
     if (exposure::HasEvalPoints(e)) {
-      absl::StatusOr<bool> curve = AddCurve(e, signals, v, &*x);
-      if (!curve.ok()) return curve.status();
-      if (!*curve) return std::nullopt;
+      MEMAUDIT_ASSIGN_OR_RETURN(bool curve, AddCurve(e, signals, v, &x));
+      if (!curve) return std::nullopt;
     }
     const exposure::Variant recipe = exposure::ResolveVariant(e, v);
     v1::ExposureVariantResult& r = scored.emplace_back();
@@ -621,7 +609,7 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpe
       r.set_dp_epsilon(dp[0]);
       r.set_dp_delta(dp[1]);
     }
-    *r.mutable_results() = *std::move(x);
+    *r.mutable_results() = std::move(x);
   }
 
   v1::AuditResults results;
@@ -652,9 +640,8 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
     }
     for (const std::string& name : names) {
       if (name == exposure::kSpacePxBits) continue;  // below, once the rest is in
-      auto runs = store.LoadSignal(audit_id, point, name);
-      if (!runs.ok()) return runs.status();
-      if (!runs->empty()) signals[{point, name}] = *std::move(runs);
+      MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, point, name));
+      if (!runs.empty()) signals[{point, name}] = std::move(runs);
     }
   }
   // Exact calibration's |R| values per model are read only when every other
@@ -672,9 +659,9 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
     }
     for (const std::string& point : exposure::PointsOf(e)) {
       if (point == exposure::kBaselinePoint) continue;  // it scores no R
-      auto runs = store.LoadSignal(audit_id, point, exposure::kSpacePxBits);
-      if (!runs.ok()) return runs.status();
-      if (!runs->empty()) signals[{point, exposure::kSpacePxBits}] = *std::move(runs);
+      MEMAUDIT_ASSIGN_OR_RETURN(auto runs,
+                                store.LoadSignal(audit_id, point, exposure::kSpacePxBits));
+      if (!runs.empty()) signals[{point, exposure::kSpacePxBits}] = std::move(runs);
     }
   }
   // Evaluation points: which steps follows from each canary model's step
@@ -684,17 +671,15 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
     std::set<uint64_t> steps;
     for (const auto& [v, values] : model->second) {
       if (v >= exposure::VariantCount(e) || values.size() != exposure::kModelValues) continue;
-      absl::StatusOr<std::vector<uint64_t>> of =
-          EvalStepsOf(e, v, static_cast<uint64_t>(values[1]));
-      if (!of.ok()) return of.status();
-      steps.insert(of->begin(), of->end());
+      MEMAUDIT_ASSIGN_OR_RETURN(std::vector<uint64_t> of,
+                                EvalStepsOf(e, v, static_cast<uint64_t>(values[1])));
+      steps.insert(of.begin(), of.end());
     }
     for (uint64_t step : steps) {
       const std::string point = exposure::StepPoint(step);
       for (const std::string& name : exposure::SignalsAt(e, point, 0)) {
-        auto runs = store.LoadSignal(audit_id, point, name);
-        if (!runs.ok()) return runs.status();
-        if (!runs->empty()) signals[{point, name}] = *std::move(runs);
+        MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, point, name));
+        if (!runs.empty()) signals[{point, name}] = std::move(runs);
       }
     }
   }

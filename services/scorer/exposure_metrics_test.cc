@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/exposure_signals.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/scorer/scorer.h"
@@ -14,6 +15,7 @@
 namespace memaudit::scorer {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // Two inserted canaries (x1, x8) and two controls, 3 digits (|R| = 1000),
@@ -68,12 +70,12 @@ std::vector<v1::Observation> Observations() {
 class ExposureScorerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = testing::TempDir() + "/exposure_" + std::to_string(getpid()) + "_" +
+    path_ = ::testing::TempDir() + "/exposure_" + std::to_string(getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
     std::remove(path_.c_str());
     store_ = std::move(*ScorerStore::Open(path_));
     scorer_ = std::move(*Scorer::Create(store_.get(), &registry_));
-    ASSERT_TRUE(scorer_->OpenAudit("x", Spec()).ok());
+    MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("x", Spec()));
   }
   void TearDown() override { std::remove(path_.c_str()); }
 
@@ -86,15 +88,15 @@ class ExposureScorerTest : public ::testing::Test {
 TEST_F(ExposureScorerTest, ScoresOnceEverySignalIsIn) {
   const std::vector<v1::Observation> all = Observations();
   for (size_t i = 0; i + 1 < all.size(); ++i) {
-    ASSERT_TRUE(scorer_->Ingest(all[i]).ok()) << all[i].signal();
-    ASSERT_TRUE(scorer_->ScoreIfComplete("x").ok());
+    MEMAUDIT_ASSERT_OK(scorer_->Ingest(all[i])) << all[i].signal();
+    MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("x"));
     EXPECT_FALSE(scorer_->GetResults("x")->complete()) << "after " << all[i].signal();
   }
   EXPECT_EQ(scorer_->GetResults("x")->kind(), "exposure");
-  ASSERT_TRUE(scorer_->Ingest(all.back()).ok());
-  ASSERT_TRUE(scorer_->ScoreIfComplete("x").ok());
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(all.back()));
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("x"));
   auto results = scorer_->GetResults("x");
-  ASSERT_TRUE(results.ok());
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   const v1::ExposureResults& x = results->exposure();
   EXPECT_NEAR(x.log2_space(), 9.965784, 1e-6);
@@ -158,7 +160,7 @@ TEST_F(ExposureScorerTest, ScoresOnceEverySignalIsIn) {
 TEST_F(ExposureScorerTest, IngestNamesTheBadField) {
   auto code = [&](const v1::Observation& o) { return scorer_->Ingest(o).status(); };
   absl::Status s = code(Obs(exposure::kPxBits, {1, 2, 3}));
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(s.message()), HasSubstr("observation.values: expected 4"));
   s = code(Obs("phi", {1, 2, 3, 4}));
   EXPECT_THAT(std::string(s.message()), HasSubstr("observation.signal"));
@@ -191,7 +193,7 @@ class ExposureCurveScorerTest : public ExposureScorerTest {
     ExposureScorerTest::SetUp();
     v1::AuditSpec spec = Spec();
     spec.mutable_exposure()->set_eval_every_steps(40);
-    ASSERT_TRUE(scorer_->OpenAudit("c", spec).ok());
+    MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("c", spec));
   }
   static v1::Observation At(v1::Observation o, const std::string& point) {
     o.set_audit_id("c");
@@ -212,13 +214,13 @@ TEST_F(ExposureCurveScorerTest, ScoresExposurePerCanaryAndEvaluationPoint) {
   for (const v1::Observation& o : Point("step/40", {500, 300, 400, 250})) all.push_back(o);
   const std::vector<v1::Observation> last = Point("step/80", {200, 4, 500, 100});
   all.insert(all.end(), last.begin(), last.end() - 1);
-  for (const v1::Observation& o : all) ASSERT_TRUE(scorer_->Ingest(o).ok()) << o.point();
-  ASSERT_TRUE(scorer_->ScoreIfComplete("c").ok());
+  for (const v1::Observation& o : all) MEMAUDIT_ASSERT_OK(scorer_->Ingest(o)) << o.point();
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("c"));
   EXPECT_FALSE(scorer_->GetResults("c")->complete()) << "step/80 rank_queries is missing";
-  ASSERT_TRUE(scorer_->Ingest(last.back()).ok());
-  ASSERT_TRUE(scorer_->ScoreIfComplete("c").ok());
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(last.back()));
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("c"));
   auto results = scorer_->GetResults("c");
-  ASSERT_TRUE(results.ok());
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   const v1::ExposureResults& x = results->exposure();
   const double l = x.log2_space();
@@ -271,7 +273,7 @@ TEST_F(ExposureCurveScorerTest, RefusesPointsAndSignalsOutsideTheCurve) {
   plain.set_point("step/40");
   EXPECT_THAT(std::string(scorer_->Ingest(plain).status().message()),
               HasSubstr("observation.point"));
-  EXPECT_TRUE(scorer_->Ingest(At(Obs(exposure::kRank, {1, 2, 3, 4}), "step/40")).ok());
+  MEMAUDIT_EXPECT_OK(scorer_->Ingest(At(Obs(exposure::kRank, {1, 2, 3, 4}), "step/40")));
 }
 
 // Two variants (the second DP-SGD), a baseline model and two reference models
@@ -294,7 +296,7 @@ class ExposureSweepScorerTest : public ExposureScorerTest {
   }
   void SetUp() override {
     ExposureScorerTest::SetUp();
-    ASSERT_TRUE(scorer_->OpenAudit("s", SweepSpec()).ok());
+    MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("s", SweepSpec()));
   }
   static v1::Observation At(v1::Observation o, const std::string& point, uint32_t run) {
     o.set_audit_id("s");
@@ -359,13 +361,13 @@ class ExposureSweepScorerTest : public ExposureScorerTest {
 TEST_F(ExposureSweepScorerTest, ScoresEveryVariantWithBaselineAndCalibration) {
   std::vector<v1::Observation> all = All();
   for (size_t i = 0; i + 1 < all.size(); ++i) {
-    ASSERT_TRUE(scorer_->Ingest(all[i]).ok()) << all[i].point() << " " << all[i].signal();
+    MEMAUDIT_ASSERT_OK(scorer_->Ingest(all[i])) << all[i].point() << " " << all[i].signal();
   }
-  ASSERT_TRUE(scorer_->ScoreIfComplete("s").ok());
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("s"));
   EXPECT_FALSE(scorer_->GetResults("s")->complete()) << "the DP variant's epsilon is missing";
   EXPECT_EQ(scorer_->GetResults("s")->models(), 8u);
-  ASSERT_TRUE(scorer_->Ingest(all.back()).ok());
-  ASSERT_TRUE(scorer_->ScoreIfComplete("s").ok());
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(all.back()));
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("s"));
   auto results = scorer_->GetResults("s");
   ASSERT_TRUE(results->complete());
   EXPECT_EQ(results->models(), 8u);
@@ -445,7 +447,7 @@ class ExposureExactCalibrationScorerTest : public ExposureSweepScorerTest {
     ExposureSweepScorerTest::SetUp();
     v1::AuditSpec spec = SweepSpec();
     spec.mutable_exposure()->set_exact_calibration(true);
-    ASSERT_TRUE(scorer_->OpenAudit("c", spec).ok());
+    MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("c", spec));
   }
   static std::vector<v1::Observation> AllOf(bool space) {
     std::vector<v1::Observation> out = All(space);
@@ -460,16 +462,16 @@ TEST_F(ExposureExactCalibrationScorerTest, RanksEachCalibratedCanaryAmongAllOfR)
     if (o.signal() == exposure::kSpacePxBits && o.point() == "reference/1" && o.run() == 1) {
       continue;  // held back: the audit waits for it
     }
-    ASSERT_TRUE(scorer_->Ingest(o).ok()) << o.point() << " " << o.signal();
+    MEMAUDIT_ASSERT_OK(scorer_->Ingest(o)) << o.point() << " " << o.signal();
   }
-  ASSERT_TRUE(scorer_->ScoreIfComplete("c").ok());
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("c"));
   EXPECT_FALSE(scorer_->GetResults("c")->complete()) << "a reference model's R is missing";
   for (const v1::Observation& o : all) {
     if (o.signal() == exposure::kSpacePxBits && o.point() == "reference/1" && o.run() == 1) {
-      ASSERT_TRUE(scorer_->Ingest(o).ok());
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
     }
   }
-  ASSERT_TRUE(scorer_->ScoreIfComplete("c").ok());
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("c"));
   auto results = scorer_->GetResults("c");
   ASSERT_TRUE(results.ok() && results->complete());
   for (const v1::ExposureVariantResult& v : results->exposure().variants()) {
@@ -527,7 +529,7 @@ TEST_F(ExposureExactCalibrationScorerTest, RefusesAWrongSpaceAndACandidateOrderT
       o.clear_values();
       for (double i : {904, 271, 119, 653}) o.add_values(i);
     }
-    ASSERT_TRUE(scorer_->Ingest(o).ok());
+    MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
   }
   EXPECT_THAT(std::string(scorer_->ScoreIfComplete("c").message()),
               HasSubstr("canary model space_px_bits: canary 2 has Px 36 but 12.9 at its index "
@@ -552,7 +554,7 @@ TEST_F(ExposureSweepScorerTest, RefusesModelsOutsideTheSweepAndForeignCanaries) 
       o.clear_values();
       for (double b : Bytes("905\n271\n118\n653\n")) o.add_values(b);
     }
-    ASSERT_TRUE(scorer_->Ingest(o).ok());
+    MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
   }
   absl::Status scored = scorer_->ScoreIfComplete("s");
   EXPECT_THAT(std::string(scored.message()), HasSubstr("baseline model secrets_utf8"));

@@ -4,10 +4,12 @@
 #include <array>
 #include <cmath>
 #include <iterator>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/forgetting_signals.h"
+#include "common/status_macros.h"
 #include "scoring/calibrated_scores.h"
 #include "scoring/forgetting.h"
 #include "scoring/intervals.h"
@@ -101,12 +103,12 @@ absl::StatusOr<std::vector<scoring::ForgettingCurvePoint>> Curve(
     point.steps_since_seen = static_cast<int64_t>(steps[i]);
     for (const TrialSignals& t : signals[i]) {
       scoring::TrialScores& trial = point.trials.emplace_back();
-      auto injected = ArmScores(attack, t, /*injected_arm=*/true, f.lira_per_example_variance());
-      if (!injected.ok()) return injected.status();
-      auto baseline = ArmScores(attack, t, /*injected_arm=*/false, f.lira_per_example_variance());
-      if (!baseline.ok()) return baseline.status();
-      trial.injected = *std::move(injected);
-      trial.baseline = *std::move(baseline);
+      MEMAUDIT_ASSIGN_OR_RETURN(auto injected, ArmScores(attack, t, /*injected_arm=*/true,
+                                                         f.lira_per_example_variance()));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto baseline, ArmScores(attack, t, /*injected_arm=*/false,
+                                                         f.lira_per_example_variance()));
+      trial.injected = std::move(injected);
+      trial.baseline = std::move(baseline);
     }
   }
   if (points.empty()) return std::vector<scoring::ForgettingCurvePoint>();
@@ -152,6 +154,7 @@ absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
     uint32_t repeats, begin, end;
   };
   std::vector<Group> groups;
+  groups.reserve(c.repeats_size());
   for (int g = 0; g < c.repeats_size(); ++g) {
     groups.push_back({c.repeats(g), g * c.per_group(), (g + 1) * c.per_group()});
   }
@@ -218,14 +221,12 @@ absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
         injected.push_back(inj / (g.end - g.begin));
         baseline.push_back(base / (g.end - g.begin));
       }
-      auto inj = scoring::SummarizeMean(injected);
-      if (!inj.ok()) return inj.status();
-      auto base = scoring::SummarizeMean(baseline);
-      if (!base.ok()) return base.status();
+      MEMAUDIT_ASSIGN_OR_RETURN(auto inj, scoring::SummarizeMean(injected));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto base, scoring::SummarizeMean(baseline));
       v1::ForgettingExposurePoint* point = out->mutable_exposure_curves(gi)->add_points();
       point->set_steps_since_injection(p);
-      *point->mutable_exposure() = ToProto(*inj);
-      *point->mutable_baseline_exposure() = ToProto(*base);
+      *point->mutable_exposure() = ToProto(inj);
+      *point->mutable_baseline_exposure() = ToProto(base);
       point->set_bounded(bounded);
     }
   }
@@ -351,69 +352,101 @@ absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
-                                                 const ForgettingSignals& signals) {
-  const v1::ForgettingAudit& f = spec.forgetting();
-  if (forgetting::Canaries(f)) return ScoreCanaries(spec, signals);
-  auto get = [&](const std::string& point, const std::string& signal,
-                 uint32_t trial) -> absl::StatusOr<const std::vector<double>*> {
-    auto it = signals.find({point, signal});
-    if (it == signals.end() || !it->second.count(trial)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("missing ", signal, " at point ", point, " of trial ", trial));
-    }
-    return &it->second.at(trial);
-  };
-  // Trials measure their points in ascending order, so the curve is the
-  // longest prefix of evaluation points that every trial has reached.
+namespace {
+
+// The values of `signal` at `point` for `trial`; FAILED_PRECONDITION names
+// what has not arrived yet.
+absl::StatusOr<const std::vector<double>*> FindSignal(const ForgettingSignals& signals,
+                                                      const std::string& point,
+                                                      const std::string& signal, uint32_t trial) {
+  auto it = signals.find({point, signal});
+  if (it == signals.end() || !it->second.count(trial)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("missing ", signal, " at point ", point, " of trial ", trial));
+  }
+  return &it->second.at(trial);
+}
+
+// Every signal trial `t` sends at evaluation point `key`; nullopt while any
+// of them is missing.
+std::optional<TrialSignals> TrialAt(const v1::ForgettingAudit& f, const ForgettingSignals& signals,
+                                    const std::string& key, uint32_t t) {
   const bool replay = forgetting::Replays(f);
+  std::vector<const std::vector<double>*> v;
+  for (auto [pt, s] : std::vector<std::pair<std::string, const char*>>{
+           {forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint},
+           {forgetting::kCheckpointPoint, forgetting::kLossCheckpoint},
+           {key, forgetting::kPhiInjected},
+           {key, forgetting::kLossInjected},
+           {key, forgetting::kPhiBaseline},
+           {key, forgetting::kLossBaseline},
+           {key, replay ? forgetting::kPhiReplay : forgetting::kPhiBaseline}}) {
+    auto values = FindSignal(signals, pt, s, t);
+    if (!values.ok()) return std::nullopt;
+    v.push_back(*values);
+  }
+  TrialSignals trial{v[0], v[1], v[2], v[3], v[4], v[5], replay ? v[6] : nullptr, {}, {}};
+  for (uint32_t j = 0; j < forgetting::ReferenceModels(f); ++j) {
+    auto values = FindSignal(signals, key, forgetting::PhiReferenceSignal(j), t);
+    if (!values.ok()) return std::nullopt;
+    trial.phi_references.push_back(*values);
+  }
+  for (uint32_t j = 0; j < forgetting::InReferenceModels(f); ++j) {
+    auto values = FindSignal(signals, key, forgetting::PhiInReferenceSignal(j), t);
+    if (!values.ok()) return std::nullopt;
+    trial.phi_in_references.push_back(*values);
+  }
+  return trial;
+}
+
+// The evaluation points every trial has reached, with their signals.
+struct ReachedPoints {
   std::vector<uint64_t> steps;
-  std::vector<std::vector<TrialSignals>> reached_points;
-  std::vector<uint32_t> replay_exact;  // per reached point
-  bool complete = true;
+  std::vector<std::vector<TrialSignals>> trials;  // per reached point
+  std::vector<uint32_t> replay_exact;             // per reached point
+  bool all = true;                                // every evaluation point reached
+};
+
+// Trials measure their points in ascending order, so the curve is the
+// longest prefix of evaluation points that every trial has reached.
+ReachedPoints Reached(const v1::ForgettingAudit& f, const ForgettingSignals& signals) {
+  ReachedPoints out;
   for (uint64_t p : f.eval_points()) {
     const std::string key = absl::StrCat(p);
     std::vector<TrialSignals> trials;
     uint32_t exact = 0;
     for (uint32_t t = 0; t < f.trials(); ++t) {
-      std::vector<const std::vector<double>*> v;
-      for (auto [pt, s] : std::vector<std::pair<std::string, const char*>>{
-               {forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint},
-               {forgetting::kCheckpointPoint, forgetting::kLossCheckpoint},
-               {key, forgetting::kPhiInjected},
-               {key, forgetting::kLossInjected},
-               {key, forgetting::kPhiBaseline},
-               {key, forgetting::kLossBaseline},
-               {key, replay ? forgetting::kPhiReplay : forgetting::kPhiBaseline}}) {
-        auto values = get(pt, s, t);
-        if (!values.ok()) break;
-        v.push_back(*values);
-      }
-      if (v.size() < 7) break;
-      TrialSignals trial{v[0], v[1], v[2], v[3], v[4], v[5], replay ? v[6] : nullptr, {}};
-      for (uint32_t j = 0; j < forgetting::ReferenceModels(f); ++j) {
-        auto values = get(key, forgetting::PhiReferenceSignal(j), t);
-        if (!values.ok()) break;
-        trial.phi_references.push_back(*values);
-      }
-      if (trial.phi_references.size() < forgetting::ReferenceModels(f)) break;
-      for (uint32_t j = 0; j < forgetting::InReferenceModels(f); ++j) {
-        auto values = get(key, forgetting::PhiInReferenceSignal(j), t);
-        if (!values.ok()) break;
-        trial.phi_in_references.push_back(*values);
-      }
-      if (trial.phi_in_references.size() < forgetting::InReferenceModels(f)) break;
-      trials.push_back(std::move(trial));
-      if (replay && *v[4] == *v[6]) ++exact;
+      std::optional<TrialSignals> trial = TrialAt(f, signals, key, t);
+      if (!trial.has_value()) break;
+      if (trial->phi_replay != nullptr && *trial->phi_baseline == *trial->phi_replay) ++exact;
+      trials.push_back(*std::move(trial));
     }
     if (trials.size() < f.trials()) {
-      complete = false;
+      out.all = false;
       break;
     }
-    steps.push_back(p);
-    reached_points.push_back(std::move(trials));
-    replay_exact.push_back(exact);
+    out.steps.push_back(p);
+    out.trials.push_back(std::move(trials));
+    out.replay_exact.push_back(exact);
   }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
+                                                 const ForgettingSignals& signals) {
+  const v1::ForgettingAudit& f = spec.forgetting();
+  if (forgetting::Canaries(f)) return ScoreCanaries(spec, signals);
+  auto get = [&](const std::string& point, const std::string& signal, uint32_t trial) {
+    return FindSignal(signals, point, signal, trial);
+  };
+  const bool replay = forgetting::Replays(f);
+  ReachedPoints reached = Reached(f, signals);
+  const std::vector<uint64_t>& steps = reached.steps;
+  const std::vector<std::vector<TrialSignals>>& reached_points = reached.trials;
+  const std::vector<uint32_t>& replay_exact = reached.replay_exact;
+  bool complete = reached.all;
   // The selection losses are part of the results: complete waits for them.
   for (uint32_t t = 0; forgetting::SelectsByLoss(f) && t < f.trials(); ++t) {
     if (!get(forgetting::kCheckpointPoint, forgetting::kSelectionLoss, t).ok() ||
@@ -424,8 +457,7 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
   v1::AuditResults results;
   results.set_kind("forgetting");
   results.set_complete(complete);
-  auto curve = Curve(f.attack(), f, steps, reached_points);
-  if (!curve.ok()) return curve.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(auto curve, Curve(f.attack(), f, steps, reached_points));
   results.set_models(2 * f.trials());
   results.set_examples(f.injected().size());
   results.set_members(static_cast<uint64_t>(f.trials()) * f.injected().size());
@@ -453,7 +485,7 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
       out->set_candidate_loss_mean((**candidates)[0]);
     }
   }
-  AddCurve(*curve, out->mutable_curve());
+  AddCurve(curve, out->mutable_curve());
   if (replay) {
     for (int i = 0; i < out->curve_size(); ++i) {
       out->mutable_curve(i)->set_replay_exact_trials(replay_exact[i]);
@@ -462,17 +494,17 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
   if (replay || forgetting::LiraAttack(f)) {
     // The standard attack on the same arms: what the replay (or the
     // references) add.
-    auto standard = Curve(forgetting::kStandardAttack, f, steps, reached_points);
-    if (!standard.ok()) return standard.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(auto standard,
+                              Curve(forgetting::kStandardAttack, f, steps, reached_points));
     out->set_standard_attack(forgetting::kStandardAttack);
-    AddCurve(*standard, out->mutable_standard_curve());
+    AddCurve(standard, out->mutable_standard_curve());
   }
   if (f.attack() == forgetting::kLiraOnlineAttack) {
     // Offline LiRA on the same OUT references: what the IN references add.
-    auto offline = Curve(forgetting::kLiraAttack, f, steps, reached_points);
-    if (!offline.ok()) return offline.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(auto offline,
+                              Curve(forgetting::kLiraAttack, f, steps, reached_points));
     out->set_offline_attack(forgetting::kLiraAttack);
-    AddCurve(*offline, out->mutable_offline_curve());
+    AddCurve(offline, out->mutable_offline_curve());
   }
   return results;
 }
@@ -550,19 +582,16 @@ class Forgetting final : public KindHandler {
     // Whatever has arrived: the curve covers every point all trials have reached.
     ForgettingSignals signals;
     for (const auto& [point, name] : RequiredForgettingSignals(spec.forgetting())) {
-      auto runs = store.LoadSignal(audit_id, point, name);
-      if (!runs.ok()) return runs.status();
-      if (!runs->empty()) signals[{point, name}] = *std::move(runs);
+      MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, point, name));
+      if (!runs.empty()) signals[{point, name}] = std::move(runs);
     }
-    auto results = ScoreForgetting(spec, signals);
-    if (!results.ok()) return results.status();
-    if (ForgettingProgress(*results) == 0) return std::nullopt;
-    auto stored = store.GetResults(audit_id);
-    if (!stored.ok()) return stored.status();
-    if (stored->has_value() && ForgettingProgress(**stored) == ForgettingProgress(*results)) {
+    MEMAUDIT_ASSIGN_OR_RETURN(auto results, ScoreForgetting(spec, signals));
+    if (ForgettingProgress(results) == 0) return std::nullopt;
+    MEMAUDIT_ASSIGN_OR_RETURN(auto stored, store.GetResults(audit_id));
+    if (stored.has_value() && ForgettingProgress(*stored) == ForgettingProgress(results)) {
       return std::nullopt;  // no new point since the last computation
     }
-    return *std::move(results);
+    return results;
   }
 
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/forgetting_signals.h"
 #include "common/testing/promtool.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -54,7 +55,7 @@ ForgettingSignals HandBuilt() {
 
 TEST(ForgettingMetricsTest, CurveSeparatesThenForgets) {
   auto results = ScoreForgetting(Spec(), HandBuilt());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   EXPECT_EQ(results->kind(), "forgetting");
   const v1::ForgettingResults& f = results->forgetting();
   ASSERT_EQ(f.curve_size(), 2);
@@ -73,7 +74,7 @@ TEST(ForgettingMetricsTest, AttackChoiceMatters) {
   v1::AuditSpec spec = Spec();
   spec.mutable_forgetting()->set_attack("calibrated_loss");
   auto results = ScoreForgetting(spec, HandBuilt());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   // The hand-built losses do not differ between arms.
   EXPECT_NEAR(results->forgetting().curve(0).auc().mean(), 0.5, 1e-12);
 }
@@ -94,7 +95,7 @@ TEST(ForgettingMetricsTest, ReplayAttackScoresDistanceFromTheReplayAndAddsTheSta
   // Trial 1's replay missed the baseline at point 100 (nondeterminism).
   s[{"100", forgetting::kPhiReplay}][1][0] += 1e-12;
   auto results = ScoreForgetting(spec, s);
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   const v1::ForgettingResults& f = results->forgetting();
   EXPECT_EQ(f.attack(), "deterministic_replay");
@@ -112,7 +113,7 @@ TEST(ForgettingMetricsTest, ReplayAttackScoresDistanceFromTheReplayAndAddsTheSta
   // phi_replay is required: without it no point is reached.
   ForgettingSignals no_replay = HandBuilt();
   auto partial = ScoreForgetting(spec, no_replay);
-  ASSERT_TRUE(partial.ok());
+  MEMAUDIT_ASSERT_OK(partial);
   EXPECT_FALSE(partial->complete());
   EXPECT_EQ(partial->forgetting().curve_size(), 0);
   // ... and refused by audits of the other attacks.
@@ -121,7 +122,7 @@ TEST(ForgettingMetricsTest, ReplayAttackScoresDistanceFromTheReplayAndAddsTheSta
   o.set_point("0");
   o.set_signal(forgetting::kPhiReplay);
   for (int i = 0; i < 10; ++i) o.add_values(i);
-  EXPECT_TRUE(ValidateForgettingObservation(spec.forgetting(), o).ok());
+  MEMAUDIT_EXPECT_OK(ValidateForgettingObservation(spec.forgetting(), o));
   EXPECT_THAT(ValidateForgettingObservation(Spec().forgetting(), o).message(),
               HasSubstr("observation.signal"));
   // The plain audit's results carry no standard curve.
@@ -157,7 +158,7 @@ TEST(ForgettingMetricsTest, LiraReferencesCalibrateEachExampleAtTheSameStep) {
     }
   }
   auto results = ScoreForgetting(spec, s);
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   const v1::ForgettingResults& f = results->forgetting();
   EXPECT_EQ(f.attack(), "lira_references");
@@ -174,7 +175,7 @@ TEST(ForgettingMetricsTest, LiraReferencesCalibrateEachExampleAtTheSameStep) {
   ForgettingSignals missing = s;
   missing[{"0", forgetting::PhiReferenceSignal(2)}].erase(1);
   auto partial = ScoreForgetting(spec, missing);
-  ASSERT_TRUE(partial.ok());
+  MEMAUDIT_ASSERT_OK(partial);
   EXPECT_FALSE(partial->complete());
   EXPECT_EQ(partial->forgetting().curve_size(), 0);
   // Reference signals are known to this audit only, and only up to k.
@@ -184,7 +185,7 @@ TEST(ForgettingMetricsTest, LiraReferencesCalibrateEachExampleAtTheSameStep) {
   o.set_point("100");
   o.set_signal(forgetting::PhiReferenceSignal(2));
   for (int i = 0; i < 10; ++i) o.add_values(i);
-  EXPECT_TRUE(ValidateForgettingObservation(spec.forgetting(), o).ok());
+  MEMAUDIT_EXPECT_OK(ValidateForgettingObservation(spec.forgetting(), o));
   EXPECT_THAT(ValidateForgettingObservation(Spec().forgetting(), o).message(),
               HasSubstr("observation.signal"));
   o.set_signal(forgetting::PhiReferenceSignal(3));
@@ -234,7 +235,7 @@ TEST(ForgettingMetricsTest, LiraOnlineFitsInAndOutAndBeatsOfflineWhenMembershipL
     for (const char* p : {"0", "100"}) AddLiraPoint(&s, p, t, 3, /*online=*/true);
   }
   auto results = ScoreForgetting(spec, s);
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   const v1::ForgettingResults& f = results->forgetting();
   EXPECT_EQ(f.attack(), "lira_online");
@@ -263,7 +264,7 @@ TEST(ForgettingMetricsTest, LiraOnlineFitsInAndOutAndBeatsOfflineWhenMembershipL
   v1::AuditSpec offline_spec = spec;
   offline_spec.mutable_forgetting()->set_attack("lira_references");
   auto offline = ScoreForgetting(offline_spec, s);
-  ASSERT_TRUE(offline.ok()) << offline.status();
+  MEMAUDIT_ASSERT_OK(offline);
   EXPECT_EQ(offline->forgetting().offline_curve_size(), 0);
   EXPECT_EQ(offline->forgetting().in_reference_models(), 0u);
   for (int i = 0; i < 2; ++i) {
@@ -274,7 +275,7 @@ TEST(ForgettingMetricsTest, LiraOnlineFitsInAndOutAndBeatsOfflineWhenMembershipL
   ForgettingSignals missing = s;
   missing[{"0", forgetting::PhiInReferenceSignal(1)}].erase(0);
   auto partial = ScoreForgetting(spec, missing);
-  ASSERT_TRUE(partial.ok());
+  MEMAUDIT_ASSERT_OK(partial);
   EXPECT_FALSE(partial->complete());
   EXPECT_EQ(partial->forgetting().curve_size(), 0);
   // 2 checkpoint signals; per point 4 arm signals, 3 OUT and 3 IN references.
@@ -284,7 +285,7 @@ TEST(ForgettingMetricsTest, LiraOnlineFitsInAndOutAndBeatsOfflineWhenMembershipL
   o.set_point("100");
   o.set_signal(forgetting::PhiInReferenceSignal(2));
   for (int i = 0; i < 10; ++i) o.add_values(i);
-  EXPECT_TRUE(ValidateForgettingObservation(spec.forgetting(), o).ok());
+  MEMAUDIT_EXPECT_OK(ValidateForgettingObservation(spec.forgetting(), o));
   EXPECT_THAT(ValidateForgettingObservation(offline_spec.forgetting(), o).message(),
               HasSubstr("observation.signal"));
   o.set_signal(forgetting::PhiInReferenceSignal(3));
@@ -311,24 +312,24 @@ TEST(ForgettingMetricsTest, LiraScoresPerExampleAndPooledSigmaMatchAHandComputat
   const double pooled_out = std::sqrt(50.5), pooled_in = std::sqrt(13.0);
 
   auto offline_pe = ForgettingLiraScores(phi, out, {}, /*online=*/false, /*per_example=*/true);
-  ASSERT_TRUE(offline_pe.ok()) << offline_pe.status();
+  MEMAUDIT_ASSERT_OK(offline_pe);
   EXPECT_NEAR((*offline_pe)[0], LogCdf(2.0), 1e-12);
   EXPECT_NEAR((*offline_pe)[1], LogCdf(0.5), 1e-12);
   auto offline_pooled = ForgettingLiraScores(phi, out, {}, false, false);
-  ASSERT_TRUE(offline_pooled.ok());
+  MEMAUDIT_ASSERT_OK(offline_pooled);
   EXPECT_NEAR((*offline_pooled)[0], LogCdf(2 / pooled_out), 1e-12);
   EXPECT_NEAR((*offline_pooled)[1], LogCdf(5 / pooled_out), 1e-12);
   // Offline ignores IN references.
   EXPECT_EQ(*ForgettingLiraScores(phi, out, in, false, true), *offline_pe);
 
   auto online_pe = ForgettingLiraScores(phi, out, in, /*online=*/true, /*per_example=*/true);
-  ASSERT_TRUE(online_pe.ok()) << online_pe.status();
+  MEMAUDIT_ASSERT_OK(online_pe);
   // Example 0: -0.5 - (-2) = 1.5; example 1: -log 5 - (-0.125 - log 10).
   EXPECT_NEAR((*online_pe)[0], 1.5, 1e-12);
   EXPECT_NEAR((*online_pe)[1], std::log(2.0) + 0.125, 1e-12);
   EXPECT_NEAR((*online_pe)[0], LogPdf(2, 3, 1) - LogPdf(2, 0, 1), 1e-12);
   auto online_pooled = ForgettingLiraScores(phi, out, in, true, false);
-  ASSERT_TRUE(online_pooled.ok());
+  MEMAUDIT_ASSERT_OK(online_pooled);
   EXPECT_NEAR((*online_pooled)[0], LogPdf(2, 3, pooled_in) - LogPdf(2, 0, pooled_out), 1e-12);
   EXPECT_NEAR((*online_pooled)[1], LogPdf(5, 5, pooled_in) - LogPdf(5, 0, pooled_out), 1e-12);
 
@@ -365,13 +366,13 @@ TEST(ForgettingMetricsTest, PerExampleVarianceRanksByEachExamplesOwnSpread) {
     s[{"0", forgetting::PhiReferenceSignal(1)}][t] = {1, 10};
   }
   auto pooled = ScoreForgetting(spec, s);
-  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  MEMAUDIT_ASSERT_OK(pooled);
   EXPECT_FALSE(pooled->forgetting().lira_per_example_variance());
   EXPECT_DOUBLE_EQ(pooled->forgetting().curve(0).auc().mean(), 0.75);
   EXPECT_DOUBLE_EQ(pooled->forgetting().curve(0).accuracy().mean(), 0.75);
   f->set_lira_per_example_variance(true);
   auto per_example = ScoreForgetting(spec, s);
-  ASSERT_TRUE(per_example.ok()) << per_example.status();
+  MEMAUDIT_ASSERT_OK(per_example);
   EXPECT_TRUE(per_example->forgetting().lira_per_example_variance());
   EXPECT_DOUBLE_EQ(per_example->forgetting().curve(0).auc().mean(), 1.0);
   EXPECT_DOUBLE_EQ(per_example->forgetting().curve(0).accuracy().mean(), 1.0);
@@ -385,7 +386,7 @@ TEST(ForgettingMetricsTest, SelectionLossesReachTheResults) {
   spec.mutable_forgetting()->mutable_injected()->set_selection("hard");
   ForgettingSignals s = HandBuilt();
   auto without = ScoreForgetting(spec, s);
-  ASSERT_TRUE(without.ok());
+  MEMAUDIT_ASSERT_OK(without);
   EXPECT_EQ(without->forgetting().curve_size(), 2) << "the curve does not wait for them";
   EXPECT_FALSE(without->complete()) << "but the audit is not complete without them";
   for (uint32_t t = 0; t < 2; ++t) {
@@ -393,7 +394,7 @@ TEST(ForgettingMetricsTest, SelectionLossesReachTheResults) {
     s[{forgetting::kCheckpointPoint, forgetting::kCandidateLossMean}][t] = {0.75};
   }
   auto results = ScoreForgetting(spec, s);
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   const v1::ForgettingResults& f = results->forgetting();
   EXPECT_EQ(f.selection(), "hard");
   EXPECT_DOUBLE_EQ(f.selection_loss_mean(), 2.5);
@@ -405,7 +406,7 @@ TEST(ForgettingMetricsTest, SelectionLossesReachTheResults) {
   o.set_point(forgetting::kCheckpointPoint);
   o.set_signal(forgetting::kCandidateLossMean);
   o.add_values(0.75);
-  EXPECT_TRUE(ValidateForgettingObservation(spec.forgetting(), o).ok());
+  MEMAUDIT_EXPECT_OK(ValidateForgettingObservation(spec.forgetting(), o));
   o.add_values(0.5);
   EXPECT_THAT(ValidateForgettingObservation(spec.forgetting(), o).message(),
               HasSubstr("observation.values"));
@@ -454,7 +455,7 @@ TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
   const v1::ForgettingAudit* f = &spec.forgetting();
   const ForgettingSignals s = CanarySignals();
   auto results = ScoreForgetting(spec, s);
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   const v1::ForgettingResults& r = results->forgetting();
   EXPECT_EQ(r.curve_size(), 0) << "no MI curve for canaries";
@@ -479,7 +480,7 @@ TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
   ForgettingSignals partial = s;
   partial[{"100", forgetting::kExposureInjected}].erase(0);
   auto half = ScoreForgetting(spec, partial);
-  ASSERT_TRUE(half.ok());
+  MEMAUDIT_ASSERT_OK(half);
   EXPECT_FALSE(half->complete());
   EXPECT_EQ(half->forgetting().exposure_curves(0).points_size(), 1);
   EXPECT_EQ(ForgettingProgress(*half), 3u);
@@ -490,7 +491,7 @@ TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
   o.set_point("100");
   o.set_signal(forgetting::kExposureInjected);
   for (int i = 0; i < 5; ++i) o.add_values(i);
-  EXPECT_TRUE(ValidateForgettingObservation(*f, o).ok());
+  MEMAUDIT_EXPECT_OK(ValidateForgettingObservation(*f, o));
   o.add_values(1);
   EXPECT_THAT(ValidateForgettingObservation(*f, o).message(), HasSubstr("one per canary"));
   o.set_signal(forgetting::kPhiInjected);
@@ -501,7 +502,7 @@ TEST(ForgettingMetricsTest, CanaryExposureGaugesByRepeatsArmAndSteps) {
   v1::AuditSpec spec = CanarySpec();
   spec.mutable_forgetting()->set_strategy("poison");
   auto results = ScoreForgetting(spec, CanarySignals());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   results->set_audit_id("a-1");
   prometheus::Registry registry;
   PublishForgetting(&registry, *results);
@@ -539,20 +540,20 @@ TEST(ForgettingMetricsTest, CanaryExposureGaugesByRepeatsArmAndSteps) {
 
 TEST(ForgettingMetricsTest, CurveFillsInPointByPoint) {
   auto full = ScoreForgetting(Spec(), HandBuilt());
-  ASSERT_TRUE(full.ok());
+  MEMAUDIT_ASSERT_OK(full);
   EXPECT_TRUE(full->complete());
   // Trial 1 has not reached step 100 yet: the curve holds step 0 only.
   ForgettingSignals s = HandBuilt();
   s[{"100", forgetting::kPhiBaseline}].erase(1);
   auto partial = ScoreForgetting(Spec(), s);
-  ASSERT_TRUE(partial.ok()) << partial.status();
+  MEMAUDIT_ASSERT_OK(partial);
   EXPECT_FALSE(partial->complete());
   ASSERT_EQ(partial->forgetting().curve_size(), 1);
   EXPECT_EQ(partial->forgetting().curve(0).SerializeAsString(),
             full->forgetting().curve(0).SerializeAsString());
   // Nothing in yet: an empty, incomplete curve.
   auto empty = ScoreForgetting(Spec(), ForgettingSignals());
-  ASSERT_TRUE(empty.ok());
+  MEMAUDIT_ASSERT_OK(empty);
   EXPECT_FALSE(empty->complete());
   EXPECT_EQ(empty->forgetting().curve_size(), 0);
 }
@@ -564,7 +565,7 @@ TEST(ForgettingMetricsTest, ObservationsAreValidatedByField) {
   o.set_point("0");
   o.set_signal(forgetting::kPhiInjected);
   for (int i = 0; i < 10; ++i) o.add_values(i);
-  EXPECT_TRUE(ValidateForgettingObservation(f, o).ok());
+  MEMAUDIT_EXPECT_OK(ValidateForgettingObservation(f, o));
   v1::Observation bad = o;
   bad.set_run(2);
   EXPECT_THAT(ValidateForgettingObservation(f, bad).message(), HasSubstr("observation.run"));

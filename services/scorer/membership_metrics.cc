@@ -10,6 +10,7 @@
 #include "common/content_key.h"
 #include "common/datasets.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "scoring/intervals.h"
 #include "scoring/lira.h"
 #include "scoring/rmia.h"
@@ -63,12 +64,13 @@ absl::StatusOr<std::vector<double>> RmiaTargets(const scoring::Matrix& loss,
   scoring::RmiaOptions options;
   options.offline = false;
   for (size_t t = first; t < first + count; ++t) {
-    auto scores = scoring::RmiaScores(
-        absl::MakeConstSpan(pr_x.data).subspan(t * pr_x.cols, pr_x.cols), WithoutRow(pr_x, t),
-        absl::MakeConstSpan(pr_z.data).subspan(t * pr_z.cols, pr_z.cols), WithoutRow(pr_z, t),
-        options);
-    if (!scores.ok()) return scores.status();
-    std::copy(scores->scores.begin(), scores->scores.end(), out.begin() + t * pr_x.cols);
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto scores,
+        scoring::RmiaScores(absl::MakeConstSpan(pr_x.data).subspan(t * pr_x.cols, pr_x.cols),
+                            WithoutRow(pr_x, t),
+                            absl::MakeConstSpan(pr_z.data).subspan(t * pr_z.cols, pr_z.cols),
+                            WithoutRow(pr_z, t), options));
+    std::copy(scores.scores.begin(), scores.scores.end(), out.begin() + t * pr_x.cols);
   }
   return out;
 }
@@ -95,34 +97,32 @@ absl::Status AddRocCurve(const scoring::RocCurve& roc, v1::AttackResult* out) {
   double last_fpr = -1, last_tpr = -1;
   for (int i = -1; i <= kPoints; ++i) {
     const double bound = i < 0 ? 0.0 : std::pow(10.0, kMinLog10 * (1.0 - double(i) / kPoints));
-    auto point = scoring::TprAtFpr(roc, bound);
-    if (!point.ok()) return point.status();
-    if (point->fpr == last_fpr && point->tpr == last_tpr) continue;
+    MEMAUDIT_ASSIGN_OR_RETURN(auto point, scoring::TprAtFpr(roc, bound));
+    if (point.fpr == last_fpr && point.tpr == last_tpr) continue;
     v1::RocPoint* p = out->add_roc();
-    p->set_fpr(point->fpr);
-    p->set_tpr(point->tpr);
-    last_fpr = point->fpr;
-    last_tpr = point->tpr;
+    p->set_fpr(point.fpr);
+    p->set_tpr(point.tpr);
+    last_fpr = point.fpr;
+    last_tpr = point.tpr;
   }
   return absl::OkStatus();
 }
 
 absl::Status AddOperatingPoint(const scoring::RocCurve& roc, double fpr, v1::AttackResult* out) {
-  auto point = scoring::TprAtFpr(roc, fpr);
-  if (!point.ok()) return point.status();
-  auto tpr_ci = scoring::ClopperPearson(point->true_positives, point->positives);
-  if (!tpr_ci.ok()) return tpr_ci.status();
-  auto fpr_ci = scoring::ClopperPearson(point->false_positives, point->negatives);
-  if (!fpr_ci.ok()) return fpr_ci.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(auto point, scoring::TprAtFpr(roc, fpr));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto tpr_ci,
+                            scoring::ClopperPearson(point.true_positives, point.positives));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto fpr_ci,
+                            scoring::ClopperPearson(point.false_positives, point.negatives));
   v1::OperatingPoint* p = out->add_operating_points();
   p->set_fpr_target(fpr);
-  p->set_tpr(point->tpr);
-  p->set_fpr(point->fpr);
-  p->set_threshold(point->threshold);
-  p->set_tpr_low(tpr_ci->lo);
-  p->set_tpr_high(tpr_ci->hi);
-  p->set_fpr_low(fpr_ci->lo);
-  p->set_fpr_high(fpr_ci->hi);
+  p->set_tpr(point.tpr);
+  p->set_fpr(point.fpr);
+  p->set_threshold(point.threshold);
+  p->set_tpr_low(tpr_ci.lo);
+  p->set_tpr_high(tpr_ci.hi);
+  p->set_fpr_low(fpr_ci.lo);
+  p->set_fpr_high(fpr_ci.hi);
   return absl::OkStatus();
 }
 
@@ -188,10 +188,8 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
   const v1::MembershipAudit& m = spec.membership();
   const uint32_t runs = m.reference_models();
   const uint32_t examples = m.dataset().pool_size();
-  auto phi = ToMatrix(phi_by_run, runs, examples, kPhiSignal);
-  if (!phi.ok()) return phi.status();
-  auto loss = ToMatrix(loss_by_run, runs, examples, kLossSignal);
-  if (!loss.ok()) return loss.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(auto phi, ToMatrix(phi_by_run, runs, examples, kPhiSignal));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto loss, ToMatrix(loss_by_run, runs, examples, kLossSignal));
   absl::StatusOr<scoring::Matrix> population_loss = scoring::Matrix(runs, 0);
   if (m.population_size() > 0) {
     population_loss =
@@ -223,30 +221,28 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
   for (const std::string& attack : m.attacks()) {
     // Row t of the score matrix scores every example against target t, so
     // the keep-matrix, flattened the same way, holds the truth.
-    auto all_scores =
-        AttackScores(attack, *phi, keep, *loss, *population_loss, first_row, target_rows);
-    if (!all_scores.ok()) return all_scores.status();
-    const std::vector<double> scores(all_scores->begin() + first_row * examples,
-                                     all_scores->begin() + (first_row + target_rows) * examples);
-    auto roc = scoring::ComputeRoc(scores, truth.data);
-    if (!roc.ok()) return roc.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto all_scores,
+        AttackScores(attack, phi, keep, loss, *population_loss, first_row, target_rows));
+    const std::vector<double> scores(all_scores.begin() + first_row * examples,
+                                     all_scores.begin() + (first_row + target_rows) * examples);
+    MEMAUDIT_ASSIGN_OR_RETURN(auto roc, scoring::ComputeRoc(scores, truth.data));
     v1::AttackResult* out = results.add_attacks();
     out->set_attack(attack);
-    out->set_auc(scoring::Auc(*roc));
-    out->set_balanced_accuracy(scoring::BalancedAccuracy(*roc));
+    out->set_auc(scoring::Auc(roc));
+    out->set_balanced_accuracy(scoring::BalancedAccuracy(roc));
     for (double fpr : m.fpr_points()) {
-      if (absl::Status s = AddOperatingPoint(*roc, fpr, out); !s.ok()) return s;
+      MEMAUDIT_RETURN_IF_ERROR(AddOperatingPoint(roc, fpr, out));
     }
-    if (absl::Status s = AddRocCurve(*roc, out); !s.ok()) return s;
+    MEMAUDIT_RETURN_IF_ERROR(AddRocCurve(roc, out));
     // A spec that reached the scorer without FPR points gets no ranking
     // rather than undefined behaviour.
     if (results.most_vulnerable().empty() && !m.fpr_points().empty()) {
       const double fpr = *std::min_element(m.fpr_points().begin(), m.fpr_points().end());
-      auto point = scoring::TprAtFpr(*roc, fpr);
-      if (!point.ok()) return point.status();
+      MEMAUDIT_ASSIGN_OR_RETURN(auto point, scoring::TprAtFpr(roc, fpr));
       results.set_vulnerability_attack(attack);
       results.set_vulnerability_fpr(fpr);
-      AddMostVulnerable(spec, scores, truth, point->threshold, &results);
+      AddMostVulnerable(spec, scores, truth, point.threshold, &results);
     }
   }
   return results;
@@ -298,17 +294,15 @@ class Membership final : public KindHandler {
     // Ingest admits only these signals of these runs, so a count short of all
     // of them means incomplete: no need to decode every stored vector per batch.
     const std::vector<std::string> required = RequiredMembershipSignals(m);
-    auto count = store.CountObservations(audit_id);
-    if (!count.ok()) return count.status();
-    if (*count < static_cast<int64_t>(required.size()) * m.reference_models()) {
+    MEMAUDIT_ASSIGN_OR_RETURN(auto count, store.CountObservations(audit_id));
+    if (count < static_cast<int64_t>(required.size()) * m.reference_models()) {
       return std::nullopt;
     }
     std::map<std::string, std::map<uint32_t, std::vector<double>>> signals;
     for (const std::string& name : required) {
-      auto runs = store.LoadSignal(audit_id, kFinalPoint, name);
-      if (!runs.ok()) return runs.status();
-      if (runs->size() < m.reference_models()) return std::nullopt;
-      signals[name] = *std::move(runs);
+      MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, kFinalPoint, name));
+      if (runs.size() < m.reference_models()) return std::nullopt;
+      signals[name] = std::move(runs);
     }
     return ScoreMembership(spec, signals[kPhiSignal], signals[kLossSignal],
                            signals[kPopulationLossSignal]);
@@ -346,15 +340,15 @@ class Membership final : public KindHandler {
     std::vector<v1::ReusedRun> reused;
     for (uint32_t run = 0; run < spec.membership().reference_models(); ++run) {
       const std::string key = MembershipModelKey(spec, run);
-      if (absl::Status s = store.PutModelKey(audit_id, run, key); !s.ok()) return s;
-      auto from = store.FindStoredRun(key, audit_id, kFinalPoint,
-                                      RequiredMembershipSignals(spec.membership()));
-      if (!from.ok()) return from.status();
-      if (!from->has_value()) continue;
-      if (absl::Status s = store.CopyRun(**from, audit_id, run); !s.ok()) return s;
+      MEMAUDIT_RETURN_IF_ERROR(store.PutModelKey(audit_id, run, key));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto from,
+                                store.FindStoredRun(key, audit_id, kFinalPoint,
+                                                    RequiredMembershipSignals(spec.membership())));
+      if (!from.has_value()) continue;
+      MEMAUDIT_RETURN_IF_ERROR(store.CopyRun(*from, audit_id, run));
       v1::ReusedRun& r = reused.emplace_back();
       r.set_run(run);
-      r.set_from_audit_id((*from)->audit_id);
+      r.set_from_audit_id(from->audit_id);
     }
     return reused;
   }

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/relational_signals.h"
+#include "common/status_macros.h"
 #include "scoring/relational.h"
 
 namespace memaudit::scorer {
@@ -161,15 +162,14 @@ absl::Status ValidateRelationalObservation(const v1::RelationalAudit& r, const v
   const v1::PhoneBookSpec& p = r.phone_book();
   const uint32_t records = train ? p.records() : p.validation_records();
   std::vector<double> values(o.values().begin(), o.values().end());
-  absl::StatusOr<std::vector<std::string>> lines = DecodeLines(values);
-  if (!lines.ok()) return lines.status();
-  if (lines->size() != records) {
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<std::string> lines, DecodeLines(values));
+  if (lines.size() != records) {
     return absl::InvalidArgumentError(absl::StrCat("observation.values: expected ", records,
-                                                   " lines (one per record), got ", lines->size()));
+                                                   " lines (one per record), got ", lines.size()));
   }
   if (truth) {
-    for (size_t i = 0; i < lines->size(); ++i) {
-      const std::string& n = (*lines)[i];
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::string& n = lines[i];
       bool digits = n.size() == p.digits();
       for (char c : n) digits = digits && c >= '0' && c <= '9';
       if (!digits) {
@@ -192,9 +192,8 @@ absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
   std::vector<scoring::SuccessMetric> metrics;
   if (!IsLinear(r)) {
     for (const std::string& m : metric_names) {
-      absl::StatusOr<scoring::SuccessMetric> parsed = ParseMetric(m);
-      if (!parsed.ok()) return parsed.status();
-      metrics.push_back(*parsed);
+      MEMAUDIT_ASSIGN_OR_RETURN(scoring::SuccessMetric parsed, ParseMetric(m));
+      metrics.push_back(parsed);
     }
   }
   auto find = [&](const std::string& point, const std::string& signal,
@@ -231,6 +230,7 @@ absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
     for (uint64_t step : points) {
       const std::string key = absl::StrCat(step);
       std::vector<const std::vector<double>*> got;
+      got.reserve(point_names.size());
       for (const std::string& s : point_names) got.push_back(find(key, s, v));
       if (got[0] == nullptr || got[1] == nullptr || got[2] == nullptr || got[3] == nullptr) break;
       ++reached;
@@ -266,9 +266,9 @@ absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
       const auto train = Pairs(*predicted_train, numbers_train);
       const auto val = Pairs(*predicted_val, numbers_val);
       for (size_t m = 0; m < metrics.size(); ++m) {
-        auto rm = scoring::ComputeRelationalMemorization(train, val, metrics[m]);
-        if (!rm.ok()) return rm.status();
-        add_point(metric_names[m], rm->success_train, rm->success_val);
+        MEMAUDIT_ASSIGN_OR_RETURN(auto rm,
+                                  scoring::ComputeRelationalMemorization(train, val, metrics[m]));
+        add_point(metric_names[m], rm.success_train, rm.success_val);
       }
     }
     if (reached < points.size()) complete = false;
@@ -282,21 +282,18 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreRelationalFromStore(
   // Whatever has arrived: each curve covers the points its variant reached.
   RelationalSignals signals;
   for (const auto& [point, name] : RequiredRelationalSignals(spec.relational())) {
-    auto runs = store.LoadSignal(audit_id, point, name);
-    if (!runs.ok()) return runs.status();
-    if (!runs->empty()) signals[{point, name}] = *std::move(runs);
+    MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, point, name));
+    if (!runs.empty()) signals[{point, name}] = std::move(runs);
   }
-  auto results = ScoreRelational(spec, signals);
-  if (!results.ok()) return results.status();
-  const size_t points = TotalPoints(*results);
+  MEMAUDIT_ASSIGN_OR_RETURN(auto results, ScoreRelational(spec, signals));
+  const size_t points = TotalPoints(results);
   if (points == 0) return std::nullopt;
-  auto stored = store.GetResults(audit_id);
-  if (!stored.ok()) return stored.status();
-  if (stored->has_value() && TotalPoints(**stored) == points &&
-      (*stored)->complete() == results->complete()) {
+  MEMAUDIT_ASSIGN_OR_RETURN(auto stored, store.GetResults(audit_id));
+  if (stored.has_value() && TotalPoints(*stored) == points &&
+      stored->complete() == results.complete()) {
     return std::nullopt;  // no new point since the last computation
   }
-  return *std::move(results);
+  return results;
 }
 
 v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec) {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/relational_signals.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -60,7 +61,7 @@ RelationalSignals PhoneBookSignals(int epochs_of_variant_1) {
 
 TEST(RelationalMetricsTest, PhoneBookCurvesUseTheSuccessMetrics) {
   auto results = ScoreRelational(PhoneBookSpec(), PhoneBookSignals(3));
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   EXPECT_TRUE(results->complete());
   EXPECT_EQ(results->kind(), "relational");
   EXPECT_EQ(results->models(), 2u);
@@ -90,7 +91,7 @@ TEST(RelationalMetricsTest, PhoneBookCurvesUseTheSuccessMetrics) {
 
 TEST(RelationalMetricsTest, PartialCurvesAreAPrefix) {
   auto results = ScoreRelational(PhoneBookSpec(), PhoneBookSignals(1));
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   EXPECT_FALSE(results->complete());
   EXPECT_EQ(results->relational().curves(0).points_size(), 6);
   EXPECT_EQ(results->relational().curves(1).points_size(), 2);
@@ -98,7 +99,7 @@ TEST(RelationalMetricsTest, PartialCurvesAreAPrefix) {
   RelationalSignals gap = PhoneBookSignals(3);
   gap.erase({"2", relational::kCleanVal});
   auto cut = ScoreRelational(PhoneBookSpec(), gap);
-  ASSERT_TRUE(cut.ok());
+  MEMAUDIT_ASSERT_OK(cut);
   EXPECT_EQ(cut->relational().curves(0).points_size(), 2);
   EXPECT_FALSE(cut->complete());
 }
@@ -125,7 +126,7 @@ TEST(RelationalMetricsTest, LinearSuccessIsWithinTolerance) {
   s[{"1", relational::kCleanTrain}][0] = {0.7};
   s[{"1", relational::kCleanVal}][0] = {0.9};
   auto results = ScoreRelational(LinearSpec(), s);
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   EXPECT_FALSE(results->complete());
   const v1::RelationalResults& r = results->relational();
   EXPECT_EQ(r.model(), "linear");
@@ -152,10 +153,9 @@ v1::Observation Obs(const std::string& point, const std::string& signal, std::ve
 
 TEST(RelationalMetricsTest, ObservationsAreCheckedByField) {
   const v1::RelationalAudit r = PhoneBookSpec().relational();
-  EXPECT_TRUE(ValidateRelationalObservation(
-                  r, Obs(relational::kTruthPoint, relational::kNumbersTrain, Lines(kTrain)))
-                  .ok());
-  EXPECT_TRUE(ValidateRelationalObservation(r, Obs("3", relational::kCleanVal, {0.4}, 1)).ok());
+  MEMAUDIT_EXPECT_OK(ValidateRelationalObservation(
+      r, Obs(relational::kTruthPoint, relational::kNumbersTrain, Lines(kTrain))));
+  MEMAUDIT_EXPECT_OK(ValidateRelationalObservation(r, Obs("3", relational::kCleanVal, {0.4}, 1)));
   auto message = [&](const v1::Observation& o) {
     return std::string(ValidateRelationalObservation(r, o).message());
   };
@@ -172,8 +172,8 @@ TEST(RelationalMetricsTest, ObservationsAreCheckedByField) {
               HasSubstr("not a 3-digit number"));
   EXPECT_THAT(message(Obs("1", relational::kPredictedVal, {300})), HasSubstr("not a byte"));
   const v1::RelationalAudit l = LinearSpec().relational();
-  EXPECT_TRUE(
-      ValidateRelationalObservation(l, Obs("100", relational::kRecoveredVal, {1, 2, 3, 4})).ok());
+  MEMAUDIT_EXPECT_OK(
+      ValidateRelationalObservation(l, Obs("100", relational::kRecoveredVal, {1, 2, 3, 4})));
   EXPECT_THAT(std::string(ValidateRelationalObservation(
                               l, Obs("10", relational::kRecoveredVal, {1, 2, 3, 4}))
                               .message()),
@@ -186,7 +186,7 @@ TEST(RelationalMetricsTest, ObservationsAreCheckedByField) {
 
 TEST(RelationalMetricsTest, GaugeHoldsTheLatestPointPerVariantAndMetric) {
   auto results = ScoreRelational(PhoneBookSpec(), PhoneBookSignals(2));
-  ASSERT_TRUE(results.ok());
+  MEMAUDIT_ASSERT_OK(results);
   results->set_audit_id("a-1");
   prometheus::Registry registry;
   PublishRelational(&registry, *results);

@@ -97,7 +97,7 @@ absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
 }
 
 absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
-  std::lock_guard<std::mutex> lock(scoring_mu_);
+  absl::MutexLock lock(&scoring_mu_);
   auto existing = store_->GetResults(audit_id);
   if (!existing.ok()) return existing.status();
   // Complete results are final; partial ones (a forgetting curve filling in)
@@ -118,23 +118,23 @@ absl::Status Scorer::Finish(const std::string& audit_id, v1::AuditResults result
   results.set_audit_id(audit_id);
   if (absl::Status s = store_->PutResults(results); !s.ok()) return s;
   Publish(results);
-  {
-    std::lock_guard<std::mutex> version_lock(version_mu_);
-    ++results_version_;
-  }
-  version_cv_.notify_all();
+  absl::MutexLock version_lock(&version_mu_);
+  ++results_version_;
+  version_cv_.SignalAll();
   return absl::OkStatus();
 }
 
 uint64_t Scorer::results_version() const {
-  std::lock_guard<std::mutex> lock(version_mu_);
+  absl::MutexLock lock(&version_mu_);
   return results_version_;
 }
 
 uint64_t Scorer::WaitForResults(uint64_t seen, int timeout_ms) const {
-  std::unique_lock<std::mutex> lock(version_mu_);
-  version_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                       [&] { return results_version_ != seen; });
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(timeout_ms);
+  absl::MutexLock lock(&version_mu_);
+  while (results_version_ == seen) {
+    if (version_cv_.WaitWithDeadline(&version_mu_, deadline)) break;  // true: timed out
+  }
   return results_version_;
 }
 

@@ -4,12 +4,12 @@
 #ifndef MEMAUDIT_SERVICES_SCORER_SCORER_H_
 #define MEMAUDIT_SERVICES_SCORER_SCORER_H_
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
@@ -48,14 +48,15 @@ class Scorer {
   // The stored spec of `audit_id` and its kind's handler; NOT_FOUND for an
   // audit never opened.
   absl::StatusOr<const KindHandler*> HandlerOf(const std::string& audit_id, v1::AuditSpec* spec);
-  absl::Status Finish(const std::string& audit_id, v1::AuditResults results);
+  absl::Status Finish(const std::string& audit_id, v1::AuditResults results)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(scoring_mu_);
 
   ScorerStore* store_;
   prometheus::Registry* metrics_;
-  std::mutex scoring_mu_;  // one audit scored at a time, never twice
-  mutable std::mutex version_mu_;
-  mutable std::condition_variable version_cv_;
-  uint64_t results_version_ = 0;
+  absl::Mutex scoring_mu_;  // one audit scored at a time, never twice
+  mutable absl::Mutex version_mu_;
+  mutable absl::CondVar version_cv_;  // signalled when results_version_ grows
+  uint64_t results_version_ ABSL_GUARDED_BY(version_mu_) = 0;
 };
 
 }  // namespace memaudit::scorer

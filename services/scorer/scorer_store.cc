@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<ScorerStore>> ScorerStore::Open(const std::string
 }
 
 absl::Status ScorerStore::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string bytes = spec.SerializeAsString();
   auto select = db_->Prepare("SELECT spec FROM audits WHERE audit_id = ?");
   if (!select.ok()) return select.status();
@@ -69,7 +69,7 @@ absl::Status ScorerStore::OpenAudit(const std::string& audit_id, const v1::Audit
 }
 
 absl::StatusOr<std::optional<v1::AuditSpec>> ScorerStore::GetAudit(const std::string& audit_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto select = db_->Prepare("SELECT spec FROM audits WHERE audit_id = ?");
   if (!select.ok()) return select.status();
   select->Bind(1, audit_id);
@@ -84,7 +84,7 @@ absl::StatusOr<std::optional<v1::AuditSpec>> ScorerStore::GetAudit(const std::st
 }
 
 absl::StatusOr<std::vector<std::string>> ScorerStore::ListAudits() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto select = db_->Prepare("SELECT audit_id FROM audits ORDER BY audit_id");
   if (!select.ok()) return select.status();
   std::vector<std::string> out;
@@ -97,7 +97,7 @@ absl::StatusOr<std::vector<std::string>> ScorerStore::ListAudits() {
 }
 
 absl::StatusOr<bool> ScorerStore::PutObservation(const v1::Observation& o) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto insert = db_->Prepare("INSERT OR IGNORE INTO observations VALUES (?, ?, ?, ?, ?)");
   if (!insert.ok()) return insert.status();
   insert->Bind(1, o.audit_id()).Bind(2, int64_t{o.run()}).Bind(3, o.point()).Bind(4, o.signal());
@@ -108,7 +108,7 @@ absl::StatusOr<bool> ScorerStore::PutObservation(const v1::Observation& o) {
 
 absl::Status ScorerStore::PutModelKey(const std::string& audit_id, uint32_t run,
                                       const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto insert = db_->Prepare("INSERT OR REPLACE INTO model_keys VALUES (?, ?, ?)");
   if (!insert.ok()) return insert.status();
   insert->Bind(1, audit_id).Bind(2, int64_t{run}).Bind(3, key);
@@ -118,7 +118,7 @@ absl::Status ScorerStore::PutModelKey(const std::string& audit_id, uint32_t run,
 absl::StatusOr<std::optional<StoredRun>> ScorerStore::FindStoredRun(
     const std::string& key, const std::string& except_audit_id, const std::string& point,
     const std::vector<std::string>& signals) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // The oldest run with this key whose every required signal is stored.
   std::string in_list;
   for (size_t i = 0; i < signals.size(); ++i) absl::StrAppend(&in_list, i ? ", ?" : "?");
@@ -139,7 +139,7 @@ absl::StatusOr<std::optional<StoredRun>> ScorerStore::FindStoredRun(
 
 absl::Status ScorerStore::CopyRun(const StoredRun& from, const std::string& to_audit_id,
                                   uint32_t to_run) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto copy = db_->Prepare(
       "INSERT OR IGNORE INTO observations SELECT ?, ?, point, signal, vals FROM observations "
       "WHERE audit_id = ? AND run = ?");
@@ -151,7 +151,7 @@ absl::Status ScorerStore::CopyRun(const StoredRun& from, const std::string& to_a
 
 absl::StatusOr<std::map<uint32_t, std::vector<double>>> ScorerStore::LoadSignal(
     const std::string& audit_id, const std::string& point, const std::string& signal) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto select = db_->Prepare(
       "SELECT run, vals FROM observations WHERE audit_id = ? AND point = ? AND signal = ?");
   if (!select.ok()) return select.status();
@@ -166,7 +166,7 @@ absl::StatusOr<std::map<uint32_t, std::vector<double>>> ScorerStore::LoadSignal(
 }
 
 absl::StatusOr<int64_t> ScorerStore::CountObservations(const std::string& audit_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto select = db_->Prepare("SELECT COUNT(*) FROM observations WHERE audit_id = ?");
   if (!select.ok()) return select.status();
   select->Bind(1, audit_id);
@@ -176,7 +176,7 @@ absl::StatusOr<int64_t> ScorerStore::CountObservations(const std::string& audit_
 }
 
 absl::Status ScorerStore::PutResults(const v1::AuditResults& results) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto insert = db_->Prepare("INSERT OR REPLACE INTO results VALUES (?, ?)");
   if (!insert.ok()) return insert.status();
   insert->Bind(1, results.audit_id()).BindBlob(2, results.SerializeAsString());
@@ -185,7 +185,7 @@ absl::Status ScorerStore::PutResults(const v1::AuditResults& results) {
 
 absl::StatusOr<std::optional<v1::AuditResults>> ScorerStore::GetResults(
     const std::string& audit_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto select = db_->Prepare("SELECT results FROM results WHERE audit_id = ?");
   if (!select.ok()) return select.status();
   select->Bind(1, audit_id);

@@ -6,12 +6,13 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/sqlite.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
@@ -59,8 +60,8 @@ class ScorerStore {
 
  private:
   explicit ScorerStore(std::unique_ptr<sql::Database> db) : db_(std::move(db)) {}
-  std::mutex mu_;
-  std::unique_ptr<sql::Database> db_;
+  absl::Mutex mu_;
+  const std::unique_ptr<sql::Database> db_ ABSL_PT_GUARDED_BY(mu_);
 };
 
 }  // namespace memaudit::scorer

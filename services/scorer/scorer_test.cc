@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include "common/seeding.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scorer {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr uint32_t kModels = 8;
@@ -45,11 +47,11 @@ v1::Observation Observe(uint32_t run, const std::string& signal) {
 class ScorerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = testing::TempDir() + "/scorer_" + std::to_string(getpid()) + "_" +
+    path_ = ::testing::TempDir() + "/scorer_" + std::to_string(getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
     std::remove(path_.c_str());
     Restart();
-    ASSERT_TRUE(scorer_->OpenAudit("a", Spec()).ok());
+    MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("a", Spec()));
   }
   void TearDown() override { std::remove(path_.c_str()); }
   void Restart() {
@@ -58,15 +60,15 @@ class ScorerTest : public ::testing::Test {
     store_ = std::move(*ScorerStore::Open(path_));
     registry_ = std::make_unique<prometheus::Registry>();
     auto s = Scorer::Create(store_.get(), registry_.get());
-    ASSERT_TRUE(s.ok()) << s.status();
+    MEMAUDIT_ASSERT_OK(s);
     scorer_ = std::move(*s);
   }
   void IngestAll() {
     for (uint32_t r = 0; r < kModels; ++r) {
       for (const char* signal : {"phi", "loss"}) {
-        ASSERT_TRUE(scorer_->Ingest(Observe(r, signal)).ok());
+        MEMAUDIT_ASSERT_OK(scorer_->Ingest(Observe(r, signal)));
       }
-      ASSERT_TRUE(scorer_->ScoreIfComplete("a").ok());
+      MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("a"));
     }
   }
 
@@ -78,14 +80,14 @@ class ScorerTest : public ::testing::Test {
 
 TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   for (uint32_t r = 0; r + 1 < kModels; ++r) {
-    ASSERT_TRUE(scorer_->Ingest(Observe(r, "phi")).ok());
-    ASSERT_TRUE(scorer_->Ingest(Observe(r, "loss")).ok());
-    ASSERT_TRUE(scorer_->ScoreIfComplete("a").ok());
+    MEMAUDIT_ASSERT_OK(scorer_->Ingest(Observe(r, "phi")));
+    MEMAUDIT_ASSERT_OK(scorer_->Ingest(Observe(r, "loss")));
+    MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("a"));
     EXPECT_FALSE(scorer_->GetResults("a")->complete());
   }
-  ASSERT_TRUE(scorer_->Ingest(Observe(kModels - 1, "phi")).ok());
-  ASSERT_TRUE(scorer_->Ingest(Observe(kModels - 1, "loss")).ok());
-  ASSERT_TRUE(scorer_->ScoreIfComplete("a").ok());
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(Observe(kModels - 1, "phi")));
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(Observe(kModels - 1, "loss")));
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("a"));
   auto results = scorer_->GetResults("a");
   ASSERT_TRUE(results->complete());
   ASSERT_EQ(results->attacks_size(), 3);
@@ -112,7 +114,8 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
 TEST_F(ScorerTest, ResentObservationsAreNotCountedTwice) {
   auto first = scorer_->Ingest(Observe(0, "phi"));
   auto again = scorer_->Ingest(Observe(0, "phi"));
-  ASSERT_TRUE(first.ok() && again.ok());
+  MEMAUDIT_ASSERT_OK(first);
+  MEMAUDIT_ASSERT_OK(again);
   EXPECT_TRUE(*first);
   EXPECT_FALSE(*again);
   EXPECT_EQ(*store_->CountObservations("a"), 1);
@@ -121,14 +124,14 @@ TEST_F(ScorerTest, ResentObservationsAreNotCountedTwice) {
 TEST_F(ScorerTest, BadObservationsNameTheField) {
   v1::Observation o = Observe(0, "phi");
   o.set_audit_id("nope");
-  EXPECT_EQ(scorer_->Ingest(o).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(scorer_->Ingest(o), StatusIs(absl::StatusCode::kNotFound));
   o = Observe(0, "phi");
   o.set_run(kModels);
   EXPECT_THAT(std::string(scorer_->Ingest(o).status().message()), HasSubstr("observation.run"));
   o = Observe(0, "phi");
   o.mutable_values()->RemoveLast();
   auto short_values = scorer_->Ingest(o);
-  EXPECT_EQ(short_values.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_values, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(short_values.status().message()), HasSubstr("observation.values"));
   o = Observe(0, "logits");
   EXPECT_THAT(std::string(scorer_->Ingest(o).status().message()), HasSubstr("observation.signal"));
@@ -140,10 +143,10 @@ TEST_F(ScorerTest, BadObservationsNameTheField) {
 }
 
 TEST_F(ScorerTest, ReopeningWithADifferentSpecIsRefused) {
-  EXPECT_TRUE(scorer_->OpenAudit("a", Spec()).ok());
+  MEMAUDIT_EXPECT_OK(scorer_->OpenAudit("a", Spec()));
   v1::AuditSpec other = Spec();
   other.set_seed(4);
-  EXPECT_EQ(scorer_->OpenAudit("a", other).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(scorer_->OpenAudit("a", other), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST_F(ScorerTest, RestartKeepsResultsAndScoresWhatWasPending) {
@@ -153,12 +156,12 @@ TEST_F(ScorerTest, RestartKeepsResultsAndScoresWhatWasPending) {
   EXPECT_EQ(scorer_->GetResults("a")->SerializeAsString(), before);
   EXPECT_THAT(metrics::Exposition(*registry_), HasSubstr("memaudit_membership_auc_ratio"));
   // Inputs completed but never scored (a crash in between): scored at start.
-  ASSERT_TRUE(scorer_->OpenAudit("b", Spec()).ok());
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("b", Spec()));
   for (uint32_t r = 0; r < kModels; ++r) {
     for (const char* signal : {"phi", "loss"}) {
       v1::Observation o = Observe(r, signal);
       o.set_audit_id("b");
-      ASSERT_TRUE(scorer_->Ingest(o).ok());
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
     }
   }
   Restart();
@@ -176,49 +179,49 @@ namespace {
 
 TEST_F(ScorerTest, LargerAuditReusesTheModelsAnEarlierOneTrained) {
   auto none = scorer_->ReuseStoredRuns("a");
-  ASSERT_TRUE(none.ok()) << none.status();
+  MEMAUDIT_ASSERT_OK(none);
   EXPECT_TRUE(none->empty());
   IngestAll();
 
   v1::AuditSpec grown = Spec();
   grown.mutable_membership()->set_reference_models(2 * kModels);
   grown.mutable_membership()->clear_attacks();  // attacks do not change a model
-  ASSERT_TRUE(scorer_->OpenAudit("b", grown).ok());
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("b", grown));
   auto reused = scorer_->ReuseStoredRuns("b");
-  ASSERT_TRUE(reused.ok()) << reused.status();
+  MEMAUDIT_ASSERT_OK(reused);
   ASSERT_EQ(reused->size(), kModels);
   for (uint32_t r = 0; r < kModels; ++r) {
     EXPECT_EQ((*reused)[r].run(), r);
     EXPECT_EQ((*reused)[r].from_audit_id(), "a");
   }
   auto copied = store_->LoadSignal("b", "final", "phi");
-  ASSERT_TRUE(copied.ok());
+  MEMAUDIT_ASSERT_OK(copied);
   ASSERT_EQ(copied->size(), kModels);
   const v1::Observation original = Observe(3, "phi");
   EXPECT_EQ(copied->at(3), std::vector<double>(original.values().begin(), original.values().end()));
   // Half the models are missing: nothing is scored yet.
   auto partial = scorer_->GetResults("b");
-  ASSERT_TRUE(partial.ok());
+  MEMAUDIT_ASSERT_OK(partial);
   EXPECT_FALSE(partial->complete());
 
   // The same spec again is scored at once from the stored models.
-  ASSERT_TRUE(scorer_->OpenAudit("again", Spec()).ok());
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("again", Spec()));
   auto all = scorer_->ReuseStoredRuns("again");
-  ASSERT_TRUE(all.ok());
+  MEMAUDIT_ASSERT_OK(all);
   EXPECT_EQ(all->size(), kModels);
   auto results = scorer_->GetResults("again");
-  ASSERT_TRUE(results.ok());
+  MEMAUDIT_ASSERT_OK(results);
   EXPECT_TRUE(results->complete());
   EXPECT_EQ(results->attacks(0).auc(), scorer_->GetResults("a")->attacks(0).auc());
 
   // Anything that decides the weights differs: nothing to reuse.
   v1::AuditSpec other_seed = Spec();
   other_seed.set_seed(4);
-  ASSERT_TRUE(scorer_->OpenAudit("c", other_seed).ok());
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("c", other_seed));
   EXPECT_TRUE(scorer_->ReuseStoredRuns("c")->empty());
   v1::AuditSpec other_recipe = Spec();
   other_recipe.mutable_membership()->mutable_training()->set_epochs(7);
-  ASSERT_TRUE(scorer_->OpenAudit("d", other_recipe).ok());
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("d", other_recipe));
   EXPECT_TRUE(scorer_->ReuseStoredRuns("d")->empty());
 }
 
@@ -252,29 +255,29 @@ TEST_F(ScorerTest, RmiaUsesThePopulationAndATargetCanBeChosen) {
     spec.mutable_membership()->set_population_size(60);
     if (one_target) spec.mutable_membership()->set_target_model(3);
     const std::string id = one_target ? "r1" : "r";
-    ASSERT_TRUE(scorer_->OpenAudit(id, spec).ok());
+    MEMAUDIT_ASSERT_OK(scorer_->OpenAudit(id, spec));
     for (uint32_t r = 0; r < kModels; ++r) {
       for (const char* signal : {"phi", "loss"}) {
         v1::Observation o = Observe(r, signal);
         o.set_audit_id(id);
-        ASSERT_TRUE(scorer_->Ingest(o).ok());
+        MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
       }
-      ASSERT_TRUE(scorer_->ScoreIfComplete(id).ok());
+      MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete(id));
       EXPECT_FALSE(scorer_->GetResults(id)->complete()) << "population missing";
       v1::Observation population = ObservePopulation(r, 60);
       population.set_audit_id(id);
-      ASSERT_TRUE(scorer_->Ingest(population).ok());
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(population));
     }
     // A population vector of the wrong length names the field.
     v1::Observation wrong = ObservePopulation(0, 59);
     wrong.set_audit_id(id);
     absl::StatusOr<bool> refused = scorer_->Ingest(wrong);
-    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_THAT(refused.status().message(), HasSubstr("population"));
 
-    ASSERT_TRUE(scorer_->ScoreIfComplete(id).ok());
+    MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete(id));
     auto results = scorer_->GetResults(id);
-    ASSERT_TRUE(results.ok());
+    MEMAUDIT_ASSERT_OK(results);
     ASSERT_TRUE(results->complete());
     EXPECT_EQ(results->members() + results->non_members(),
               (one_target ? 1 : kModels) * uint64_t{kPool});

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 #include "common/unlearning_signals.h"
 #include "scoring/attack_evaluation.h"
 #include "scoring/degradation.h"
@@ -204,27 +205,24 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
   std::vector<std::string> features = {unlearning::kBaselineFeature};
   features.insert(features.end(), u.features().begin(), u.features().end());
   for (const std::string& defense : u.defenses()) {
-    absl::StatusOr<SideRows> shadow = BuildSide(u, false, defense, signals);
-    if (!shadow.ok()) return shadow.status();
-    absl::StatusOr<SideRows> target = BuildSide(u, true, defense, signals);
-    if (!target.ok()) return target.status();
-    if (shadow->original.cols != target->original.cols) {
+    MEMAUDIT_ASSIGN_OR_RETURN(SideRows shadow, BuildSide(u, false, defense, signals));
+    MEMAUDIT_ASSIGN_OR_RETURN(SideRows target, BuildSide(u, true, defense, signals));
+    if (shadow.original.cols != target.original.cols) {
       return absl::InvalidArgumentError("shadow and target posteriors have different classes");
     }
-    out->set_shadow_rows(static_cast<uint32_t>(shadow->labels.size()));
-    out->set_target_rows(static_cast<uint32_t>(target->labels.size()));
+    out->set_shadow_rows(static_cast<uint32_t>(shadow.labels.size()));
+    out->set_target_rows(static_cast<uint32_t>(target.labels.size()));
     // The baseline's target confidences per classifier, for DegCount/DegRate.
     std::map<std::string, std::vector<double>> baseline;
     for (const std::string& feature : features) {
-      absl::StatusOr<scoring::UnlearningFeature> kind = FeatureKind(feature);
-      if (!kind.ok()) return kind.status();
-      auto shadow_x = scoring::UnlearningFeatureMatrix(shadow->original, shadow->unlearned, *kind);
-      if (!shadow_x.ok()) return shadow_x.status();
-      auto target_x = scoring::UnlearningFeatureMatrix(target->original, target->unlearned, *kind);
-      if (!target_x.ok()) return target_x.status();
+      MEMAUDIT_ASSIGN_OR_RETURN(scoring::UnlearningFeature kind, FeatureKind(feature));
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          auto shadow_x, scoring::UnlearningFeatureMatrix(shadow.original, shadow.unlearned, kind));
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          auto target_x, scoring::UnlearningFeatureMatrix(target.original, target.unlearned, kind));
       for (const std::string& classifier : u.attack_classifiers()) {
-        auto eval = scoring::EvaluateAttack(classifier, *shadow_x, shadow->labels, *target_x,
-                                            target->labels);
+        auto eval =
+            scoring::EvaluateAttack(classifier, shadow_x, shadow.labels, target_x, target.labels);
         if (!eval.ok()) {
           return absl::Status(
               eval.status().code(),
@@ -239,11 +237,11 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
           baseline[classifier] = eval->target_probabilities;
           continue;
         }
-        auto deg = scoring::ComputeDegradation(target->labels, eval->target_probabilities,
-                                               baseline.at(classifier));
-        if (!deg.ok()) return deg.status();
-        a->set_deg_count(deg->deg_count);
-        a->set_deg_rate(deg->deg_rate);
+        MEMAUDIT_ASSIGN_OR_RETURN(
+            auto deg, scoring::ComputeDegradation(target.labels, eval->target_probabilities,
+                                                  baseline.at(classifier)));
+        a->set_deg_count(deg.deg_count);
+        a->set_deg_rate(deg.deg_rate);
       }
     }
   }
@@ -258,15 +256,13 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreUnlearningFromStore(
     ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) {
   UnlearningSignals signals;
   for (const RequiredSignal& r : RequiredUnlearningSignals(spec.unlearning())) {
-    auto runs = store.LoadSignal(audit_id, r.point, r.signal);
-    if (!runs.ok()) return runs.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, r.point, r.signal));
     // Tasks report whole: one missing signal means the audit is not done.
-    if (runs->size() < r.runs) return std::nullopt;
-    signals[{r.point, r.signal}] = *std::move(runs);
+    if (runs.size() < r.runs) return std::nullopt;
+    signals[{r.point, r.signal}] = std::move(runs);
   }
-  auto results = ScoreUnlearning(spec, signals);
-  if (!results.ok()) return results.status();
-  return std::optional<v1::AuditResults>(*std::move(results));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto results, ScoreUnlearning(spec, signals));
+  return std::optional<v1::AuditResults>(std::move(results));
 }
 
 void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& results) {

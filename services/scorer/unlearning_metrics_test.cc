@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/testing/status_matchers.h"
 #include "common/unlearning_signals.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,6 +18,7 @@
 namespace memaudit::scorer {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr int kClasses = 3;
@@ -77,7 +79,7 @@ std::vector<double> OneHot(const std::vector<double>& p) {
   return out;
 }
 
-std::vector<v1::Observation> HandBuilt(const v1::AuditSpec& spec, const std::string& audit_id) {
+std::vector<v1::Observation> HandBuilt(const std::string& audit_id) {
   SplitMix64 rng(11);
   std::vector<v1::Observation> out;
   auto add = [&](const std::string& point, const std::string& signal, uint32_t run,
@@ -129,10 +131,10 @@ const v1::UnlearningAttackResult* Find(const v1::AuditResults& r, const std::str
 
 TEST(UnlearningMetricsTest, AttackBeatsTheBaselineWhichLabelsOnlyDefeat) {
   const v1::AuditSpec spec = Spec();
-  const UnlearningSignals signals = ToSignals(HandBuilt(spec, "u"));
+  const UnlearningSignals signals = ToSignals(HandBuilt("u"));
   ASSERT_TRUE(UnlearningSignalsComplete(spec.unlearning(), signals));
   auto results = ScoreUnlearning(spec, signals);
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   EXPECT_EQ(results->kind(), "unlearning");
   EXPECT_TRUE(results->complete());
   const v1::UnlearningResults& u = results->unlearning();
@@ -172,16 +174,16 @@ TEST(UnlearningMetricsTest, AttackBeatsTheBaselineWhichLabelsOnlyDefeat) {
   }
   // Deterministic.
   auto again = ScoreUnlearning(spec, signals);
-  ASSERT_TRUE(again.ok());
+  MEMAUDIT_ASSERT_OK(again);
   EXPECT_EQ(again->SerializeAsString(), results->SerializeAsString());
 }
 
 TEST(UnlearningMetricsTest, MissingSignalsAreNotScored) {
   const v1::AuditSpec spec = Spec();
-  UnlearningSignals signals = ToSignals(HandBuilt(spec, "u"));
+  UnlearningSignals signals = ToSignals(HandBuilt("u"));
   signals[{"target/39", "posteriors/label_only"}].erase(1);
   EXPECT_FALSE(UnlearningSignalsComplete(spec.unlearning(), signals));
-  EXPECT_EQ(ScoreUnlearning(spec, signals).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(ScoreUnlearning(spec, signals), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(RequiredUnlearningSignals(spec.unlearning()).size(), 2u * (1u + 40u * 2u));
 }
 
@@ -193,7 +195,7 @@ TEST(UnlearningMetricsTest, BadObservationsNameTheField) {
   good.set_signal("posteriors/none");
   good.set_run(1);
   for (int k = 0; k < 2 * 2 * kClasses; ++k) good.add_values(1.0 / kClasses);
-  EXPECT_TRUE(ValidateUnlearningObservation(u, good).ok());
+  MEMAUDIT_EXPECT_OK(ValidateUnlearningObservation(u, good));
   auto refused = [&](const v1::Observation& o) {
     return std::string(ValidateUnlearningObservation(u, o).message());
   };
@@ -236,23 +238,23 @@ TEST(UnlearningMetricsTest, ScorerScoresOnceEveryTaskIsInAndPublishesGauges) {
       ::testing::TempDir() + "/unlearning_scorer_" + std::to_string(getpid()) + ".db";
   std::remove(path.c_str());
   auto store = ScorerStore::Open(path);
-  ASSERT_TRUE(store.ok()) << store.status();
+  MEMAUDIT_ASSERT_OK(store);
   prometheus::Registry registry;
   auto scorer = Scorer::Create(store->get(), &registry);
-  ASSERT_TRUE(scorer.ok()) << scorer.status();
+  MEMAUDIT_ASSERT_OK(scorer);
   const v1::AuditSpec spec = Spec();
-  ASSERT_TRUE((*scorer)->OpenAudit("u", spec).ok());
-  const std::vector<v1::Observation> all = HandBuilt(spec, "u");
-  for (size_t k = 0; k + 1 < all.size(); ++k) ASSERT_TRUE((*scorer)->Ingest(all[k]).ok());
-  ASSERT_TRUE((*scorer)->ScoreIfComplete("u").ok());
+  MEMAUDIT_ASSERT_OK((*scorer)->OpenAudit("u", spec));
+  const std::vector<v1::Observation> all = HandBuilt("u");
+  for (size_t k = 0; k + 1 < all.size(); ++k) MEMAUDIT_ASSERT_OK((*scorer)->Ingest(all[k]));
+  MEMAUDIT_ASSERT_OK((*scorer)->ScoreIfComplete("u"));
   auto partial = (*scorer)->GetResults("u");
-  ASSERT_TRUE(partial.ok());
+  MEMAUDIT_ASSERT_OK(partial);
   EXPECT_FALSE(partial->complete());
   EXPECT_EQ(partial->kind(), "unlearning");
-  ASSERT_TRUE((*scorer)->Ingest(all.back()).ok());
-  ASSERT_TRUE((*scorer)->ScoreIfComplete("u").ok());
+  MEMAUDIT_ASSERT_OK((*scorer)->Ingest(all.back()));
+  MEMAUDIT_ASSERT_OK((*scorer)->ScoreIfComplete("u"));
   auto results = (*scorer)->GetResults("u");
-  ASSERT_TRUE(results.ok());
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   EXPECT_EQ(results->audit_id(), "u");
   const auto* diff = Find(*results, "none", "sorted_diff", "gradient_boosting");

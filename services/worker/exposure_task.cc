@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/exposure_signals.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 
 namespace memaudit::worker {
 
@@ -46,16 +47,15 @@ absl::StatusOr<TaskModel> ModelOf(const v1::Task& task) {
 absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task) {
   const v1::AuditSpec& spec = task.spec();
   const v1::ExposureAudit& e = spec.exposure();
-  absl::StatusOr<TaskModel> model = ModelOf(task);
-  if (!model.ok()) return model.status();
-  const exposure::Variant variant = exposure::ResolveVariant(e, model->variant);
+  MEMAUDIT_ASSIGN_OR_RETURN(TaskModel model, ModelOf(task));
+  const exposure::Variant variant = exposure::ResolveVariant(e, model.variant);
   // The coordinator validated the spec; a task from elsewhere still gets the
   // field named rather than a zero-step model.
   auto field = [&](const char* name, bool swept) {
-    return swept ? absl::StrCat("exposure.sweep[", model->variant, "].", name)
+    return swept ? absl::StrCat("exposure.sweep[", model.variant, "].", name)
                  : absl::StrCat("exposure.training.", name);
   };
-  const int entry = static_cast<int>(model->variant);
+  const int entry = static_cast<int>(model.variant);
   const bool in_sweep = entry < e.sweep_size();
   if (variant.epochs == 0) {
     return absl::InvalidArgumentError(
@@ -75,10 +75,10 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.alphabets.assign(e.canary().alphabets().begin(), e.canary().alphabets().end());
   run.repeats.assign(e.repeats().begin(), e.repeats().end());
   run.controls = e.controls();
-  absl::StatusOr<engine::ModelKind> lm =
-      engine::ParseModelKind(e.model().architecture(), "exposure.model.architecture");
-  if (!lm.ok()) return lm.status();
-  run.lm = *lm;
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      engine::ModelKind lm,
+      engine::ParseModelKind(e.model().architecture(), "exposure.model.architecture"));
+  run.lm = lm;
   run.layers = e.model().layers();
   run.units = variant.units;
   run.embedding = e.model().embedding();
@@ -214,9 +214,8 @@ std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
 absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
     const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps,
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
-  absl::StatusOr<engine::ExposureRunSpec> run = ExposureRunSpecFor(task);
-  if (!run.ok()) return run.status();
-  const uint64_t batch = run->batch_size;
+  MEMAUDIT_ASSIGN_OR_RETURN(engine::ExposureRunSpec run, ExposureRunSpecFor(task));
+  const uint64_t batch = run.batch_size;
   engine::ExposurePointCallback on_point;
   if (send_early) {
     // Each evaluation point as soon as it is measured; best effort, as the
@@ -227,15 +226,15 @@ absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
       return absl::OkStatus();
     };
   }
-  auto result = engine::RunExposure(
-      *run,
-      [&](uint64_t steps) {
-        // Windows seen, counting every step as a full batch (an upper bound).
-        return on_steps(steps, steps * batch);
-      },
-      on_point);
-  if (!result.ok()) return result.status();
-  return ExposureObservations(task, *result);
+  MEMAUDIT_ASSIGN_OR_RETURN(auto result, engine::RunExposure(
+                                             run,
+                                             [&](uint64_t steps) {
+                                               // Windows seen, counting every step as a full batch
+                                               // (an upper bound).
+                                               return on_steps(steps, steps * batch);
+                                             },
+                                             on_point));
+  return ExposureObservations(task, result);
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/exposure_signals.h"
+#include "common/testing/status_matchers.h"
 #include "engine/text_corpus.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -15,6 +16,7 @@
 namespace memaudit::worker {
 namespace {
 
+using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // Three variants that differ from the base only in epochs or only in the
@@ -65,12 +67,15 @@ std::vector<double> ModelSignal(const std::vector<v1::Observation>& observations
 
 TEST(ExposureTaskTest, EachVariantTrainsItsOwnEpochsAndLearningRate) {
   const v1::AuditSpec spec = SweepSpec();
-  ASSERT_TRUE(coordinator::ValidateSpec(spec).ok()) << coordinator::ValidateSpec(spec);
+  MEMAUDIT_ASSERT_OK(coordinator::ValidateSpec(spec));
   auto base = ExposureRunSpecFor(TaskOf(spec, exposure::kCanaryRole, 0));
   auto longer = ExposureRunSpecFor(TaskOf(spec, exposure::kCanaryRole, 1));
   auto faster = ExposureRunSpecFor(TaskOf(spec, exposure::kCanaryRole, 2));
   auto longer_baseline = ExposureRunSpecFor(TaskOf(spec, exposure::kBaselineRole, 1));
-  ASSERT_TRUE(base.ok() && longer.ok() && faster.ok() && longer_baseline.ok());
+  MEMAUDIT_ASSERT_OK(base);
+  MEMAUDIT_ASSERT_OK(longer);
+  MEMAUDIT_ASSERT_OK(faster);
+  MEMAUDIT_ASSERT_OK(longer_baseline);
   EXPECT_EQ(base->epochs, 2u);
   EXPECT_DOUBLE_EQ(base->optimizer.learning_rate, 0.01);
   EXPECT_EQ(longer->epochs, 4u);
@@ -84,7 +89,7 @@ TEST(ExposureTaskTest, EachVariantTrainsItsOwnEpochsAndLearningRate) {
   EXPECT_EQ(longer->model_seed, base->model_seed);
 
   auto plan = coordinator::PlanAudit(spec);
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  MEMAUDIT_ASSERT_OK(plan);
   ASSERT_EQ(plan->tasks.size(), 6u);  // 3 canary models, then 3 baselines
   std::vector<std::vector<double>> models;
   for (size_t i = 0; i < plan->tasks.size(); ++i) {
@@ -96,7 +101,7 @@ TEST(ExposureTaskTest, EachVariantTrainsItsOwnEpochsAndLearningRate) {
                                            reported = steps;
                                            return true;
                                          });
-    ASSERT_TRUE(observations.ok()) << observations.status();
+    MEMAUDIT_ASSERT_OK(observations);
     const std::vector<double> model = ModelSignal(*observations);
     ASSERT_EQ(model.size(), exposure::kModelValues);
     // The planner's count is exact for an inline corpus, per variant.
@@ -119,11 +124,11 @@ TEST(ExposureTaskTest, BadEpochsOrLearningRateNameTheSweepField) {
   spec.mutable_exposure()->mutable_sweep(1)->set_epochs(0);
   spec.mutable_exposure()->mutable_sweep(2)->set_learning_rate(-1);
   auto zero = ExposureRunSpecFor(TaskOf(spec, exposure::kCanaryRole, 1));
-  EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(zero, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(zero.status().message()),
               HasSubstr("exposure.sweep[1].epochs: must be >= 1"));
   auto negative = ExposureRunSpecFor(TaskOf(spec, exposure::kBaselineRole, 2));
-  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(negative, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(negative.status().message()),
               HasSubstr("exposure.sweep[2].learning_rate: must be > 0 (got -1)"));
   // Unswept, the base recipe's field is the one named.

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/forgetting_signals.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "engine/forgetting_lm_run.h"
 #include "services/worker/task_progress.h"
 
@@ -43,9 +44,9 @@ absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
                                                  const engine::LabeledImages& data,
                                                  const std::function<bool(uint64_t)>& on_step) {
   const v1::ForgettingAudit& f = spec.forgetting();
-  absl::StatusOr<engine::ForgettingSelection> selection = SelectionFor(f.injected().selection());
-  if (!selection.ok()) return selection.status();
-  const bool by_loss = *selection != engine::ForgettingSelection::kRandom;
+  MEMAUDIT_ASSIGN_OR_RETURN(engine::ForgettingSelection selection,
+                            SelectionFor(f.injected().selection()));
+  const bool by_loss = selection != engine::ForgettingSelection::kRandom;
   const uint32_t candidates = by_loss ? f.injected().candidates() : f.injected().size();
   if (candidates < f.injected().size()) {
     return absl::InvalidArgumentError(absl::StrCat("forgetting.injected.candidates: ", candidates,
@@ -71,24 +72,22 @@ absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
     ref.clean_rows = out.clean_rows;
     ref.candidate_rows = candidate_rows;
     ref.hidden = HiddenFor(f.model());
-    absl::StatusOr<engine::OptimizerSpec> optimizer = OptimizerFor(f.training());
-    if (!optimizer.ok()) return optimizer.status();
-    ref.optimizer = *optimizer;
+    MEMAUDIT_ASSIGN_OR_RETURN(engine::OptimizerSpec optimizer, OptimizerFor(f.training()));
+    ref.optimizer = optimizer;
     ref.batch_size = f.training().batch_size();
     ref.steps = f.injected().selection_steps();
     // From the audit seed, not the trial: every trial picks the same Dp.
     ref.init_seed = DeriveSeed(spec.seed(), "forgetting/selection/init", 0);
     ref.order_seed = DeriveSeed(spec.seed(), "forgetting/selection/order", 0);
     ref.threads = spec.resources().threads_per_task();
-    absl::StatusOr<std::vector<double>> losses =
-        engine::ForgettingCandidateLosses(data, ref, on_step);
-    if (!losses.ok()) return losses.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> losses,
+                              engine::ForgettingCandidateLosses(data, ref, on_step));
     double sum = 0;
-    for (double l : *losses) sum += l;
-    out.candidate_loss_mean = sum / static_cast<double>(losses->size());
-    for (size_t i : engine::PickByLoss(*losses, f.injected().size(), *selection)) {
+    for (double l : losses) sum += l;
+    out.candidate_loss_mean = sum / static_cast<double>(losses.size());
+    for (size_t i : engine::PickByLoss(losses, f.injected().size(), selection)) {
       out.injected_rows.push_back(candidate_rows[i]);
-      out.selection_loss.push_back((*losses)[i]);
+      out.selection_loss.push_back(losses[i]);
     }
   }
   SplitMix64 rng(DeriveSeed(spec.seed(), "forgetting/flip", 0));
@@ -112,9 +111,8 @@ absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& t
   run.injected_labels = std::move(sets.injected_labels);
   run.hidden = HiddenFor(f.model());
   const v1::ForgettingTraining& t = f.training();
-  absl::StatusOr<engine::OptimizerSpec> optimizer = OptimizerFor(t);
-  if (!optimizer.ok()) return optimizer.status();
-  run.optimizer = *optimizer;
+  MEMAUDIT_ASSIGN_OR_RETURN(engine::OptimizerSpec optimizer, OptimizerFor(t));
+  run.optimizer = optimizer;
   run.batch_size = t.batch_size();
   run.steps_before = t.steps_before_injection();
   if (f.strategy() == "inject") {
@@ -193,17 +191,16 @@ absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Tas
     for (uint32_t i = 0; i < c.per_group(); ++i) run.copies.push_back(r);
   }
   run.controls = c.controls();
-  absl::StatusOr<engine::ModelKind> lm =
-      engine::ParseModelKind(c.model().architecture(), "forgetting.canaries.model.architecture");
-  if (!lm.ok()) return lm.status();
-  run.lm = *lm;
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      engine::ModelKind lm,
+      engine::ParseModelKind(c.model().architecture(), "forgetting.canaries.model.architecture"));
+  run.lm = lm;
   run.layers = c.model().layers();
   run.units = c.model().units();
   run.embedding = c.model().embedding();
   run.dropout = c.model().dropout();
-  absl::StatusOr<engine::OptimizerSpec> optimizer = OptimizerFor(f.training());
-  if (!optimizer.ok()) return optimizer.status();
-  run.optimizer = *optimizer;
+  MEMAUDIT_ASSIGN_OR_RETURN(engine::OptimizerSpec optimizer, OptimizerFor(f.training()));
+  run.optimizer = optimizer;
   run.window = c.window();
   run.batch_size = f.training().batch_size();
   run.steps_before = f.training().steps_before_injection();
@@ -252,9 +249,8 @@ namespace {
 absl::StatusOr<std::vector<v1::Observation>> RunCanaryTrial(
     const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps,
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
-  absl::StatusOr<engine::ForgettingLmRunSpec> run = ForgettingLmRunSpecFor(task);
-  if (!run.ok()) return run.status();
-  const uint64_t batch = run->batch_size;
+  MEMAUDIT_ASSIGN_OR_RETURN(engine::ForgettingLmRunSpec run, ForgettingLmRunSpecFor(task));
+  const uint64_t batch = run.batch_size;
   EarlySender<engine::ForgettingLmRunResult> early(
       [&](const engine::ForgettingLmRunResult& so_far) {
         return ForgettingCanaryObservations(task, so_far);
@@ -262,10 +258,11 @@ absl::StatusOr<std::vector<v1::Observation>> RunCanaryTrial(
       send_early);
   engine::ForgettingLmPointCallback on_point;
   if (send_early) on_point = [&](const engine::ForgettingLmRunResult& so_far) { early(so_far); };
-  auto result = engine::RunForgettingLm(
-      *run, [&](uint64_t steps) { return on_steps(steps, steps * batch); }, on_point);
-  if (!result.ok()) return result.status();
-  return ForgettingCanaryObservations(task, *result);
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto result,
+      engine::RunForgettingLm(
+          run, [&](uint64_t steps) { return on_steps(steps, steps * batch); }, on_point));
+  return ForgettingCanaryObservations(task, result);
 }
 
 }  // namespace
@@ -277,36 +274,34 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
   if (f.has_canaries()) return RunCanaryTrial(task, on_steps, send_early);
   const std::string dir =
       f.dataset().path().empty() ? engine::kFashionMnistDir : f.dataset().path();
-  auto data = engine::LoadMnistLayout(dir, "train");
-  if (!data.ok()) return data.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(auto data, engine::LoadMnistLayout(dir, "train"));
   const uint64_t batch = f.training().batch_size();
   // The selection reference model's steps come first; the trial's follow.
   uint64_t selection_steps = 0;
-  absl::StatusOr<ForgettingData> sets = ForgettingDataFor(task.spec(), **data, [&](uint64_t s) {
-    selection_steps = s;
-    return on_steps(s, s * batch);
-  });
-  if (!sets.ok()) return sets.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(ForgettingData sets,
+                            ForgettingDataFor(task.spec(), *data, [&](uint64_t s) {
+                              selection_steps = s;
+                              return on_steps(s, s * batch);
+                            }));
   // The engine run takes the rows; the observations keep the selection losses.
-  absl::StatusOr<engine::ForgettingRunSpec> run = ForgettingRunSpecFor(task, *sets);
-  if (!run.ok()) return run.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(engine::ForgettingRunSpec run, ForgettingRunSpecFor(task, sets));
   EarlySender<engine::ForgettingRunResult> early(
       [&](const engine::ForgettingRunResult& so_far) {
-        return ForgettingObservations(task, *sets, so_far);
+        return ForgettingObservations(task, sets, so_far);
       },
       send_early);
   engine::ForgettingPointCallback on_point;
   if (send_early) on_point = [&](const engine::ForgettingRunResult& so_far) { early(so_far); };
-  auto result = engine::RunForgetting(
-      **data, *run,
-      [&](uint64_t steps) {
-        // Examples seen, counting every step as a full batch (an upper bound).
-        const uint64_t total = selection_steps + steps;
-        return on_steps(total, total * batch);
-      },
-      on_point);
-  if (!result.ok()) return result.status();
-  return ForgettingObservations(task, *sets, *result);
+  MEMAUDIT_ASSIGN_OR_RETURN(auto result, engine::RunForgetting(
+                                             *data, run,
+                                             [&](uint64_t steps) {
+                                               // Examples seen, counting every step as a full batch
+                                               // (an upper bound).
+                                               const uint64_t total = selection_steps + steps;
+                                               return on_steps(total, total * batch);
+                                             },
+                                             on_point));
+  return ForgettingObservations(task, sets, result);
 }
 
 namespace {

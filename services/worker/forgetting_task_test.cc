@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/forgetting_signals.h"
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::worker {
@@ -68,7 +69,7 @@ TEST(ForgettingTaskTest, PlannerStepsEqualTheEngineRunsSteps) {
              {"checkpoint_calibrated", "deterministic_replay", "lira_references", "lira_online"}) {
           const v1::Task task = ImageTask(strategy, mode, repeats, attack);
           auto run = ForgettingRunSpecFor(task, Sets(300, 45));
-          ASSERT_TRUE(run.ok()) << run.status();
+          MEMAUDIT_ASSERT_OK(run);
           const v1::ForgettingAudit& f = task.spec().forgetting();
           EXPECT_EQ(run->reference_models, forgetting::ReferenceModels(f)) << attack;
           EXPECT_EQ(run->in_reference_models, forgetting::InReferenceModels(f)) << attack;

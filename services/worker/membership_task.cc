@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "engine/classifier_run.h"
 #include "engine/labeled_images.h"
 #include "services/worker/task_progress.h"
@@ -22,17 +23,15 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(const v1::Task&
   const v1::MembershipAudit& m = spec.membership();
   const std::string dir =
       m.dataset().path().empty() ? engine::kFashionMnistDir : m.dataset().path();
-  auto data = engine::LoadMnistLayout(dir, "train");
-  if (!data.ok()) return data.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(auto data, engine::LoadMnistLayout(dir, "train"));
 
-  const std::vector<uint32_t> pool =
-      AuditPool(spec.seed(), (*data)->count, m.dataset().pool_size());
+  const std::vector<uint32_t> pool = AuditPool(spec.seed(), data->count, m.dataset().pool_size());
   const std::vector<uint32_t> population =
-      AuditPopulation(spec.seed(), (*data)->count, pool.size(), m.population_size());
+      AuditPopulation(spec.seed(), data->count, pool.size(), m.population_size());
   if (pool.size() + population.size() != m.dataset().pool_size() + m.population_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "membership.dataset.pool_size: ", m.dataset().pool_size(), " + population_size ",
-        m.population_size(), " exceeds the ", (*data)->count, " examples in ", dir));
+        m.population_size(), " exceeds the ", data->count, " examples in ", dir));
   }
   const membership::ModelRange models = membership::TaskModels(spec, task.index());
   if (models.count == 0) {
@@ -80,17 +79,17 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(const v1::Task&
   for (size_t g = 0; g < groups.size(); ++g) {
     const uint64_t members = groups[g].size();
     const uint64_t train_size = groups[g][0].train_indices.size();
-    auto results = engine::RunClassifiers(**data, groups[g], [&](uint64_t steps) {
-      return on_steps(
-          before.steps + steps * members,
-          before.examples + ExamplesAfter(steps, train_size, recipe.batch_size) * members);
-    });
-    if (!results.ok()) return results.status();
-    const uint64_t steps = results->front().steps;
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto results, engine::RunClassifiers(*data, groups[g], [&](uint64_t steps) {
+          return on_steps(
+              before.steps + steps * members,
+              before.examples + ExamplesAfter(steps, train_size, recipe.batch_size) * members);
+        }));
+    const uint64_t steps = results.front().steps;
     before.steps += steps * members;
     before.examples += ExamplesAfter(steps, train_size, recipe.batch_size) * members;
-    for (size_t k = 0; k < results->size(); ++k) {
-      const engine::ClassifierRunResult& result = (*results)[k];
+    for (size_t k = 0; k < results.size(); ++k) {
+      const engine::ClassifierRunResult& result = results[k];
       const size_t first = out.size();
       out.resize(first + (population.empty() ? 2 : 3));
       for (size_t o = first; o < out.size(); ++o) {

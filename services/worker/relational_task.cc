@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/relational_signals.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "services/worker/task_progress.h"
 
 namespace memaudit::worker {
@@ -49,10 +50,10 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
   run.validation_records = p.validation_records();
   run.tmpl = p.template_();
   run.digits = p.digits();
-  absl::StatusOr<engine::ModelKind> lm =
-      engine::ParseModelKind(p.model().architecture(), "relational.phone_book.model.architecture");
-  if (!lm.ok()) return lm.status();
-  run.lm = *lm;
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      engine::ModelKind lm,
+      engine::ParseModelKind(p.model().architecture(), "relational.phone_book.model.architecture"));
+  run.lm = lm;
   run.layers = p.model().layers();
   run.units = relational::VariantUnits(p, task.index());
   run.embedding = p.model().embedding();
@@ -136,41 +137,41 @@ absl::StatusOr<std::vector<v1::Observation>> RunRelationalVariant(
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
   const v1::RelationalAudit& r = task.spec().relational();
   if (r.has_linear()) {
-    absl::StatusOr<engine::LinearRelationalRunSpec> run = LinearRunSpecFor(task);
-    if (!run.ok()) return run.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(engine::LinearRelationalRunSpec run, LinearRunSpecFor(task));
     EarlySender<engine::LinearRelationalRunResult> early(
         [&](const engine::LinearRelationalRunResult& so_far) {
           return LinearObservations(task, so_far);
         },
         send_early);
     bool stopped = false;
-    auto result =
-        engine::RunLinearRelational(*run, [&](const engine::LinearRelationalRunResult& so_far) {
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto result,
+        engine::RunLinearRelational(run, [&](const engine::LinearRelationalRunResult& so_far) {
           // The closed form jumps to each step: progress is the step reached,
           // examples are steps x N (full-batch GD).
           const uint64_t step = so_far.points.back().step;
-          if (!stopped && !on_steps(step, step * run->samples)) stopped = true;
+          if (!stopped && !on_steps(step, step * run.samples)) stopped = true;
           if (!stopped) early(so_far);
-        });
-    if (!result.ok()) return result.status();
+        }));
     if (stopped) return absl::CancelledError("stopped by the worker");
-    return LinearObservations(task, *result);
+    return LinearObservations(task, result);
   }
   if (!r.has_phone_book()) {
     return absl::InvalidArgumentError("relational.model: set one of phone_book, linear");
   }
-  absl::StatusOr<engine::PhoneBookRunSpec> run = PhoneBookRunSpecFor(task);
-  if (!run.ok()) return run.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(engine::PhoneBookRunSpec run, PhoneBookRunSpecFor(task));
   EarlySender<engine::PhoneBookRunResult> early(
       [&](const engine::PhoneBookRunResult& so_far) { return PhoneBookObservations(task, so_far); },
       send_early);
-  const uint64_t records = run->records;
-  const uint64_t batch = run->batch_size;
-  auto result = engine::RunPhoneBook(
-      *run, [&](uint64_t steps) { return on_steps(steps, ExamplesAfter(steps, records, batch)); },
-      [&](const engine::PhoneBookRunResult& so_far) { early(so_far); });
-  if (!result.ok()) return result.status();
-  return PhoneBookObservations(task, *result);
+  const uint64_t records = run.records;
+  const uint64_t batch = run.batch_size;
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto result,
+      engine::RunPhoneBook(
+          run,
+          [&](uint64_t steps) { return on_steps(steps, ExamplesAfter(steps, records, batch)); },
+          [&](const engine::PhoneBookRunResult& so_far) { early(so_far); }));
+  return PhoneBookObservations(task, result);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "common/unlearning_signals.h"
 
 namespace memaudit::worker {
@@ -65,11 +66,11 @@ absl::StatusOr<engine::UnlearningRunSpec> UnlearningRunSpecFor(const v1::Task& t
 
   engine::UnlearningRunSpec run;
   const v1::ModelSpec& m = u.model();
-  absl::StatusOr<engine::ModelKind> kind =
-      engine::ParseModelKind(m.architecture(), "unlearning.model.architecture");
-  if (!kind.ok()) return kind.status();
-  run.model.kind = *kind;
-  if (*kind == engine::ModelKind::kTorchScript) run.model.torchscript_path = m.torchscript_path();
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      engine::ModelKind kind,
+      engine::ParseModelKind(m.architecture(), "unlearning.model.architecture"));
+  run.model.kind = kind;
+  if (kind == engine::ModelKind::kTorchScript) run.model.torchscript_path = m.torchscript_path();
   run.model.hidden.assign(m.hidden().begin(), m.hidden().end());
   run.model.dropout = m.dropout();
 
@@ -96,9 +97,8 @@ absl::StatusOr<engine::UnlearningRunSpec> UnlearningRunSpecFor(const v1::Task& t
     run.target_epsilon = u.dp_sgd().target_epsilon();
   }
   for (const std::string& d : u.defenses()) {
-    absl::StatusOr<engine::ReleasePolicy> p = ReleaseFor(d);
-    if (!p.ok()) return p.status();
-    run.releases.push_back(*p);
+    MEMAUDIT_ASSIGN_OR_RETURN(engine::ReleasePolicy p, ReleaseFor(d));
+    run.releases.push_back(p);
   }
   run.train_rows = rows(plan.train);
   run.validation_rows = rows(plan.validation);
@@ -156,19 +156,17 @@ absl::StatusOr<std::vector<v1::Observation>> RunUnlearningTask(
   const v1::UnlearningAudit& u = task.spec().unlearning();
   const std::string dir =
       u.dataset().path().empty() ? engine::kFashionMnistDir : u.dataset().path();
-  auto data = engine::LoadMnistLayout(dir, "train");
-  if (!data.ok()) return data.status();
-  auto test = engine::LoadMnistLayout(dir, "t10k");
-  if (!test.ok()) return test.status();
-  absl::StatusOr<engine::UnlearningRunSpec> run = UnlearningRunSpecFor(task, **data);
-  if (!run.ok()) return run.status();
-  const uint64_t batch = run->batch_size;
-  auto result = engine::RunUnlearning(**data, *test, *run, [&](uint64_t steps) {
-    // Examples seen, counting every step as a full batch (an upper bound).
-    return on_steps(steps, steps * batch);
-  });
-  if (!result.ok()) return result.status();
-  return UnlearningObservations(task, *result);
+  MEMAUDIT_ASSIGN_OR_RETURN(auto data, engine::LoadMnistLayout(dir, "train"));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto test, engine::LoadMnistLayout(dir, "t10k"));
+  MEMAUDIT_ASSIGN_OR_RETURN(engine::UnlearningRunSpec run, UnlearningRunSpecFor(task, *data));
+  const uint64_t batch = run.batch_size;
+  MEMAUDIT_ASSIGN_OR_RETURN(auto result,
+                            engine::RunUnlearning(*data, test, run, [&](uint64_t steps) {
+                              // Examples seen, counting every step as a full batch (an upper
+                              // bound).
+                              return on_steps(steps, steps * batch);
+                            }));
+  return UnlearningObservations(task, result);
 }
 
 namespace {

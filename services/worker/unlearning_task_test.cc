@@ -2,12 +2,15 @@
 
 #include <algorithm>
 
+#include "common/testing/status_matchers.h"
 #include "common/unlearning_signals.h"
 #include "gtest/gtest.h"
 #include "services/worker/task_runner.h"
 
 namespace memaudit::worker {
 namespace {
+
+using ::memaudit::testing::StatusIs;
 
 // A fully specified (defaults written out) small unlearning task.
 v1::Task SmallTask(const std::string& method, const std::string& deletion, bool target) {
@@ -52,7 +55,7 @@ void ExpectPlannedWork(const v1::Task& task) {
     last_steps = p.steps;
     return true;
   });
-  ASSERT_TRUE(observations.ok()) << observations.status();
+  MEMAUDIT_ASSERT_OK(observations);
   const bool target = task.role() == "target_original";
   const unlearning::TaskWork planned = unlearning::TaskWorkFor(task.spec(), target, task.index());
   EXPECT_EQ(last_steps, planned.steps);
@@ -92,9 +95,9 @@ TEST(UnlearningTaskTest, SisaOnlineDeletionReportsThePlannedWork) {
 TEST(UnlearningTaskTest, QueriesAreTheDeletedSamplesThenNegatives) {
   const v1::Task task = SmallTask("scratch", "group", false);
   auto data = engine::LoadMnistLayout(engine::kFashionMnistDir, "train");
-  ASSERT_TRUE(data.ok()) << data.status();
+  MEMAUDIT_ASSERT_OK(data);
   auto run = UnlearningRunSpecFor(task, **data);
-  ASSERT_TRUE(run.ok()) << run.status();
+  MEMAUDIT_ASSERT_OK(run);
   EXPECT_EQ(run->train_rows.size(), 60u);
   ASSERT_EQ(run->children.size(), 3u);
   for (const engine::UnlearningChildSpec& c : run->children) {
@@ -109,14 +112,13 @@ TEST(UnlearningTaskTest, QueriesAreTheDeletedSamplesThenNegatives) {
   v1::Task independent = task;
   independent.mutable_spec()->mutable_unlearning()->set_seed_policy("independent");
   auto own = UnlearningRunSpecFor(independent, **data);
-  ASSERT_TRUE(own.ok());
+  MEMAUDIT_ASSERT_OK(own);
   EXPECT_FALSE(own->children[0].shared_order);
   EXPECT_NE(own->children[0].seeds.init, own->seeds.init);
 
   v1::Task outside = task;
   outside.set_index(2);
-  EXPECT_EQ(UnlearningRunSpecFor(outside, **data).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(UnlearningRunSpecFor(outside, **data), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

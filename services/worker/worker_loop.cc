@@ -5,11 +5,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/status_grpc.h"
 #include "services/worker/task_runner.h"
@@ -95,16 +94,16 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
   std::atomic<uint64_t> steps{0};
   std::atomic<bool> stop{false};
   std::string stop_reason;
-  std::mutex mu;
-  std::condition_variable done_cv;
-  bool done = false;
+  absl::Mutex mu;
+  absl::CondVar done_cv;
+  bool done = false;  // guarded by mu; the heartbeat thread waits on done_cv for it
 
   std::thread heartbeat([&] {
-    std::unique_lock<std::mutex> lock(mu);
+    mu.Lock();
     while (!done) {
-      done_cv.wait_for(lock, std::chrono::milliseconds(heartbeat_ms_));
+      done_cv.WaitWithTimeout(&mu, absl::Milliseconds(heartbeat_ms_));
       if (done) break;
-      lock.unlock();
+      mu.Unlock();  // never hold the lock across the RPC
       v1::HeartbeatRequest req;
       req.set_worker_id(worker_id_);
       req.set_lease_id(lease.lease_id());
@@ -113,12 +112,13 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
       grpc::ClientContext ctx;
       Deadline(&ctx, 5000);
       grpc::Status status = coordinator_->Heartbeat(&ctx, req, &resp);
-      lock.lock();
+      mu.Lock();
       if (status.ok() && resp.stop()) {
         stop_reason = resp.reason();
         stop = true;
       }
     }
+    mu.Unlock();
   });
 
   auto observations = RunTask(
@@ -130,10 +130,10 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
       },
       [&](const std::vector<v1::Observation>& early) { return StreamToScorer(early); });
   {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     done = true;
+    done_cv.SignalAll();
   }
-  done_cv.notify_all();
   heartbeat.join();
 
   if (stop) {

@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "common/metrics_endpoint.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -77,7 +78,7 @@ TEST(WorkerMetricsEndpointTest, StartsNextToLibTorch) {
   prometheus::Registry registry;
   WorkerMetrics metrics(RealClock::Get(), &registry);
   auto endpoint = MetricsEndpoint::Start(&registry, "127.0.0.1", 0);
-  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  MEMAUDIT_ASSERT_OK(endpoint);
   EXPECT_GT((*endpoint)->port(), 0);
 }
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/status_matchers.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 
 namespace memaudit::testing {
@@ -85,26 +86,26 @@ void ClusterTest::StartCluster(uint32_t workers, int64_t lease_ttl_ms, const std
   options.heartbeat_ms = 200;
   options.bin_dir = MEMAUDIT_BIN_DIR;
   auto cluster = cli::EmbeddedCluster::Start(options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  MEMAUDIT_ASSERT_OK(cluster);
   cluster_ = std::move(*cluster);
   client_ = std::make_unique<cli::Client>(cluster_->coordinator_address());
 }
 
 v1::Audit ClusterTest::WaitForEnd(const std::string& audit_id) {
   absl::Status watched = client_->Watch(audit_id, [](const v1::AuditEvent&) { return true; });
-  EXPECT_TRUE(watched.ok()) << watched;
+  MEMAUDIT_EXPECT_OK(watched);
   auto audit = client_->Get(audit_id);
-  EXPECT_TRUE(audit.ok()) << audit.status();
+  MEMAUDIT_EXPECT_OK(audit);
   return audit.ok() ? *audit : v1::Audit();
 }
 
 void ClusterTest::RunBaseline(const v1::AuditSpec& spec) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1, /*lease_ttl_ms=*/10000, "-baseline"));
   auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   ASSERT_EQ(WaitForEnd(submitted->audit_id()).state(), v1::SUCCEEDED);
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   baseline_ = *results;
   cluster_->Stop();
@@ -112,12 +113,12 @@ void ClusterTest::RunBaseline(const v1::AuditSpec& spec) {
 
 void ClusterTest::RunToCompletion(const v1::AuditSpec& spec, Finished* out) {
   auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   out->audit_id = submitted->audit_id();
   out->audit = WaitForEnd(out->audit_id);
   ASSERT_EQ(out->audit.state(), v1::SUCCEEDED) << out->audit.error();
   auto results = client_->Report(out->audit_id);
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   out->results = *std::move(results);
 }

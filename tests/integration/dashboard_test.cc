@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_replace.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/dashboard_preview.h"
@@ -58,7 +59,7 @@ std::string Substitute(const std::string& expr, const std::string& kind,
 TEST_F(EveryKindObservedTest, EveryDashboardPanelShowsData) {
   // A broken query must be reported as such, or this test proves nothing.
   auto broken = prometheus().Query("sum(memaudit_coordinator_tasks");
-  ASSERT_TRUE(broken.ok()) << broken.status();
+  MEMAUDIT_ASSERT_OK(broken);
   ASSERT_EQ(broken->value("status", ""), "error");
 
   const nlohmann::json dashboard = LoadDashboard();
@@ -80,7 +81,7 @@ TEST_F(EveryKindObservedTest, EveryDashboardPanelShowsData) {
       ASSERT_FALSE(expr.empty()) << title;
       EXPECT_EQ(expr.find('$'), std::string::npos) << title << ": unknown variable in " << expr;
       auto answer = prometheus().Query(expr);
-      ASSERT_TRUE(answer.ok()) << answer.status();
+      MEMAUDIT_ASSERT_OK(answer);
       EXPECT_EQ(answer->value("status", ""), "success") << title << ": " << expr << "\n"
                                                         << answer->dump();
       // Rates need two scrapes of a series, so give fresh series a moment.
@@ -167,7 +168,7 @@ TEST_F(EveryKindObservedTest, DashboardVariablesListEveryKindAndItsAudit) {
       std::vector<std::string> values;
       for (int attempt = 0; attempt < 40; ++attempt) {  // the first scrapes may still be due
         auto answer = prometheus().LabelValues(label, selector);
-        ASSERT_TRUE(answer.ok()) << answer.status();
+        MEMAUDIT_ASSERT_OK(answer);
         ASSERT_EQ(answer->value("status", ""), "success") << answer->dump();
         values = (*answer)["data"].get<std::vector<std::string>>();
         if (std::find(values.begin(), values.end(), expected[name]) != values.end()) break;

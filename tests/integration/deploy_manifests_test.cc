@@ -84,7 +84,9 @@ TEST(DeployManifestsTest, ContainersUseFlagsAndPortsTheBinariesHave) {
     const YAML::Node args = container["args"];
     for (const YAML::Node& arg : args) {
       const std::string a = arg.as<std::string>();
-      if (a.rfind("--", 0) == 0) EXPECT_THAT(help, HasSubstr(a + " ")) << a;
+      if (a.rfind("--", 0) == 0) {
+        EXPECT_THAT(help, HasSubstr(a + " ")) << a;
+      }
     }
     std::set<int> container_ports;
     for (const YAML::Node& p : container["ports"]) {

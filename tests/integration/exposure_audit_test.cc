@@ -14,6 +14,7 @@
 #include "cli/csv_export.h"
 #include "cli/html_report.h"
 #include "cli/render.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/prometheus_server.h"
@@ -28,12 +29,12 @@ class ExposureAuditTest : public ClusterTest {};
 TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
   auto submitted = client_->Submit(TinyExposureSpec());
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   EXPECT_EQ(submitted->tasks(), 1u);
   v1::Audit audit = WaitForEnd(submitted->audit_id());
   ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   EXPECT_EQ(results->kind(), "exposure");
   const v1::ExposureResults& x = results->exposure();
@@ -79,7 +80,7 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   EXPECT_THAT(html, HasSubstr("<polyline class=\"curve\""));
   EXPECT_THAT(html, HasSubstr("class=\"ceiling\""));
   const std::string csv_dir = dir_ + "/csv";
-  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   const std::string csv = Slurp(csv_dir + "/canaries.csv");
   EXPECT_THAT(csv, HasSubstr(absl::StrCat(",", heavy.secret(), ",40,")));
 
@@ -89,12 +90,12 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   v1::AuditSpec curve_spec = TinyExposureSpec();
   curve_spec.mutable_exposure()->set_eval_every_epoch(true);
   auto curve_submitted = client_->Submit(curve_spec);
-  ASSERT_TRUE(curve_submitted.ok()) << curve_submitted.status();
+  MEMAUDIT_ASSERT_OK(curve_submitted);
   v1::Audit curve_audit = WaitForEnd(curve_submitted->audit_id());
   ASSERT_EQ(curve_audit.state(), v1::SUCCEEDED) << curve_audit.error();
   EXPECT_EQ(curve_audit.steps_total(), audit.steps_total());
   auto curve_results = client_->Report(curve_submitted->audit_id());
-  ASSERT_TRUE(curve_results.ok()) << curve_results.status();
+  MEMAUDIT_ASSERT_OK(curve_results);
   const v1::ExposureResults& cx = curve_results->exposure();
   ASSERT_EQ(cx.canaries_size(), x.canaries_size());
   for (int i = 0; i < x.canaries_size(); ++i) {
@@ -123,7 +124,7 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   EXPECT_THAT(cli::HtmlReport(curve_audit, *curve_results), HasSubstr("exposure-curve"));
   // The curve's CSV: a header and one row per point and canary.
   const std::string curve_dir = dir_ + "/curve-csv";
-  ASSERT_TRUE(cli::WriteResultsCsv(*curve_results, curve_dir).ok());
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*curve_results, curve_dir));
   const std::string curve_csv = Slurp(curve_dir + "/exposure_curve.csv");
   EXPECT_EQ(std::count(curve_csv.begin(), curve_csv.end(), '\n'), 1 + 6 * x.canaries_size());
   EXPECT_THAT(curve_csv, HasSubstr(absl::StrCat(",base,", per_epoch, ",", heavy.secret(), ",40,")));
@@ -151,12 +152,12 @@ v1::AuditSpec TinySweepSpec() {
 TEST_F(ExposureAuditTest, SweepWithBaselineAndReferenceModels) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto submitted = client_->Submit(TinySweepSpec());
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   EXPECT_EQ(submitted->tasks(), 6u);
   v1::Audit audit = WaitForEnd(submitted->audit_id());
   ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   EXPECT_EQ(results->models(), 6u);
   const v1::ExposureResults& x = results->exposure();
@@ -242,7 +243,7 @@ TEST_F(ExposureAuditTest, SweepWithBaselineAndReferenceModels) {
   EXPECT_THAT(html, HasSubstr("by sweep variant"));
   EXPECT_THAT(html, HasSubstr("<polyline class=\"curve baseline\""));
   const std::string csv_dir = dir_ + "/csv";
-  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   const std::string csv = Slurp(csv_dir + "/exposure_variants.csv");
   EXPECT_THAT(csv, HasSubstr(",batch=8 units=32 epochs=4 lr=0.02,8,32,"));
   EXPECT_THAT(csv, HasSubstr(",4,0.02\n"));  // epochs, learning_rate last
@@ -260,7 +261,7 @@ TEST_F(ExposureAuditTest, KilledWorkerMidCanaryModelReproducesTheUndisturbedResu
 
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1, /*lease_ttl_ms=*/1000, "-killed"));
   auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   bool killed = false;
   bool retried = false;
   absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
@@ -274,18 +275,18 @@ TEST_F(ExposureAuditTest, KilledWorkerMidCanaryModelReproducesTheUndisturbedResu
         e.audit().steps_done() > 0) {
       cluster_->worker(0)->Signal(SIGKILL);
       killed = true;
-      EXPECT_TRUE(cluster_->AddWorker().ok());
+      MEMAUDIT_EXPECT_OK(cluster_->AddWorker());
     }
     return true;
   });
-  ASSERT_TRUE(watched.ok()) << watched;
+  MEMAUDIT_ASSERT_OK(watched);
   ASSERT_TRUE(killed);
   EXPECT_TRUE(retried) << "the dead worker's canary model must be re-queued";
   EXPECT_EQ(cluster_->worker(0)->Wait(), 128 + SIGKILL);
   auto audit = client_->Get(submitted->audit_id());
   ASSERT_EQ(audit->state(), v1::SUCCEEDED) << audit->error();
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   EXPECT_EQ(Numbers(*results), Numbers(baseline_))
       << "a re-leased canary model must reproduce its signals bit for bit";
 }
@@ -296,7 +297,7 @@ TEST_F(ExposureAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
   spec.mutable_exposure()->set_repeats(1, 0);
   spec.mutable_exposure()->mutable_model()->set_architecture("rnn");
   auto refused = client_->Submit(spec);
-  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.repeats[1]"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.model.architecture"));
   v1::AuditSpec sweep = TinySweepSpec();
@@ -306,7 +307,7 @@ TEST_F(ExposureAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
   sweep.mutable_exposure()->set_estimator("exact");
   sweep.mutable_exposure()->set_reference_samples(0);
   refused = client_->Submit(sweep);
-  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.sweep[1].units"));
   EXPECT_THAT(std::string(refused.status().message()),
               HasSubstr("exposure.sweep[0].epochs: must be in [1, 10000] (got 0)"));

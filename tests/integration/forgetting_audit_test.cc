@@ -20,6 +20,7 @@
 #include "cli/render.h"
 #include "common/seeding.h"
 #include "common/testing/random_text.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
@@ -42,7 +43,7 @@ TEST_F(ForgettingAuditTest, CurveFillsInWhileTrainingRuns) {
   spec.mutable_forgetting()->clear_eval_points();
   for (uint64_t p : {0, 1500, 3000}) spec.mutable_forgetting()->add_eval_points(p);
   auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   auto scorer = v1::ScorerService::NewStub(
       grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
@@ -67,12 +68,12 @@ TEST_F(ForgettingAuditTest, CurveFillsInWhileTrainingRuns) {
 TEST_F(ForgettingAuditTest, InjectedExamplesAreDetectedThenForgotten) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto submitted = client_->Submit(TinyForgettingSpec());
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   EXPECT_EQ(submitted->tasks(), 2u);
   v1::Audit audit = WaitForEnd(submitted->audit_id());
   ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   EXPECT_EQ(results->kind(), "forgetting");
   const v1::ForgettingResults& f = results->forgetting();
@@ -108,7 +109,7 @@ TEST_F(ForgettingAuditTest, InjectedExamplesAreDetectedThenForgotten) {
   const std::string html = cli::HtmlReport(audit, *results);
   EXPECT_THAT(html, HasSubstr("Forgetting curve"));
   const std::string csv_dir = dir_ + "/csv";
-  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   const std::string csv = Slurp(csv_dir + "/forgetting_curve.csv");
   EXPECT_THAT(csv, HasSubstr(absl::StrCat(submitted->audit_id(), ",inject,")));
 }
@@ -170,7 +171,7 @@ TEST_F(ForgettingAuditTest, ReplayAdversaryStillDetectsWhatTheStandardAttackForg
   // Both curves reach the table and the CSV.
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("standard attack checkpoint_calibrated"));
   const std::string csv_dir = dir_ + "/csv";
-  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   const std::string csv = Slurp(csv_dir + "/forgetting_curve.csv");
   EXPECT_THAT(csv, HasSubstr(",inject,deterministic_replay,400,"));
   EXPECT_THAT(csv, HasSubstr(",inject,checkpoint_calibrated,400,"));
@@ -245,7 +246,7 @@ TEST_F(ForgettingAuditTest, LiraReferencesDetectLongerThanTheCheckpointAttack) {
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("4 LiRA reference models per trial"));
   EXPECT_THAT(cli::ResultsTable(*results), Not(HasSubstr("replay reproduced")));
   const std::string csv_dir = dir_ + "/csv";
-  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   const std::string csv = Slurp(csv_dir + "/forgetting_curve.csv");
   EXPECT_THAT(csv, HasSubstr(",inject,lira_references,400,"));
   EXPECT_THAT(csv, HasSubstr(",inject,checkpoint_calibrated,400,"));
@@ -334,7 +335,7 @@ TEST_F(ForgettingAuditTest, CanariesInjectedMoreOftenAreExposedMoreThenFade) {
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("LM canaries"));
   EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("canary exposure against steps"));
   const std::string csv_dir = dir_ + "/csv";
-  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   const std::string csv = Slurp(csv_dir + "/forgetting_exposure.csv");
   EXPECT_THAT(csv, HasSubstr(absl::StrCat(run.audit_id, ",32,2,400,")));
 }
@@ -351,7 +352,7 @@ TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {
 
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1, /*lease_ttl_ms=*/1000, "-killed"));
   auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   auto scorer = v1::ScorerService::NewStub(
       grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
@@ -365,7 +366,7 @@ TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {
     if (points_when_killed == 0 && !update.complete() && points > 0) {
       cluster_->worker(0)->Signal(SIGKILL);
       points_when_killed = points;
-      EXPECT_TRUE(cluster_->AddWorker().ok());
+      MEMAUDIT_EXPECT_OK(cluster_->AddWorker());
     }
   }
   ASSERT_TRUE(reader->Finish().ok());
@@ -373,21 +374,18 @@ TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {
   EXPECT_LT(points_when_killed, 4) << "the kill must land while the trial still trains";
   EXPECT_EQ(cluster_->worker(0)->Wait(), 128 + SIGKILL);
   bool retried = false;
-  ASSERT_TRUE(client_
-                  ->Watch(submitted->audit_id(),
-                          [&](const v1::AuditEvent& e) {
-                            if (e.type() == "task_retried") {
-                              retried = true;
-                              EXPECT_THAT(e.message(), HasSubstr("lease expired"));
-                            }
-                            return true;
-                          })
-                  .ok());
+  MEMAUDIT_ASSERT_OK(client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
+    if (e.type() == "task_retried") {
+      retried = true;
+      EXPECT_THAT(e.message(), HasSubstr("lease expired"));
+    }
+    return true;
+  }));
   EXPECT_TRUE(retried) << "the dead worker's trial must be re-queued";
   auto audit = client_->Get(submitted->audit_id());
   ASSERT_EQ(audit->state(), v1::SUCCEEDED) << audit->error();
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   ASSERT_EQ(results->forgetting().curve_size(), 4);
   EXPECT_EQ(Numbers(*results), Numbers(baseline_))
@@ -402,7 +400,7 @@ TEST_F(ForgettingAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
   spec.mutable_forgetting()->mutable_injected()->set_selection("hardest");
   spec.mutable_forgetting()->set_reference_models(4);
   auto refused = client_->Submit(spec);
-  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("forgetting.attack"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("forgetting.training.batch_size"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("forgetting.injected.selection"));

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
 
@@ -17,14 +18,14 @@ class MembershipAuditTest : public ClusterTest {};
 TEST_F(MembershipAuditTest, CompletesAndScoresEveryAttack) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto submitted = client_->Submit(TinyMembershipSpec());
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   EXPECT_EQ(submitted->tasks(), 4u);
   v1::Audit audit = WaitForEnd(submitted->audit_id());
   ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
   EXPECT_EQ(audit.tasks().succeeded(), 4u);
   EXPECT_EQ(audit.steps_done(), audit.steps_total());
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   ASSERT_EQ(results->attacks_size(), 6);
   EXPECT_EQ(results->members() + results->non_members(), 4u * 200u);
@@ -35,7 +36,7 @@ TEST_F(MembershipAuditTest, CompletesAndScoresEveryAttack) {
   }
   // A listing shows the audit.
   auto list = client_->List(10);
-  ASSERT_TRUE(list.ok());
+  MEMAUDIT_ASSERT_OK(list);
   ASSERT_EQ(list->audits_size(), 1);
   EXPECT_EQ(list->audits(0).audit_id(), submitted->audit_id());
 
@@ -55,11 +56,11 @@ TEST_F(MembershipAuditTest, GrowingAnAuditTrainsOnlyTheNewModels) {
   ASSERT_NO_FATAL_FAILURE(RunBaseline(TinyMembershipSpec(8)));
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
   auto small = client_->Submit(TinyMembershipSpec(4));
-  ASSERT_TRUE(small.ok()) << small.status();
+  MEMAUDIT_ASSERT_OK(small);
   ASSERT_EQ(WaitForEnd(small->audit_id()).state(), v1::SUCCEEDED);
 
   auto grown = client_->Submit(TinyMembershipSpec(8));
-  ASSERT_TRUE(grown.ok()) << grown.status();
+  MEMAUDIT_ASSERT_OK(grown);
   v1::Audit audit = WaitForEnd(grown->audit_id());
   ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
   EXPECT_EQ(audit.tasks().succeeded(), 8u);
@@ -70,7 +71,7 @@ TEST_F(MembershipAuditTest, GrowingAnAuditTrainsOnlyTheNewModels) {
   EXPECT_THAT(worker_metrics, HasSubstr("memaudit_worker_tasks_total{outcome=\"succeeded\"} 8"));
   // Reused models give exactly the numbers of training all eight afresh.
   auto results = client_->Report(grown->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   EXPECT_EQ(Numbers(*results), Numbers(baseline_));
 }
 
@@ -86,13 +87,13 @@ TEST_F(MembershipAuditTest, PackedModelsGiveTheNumbersOfOneModelPerTask) {
         StartCluster(/*workers=*/2, /*lease_ttl_ms=*/10000, absl::StrCat("-packed", per_task)));
     spec.mutable_resources()->set_models_per_task(per_task);
     auto submitted = client_->Submit(spec);
-    ASSERT_TRUE(submitted.ok()) << submitted.status();
+    MEMAUDIT_ASSERT_OK(submitted);
     EXPECT_EQ(submitted->tasks(), per_task == 4 ? 2u : 3u);
     v1::Audit audit = WaitForEnd(submitted->audit_id());
     ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
     EXPECT_EQ(audit.steps_done(), audit.steps_total());
     auto results = client_->Report(submitted->audit_id());
-    ASSERT_TRUE(results.ok()) << results.status();
+    MEMAUDIT_ASSERT_OK(results);
     ASSERT_TRUE(results->complete());
     EXPECT_EQ(results->models(), 8u);
     EXPECT_EQ(Numbers(*results), Numbers(baseline_)) << "models_per_task " << per_task;
@@ -107,14 +108,14 @@ TEST_F(MembershipAuditTest, GrowingAPackedAuditTrainsOnlyTheNewModels) {
   v1::AuditSpec small = TinyMembershipSpec(4);
   small.mutable_resources()->set_models_per_task(4);
   auto first = client_->Submit(small);
-  ASSERT_TRUE(first.ok()) << first.status();
+  MEMAUDIT_ASSERT_OK(first);
   EXPECT_EQ(first->tasks(), 1u);
   ASSERT_EQ(WaitForEnd(first->audit_id()).state(), v1::SUCCEEDED);
 
   v1::AuditSpec grown = TinyMembershipSpec(8);
   grown.mutable_resources()->set_models_per_task(4);
   auto second = client_->Submit(grown);
-  ASSERT_TRUE(second.ok()) << second.status();
+  MEMAUDIT_ASSERT_OK(second);
   v1::Audit audit = WaitForEnd(second->audit_id());
   ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
   EXPECT_EQ(audit.tasks().succeeded(), 2u);
@@ -125,7 +126,7 @@ TEST_F(MembershipAuditTest, GrowingAPackedAuditTrainsOnlyTheNewModels) {
   const std::string worker_metrics = HttpGet(cluster_->worker_metrics_port(0), "/metrics");
   EXPECT_THAT(worker_metrics, HasSubstr("memaudit_worker_tasks_total{outcome=\"succeeded\"} 2"));
   auto results = client_->Report(second->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   EXPECT_EQ(Numbers(*results), Numbers(baseline_)) << "packed and grown = unpacked from scratch";
 }
 
@@ -139,7 +140,7 @@ TEST_F(MembershipAuditTest, KilledWorkerTaskIsReleasedAndResultsAreUnchanged) {
   // Now kill the only worker while it trains the second model.
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1, /*lease_ttl_ms=*/1000, "-killed"));
   auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok());
+  MEMAUDIT_ASSERT_OK(submitted);
   bool killed = false;
   bool retried = false;
   uint64_t steps_when_first_done = 0;
@@ -156,18 +157,18 @@ TEST_F(MembershipAuditTest, KilledWorkerTaskIsReleasedAndResultsAreUnchanged) {
         e.audit().tasks().running() == 1 && e.audit().steps_done() > steps_when_first_done) {
       cluster_->worker(0)->Signal(SIGKILL);
       killed = true;
-      EXPECT_TRUE(cluster_->AddWorker().ok());
+      MEMAUDIT_EXPECT_OK(cluster_->AddWorker());
     }
     return true;
   });
-  ASSERT_TRUE(watched.ok()) << watched;
+  MEMAUDIT_ASSERT_OK(watched);
   ASSERT_TRUE(killed);
   EXPECT_TRUE(retried) << "the dead worker's task must be re-queued";
   EXPECT_EQ(cluster_->worker(0)->Wait(), 128 + SIGKILL);
   auto audit = client_->Get(submitted->audit_id());
   ASSERT_EQ(audit->state(), v1::SUCCEEDED) << audit->error();
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok());
+  MEMAUDIT_ASSERT_OK(results);
   EXPECT_EQ(Numbers(*results), Numbers(baseline_))
       << "a re-leased task must reproduce its signals bit for bit";
 }
@@ -175,17 +176,17 @@ TEST_F(MembershipAuditTest, KilledWorkerTaskIsReleasedAndResultsAreUnchanged) {
 TEST_F(MembershipAuditTest, CancelStopsTheWorkers) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
   auto submitted = client_->Submit(TinyMembershipSpec(8, 2000));
-  ASSERT_TRUE(submitted.ok());
+  MEMAUDIT_ASSERT_OK(submitted);
   // Cancel once training has visibly started.
   absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
     if (e.audit().steps_done() > 0) {
       auto cancelled = client_->Cancel(submitted->audit_id());
-      EXPECT_TRUE(cancelled.ok());
+      MEMAUDIT_EXPECT_OK(cancelled);
       EXPECT_EQ(cancelled->state(), v1::CANCELLED);
     }
     return true;
   });
-  ASSERT_TRUE(watched.ok());
+  MEMAUDIT_ASSERT_OK(watched);
   auto audit = client_->Get(submitted->audit_id());
   EXPECT_EQ(audit->state(), v1::CANCELLED);
   EXPECT_EQ(audit->tasks().cancelled(), 8u);
@@ -205,19 +206,19 @@ TEST_F(MembershipAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
   spec.mutable_membership()->mutable_training()->set_epochs(0);
   auto refused = client_->Submit(spec);
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("membership.reference_models"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("membership.training.epochs"));
 
   v1::AuditSpec unlearning;
   unlearning.mutable_unlearning()->set_method("retrain");
   auto bad_kind = client_->Submit(unlearning);
-  EXPECT_EQ(bad_kind.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad_kind, StatusIs(absl::StatusCode::kInvalidArgument));
 
   auto list = client_->List(10);
-  ASSERT_TRUE(list.ok());
+  MEMAUDIT_ASSERT_OK(list);
   EXPECT_EQ(list->audits_size(), 0) << "a refused spec must not create an audit";
-  EXPECT_EQ(client_->Get("a-missing").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(client_->Get("a-missing"), StatusIs(absl::StatusCode::kNotFound));
 }
 
 }  // namespace

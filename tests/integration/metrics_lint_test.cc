@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/prometheus_server.h"
@@ -47,7 +48,7 @@ TEST_F(MetricsLintTest, PromtoolAcceptsEveryEndpointDuringAndAfterAnAudit) {
   ASSERT_NE(bad.exit_code, 0) << bad.output;
 
   auto submitted = client_->Submit(TinyMembershipSpec(4, /*epochs=*/20));
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   bool linted_during = false;
   absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
     if (!linted_during && e.audit().steps_done() > 0) {
@@ -56,7 +57,7 @@ TEST_F(MetricsLintTest, PromtoolAcceptsEveryEndpointDuringAndAfterAnAudit) {
     }
     return true;
   });
-  ASSERT_TRUE(watched.ok()) << watched;
+  MEMAUDIT_ASSERT_OK(watched);
   EXPECT_TRUE(linted_during) << "the audit ended before any progress was reported";
   ASSERT_EQ(client_->Get(submitted->audit_id())->state(), v1::SUCCEEDED);
   LintAll("after");

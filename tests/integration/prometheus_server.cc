@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace memaudit::testing {
@@ -81,13 +82,14 @@ absl::StatusOr<std::unique_ptr<PrometheusServer>> PrometheusServer::Start(
   }
   std::unique_ptr<PrometheusServer> server(new PrometheusServer());
   server->port_ = FreePort();
-  auto process = Subprocess::Spawn(
-      {kPrometheusBinary, absl::StrCat("--config.file=", config_path),
-       absl::StrCat("--storage.tsdb.path=", dir, "/tsdb"),
-       absl::StrCat("--web.listen-address=127.0.0.1:", server->port_), "--log.level=warn"},
-      dir + "/prometheus.log");
-  if (!process.ok()) return process.status();
-  server->process_ = std::move(*process);
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto process,
+      Subprocess::Spawn(
+          {kPrometheusBinary, absl::StrCat("--config.file=", config_path),
+           absl::StrCat("--storage.tsdb.path=", dir, "/tsdb"),
+           absl::StrCat("--web.listen-address=127.0.0.1:", server->port_), "--log.level=warn"},
+          dir + "/prometheus.log"));
+  server->process_ = std::move(process);
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadyTimeoutMs);
   while (HttpGet(server->port_, "/-/ready").find("Ready") == std::string::npos) {

@@ -11,6 +11,7 @@
 #include "cli/csv_export.h"
 #include "cli/html_report.h"
 #include "cli/render.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/prometheus_server.h"
@@ -34,7 +35,7 @@ class RelationalAuditTest : public ClusterTest {};
 TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
   auto submitted = client_->Submit(TinyPhoneBookSpec());
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   EXPECT_EQ(submitted->tasks(), 1u);
   const std::vector<v1::AuditResults> updates = WatchResults(submitted->audit_id());
   ASSERT_FALSE(updates.empty());
@@ -52,7 +53,7 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
   ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
   EXPECT_EQ(audit.steps_total(), 80u * 2u);  // 8 records in batches of 4
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   EXPECT_EQ(results->kind(), "relational");
   const v1::RelationalResults& r = results->relational();
@@ -85,7 +86,7 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("units=64"));
   EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("Relational memorization: numbers"));
   const std::string csv_dir = dir_ + "/csv";
-  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   const std::string csv = Slurp(csv_dir + "/relational_curve.csv");
   EXPECT_THAT(csv,
               HasSubstr(absl::StrCat(submitted->audit_id(), ",phone_book,units=64,80,digit_f1,")));
@@ -94,12 +95,12 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
 TEST_F(RelationalAuditTest, LinearModelMemorizesOnlyAboveTheInterpolationThreshold) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto submitted = client_->Submit(TinyLinearRelationalSpec());
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   EXPECT_EQ(submitted->tasks(), 2u);
   v1::Audit audit = WaitForEnd(submitted->audit_id());
   ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   const v1::RelationalResults& r = results->relational();
   EXPECT_EQ(r.model(), "linear");
@@ -123,14 +124,14 @@ TEST_F(RelationalAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
   spec.mutable_relational()->mutable_phone_book()->set_template_("{number} is {name}'s");
   spec.mutable_relational()->add_metrics("bleu");
   auto refused = client_->Submit(spec);
-  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
   const std::string message(refused.status().message());
   EXPECT_THAT(message, HasSubstr("relational.phone_book.template"));
   EXPECT_THAT(message, HasSubstr("relational.metrics[0]"));
   v1::AuditSpec linear = TinyLinearRelationalSpec();
   linear.mutable_relational()->mutable_linear()->set_step_fraction(3);
   refused = client_->Submit(linear);
-  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(refused.status().message()),
               HasSubstr("relational.linear.step_fraction: must be in (0, 2)"));
 }

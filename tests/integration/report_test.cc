@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
 
@@ -33,7 +34,7 @@ class ReportTest : public ClusterTest {
 TEST_F(ReportTest, HtmlReportRendersInChromiumWithItsPlot) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto submitted = client_->Submit(TinyMembershipSpec());
-  ASSERT_TRUE(submitted.ok());
+  MEMAUDIT_ASSERT_OK(submitted);
   ASSERT_EQ(WaitForEnd(submitted->audit_id()).state(), v1::SUCCEEDED);
   const std::string html = dir_ + "/report.html";
   const std::string csv = dir_ + "/csv";
@@ -70,9 +71,9 @@ TEST_F(ReportTest, HtmlReportRendersInChromiumWithItsPlot) {
 TEST_F(ReportTest, ExposureAndForgettingReportsRenderTheirPlots) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto exposure = client_->Submit(TinyExposureSpec());
-  ASSERT_TRUE(exposure.ok()) << exposure.status();
+  MEMAUDIT_ASSERT_OK(exposure);
   auto forgetting = client_->Submit(TinyForgettingSpec());
-  ASSERT_TRUE(forgetting.ok()) << forgetting.status();
+  MEMAUDIT_ASSERT_OK(forgetting);
   ASSERT_EQ(WaitForEnd(exposure->audit_id()).state(), v1::SUCCEEDED);
   ASSERT_EQ(WaitForEnd(forgetting->audit_id()).state(), v1::SUCCEEDED);
   CheckReportsRender(
@@ -91,9 +92,9 @@ TEST_F(ReportTest, ExposureAndForgettingReportsRenderTheirPlots) {
 TEST_F(ReportTest, UnlearningAndRelationalReportsRenderTheirPlots) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto unlearning = client_->Submit(TinyUnlearningSpec());
-  ASSERT_TRUE(unlearning.ok()) << unlearning.status();
+  MEMAUDIT_ASSERT_OK(unlearning);
   auto relational = client_->Submit(TinyLinearRelationalSpec());
-  ASSERT_TRUE(relational.ok()) << relational.status();
+  MEMAUDIT_ASSERT_OK(relational);
   ASSERT_EQ(WaitForEnd(unlearning->audit_id()).state(), v1::SUCCEEDED);
   ASSERT_EQ(WaitForEnd(relational->audit_id()).state(), v1::SUCCEEDED);
   CheckReportsRender(

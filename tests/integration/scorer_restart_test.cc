@@ -1,6 +1,7 @@
 // The scorer crashing mid-audit loses nothing and changes no number.
 #include <signal.h>
 
+#include "common/testing/status_matchers.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace memaudit::testing {
@@ -14,17 +15,17 @@ TEST_F(ScorerRestartTest, SigkillMidAuditGivesIdenticalResults) {
 
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1, /*lease_ttl_ms=*/10000, "-crash"));
   auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok());
+  MEMAUDIT_ASSERT_OK(submitted);
   int succeeded = 0;
   bool crashed = false;
   absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
     if (e.type() == "task_succeeded" && ++succeeded == 2 && !crashed) {
       crashed = true;
-      EXPECT_TRUE(cluster_->RestartScorer(SIGKILL).ok());
+      MEMAUDIT_EXPECT_OK(cluster_->RestartScorer(SIGKILL));
     }
     return true;
   });
-  ASSERT_TRUE(watched.ok()) << watched;
+  MEMAUDIT_ASSERT_OK(watched);
   ASSERT_TRUE(crashed);
   ASSERT_EQ(client_->Get(submitted->audit_id())->state(), v1::SUCCEEDED);
 
@@ -35,7 +36,7 @@ TEST_F(ScorerRestartTest, SigkillMidAuditGivesIdenticalResults) {
   ASSERT_TRUE(last.complete());
   EXPECT_EQ(Numbers(last), Numbers(baseline_));
   auto report = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(report.ok());
+  MEMAUDIT_ASSERT_OK(report);
   EXPECT_EQ(Numbers(*report), Numbers(baseline_));
 }
 

@@ -12,6 +12,7 @@
 #include "cli/csv_export.h"
 #include "cli/html_report.h"
 #include "cli/render.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/prometheus_server.h"
@@ -45,11 +46,11 @@ TEST_F(UnlearningAuditTest, TorchScriptModelIsAuditedLikeABuiltInOne) {
   spec.mutable_unlearning()->mutable_model()->set_torchscript_path(model);
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto submitted = client_->Submit(spec);
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   v1::Audit audit = WaitForEnd(submitted->audit_id());
   ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   const v1::UnlearningResults& u = results->unlearning();
   EXPECT_GT(u.target_test_accuracy(), 0.5) << "the user model learned the task";
   const auto* baseline = Find(u, "none", "baseline");
@@ -72,7 +73,7 @@ TEST_F(UnlearningAuditTest, TorchScriptModelIsAuditedLikeABuiltInOne) {
 TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto submitted = client_->Submit(TinyUnlearningSpec());
-  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  MEMAUDIT_ASSERT_OK(submitted);
   EXPECT_EQ(submitted->tasks(), 10u);  // one per original model, both sides
   v1::Audit audit = WaitForEnd(submitted->audit_id());
   ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
@@ -80,7 +81,7 @@ TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
   EXPECT_EQ(audit.steps_total(), 2u * 5u * 21u * 10u * 7u);
   EXPECT_EQ(audit.steps_done(), audit.steps_total());
   auto results = client_->Report(submitted->audit_id());
-  ASSERT_TRUE(results.ok()) << results.status();
+  MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
   EXPECT_EQ(results->kind(), "unlearning");
   const v1::UnlearningResults& u = results->unlearning();
@@ -122,7 +123,7 @@ TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("sorted_diff"));
   EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("Unlearning attack"));
   const std::string csv_dir = dir_ + "/csv";
-  ASSERT_TRUE(cli::WriteResultsCsv(*results, csv_dir).ok());
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   const std::string csv = Slurp(csv_dir + "/unlearning_attacks.csv");
   EXPECT_THAT(csv,
               HasSubstr(absl::StrCat(submitted->audit_id(), ",none,sorted_diff,random_forest,")));
@@ -135,13 +136,13 @@ TEST_F(UnlearningAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
   spec.mutable_unlearning()->set_deletion("everything");
   spec.mutable_unlearning()->add_defenses("top_0");
   auto refused = client_->Submit(spec);
-  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
   const std::string message(refused.status().message());
   EXPECT_THAT(message, HasSubstr("unlearning.shadow.samples: must be >= 2 (got 1)"));
   EXPECT_THAT(message, HasSubstr("unlearning.deletion"));
   EXPECT_THAT(message, HasSubstr("unlearning.defenses[2]"));
   auto list = client_->List(10);
-  ASSERT_TRUE(list.ok());
+  MEMAUDIT_ASSERT_OK(list);
   EXPECT_EQ(list->audits_size(), 0) << "a refused spec must not create an audit";
 }
 
