@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/serving.h"
 #include "common/status_grpc.h"
 
 namespace memaudit::cli {
@@ -36,12 +37,19 @@ absl::StatusOr<Response> Call(v1::AuditService::Stub* stub, Method method, const
   return response;
 }
 
+// The servers send up to kMaxGrpcMessageBytes (an audit with its results);
+// gRPC's 4 MiB default would make such a reply unreadable.
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
 }  // namespace
 
 Client::Client(const std::string& coordinator)
-    : address_(coordinator),
-      stub_(v1::AuditService::NewStub(
-          grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials()))) {}
+    : address_(coordinator), stub_(v1::AuditService::NewStub(CoordinatorChannel(coordinator))) {}
 
 absl::StatusOr<v1::SubmitResponse> Client::Submit(const v1::AuditSpec& spec) {
   v1::SubmitRequest req;

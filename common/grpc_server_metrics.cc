@@ -96,8 +96,9 @@ std::string GrpcMethodLabel(const std::string& full_method) {
   return full_method;
 }
 
-const char* GrpcCodeName(grpc::StatusCode code) {
-  switch (code) {
+const char* GrpcCodeName(int code) {
+  if (code < grpc::StatusCode::OK || code > grpc::StatusCode::UNAUTHENTICATED) return "UNKNOWN";
+  switch (static_cast<grpc::StatusCode>(code)) {
     case grpc::StatusCode::OK:
       return "OK";
     case grpc::StatusCode::CANCELLED:

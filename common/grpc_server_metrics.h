@@ -28,8 +28,9 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> GrpcServe
 // The label value for a full method name (see above); exposed for tests.
 std::string GrpcMethodLabel(const std::string& full_method);
 
-// "OK", "CANCELLED", ... for a grpc::StatusCode.
-const char* GrpcCodeName(grpc::StatusCode code);
+// "OK", "CANCELLED", ... for a status code's number; "UNKNOWN" for a number
+// that names no code (an int, since such a number is no grpc::StatusCode).
+const char* GrpcCodeName(int code);
 
 }  // namespace memaudit
 

@@ -51,7 +51,8 @@ TEST(GrpcServerMetricsTest, CountsAndTimesEveryCallByMethodAndCode) {
 TEST(GrpcCodeNameTest, NamesCanonicalCodes) {
   EXPECT_STREQ(GrpcCodeName(grpc::StatusCode::OK), "OK");
   EXPECT_STREQ(GrpcCodeName(grpc::StatusCode::FAILED_PRECONDITION), "FAILED_PRECONDITION");
-  EXPECT_STREQ(GrpcCodeName(static_cast<grpc::StatusCode>(99)), "UNKNOWN");
+  EXPECT_STREQ(GrpcCodeName(99), "UNKNOWN");
+  EXPECT_STREQ(GrpcCodeName(-1), "UNKNOWN");
 }
 
 }  // namespace

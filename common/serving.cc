@@ -65,8 +65,8 @@ absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
   Serving serving;
   builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &serving.port);
   // Observation batches for large pools exceed gRPC's 4 MiB default.
-  builder.SetMaxReceiveMessageSize(256 << 20);
-  builder.SetMaxSendMessageSize(256 << 20);
+  builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   for (grpc::Service* s : services) builder.RegisterService(s);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(GrpcServerMetrics(registry));

@@ -17,6 +17,11 @@
 
 namespace memaudit {
 
+// Largest gRPC message a server receives or sends, and every client of the
+// services receives (observation batches, audits with results): one value,
+// so what a server sends, its callers can read.
+inline constexpr int kMaxGrpcMessageBytes = 256 << 20;
+
 struct ServingFlags {
   std::string listen = "127.0.0.1:0";
   std::string port_file;

@@ -1,6 +1,12 @@
 #include "common/sqlite.h"
 
+#include <sys/stat.h>
+
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
 
 namespace memaudit::sql {
@@ -11,7 +17,43 @@ absl::Status Error(sqlite3* db, absl::string_view what) {
   std::string message = absl::StrCat("sqlite ", what, ": ", sqlite3_errmsg(db));
   if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return absl::UnavailableError(message);
   if (code == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(message);
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) return absl::DataLossError(message);
   return absl::InternalError(message);
+}
+
+// At most this many of quick_check's problems are quoted in the refusal.
+constexpr int kProblemsQuoted = 3;
+constexpr size_t kProblemTextLimit = 400;
+
+absl::Status Damaged(const std::string& path, absl::string_view problems) {
+  return absl::DataLossError(absl::StrCat(
+      "database ", path, " is damaged (PRAGMA quick_check: ", problems,
+      "); refusing to start on it. Restore it from a backup, or move it aside to start with a "
+      "new, empty database (the state it held is lost)."));
+}
+
+absl::Status EmptyFile(const std::string& path) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "database ", path,
+      " is an empty file (0 bytes); refusing to start on it, since a database that lost its "
+      "contents looks the same. If it is meant to be a new database, start again with --init "
+      "(or delete the file); otherwise restore it from a backup."));
+}
+
+// "ok", or quick_check's first problems on one line. A database too damaged
+// for quick_check to read at all answers DATA_LOSS itself.
+absl::StatusOr<std::string> QuickCheck(Database* db) {
+  MEMAUDIT_ASSIGN_OR_RETURN(Statement check,
+                            db->Prepare(absl::StrCat("PRAGMA quick_check(", kProblemsQuoted, ")")));
+  std::vector<std::string> rows;
+  while (true) {
+    MEMAUDIT_ASSIGN_OR_RETURN(bool row, check.Step());
+    if (!row) break;
+    rows.push_back(absl::StrReplaceAll(check.Text(0), {{"\n", "; "}}));
+  }
+  std::string report = absl::StrJoin(rows, "; ");
+  if (report.size() > kProblemTextLimit) report = report.substr(0, kProblemTextLimit) + "...";
+  return report;
 }
 
 }  // namespace
@@ -79,7 +121,13 @@ std::string Statement::Blob(int column) const {
   return std::string(static_cast<const char*>(data), sqlite3_column_bytes(stmt_, column));
 }
 
-absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path,
+                                                         OpenOptions options) {
+  struct stat file;
+  if (path != ":memory:" && stat(path.c_str(), &file) == 0 && S_ISREG(file.st_mode) &&
+      file.st_size == 0 && !options.init_empty_file) {
+    return EmptyFile(path);
+  }
   sqlite3* db = nullptr;
   const int rc =
       sqlite3_open_v2(path.c_str(), &db,
@@ -87,12 +135,26 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     if (db) sqlite3_close(db);
+    if (rc == SQLITE_CANTOPEN) {
+      message += " (does its directory exist, and may this user write it?)";
+    }
     return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ", message));
   }
   std::unique_ptr<Database> database(new Database(db));
   sqlite3_busy_timeout(db, 5000);
-  MEMAUDIT_RETURN_IF_ERROR(
-      database->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"));
+  // Checked before anything writes to it; a new file passes trivially.
+  absl::StatusOr<std::string> report = QuickCheck(database.get());
+  // Too damaged for quick_check to read: SQLite's own words name the problem.
+  if (absl::IsDataLoss(report.status())) return Damaged(path, sqlite3_errmsg(db));
+  if (!report.ok()) {
+    return absl::Status(report.status().code(),
+                        absl::StrCat("checking database ", path, ": ", report.status().message()));
+  }
+  if (*report != "ok") return Damaged(path, *report);
+  absl::Status pragmas =
+      database->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+  if (absl::IsDataLoss(pragmas)) return Damaged(path, sqlite3_errmsg(db));
+  MEMAUDIT_RETURN_IF_ERROR(pragmas);
   return database;
 }
 

@@ -1,6 +1,7 @@
 // A thin RAII wrapper over SQLite, shared by the coordinator and scorer stores.
 // Databases open in WAL mode with synchronous=FULL: a row is on disk before
-// the RPC that wrote it is acknowledged.
+// the RPC that wrote it is acknowledged. Opening a file checks it first
+// (Database::Open): a damaged database is refused rather than served.
 #ifndef MEMAUDIT_COMMON_SQLITE_H_
 #define MEMAUDIT_COMMON_SQLITE_H_
 
@@ -46,10 +47,21 @@ class Statement {
   sqlite3_stmt* stmt_;
 };
 
+struct OpenOptions {
+  // An existing file of 0 bytes is refused unless this is set: a truncated
+  // database looks the same as one never written, and serving it would start
+  // empty without a word. The services set it from their --init flag.
+  bool init_empty_file = false;
+};
+
 class Database {
  public:
-  // Opens (creating if needed) a database file, or ":memory:".
-  static absl::StatusOr<std::unique_ptr<Database>> Open(const std::string& path);
+  // Opens a database file, or ":memory:". A file that does not exist is
+  // created. An existing file must pass PRAGMA quick_check, else DATA_LOSS
+  // naming the file, the first problems found and the remedy; an existing
+  // 0-byte file is FAILED_PRECONDITION unless `options.init_empty_file`.
+  static absl::StatusOr<std::unique_ptr<Database>> Open(const std::string& path,
+                                                        OpenOptions options = {});
   ~Database();
 
   absl::Status Exec(absl::string_view sql);

@@ -206,54 +206,52 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
     ++result.steps;
     return !on_step || on_step(result.steps);
   };
-  try {
-    MEMAUDIT_ASSIGN_OR_RETURN(
-        auto injected_arm,
-        Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options));
-    std::unique_ptr<Trainer> baseline_arm;
-    if (spec.poison) {
-      // Alg. 1: both arms from the same theta_0; corpus + canary batch vs the
-      // corpus alone before T_I. The checkpoint is the baseline at T_I.
-      MEMAUDIT_ASSIGN_OR_RETURN(auto fork, injected_arm->Fork());
-      baseline_arm = std::move(fork);
-      MEMAUDIT_RETURN_IF_ERROR(injected_arm->Train(all, *inj_schedule, spec.steps_before, count));
-      MEMAUDIT_RETURN_IF_ERROR(baseline_arm->Train(all, *base_schedule, spec.steps_before, count));
-      MEMAUDIT_ASSIGN_OR_RETURN(auto measured, Measure(*baseline_arm, token_format, canary_ids,
-                                                       result.log2_space, spec.rank_query_budget));
-      result.checkpoint = std::move(measured);
-    } else {
-      // The shared prefix: T_I corpus steps, once.
-      MEMAUDIT_RETURN_IF_ERROR(injected_arm->Train(all, *inj_schedule, spec.steps_before, count));
-      MEMAUDIT_ASSIGN_OR_RETURN(auto measured, Measure(*injected_arm, token_format, canary_ids,
-                                                       result.log2_space, spec.rank_query_budget));
-      result.checkpoint = std::move(measured);
-      MEMAUDIT_ASSIGN_OR_RETURN(auto fork, injected_arm->Fork());
-      baseline_arm = std::move(fork);
-    }
-    result.injection_steps = ForgettingLmInjectionSteps(spec);
-    const uint64_t injected_offset = spec.steps_before + result.injection_steps;
-    for (uint64_t k : spec.eval_points) {
-      ForgettingLmPoint& point = result.points.emplace_back();
-      point.steps_since_injection = k;
-      MEMAUDIT_RETURN_IF_ERROR(injected_arm->Train(all, *inj_schedule, injected_offset + k, count));
-      MEMAUDIT_RETURN_IF_ERROR(
-          baseline_arm->Train(all, *base_schedule, spec.steps_before + k, count));
-      MEMAUDIT_ASSIGN_OR_RETURN(auto inj, Measure(*injected_arm, token_format, canary_ids,
-                                                  result.log2_space, spec.rank_query_budget));
-      point.injected = std::move(inj);
-      // At k = 0 the baseline is the checkpoint (Inject: the shared state at
-      // T_I; Poison: the baseline at T_I): no need to rank again.
-      if (k == 0) {
-        point.baseline = result.checkpoint;
-      } else {
-        MEMAUDIT_ASSIGN_OR_RETURN(auto base, Measure(*baseline_arm, token_format, canary_ids,
+  // LibTorch's exceptions (out of memory among them) propagate: the worker's
+  // task boundary (services/worker/task_runner.cc) classifies them.
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto injected_arm,
+      Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options));
+  std::unique_ptr<Trainer> baseline_arm;
+  if (spec.poison) {
+    // Alg. 1: both arms from the same theta_0; corpus + canary batch vs the
+    // corpus alone before T_I. The checkpoint is the baseline at T_I.
+    MEMAUDIT_ASSIGN_OR_RETURN(auto fork, injected_arm->Fork());
+    baseline_arm = std::move(fork);
+    MEMAUDIT_RETURN_IF_ERROR(injected_arm->Train(all, *inj_schedule, spec.steps_before, count));
+    MEMAUDIT_RETURN_IF_ERROR(baseline_arm->Train(all, *base_schedule, spec.steps_before, count));
+    MEMAUDIT_ASSIGN_OR_RETURN(auto measured, Measure(*baseline_arm, token_format, canary_ids,
                                                      result.log2_space, spec.rank_query_budget));
-        point.baseline = std::move(base);
-      }
-      if (on_point) on_point(result);
+    result.checkpoint = std::move(measured);
+  } else {
+    // The shared prefix: T_I corpus steps, once.
+    MEMAUDIT_RETURN_IF_ERROR(injected_arm->Train(all, *inj_schedule, spec.steps_before, count));
+    MEMAUDIT_ASSIGN_OR_RETURN(auto measured, Measure(*injected_arm, token_format, canary_ids,
+                                                     result.log2_space, spec.rank_query_budget));
+    result.checkpoint = std::move(measured);
+    MEMAUDIT_ASSIGN_OR_RETURN(auto fork, injected_arm->Fork());
+    baseline_arm = std::move(fork);
+  }
+  result.injection_steps = ForgettingLmInjectionSteps(spec);
+  const uint64_t injected_offset = spec.steps_before + result.injection_steps;
+  for (uint64_t k : spec.eval_points) {
+    ForgettingLmPoint& point = result.points.emplace_back();
+    point.steps_since_injection = k;
+    MEMAUDIT_RETURN_IF_ERROR(injected_arm->Train(all, *inj_schedule, injected_offset + k, count));
+    MEMAUDIT_RETURN_IF_ERROR(
+        baseline_arm->Train(all, *base_schedule, spec.steps_before + k, count));
+    MEMAUDIT_ASSIGN_OR_RETURN(auto inj, Measure(*injected_arm, token_format, canary_ids,
+                                                result.log2_space, spec.rank_query_budget));
+    point.injected = std::move(inj);
+    // At k = 0 the baseline is the checkpoint (Inject: the shared state at
+    // T_I; Poison: the baseline at T_I): no need to rank again.
+    if (k == 0) {
+      point.baseline = result.checkpoint;
+    } else {
+      MEMAUDIT_ASSIGN_OR_RETURN(auto base, Measure(*baseline_arm, token_format, canary_ids,
+                                                   result.log2_space, spec.rank_query_budget));
+      point.baseline = std::move(base);
     }
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("forgetting LM run: ", e.what()));
+    if (on_point) on_point(result);
   }
   return result;
 }

@@ -213,82 +213,79 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
     ++result.steps;
     return !on_step || on_step(result.steps);
   };
-  try {
-    MEMAUDIT_ASSIGN_OR_RETURN(auto first, Trainer::Create(factory, options));
-    std::vector<std::unique_ptr<Trainer>> arms;
-    arms.push_back(std::move(first));
-    // The other arms fork from the injected arm's state at the fork point, so
-    // they start from the same bits.
-    auto fork_arms = [&]() -> absl::Status {
-      for (size_t a = 1; a < schedules.size(); ++a) {
-        MEMAUDIT_ASSIGN_OR_RETURN(auto fork, arms[0]->Fork());
-        arms.push_back(std::move(fork));
-      }
-      return absl::OkStatus();
-    };
-    if (poison) {
-      // Alg. 1: every arm from the same theta_0; D u Dp vs D before T_I.
-      MEMAUDIT_RETURN_IF_ERROR(fork_arms());
-      for (size_t a = 0; a < arms.size(); ++a) {
-        MEMAUDIT_RETURN_IF_ERROR(arms[a]->Train(all, *schedules[a], spec.steps_before, count));
-      }
-      Measure(*arms[1], probe, &result.phi_checkpoint, &result.loss_checkpoint);
-    } else {
-      // Alg. 2 with the shared prefix: one checkpoint at T_I feeds both arms.
-      MEMAUDIT_RETURN_IF_ERROR(arms[0]->Train(all, *schedules[0], spec.steps_before, count));
-      Measure(*arms[0], probe, &result.phi_checkpoint, &result.loss_checkpoint);
-      MEMAUDIT_RETURN_IF_ERROR(fork_arms());
-      result.injection_steps =
-          InjectionSteps(p_ids.size(), spec.batch_size, InjectOptionsFor(spec));
+  // LibTorch's exceptions (out of memory among them) propagate: the worker's
+  // task boundary (services/worker/task_runner.cc) classifies them.
+  MEMAUDIT_ASSIGN_OR_RETURN(auto first, Trainer::Create(factory, options));
+  std::vector<std::unique_ptr<Trainer>> arms;
+  arms.push_back(std::move(first));
+  // The other arms fork from the injected arm's state at the fork point, so
+  // they start from the same bits.
+  auto fork_arms = [&]() -> absl::Status {
+    for (size_t a = 1; a < schedules.size(); ++a) {
+      MEMAUDIT_ASSIGN_OR_RETURN(auto fork, arms[0]->Fork());
+      arms.push_back(std::move(fork));
     }
-    // Inject: the injection steps of the injected arm and the IN references
-    // (Poison: none).
-    const uint64_t injected_offset = spec.steps_before + result.injection_steps;
+    return absl::OkStatus();
+  };
+  if (poison) {
+    // Alg. 1: every arm from the same theta_0; D u Dp vs D before T_I.
+    MEMAUDIT_RETURN_IF_ERROR(fork_arms());
     for (size_t a = 0; a < arms.size(); ++a) {
-      if (!sees_dp[a]) continue;
-      MEMAUDIT_RETURN_IF_ERROR(arms[a]->Train(all, *schedules[a], injected_offset, count));
+      MEMAUDIT_RETURN_IF_ERROR(arms[a]->Train(all, *schedules[a], spec.steps_before, count));
     }
-    // From here every arm steps on D at one LR position, steps_before + k:
-    // one ensemble continues them all, bit-identical to stepping them one at
-    // a time (which remains where it cannot, e.g. Adam after injection steps).
-    std::unique_ptr<EnsembleTrainer> packed;
-    if (spec.pack_arms && PackingPays(spec)) {
-      std::vector<const Trainer*> from;
-      for (const auto& arm : arms) from.push_back(arm.get());
-      auto ensemble = EnsembleTrainer::Continue(model, options, from, schedules);
-      if (ensemble.ok()) {
-        packed = *std::move(ensemble);
-      } else if (ensemble.status().code() != absl::StatusCode::kFailedPrecondition) {
-        return ensemble.status();
+    Measure(*arms[1], probe, &result.phi_checkpoint, &result.loss_checkpoint);
+  } else {
+    // Alg. 2 with the shared prefix: one checkpoint at T_I feeds both arms.
+    MEMAUDIT_RETURN_IF_ERROR(arms[0]->Train(all, *schedules[0], spec.steps_before, count));
+    Measure(*arms[0], probe, &result.phi_checkpoint, &result.loss_checkpoint);
+    MEMAUDIT_RETURN_IF_ERROR(fork_arms());
+    result.injection_steps = InjectionSteps(p_ids.size(), spec.batch_size, InjectOptionsFor(spec));
+  }
+  // Inject: the injection steps of the injected arm and the IN references
+  // (Poison: none).
+  const uint64_t injected_offset = spec.steps_before + result.injection_steps;
+  for (size_t a = 0; a < arms.size(); ++a) {
+    if (!sees_dp[a]) continue;
+    MEMAUDIT_RETURN_IF_ERROR(arms[a]->Train(all, *schedules[a], injected_offset, count));
+  }
+  // From here every arm steps on D at one LR position, steps_before + k:
+  // one ensemble continues them all, bit-identical to stepping them one at
+  // a time (which remains where it cannot, e.g. Adam after injection steps).
+  std::unique_ptr<EnsembleTrainer> packed;
+  if (spec.pack_arms && PackingPays(spec)) {
+    std::vector<const Trainer*> from;
+    for (const auto& arm : arms) from.push_back(arm.get());
+    auto ensemble = EnsembleTrainer::Continue(model, options, from, schedules);
+    if (ensemble.ok()) {
+      packed = *std::move(ensemble);
+    } else if (ensemble.status().code() != absl::StatusCode::kFailedPrecondition) {
+      return ensemble.status();
+    }
+  }
+  result.packed = packed != nullptr;
+  const uint64_t members = arms.size();
+  std::vector<double> unused_loss;
+  for (uint64_t k : spec.eval_points) {
+    ForgettingPoint& point = result.points.emplace_back();
+    point.steps_since_injection = k;
+    std::vector<ArmOutputs> out = OutputsOf(point, spec, &unused_loss);
+    if (packed != nullptr) {
+      MEMAUDIT_RETURN_IF_ERROR(packed->Train(all, spec.steps_before + k, [&] {
+        result.steps += members;
+        return !on_step || on_step(result.steps);
+      }));
+      torch::Tensor logits = packed->Logits(probe.x);
+      for (size_t a = 0; a < members; ++a) {
+        MeasureLogits(logits[a], probe.y, out[a].phi, out[a].loss);
+      }
+    } else {
+      for (size_t a = 0; a < members; ++a) {
+        const uint64_t until = (sees_dp[a] ? injected_offset : spec.steps_before) + k;
+        MEMAUDIT_RETURN_IF_ERROR(arms[a]->Train(all, *schedules[a], until, count));
+        Measure(*arms[a], probe, out[a].phi, out[a].loss);
       }
     }
-    result.packed = packed != nullptr;
-    const uint64_t members = arms.size();
-    std::vector<double> unused_loss;
-    for (uint64_t k : spec.eval_points) {
-      ForgettingPoint& point = result.points.emplace_back();
-      point.steps_since_injection = k;
-      std::vector<ArmOutputs> out = OutputsOf(point, spec, &unused_loss);
-      if (packed != nullptr) {
-        MEMAUDIT_RETURN_IF_ERROR(packed->Train(all, spec.steps_before + k, [&] {
-          result.steps += members;
-          return !on_step || on_step(result.steps);
-        }));
-        torch::Tensor logits = packed->Logits(probe.x);
-        for (size_t a = 0; a < members; ++a) {
-          MeasureLogits(logits[a], probe.y, out[a].phi, out[a].loss);
-        }
-      } else {
-        for (size_t a = 0; a < members; ++a) {
-          const uint64_t until = (sees_dp[a] ? injected_offset : spec.steps_before) + k;
-          MEMAUDIT_RETURN_IF_ERROR(arms[a]->Train(all, *schedules[a], until, count));
-          Measure(*arms[a], probe, out[a].phi, out[a].loss);
-        }
-      }
-      if (on_point) on_point(result);
-    }
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("forgetting run: ", e.what()));
+    if (on_point) on_point(result);
   }
   return result;
 }
@@ -316,18 +313,16 @@ absl::StatusOr<std::vector<double>> ForgettingCandidateLosses(
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.order_seed);
   std::vector<double> phi, loss;
-  try {
-    MEMAUDIT_ASSIGN_OR_RETURN(
-        auto trainer,
-        Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options));
-    EpochSchedule schedule(ids, spec.batch_size, spec.order_seed);
-    MEMAUDIT_RETURN_IF_ERROR(
-        trainer->Train(clean, schedule, spec.steps,
-                       [&](uint64_t done, double) { return !on_step || on_step(done); }));
-    Measure(*trainer, Batch{candidates.x(), candidates.y()}, &phi, &loss);
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("forgetting reference model: ", e.what()));
-  }
+  // LibTorch's exceptions (out of memory among them) propagate: the worker's
+  // task boundary (services/worker/task_runner.cc) classifies them.
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto trainer,
+      Trainer::Create([model, init_seed] { return BuildModel(model, init_seed); }, options));
+  EpochSchedule schedule(ids, spec.batch_size, spec.order_seed);
+  MEMAUDIT_RETURN_IF_ERROR(trainer->Train(clean, schedule, spec.steps, [&](uint64_t done, double) {
+    return !on_step || on_step(done);
+  }));
+  Measure(*trainer, Batch{candidates.x(), candidates.y()}, &phi, &loss);
   for (double l : loss) {
     // A NaN would make the loss order undefined.
     if (std::isnan(l)) return absl::FailedPreconditionError("forgetting reference model diverged");

@@ -304,85 +304,81 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
     if (test_batch.x.defined()) result.test_accuracy = Accuracy(original, test_batch);
   };
 
-  try {
-    if (sisa) {
-      SisaOptions sisa_options;
-      sisa_options.batch_size = spec.batch_size;
-      sisa_options.epochs_per_slice = spec.epochs;
-      sisa_options.seed = spec.seeds.sisa;
-      MEMAUDIT_ASSIGN_OR_RETURN(auto ensemble, SisaEnsemble::Create(model, options_for(spec.seeds),
-                                                                    layout, sisa_options));
-      MEMAUDIT_RETURN_IF_ERROR(ensemble->TrainAll(all));
-      auto total = [](const SisaEnsemble& e) {
-        uint64_t n = 0;
-        for (uint64_t s : e.steps_trained()) n += s;
-        return n;
-      };
-      const uint64_t original_steps = total(*ensemble);
-      result.steps = original_steps;
-      result.models_trained = spec.shards;
-      if (spec.dp) result.dp_epsilon = original_epsilon(noise_multiplier);
-      const LogitsFn original = EnsembleLogits(*ensemble);
-      set_accuracy(original);
-      MEMAUDIT_RETURN_IF_ERROR(report());
-      for (const UnlearningChildSpec& c : spec.children) {
-        MEMAUDIT_ASSIGN_OR_RETURN(auto child, ensemble->Fork());
-        MEMAUDIT_ASSIGN_OR_RETURN(auto retrained, child->Delete(all, ids(c.removed)));
-        result.models_trained += retrained.size();
-        if (!c.added.empty()) {
-          MEMAUDIT_RETURN_IF_ERROR(child->Add(all, ids(c.added)).status());
-          ++result.models_trained;
-        }
-        result.steps += total(*child) - original_steps;
-        release_child(c, original, EnsembleLogits(*child));
-        MEMAUDIT_RETURN_IF_ERROR(report());
-      }
-      return result;
-    }
-
-    auto count = [&](uint64_t, double) {
-      ++result.steps;
-      return !on_step || on_step(result.steps);
+  // LibTorch's exceptions (out of memory among them) propagate: the worker's
+  // task boundary (services/worker/task_runner.cc) classifies them.
+  if (sisa) {
+    SisaOptions sisa_options;
+    sisa_options.batch_size = spec.batch_size;
+    sisa_options.epochs_per_slice = spec.epochs;
+    sisa_options.seed = spec.seeds.sisa;
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto ensemble, SisaEnsemble::Create(model, options_for(spec.seeds), layout, sisa_options));
+    MEMAUDIT_RETURN_IF_ERROR(ensemble->TrainAll(all));
+    auto total = [](const SisaEnsemble& e) {
+      uint64_t n = 0;
+      for (uint64_t s : e.steps_trained()) n += s;
+      return n;
     };
-    auto train =
-        [&](const UnlearningSeeds& seeds,
-            const UnlearningSchedule& schedule) -> absl::StatusOr<std::unique_ptr<Trainer>> {
-      const uint64_t init = seeds.init;
-      MEMAUDIT_ASSIGN_OR_RETURN(
-          auto trainer,
-          Trainer::Create([model, init] { return BuildModel(model, init); }, options_for(seeds)));
-      MEMAUDIT_RETURN_IF_ERROR(
-          trainer->Train(all, schedule, spec.epochs * schedule.steps_per_epoch(), count));
-      ++result.models_trained;
-      return trainer;
-    };
-    const UnlearningSchedule original_schedule(train_ids, {}, {}, spec.batch_size,
-                                               spec.seeds.order);
-    MEMAUDIT_ASSIGN_OR_RETURN(auto original, train(spec.seeds, original_schedule));
+    const uint64_t original_steps = total(*ensemble);
+    result.steps = original_steps;
+    result.models_trained = spec.shards;
     if (spec.dp) result.dp_epsilon = original_epsilon(noise_multiplier);
-    const LogitsFn original_logits = ModelLogits(original->model());
-    set_accuracy(original_logits);
+    const LogitsFn original = EnsembleLogits(*ensemble);
+    set_accuracy(original);
+    MEMAUDIT_RETURN_IF_ERROR(report());
     for (const UnlearningChildSpec& c : spec.children) {
-      const std::vector<int64_t> removed = ids(c.removed), added = ids(c.added);
-      std::unique_ptr<UnlearningSchedule> schedule;
-      if (c.shared_order) {
-        schedule = std::make_unique<UnlearningSchedule>(train_ids, removed, added, spec.batch_size,
-                                                        c.seeds.order);
-      } else {
-        const std::set<int64_t> gone(removed.begin(), removed.end());
-        std::vector<int64_t> own;
-        for (int64_t r : train_ids) {
-          if (gone.count(r) == 0) own.push_back(r);
-        }
-        own.insert(own.end(), added.begin(), added.end());
-        schedule = std::make_unique<UnlearningSchedule>(
-            own, std::vector<int64_t>{}, std::vector<int64_t>{}, spec.batch_size, c.seeds.order);
+      MEMAUDIT_ASSIGN_OR_RETURN(auto child, ensemble->Fork());
+      MEMAUDIT_ASSIGN_OR_RETURN(auto retrained, child->Delete(all, ids(c.removed)));
+      result.models_trained += retrained.size();
+      if (!c.added.empty()) {
+        MEMAUDIT_RETURN_IF_ERROR(child->Add(all, ids(c.added)).status());
+        ++result.models_trained;
       }
-      MEMAUDIT_ASSIGN_OR_RETURN(auto child, train(c.seeds, *schedule));
-      release_child(c, original_logits, ModelLogits(child->model()));
+      result.steps += total(*child) - original_steps;
+      release_child(c, original, EnsembleLogits(*child));
+      MEMAUDIT_RETURN_IF_ERROR(report());
     }
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("unlearning run: ", e.what()));
+    return result;
+  }
+
+  auto count = [&](uint64_t, double) {
+    ++result.steps;
+    return !on_step || on_step(result.steps);
+  };
+  auto train = [&](const UnlearningSeeds& seeds,
+                   const UnlearningSchedule& schedule) -> absl::StatusOr<std::unique_ptr<Trainer>> {
+    const uint64_t init = seeds.init;
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto trainer,
+        Trainer::Create([model, init] { return BuildModel(model, init); }, options_for(seeds)));
+    MEMAUDIT_RETURN_IF_ERROR(
+        trainer->Train(all, schedule, spec.epochs * schedule.steps_per_epoch(), count));
+    ++result.models_trained;
+    return trainer;
+  };
+  const UnlearningSchedule original_schedule(train_ids, {}, {}, spec.batch_size, spec.seeds.order);
+  MEMAUDIT_ASSIGN_OR_RETURN(auto original, train(spec.seeds, original_schedule));
+  if (spec.dp) result.dp_epsilon = original_epsilon(noise_multiplier);
+  const LogitsFn original_logits = ModelLogits(original->model());
+  set_accuracy(original_logits);
+  for (const UnlearningChildSpec& c : spec.children) {
+    const std::vector<int64_t> removed = ids(c.removed), added = ids(c.added);
+    std::unique_ptr<UnlearningSchedule> schedule;
+    if (c.shared_order) {
+      schedule = std::make_unique<UnlearningSchedule>(train_ids, removed, added, spec.batch_size,
+                                                      c.seeds.order);
+    } else {
+      const std::set<int64_t> gone(removed.begin(), removed.end());
+      std::vector<int64_t> own;
+      for (int64_t r : train_ids) {
+        if (gone.count(r) == 0) own.push_back(r);
+      }
+      own.insert(own.end(), added.begin(), added.end());
+      schedule = std::make_unique<UnlearningSchedule>(
+          own, std::vector<int64_t>{}, std::vector<int64_t>{}, spec.batch_size, c.seeds.order);
+    }
+    MEMAUDIT_ASSIGN_OR_RETURN(auto child, train(c.seeds, *schedule));
+    release_child(c, original_logits, ModelLogits(child->model()));
   }
   return result;
 }

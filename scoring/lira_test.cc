@@ -186,7 +186,7 @@ TEST(LiraTest, RejectsBadInput) {
               StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(LiraScoresAllTargets(OneColumn(0), KeepMatrix(5, 1, {0, 1, 2, 0, 1})),
               StatusIs(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(LiraScoresAllTargets(Matrix(1, 1, {0.0}), KeepMatrix(1, 1)),
+  EXPECT_THAT(LiraScoresAllTargets(Matrix(1, 1, 0.0), KeepMatrix(1, 1)),
               StatusIs(absl::StatusCode::kInvalidArgument));
   Matrix broken(5, 1);
   broken.data.pop_back();

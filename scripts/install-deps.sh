@@ -5,8 +5,10 @@ set -euo pipefail
 
 packages=(
   # toolchain; clang for the thread-safety build, clang-format and clang-tidy
-  # for scripts/check.sh
+  # for scripts/check.sh; clang's sanitizer and libFuzzer runtimes for
+  # scripts/sanitize.sh
   build-essential cmake ninja-build ccache pkg-config clang clang-format clang-tidy
+  libclang-rt-14-dev
   # RPC
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   # training: LibTorch plus an optimized BLAS (reference BLAS is ~20x slower)

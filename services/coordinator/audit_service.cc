@@ -15,6 +15,14 @@ void SetDeadline(grpc::ClientContext* ctx, int ms) {
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
 }
 
+// A status whose message fits gRPC's metadata limit (it may echo a request's
+// id or a spec's values).
+grpc::Status Bounded(const grpc::Status& status) {
+  if (status.ok()) return status;
+  return grpc::Status(status.error_code(), BoundErrorMessage(status.error_message()));
+}
+grpc::Status Bounded(const absl::Status& status) { return Bounded(ToGrpc(status)); }
+
 }  // namespace
 
 grpc::Status AuditServiceImpl::Submit(grpc::ServerContext*, const v1::SubmitRequest* req,
@@ -24,7 +32,7 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext*, const v1::SubmitRequ
   }
   v1::AuditSpec spec = req->spec();
   ApplyDefaults(&spec);
-  if (absl::Status s = ValidateSpec(spec); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) return Bounded(s);
 
   const std::string audit_id = NewAuditId();
   // The scorer learns the plan first, so no observation can arrive for an
@@ -37,14 +45,14 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext*, const v1::SubmitRequ
   SetDeadline(&ctx, kScorerDeadlineMs);
   grpc::Status scorer_status = scorer_->OpenAudit(&ctx, open, &opened);
   if (!scorer_status.ok()) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        absl::StrCat("scorer did not accept the audit: ",
-                                     scorer_status.error_message(), " (retry later)"));
+    return Bounded(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                absl::StrCat("scorer did not accept the audit: ",
+                                             scorer_status.error_message(), " (retry later)")));
   }
   std::map<uint32_t, std::string> reused;
   for (const v1::ReusedRun& r : opened.reused()) reused[r.run()] = r.from_audit_id();
   auto audit = scheduler_->Submit(audit_id, spec, reused);
-  if (!audit.ok()) return ToGrpc(audit.status());
+  if (!audit.ok()) return Bounded(audit.status());
   resp->set_audit_id(audit_id);
   resp->set_tasks(audit->tasks().total());
   return grpc::Status::OK;
@@ -53,7 +61,7 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext*, const v1::SubmitRequ
 grpc::Status AuditServiceImpl::Get(grpc::ServerContext*, const v1::GetRequest* req,
                                    v1::Audit* resp) {
   auto audit = scheduler_->Get(req->audit_id());
-  if (!audit.ok()) return ToGrpc(audit.status());
+  if (!audit.ok()) return Bounded(audit.status());
   *resp = std::move(*audit);
   return grpc::Status::OK;
 }
@@ -69,15 +77,15 @@ grpc::Status AuditServiceImpl::List(grpc::ServerContext*, const v1::ListRequest*
 grpc::Status AuditServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                      grpc::ServerWriter<v1::AuditEvent>* writer) {
   auto first = scheduler_->Get(req->audit_id());
-  if (!first.ok()) return ToGrpc(first.status());
+  if (!first.ok()) return Bounded(first.status());
   uint64_t after = req->after_sequence();
   uint64_t last_steps = ~uint64_t{0};
   while (!ctx->IsCancelled()) {
     const uint64_t version = scheduler_->version();
     auto events = scheduler_->EventsAfter(req->audit_id(), after, 100);
-    if (!events.ok()) return ToGrpc(events.status());
+    if (!events.ok()) return Bounded(events.status());
     auto audit = scheduler_->Get(req->audit_id());
-    if (!audit.ok()) return ToGrpc(audit.status());
+    if (!audit.ok()) return Bounded(audit.status());
     for (const EventRecord& e : *events) {
       v1::AuditEvent out;
       out.set_sequence(e.sequence);
@@ -112,7 +120,7 @@ grpc::Status AuditServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRe
 grpc::Status AuditServiceImpl::Cancel(grpc::ServerContext*, const v1::CancelRequest* req,
                                       v1::Audit* resp) {
   auto audit = scheduler_->Cancel(req->audit_id());
-  if (!audit.ok()) return ToGrpc(audit.status());
+  if (!audit.ok()) return Bounded(audit.status());
   *resp = std::move(*audit);
   return grpc::Status::OK;
 }
@@ -120,12 +128,12 @@ grpc::Status AuditServiceImpl::Cancel(grpc::ServerContext*, const v1::CancelRequ
 grpc::Status AuditServiceImpl::GetReport(grpc::ServerContext*, const v1::GetReportRequest* req,
                                          v1::AuditResults* resp) {
   auto audit = scheduler_->Get(req->audit_id());
-  if (!audit.ok()) return ToGrpc(audit.status());
+  if (!audit.ok()) return Bounded(audit.status());
   v1::GetResultsRequest get;
   get.set_audit_id(req->audit_id());
   grpc::ClientContext ctx;
   SetDeadline(&ctx, kScorerDeadlineMs);
-  return scorer_->GetResults(&ctx, get, resp);
+  return Bounded(scorer_->GetResults(&ctx, get, resp));
 }
 
 }  // namespace memaudit::coordinator

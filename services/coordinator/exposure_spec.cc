@@ -23,7 +23,12 @@ constexpr double kDefaultDpDelta = 1e-5;
 constexpr int kMaxVariants = 16;
 constexpr uint32_t kMaxReferenceModels = 64;
 
-size_t CodePoints(const std::string& text) { return Utf8Chars(text).size(); }
+// Utf8Chars(text).size() without building the characters.
+size_t CodePoints(const std::string& text) {
+  size_t count = 0;
+  for (unsigned char c : text) count += (c & 0xC0) != 0x80 || count == 0;
+  return count;
+}
 
 // Names become report legends, CSV cells and Prometheus label values.
 bool NameOk(const std::string& name) {
@@ -39,10 +44,6 @@ bool NameOk(const std::string& name) {
 
 template <typename Add>
 void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
-  if (e.sweep_size() > kMaxVariants) {
-    add("sweep",
-        absl::StrCat("must list at most ", kMaxVariants, " variants (got ", e.sweep_size(), ")"));
-  }
   std::set<std::string> names;
   for (int i = 0; i < e.sweep_size(); ++i) {
     const v1::ExposureVariant& v = e.sweep(i);
@@ -50,10 +51,10 @@ void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
     // Unnamed entries are checked under the name the defaults give them.
     const std::string name = v.name().empty() ? exposure::DefaultVariantName(v) : v.name();
     if (!NameOk(name)) {
-      add(field("name"),
-          absl::StrCat("must be 1 to 64 of letters, digits, space and ._=+- (got \"", name, "\")"));
+      add(field("name"), absl::StrCat("must be 1 to 64 of letters, digits, space and ._=+- (got ",
+                                      Quote(name), ")"));
     } else if (!names.insert(name).second) {
-      add(field("name"), absl::StrCat("\"", name, "\" names two variants"));
+      add(field("name"), absl::StrCat(Quote(name), " names two variants"));
     }
     if (v.has_batch_size() && (v.batch_size() == 0 || v.batch_size() > 65536)) {
       add(field("batch_size"), absl::StrCat("must be in [1, 65536] (got ", v.batch_size(), ")"));
@@ -70,6 +71,9 @@ void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
     }
     if (v.has_learning_rate() && (!(v.learning_rate() > 0) || !std::isfinite(v.learning_rate()))) {
       add(field("learning_rate"), absl::StrCat("must be > 0 (got ", v.learning_rate(), ")"));
+    } else if (v.has_learning_rate() && v.learning_rate() > kMaxLearningRate) {
+      add(field("learning_rate"),
+          absl::StrCat("must be in (0, ", kMaxLearningRate, "] (got ", v.learning_rate(), ")"));
     }
     if (v.has_dp_sgd()) {
       const v1::DpSgdSpec& dp = v.dp_sgd();
@@ -188,13 +192,56 @@ void ApplyExposureDefaults(v1::ExposureAudit* e) {
 
 namespace {
 
+// Strings and lists, checked before anything is computed from them (code
+// points, step counts, the canary space). Returns whether all fit.
+bool ValidateSizes(const v1::ExposureAudit& e, const AddProblem& add) {
+  bool ok = CheckLength("corpus.path", e.corpus().path(), kMaxPathBytes, add);
+  ok &= CheckLength("corpus.text", e.corpus().text(), kMaxTextBytes, add);
+  ok &= CheckLength("canary.prefix", e.canary().prefix(), kMaxPrefixBytes, add);
+  if (CheckListSize("canary.alphabets", e.canary().alphabets_size(), 0, kMaxAlphabets, add)) {
+    for (int i = 0; i < e.canary().alphabets_size(); ++i) {
+      ok &= CheckLength(absl::StrCat("canary.alphabets[", i, "]"), e.canary().alphabets(i),
+                        kMaxAlphabetBytes, add);
+    }
+  } else {
+    ok = false;
+  }
+  if (e.repeats().empty() || e.repeats_size() > 64) {
+    add("repeats", absl::StrCat("must list 1 to 64 insertion counts (got ", e.repeats_size(), ")"));
+    ok = false;
+  }
+  if (e.sweep_size() > kMaxVariants) {
+    add("sweep",
+        absl::StrCat("must list at most ", kMaxVariants, " variants (got ", e.sweep_size(), ")"));
+    ok = false;
+  }
+  return ok;
+}
+
+// The canary models, baselines and reference models of every variant: models
+// x parameters x steps against the limits of spec_rules.h.
+void CheckExposureCost(const v1::ExposureAudit& e, const AddProblem& add) {
+  std::vector<ModelGroup> groups;
+  const uint32_t variants = exposure::VariantCount(e);
+  const v1::LanguageModelSpec& m = e.model();
+  for (uint32_t v = 0; v < variants; ++v) {
+    const exposure::Variant recipe = exposure::ResolveVariant(e, v);
+    const double parameters =
+        CharLmParameters(m.architecture(), m.layers(), recipe.units, m.embedding());
+    groups.push_back({1, parameters, static_cast<double>(ExposureTaskSteps(e, v, true))});
+    groups.push_back({(e.baseline() ? 1.0 : 0.0) + e.reference_models(), parameters,
+                      static_cast<double>(ExposureTaskSteps(e, v, false))});
+  }
+  CheckCost(groups, "model.units",
+            "training.epochs, corpus.max_chars, model.units, sweep or reference_models", add);
+}
+
 // corpus, model and training: the recipe the canary models train with.
 void ValidateRecipe(const v1::ExposureAudit& e, const AddProblem& add) {
   const v1::CorpusSpec& c = e.corpus();
   if (c.name() != "fortunes") {
-    add("corpus.name", absl::StrCat("must be \"fortunes\" (got \"", c.name(),
-                                    "\"); use "
-                                    "corpus.path or corpus.text for other text"));
+    add("corpus.name", absl::StrCat("must be \"fortunes\" (got ", Quote(c.name()),
+                                    "); use corpus.path or corpus.text for other text"));
   }
   if (!c.path().empty() && !c.text().empty()) {
     add("corpus.text", "set at most one of corpus.path and corpus.text");
@@ -257,9 +304,6 @@ void ValidateCanaryCounts(const v1::ExposureAudit& e, const AddProblem& add) {
   if (log2_space > kMaxLog2Space) {
     add("canary", absl::StrCat("|R| = 2^", log2_space, " exceeds 2^", kMaxLog2Space));
   }
-  if (e.repeats().empty() || e.repeats_size() > 64) {
-    add("repeats", absl::StrCat("must list 1 to 64 insertion counts (got ", e.repeats_size(), ")"));
-  }
   for (int i = 0; i < e.repeats_size(); ++i) {
     if (e.repeats(i) == 0 || e.repeats(i) > 100000) {
       add(absl::StrCat("repeats[", i, "]"),
@@ -300,6 +344,18 @@ void ValidateEstimators(const v1::ExposureAudit& e, const AddProblem& add) {
   }
 }
 
+// rank_query_budget and extraction_query_budget: model steps per search.
+void ValidateBudgets(const v1::ExposureAudit& e, const AddProblem& add) {
+  if (e.rank_query_budget() == 0 || e.rank_query_budget() > kMaxQueryBudget) {
+    add("rank_query_budget",
+        absl::StrCat("must be in [1, ", kMaxQueryBudget, "] (got ", e.rank_query_budget(), ")"));
+  }
+  if (e.extraction_query_budget() == 0 || e.extraction_query_budget() > kMaxQueryBudget) {
+    add("extraction_query_budget", absl::StrCat("must be in [1, ", kMaxQueryBudget, "] (got ",
+                                                e.extraction_query_budget(), ")"));
+  }
+}
+
 // exact_calibration: enumerating R must fit on every model.
 void ValidateExactCalibration(const v1::ExposureAudit& e, const AddProblem& add) {
   const double log2_space = ExposureLog2Space(e);
@@ -324,6 +380,8 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
   const AddProblem add = [&](const std::string& field, std::string rule) {
     problems->push_back({absl::StrCat("exposure.", field), std::move(rule)});
   };
+  const size_t before = problems->size();
+  if (!ValidateSizes(e, add)) return;
   ValidateRecipe(e, add);
   ValidateCanaryFormat(e, add);
   ValidateCanaryCounts(e, add);
@@ -331,6 +389,9 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
   ValidateSweep(e, add);
   ValidateExactCalibration(e, add);
   ValidateEvalPoints(e, add);
+  ValidateBudgets(e, add);
+  // The estimate needs every field in range: only then is it the audit's.
+  if (problems->size() == before) CheckExposureCost(e, add);
 }
 
 double ExposureLog2Space(const v1::ExposureAudit& e) {

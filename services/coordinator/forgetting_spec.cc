@@ -22,6 +22,7 @@ constexpr uint64_t kDefaultCanaryStepsAfter = 2000;
 constexpr uint32_t kDefaultCanaryPasses = 4;
 // Ranks are uint64 and the exact search walks a trie.
 constexpr double kMaxCanaryLog2Space = 62;
+constexpr uint64_t kMaxCorpusChars = 1'000'000'000;
 
 }  // namespace
 
@@ -140,7 +141,7 @@ using AddFn = AddProblem;
 void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   const v1::DatasetSpec& d = f.dataset();
   if (d.name() != "fashion_mnist") {
-    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got \"", d.name(), "\")"));
+    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got ", Quote(d.name()), ")"));
   }
   const v1::InjectedSetSpec& in = f.injected();
   const bool by_loss = forgetting::SelectsByLoss(f);
@@ -151,8 +152,8 @@ void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   }
   if (!OneOf(in.selection(), {"random", "easy", "medium", "hard"})) {
     add("injected.selection", absl::StrCat("must be \"random\", \"easy\", \"medium\" or "
-                                           "\"hard\" (got \"",
-                                           in.selection(), "\")"));
+                                           "\"hard\" (got ",
+                                           Quote(in.selection()), ")"));
   } else if (by_loss) {
     if (in.candidates() < in.size() ||
         static_cast<uint64_t>(d.pool_size()) + in.candidates() > kFashionMnistTrainExamples) {
@@ -184,17 +185,18 @@ void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   const v1::ForgettingTraining& t = f.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum"})) {
     add("training.optimizer",
-        absl::StrCat("must be \"sgd\" or \"momentum\" (got \"", t.optimizer(), "\")"));
+        absl::StrCat("must be \"sgd\" or \"momentum\" (got ", Quote(t.optimizer()), ")"));
   }
   if (!OneOf(f.strategy(), {"inject", "poison"})) {
-    add("strategy", absl::StrCat("must be \"inject\" or \"poison\" (got \"", f.strategy(), "\")"));
+    add("strategy",
+        absl::StrCat("must be \"inject\" or \"poison\" (got ", Quote(f.strategy()), ")"));
   }
   if (f.repeats() >= 1 && f.repeats() <= 1000 && f.strategy() == "poison" && f.repeats() != 1) {
     add("repeats", "applies to strategy \"inject\" only (leave it unset with \"poison\")");
   }
   if (!OneOf(f.inject_mode(), {"k_steps", "dup_in_batch"})) {
     add("inject_mode",
-        absl::StrCat("must be \"k_steps\" or \"dup_in_batch\" (got \"", f.inject_mode(), "\")"));
+        absl::StrCat("must be \"k_steps\" or \"dup_in_batch\" (got ", Quote(f.inject_mode()), ")"));
   } else if (f.inject_mode() == "dup_in_batch" && f.repeats() > t.batch_size()) {
     add("inject_mode", absl::StrCat("\"dup_in_batch\" needs repeats <= training.batch_size (",
                                     f.repeats(), " > ", t.batch_size(), ")"));
@@ -236,7 +238,11 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
   const v1::CorpusSpec& corpus = c.corpus();
   if (corpus.text().empty() && corpus.path().empty() && corpus.name() != "fortunes") {
     add("canaries.corpus.name",
-        absl::StrCat("must be \"fortunes\" without path or text (got \"", corpus.name(), "\")"));
+        absl::StrCat("must be \"fortunes\" without path or text (got ", Quote(corpus.name()), ")"));
+  }
+  if (corpus.max_chars() > kMaxCorpusChars) {
+    add("canaries.corpus.max_chars",
+        absl::StrCat("must be <= ", kMaxCorpusChars, " (got ", corpus.max_chars(), ")"));
   }
   const v1::LanguageModelSpec& m = c.model();
   CheckArchitecture("canaries.model.architecture", m.architecture(),
@@ -272,9 +278,6 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
     add("canaries.canary",
         absl::StrCat("the canary space must hold at most 2^", kMaxCanaryLog2Space, " candidates"));
   }
-  if (c.repeats().empty() || c.repeats_size() > 16) {
-    add("canaries.repeats", absl::StrCat("must list 1 to 16 groups (got ", c.repeats_size(), ")"));
-  }
   for (int i = 0; i < c.repeats_size(); ++i) {
     if (c.repeats(i) == 0 || c.repeats(i) > 10000) {
       add(absl::StrCat("canaries.repeats[", i, "]"),
@@ -294,14 +297,18 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
     add("canaries.window",
         absl::StrCat("must be in [", line, " (the canary line), 4096] (got ", c.window(), ")"));
   }
-  if (c.rank_query_budget() == 0) add("canaries.rank_query_budget", "must be >= 1");
+  if (c.rank_query_budget() == 0 || c.rank_query_budget() > kMaxQueryBudget) {
+    add("canaries.rank_query_budget",
+        absl::StrCat("must be in [1, ", kMaxQueryBudget, "] (got ", c.rank_query_budget(), ")"));
+  }
   const v1::ForgettingTraining& t = f.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum", "adam"})) {
     add("training.optimizer",
-        absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got \"", t.optimizer(), "\")"));
+        absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got ", Quote(t.optimizer()), ")"));
   }
   if (!OneOf(f.strategy(), {"inject", "poison"})) {
-    add("strategy", absl::StrCat("must be \"inject\" or \"poison\" (got \"", f.strategy(), "\")"));
+    add("strategy",
+        absl::StrCat("must be \"inject\" or \"poison\" (got ", Quote(f.strategy()), ")"));
   }
   if (f.repeats() >= 1 && f.repeats() <= 1000 && f.strategy() == "poison" && f.repeats() != 1) {
     add("repeats",
@@ -311,12 +318,65 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
   if (f.inject_mode() != "k_steps") {
     add("inject_mode",
         absl::StrCat("canaries support \"k_steps\" only: repeats are passes over the canary "
-                     "batch (got \"",
-                     f.inject_mode(), "\")"));
+                     "batch (got ",
+                     Quote(f.inject_mode()), ")"));
   }
   if (f.attack() != forgetting::kExposureAttack) {
-    add("attack", absl::StrCat("must be \"exposure\" with canaries (got \"", f.attack(), "\")"));
+    add("attack", absl::StrCat("must be \"exposure\" with canaries (got ", Quote(f.attack()), ")"));
   }
+}
+
+// Strings and lists, checked before anything is computed from them. Returns
+// whether all fit.
+bool ValidateSizes(const v1::ForgettingAudit& f, const AddFn& add) {
+  bool ok = CheckLength("dataset.path", f.dataset().path(), kMaxPathBytes, add);
+  ok &= CheckLength("model.torchscript_path", f.model().torchscript_path(), kMaxPathBytes, add);
+  const v1::ForgettingCanaries& c = f.canaries();
+  ok &= CheckLength("canaries.corpus.path", c.corpus().path(), kMaxPathBytes, add);
+  ok &= CheckLength("canaries.corpus.text", c.corpus().text(), kMaxTextBytes, add);
+  ok &= CheckLength("canaries.canary.prefix", c.canary().prefix(), kMaxPrefixBytes, add);
+  if (CheckListSize("canaries.canary.alphabets", c.canary().alphabets_size(), 0, kMaxAlphabets,
+                    add)) {
+    for (int i = 0; i < c.canary().alphabets_size(); ++i) {
+      ok &= CheckLength(absl::StrCat("canaries.canary.alphabets[", i, "]"), c.canary().alphabets(i),
+                        kMaxAlphabetBytes, add);
+    }
+  } else {
+    ok = false;
+  }
+  if (f.has_canaries() && (c.repeats().empty() || c.repeats_size() > 16)) {
+    add("canaries.repeats", absl::StrCat("must list 1 to 16 groups (got ", c.repeats_size(), ")"));
+    ok = false;
+  }
+  if (f.eval_points().empty() || f.eval_points_size() > kMaxEvalPoints) {
+    add("eval_points", absl::StrCat("must list 1 to ", kMaxEvalPoints, " points (got ",
+                                    f.eval_points_size(), ")"));
+    ok = false;
+  }
+  return ok;
+}
+
+// Every trial's models (TrialSteps counts the steps of all its arms and
+// references): trials x parameters x steps against the limits of
+// spec_rules.h.
+void CheckForgettingCost(const v1::ForgettingAudit& f, const AddFn& add) {
+  ModelGroup trials;
+  trials.models = f.trials();
+  trials.steps = static_cast<double>(forgetting::TrialSteps(f));
+  if (f.has_canaries()) {
+    const v1::LanguageModelSpec& m = f.canaries().model();
+    trials.parameters = CharLmParameters(m.architecture(), m.layers(), m.units(), m.embedding());
+    CheckCost({trials}, "canaries.model.units",
+              "trials, training.steps_before_injection, training.steps_after_injection or "
+              "canaries.model.units",
+              add);
+    return;
+  }
+  trials.parameters = ImageModelParameters(f.model());
+  CheckCost({trials}, "model.hidden",
+            "trials, reference_models, training.steps_before_injection, "
+            "training.steps_after_injection or model.hidden",
+            add);
 }
 
 // Rules both kinds of Dp share.
@@ -340,10 +400,6 @@ void ValidateCommon(const v1::ForgettingAudit& f, const AddFn& add) {
   if (f.trials() == 0 || f.trials() > 100) {
     add("trials", absl::StrCat("must be in [1, 100] (got ", f.trials(), ")"));
   }
-  if (f.eval_points().empty() || f.eval_points_size() > kMaxEvalPoints) {
-    add("eval_points", absl::StrCat("must list 1 to ", kMaxEvalPoints, " points (got ",
-                                    f.eval_points_size(), ")"));
-  }
   for (int i = 0; i < f.eval_points_size(); ++i) {
     if (i > 0 && f.eval_points(i) <= f.eval_points(i - 1)) {
       add(absl::StrCat("eval_points[", i, "]"), "must be strictly ascending");
@@ -361,12 +417,16 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
   const AddFn add = [&](const std::string& field, std::string rule) {
     problems->push_back({absl::StrCat("forgetting.", field), std::move(rule)});
   };
+  const size_t before = problems->size();
+  if (!ValidateSizes(f, add)) return;
   if (f.has_canaries()) {
     ValidateCanaries(f, add);
   } else {
     ValidateImages(f, add);
   }
   ValidateCommon(f, add);
+  // The estimate needs every field in range: only then is it the audit's.
+  if (problems->size() == before) CheckForgettingCost(f, add);
 }
 
 uint64_t ForgettingTrialSteps(const v1::ForgettingAudit& f) { return forgetting::TrialSteps(f); }

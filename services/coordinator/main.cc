@@ -25,8 +25,14 @@ int main(int argc, char** argv) {
   std::string scorer = "127.0.0.1:7401";
   int64_t lease_ttl_ms = 10000;
   uint32_t heartbeat_ms = 1000;
-  app.add_option("--db", db_path, "SQLite database file (created if missing)")
+  sql::OpenOptions db_options;
+  app.add_option("--db", db_path,
+                 "SQLite database file: created if missing; checked (PRAGMA quick_check) at "
+                 "start, and a damaged one is refused")
       ->capture_default_str();
+  app.add_flag("--init", db_options.init_empty_file,
+               "accept an existing empty (0-byte) --db file and create the database in it; "
+               "without it an empty file is refused, as a truncated database looks the same");
   app.add_option("--scorer", scorer, "scorer gRPC address")->capture_default_str();
   app.add_option("--lease-ttl-ms", lease_ttl_ms, "a lease not renewed for this long is taken back")
       ->capture_default_str()
@@ -37,7 +43,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   InitLogging("coordinator");
 
-  auto store = coordinator::SqliteStore::Open(db_path);
+  auto store = coordinator::SqliteStore::Open(db_path, db_options);
   if (!store.ok()) {
     spdlog::critical("{}", store.status().ToString());
     return 1;

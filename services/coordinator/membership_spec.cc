@@ -15,20 +15,39 @@ namespace {
 
 constexpr uint32_t kMaxReferenceModels = 4096;
 
+constexpr int kMaxHidden = 8;
+constexpr int kMaxFprPoints = 64;
+
+// Every model trains on half the pool (the keep-matrix): models x parameters
+// x steps against the limits of spec_rules.h.
+void CheckMembershipCost(const v1::MembershipAudit& m, const AddProblem& add) {
+  ModelGroup models;
+  models.models = m.reference_models();
+  models.parameters = ImageModelParameters(m.model());
+  models.steps = static_cast<double>(
+                     StepsPerEpoch((m.dataset().pool_size() + 1) / 2, m.training().batch_size())) *
+                 m.training().epochs();
+  CheckCost({models}, "model.hidden",
+            "reference_models, model.hidden, training.epochs or dataset.pool_size", add);
+}
+
 void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* problems) {
-  auto add = [&](const std::string& field, std::string rule) {
+  const size_t before = problems->size();
+  const AddProblem add = [&](const std::string& field, std::string rule) {
     problems->push_back({absl::StrCat("membership.", field), std::move(rule)});
   };
   if (m.dataset().name() != "fashion_mnist") {
     add("dataset.name",
-        absl::StrCat("must be \"fashion_mnist\" (got \"", m.dataset().name(), "\")"));
+        absl::StrCat("must be \"fashion_mnist\" (got ", Quote(m.dataset().name()), ")"));
   }
+  CheckLength("dataset.path", m.dataset().path(), kMaxPathBytes, add);
   if (m.dataset().pool_size() < 8 || m.dataset().pool_size() > kFashionMnistTrainExamples) {
     add("dataset.pool_size", absl::StrCat("must be in [8, ", kFashionMnistTrainExamples, "] (got ",
                                           m.dataset().pool_size(), ")"));
   }
   CheckArchitecture("model.architecture", m.model().architecture(), {engine::ModelKind::kMlp}, add);
-  for (int i = 0; i < m.model().hidden_size(); ++i) {
+  const bool hidden_ok = CheckListSize("model.hidden", m.model().hidden_size(), 0, kMaxHidden, add);
+  for (int i = 0; hidden_ok && i < m.model().hidden_size(); ++i) {
     if (m.model().hidden(i) == 0 || m.model().hidden(i) > 65536) {
       add(absl::StrCat("model.hidden[", i, "]"),
           absl::StrCat("must be in [1, 65536] (got ", m.model().hidden(i), ")"));
@@ -36,7 +55,7 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
   }
   const v1::TrainingSpec& t = m.training();
   if (t.optimizer() != "sgd") {
-    add("training.optimizer", absl::StrCat("must be \"sgd\" (got \"", t.optimizer(), "\")"));
+    add("training.optimizer", absl::StrCat("must be \"sgd\" (got ", Quote(t.optimizer()), ")"));
   }
   CheckLearningRate(t.learning_rate(), add);
   CheckMomentum(t.momentum(), add);
@@ -49,14 +68,15 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
         absl::StrCat("must be an even number in [4, ", kMaxReferenceModels, "] (got ", n, ")"));
   }
   const auto& known = KnownMembershipAttacks();
-  for (int i = 0; i < m.attacks_size(); ++i) {
+  const bool attacks_ok = CheckListSize("attacks", m.attacks_size(), 0, kMaxNameLists, add);
+  for (int i = 0; attacks_ok && i < m.attacks_size(); ++i) {
     if (std::find(known.begin(), known.end(), m.attacks(i)) == known.end()) {
-      add(absl::StrCat("attacks[", i, "]"),
-          absl::StrCat("unknown attack \"", m.attacks(i),
-                       "\"; known: ", absl::StrJoin(known, ", ")));
+      add(absl::StrCat("attacks[", i, "]"), absl::StrCat("unknown attack ", Quote(m.attacks(i)),
+                                                         "; known: ", absl::StrJoin(known, ", ")));
     }
   }
-  for (int i = 0; i < m.fpr_points_size(); ++i) {
+  const bool fprs_ok = CheckListSize("fpr_points", m.fpr_points_size(), 0, kMaxFprPoints, add);
+  for (int i = 0; fprs_ok && i < m.fpr_points_size(); ++i) {
     const double f = m.fpr_points(i);
     if (!(f > 0 && f < 1)) {
       add(absl::StrCat("fpr_points[", i, "]"), absl::StrCat("must be in (0, 1) (got ", f, ")"));
@@ -77,6 +97,8 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
     add("target_model",
         absl::StrCat("must be < reference_models = ", n, " (got ", m.target_model(), ")"));
   }
+  // The estimate needs every field in range: only then is it the audit's.
+  if (problems->size() == before) CheckMembershipCost(m, add);
 }
 
 class Membership final : public KindHandler {

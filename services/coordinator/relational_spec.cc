@@ -20,6 +20,39 @@ constexpr int kMaxSteps = 64;
 constexpr uint64_t kMaxStep = 1'000'000'000'000;  // closed form: any step is one evaluation
 constexpr uint32_t kMaxSamples = 2000;            // eigendecomposition of an N x N matrix
 constexpr uint32_t kMaxKeyDims = 1'000'000;
+// |t_hat - t| < tolerance with t ~ N(0, 1): past a few units every guess succeeds.
+constexpr double kMaxTolerance = 100;
+
+// One model per variant: parameters (the phone-book LM's, or the linear
+// model's N x d design matrix, which it holds) x steps.
+void CheckRelationalCost(const v1::RelationalAudit& r, const AddProblem& add) {
+  std::vector<ModelGroup> groups;
+  const double steps = static_cast<double>(relational::TaskSteps(r));
+  if (r.has_linear()) {
+    const v1::LinearRelationalSpec& l = r.linear();
+    for (uint32_t d : l.key_dims()) {
+      // Closed form: one evaluation per measured step, over N training and N
+      // held-out samples.
+      groups.push_back({1, 2.0 * l.samples() * (static_cast<double>(l.label_dims()) + d),
+                        static_cast<double>(l.steps_size())});
+    }
+    CheckCost(groups, "linear.key_dims", "linear.samples, linear.key_dims or linear.label_dims",
+              add);
+    return;
+  }
+  const v1::PhoneBookSpec& p = r.phone_book();
+  const size_t variants = relational::Variants(r).size();
+  for (uint32_t v = 0; v < variants; ++v) {
+    groups.push_back({1,
+                      CharLmParameters(p.model().architecture(), p.model().layers(),
+                                       relational::VariantUnits(p, v), p.model().embedding()),
+                      steps});
+  }
+  CheckCost(groups, "phone_book.model.units",
+            "phone_book.training.epochs, phone_book.records, phone_book.model.units or "
+            "phone_book.units_sweep",
+            add);
+}
 
 using Add = AddProblem;
 
@@ -32,8 +65,10 @@ void ValidatePhoneBook(const v1::PhoneBookSpec& p, const Add& add) {
     add("phone_book.validation_records",
         absl::StrCat("must be in [1, ", kMaxRecords, "] (got ", p.validation_records(), ")"));
   }
-  if (std::string why = relational::TemplateProblem(p.template_()); !why.empty()) {
-    add("phone_book.template", absl::StrCat(why, " (got \"", p.template_(), "\")"));
+  if (CheckLength("phone_book.template", p.template_(), kMaxPrefixBytes, add)) {
+    if (std::string why = relational::TemplateProblem(p.template_()); !why.empty()) {
+      add("phone_book.template", absl::StrCat(why, " (got ", Quote(p.template_()), ")"));
+    }
   }
   if (p.digits() == 0 || p.digits() > 20) {
     add("phone_book.digits", absl::StrCat("must be in [1, 20] (got ", p.digits(), ")"));
@@ -70,12 +105,13 @@ void ValidatePhoneBook(const v1::PhoneBookSpec& p, const Add& add) {
     add("phone_book.training.window",
         "must be unset: each record is one training sequence (no windows)");
   }
-  if (p.units_sweep_size() > kMaxVariants) {
+  const bool sweep_ok = p.units_sweep_size() <= kMaxVariants;
+  if (!sweep_ok) {
     add("phone_book.units_sweep", absl::StrCat("must list at most ", kMaxVariants, " widths (got ",
                                                p.units_sweep_size(), ")"));
   }
   std::set<uint32_t> widths;
-  for (int i = 0; i < p.units_sweep_size(); ++i) {
+  for (int i = 0; sweep_ok && i < p.units_sweep_size(); ++i) {
     const std::string field = absl::StrCat("phone_book.units_sweep[", i, "]");
     if (p.units_sweep(i) == 0 || p.units_sweep(i) > 4096) {
       add(field, absl::StrCat("must be in [1, 4096] (got ", p.units_sweep(i), ")"));
@@ -93,12 +129,13 @@ void ValidateLinear(const v1::LinearRelationalSpec& l, const Add& add) {
   if (l.label_dims() == 0 || l.label_dims() > 10000) {
     add("linear.label_dims", absl::StrCat("must be in [1, 10000] (got ", l.label_dims(), ")"));
   }
-  if (l.key_dims().empty() || l.key_dims_size() > kMaxVariants) {
+  const bool dims_ok = !l.key_dims().empty() && l.key_dims_size() <= kMaxVariants;
+  if (!dims_ok) {
     add("linear.key_dims",
         absl::StrCat("must list 1 to ", kMaxVariants, " dimensions (got ", l.key_dims_size(), ")"));
   }
   std::set<uint32_t> dims;
-  for (int i = 0; i < l.key_dims_size(); ++i) {
+  for (int i = 0; dims_ok && i < l.key_dims_size(); ++i) {
     const std::string field = absl::StrCat("linear.key_dims[", i, "]");
     if (l.key_dims(i) == 0 || l.key_dims(i) > kMaxKeyDims) {
       add(field, absl::StrCat("must be in [1, ", kMaxKeyDims, "] (got ", l.key_dims(i), ")"));
@@ -106,11 +143,12 @@ void ValidateLinear(const v1::LinearRelationalSpec& l, const Add& add) {
       add(field, absl::StrCat("repeats ", l.key_dims(i), " (each d_x is one variant)"));
     }
   }
-  if (l.steps().empty() || l.steps_size() > kMaxSteps) {
+  const bool steps_ok = !l.steps().empty() && l.steps_size() <= kMaxSteps;
+  if (!steps_ok) {
     add("linear.steps",
         absl::StrCat("must list 1 to ", kMaxSteps, " steps (got ", l.steps_size(), ")"));
   }
-  for (int i = 0; i < l.steps_size(); ++i) {
+  for (int i = 0; steps_ok && i < l.steps_size(); ++i) {
     const std::string field = absl::StrCat("linear.steps[", i, "]");
     if (i > 0 && l.steps(i) <= l.steps(i - 1)) {
       add(field, "must be strictly ascending");
@@ -120,6 +158,9 @@ void ValidateLinear(const v1::LinearRelationalSpec& l, const Add& add) {
   }
   if (!(l.tolerance() > 0) || !std::isfinite(l.tolerance())) {
     add("linear.tolerance", absl::StrCat("must be > 0 (got ", l.tolerance(), ")"));
+  } else if (l.tolerance() > kMaxTolerance) {
+    add("linear.tolerance",
+        absl::StrCat("must be in (0, ", kMaxTolerance, "] (got ", l.tolerance(), ")"));
   }
   if (!(l.step_fraction() > 0 && l.step_fraction() < 2)) {
     add("linear.step_fraction",
@@ -169,6 +210,7 @@ void ValidateRelational(const v1::RelationalAudit& r, std::vector<SpecProblem>* 
   const Add add = [&](const std::string& field, std::string rule) {
     problems->push_back({absl::StrCat("relational.", field), std::move(rule)});
   };
+  const size_t before = problems->size();
   if (r.has_linear()) {
     ValidateLinear(r.linear(), add);
     if (!r.metrics().empty()) {
@@ -176,6 +218,7 @@ void ValidateRelational(const v1::RelationalAudit& r, std::vector<SpecProblem>* 
           "applies to the phone book only (the linear model's success is "
           "|t_hat - t| < tolerance); leave it unset");
     }
+    if (problems->size() == before) CheckRelationalCost(r, add);
     return;
   }
   if (!r.has_phone_book()) {
@@ -184,15 +227,18 @@ void ValidateRelational(const v1::RelationalAudit& r, std::vector<SpecProblem>* 
   }
   ValidatePhoneBook(r.phone_book(), add);
   std::set<std::string> seen;
-  for (int i = 0; i < r.metrics_size(); ++i) {
+  const bool metrics_ok = CheckListSize("metrics", r.metrics_size(), 0, kMaxNameLists, add);
+  for (int i = 0; metrics_ok && i < r.metrics_size(); ++i) {
     const std::string field = absl::StrCat("metrics[", i, "]");
     if (!OneOf(r.metrics(i), {"exact_match", "digit_f1"})) {
       add(field,
-          absl::StrCat("must be \"exact_match\" or \"digit_f1\" (got \"", r.metrics(i), "\")"));
+          absl::StrCat("must be \"exact_match\" or \"digit_f1\" (got ", Quote(r.metrics(i)), ")"));
     } else if (!seen.insert(r.metrics(i)).second) {
-      add(field, absl::StrCat("repeats \"", r.metrics(i), "\""));
+      add(field, absl::StrCat("repeats ", Quote(r.metrics(i))));
     }
   }
+  // The estimate needs every field in range: only then is it the audit's.
+  if (problems->size() == before) CheckRelationalCost(r, add);
 }
 
 namespace {

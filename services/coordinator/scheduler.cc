@@ -237,15 +237,41 @@ absl::StatusOr<v1::Audit> Scheduler::Cancel(const std::string& audit_id) {
 std::string Scheduler::RegisterWorker(const v1::WorkerCapabilities& capabilities) {
   std::string id = RandomId("w-");
   absl::MutexLock lock(&mu_);
-  workers_[id] = capabilities;
+  ForgetStaleWorkers();
+  const int64_t now = clock_->NowMs();
+  workers_[id] = RegisteredWorker{capabilities, now};
+  workers_by_seen_.emplace(now, id);
   metrics_.WorkerRegistered();
   return id;
+}
+
+size_t Scheduler::registered_workers() const {
+  absl::MutexLock lock(&mu_);
+  return workers_.size();
+}
+
+void Scheduler::TouchWorker(const std::string& worker_id, int64_t seen_until_ms) {
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return;
+  workers_by_seen_.erase({it->second.seen_until_ms, worker_id});
+  it->second.seen_until_ms = seen_until_ms;
+  workers_by_seen_.emplace(seen_until_ms, worker_id);
+}
+
+void Scheduler::ForgetStaleWorkers() {
+  const int64_t oldest = clock_->NowMs() - options_.lease_ttl_ms * options_.worker_ttl_leases;
+  while (!workers_by_seen_.empty() && workers_by_seen_.begin()->first < oldest) {
+    workers_.erase(workers_by_seen_.begin()->second);
+    workers_by_seen_.erase(workers_by_seen_.begin());
+  }
 }
 
 absl::StatusOr<std::optional<LeaseGrant>> Scheduler::Lease(const std::string& worker_id,
                                                            int wait_ms) {
   const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
   absl::MutexLock lock(&mu_);
+  // Alive while it waits here, however long the poll.
+  TouchWorker(worker_id, clock_->NowMs() + std::max(wait_ms, 0));
   while (!shutdown_) {
     for (const TaskRecord& queued : tasks_) {
       if (queued.state != TaskState::kQueued) continue;
@@ -290,6 +316,7 @@ absl::StatusOr<HeartbeatVerdict> Scheduler::Heartbeat(const std::string& lease_i
   absl::MutexLock lock(&mu_);
   auto task = FindLease(lease_id);
   if (!task.ok()) return HeartbeatVerdict{true, std::string(task.status().message())};
+  TouchWorker((*task)->worker_id, clock_->NowMs());
   TaskRecord t = **task;
   t.steps_done = steps_done;
   t.lease_deadline_ms = clock_->NowMs() + options_.lease_ttl_ms;
@@ -303,6 +330,7 @@ absl::Status Scheduler::Complete(const std::string& lease_id) {
   absl::MutexLock lock(&mu_);
   auto task = FindLease(lease_id);
   if (!task.ok()) return task.status();
+  TouchWorker((*task)->worker_id, clock_->NowMs());
   TaskRecord t = **task;
   t.state = TaskState::kSucceeded;
   t.steps_done = t.steps_total;
@@ -359,6 +387,7 @@ absl::Status Scheduler::Fail(const std::string& lease_id, const std::string& err
   absl::MutexLock lock(&mu_);
   auto task = FindLease(lease_id);
   if (!task.ok()) return task.status();
+  TouchWorker((*task)->worker_id, clock_->NowMs());
   Mutation m;
   RetryOrFail(**task, error, retryable, &m);
   return Apply(m);
@@ -366,6 +395,7 @@ absl::Status Scheduler::Fail(const std::string& lease_id, const std::string& err
 
 absl::Status Scheduler::ExpireLeases() {
   absl::MutexLock lock(&mu_);
+  ForgetStaleWorkers();
   const int64_t now = clock_->NowMs();
   std::vector<TaskRecord> expired;
   for (const TaskRecord& t : tasks_) {

@@ -8,7 +8,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -27,6 +29,10 @@ namespace memaudit::coordinator {
 struct SchedulerOptions {
   // A lease not renewed by a heartbeat within this time is taken back.
   int64_t lease_ttl_ms = 10000;
+  // A worker registration not seen (Lease, Heartbeat, Complete, Fail) for
+  // this many lease TTLs is forgotten. A live worker calls far more often: an
+  // idle one long-polls Lease back to back, a busy one heartbeats.
+  int64_t worker_ttl_leases = 3;
 };
 
 struct LeaseGrant {
@@ -60,13 +66,18 @@ class Scheduler {
   std::vector<v1::Audit> List(size_t limit) const;
   absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id);
 
+  // Registrations expire (SchedulerOptions::worker_ttl_leases): a client
+  // that registers over and over holds memory only for its recent ids.
   std::string RegisterWorker(const v1::WorkerCapabilities& capabilities);
+  // Registrations not yet expired.
+  size_t registered_workers() const;
   // Waits up to `wait_ms` (real time) for a queued task.
   absl::StatusOr<std::optional<LeaseGrant>> Lease(const std::string& worker_id, int wait_ms);
   absl::StatusOr<HeartbeatVerdict> Heartbeat(const std::string& lease_id, uint64_t steps_done);
   absl::Status Complete(const std::string& lease_id);
   absl::Status Fail(const std::string& lease_id, const std::string& error, bool retryable);
-  // Takes back every lease whose deadline has passed on the clock.
+  // Takes back every lease whose deadline has passed on the clock, and
+  // forgets expired worker registrations.
   absl::Status ExpireLeases();
 
   absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
@@ -94,6 +105,18 @@ class Scheduler {
   absl::StatusOr<TaskRecord*> FindLease(const std::string& lease_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks a registered worker as seen until `seen_until_ms` (now, or the end
+  // of a long-poll it is starting). Unknown or expired ids are not added back:
+  // their capabilities are unknown, and they may lease regardless.
+  void TouchWorker(const std::string& worker_id, int64_t seen_until_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets registrations not seen within the worker TTL.
+  void ForgetStaleWorkers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  struct RegisteredWorker {
+    v1::WorkerCapabilities capabilities;
+    int64_t seen_until_ms = 0;
+  };
 
   Store* store_;
   const Clock* clock_;
@@ -110,7 +133,9 @@ class Scheduler {
   std::vector<TaskRecord> tasks_ ABSL_GUARDED_BY(mu_);  // in audit order, then task index
   std::map<std::string, size_t> task_by_id_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, size_t> task_by_lease_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, v1::WorkerCapabilities> workers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, RegisteredWorker> workers_ ABSL_GUARDED_BY(mu_);
+  // The same workers by (seen_until_ms, id), oldest first: what expires next.
+  std::set<std::pair<int64_t, std::string>> workers_by_seen_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace memaudit::coordinator

@@ -200,5 +200,60 @@ TEST_F(SchedulerTest, LongPollWakesWhenWorkArrives) {
   EXPECT_EQ((*grant)->task.audit_id, "late");
 }
 
+// The fixture's lease TTL is 1000 ms, so a registration lives 3000 ms unseen.
+TEST_F(SchedulerTest, RegistrationsNeverSeenAgainExpire) {
+  v1::WorkerCapabilities caps;
+  for (int i = 0; i < 1000; ++i) scheduler_->RegisterWorker(caps);
+  EXPECT_EQ(scheduler_->registered_workers(), 1000u);
+  clock_.AdvanceMs(3000);
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  EXPECT_EQ(scheduler_->registered_workers(), 1000u);  // exactly the TTL: not yet
+  clock_.AdvanceMs(1);
+  // Registering sweeps too, without waiting for the lease reaper.
+  scheduler_->RegisterWorker(caps);
+  EXPECT_EQ(scheduler_->registered_workers(), 1u);
+  clock_.AdvanceMs(3001);
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  EXPECT_EQ(scheduler_->registered_workers(), 0u);
+}
+
+TEST_F(SchedulerTest, WorkersThatLeaseOrHeartbeatStayRegistered) {
+  v1::WorkerCapabilities caps;
+  const std::string idle = scheduler_->RegisterWorker(caps);
+  const std::string busy = scheduler_->RegisterWorker(caps);
+  scheduler_->RegisterWorker(caps);  // never calls again
+  // Nothing queued: the idle worker polls Lease, the busy one is still idle.
+  for (int i = 0; i < 5; ++i) {
+    clock_.AdvanceMs(800);
+    for (const std::string& w : {idle, busy}) MEMAUDIT_ASSERT_OK(scheduler_->Lease(w, 0));
+    MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  }
+  EXPECT_EQ(scheduler_->registered_workers(), 2u);  // the silent one expired
+  // The busy worker trains and heartbeats; the idle one goes silent.
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  LeaseGrant g = MustLease(busy);
+  for (int i = 0; i < 5; ++i) {
+    clock_.AdvanceMs(800);
+    MEMAUDIT_ASSERT_OK(scheduler_->Heartbeat(g.task.lease_id, i + 1));
+    MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  }
+  EXPECT_EQ(scheduler_->registered_workers(), 1u);
+  MEMAUDIT_ASSERT_OK(scheduler_->Complete(g.task.lease_id));
+  clock_.AdvanceMs(3001);
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  EXPECT_EQ(scheduler_->registered_workers(), 0u);
+}
+
+TEST_F(SchedulerTest, WorkerInALongPollStaysRegistered) {
+  const std::string worker = scheduler_->RegisterWorker(v1::WorkerCapabilities());
+  std::thread poller([&] { MEMAUDIT_EXPECT_OK(scheduler_->Lease(worker, 60000)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  clock_.AdvanceMs(10000);  // well past the registration TTL, but inside the poll
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  EXPECT_EQ(scheduler_->registered_workers(), 1u);
+  scheduler_->Shutdown();
+  poller.join();
+}
+
 }  // namespace
 }  // namespace memaudit::coordinator

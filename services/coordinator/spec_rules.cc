@@ -16,7 +16,7 @@ void CheckOneOf(const std::string& field, const std::string& value,
                 const std::vector<std::string>& allowed, const AddProblem& add) {
   if (OneOf(value, allowed)) return;
   add(field,
-      absl::StrCat("must be one of ", absl::StrJoin(allowed, ", "), " (got \"", value, "\")"));
+      absl::StrCat("must be one of ", absl::StrJoin(allowed, ", "), " (got ", Quote(value), ")"));
 }
 
 bool CheckArchitecture(const std::string& field, const std::string& value,
@@ -27,13 +27,14 @@ bool CheckArchitecture(const std::string& field, const std::string& value,
     const char* separator = i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ";
     absl::StrAppend(&names, separator, "\"", engine::ModelKindName(allowed[i]), "\"");
   }
-  add(field, absl::StrCat("must be ", names, " (got \"", value, "\")"));
+  add(field, absl::StrCat("must be ", names, " (got ", Quote(value), ")"));
   return false;
 }
 
 void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind>& allowed,
                      bool dropout, const AddProblem& add) {
   const std::string& arch = m.architecture();
+  CheckLength("model.torchscript_path", m.torchscript_path(), kMaxPathBytes, add);
   if (!CheckArchitecture("model.architecture", arch, allowed, add)) return;
   const engine::ModelKind kind = *engine::ParseModelKind(arch, "model.architecture");
   const bool layered = kind == engine::ModelKind::kMlp || kind == engine::ModelKind::kCnn;
@@ -47,7 +48,7 @@ void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind
     add("model.hidden", absl::StrCat("\"cnn\" takes [conv1, conv2, fc] or nothing (got ",
                                      m.hidden_size(), " values)"));
   }
-  for (int i = 0; layered && i < m.hidden_size(); ++i) {
+  for (int i = 0; layered && m.hidden_size() <= 8 && i < m.hidden_size(); ++i) {
     if (m.hidden(i) == 0 || m.hidden(i) > 65536) {
       add(absl::StrCat("model.hidden[", i, "]"),
           absl::StrCat("must be in [1, 65536] (got ", m.hidden(i), ")"));
@@ -68,6 +69,9 @@ void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind
 void CheckLearningRate(double learning_rate, const AddProblem& add) {
   if (!(learning_rate > 0) || !std::isfinite(learning_rate)) {
     add("training.learning_rate", absl::StrCat("must be > 0 (got ", learning_rate, ")"));
+  } else if (learning_rate > kMaxLearningRate) {
+    add("training.learning_rate",
+        absl::StrCat("must be in (0, ", kMaxLearningRate, "] (got ", learning_rate, ")"));
   }
 }
 
@@ -80,6 +84,9 @@ void CheckMomentum(double momentum, const AddProblem& add) {
 void CheckWeightDecay(double weight_decay, const AddProblem& add) {
   if (!(weight_decay >= 0) || !std::isfinite(weight_decay)) {
     add("training.weight_decay", absl::StrCat("must be >= 0 (got ", weight_decay, ")"));
+  } else if (weight_decay > kMaxWeightDecay) {
+    add("training.weight_decay",
+        absl::StrCat("must be in [0, ", kMaxWeightDecay, "] (got ", weight_decay, ")"));
   }
 }
 
@@ -92,6 +99,89 @@ void CheckEpochs(uint32_t epochs, const AddProblem& add) {
 void CheckBatchSize(uint32_t batch_size, const AddProblem& add) {
   if (batch_size == 0 || batch_size > 65536) {
     add("training.batch_size", absl::StrCat("must be in [1, 65536] (got ", batch_size, ")"));
+  }
+}
+
+bool CheckLength(const std::string& field, const std::string& value, size_t max,
+                 const AddProblem& add) {
+  if (value.size() <= max) return true;
+  add(field,
+      absl::StrCat("must be at most ", max, " bytes (got ", value.size(), ": ", Quote(value), ")"));
+  return false;
+}
+
+bool CheckListSize(const std::string& field, int size, int min, int max, const AddProblem& add) {
+  if (size >= min && size <= max) return true;
+  add(field, absl::StrCat("must list ", min, " to ", max, " entries (got ", size, ")"));
+  return false;
+}
+
+void CheckAuditName(const std::string& name, const AddProblem& add) {
+  if (!CheckLength("name", name, kMaxNameBytes, add)) return;
+  for (char c : name) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) {
+      add("name", absl::StrCat("must not contain control characters (got ", Quote(name), ")"));
+      return;
+    }
+  }
+}
+
+double ImageModelParameters(const v1::ModelSpec& m) {
+  constexpr double kInputs = 28 * 28, kClasses = 10;
+  const auto kind = engine::ParseModelKind(m.architecture(), "model.architecture");
+  if (!kind.ok()) return 0;
+  switch (*kind) {
+    case engine::ModelKind::kCnn: {
+      const double c1 = m.hidden_size() == 3 ? m.hidden(0) : 8;
+      const double c2 = m.hidden_size() == 3 ? m.hidden(1) : 16;
+      const double fc = m.hidden_size() == 3 ? m.hidden(2) : 64;
+      return (25 * c1 + c1) + (25 * c1 * c2 + c2) + (c2 * 7 * 7 * fc + fc) +
+             (fc * kClasses + kClasses);
+    }
+    case engine::ModelKind::kMlp:
+    case engine::ModelKind::kLogReg: {
+      double params = 0, width = kInputs;
+      for (uint32_t h : m.hidden()) {
+        params += (width + 1) * h;
+        width = h;
+      }
+      return params + (width + 1) * kClasses;
+    }
+    default:
+      return 0;
+  }
+}
+
+double CharLmParameters(const std::string& architecture, uint32_t layers, uint32_t units,
+                        uint32_t embedding) {
+  constexpr double kVocab = 256;
+  const double gates = architecture == "gru" ? 3 : 4;
+  const double h = units;
+  double params = kVocab * embedding + (h + 1) * kVocab;
+  for (uint32_t l = 0; l < layers; ++l) {
+    const double in = l == 0 ? embedding : h;
+    params += gates * (in * h + h * h + 2 * h);
+  }
+  return params;
+}
+
+void CheckCost(const std::vector<ModelGroup>& groups, const std::string& parameters_field,
+               const std::string& cost_fields, const AddProblem& add) {
+  double cost = 0, models = 0;
+  for (const ModelGroup& g : groups) {
+    if (g.parameters > kMaxModelParameters) {
+      add(parameters_field, absl::StrCat("gives a model of ", g.parameters, " parameters; at most ",
+                                         kMaxModelParameters));
+      return;
+    }
+    cost += g.models * g.parameters * g.steps;
+    models += g.models;
+  }
+  if (cost > kMaxAuditCost) {
+    add("cost", absl::StrCat("the audit trains ", models, " models for ", cost,
+                             " parameter-steps (models x parameters x optimizer steps); at most ",
+                             kMaxAuditCost, ": lower ", cost_fields));
   }
 }
 

@@ -4,17 +4,73 @@
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_SPEC_RULES_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_SPEC_RULES_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "common/spec_yaml.h"
 #include "engine/model_spec.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::coordinator {
 
 using AddProblem = std::function<void(std::string field, std::string rule)>;
+
+// Limits every kind shares (docs/spec.md, "Limits"). Strings and lists are
+// bounded before anything is computed from them.
+inline constexpr size_t kMaxNameBytes = 128;                // the audit's name
+inline constexpr size_t kMaxPathBytes = 4096;               // file and folder paths
+inline constexpr size_t kMaxTextBytes = 1 << 20;            // inline corpus text
+inline constexpr size_t kMaxPrefixBytes = 1024;             // canary prefixes, record templates
+inline constexpr size_t kMaxAlphabetBytes = 4096;           // one canary hole's characters
+inline constexpr int kMaxAlphabets = 64;                    // canary holes
+inline constexpr int kMaxNameLists = 16;                    // attacks, metrics, features, ...
+inline constexpr double kMaxLearningRate = 100;             // training.learning_rate
+inline constexpr double kMaxWeightDecay = 100;              // training.weight_decay
+inline constexpr uint64_t kMaxQueryBudget = 1'000'000'000;  // model steps per query budget
+// One model's parameters (1 GB of float32 weights), and an audit's training
+// cost: models x parameters x optimizer steps, summed over every model.
+inline constexpr double kMaxModelParameters = 250e6;
+inline constexpr double kMaxAuditCost = 1e15;
+
+// `value` of a user's string for a rule: quoted and cut (common/spec_yaml.h).
+inline std::string Quote(const std::string& value) { return QuoteValue(value); }
+
+// `value` at most `max` bytes: "must be at most 4096 bytes (got 52428800)".
+// Returns whether it is.
+bool CheckLength(const std::string& field, const std::string& value, size_t max,
+                 const AddProblem& add);
+
+// A list of `size` entries in [min, max]: "must list 1 to 64 entries (got
+// 5000000)". Returns whether it is, that is, whether its entries may be
+// checked one by one (a list too long is one problem, not millions).
+bool CheckListSize(const std::string& field, int size, int min, int max, const AddProblem& add);
+
+// The name: at most kMaxNameBytes, no control characters.
+void CheckAuditName(const std::string& name, const AddProblem& add);
+
+// Parameters of the image classifiers on 28 x 28 x 1 inputs and 10 classes
+// (logreg, mlp, cnn; 0 for torchscript, whose size the spec does not say).
+double ImageModelParameters(const v1::ModelSpec& m);
+// A character LM's parameters, with a vocabulary of 256 characters.
+double CharLmParameters(const std::string& architecture, uint32_t layers, uint32_t units,
+                        uint32_t embedding);
+
+// One group of identical models for the cost estimate.
+struct ModelGroup {
+  double models = 0;
+  double parameters = 0;  // per model
+  double steps = 0;       // optimizer steps per model
+};
+
+// Each group's models at most kMaxModelParameters (the problem is reported at
+// `parameters_field`, the fields that size the model), and the sum of models
+// x parameters x steps at most kMaxAuditCost (reported at "cost", naming
+// `cost_fields`, the fields that would lower it).
+void CheckCost(const std::vector<ModelGroup>& groups, const std::string& parameters_field,
+               const std::string& cost_fields, const AddProblem& add);
 
 bool OneOf(const std::string& value, const std::vector<std::string>& allowed);
 
@@ -34,11 +90,11 @@ bool CheckArchitecture(const std::string& field, const std::string& value,
 void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind>& allowed,
                      bool dropout, const AddProblem& add);
 
-// training.learning_rate > 0 and finite.
+// training.learning_rate in (0, kMaxLearningRate].
 void CheckLearningRate(double learning_rate, const AddProblem& add);
 // training.momentum in [0, 1).
 void CheckMomentum(double momentum, const AddProblem& add);
-// training.weight_decay >= 0 and finite.
+// training.weight_decay in [0, kMaxWeightDecay].
 void CheckWeightDecay(double weight_decay, const AddProblem& add);
 // training.epochs in [1, 10000].
 void CheckEpochs(uint32_t epochs, const AddProblem& add);

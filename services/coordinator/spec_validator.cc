@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "common/membership_tasks.h"
 #include "services/coordinator/kind_handler.h"
+#include "services/coordinator/spec_rules.h"
 
 namespace memaudit::coordinator {
 
@@ -20,6 +21,9 @@ void ApplyDefaults(v1::AuditSpec* spec) {
 
 std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
   std::vector<SpecProblem> problems;
+  CheckAuditName(spec.name(), [&](std::string field, std::string rule) {
+    problems.push_back({std::move(field), std::move(rule)});
+  });
   if (spec.resources().threads_per_task() > 256) {
     problems.push_back({"resources.threads_per_task", "must be in [1, 256]"});
   }
@@ -47,12 +51,43 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
   return problems;
 }
 
+size_t ErrorWireBytes(absl::string_view message) {
+  size_t bytes = 0;
+  for (unsigned char c : message) bytes += c < 0x20 || c > 0x7E || c == '%' ? 3 : 1;
+  return bytes;
+}
+
+std::string BoundErrorMessage(absl::string_view message) {
+  if (ErrorWireBytes(message) <= kMaxErrorWireBytes) return std::string(message);
+  constexpr size_t kRoom = 64;  // for the mark
+  size_t bytes = 0, end = 0;
+  for (; end < message.size(); ++end) {
+    bytes += ErrorWireBytes(message.substr(end, 1));
+    if (bytes > kMaxErrorWireBytes - kRoom) break;
+  }
+  while (end > 0 && (static_cast<unsigned char>(message[end]) & 0xC0) == 0x80) --end;
+  return absl::StrCat(message.substr(0, end), " [cut: ", message.size(), " bytes]");
+}
+
 absl::Status ValidateSpec(const v1::AuditSpec& spec) {
   std::vector<SpecProblem> problems = FindProblems(spec);
   if (problems.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrJoin(
-      problems, "; ",
-      [](std::string* out, const SpecProblem& p) { absl::StrAppend(out, p.field, ": ", p.rule); }));
+  constexpr size_t kRoom = 100;  // for the count of the rest
+  std::string message;
+  size_t shown = 0;
+  for (const SpecProblem& p : problems) {
+    const std::string line = absl::StrCat(shown == 0 ? "" : "; ", p.field, ": ", p.rule);
+    if (shown > 0 && ErrorWireBytes(message) + ErrorWireBytes(line) > kMaxErrorWireBytes - kRoom) {
+      break;
+    }
+    absl::StrAppend(&message, line);
+    ++shown;
+  }
+  if (shown < problems.size()) {
+    absl::StrAppend(&message, "; and ", problems.size() - shown,
+                    " more problem(s): `memaudit validate SPEC` lists them all");
+  }
+  return absl::InvalidArgumentError(BoundErrorMessage(message));
 }
 
 }  // namespace memaudit::coordinator

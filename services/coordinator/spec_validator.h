@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::coordinator {
@@ -28,8 +29,18 @@ void ApplyDefaults(v1::AuditSpec* spec);
 // Every problem in a spec (after defaults); empty when the spec is runnable.
 std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec);
 
+// An error message travels as gRPC metadata (grpc-message; 8 KiB by
+// default), which percent-encodes each byte outside printable ASCII as three:
+// its size as sent.
+size_t ErrorWireBytes(absl::string_view message);
+// The most an error message of the services may take as sent.
+inline constexpr size_t kMaxErrorWireBytes = 6000;
+// `message` cut (at a UTF-8 boundary, marked) to kMaxErrorWireBytes as sent.
+std::string BoundErrorMessage(absl::string_view message);
+
 // OK, or INVALID_ARGUMENT listing every problem (a spec naming no kind is
-// one).
+// one): whole problems up to kMaxErrorWireBytes as sent, then how many more
+// there are.
 absl::Status ValidateSpec(const v1::AuditSpec& spec);
 
 }  // namespace memaudit::coordinator

@@ -1,11 +1,15 @@
 #include "services/coordinator/spec_validator.h"
 
+#include <chrono>
 #include <cmath>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/exposure_spec.h"
+#include "services/coordinator/spec_rules.h"
 #include "services/coordinator/test_specs.h"
 
 namespace memaudit::coordinator {
@@ -13,6 +17,7 @@ namespace {
 
 using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(SpecValidatorTest, SmallSpecIsValid) {
   MEMAUDIT_EXPECT_OK(ValidateSpec(SmallMembershipSpec()));
@@ -272,6 +277,184 @@ TEST(SpecValidatorTest, ExposureSweepEveryBadFieldIsNamedWithItsRule) {
   ApplyDefaults(&many);
   EXPECT_THAT(std::string(ValidateSpec(many).message()),
               HasSubstr("exposure.sweep: must list at most 16 variants (got 17)"));
+}
+
+// Hostile sizes (issue 12): each is one problem, named, found without
+// computing anything from the oversized value, with a short message.
+
+TEST(SpecLimitsTest, NameIsBoundedAndPrintable) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  spec.set_name(std::string(50'000'000, 'n'));
+  const absl::Status status = ValidateSpec(spec);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument,
+                               HasSubstr("name: must be at most 128 bytes (got 50000000: ")));
+  EXPECT_LT(status.message().size(), 300u);
+  spec.set_name("two\nlines");
+  EXPECT_THAT(ValidateSpec(spec), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("name: must not contain control characters")));
+  spec.set_name(std::string(128, 'n'));
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+}
+
+TEST(SpecLimitsTest, FiveMillionFprPointsAreOneProblem) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  spec.mutable_membership()->mutable_fpr_points()->Resize(5'000'000, 0.5);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<SpecProblem> problems = FindProblems(spec);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].field, "membership.fpr_points");
+  EXPECT_EQ(problems[0].rule, "must list 0 to 64 entries (got 5000000)");
+}
+
+TEST(SpecLimitsTest, LongListsAreOneProblemEach) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  for (int i = 0; i < 100000; ++i) spec.mutable_membership()->add_attacks("magic");
+  for (int i = 0; i < 100000; ++i) spec.mutable_membership()->mutable_model()->add_hidden(0);
+  const std::vector<SpecProblem> problems = FindProblems(spec);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].field, "membership.model.hidden");
+  EXPECT_EQ(problems[1].field, "membership.attacks");
+}
+
+TEST(SpecLimitsTest, EchoedValuesAreQuotedByAPrefix) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  spec.mutable_membership()->mutable_dataset()->set_name(std::string(1'000'000, 'x'));
+  const absl::Status status = ValidateSpec(spec);
+  EXPECT_THAT(status,
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("membership.dataset.name: must be \"fashion_mnist\" "
+                                              "(got \"",
+                                              std::string(64, 'x'), "\"\u2026 (1000000 bytes))"))));
+  EXPECT_LT(status.message().size(), 300u);
+}
+
+TEST(SpecLimitsTest, ManyProblemsFitGrpcMetadata) {
+  v1::AuditSpec spec;
+  spec.set_name("many");
+  v1::UnlearningAudit* u = spec.mutable_unlearning();
+  for (int i = 0; i < 16; ++i) {
+    u->add_features(std::string(1000, '\xc3'));
+    u->add_attack_classifiers(absl::StrCat("svm", i));
+    u->add_defenses(absl::StrCat("top_", 100 + i));
+  }
+  ApplyDefaults(&spec);
+  ASSERT_EQ(FindProblems(spec).size(), 48u);
+  const absl::Status status = ValidateSpec(spec);
+  EXPECT_LE(ErrorWireBytes(status.message()), kMaxErrorWireBytes);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("unlearning.features[0]: unknown"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("more problem(s): `memaudit validate SPEC` lists them all"));
+}
+
+TEST(SpecLimitsTest, BoundErrorMessageCutsAtACharacter) {
+  EXPECT_EQ(BoundErrorMessage("short"), "short");
+  const std::string cut = BoundErrorMessage(std::string(10000, 'a'));
+  EXPECT_LE(ErrorWireBytes(cut), kMaxErrorWireBytes);
+  EXPECT_THAT(cut, HasSubstr("[cut: 10000 bytes]"));
+  std::string wide;
+  for (int i = 0; i < 5000; ++i) wide += "\u00e9";
+  const std::string cut_wide = BoundErrorMessage(wide);
+  EXPECT_LE(ErrorWireBytes(cut_wide), kMaxErrorWireBytes);
+  const std::string kept = cut_wide.substr(0, cut_wide.find(" [cut"));
+  EXPECT_EQ(kept.size() % 2, 0u) << "whole two-byte characters only";
+}
+
+TEST(SpecLimitsTest, NumbersPastTheirUseAreRefused) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  spec.mutable_membership()->mutable_training()->set_learning_rate(1e308);
+  spec.mutable_membership()->mutable_training()->set_weight_decay(1e308);
+  const std::string message(ValidateSpec(spec).message());
+  EXPECT_THAT(message, HasSubstr("membership.training.learning_rate: must be in (0, 100]"));
+  EXPECT_THAT(message, HasSubstr("membership.training.weight_decay: must be in [0, 100]"));
+
+  v1::AuditSpec exposure;
+  exposure.set_name("x");
+  exposure.mutable_exposure()->set_rank_query_budget(2'000'000'000'000);
+  exposure.mutable_exposure()->set_extraction_query_budget(2'000'000'000'000);
+  ApplyDefaults(&exposure);
+  EXPECT_THAT(std::string(ValidateSpec(exposure).message()),
+              HasSubstr("exposure.rank_query_budget: must be in [1, 1000000000] (got "
+                        "2000000000000)"));
+  EXPECT_THAT(std::string(ValidateSpec(exposure).message()),
+              HasSubstr("exposure.extraction_query_budget: must be in [1, 1000000000]"));
+}
+
+TEST(SpecLimitsTest, OversizedModelAndCostAreRefused) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  v1::ModelSpec* model = spec.mutable_membership()->mutable_model();
+  model->clear_hidden();
+  for (int i = 0; i < 8; ++i) model->add_hidden(65536);
+  EXPECT_THAT(
+      ValidateSpec(spec),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("membership.model.hidden: gives a model of 3.01173e+10 parameters")));
+  EXPECT_EQ(FindProblems(spec).size(), 1u);
+
+  v1::AuditSpec costly = SmallMembershipSpec(4096);
+  v1::MembershipAudit* m = costly.mutable_membership();
+  m->mutable_dataset()->set_pool_size(50000);
+  m->mutable_model()->clear_hidden();
+  m->mutable_model()->add_hidden(4096);
+  m->mutable_model()->add_hidden(4096);
+  m->mutable_training()->set_epochs(10000);
+  EXPECT_THAT(ValidateSpec(costly),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("membership.cost: the audit trains 4096 models for")));
+  // A tenth of the epochs of a thousandth of the models is a real audit.
+  m->set_reference_models(4);
+  m->mutable_training()->set_epochs(1000);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(costly));
+}
+
+TEST(SpecLimitsTest, UnlearningPoolSizeIsCheckedBeforeThePoolsAreBuilt) {
+  v1::AuditSpec spec;
+  spec.mutable_unlearning()->mutable_dataset()->set_pool_size(1'000'000'000);
+  ApplyDefaults(&spec);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string message(ValidateSpec(spec).message());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  EXPECT_THAT(message, HasSubstr("unlearning.dataset.pool_size: must be in [20, 60000] (got "
+                                 "1000000000)"));
+  EXPECT_THAT(message, Not(HasSubstr("samples")));
+}
+
+TEST(SpecLimitsTest, ForgettingAndRelationalBounds) {
+  v1::AuditSpec forgetting;
+  forgetting.mutable_forgetting()->mutable_canaries()->mutable_corpus()->set_max_chars(
+      1'000'000'000'000'000'000);
+  ApplyDefaults(&forgetting);
+  EXPECT_THAT(std::string(ValidateSpec(forgetting).message()),
+              HasSubstr("forgetting.canaries.corpus.max_chars: must be <= 1000000000"));
+
+  v1::AuditSpec relational;
+  relational.mutable_relational()->mutable_linear()->set_tolerance(1e18);
+  ApplyDefaults(&relational);
+  EXPECT_THAT(std::string(ValidateSpec(relational).message()),
+              HasSubstr("relational.linear.tolerance: must be in (0, 100] (got 1e+18)"));
+
+  v1::AuditSpec big_linear;
+  v1::LinearRelationalSpec* l = big_linear.mutable_relational()->mutable_linear();
+  l->set_samples(2000);
+  l->add_key_dims(1'000'000);
+  ApplyDefaults(&big_linear);
+  EXPECT_THAT(std::string(ValidateSpec(big_linear).message()),
+              HasSubstr("relational.linear.key_dims: gives a model of"));
+}
+
+TEST(SpecLimitsTest, ExposureStringsAndListsAreBoundedFirst) {
+  v1::AuditSpec spec;
+  spec.set_name("x");
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->mutable_corpus()->set_text(std::string(kMaxTextBytes + 1, 'a'));
+  for (int i = 0; i < 1000; ++i) e->mutable_canary()->add_alphabets("a");
+  e->mutable_canary()->set_prefix(std::string(5000, 'p'));
+  ApplyDefaults(&spec);
+  const std::vector<SpecProblem> problems = FindProblems(spec);
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0].field, "exposure.corpus.text");
+  EXPECT_EQ(problems[1].field, "exposure.canary.prefix");
+  EXPECT_EQ(problems[2].field, "exposure.canary.alphabets");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "services/coordinator/sqlite_store.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -41,11 +42,11 @@ CREATE INDEX IF NOT EXISTS events_by_audit ON events(audit_id, sequence);
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
-  auto db = sql::Database::Open(path);
-  if (!db.ok()) return db.status();
-  if (absl::Status s = (*db)->Exec(kSchema); !s.ok()) return s;
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(*db)));
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
+                                                               sql::OpenOptions options) {
+  MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, sql::Database::Open(path, options));
+  MEMAUDIT_RETURN_IF_ERROR(db->Exec(kSchema));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
 }
 
 absl::Status SqliteStore::UpsertAudit(const AuditRecord& a, bool insert_only) {

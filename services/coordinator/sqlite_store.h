@@ -14,7 +14,10 @@ namespace memaudit::coordinator {
 
 class SqliteStore : public Store {
  public:
-  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+  // Opens or creates the database and its tables; a damaged or empty file is
+  // refused (sql::Database::Open).
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
+                                                           sql::OpenOptions options = {});
 
   absl::Status CreateAudit(const AuditRecord& audit, const std::vector<TaskRecord>& tasks,
                            const std::vector<EventRecord>& events) override;

@@ -2,12 +2,19 @@
 
 #include <unistd.h>
 
+#include <fstream>
+
 #include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/test_specs.h"
 
 namespace memaudit::coordinator {
 namespace {
+
+using ::memaudit::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 AuditRecord SomeAudit() {
   AuditRecord a;
@@ -81,6 +88,25 @@ TEST(SqliteStoreTest, DuplicateAuditIsRefusedAndWritesNothing) {
   MEMAUDIT_ASSERT_OK((*store)->CreateAudit(SomeAudit(), {SomeTask(0)}, {}));
   EXPECT_FALSE((*store)->CreateAudit(SomeAudit(), {SomeTask(5)}, {}).ok());
   EXPECT_EQ((*store)->LoadTasks()->size(), 1u);
+}
+
+TEST(SqliteStoreTest, EmptyFileIsRefusedUnlessInitialising) {
+  const std::string path =
+      ::testing::TempDir() + "/store_empty_" + std::to_string(getpid()) + ".db";
+  std::ofstream(path).close();
+  EXPECT_THAT(SqliteStore::Open(path), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                AllOf(HasSubstr(path), HasSubstr("--init"))));
+  sql::OpenOptions init;
+  init.init_empty_file = true;
+  {
+    auto store = SqliteStore::Open(path, init);
+    MEMAUDIT_ASSERT_OK(store);
+    MEMAUDIT_ASSERT_OK((*store)->CreateAudit(SomeAudit(), {SomeTask(0)}, {}));
+  }
+  auto store = SqliteStore::Open(path);
+  MEMAUDIT_ASSERT_OK(store);
+  EXPECT_EQ((*store)->LoadAudits()->size(), 1u);
+  unlink(path.c_str());
 }
 
 }  // namespace

@@ -20,6 +20,40 @@ constexpr uint32_t kMaxUnlearned = 10000;
 // Attack rows per side; bounds the scorer's memory and fitting time.
 constexpr uint64_t kMaxRowsPerSide = 1'000'000;
 constexpr uint32_t kClasses = 10;  // Fashion-MNIST
+constexpr uint32_t kMinPool = 20;
+
+// Each side's originals and their unlearned children: models x parameters x
+// steps against the limits of spec_rules.h. SISA counts every shard of an
+// original and, per child, the shards its deletions touch retrained from
+// their first slice (an upper bound).
+void CheckUnlearningCost(const v1::UnlearningAudit& u, const AddProblem& add) {
+  const double parameters = ImageModelParameters(u.model());
+  const uint64_t batch = std::max<uint32_t>(u.training().batch_size(), 1);
+  const uint64_t epochs = u.training().epochs();
+  std::vector<ModelGroup> groups;
+  for (const bool target : {false, true}) {
+    const v1::UnlearningSide& s = unlearning::SideSpec(u, target);
+    const double originals = s.originals(), children = originals * s.unlearned();
+    if (u.method() != "sisa") {
+      const uint64_t child =
+          s.samples() - unlearning::DeletedPerChild(u) + unlearning::AddedPerChild(u);
+      groups.push_back({originals, parameters,
+                        static_cast<double>(unlearning::EpochSteps(s.samples(), batch, epochs))});
+      groups.push_back({children, parameters,
+                        static_cast<double>(unlearning::EpochSteps(child, batch, epochs))});
+      continue;
+    }
+    const uint64_t shards = std::max<uint32_t>(u.sisa().shards(), 1);
+    const double slices = std::max<uint32_t>(u.sisa().slices(), 1);
+    const double shard_steps = slices * static_cast<double>(unlearning::EpochSteps(
+                                            (s.samples() + shards - 1) / shards, batch, epochs));
+    const double touched = std::min<uint64_t>(unlearning::DeletedPerChild(u), shards);
+    groups.push_back({originals * static_cast<double>(shards), parameters, shard_steps});
+    groups.push_back({children * touched, parameters, shard_steps});
+  }
+  CheckCost(groups, "model.hidden",
+            "shadow/target originals, unlearned or samples, training.epochs or model.hidden", add);
+}
 
 void ValidateSide(const v1::UnlearningAudit& u, bool target,
                   const std::function<void(std::string, std::string)>& add) {
@@ -108,11 +142,13 @@ namespace {
 void ValidateRecipe(const v1::UnlearningAudit& u, const AddProblem& add) {
   const v1::DatasetSpec& d = u.dataset();
   if (d.name() != "fashion_mnist") {
-    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got \"", d.name(), "\")"));
+    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got ", Quote(d.name()), ")"));
   }
-  if (d.pool_size() < 20 || d.pool_size() > kFashionMnistTrainExamples) {
-    add("dataset.pool_size", absl::StrCat("must be in [20, ", kFashionMnistTrainExamples, "] (got ",
-                                          d.pool_size(), ")"));
+  CheckLength("dataset.path", d.path(), kMaxPathBytes, add);
+  if (d.pool_size() < kMinPool || d.pool_size() > kFashionMnistTrainExamples) {
+    add("dataset.pool_size",
+        absl::StrCat("must be in [", kMinPool, ", ", kFashionMnistTrainExamples, "] (got ",
+                     d.pool_size(), ")"));
   }
 
   CheckImageModel(u.model(),
@@ -123,7 +159,7 @@ void ValidateRecipe(const v1::UnlearningAudit& u, const AddProblem& add) {
   const v1::UnlearningTraining& t = u.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum", "adam"})) {
     add("training.optimizer",
-        absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got \"", t.optimizer(), "\")"));
+        absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got ", Quote(t.optimizer()), ")"));
   }
   CheckLearningRate(t.learning_rate(), add);
   CheckMomentum(t.momentum(), add);
@@ -146,7 +182,7 @@ void ValidateMethod(const v1::UnlearningAudit& u, const AddProblem& add) {
       add("sisa", "applies to method \"sisa\" only");
     }
   } else {
-    add("method", absl::StrCat("must be \"scratch\" or \"sisa\" (got \"", u.method(), "\")"));
+    add("method", absl::StrCat("must be \"scratch\" or \"sisa\" (got ", Quote(u.method()), ")"));
   }
 }
 
@@ -180,7 +216,7 @@ void ValidateDeletion(const v1::UnlearningAudit& u, const AddProblem& add) {
 
   if (!OneOf(u.seed_policy(), {"shared", "independent"})) {
     add("seed_policy",
-        absl::StrCat("must be \"shared\" or \"independent\" (got \"", u.seed_policy(), "\")"));
+        absl::StrCat("must be \"shared\" or \"independent\" (got ", Quote(u.seed_policy()), ")"));
   } else if (u.seed_policy() == "independent" && u.method() == "sisa") {
     add("seed_policy",
         "\"independent\" applies to method \"scratch\" only (SISA retrains a shard from its own "
@@ -194,30 +230,32 @@ void ValidateAttack(const v1::UnlearningAudit& u, const AddProblem& add) {
                          const google::protobuf::RepeatedPtrField<std::string>& values,
                          const std::vector<std::string>& known) {
     std::set<std::string> seen;
+    if (!CheckListSize(field, values.size(), 0, kMaxNameLists, add)) return;
     for (int i = 0; i < values.size(); ++i) {
       const std::string path = absl::StrCat(field, "[", i, "]");
       if (!OneOf(values.Get(i), known)) {
-        add(path,
-            absl::StrCat("unknown \"", values.Get(i), "\"; known: ", absl::StrJoin(known, ", ")));
+        add(path, absl::StrCat("unknown ", Quote(values.Get(i)),
+                               "; known: ", absl::StrJoin(known, ", ")));
       } else if (!seen.insert(values.Get(i)).second) {
-        add(path, absl::StrCat("\"", values.Get(i), "\" is listed twice"));
+        add(path, absl::StrCat(Quote(values.Get(i)), " is listed twice"));
       }
     }
   };
   check_names("features", u.features(), unlearning::FeatureNames());
   check_names("attack_classifiers", u.attack_classifiers(), unlearning::ClassifierNames());
   std::set<std::string> defenses;
+  if (!CheckListSize("defenses", u.defenses_size(), 0, kMaxNameLists, add)) return;
   for (int i = 0; i < u.defenses_size(); ++i) {
     const std::string& d = u.defenses(i);
     const std::string path = absl::StrCat("defenses[", i, "]");
     const uint32_t k = unlearning::TopK(d);
     if (d != "none" && d != "label_only" && d != "temperature" && k == 0) {
-      add(path, absl::StrCat("unknown \"", d,
-                             "\"; known: none, top_1 ... top_9, label_only, temperature"));
+      add(path, absl::StrCat("unknown ", Quote(d),
+                             "; known: none, top_1 ... top_9, label_only, temperature"));
     } else if (k >= kClasses) {
       add(path, absl::StrCat("top_k needs k in [1, ", kClasses - 1, "] (got ", k, ")"));
     } else if (!defenses.insert(d).second) {
-      add(path, absl::StrCat("\"", d, "\" is listed twice"));
+      add(path, absl::StrCat(Quote(d), " is listed twice"));
     }
   }
 }
@@ -248,11 +286,16 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
   const AddProblem add = [&](const std::string& field, std::string rule) {
     problems->push_back({absl::StrCat("unlearning.", field), std::move(rule)});
   };
+  const size_t before = problems->size();
   ValidateRecipe(u, add);
   ValidateMethod(u, add);
-  ValidateDeletion(u, add);
+  // The sides' pools are built from dataset.pool_size: only once it is in range.
+  const uint32_t pool = u.dataset().pool_size();
+  if (pool >= kMinPool && pool <= kFashionMnistTrainExamples) ValidateDeletion(u, add);
   ValidateAttack(u, add);
   ValidateDpSgd(u, add);
+  // The estimate needs every field in range: only then is it the audit's.
+  if (problems->size() == before) CheckUnlearningCost(u, add);
 }
 
 uint64_t UnlearningTaskSteps(const v1::AuditSpec& spec, bool target, uint32_t i) {

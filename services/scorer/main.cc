@@ -17,12 +17,18 @@ int main(int argc, char** argv) {
   ServingFlags serving_flags;
   AddServingFlags(&app, &serving_flags, "127.0.0.1:7401", "127.0.0.1:9401");
   std::string db_path = "memaudit-scorer.db";
-  app.add_option("--db", db_path, "SQLite database file (created if missing)")
+  sql::OpenOptions db_options;
+  app.add_option("--db", db_path,
+                 "SQLite database file: created if missing; checked (PRAGMA quick_check) at "
+                 "start, and a damaged one is refused")
       ->capture_default_str();
+  app.add_flag("--init", db_options.init_empty_file,
+               "accept an existing empty (0-byte) --db file and create the database in it; "
+               "without it an empty file is refused, as a truncated database looks the same");
   CLI11_PARSE(app, argc, argv);
   InitLogging("scorer");
 
-  auto store = scorer::ScorerStore::Open(db_path);
+  auto store = scorer::ScorerStore::Open(db_path, db_options);
   if (!store.ok()) {
     spdlog::critical("{}", store.status().ToString());
     return 1;

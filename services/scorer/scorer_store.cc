@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -42,11 +43,11 @@ std::vector<double> UnpackDoubles(const std::string& bytes) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ScorerStore>> ScorerStore::Open(const std::string& path) {
-  auto db = sql::Database::Open(path);
-  if (!db.ok()) return db.status();
-  if (absl::Status s = (*db)->Exec(kSchema); !s.ok()) return s;
-  return std::unique_ptr<ScorerStore>(new ScorerStore(std::move(*db)));
+absl::StatusOr<std::unique_ptr<ScorerStore>> ScorerStore::Open(const std::string& path,
+                                                               sql::OpenOptions options) {
+  MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, sql::Database::Open(path, options));
+  MEMAUDIT_RETURN_IF_ERROR(db->Exec(kSchema));
+  return std::unique_ptr<ScorerStore>(new ScorerStore(std::move(db)));
 }
 
 absl::Status ScorerStore::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec) {

@@ -28,7 +28,10 @@ struct StoredRun {
 
 class ScorerStore {
  public:
-  static absl::StatusOr<std::unique_ptr<ScorerStore>> Open(const std::string& path);
+  // Opens or creates the database and its tables; a damaged or empty file is
+  // refused (sql::Database::Open).
+  static absl::StatusOr<std::unique_ptr<ScorerStore>> Open(const std::string& path,
+                                                           sql::OpenOptions options = {});
 
   // OK when new or identical to the stored spec; FAILED_PRECONDITION when the
   // id is taken by a different spec.

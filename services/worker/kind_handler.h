@@ -27,6 +27,8 @@ class KindHandler {
 
   // Trains `task` and returns the observations to stream to the scorer. A
   // role the kind does not have is UnknownRole(task). Errors: see RunTask.
+  // It may throw, as the engine does (LibTorch's errors, out of memory):
+  // RunTask, its one caller, turns the exception into a status.
   virtual absl::StatusOr<std::vector<v1::Observation>> Run(
       const v1::Task& task, const StepCallback& on_steps,
       const ObservationSink& send_early) const = 0;

@@ -1,9 +1,44 @@
 #include "services/worker/task_runner.h"
 
+#include <exception>
+#include <new>
+#include <string>
+#include <typeinfo>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/worker/kind_handler.h"
 
 namespace memaudit::worker {
+namespace {
+
+// The longest exception message kept: it ends up in the audit's error.
+constexpr size_t kMaxMessage = 2000;
+
+// what() without what LibTorch appends to a c10::Error (the source location
+// and a backtrace of dozens of frames), capped at kMaxMessage.
+std::string Message(const char* what) {
+  std::string message = what == nullptr ? "" : what;
+  if (const size_t cut = message.find("Exception raised from "); cut != std::string::npos) {
+    message.resize(cut);
+  }
+  if (message.size() > kMaxMessage) message.resize(kMaxMessage);
+  return std::string(absl::StripAsciiWhitespace(message));
+}
+
+// Whether `e` is the engine running out of host or device memory. The worker
+// does not include LibTorch's headers, so c10::OutOfMemoryError (what CUDA's
+// caching allocator throws) is recognised by its type's name; other
+// allocation failures by their message: LibTorch's CPU allocator ("not
+// enough memory"), CUDA runtime errors ("CUDA error: out of memory").
+bool IsOutOfMemory(const std::exception& e) {
+  if (absl::string_view(typeid(e).name()) == "N3c1016OutOfMemoryErrorE") return true;
+  const std::string what = absl::AsciiStrToLower(e.what());
+  return absl::StrContains(what, "out of memory") || absl::StrContains(what, "not enough memory");
+}
+
+}  // namespace
 
 absl::Status UnknownRole(const v1::Task& task) {
   return absl::UnimplementedError(absl::StrCat("this worker cannot run role \"", task.role(),
@@ -14,25 +49,58 @@ absl::Status UnknownRole(const v1::Task& task) {
 absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
                                                      const ProgressCallback& on_progress,
                                                      const ObservationSink& send_early) {
-  const KindHandler* kind = HandlerFor(task.spec().kind_case());
+  return RunTask(HandlerFor, task, on_progress, send_early);
+}
+
+absl::StatusOr<std::vector<v1::Observation>> RunTask(const HandlerLookup& handlers,
+                                                     const v1::Task& task,
+                                                     const ProgressCallback& on_progress,
+                                                     const ObservationSink& send_early) {
+  const KindHandler* kind = handlers(task.spec().kind_case());
   if (kind == nullptr) return UnknownRole(task);
-  return kind->Run(
-      task,
-      [&](uint64_t steps, uint64_t examples) {
-        return on_progress({steps, examples});
-      },
-      send_early);
+  // The task boundary, the one place the worker catches: the engine throws
+  // (c10::Error from LibTorch, std::bad_alloc, CUDA out of memory) from any
+  // kind's run, and nothing thrown may unwind into the worker's loop.
+  try {
+    return kind->Run(
+        task,
+        [&](uint64_t steps, uint64_t examples) {
+          return on_progress({steps, examples});
+        },
+        send_early);
+  } catch (...) {
+    return StatusOfCurrentException(
+        absl::StrCat(AuditKindName(task.spec().kind_case()), " task ", task.task_id()));
+  }
+}
+
+absl::Status StatusOfCurrentException(absl::string_view context) {
+  try {
+    throw;
+  } catch (const std::bad_alloc& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(context, " ran out of memory: ", Message(e.what())));
+  } catch (const std::exception& e) {
+    if (IsOutOfMemory(e)) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(context, " ran out of memory: ", Message(e.what())));
+    }
+    return absl::InternalError(absl::StrCat(context, " threw: ", Message(e.what())));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat(context, " threw an exception of unknown type"));
+  }
 }
 
 bool Retryable(const absl::Status& status) {
   switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kUnimplemented:
-    case absl::StatusCode::kFailedPrecondition:
-      return false;
-    default:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kCancelled:
       return true;
+    default:
+      return false;
   }
 }
 

@@ -1,6 +1,8 @@
 // Runs one leased task on top of engine/: derives the task's data and seeds
 // from (spec seed, role, index), trains, and returns the observations to
-// stream to the scorer.
+// stream to the scorer. RunTask is the worker's task boundary: whatever the
+// kind handler (and the engine under it) throws becomes a status here, and
+// Retryable says which statuses another attempt may cure.
 #ifndef MEMAUDIT_SERVICES_WORKER_TASK_RUNNER_H_
 #define MEMAUDIT_SERVICES_WORKER_TASK_RUNNER_H_
 
@@ -9,11 +11,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/audit_kinds.h"
 #include "engine/classifier_run.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/worker.pb.h"
 
 namespace memaudit::worker {
+
+class KindHandler;
 
 // A task's training so far. `examples` counts every example seen, once per
 // epoch it was drawn in (the last batch of an epoch may be short).
@@ -25,18 +31,55 @@ struct TrainingProgress {
 // Called after every optimizer step; returning false stops training.
 using ProgressCallback = std::function<bool(const TrainingProgress&)>;
 
-// INVALID_ARGUMENT / NOT_FOUND / UNIMPLEMENTED mean a retry cannot help;
-// CANCELLED means `on_progress` asked to stop.
 // Sends observations to the scorer before the task ends (tasks whose metrics
 // fill in while they train, like forgetting curves). What it sends is sent
 // again in the final result; the scorer stores each observation once.
 using ObservationSink = std::function<absl::Status(const std::vector<v1::Observation>&)>;
 
+// The handler that trains a task of `kind` (null: none). The real one is
+// HandlerFor (kind_handler.h); tests pass their own, e.g. one whose engine
+// throws.
+using HandlerLookup = std::function<const KindHandler*(AuditKind kind)>;
+
+// Trains `task` with HandlerFor's handler. Never throws: an exception out of
+// the handler or the engine is turned into a status by
+// StatusOfCurrentException. CANCELLED means `on_progress` asked to stop; see
+// Retryable for which errors another attempt may cure.
 absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
                                                      const ProgressCallback& on_progress,
                                                      const ObservationSink& send_early = nullptr);
 
-// Whether a task failing with `status` may succeed on another attempt.
+// The same with `handlers` in place of HandlerFor.
+absl::StatusOr<std::vector<v1::Observation>> RunTask(const HandlerLookup& handlers,
+                                                     const v1::Task& task,
+                                                     const ProgressCallback& on_progress,
+                                                     const ObservationSink& send_early);
+
+// The status of the exception being handled; call it only inside a `catch`.
+// `context` ("membership task t-3") starts the message.
+//   std::bad_alloc, c10::OutOfMemoryError (CUDA's caching allocator) and any
+//   std::exception whose message says "out of memory" or "not enough memory"
+//   (CUDA runtime errors, LibTorch's CPU allocator)  -> RESOURCE_EXHAUSTED
+//   any other std::exception                           -> INTERNAL
+//   anything else (`throw 42`)                         -> INTERNAL
+// The message is the exception's what() up to LibTorch's appended backtrace.
+absl::Status StatusOfCurrentException(absl::string_view context);
+
+// Whether a task failing with `status` may succeed on another attempt, on
+// this worker or another. Only transient failures are:
+//   UNAVAILABLE         the worker is shutting down (stopped mid-task), or the
+//                       scorer or coordinator cannot be reached
+//   DEADLINE_EXCEEDED   an RPC to the scorer or coordinator timed out
+//   RESOURCE_EXHAUSTED  out of host or GPU memory: it depends on what else
+//                       the machine runs, and another worker (or this one,
+//                       once its other work is done) may have the memory
+//   ABORTED, CANCELLED  a call abandoned midway (a conflict, a server going
+//                       down); the same call again may go through
+// Everything else is deterministic: the same spec, seeds and code fail the
+// same way on every attempt, so the audit fails at once with the reason
+// (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION such as a diverged model,
+// UNIMPLEMENTED, OUT_OF_RANGE, INTERNAL such as an engine exception that is
+// not out-of-memory, UNKNOWN, DATA_LOSS, ...).
 bool Retryable(const absl::Status& status);
 
 }  // namespace memaudit::worker

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -33,10 +36,65 @@ std::string Hostname() {
   return name;
 }
 
+// Calls `beat` every `interval` on its own thread from construction until
+// Stop() or destruction. The destructor stops and joins the thread, so every
+// way out of a task, an exception included, joins it (a joinable std::thread
+// destroyed during unwinding calls std::terminate).
+class Heartbeat {
+ public:
+  Heartbeat(absl::Duration interval, std::function<void()> beat)
+      : interval_(interval), beat_(std::move(beat)), thread_([this] { Loop(); }) {}
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+  ~Heartbeat() { Stop(); }
+
+  // Returns once the thread has ended; `beat` is not called after that.
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&done_), interval_)) return;
+      }
+      // Never under the lock: `beat` makes an RPC. Nothing may leave a
+      // thread's function, so an exception (bad_alloc) costs one beat.
+      try {
+        beat_();
+      } catch (const std::exception& e) {
+        spdlog::warn("heartbeat: {}", e.what());
+      } catch (...) {
+        spdlog::warn("heartbeat: an exception of unknown type");
+      }
+    }
+  }
+
+  const absl::Duration interval_;
+  const std::function<void()> beat_;
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
+// Why the coordinator told the task to stop (set by the heartbeat thread).
+struct StopOrder {
+  std::atomic<bool> given{false};
+  absl::Mutex mu;
+  std::string reason ABSL_GUARDED_BY(mu);
+};
+
 }  // namespace
 
-WorkerLoop::WorkerLoop(WorkerOptions options, prometheus::Registry* metrics)
+WorkerLoop::WorkerLoop(WorkerOptions options, prometheus::Registry* metrics, HandlerLookup handlers)
     : options_(std::move(options)),
+      handlers_(std::move(handlers)),
       coordinator_(v1::WorkerService::NewStub(Channel(options_.coordinator))),
       metrics_(RealClock::Get(), metrics) {}
 
@@ -82,28 +140,36 @@ absl::Status WorkerLoop::Run() {
     }
     if (resp.has_task()) {
       metrics_.TaskStarted();
-      metrics_.TaskEnded(RunOne(resp));
+      metrics_.TaskEnded(RunOneNoThrow(resp));
     }
   }
   return absl::OkStatus();
+}
+
+const char* WorkerLoop::RunOneNoThrow(const v1::LeaseResponse& lease) {
+  try {
+    return RunOne(lease);
+  } catch (...) {
+    const absl::Status status =
+        StatusOfCurrentException(absl::StrCat("worker running task ", lease.task().task_id()));
+    try {
+      Fail(lease.lease_id(), status, Retryable(status));
+    } catch (...) {
+      // Unreported, the lease expires and the coordinator retries the task.
+      spdlog::error("task {}: could not report {}", lease.task().task_id(), status.ToString());
+    }
+    return "failed";
+  }
 }
 
 const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
   const v1::Task& task = lease.task();
   spdlog::info("task {} (attempt {}): training", task.task_id(), task.attempt());
   std::atomic<uint64_t> steps{0};
-  std::atomic<bool> stop{false};
-  std::string stop_reason;
-  absl::Mutex mu;
-  absl::CondVar done_cv;
-  bool done = false;  // guarded by mu; the heartbeat thread waits on done_cv for it
-
-  std::thread heartbeat([&] {
-    mu.Lock();
-    while (!done) {
-      done_cv.WaitWithTimeout(&mu, absl::Milliseconds(heartbeat_ms_));
-      if (done) break;
-      mu.Unlock();  // never hold the lock across the RPC
+  StopOrder stop;
+  absl::StatusOr<std::vector<v1::Observation>> observations;
+  {
+    Heartbeat heartbeat(absl::Milliseconds(heartbeat_ms_), [&] {
       v1::HeartbeatRequest req;
       req.set_worker_id(worker_id_);
       req.set_lease_id(lease.lease_id());
@@ -112,39 +178,35 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
       grpc::ClientContext ctx;
       Deadline(&ctx, 5000);
       grpc::Status status = coordinator_->Heartbeat(&ctx, req, &resp);
-      mu.Lock();
       if (status.ok() && resp.stop()) {
-        stop_reason = resp.reason();
-        stop = true;
+        absl::MutexLock lock(&stop.mu);
+        stop.reason = resp.reason();
+        stop.given = true;
       }
-    }
-    mu.Unlock();
-  });
+    });
+    // Never throws (task_runner.h): the engine's exceptions are statuses here.
+    observations = RunTask(
+        handlers_, task,
+        [&](const TrainingProgress& progress) {
+          steps = progress.steps;
+          metrics_.Progress(progress);
+          return !stop.given && !stopping_;
+        },
+        [&](const std::vector<v1::Observation>& early) { return StreamToScorer(early); });
+  }  // ~Heartbeat joins the heartbeat thread, here or while an exception unwinds
 
-  auto observations = RunTask(
-      task,
-      [&](const TrainingProgress& progress) {
-        steps = progress.steps;
-        metrics_.Progress(progress);
-        return !stop && !stopping_;
-      },
-      [&](const std::vector<v1::Observation>& early) { return StreamToScorer(early); });
-  {
-    absl::MutexLock lock(&mu);
-    done = true;
-    done_cv.SignalAll();
-  }
-  heartbeat.join();
-
-  if (stop) {
-    spdlog::info("task {}: stopped by coordinator ({})", task.task_id(), stop_reason);
+  if (stop.given) {
+    absl::MutexLock lock(&stop.mu);
+    spdlog::info("task {}: stopped by coordinator ({})", task.task_id(), stop.reason);
     return "stopped";
   }
   if (!observations.ok()) {
-    const bool shutting_down = observations.status().code() == absl::StatusCode::kCancelled;
-    Fail(lease.lease_id(),
-         shutting_down ? absl::UnavailableError("worker shutting down") : observations.status(),
-         shutting_down || Retryable(observations.status()));
+    // Stopped by Stop(): the worker is going away, not the task failing.
+    const bool shutting_down =
+        observations.status().code() == absl::StatusCode::kCancelled && stopping_;
+    const absl::Status failure =
+        shutting_down ? absl::UnavailableError("worker shutting down") : observations.status();
+    Fail(lease.lease_id(), failure, Retryable(failure));
     return "failed";
   }
   if (absl::Status s = StreamToScorer(*observations); !s.ok()) {
@@ -196,7 +258,11 @@ void WorkerLoop::Fail(const std::string& lease_id, const absl::Status& status, b
   v1::FailResponse resp;
   grpc::ClientContext ctx;
   Deadline(&ctx, 5000);
-  coordinator_->Fail(&ctx, req, &resp);
+  // Unheard, the lease expires and the task is retried whatever `retryable`
+  // said.
+  if (grpc::Status s = coordinator_->Fail(&ctx, req, &resp); !s.ok()) {
+    spdlog::warn("fail: {}", s.error_message());
+  }
 }
 
 }  // namespace memaudit::worker

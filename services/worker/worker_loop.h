@@ -12,6 +12,8 @@
 #include "common/metrics.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "memaudit/v1/worker.grpc.pb.h"
+#include "services/worker/kind_handler.h"
+#include "services/worker/task_runner.h"
 #include "services/worker/worker_metrics.h"
 
 namespace memaudit::worker {
@@ -26,9 +28,14 @@ struct WorkerOptions {
 class WorkerLoop {
  public:
   // `metrics` (may be null) receives the families in worker_metrics.h.
-  explicit WorkerLoop(WorkerOptions options, prometheus::Registry* metrics = nullptr);
+  // `handlers` trains the tasks (tests pass handlers whose engine throws).
+  explicit WorkerLoop(WorkerOptions options, prometheus::Registry* metrics = nullptr,
+                      HandlerLookup handlers = HandlerFor);
   // Runs until Stop(); returns an error only if the coordinator is unreachable
-  // at start for too long.
+  // at start for too long. A task that fails, however it fails (an error, an
+  // exception out of the engine), is reported with Fail and the loop leases
+  // the next one; Retryable (task_runner.h) decides whether the coordinator
+  // may retry it.
   absl::Status Run();
   // Abandons the current task (handing it back for a retry) and returns.
   void Stop() { stopping_ = true; }
@@ -37,10 +44,14 @@ class WorkerLoop {
   absl::Status Register();
   // Returns the task's outcome label for WorkerMetrics.
   const char* RunOne(const v1::LeaseResponse& lease);
+  // RunOne, or "failed" after reporting what it threw: the backstop for the
+  // worker's own code (the engine's exceptions end in RunTask).
+  const char* RunOneNoThrow(const v1::LeaseResponse& lease);
   absl::Status StreamToScorer(const std::vector<v1::Observation>& observations);
   void Fail(const std::string& lease_id, const absl::Status& status, bool retryable);
 
   WorkerOptions options_;
+  HandlerLookup handlers_;
   std::unique_ptr<v1::WorkerService::Stub> coordinator_;
   std::unique_ptr<v1::ScorerService::Stub> scorer_;
   std::string worker_id_;

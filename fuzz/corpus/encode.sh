@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Encodes the text-format seeds into the binary messages the harnesses read:
+# report/*.textproto -> report/*.bin (v1::AuditResults), observation/*.textproto
+# -> observation/*.bin (one kind byte, the file name's leading digit, then a
+# v1::Observation; 0 membership, 1 exposure, 2 forgetting, 3 unlearning, 4 relational).
+set -euo pipefail
+cd "$(dirname "$0")"
+proto=../../proto
+for f in report/*.textproto; do
+  protoc -I "$proto" --encode=memaudit.v1.AuditResults memaudit/v1/results.proto <"$f" >"${f%.textproto}.bin"
+done
+for f in observation/*.textproto; do
+  kind=$(basename "$f" | cut -c1)
+  { printf "\\x0$kind"
+    protoc -I "$proto" --encode=memaudit.v1.Observation memaudit/v1/scorer.proto <"$f"; } >"${f%.textproto}.bin"
+done

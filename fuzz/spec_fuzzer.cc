@@ -1,0 +1,19 @@
+// Fuzzes what `memaudit validate`, `submit` and the coordinator's Submit do
+// with untrusted spec text: the YAML reader, the defaults and every kind's
+// validator. Any crash, sanitizer report or hang is a bug; refusing the input
+// is the expected outcome for almost all of them.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/spec_yaml.h"
+#include "services/coordinator/spec_validator.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto spec = memaudit::ParseSpecYaml(text, "<fuzz>");
+  if (!spec.ok()) return 0;
+  memaudit::coordinator::ApplyDefaults(&*spec);
+  memaudit::coordinator::FindProblems(*spec);
+  return 0;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# AddressSanitizer + UndefinedBehaviorSanitizer (clang) over what parses
+# untrusted input and holds state: the unit tests of common/, scoring/, the
+# coordinator and the scorer, then each libFuzzer harness of fuzz/ for a
+# bounded time on its seed corpus. Any sanitizer report fails the run.
+# The engine (LibTorch) and the worker are not built here.
+#   MEMAUDIT_FUZZ_SECONDS  seconds per harness (default 60; 0 skips fuzzing)
+#   MEMAUDIT_SANITIZE      sanitizers (default address,undefined; "thread" for TSan)
+#   MEMAUDIT_SANITIZE_BUILD_DIR  build directory (default build-asan)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitizers="${MEMAUDIT_SANITIZE:-address,undefined}"
+build_dir="${MEMAUDIT_SANITIZE_BUILD_DIR:-build-asan}"
+fuzz_seconds="${MEMAUDIT_FUZZ_SECONDS:-60}"
+jobs="${MEMAUDIT_JOBS:-$(nproc)}"
+
+fuzz=ON
+[ "$sanitizers" = "thread" ] && fuzz=OFF  # libFuzzer pairs with ASan/UBSan only
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMEMAUDIT_PCH=OFF \
+  -DMEMAUDIT_SANITIZE="$sanitizers" -DMEMAUDIT_FUZZ="$fuzz" -DMEMAUDIT_BUILD_BENCH=OFF >/dev/null
+
+tests=(common_test scoring_test coordinator_test exposure_spec_test relational_spec_test
+  scorer_test relational_metrics_test unlearning_metrics_test)
+fuzzers=()
+[ "$fuzz" = ON ] && fuzzers=(spec_fuzzer observation_fuzzer report_fuzzer)
+ninja -C "$build_dir" -j "$jobs" "${tests[@]}" "${fuzzers[@]}"
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+passed=0
+for t in "${tests[@]}"; do
+  echo "sanitize ($sanitizers): $t"
+  "$build_dir/bin/$t" --gtest_brief=1
+  passed=$((passed + 1))
+done
+
+seeds_of() {
+  case "$1" in
+    spec_fuzzer) echo examples fuzz/corpus/spec ;;
+    observation_fuzzer) echo fuzz/corpus/observation ;;
+    report_fuzzer) echo fuzz/corpus/report ;;
+  esac
+}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  for f in "${fuzzers[@]}"; do
+    echo "fuzz: $f for ${fuzz_seconds}s"
+    # New inputs go to a scratch corpus; the committed seeds stay as they are.
+    scratch="$build_dir/corpus/$f"
+    mkdir -p "$scratch"
+    log="$build_dir/$f.log"
+    # shellcheck disable=SC2046
+    if ! "$build_dir/bin/$f" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$build_dir/" "$scratch" $(seeds_of "$f") \
+      >"$log" 2>&1; then
+      tail -n 60 "$log"
+      echo "fuzz: $f failed; the input is in $build_dir/ (crash-*, leak-*, timeout-*)" >&2
+      exit 1
+    fi
+    grep -E "^stat::(number_of_executed_units|peak_rss_mb)" "$log"
+    passed=$((passed + 1))
+  done
+fi
+echo "sanitize: $passed passed, 0 failed"
