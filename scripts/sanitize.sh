@@ -38,7 +38,7 @@ done
 
 seeds_of() {
   case "$1" in
-    spec_fuzzer) echo examples fuzz/corpus/spec ;;
+    spec_fuzzer) echo examples fuzz/corpus/spec tests/hostile ;;
     observation_fuzzer) echo fuzz/corpus/observation ;;
     report_fuzzer) echo fuzz/corpus/report ;;
   esac
