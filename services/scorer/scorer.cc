@@ -39,8 +39,17 @@ absl::StatusOr<std::unique_ptr<Scorer>> Scorer::Create(ScorerStore* store,
   return scorer;
 }
 
+namespace {
+// Ids are the coordinator's ("a-" and 16 hex digits); this bounds anyone else's.
+constexpr size_t kMaxAuditIdBytes = 128;
+}  // namespace
+
 absl::Status Scorer::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec) {
   if (audit_id.empty()) return absl::InvalidArgumentError("audit_id: required");
+  if (audit_id.size() > kMaxAuditIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("audit_id: at most ", kMaxAuditIdBytes, " bytes (got ", audit_id.size(), ")"));
+  }
   if (spec.kind_case() == v1::AuditSpec::KIND_NOT_SET) {
     return absl::UnimplementedError("the scorer scores audits of a kind; spec names none");
   }

@@ -3,11 +3,16 @@
 #include <set>
 
 #include "common/status_grpc.h"
+#include "services/coordinator/spec_validator.h"
 
 namespace memaudit::scorer {
 
 grpc::Status ScorerServiceImpl::OpenAudit(grpc::ServerContext*, const v1::OpenAuditRequest* req,
                                           v1::OpenAuditResponse* resp) {
+  // The coordinator sends specs it has defaulted and validated; anyone else who
+  // reaches this port is held to the same rules (limits and cost included)
+  // before the scorer stores or plans anything for the audit.
+  if (absl::Status s = coordinator::ValidateSpec(req->spec()); !s.ok()) return ToGrpc(s);
   if (absl::Status s = scorer_->OpenAudit(req->audit_id(), req->spec()); !s.ok()) return ToGrpc(s);
   auto reused = scorer_->ReuseStoredRuns(req->audit_id());
   if (!reused.ok()) return ToGrpc(reused.status());
