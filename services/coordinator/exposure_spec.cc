@@ -52,9 +52,9 @@ void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
     const std::string name = v.name().empty() ? exposure::DefaultVariantName(v) : v.name();
     if (!NameOk(name)) {
       add(field("name"), absl::StrCat("must be 1 to 64 of letters, digits, space and ._=+- (got ",
-                                      Quote(name), ")"));
+                                      QuoteValue(name), ")"));
     } else if (!names.insert(name).second) {
-      add(field("name"), absl::StrCat(Quote(name), " names two variants"));
+      add(field("name"), absl::StrCat(QuoteValue(name), " names two variants"));
     }
     if (v.has_batch_size() && (v.batch_size() == 0 || v.batch_size() > 65536)) {
       add(field("batch_size"), absl::StrCat("must be in [1, 65536] (got ", v.batch_size(), ")"));
@@ -240,7 +240,7 @@ void CheckExposureCost(const v1::ExposureAudit& e, const AddProblem& add) {
 void ValidateRecipe(const v1::ExposureAudit& e, const AddProblem& add) {
   const v1::CorpusSpec& c = e.corpus();
   if (c.name() != "fortunes") {
-    add("corpus.name", absl::StrCat("must be \"fortunes\" (got ", Quote(c.name()),
+    add("corpus.name", absl::StrCat("must be \"fortunes\" (got ", QuoteValue(c.name()),
                                     "); use corpus.path or corpus.text for other text"));
   }
   if (!c.path().empty() && !c.text().empty()) {

@@ -141,7 +141,7 @@ using AddFn = AddProblem;
 void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   const v1::DatasetSpec& d = f.dataset();
   if (d.name() != "fashion_mnist") {
-    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got ", Quote(d.name()), ")"));
+    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got ", QuoteValue(d.name()), ")"));
   }
   const v1::InjectedSetSpec& in = f.injected();
   const bool by_loss = forgetting::SelectsByLoss(f);
@@ -153,7 +153,7 @@ void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   if (!OneOf(in.selection(), {"random", "easy", "medium", "hard"})) {
     add("injected.selection", absl::StrCat("must be \"random\", \"easy\", \"medium\" or "
                                            "\"hard\" (got ",
-                                           Quote(in.selection()), ")"));
+                                           QuoteValue(in.selection()), ")"));
   } else if (by_loss) {
     if (in.candidates() < in.size() ||
         static_cast<uint64_t>(d.pool_size()) + in.candidates() > kFashionMnistTrainExamples) {
@@ -185,18 +185,18 @@ void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   const v1::ForgettingTraining& t = f.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum"})) {
     add("training.optimizer",
-        absl::StrCat("must be \"sgd\" or \"momentum\" (got ", Quote(t.optimizer()), ")"));
+        absl::StrCat("must be \"sgd\" or \"momentum\" (got ", QuoteValue(t.optimizer()), ")"));
   }
   if (!OneOf(f.strategy(), {"inject", "poison"})) {
     add("strategy",
-        absl::StrCat("must be \"inject\" or \"poison\" (got ", Quote(f.strategy()), ")"));
+        absl::StrCat("must be \"inject\" or \"poison\" (got ", QuoteValue(f.strategy()), ")"));
   }
   if (f.repeats() >= 1 && f.repeats() <= 1000 && f.strategy() == "poison" && f.repeats() != 1) {
     add("repeats", "applies to strategy \"inject\" only (leave it unset with \"poison\")");
   }
   if (!OneOf(f.inject_mode(), {"k_steps", "dup_in_batch"})) {
-    add("inject_mode",
-        absl::StrCat("must be \"k_steps\" or \"dup_in_batch\" (got ", Quote(f.inject_mode()), ")"));
+    add("inject_mode", absl::StrCat("must be \"k_steps\" or \"dup_in_batch\" (got ",
+                                    QuoteValue(f.inject_mode()), ")"));
   } else if (f.inject_mode() == "dup_in_batch" && f.repeats() > t.batch_size()) {
     add("inject_mode", absl::StrCat("\"dup_in_batch\" needs repeats <= training.batch_size (",
                                     f.repeats(), " > ", t.batch_size(), ")"));
@@ -237,8 +237,8 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
   const v1::ForgettingCanaries& c = f.canaries();
   const v1::CorpusSpec& corpus = c.corpus();
   if (corpus.text().empty() && corpus.path().empty() && corpus.name() != "fortunes") {
-    add("canaries.corpus.name",
-        absl::StrCat("must be \"fortunes\" without path or text (got ", Quote(corpus.name()), ")"));
+    add("canaries.corpus.name", absl::StrCat("must be \"fortunes\" without path or text (got ",
+                                             QuoteValue(corpus.name()), ")"));
   }
   if (corpus.max_chars() > kMaxCorpusChars) {
     add("canaries.corpus.max_chars",
@@ -303,12 +303,12 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
   }
   const v1::ForgettingTraining& t = f.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum", "adam"})) {
-    add("training.optimizer",
-        absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got ", Quote(t.optimizer()), ")"));
+    add("training.optimizer", absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got ",
+                                           QuoteValue(t.optimizer()), ")"));
   }
   if (!OneOf(f.strategy(), {"inject", "poison"})) {
     add("strategy",
-        absl::StrCat("must be \"inject\" or \"poison\" (got ", Quote(f.strategy()), ")"));
+        absl::StrCat("must be \"inject\" or \"poison\" (got ", QuoteValue(f.strategy()), ")"));
   }
   if (f.repeats() >= 1 && f.repeats() <= 1000 && f.strategy() == "poison" && f.repeats() != 1) {
     add("repeats",
@@ -319,10 +319,11 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
     add("inject_mode",
         absl::StrCat("canaries support \"k_steps\" only: repeats are passes over the canary "
                      "batch (got ",
-                     Quote(f.inject_mode()), ")"));
+                     QuoteValue(f.inject_mode()), ")"));
   }
   if (f.attack() != forgetting::kExposureAttack) {
-    add("attack", absl::StrCat("must be \"exposure\" with canaries (got ", Quote(f.attack()), ")"));
+    add("attack",
+        absl::StrCat("must be \"exposure\" with canaries (got ", QuoteValue(f.attack()), ")"));
   }
 }
 

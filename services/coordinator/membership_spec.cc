@@ -38,7 +38,7 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
   };
   if (m.dataset().name() != "fashion_mnist") {
     add("dataset.name",
-        absl::StrCat("must be \"fashion_mnist\" (got ", Quote(m.dataset().name()), ")"));
+        absl::StrCat("must be \"fashion_mnist\" (got ", QuoteValue(m.dataset().name()), ")"));
   }
   CheckLength("dataset.path", m.dataset().path(), kMaxPathBytes, add);
   if (m.dataset().pool_size() < 8 || m.dataset().pool_size() > kFashionMnistTrainExamples) {
@@ -55,7 +55,8 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
   }
   const v1::TrainingSpec& t = m.training();
   if (t.optimizer() != "sgd") {
-    add("training.optimizer", absl::StrCat("must be \"sgd\" (got ", Quote(t.optimizer()), ")"));
+    add("training.optimizer",
+        absl::StrCat("must be \"sgd\" (got ", QuoteValue(t.optimizer()), ")"));
   }
   CheckLearningRate(t.learning_rate(), add);
   CheckMomentum(t.momentum(), add);
@@ -71,8 +72,9 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
   const bool attacks_ok = CheckListSize("attacks", m.attacks_size(), 0, kMaxNameLists, add);
   for (int i = 0; attacks_ok && i < m.attacks_size(); ++i) {
     if (std::find(known.begin(), known.end(), m.attacks(i)) == known.end()) {
-      add(absl::StrCat("attacks[", i, "]"), absl::StrCat("unknown attack ", Quote(m.attacks(i)),
-                                                         "; known: ", absl::StrJoin(known, ", ")));
+      add(absl::StrCat("attacks[", i, "]"),
+          absl::StrCat("unknown attack ", QuoteValue(m.attacks(i)),
+                       "; known: ", absl::StrJoin(known, ", ")));
     }
   }
   const bool fprs_ok = CheckListSize("fpr_points", m.fpr_points_size(), 0, kMaxFprPoints, add);

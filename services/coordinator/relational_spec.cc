@@ -67,7 +67,7 @@ void ValidatePhoneBook(const v1::PhoneBookSpec& p, const Add& add) {
   }
   if (CheckLength("phone_book.template", p.template_(), kMaxPrefixBytes, add)) {
     if (std::string why = relational::TemplateProblem(p.template_()); !why.empty()) {
-      add("phone_book.template", absl::StrCat(why, " (got ", Quote(p.template_()), ")"));
+      add("phone_book.template", absl::StrCat(why, " (got ", QuoteValue(p.template_()), ")"));
     }
   }
   if (p.digits() == 0 || p.digits() > 20) {
@@ -231,10 +231,10 @@ void ValidateRelational(const v1::RelationalAudit& r, std::vector<SpecProblem>* 
   for (int i = 0; metrics_ok && i < r.metrics_size(); ++i) {
     const std::string field = absl::StrCat("metrics[", i, "]");
     if (!OneOf(r.metrics(i), {"exact_match", "digit_f1"})) {
-      add(field,
-          absl::StrCat("must be \"exact_match\" or \"digit_f1\" (got ", Quote(r.metrics(i)), ")"));
+      add(field, absl::StrCat("must be \"exact_match\" or \"digit_f1\" (got ",
+                              QuoteValue(r.metrics(i)), ")"));
     } else if (!seen.insert(r.metrics(i)).second) {
-      add(field, absl::StrCat("repeats ", Quote(r.metrics(i))));
+      add(field, absl::StrCat("repeats ", QuoteValue(r.metrics(i))));
     }
   }
   // The estimate needs every field in range: only then is it the audit's.

@@ -15,8 +15,8 @@ bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
 void CheckOneOf(const std::string& field, const std::string& value,
                 const std::vector<std::string>& allowed, const AddProblem& add) {
   if (OneOf(value, allowed)) return;
-  add(field,
-      absl::StrCat("must be one of ", absl::StrJoin(allowed, ", "), " (got ", Quote(value), ")"));
+  add(field, absl::StrCat("must be one of ", absl::StrJoin(allowed, ", "), " (got ",
+                          QuoteValue(value), ")"));
 }
 
 bool CheckArchitecture(const std::string& field, const std::string& value,
@@ -27,7 +27,7 @@ bool CheckArchitecture(const std::string& field, const std::string& value,
     const char* separator = i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ";
     absl::StrAppend(&names, separator, "\"", engine::ModelKindName(allowed[i]), "\"");
   }
-  add(field, absl::StrCat("must be ", names, " (got ", Quote(value), ")"));
+  add(field, absl::StrCat("must be ", names, " (got ", QuoteValue(value), ")"));
   return false;
 }
 
@@ -105,8 +105,8 @@ void CheckBatchSize(uint32_t batch_size, const AddProblem& add) {
 bool CheckLength(const std::string& field, const std::string& value, size_t max,
                  const AddProblem& add) {
   if (value.size() <= max) return true;
-  add(field,
-      absl::StrCat("must be at most ", max, " bytes (got ", value.size(), ": ", Quote(value), ")"));
+  add(field, absl::StrCat("must be at most ", max, " bytes (got ", value.size(), ": ",
+                          QuoteValue(value), ")"));
   return false;
 }
 
@@ -121,7 +121,7 @@ void CheckAuditName(const std::string& name, const AddProblem& add) {
   for (char c : name) {
     const unsigned char u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7F) {
-      add("name", absl::StrCat("must not contain control characters (got ", Quote(name), ")"));
+      add("name", absl::StrCat("must not contain control characters (got ", QuoteValue(name), ")"));
       return;
     }
   }

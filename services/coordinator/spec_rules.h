@@ -35,9 +35,6 @@ inline constexpr uint64_t kMaxQueryBudget = 1'000'000'000;  // model steps per q
 inline constexpr double kMaxModelParameters = 250e6;
 inline constexpr double kMaxAuditCost = 1e15;
 
-// `value` of a user's string for a rule: quoted and cut (common/spec_yaml.h).
-inline std::string Quote(const std::string& value) { return QuoteValue(value); }
-
 // `value` at most `max` bytes: "must be at most 4096 bytes (got 52428800)".
 // Returns whether it is.
 bool CheckLength(const std::string& field, const std::string& value, size_t max,

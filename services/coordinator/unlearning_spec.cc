@@ -142,7 +142,7 @@ namespace {
 void ValidateRecipe(const v1::UnlearningAudit& u, const AddProblem& add) {
   const v1::DatasetSpec& d = u.dataset();
   if (d.name() != "fashion_mnist") {
-    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got ", Quote(d.name()), ")"));
+    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got ", QuoteValue(d.name()), ")"));
   }
   CheckLength("dataset.path", d.path(), kMaxPathBytes, add);
   if (d.pool_size() < kMinPool || d.pool_size() > kFashionMnistTrainExamples) {
@@ -158,8 +158,8 @@ void ValidateRecipe(const v1::UnlearningAudit& u, const AddProblem& add) {
 
   const v1::UnlearningTraining& t = u.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum", "adam"})) {
-    add("training.optimizer",
-        absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got ", Quote(t.optimizer()), ")"));
+    add("training.optimizer", absl::StrCat("must be \"sgd\", \"momentum\" or \"adam\" (got ",
+                                           QuoteValue(t.optimizer()), ")"));
   }
   CheckLearningRate(t.learning_rate(), add);
   CheckMomentum(t.momentum(), add);
@@ -182,7 +182,8 @@ void ValidateMethod(const v1::UnlearningAudit& u, const AddProblem& add) {
       add("sisa", "applies to method \"sisa\" only");
     }
   } else {
-    add("method", absl::StrCat("must be \"scratch\" or \"sisa\" (got ", Quote(u.method()), ")"));
+    add("method",
+        absl::StrCat("must be \"scratch\" or \"sisa\" (got ", QuoteValue(u.method()), ")"));
   }
 }
 
@@ -215,8 +216,8 @@ void ValidateDeletion(const v1::UnlearningAudit& u, const AddProblem& add) {
   }
 
   if (!OneOf(u.seed_policy(), {"shared", "independent"})) {
-    add("seed_policy",
-        absl::StrCat("must be \"shared\" or \"independent\" (got ", Quote(u.seed_policy()), ")"));
+    add("seed_policy", absl::StrCat("must be \"shared\" or \"independent\" (got ",
+                                    QuoteValue(u.seed_policy()), ")"));
   } else if (u.seed_policy() == "independent" && u.method() == "sisa") {
     add("seed_policy",
         "\"independent\" applies to method \"scratch\" only (SISA retrains a shard from its own "
@@ -234,10 +235,10 @@ void ValidateAttack(const v1::UnlearningAudit& u, const AddProblem& add) {
     for (int i = 0; i < values.size(); ++i) {
       const std::string path = absl::StrCat(field, "[", i, "]");
       if (!OneOf(values.Get(i), known)) {
-        add(path, absl::StrCat("unknown ", Quote(values.Get(i)),
+        add(path, absl::StrCat("unknown ", QuoteValue(values.Get(i)),
                                "; known: ", absl::StrJoin(known, ", ")));
       } else if (!seen.insert(values.Get(i)).second) {
-        add(path, absl::StrCat(Quote(values.Get(i)), " is listed twice"));
+        add(path, absl::StrCat(QuoteValue(values.Get(i)), " is listed twice"));
       }
     }
   };
@@ -250,12 +251,12 @@ void ValidateAttack(const v1::UnlearningAudit& u, const AddProblem& add) {
     const std::string path = absl::StrCat("defenses[", i, "]");
     const uint32_t k = unlearning::TopK(d);
     if (d != "none" && d != "label_only" && d != "temperature" && k == 0) {
-      add(path, absl::StrCat("unknown ", Quote(d),
+      add(path, absl::StrCat("unknown ", QuoteValue(d),
                              "; known: none, top_1 ... top_9, label_only, temperature"));
     } else if (k >= kClasses) {
       add(path, absl::StrCat("top_k needs k in [1, ", kClasses - 1, "] (got ", k, ")"));
     } else if (!defenses.insert(d).second) {
-      add(path, absl::StrCat(Quote(d), " is listed twice"));
+      add(path, absl::StrCat(QuoteValue(d), " is listed twice"));
     }
   }
 }
