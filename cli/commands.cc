@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -97,11 +98,32 @@ int ReportOutcome(const v1::Audit& audit) {
 
 }  // namespace
 
-int ValidateCommand(const std::string& spec_path) {
+absl::StatusOr<DataRoots> LocalDataRoots(const std::vector<std::string>& given,
+                                         const std::string& spec_path) {
+  std::vector<std::string> roots = given;
+  if (given.empty()) {
+    roots = DataRoots::Defaults().roots();
+    // Not for a pipe (/dev/stdin), whose directory holds no data.
+    std::error_code error;
+    if (std::filesystem::is_regular_file(spec_path, error)) {
+      roots.push_back(std::filesystem::absolute(spec_path, error).parent_path().string());
+    }
+  }
+  absl::StatusOr<DataRoots> resolved = DataRoots::Create(roots);
+  if (!resolved.ok()) {
+    return absl::Status(resolved.status().code(),
+                        absl::StrCat("--data-root: ", resolved.status().message()));
+  }
+  return resolved;
+}
+
+int ValidateCommand(const std::string& spec_path, const std::vector<std::string>& data_roots) {
   auto spec = LoadSpecFile(spec_path);
   if (!spec.ok()) return PrintError(spec.status());
+  auto roots = LocalDataRoots(data_roots, spec_path);
+  if (!roots.ok()) return PrintError(roots.status());
   coordinator::ApplyDefaults(&*spec);
-  std::vector<coordinator::SpecProblem> problems = coordinator::FindProblems(*spec);
+  std::vector<coordinator::SpecProblem> problems = coordinator::FindProblems(*spec, *roots);
   if (problems.empty()) {
     std::printf("%s: valid %s audit\n", spec_path.c_str(), coordinator::KindName(*spec).c_str());
     return kOk;
@@ -115,9 +137,11 @@ int ValidateCommand(const std::string& spec_path) {
 int RunCommand(const RunOptions& options) {
   auto spec = LoadSpecFile(options.spec_path);
   if (!spec.ok()) return PrintError(spec.status());
+  auto roots = LocalDataRoots(options.data_roots, options.spec_path);
+  if (!roots.ok()) return PrintError(roots.status());
   // Check offline first: a bad spec should not cost a cluster start.
   coordinator::ApplyDefaults(&*spec);
-  if (absl::Status s = coordinator::ValidateSpec(*spec); !s.ok()) return PrintError(s);
+  if (absl::Status s = coordinator::ValidateSpec(*spec, *roots); !s.ok()) return PrintError(s);
 
   if (absl::Status s = CheckDeviceName(options.device); !s.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
@@ -129,6 +153,7 @@ int RunCommand(const RunOptions& options) {
   cluster_options.dir = options.dir.empty() ? DefaultRunDir() : options.dir;
   cluster_options.workers = options.workers;
   cluster_options.lease_ttl_ms = options.lease_ttl_ms;
+  cluster_options.data_roots = roots->roots();
   std::fprintf(stderr, "starting scorer, coordinator and %u worker(s) in %s\n", options.workers,
                cluster_options.dir.c_str());
   // Ctrl-C or a kill stops the local services too, instead of orphaning them.

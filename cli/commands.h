@@ -4,6 +4,10 @@
 #define MEMAUDIT_CLI_COMMANDS_H_
 
 #include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/data_roots.h"
 
 namespace memaudit::cli {
 
@@ -14,6 +18,9 @@ struct RunOptions {
   uint32_t workers = 2;
   int64_t lease_ttl_ms = 10000;
   std::string device = "cpu";  // the workers' --device
+  // --data-root: the directories whose files the spec may name, passed to the
+  // coordinator and the workers; empty = LocalDataRoots' defaults.
+  std::vector<std::string> data_roots;
 };
 
 struct RemoteOptions {
@@ -21,8 +28,16 @@ struct RemoteOptions {
   std::string output = "table";
 };
 
+// The data roots of `memaudit run` and `validate`: `given` (--data-root), or
+// when none is given the Debian dataset and corpus directories present
+// (DataRoots::Defaults) and the directory holding the spec file: a user
+// running an audit on their own machine audits their own files.
+absl::StatusOr<DataRoots> LocalDataRoots(const std::vector<std::string>& given,
+                                         const std::string& spec_path);
+
 int RunCommand(const RunOptions& options);
-int ValidateCommand(const std::string& spec_path);
+// Checks the spec's files against LocalDataRoots(data_roots, spec_path).
+int ValidateCommand(const std::string& spec_path, const std::vector<std::string>& data_roots);
 int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, bool watch);
 int StatusCommand(const RemoteOptions& remote, const std::string& audit_id);
 int WatchCommand(const RemoteOptions& remote, const std::string& audit_id);

@@ -28,6 +28,16 @@ absl::Status MakeDirs(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// `--data-root ROOT` for each of `roots`.
+std::vector<std::string> DataRootArgs(const std::vector<std::string>& roots) {
+  std::vector<std::string> args;
+  for (const std::string& root : roots) {
+    args.push_back("--data-root");
+    args.push_back(root);
+  }
+  return args;
+}
+
 }  // namespace
 
 std::string EmbeddedCluster::Binary(const std::string& name) const {
@@ -98,11 +108,11 @@ absl::Status EmbeddedCluster::StartScorer(int port) {
 }
 
 absl::Status EmbeddedCluster::StartCoordinator() {
-  MEMAUDIT_ASSIGN_OR_RETURN(auto service,
-                            StartService("coordinator", 0,
-                                         {"--scorer", scorer_address(), "--lease-ttl-ms",
-                                          absl::StrCat(options_.lease_ttl_ms), "--heartbeat-ms",
-                                          absl::StrCat(options_.heartbeat_ms)}));
+  std::vector<std::string> args = {"--scorer",       scorer_address(),
+                                   "--lease-ttl-ms", absl::StrCat(options_.lease_ttl_ms),
+                                   "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)};
+  for (std::string& arg : DataRootArgs(options_.data_roots)) args.push_back(std::move(arg));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto service, StartService("coordinator", 0, args));
   coordinator_ = std::move(service.process);
   coordinator_port_ = service.port;
   coordinator_metrics_port_ = service.metrics_port;
@@ -113,12 +123,18 @@ absl::Status EmbeddedCluster::AddWorker() {
   const std::string name = absl::StrCat("worker-", workers_.size());
   const std::string metrics_file = absl::StrCat(options_.dir, "/", name, ".metrics-port");
   std::remove(metrics_file.c_str());
-  MEMAUDIT_ASSIGN_OR_RETURN(
-      auto process,
-      Subprocess::Spawn(
-          {Binary("memaudit-worker"), "--coordinator", coordinator_address(), "--device",
-           options_.device, "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_file},
-          absl::StrCat(options_.dir, "/", name, ".log")));
+  std::vector<std::string> argv = {Binary("memaudit-worker"),
+                                   "--coordinator",
+                                   coordinator_address(),
+                                   "--device",
+                                   options_.device,
+                                   "--metrics-listen",
+                                   "127.0.0.1:0",
+                                   "--metrics-port-file",
+                                   metrics_file};
+  for (std::string& arg : DataRootArgs(options_.data_roots)) argv.push_back(std::move(arg));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto process,
+                            Subprocess::Spawn(argv, absl::StrCat(options_.dir, "/", name, ".log")));
   workers_.push_back(std::move(process));
   worker_metrics_files_.push_back(metrics_file);
   worker_metrics_ports_.push_back(0);

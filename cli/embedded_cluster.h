@@ -19,6 +19,9 @@ struct ClusterOptions {
   int64_t lease_ttl_ms = 10000;
   uint32_t heartbeat_ms = 1000;
   std::string device = "cpu";  // the workers' --device
+  // The coordinator's and each worker's --data-root, one flag per entry;
+  // empty = their defaults (common/data_roots.h's kDefaultDataRoots).
+  std::vector<std::string> data_roots;
   // Where memaudit-coordinator, -scorer and -worker live; empty = beside
   // the running executable.
   std::string bin_dir;

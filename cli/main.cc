@@ -2,10 +2,16 @@
 #include <cstdlib>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "common/data_roots.h"
 
 int main(int argc, char** argv) {
   using namespace memaudit::cli;
+  const std::string kLocalRootsDefault =
+      absl::StrCat(absl::StrJoin(memaudit::kDefaultDataRoots, ", "),
+                   " (those present) and the spec file's directory");
   CLI::App app{
       "memaudit audits how much a training recipe memorizes: it trains the models an audit\n"
       "needs, scores membership inference against them, and reports the numbers.\n\n"
@@ -48,11 +54,22 @@ int main(int argc, char** argv) {
       ->add_option("--device", run.device,
                    "where the workers train: cpu, cuda, cuda:N, or auto (CUDA when present)")
       ->capture_default_str();
+  run_cmd->add_option("--data-root", run.data_roots,
+                      absl::StrCat(memaudit::kDataRootFlagHelp,
+                                   "; passed to the coordinator and the workers (default: ",
+                                   kLocalRootsDefault, ")"));
 
   std::string spec_path;
+  std::vector<std::string> validate_roots;
   CLI::App* validate_cmd =
       app.add_subcommand("validate", "Check a spec offline and explain every problem.");
   validate_cmd->add_option("spec", spec_path, "audit spec (YAML)")->required();
+  validate_cmd->add_option(
+      "--data-root", validate_roots,
+      absl::StrCat(memaudit::kDataRootFlagHelp,
+                   "; check the spec's files against these (default: what `memaudit run` "
+                   "allows: ",
+                   kLocalRootsDefault, ")"));
 
   bool watch = false;
   CLI::App* submit_cmd =
@@ -93,7 +110,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (*run_cmd) return RunCommand(run);
-  if (*validate_cmd) return ValidateCommand(spec_path);
+  if (*validate_cmd) return ValidateCommand(spec_path, validate_roots);
   if (*submit_cmd) return SubmitCommand(remote, spec_path, watch);
   if (*status_cmd) return StatusCommand(remote, audit_id);
   if (*watch_cmd) return WatchCommand(remote, audit_id);

@@ -196,6 +196,7 @@ TEST(SeedingGoldenTest, MembershipDataOrder) {
 // every seed above is the model's, so packing must not move these ranges.
 TEST(SeedingGoldenTest, MembershipTaskPacking) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.mutable_membership()->set_reference_models(10);
   spec.mutable_resources()->set_models_per_task(4);
   ASSERT_EQ(membership::TaskCount(spec), 3u);

@@ -1,8 +1,11 @@
 #include "engine/torchscript_model.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "common/model_limits.h"
 
 namespace memaudit::engine {
 
@@ -29,8 +32,25 @@ void TorchScriptModel::train(bool on) {
 }
 
 absl::StatusOr<std::shared_ptr<Model>> LoadTorchScriptModel(const std::string& path) {
+  // The spec cannot size a user's module: bound the file before reading it
+  // and the parameters before training them (model_limits.h).
+  std::error_code error;
+  const uintmax_t bytes = std::filesystem::file_size(path, error);
+  if (!error && bytes > kMaxTorchScriptBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("model.torchscript_path: the file is ", bytes,
+                                                   " bytes; at most ", kMaxTorchScriptBytes));
+  }
   try {
     torch::jit::Module module = torch::jit::load(path, torch::kCPU);
+    double parameters = 0;
+    for (const auto& p : module.named_parameters(/*recurse=*/true)) {
+      parameters += static_cast<double>(p.value.numel());
+    }
+    if (parameters > kMaxModelParameters) {
+      return absl::InvalidArgumentError(absl::StrCat("model.torchscript_path: the module has ",
+                                                     parameters, " parameters; at most ",
+                                                     kMaxModelParameters));
+    }
     return std::shared_ptr<Model>(std::make_shared<TorchScriptModel>(std::move(module)));
   } catch (const c10::Error& e) {
     return absl::InvalidArgumentError(absl::StrCat("model.torchscript_path: cannot load ", path,

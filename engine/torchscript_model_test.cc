@@ -2,8 +2,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "common/model_limits.h"
 #include "common/testing/status_matchers.h"
 #include "engine/signals.h"
 #include "engine/test_util.h"
@@ -71,6 +73,36 @@ TEST(TorchScriptModelTest, TrainsAndScoresLikeABuiltInModel) {
   torch::Tensor phi = LogitScaledConfidence((*t)->model().Forward(data.x()), data.y());
   EXPECT_EQ(phi.size(0), 96);
   EXPECT_GT(phi.mean().item<double>(), 0);  // confident on its training data
+  std::filesystem::remove(path);
+}
+
+TEST(TorchScriptModelTest, ModulePastTheParameterLimitIsRefusedAtLoad) {
+  const std::string python = PythonWithTorch();
+  if (python.empty()) GTEST_SKIP() << "python3-torch is not installed";
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "memaudit_ts_oversized_test.pt").string();
+  const std::string cmd = python + " " + MEMAUDIT_SOURCE_DIR +
+                          "/tests/python/export_oversized.py " + path + " 300000000";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ModelSpec spec;
+  spec.kind = ModelKind::kTorchScript;
+  spec.torchscript_path = path;
+  EXPECT_THAT(BuildModel(spec, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("the module has 3e+08 parameters; at most 2.5e+08")));
+  std::filesystem::remove(path);
+}
+
+TEST(TorchScriptModelTest, FilePastTheSizeLimitIsRefusedBeforeItIsRead) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "memaudit_ts_huge_file_test.pt";
+  { std::ofstream touch(path); }
+  std::filesystem::resize_file(path, kMaxTorchScriptBytes + 1);  // sparse: no disk used
+  ModelSpec spec;
+  spec.kind = ModelKind::kTorchScript;
+  spec.torchscript_path = path.string();
+  EXPECT_THAT(BuildModel(spec, 0), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            ::testing::HasSubstr("bytes; at most 2147483648")));
   std::filesystem::remove(path);
 }
 

@@ -1,6 +1,7 @@
 // Fuzzes what `memaudit validate`, `submit` and the coordinator's Submit do
-// with untrusted spec text: the YAML reader, the defaults and every kind's
-// validator. Any crash, sanitizer report or hang is a bug; refusing the input
+// with untrusted spec text: the YAML reader, the defaults, every kind's
+// validator and the data-root check of the spec's paths (resolved on this
+// host against the default roots). Any crash, sanitizer report or hang is a bug; refusing the input
 // is the expected outcome for almost all of them.
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto spec = memaudit::ParseSpecYaml(text, "<fuzz>");
   if (!spec.ok()) return 0;
   memaudit::coordinator::ApplyDefaults(&*spec);
-  memaudit::coordinator::FindProblems(*spec);
+  static const memaudit::DataRoots* const roots =
+      new memaudit::DataRoots(memaudit::DataRoots::Defaults());
+  memaudit::coordinator::FindProblems(*spec, *roots);
   return 0;
 }

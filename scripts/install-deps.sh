@@ -11,6 +11,8 @@ packages=(
   libclang-rt-14-dev
   # RPC
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  # TLS: memaudit run mints its certificates with libssl; tests make theirs with openssl
+  libssl-dev openssl
   # training: LibTorch plus an optimized BLAS (reference BLAS is ~20x slower)
   libtorch-dev libopenblas0-openmp zlib1g-dev
   # persistence, logs, CLI, config, metrics HTTP, distributions

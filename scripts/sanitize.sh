@@ -23,7 +23,7 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 tests=(common_test scoring_test coordinator_test exposure_spec_test relational_spec_test
   scorer_test relational_metrics_test unlearning_metrics_test)
 fuzzers=()
-[ "$fuzz" = ON ] && fuzzers=(spec_fuzzer observation_fuzzer report_fuzzer)
+[ "$fuzz" = ON ] && fuzzers=(spec_fuzzer observation_fuzzer scoring_fuzzer report_fuzzer)
 ninja -C "$build_dir" -j "$jobs" "${tests[@]}" "${fuzzers[@]}"
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
@@ -40,6 +40,7 @@ seeds_of() {
   case "$1" in
     spec_fuzzer) echo examples fuzz/corpus/spec tests/hostile ;;
     observation_fuzzer) echo fuzz/corpus/observation ;;
+    scoring_fuzzer) echo fuzz/corpus/scoring ;;
     report_fuzzer) echo fuzz/corpus/report ;;
   esac
 }

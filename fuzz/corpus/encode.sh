@@ -3,6 +3,8 @@
 # report/*.textproto -> report/*.bin (v1::AuditResults), observation/*.textproto
 # -> observation/*.bin (one kind byte, the file name's leading digit, then a
 # v1::Observation; 0 membership, 1 exposure, 2 forgetting, 3 unlearning, 4 relational).
+# scoring/*.bin need no encoding: big-endian doubles, the values of a
+# complete audit in scoring_fuzzer.cc's order (phi, loss, population loss per model).
 set -euo pipefail
 cd "$(dirname "$0")"
 proto=../../proto

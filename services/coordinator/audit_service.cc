@@ -32,7 +32,7 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext*, const v1::SubmitRequ
   }
   v1::AuditSpec spec = req->spec();
   ApplyDefaults(&spec);
-  if (absl::Status s = ValidateSpec(spec); !s.ok()) return Bounded(s);
+  if (absl::Status s = ValidateSpec(spec, data_roots_); !s.ok()) return Bounded(s);
 
   const std::string audit_id = NewAuditId();
   // The scorer learns the plan first, so no observation can arrive for an

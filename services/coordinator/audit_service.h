@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "common/data_roots.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "services/coordinator/scheduler.h"
@@ -13,8 +14,10 @@ namespace memaudit::coordinator {
 
 class AuditServiceImpl final : public v1::AuditService::Service {
  public:
-  AuditServiceImpl(Scheduler* scheduler, std::shared_ptr<v1::ScorerService::StubInterface> scorer)
-      : scheduler_(scheduler), scorer_(std::move(scorer)) {}
+  // Submit refuses a spec naming a file outside `data_roots` (data_roots.h).
+  AuditServiceImpl(Scheduler* scheduler, std::shared_ptr<v1::ScorerService::StubInterface> scorer,
+                   DataRoots data_roots)
+      : scheduler_(scheduler), scorer_(std::move(scorer)), data_roots_(std::move(data_roots)) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                       v1::SubmitResponse* resp) override;
@@ -31,6 +34,7 @@ class AuditServiceImpl final : public v1::AuditService::Service {
  private:
   Scheduler* scheduler_;
   std::shared_ptr<v1::ScorerService::StubInterface> scorer_;
+  const DataRoots data_roots_;
 };
 
 }  // namespace memaudit::coordinator

@@ -224,16 +224,32 @@ void CheckExposureCost(const v1::ExposureAudit& e, const AddProblem& add) {
   std::vector<ModelGroup> groups;
   const uint32_t variants = exposure::VariantCount(e);
   const v1::LanguageModelSpec& m = e.model();
+  // Every canary's exact rank at every evaluation point of the canary model
+  // and at the final point of the others, plus one extraction search.
+  const double canaries = e.repeats_size() + static_cast<double>(e.controls());
+  const double rank_queries = canaries * static_cast<double>(e.rank_query_budget());
   for (uint32_t v = 0; v < variants; ++v) {
     const exposure::Variant recipe = exposure::ResolveVariant(e, v);
     const double parameters =
         CharLmParameters(m.architecture(), m.layers(), recipe.units, m.embedding());
-    groups.push_back({1, parameters, static_cast<double>(ExposureTaskSteps(e, v, true))});
-    groups.push_back({(e.baseline() ? 1.0 : 0.0) + e.reference_models(), parameters,
-                      static_cast<double>(ExposureTaskSteps(e, v, false))});
+    const uint64_t canary_steps = ExposureTaskSteps(e, v, true);
+    const double points = 1.0 + static_cast<double>(exposure::IntermediateEvalSteps(
+                                                        canary_steps, recipe.epochs,
+                                                        e.eval_every_steps(), e.eval_every_epoch())
+                                                        .size());
+    const double canary_queries =
+        points * rank_queries +
+        (e.extraction() ? static_cast<double>(e.extraction_query_budget()) : 0.0);
+    groups.push_back(
+        {1, parameters, static_cast<double>(canary_steps) + canary_queries / kQueriesPerStep});
+    groups.push_back(
+        {(e.baseline() ? 1.0 : 0.0) + e.reference_models(), parameters,
+         static_cast<double>(ExposureTaskSteps(e, v, false)) + rank_queries / kQueriesPerStep});
   }
   CheckCost(groups, "model.units",
-            "training.epochs, corpus.max_chars, model.units, sweep or reference_models", add);
+            "training.epochs, corpus.max_chars, model.units, sweep, reference_models, "
+            "rank_query_budget or extraction_query_budget",
+            add);
 }
 
 // corpus, model and training: the recipe the canary models train with.

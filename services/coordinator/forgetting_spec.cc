@@ -365,11 +365,18 @@ void CheckForgettingCost(const v1::ForgettingAudit& f, const AddFn& add) {
   trials.models = f.trials();
   trials.steps = static_cast<double>(forgetting::TrialSteps(f));
   if (f.has_canaries()) {
-    const v1::LanguageModelSpec& m = f.canaries().model();
+    const v1::ForgettingCanaries& c = f.canaries();
+    const v1::LanguageModelSpec& m = c.model();
     trials.parameters = CharLmParameters(m.architecture(), m.layers(), m.units(), m.embedding());
+    // Each trial ranks every canary at the checkpoint and in both arms at
+    // every evaluation point.
+    const double canaries = static_cast<double>(c.repeats_size()) * c.per_group() + c.controls();
+    const double rankings = 1.0 + 2.0 * f.eval_points_size();
+    trials.steps +=
+        rankings * canaries * static_cast<double>(c.rank_query_budget()) / kQueriesPerStep;
     CheckCost({trials}, "canaries.model.units",
-              "trials, training.steps_before_injection, training.steps_after_injection or "
-              "canaries.model.units",
+              "trials, training.steps_before_injection, training.steps_after_injection, "
+              "eval_points, canaries.rank_query_budget or canaries.model.units",
               add);
     return;
   }

@@ -14,6 +14,7 @@ using ::testing::HasSubstr;
 
 v1::AuditSpec Defaulted() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(9);
   spec.mutable_forgetting();
   ApplyDefaults(&spec);
@@ -121,6 +122,7 @@ TEST(ForgettingSpecTest, ReplayAttackIsValidAndAddsTheReplayRunToTheSteps) {
 
 TEST(ForgettingSpecTest, SelectionByLossDefaultsAndSteps) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(9);
   spec.mutable_forgetting()->mutable_injected()->set_selection("hard");
   ApplyDefaults(&spec);
@@ -137,6 +139,7 @@ TEST(ForgettingSpecTest, SelectionByLossDefaultsAndSteps) {
   EXPECT_EQ(PlanAudit(Defaulted())->tasks[0].steps_total, 1000u + 1u + 2000u);
   // Candidates are capped by the rows left outside D.
   v1::AuditSpec big;
+  big.set_name("test");
   big.mutable_forgetting()->mutable_dataset()->set_pool_size(59500);
   big.mutable_forgetting()->mutable_injected()->set_selection("easy");
   ApplyDefaults(&big);
@@ -171,6 +174,7 @@ TEST(ForgettingSpecTest, BadSelectionFieldsAreNamed) {
 
 TEST(ForgettingSpecTest, LiraReferencesDefaultsRulesAndSteps) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(9);
   spec.mutable_forgetting()->set_attack("lira_references");
   ApplyDefaults(&spec);
@@ -193,6 +197,7 @@ TEST(ForgettingSpecTest, LiraReferencesDefaultsRulesAndSteps) {
 
 TEST(ForgettingSpecTest, LiraOnlineDefaultsRulesAndSteps) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(9);
   spec.mutable_forgetting()->set_attack("lira_online");
   ApplyDefaults(&spec);
@@ -237,6 +242,7 @@ TEST(ForgettingSpecTest, LiraOnlineDefaultsRulesAndSteps) {
 TEST(ForgettingSpecTest, PerExampleVarianceAppliesToLiraAttacksOnly) {
   for (const char* attack : {"lira_references", "lira_online"}) {
     v1::AuditSpec spec;
+    spec.set_name("test");
     spec.set_seed(9);
     spec.mutable_forgetting()->set_attack(attack);
     spec.mutable_forgetting()->set_lira_per_example_variance(true);
@@ -249,6 +255,7 @@ TEST(ForgettingSpecTest, PerExampleVarianceAppliesToLiraAttacksOnly) {
               HasSubstr("forgetting.lira_per_example_variance: applies to attack lira_references "
                         "or lira_online only"));
   v1::AuditSpec canaries;
+  canaries.set_name("test");
   canaries.set_seed(9);
   canaries.mutable_forgetting()->mutable_canaries();
   ApplyDefaults(&canaries);
@@ -259,6 +266,7 @@ TEST(ForgettingSpecTest, PerExampleVarianceAppliesToLiraAttacksOnly) {
 
 TEST(ForgettingSpecTest, CanaryDefaultsValidationAndSteps) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(9);
   spec.mutable_forgetting()->mutable_canaries();
   ApplyDefaults(&spec);
@@ -280,6 +288,7 @@ TEST(ForgettingSpecTest, CanaryDefaultsValidationAndSteps) {
 
 TEST(ForgettingSpecTest, CanaryPoisonDefaultsValidationAndSteps) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(9);
   spec.mutable_forgetting()->mutable_canaries();
   spec.mutable_forgetting()->set_strategy("poison");
@@ -306,6 +315,7 @@ TEST(ForgettingSpecTest, CanaryPoisonDefaultsValidationAndSteps) {
 
 TEST(ForgettingSpecTest, BadCanaryFieldsAreNamed) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(9);
   v1::ForgettingAudit* f = spec.mutable_forgetting();
   f->mutable_canaries();

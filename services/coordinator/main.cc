@@ -2,10 +2,15 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/clock.h"
+#include "common/data_roots.h"
 #include "common/process.h"
 #include "common/serving.h"
 #include "services/coordinator/audit_service.h"
@@ -40,8 +45,19 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval workers are told to use")
       ->capture_default_str()
       ->check(CLI::Range(10u, 600000u));
+  std::vector<std::string> data_root_flags;
+  app.add_option(
+      "--data-root", data_root_flags,
+      absl::StrCat(kDataRootFlagHelp, "; Submit refuses a spec naming a file elsewhere (default: ",
+                   absl::StrJoin(kDefaultDataRoots, ", "), ", those present)"));
   CLI11_PARSE(app, argc, argv);
   InitLogging("coordinator");
+  absl::StatusOr<DataRoots> data_roots = DataRoots::FromFlag(data_root_flags);
+  if (!data_roots.ok()) {
+    spdlog::critical("--data-root: {}", std::string(data_roots.status().message()));
+    return 1;
+  }
+  spdlog::info("data roots: {}", DescribeDataRoots(*data_roots));
 
   auto store = coordinator::SqliteStore::Open(db_path, db_options);
   if (!store.ok()) {
@@ -60,8 +76,8 @@ int main(int argc, char** argv) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
   auto channel = grpc::CreateCustomChannel(scorer, grpc::InsecureChannelCredentials(), args);
-  coordinator::AuditServiceImpl audit_service(scheduler->get(),
-                                              v1::ScorerService::NewStub(channel));
+  coordinator::AuditServiceImpl audit_service(scheduler->get(), v1::ScorerService::NewStub(channel),
+                                              *std::move(data_roots));
   // A worker silent for a lease TTL has lost its lease: count it gone too.
   coordinator::WorkerPresence presence(RealClock::Get(), lease_ttl_ms, &registry);
   coordinator::WorkerServiceImpl worker_service(scheduler->get(), scorer, heartbeat_ms,

@@ -14,6 +14,7 @@ using ::testing::Not;
 
 v1::AuditSpec PhoneBook() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(1);
   spec.mutable_relational()->mutable_phone_book();
   ApplyDefaults(&spec);
@@ -22,6 +23,7 @@ v1::AuditSpec PhoneBook() {
 
 v1::AuditSpec Linear() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(1);
   spec.mutable_relational()->mutable_linear();
   ApplyDefaults(&spec);
@@ -49,6 +51,7 @@ TEST(RelationalSpecTest, DefaultsAreRunnable) {
   EXPECT_TRUE(l.relational().metrics().empty());
   // No model chosen: the phone book.
   v1::AuditSpec none;
+  none.set_name("test");
   none.mutable_relational();
   ApplyDefaults(&none);
   EXPECT_TRUE(none.relational().has_phone_book());

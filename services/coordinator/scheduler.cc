@@ -42,9 +42,16 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, const
   auto tasks = store->LoadTasks();
   if (!tasks.ok()) return tasks.status();
   s->tasks_ = std::move(*tasks);
+  // Workers kept training while this coordinator was down and could not
+  // heartbeat: each held lease gets a full TTL from now to be heard again,
+  // so an outage longer than the TTL costs no attempt.
+  const int64_t resumed_deadline = clock->NowMs() + options.lease_ttl_ms;
   for (size_t i = 0; i < s->tasks_.size(); ++i) {
-    s->task_by_id_[s->tasks_[i].task_id] = i;
-    if (s->tasks_[i].state == TaskState::kLeased) s->task_by_lease_[s->tasks_[i].lease_id] = i;
+    TaskRecord& t = s->tasks_[i];
+    s->task_by_id_[t.task_id] = i;
+    if (t.state != TaskState::kLeased) continue;
+    s->task_by_lease_[t.lease_id] = i;
+    t.lease_deadline_ms = std::max(t.lease_deadline_ms, resumed_deadline);
   }
   s->UpdateGauges();
   return s;
@@ -67,9 +74,14 @@ absl::Status Scheduler::Apply(const Mutation& m) {
     const size_t i = task_by_id_.at(t.task_id);
     metrics_.TaskChanged(tasks_[i], t, clock_->NowMs());
     // Counted once committed: a retry whose commit failed never happened.
-    // Only RetryOrFail puts a leased task back in the queue; its error is the reason.
+    // Only RetryOrFail (its error is the reason) and Release (which counts
+    // the release) put a leased task back in the queue.
     if (tasks_[i].state == TaskState::kLeased && t.state == TaskState::kQueued) {
-      metrics_.TaskRetried(t.error);
+      if (t.releases > tasks_[i].releases) {
+        metrics_.TaskReleased();
+      } else {
+        metrics_.TaskRetried(t.error);
+      }
     }
     if (tasks_[i].state == TaskState::kLeased) task_by_lease_.erase(tasks_[i].lease_id);
     tasks_[i] = t;
@@ -390,6 +402,36 @@ absl::Status Scheduler::Fail(const std::string& lease_id, const std::string& err
   TouchWorker((*task)->worker_id, clock_->NowMs());
   Mutation m;
   RetryOrFail(**task, error, retryable, &m);
+  return Apply(m);
+}
+
+absl::Status Scheduler::Release(const std::string& lease_id, const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  auto task = FindLease(lease_id);
+  if (!task.ok()) return task.status();
+  TouchWorker((*task)->worker_id, clock_->NowMs());
+  TaskRecord t = **task;
+  Mutation m;
+  const uint32_t cap = options_.max_releases_per_task;
+  if (t.releases >= cap) {
+    RetryOrFail(std::move(t),
+                absl::StrCat(reason, " (released ", cap, " times already: counted as an attempt)"),
+                /*retryable=*/true, &m);
+    return Apply(m);
+  }
+  const std::string worker = t.worker_id;
+  t.state = TaskState::kQueued;
+  t.attempts = t.attempts > 0 ? t.attempts - 1 : 0;  // Lease counted this one
+  t.releases += 1;
+  t.steps_done = 0;
+  t.lease_id.clear();
+  t.worker_id.clear();
+  t.error = reason;
+  m.events.push_back(
+      Event(t.audit_id, "task_released", t.task_id,
+            absl::StrCat(reason, " (released by ", worker, "; attempt not counted; release ",
+                         t.releases, " of ", cap, ")")));
+  m.tasks.push_back(std::move(t));
   return Apply(m);
 }
 

@@ -33,6 +33,12 @@ struct SchedulerOptions {
   // this many lease TTLs is forgotten. A live worker calls far more often: an
   // idle one long-polls Lease back to back, a busy one heartbeats.
   int64_t worker_ttl_leases = 3;
+  // Releases (Release) a task may make without its attempt being counted;
+  // each one after these counts as a retryable failure, so a worker that
+  // releases every task it takes (a scorer it can never reach, a shutdown
+  // loop) cannot keep an audit running forever. Generous: a release costs a
+  // retrain, not the audit.
+  uint32_t max_releases_per_task = 100;
 };
 
 struct LeaseGrant {
@@ -75,7 +81,16 @@ class Scheduler {
   absl::StatusOr<std::optional<LeaseGrant>> Lease(const std::string& worker_id, int wait_ms);
   absl::StatusOr<HeartbeatVerdict> Heartbeat(const std::string& lease_id, uint64_t steps_done);
   absl::Status Complete(const std::string& lease_id);
+  // The task failed: re-queued if `retryable` and attempts remain (the
+  // lease's attempt stays spent), else the audit fails.
   absl::Status Fail(const std::string& lease_id, const std::string& error, bool retryable);
+  // The worker could not finish the task for a reason not the task's
+  // (shutdown, an unreachable service): the task goes back to the queue with
+  // the attempt its lease counted given back, a `task_released` event says
+  // why, and the audit keeps running. Past
+  // SchedulerOptions::max_releases_per_task it is Fail(retryable = true).
+  // FAILED_PRECONDITION if the lease is not held.
+  absl::Status Release(const std::string& lease_id, const std::string& reason);
   // Takes back every lease whose deadline has passed on the clock, and
   // forgets expired worker registrations.
   absl::Status ExpireLeases();

@@ -260,6 +260,27 @@ TEST_F(SchedulerFaultsTest, RetryableFailWhoseCommitFailsNeitherRequeuesNorCount
   ExpectRestartAgrees();
 }
 
+TEST_F(SchedulerFaultsTest, ReleaseWhoseCommitFailsNeitherRequeuesNorGivesTheAttemptBack) {
+  v1::AuditSpec spec = SmallMembershipSpec(4);
+  spec.mutable_resources()->set_max_attempts(1);
+  ASSERT_TRUE(scheduler_->Submit("a", spec).ok());
+  const LeaseGrant g = MustLease();
+  const Observed before = Observe();
+  store_->FailCommits(1);
+  EXPECT_EQ(scheduler_->Release(g.task.lease_id, "worker shutting down").code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(MustGet("a").tasks().running(), 1u);
+  EXPECT_TRUE(Metric("memaudit_coordinator_task_retries_total{reason=\"released\"} 0"));
+  ExpectUnchangedSince(before);
+
+  // The lease is still held, so the worker's retry of the report is accepted.
+  ASSERT_TRUE(scheduler_->Release(g.task.lease_id, "worker shutting down").ok());
+  EXPECT_EQ(MustGet("a").tasks().queued(), 4u);
+  EXPECT_TRUE(Metric("memaudit_coordinator_task_retries_total{reason=\"released\"} 1"));
+  EXPECT_EQ(MustLease().task.attempts, 1u);
+  ExpectRestartAgrees();
+}
+
 TEST_F(SchedulerFaultsTest, FatalFailWhoseCommitFailsLeavesTheAuditRunning) {
   ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
   const LeaseGrant g = MustLease();

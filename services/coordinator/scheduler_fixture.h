@@ -34,9 +34,7 @@ class SchedulerFixture : public ::testing::Test {
     auto store = SqliteStore::Open(path_);
     MEMAUDIT_ASSERT_OK(store);
     store_ = std::move(*store);
-    SchedulerOptions options;
-    options.lease_ttl_ms = 1000;
-    auto s = Scheduler::Create(store_.get(), &clock_, options, &registry_);
+    auto s = Scheduler::Create(store_.get(), &clock_, options_, &registry_);
     MEMAUDIT_ASSERT_OK(s);
     scheduler_ = std::move(*s);
   }
@@ -48,7 +46,15 @@ class SchedulerFixture : public ::testing::Test {
     return **grant;
   }
 
+  // What Reopen creates the scheduler with; a test may change it, then Reopen.
+  static SchedulerOptions DefaultOptions() {
+    SchedulerOptions options;
+    options.lease_ttl_ms = 1000;
+    return options;
+  }
+
   std::string path_;
+  SchedulerOptions options_ = DefaultOptions();
   FakeClock clock_;
   prometheus::Registry registry_;
   std::unique_ptr<SqliteStore> store_;

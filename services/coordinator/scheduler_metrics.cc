@@ -20,14 +20,14 @@ const char* RetryReason(const std::string& reason) {
   return reason.rfind("lease expired", 0) == 0 ? "lease_expired" : "worker_error";
 }
 
-const char* LeaseOutcome(TaskState after) {
-  switch (after) {
+const char* LeaseOutcome(const TaskRecord& before, const TaskRecord& after) {
+  switch (after.state) {
     case TaskState::kSucceeded:
       return "succeeded";
     case TaskState::kFailed:
       return "failed";
     case TaskState::kQueued:
-      return "retried";
+      return after.releases > before.releases ? "released" : "retried";
     default:
       return "cancelled";
   }
@@ -43,6 +43,7 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry* registry) : registry_(r
       metrics::AddCounter(*registry_, kRetries, "Tasks put back in the queue, by reason.");
   retries.Add({{"reason", "lease_expired"}});
   retries.Add({{"reason", "worker_error"}});
+  retries.Add({{"reason", "released"}});
   metrics::AddCounter(*registry_, kRegistered,
                       "Workers that have registered since the coordinator started.")
       .Add({});
@@ -61,7 +62,7 @@ void SchedulerMetrics::TaskChanged(const TaskRecord& before, const TaskRecord& a
   auto it = lease_started_ms_.find(before.lease_id);
   if (it == lease_started_ms_.end()) return;
   metrics::AddHistogram(*registry_, kTaskDuration, "")
-      .Add({{"outcome", LeaseOutcome(after.state)}}, DurationBuckets())
+      .Add({{"outcome", LeaseOutcome(before, after)}}, DurationBuckets())
       .Observe(static_cast<double>(now_ms - it->second) / 1000.0);
   lease_started_ms_.erase(it);
 }
@@ -108,6 +109,11 @@ void SchedulerMetrics::Refresh(const std::vector<TaskRecord>& tasks,
 void SchedulerMetrics::TaskRetried(const std::string& reason) {
   if (registry_ == nullptr) return;
   metrics::AddCounter(*registry_, kRetries, "").Add({{"reason", RetryReason(reason)}}).Increment();
+}
+
+void SchedulerMetrics::TaskReleased() {
+  if (registry_ == nullptr) return;
+  metrics::AddCounter(*registry_, kRetries, "").Add({{"reason", "released"}}).Increment();
 }
 
 void SchedulerMetrics::WorkerRegistered() {

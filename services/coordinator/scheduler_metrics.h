@@ -32,7 +32,7 @@ class SchedulerMetrics {
 
   // A committed mutation changed `before` into `after` at `now_ms`. A lease
   // granted here is timed until the task leaves it (outcome succeeded,
-  // failed, retried or cancelled). Leases granted before a restart have no
+  // failed, retried, released or cancelled). Leases granted before a restart have no
   // start time and are not observed.
   void TaskChanged(const TaskRecord& before, const TaskRecord& after, int64_t now_ms);
 
@@ -42,6 +42,8 @@ class SchedulerMetrics {
 
   // `reason` is the scheduler's free text; it is mapped to a bounded label.
   void TaskRetried(const std::string& reason);
+  // A task a worker gave back without failing (reason "released").
+  void TaskReleased();
   void WorkerRegistered();
 
  private:

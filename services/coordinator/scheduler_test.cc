@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/scheduler_fixture.h"
 
@@ -10,6 +11,7 @@ namespace memaudit::coordinator {
 namespace {
 
 using ::memaudit::testing::StatusIs;
+using ::testing::HasSubstr;
 
 class SchedulerTest : public SchedulerFixture {};
 
@@ -153,6 +155,134 @@ TEST_F(SchedulerTest, NonRetryableFailureFailsAtOnce) {
   EXPECT_EQ(scheduler_->Get("a")->state(), v1::FAILED);
 }
 
+std::vector<EventRecord> EventsOfType(Scheduler& s, const std::string& audit_id,
+                                      const std::string& type) {
+  std::vector<EventRecord> of;
+  auto events = s.EventsAfter(audit_id, 0, 1000);
+  EXPECT_TRUE(events.ok()) << events.status();
+  if (!events.ok()) return of;
+  for (const EventRecord& e : *events) {
+    if (e.type == type) of.push_back(e);
+  }
+  return of;
+}
+
+// A worker shutting down (or cut off from the scorer) hands its task back:
+// an audit allowed one attempt per task survives any number of such
+// interruptions, up to the cap.
+TEST_F(SchedulerTest, ReleasedTaskIsRequeuedWithoutSpendingAnAttempt) {
+  v1::AuditSpec spec = SmallMembershipSpec(4);
+  spec.mutable_resources()->set_max_attempts(1);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
+  LeaseGrant g = MustLease("w-1");
+  const std::string task_id = g.task.task_id;
+  constexpr int kReleases = 5;
+  for (int i = 0; i < kReleases; ++i) {
+    EXPECT_EQ(g.task.task_id, task_id);
+    EXPECT_EQ(g.task.attempts, 1u) << "release " << i;
+    MEMAUDIT_ASSERT_OK(scheduler_->Release(g.task.lease_id, "worker w-1 shutting down"));
+    auto audit = scheduler_->Get("a");
+    EXPECT_EQ(audit->state(), v1::RUNNING);
+    EXPECT_EQ(audit->tasks().queued(), 4u);
+    EXPECT_EQ(audit->tasks().running(), 0u);
+    // The released lease is gone: the worker's heartbeat is told to stop.
+    EXPECT_TRUE(scheduler_->Heartbeat(g.task.lease_id, 1)->stop);
+    g = MustLease("w-2");
+  }
+  const std::vector<EventRecord> released = EventsOfType(*scheduler_, "a", "task_released");
+  ASSERT_EQ(released.size(), static_cast<size_t>(kReleases));
+  EXPECT_EQ(released[0].task_id, task_id);
+  EXPECT_EQ(released[0].message,
+            "worker w-1 shutting down (released by w-1; attempt not counted; release 1 of 100)");
+  EXPECT_THAT(released[4].message, HasSubstr("release 5 of 100"));
+  EXPECT_TRUE(EventsOfType(*scheduler_, "a", "task_retried").empty());
+
+  const std::string text = metrics::Exposition(registry_);
+  EXPECT_THAT(text, HasSubstr("memaudit_coordinator_task_retries_total{reason=\"released\"} 5"));
+  EXPECT_THAT(text,
+              HasSubstr("memaudit_coordinator_task_retries_total{reason=\"worker_error\"} 0"));
+  EXPECT_THAT(text, HasSubstr("memaudit_coordinator_task_duration_seconds_count{outcome="
+                              "\"released\"} 5"));
+
+  // The one attempt is still there to succeed with.
+  MEMAUDIT_ASSERT_OK(scheduler_->Complete(g.task.lease_id));
+  for (int i = 0; i < 3; ++i) MEMAUDIT_ASSERT_OK(scheduler_->Complete(MustLease().task.lease_id));
+  EXPECT_EQ(scheduler_->Get("a")->state(), v1::SUCCEEDED);
+}
+
+TEST_F(SchedulerTest, ReleasesPastTheCapCountAsAttempts) {
+  options_.max_releases_per_task = 2;
+  Reopen();
+  v1::AuditSpec spec = SmallMembershipSpec(4);
+  spec.mutable_resources()->set_max_attempts(2);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
+  for (int i = 0; i < 2; ++i) {
+    MEMAUDIT_ASSERT_OK(scheduler_->Release(MustLease().task.lease_id, "scorer unreachable"));
+  }
+  // The third release is a retryable failure: attempt 1 of 2 spent.
+  LeaseGrant g = MustLease();
+  EXPECT_EQ(g.task.attempts, 1u);
+  MEMAUDIT_ASSERT_OK(scheduler_->Release(g.task.lease_id, "scorer unreachable"));
+  EXPECT_EQ(scheduler_->Get("a")->state(), v1::RUNNING);
+  const std::vector<EventRecord> retried = EventsOfType(*scheduler_, "a", "task_retried");
+  ASSERT_EQ(retried.size(), 1u);
+  EXPECT_EQ(
+      retried[0].message,
+      "scorer unreachable (released 2 times already: counted as an attempt) (attempt 1 of 2)");
+  EXPECT_EQ(EventsOfType(*scheduler_, "a", "task_released").size(), 2u);
+  EXPECT_THAT(metrics::Exposition(registry_),
+              HasSubstr("memaudit_coordinator_task_retries_total{reason=\"worker_error\"} 1"));
+
+  // And the next one spends the last attempt: the audit fails.
+  g = MustLease();
+  EXPECT_EQ(g.task.attempts, 2u);
+  MEMAUDIT_ASSERT_OK(scheduler_->Release(g.task.lease_id, "scorer unreachable"));
+  auto audit = scheduler_->Get("a");
+  EXPECT_EQ(audit->state(), v1::FAILED);
+  EXPECT_THAT(audit->error(), HasSubstr("failed after 2 attempt(s): scorer unreachable (released 2 "
+                                        "times already"));
+}
+
+TEST_F(SchedulerTest, ReleaseOfALeaseNotHeldIsRefused) {
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  EXPECT_THAT(scheduler_->Release("l-unknown", "shutting down"),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("l-unknown")));
+  // Nor twice, nor after the task completed.
+  LeaseGrant g = MustLease();
+  MEMAUDIT_ASSERT_OK(scheduler_->Release(g.task.lease_id, "shutting down"));
+  EXPECT_THAT(scheduler_->Release(g.task.lease_id, "shutting down"),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  g = MustLease();
+  MEMAUDIT_ASSERT_OK(scheduler_->Complete(g.task.lease_id));
+  EXPECT_THAT(scheduler_->Release(g.task.lease_id, "shutting down"),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(EventsOfType(*scheduler_, "a", "task_released").size(), 1u);
+}
+
+// Releases and attempts are in the store: a restarted coordinator neither
+// forgets the releases (the cap holds across restarts) nor charges them.
+TEST_F(SchedulerTest, ReleasesSurviveARestart) {
+  options_.max_releases_per_task = 2;
+  Reopen();
+  v1::AuditSpec spec = SmallMembershipSpec(4);
+  spec.mutable_resources()->set_max_attempts(1);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
+  MEMAUDIT_ASSERT_OK(scheduler_->Release(MustLease().task.lease_id, "preempted"));
+  Reopen();
+  LeaseGrant g = MustLease();
+  EXPECT_EQ(g.task.attempts, 1u);
+  MEMAUDIT_ASSERT_OK(scheduler_->Release(g.task.lease_id, "preempted"));
+  Reopen();
+  EXPECT_EQ(scheduler_->Get("a")->state(), v1::RUNNING);
+  EXPECT_EQ(scheduler_->Get("a")->tasks().queued(), 4u);
+  EXPECT_EQ(EventsOfType(*scheduler_, "a", "task_released").size(), 2u);
+  // Two releases were free; the third counts, and with one attempt the audit fails.
+  g = MustLease();
+  EXPECT_EQ(g.task.attempts, 1u);
+  MEMAUDIT_ASSERT_OK(scheduler_->Release(g.task.lease_id, "preempted"));
+  EXPECT_EQ(scheduler_->Get("a")->state(), v1::FAILED);
+}
+
 TEST_F(SchedulerTest, CancelStopsLeasesAndQueue) {
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   LeaseGrant g = MustLease();
@@ -178,6 +308,21 @@ TEST_F(SchedulerTest, RestartResumesFromTheStore) {
   // The lease held before the restart is still honoured.
   EXPECT_FALSE(scheduler_->Heartbeat(held.task.lease_id, 2)->stop);
   EXPECT_EQ(MustLease().task.index, 2u);
+}
+
+// The coordinator was down for longer than the lease TTL: its workers could
+// not heartbeat, but kept training. Each held lease gets a TTL from the
+// restart to be heard again instead of expiring (and costing an attempt).
+TEST_F(SchedulerTest, AnOutageLongerThanTheTtlCostsNoAttempt) {
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  LeaseGrant held = MustLease();
+  clock_.AdvanceMs(5000);  // five TTLs without a heartbeat
+  Reopen();
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  EXPECT_FALSE(scheduler_->Heartbeat(held.task.lease_id, 2)->stop);
+  clock_.AdvanceMs(1001);  // silent for a TTL after the restart: now it expires
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  EXPECT_TRUE(scheduler_->Heartbeat(held.task.lease_id, 2)->stop);
 }
 
 TEST_F(SchedulerTest, GaugesCountTasksByState) {

@@ -117,6 +117,12 @@ bool CheckListSize(const std::string& field, int size, int min, int max, const A
 }
 
 void CheckAuditName(const std::string& name, const AddProblem& add) {
+  // Every listing shows it; the CLI fills it from the file's name, so only a
+  // caller of the API can leave it empty.
+  if (name.empty()) {
+    add("name", "must not be empty");
+    return;
+  }
   if (!CheckLength("name", name, kMaxNameBytes, add)) return;
   for (char c : name) {
     const unsigned char u = static_cast<unsigned char>(c);

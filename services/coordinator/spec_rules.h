@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/model_limits.h"
 #include "common/spec_yaml.h"
 #include "engine/model_spec.h"
 #include "memaudit/v1/spec.pb.h"
@@ -30,10 +31,14 @@ inline constexpr int kMaxNameLists = 16;                    // attacks, metrics,
 inline constexpr double kMaxLearningRate = 100;             // training.learning_rate
 inline constexpr double kMaxWeightDecay = 100;              // training.weight_decay
 inline constexpr uint64_t kMaxQueryBudget = 1'000'000'000;  // model steps per query budget
-// One model's parameters (1 GB of float32 weights), and an audit's training
-// cost: models x parameters x optimizer steps, summed over every model.
-inline constexpr double kMaxModelParameters = 250e6;
+// An audit's training cost: models x parameters x optimizer steps, summed
+// over every model (one model's bound: kMaxModelParameters, model_limits.h).
 inline constexpr double kMaxAuditCost = 1e15;
+// This many model queries (a query: one character's forward pass, to rank or
+// extract a canary) count as one optimizer step (a batch of sequences forward
+// and backward) in the cost. Conservative: a step of batch 32 x 64 characters
+// costs about 6,000 queries.
+inline constexpr double kQueriesPerStep = 1000;
 
 // `value` at most `max` bytes: "must be at most 4096 bytes (got 52428800)".
 // Returns whether it is.
@@ -45,7 +50,7 @@ bool CheckLength(const std::string& field, const std::string& value, size_t max,
 // checked one by one (a list too long is one problem, not millions).
 bool CheckListSize(const std::string& field, int size, int min, int max, const AddProblem& add);
 
-// The name: at most kMaxNameBytes, no control characters.
+// The name: 1 … kMaxNameBytes bytes, no control characters.
 void CheckAuditName(const std::string& name, const AddProblem& add);
 
 // Parameters of the image classifiers on 28 x 28 x 1 inputs and 10 classes

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/membership_tasks.h"
+#include "common/spec_paths.h"
 #include "services/coordinator/kind_handler.h"
 #include "services/coordinator/spec_rules.h"
 
@@ -51,6 +52,17 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
   return problems;
 }
 
+std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec, const DataRoots& roots) {
+  std::vector<SpecProblem> problems = FindProblems(spec);
+  for (SpecPath& p : SpecPaths(spec)) {
+    if (p.path.size() > kMaxPathBytes) continue;  // already a problem of its own
+    if (std::string rule = roots.Problem(p.path); !rule.empty()) {
+      problems.push_back({std::move(p.field), std::move(rule)});
+    }
+  }
+  return problems;
+}
+
 size_t ErrorWireBytes(absl::string_view message) {
   size_t bytes = 0;
   for (unsigned char c : message) bytes += c < 0x20 || c > 0x7E || c == '%' ? 3 : 1;
@@ -69,8 +81,10 @@ std::string BoundErrorMessage(absl::string_view message) {
   return absl::StrCat(message.substr(0, end), " [cut: ", message.size(), " bytes]");
 }
 
-absl::Status ValidateSpec(const v1::AuditSpec& spec) {
-  std::vector<SpecProblem> problems = FindProblems(spec);
+namespace {
+
+// OK, or INVALID_ARGUMENT listing `problems` (see ValidateSpec).
+absl::Status ProblemsStatus(const std::vector<SpecProblem>& problems) {
   if (problems.empty()) return absl::OkStatus();
   constexpr size_t kRoom = 100;  // for the count of the rest
   std::string message;
@@ -88,6 +102,14 @@ absl::Status ValidateSpec(const v1::AuditSpec& spec) {
                     " more problem(s): `memaudit validate SPEC` lists them all");
   }
   return absl::InvalidArgumentError(BoundErrorMessage(message));
+}
+
+}  // namespace
+
+absl::Status ValidateSpec(const v1::AuditSpec& spec) { return ProblemsStatus(FindProblems(spec)); }
+
+absl::Status ValidateSpec(const v1::AuditSpec& spec, const DataRoots& roots) {
+  return ProblemsStatus(FindProblems(spec, roots));
 }
 
 }  // namespace memaudit::coordinator

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/data_roots.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::coordinator {
@@ -28,6 +29,11 @@ void ApplyDefaults(v1::AuditSpec* spec);
 
 // Every problem in a spec (after defaults); empty when the spec is runnable.
 std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec);
+// The same, plus one problem per file path (common/spec_paths.h) that is not
+// under `roots` (DataRoots::Problem): what Submit and the CLI check. The spec
+// alone, without roots, is what the planner and the scorer check: an audit
+// once accepted stays valid whatever the roots become.
+std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec, const DataRoots& roots);
 
 // An error message travels as gRPC metadata (grpc-message; 8 KiB by
 // default), which percent-encodes each byte outside printable ASCII as three:
@@ -42,6 +48,8 @@ std::string BoundErrorMessage(absl::string_view message);
 // one): whole problems up to kMaxErrorWireBytes as sent, then how many more
 // there are.
 absl::Status ValidateSpec(const v1::AuditSpec& spec);
+// The same with FindProblems(spec, roots).
+absl::Status ValidateSpec(const v1::AuditSpec& spec, const DataRoots& roots);
 
 }  // namespace memaudit::coordinator
 

@@ -92,6 +92,7 @@ TEST(SpecValidatorTest, ModelsPerTaskDefaultsToOneAndIsBounded) {
               HasSubstr("resources.models_per_task: must be in [1, 64] (got 65)"));
   // Other kinds train one model per task.
   v1::AuditSpec exposure;
+  exposure.set_name("test");
   exposure.mutable_exposure();
   ApplyDefaults(&exposure);
   EXPECT_EQ(exposure.resources().models_per_task(), 0u) << "left unset outside membership";
@@ -102,6 +103,7 @@ TEST(SpecValidatorTest, ModelsPerTaskDefaultsToOneAndIsBounded) {
 
 TEST(SpecValidatorTest, MissingKindIsInvalid) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   ApplyDefaults(&spec);
   absl::Status status = ValidateSpec(spec);
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
@@ -111,6 +113,7 @@ TEST(SpecValidatorTest, MissingKindIsInvalid) {
 TEST(SpecValidatorTest, EveryKindInTheApiIsRunnable) {
   // An unset spec of each kind is checked field by field, not refused whole.
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.mutable_unlearning();
   EXPECT_TRUE(KindImplemented(spec));
   EXPECT_THAT(ValidateSpec(spec), StatusIs(absl::StatusCode::kInvalidArgument));
@@ -120,6 +123,7 @@ TEST(SpecValidatorTest, EveryKindInTheApiIsRunnable) {
 
 TEST(SpecValidatorTest, ExposureDefaultsMakeARunnableSpec) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.mutable_exposure();
   ApplyDefaults(&spec);
   MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
@@ -139,6 +143,7 @@ TEST(SpecValidatorTest, ExposureDefaultsMakeARunnableSpec) {
 
 TEST(SpecValidatorTest, ExposureEveryBadFieldIsNamedWithItsRule) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   v1::ExposureAudit* e = spec.mutable_exposure();
   e->mutable_corpus()->set_name("wikipedia");
   e->mutable_corpus()->set_path("/tmp/x");
@@ -175,6 +180,8 @@ TEST(SpecValidatorTest, ExposureEveryBadFieldIsNamedWithItsRule) {
   EXPECT_EQ(FindProblems(spec).size(), 15u);
 
   v1::AuditSpec exact;
+
+  exact.set_name("test");
   exact.mutable_exposure()->set_estimator("exact");
   exact.mutable_exposure()->set_reference_samples(10);
   ApplyDefaults(&exact);
@@ -189,6 +196,7 @@ TEST(SpecValidatorTest, ExposureEveryBadFieldIsNamedWithItsRule) {
 
 TEST(SpecValidatorTest, ExposureEvaluationPointsAreBoundedAndExclusive) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   v1::ExposureAudit* e = spec.mutable_exposure();
   e->mutable_corpus()->set_text(std::string(6400, 'a'));  // 100 windows of 64
   e->mutable_training()->set_epochs(10);
@@ -223,6 +231,7 @@ TEST(SpecValidatorTest, ExposureEvaluationPointsAreBoundedAndExclusive) {
 
 TEST(SpecValidatorTest, ExposureSweepDefaultsNameEachVariant) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   v1::ExposureAudit* e = spec.mutable_exposure();
   e->add_sweep();
   v1::ExposureVariant* wide = e->add_sweep();
@@ -242,6 +251,7 @@ TEST(SpecValidatorTest, ExposureSweepDefaultsNameEachVariant) {
 
 TEST(SpecValidatorTest, ExposureSweepEveryBadFieldIsNamedWithItsRule) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   v1::ExposureAudit* e = spec.mutable_exposure();
   e->add_sweep()->set_batch_size(0);
   e->mutable_sweep(0)->set_units(5000);
@@ -267,12 +277,15 @@ TEST(SpecValidatorTest, ExposureSweepEveryBadFieldIsNamedWithItsRule) {
   EXPECT_EQ(FindProblems(spec).size(), 9u);
 
   v1::AuditSpec exact;
+
+  exact.set_name("test");
   exact.mutable_exposure()->set_estimator("exact");
   exact.mutable_exposure()->set_reference_models(2);
   ApplyDefaults(&exact);
   EXPECT_THAT(std::string(ValidateSpec(exact).message()),
               HasSubstr("exposure.reference_models: needs the reference sample S"));
   v1::AuditSpec many;
+  many.set_name("test");
   for (int i = 0; i < 17; ++i) many.mutable_exposure()->add_sweep()->set_units(8 + i);
   ApplyDefaults(&many);
   EXPECT_THAT(std::string(ValidateSpec(many).message()),
@@ -292,6 +305,9 @@ TEST(SpecLimitsTest, NameIsBoundedAndPrintable) {
   spec.set_name("two\nlines");
   EXPECT_THAT(ValidateSpec(spec), StatusIs(absl::StatusCode::kInvalidArgument,
                                            HasSubstr("name: must not contain control characters")));
+  spec.set_name("");  // the API cannot tell "left out" from empty
+  EXPECT_THAT(ValidateSpec(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("name: must not be empty")));
   spec.set_name(std::string(128, 'n'));
   MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
 }
@@ -409,6 +425,7 @@ TEST(SpecLimitsTest, OversizedModelAndCostAreRefused) {
 
 TEST(SpecLimitsTest, UnlearningPoolSizeIsCheckedBeforeThePoolsAreBuilt) {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.mutable_unlearning()->mutable_dataset()->set_pool_size(1'000'000'000);
   ApplyDefaults(&spec);
   const auto start = std::chrono::steady_clock::now();
@@ -421,6 +438,7 @@ TEST(SpecLimitsTest, UnlearningPoolSizeIsCheckedBeforeThePoolsAreBuilt) {
 
 TEST(SpecLimitsTest, ForgettingAndRelationalBounds) {
   v1::AuditSpec forgetting;
+  forgetting.set_name("test");
   forgetting.mutable_forgetting()->mutable_canaries()->mutable_corpus()->set_max_chars(
       1'000'000'000'000'000'000);
   ApplyDefaults(&forgetting);
@@ -428,12 +446,16 @@ TEST(SpecLimitsTest, ForgettingAndRelationalBounds) {
               HasSubstr("forgetting.canaries.corpus.max_chars: must be <= 1000000000"));
 
   v1::AuditSpec relational;
+
+  relational.set_name("test");
   relational.mutable_relational()->mutable_linear()->set_tolerance(1e18);
   ApplyDefaults(&relational);
   EXPECT_THAT(std::string(ValidateSpec(relational).message()),
               HasSubstr("relational.linear.tolerance: must be in (0, 100] (got 1e+18)"));
 
   v1::AuditSpec big_linear;
+
+  big_linear.set_name("test");
   v1::LinearRelationalSpec* l = big_linear.mutable_relational()->mutable_linear();
   l->set_samples(2000);
   l->add_key_dims(1'000'000);

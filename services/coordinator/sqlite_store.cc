@@ -40,12 +40,50 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_by_audit ON events(audit_id, sequence);
 )sql";
 
+// The changes made to kSchema since the first release, in order: a database
+// at PRAGMA user_version v has had the first v applied (a new file starts at
+// 0, like one written before user_version was kept). kSchema itself never
+// changes; a new column or table is a new entry here, and the reads and
+// writes below name their columns.
+constexpr const char* kMigrations[] = {
+    // 1: releases, the leases given back without the task failing.
+    "ALTER TABLE tasks ADD COLUMN releases INTEGER NOT NULL DEFAULT 0;",
+};
+constexpr int64_t kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
+
+// Brings `db` (with kSchema's tables) up to kSchemaVersion, each migration in
+// a transaction of its own with its version. A database written by a newer
+// coordinator is refused: this one would not know its columns.
+absl::StatusOr<int64_t> SchemaVersion(sql::Database* db) {
+  MEMAUDIT_ASSIGN_OR_RETURN(sql::Statement read, db->Prepare("PRAGMA user_version"));
+  MEMAUDIT_ASSIGN_OR_RETURN(const bool has_row, read.Step());
+  return has_row ? read.Int(0) : 0;
+}  // the statement is finalized here, before any migration writes
+
+absl::Status Migrate(const std::string& path, sql::Database* db) {
+  MEMAUDIT_ASSIGN_OR_RETURN(const int64_t version, SchemaVersion(db));
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": schema version ", version, " was written by a newer coordinator (this ",
+        "one knows up to ", kSchemaVersion, "); run that version or a newer one"));
+  }
+  for (int64_t v = version; v < kSchemaVersion; ++v) {
+    sql::Transaction tx(db);
+    MEMAUDIT_RETURN_IF_ERROR(tx.status());
+    MEMAUDIT_RETURN_IF_ERROR(db->Exec(kMigrations[v]));
+    MEMAUDIT_RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA user_version = ", v + 1)));
+    MEMAUDIT_RETURN_IF_ERROR(tx.Commit());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
                                                                sql::OpenOptions options) {
   MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, sql::Database::Open(path, options));
   MEMAUDIT_RETURN_IF_ERROR(db->Exec(kSchema));
+  MEMAUDIT_RETURN_IF_ERROR(Migrate(path, db.get()));
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
 }
 
@@ -60,12 +98,16 @@ absl::Status SqliteStore::UpsertAudit(const AuditRecord& a, bool insert_only) {
 }
 
 absl::Status SqliteStore::UpsertTask(const TaskRecord& t) {
-  auto stmt = db_->Prepare("INSERT OR REPLACE INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  auto stmt = db_->Prepare(
+      "INSERT OR REPLACE INTO tasks (task_id, audit_id, role, idx, state, attempts, steps_total, "
+      "steps_done, lease_id, worker_id, lease_deadline_ms, error, releases) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, t.task_id).Bind(2, t.audit_id).Bind(3, t.role).Bind(4, int64_t{t.index});
   stmt->Bind(5, static_cast<int64_t>(t.state)).Bind(6, int64_t{t.attempts});
   stmt->Bind(7, static_cast<int64_t>(t.steps_total)).Bind(8, static_cast<int64_t>(t.steps_done));
   stmt->Bind(9, t.lease_id).Bind(10, t.worker_id).Bind(11, t.lease_deadline_ms).Bind(12, t.error);
+  stmt->Bind(13, int64_t{t.releases});
   return stmt->Run();
 }
 
@@ -141,7 +183,8 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteStore::LoadTasks() {
   absl::MutexLock lock(&mu_);
   auto stmt = db_->Prepare(
       "SELECT t.task_id, t.audit_id, t.role, t.idx, t.state, t.attempts, t.steps_total, "
-      "t.steps_done, t.lease_id, t.worker_id, t.lease_deadline_ms, t.error FROM tasks t "
+      "t.steps_done, t.lease_id, t.worker_id, t.lease_deadline_ms, t.error, t.releases "
+      "FROM tasks t "
       "JOIN audits a ON a.audit_id = t.audit_id ORDER BY a.created_ms, a.audit_id, t.idx");
   if (!stmt.ok()) return stmt.status();
   std::vector<TaskRecord> out;
@@ -162,6 +205,7 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteStore::LoadTasks() {
     t.worker_id = stmt->Text(9);
     t.lease_deadline_ms = stmt->Int(10);
     t.error = stmt->Text(11);
+    t.releases = static_cast<uint32_t>(stmt->Int(12));
     out.push_back(std::move(t));
   }
   return out;

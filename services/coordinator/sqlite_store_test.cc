@@ -82,6 +82,96 @@ TEST(SqliteStoreTest, RoundTripsAuditsTasksAndEventsAcrossReopen) {
   unlink(path.c_str());
 }
 
+TEST(SqliteStoreTest, RoundTripsReleases) {
+  auto store = SqliteStore::Open(":memory:");
+  MEMAUDIT_ASSERT_OK(store);
+  TaskRecord t = SomeTask(0);
+  t.releases = 7;
+  t.attempts = 1;
+  MEMAUDIT_ASSERT_OK((*store)->CreateAudit(SomeAudit(), {t}, {}));
+  auto tasks = (*store)->LoadTasks();
+  MEMAUDIT_ASSERT_OK(tasks);
+  ASSERT_EQ(tasks->size(), 1u);
+  EXPECT_EQ((*tasks)[0].releases, 7u);
+  Mutation m;
+  t.releases = 8;
+  m.tasks.push_back(t);
+  MEMAUDIT_ASSERT_OK((*store)->Commit(m));
+  EXPECT_EQ((*store)->LoadTasks()->at(0).releases, 8u);
+}
+
+int64_t UserVersion(const std::string& path) {
+  auto db = sql::Database::Open(path);
+  if (!db.ok()) return -1;
+  auto stmt = (*db)->Prepare("PRAGMA user_version");
+  if (!stmt.ok() || !stmt->Step().value_or(false)) return -1;
+  return stmt->Int(0);
+}
+
+// A database written before `releases` existed (schema version 0, the
+// tables as first released) is migrated in place and keeps its rows.
+TEST(SqliteStoreTest, MigratesADatabaseOfTheFirstSchema) {
+  const std::string path = ::testing::TempDir() + "/store_v0_" + std::to_string(getpid()) + ".db";
+  unlink(path.c_str());
+  {
+    auto db = sql::Database::Open(path);
+    MEMAUDIT_ASSERT_OK(db);
+    MEMAUDIT_ASSERT_OK((*db)->Exec(R"sql(
+CREATE TABLE audits (audit_id TEXT PRIMARY KEY, name TEXT NOT NULL, kind TEXT NOT NULL,
+  state INTEGER NOT NULL, spec BLOB NOT NULL, created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL, error TEXT NOT NULL);
+CREATE TABLE tasks (task_id TEXT PRIMARY KEY, audit_id TEXT NOT NULL REFERENCES audits(audit_id),
+  role TEXT NOT NULL, idx INTEGER NOT NULL, state INTEGER NOT NULL, attempts INTEGER NOT NULL,
+  steps_total INTEGER NOT NULL, steps_done INTEGER NOT NULL, lease_id TEXT NOT NULL,
+  worker_id TEXT NOT NULL, lease_deadline_ms INTEGER NOT NULL, error TEXT NOT NULL);
+CREATE TABLE events (sequence INTEGER PRIMARY KEY AUTOINCREMENT, audit_id TEXT NOT NULL,
+  unix_ms INTEGER NOT NULL, type TEXT NOT NULL, task_id TEXT NOT NULL, message TEXT NOT NULL);
+INSERT INTO audits VALUES ('a-1', 'n', 'membership', 2, x'', 5, 6, '');
+INSERT INTO tasks VALUES ('a-1/reference_model/0', 'a-1', 'reference_model', 0, 1, 2, 40, 17,
+  'l-x', 'w-y', 99, '');
+)sql"));
+  }
+  EXPECT_EQ(UserVersion(path), 0);
+  {
+    auto store = SqliteStore::Open(path);
+    MEMAUDIT_ASSERT_OK(store);
+    auto tasks = (*store)->LoadTasks();
+    MEMAUDIT_ASSERT_OK(tasks);
+    ASSERT_EQ(tasks->size(), 1u);
+    EXPECT_EQ((*tasks)[0].lease_id, "l-x");
+    EXPECT_EQ((*tasks)[0].attempts, 2u);
+    EXPECT_EQ((*tasks)[0].releases, 0u);
+    TaskRecord t = (*tasks)[0];
+    t.releases = 3;
+    Mutation m;
+    m.tasks.push_back(t);
+    MEMAUDIT_ASSERT_OK((*store)->Commit(m));
+  }
+  EXPECT_EQ(UserVersion(path), 1);
+  // Opening again migrates nothing twice.
+  auto store = SqliteStore::Open(path);
+  MEMAUDIT_ASSERT_OK(store);
+  EXPECT_EQ((*store)->LoadTasks()->at(0).releases, 3u);
+  EXPECT_EQ(UserVersion(path), 1);
+  unlink(path.c_str());
+}
+
+TEST(SqliteStoreTest, ADatabaseOfANewerSchemaIsRefused) {
+  const std::string path =
+      ::testing::TempDir() + "/store_newer_" + std::to_string(getpid()) + ".db";
+  unlink(path.c_str());
+  MEMAUDIT_ASSERT_OK(SqliteStore::Open(path));
+  {
+    auto db = sql::Database::Open(path);
+    MEMAUDIT_ASSERT_OK(db);
+    MEMAUDIT_ASSERT_OK((*db)->Exec("PRAGMA user_version = 99"));
+  }
+  EXPECT_THAT(SqliteStore::Open(path),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(path), HasSubstr("schema version 99"))));
+  unlink(path.c_str());
+}
+
 TEST(SqliteStoreTest, DuplicateAuditIsRefusedAndWritesNothing) {
   auto store = SqliteStore::Open(":memory:");
   MEMAUDIT_ASSERT_OK(store);

@@ -28,6 +28,7 @@ inline v1::AuditSpec SmallMembershipSpec(uint32_t models = 4) {
 // Without defaults for tests of what ApplyDefaults derives from other fields.
 inline v1::AuditSpec SmallExposureSpec(bool with_defaults = true) {
   v1::AuditSpec spec;
+  spec.set_name("small-exposure");
   spec.set_seed(7);
   v1::ExposureAudit* e = spec.mutable_exposure();
   std::string text;

@@ -17,6 +17,7 @@ using ::testing::HasSubstr;
 
 v1::AuditSpec Defaulted() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(17);
   spec.mutable_unlearning();
   ApplyDefaults(&spec);
@@ -50,6 +51,8 @@ TEST(UnlearningSpecTest, DefaultsMakeARunnableSpec) {
   EXPECT_FALSE(u.has_dp_sgd());
 
   v1::AuditSpec sisa;
+
+  sisa.set_name("test");
   sisa.mutable_unlearning()->set_method("sisa");
   sisa.mutable_unlearning()->mutable_dp_sgd();
   ApplyDefaults(&sisa);

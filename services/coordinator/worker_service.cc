@@ -63,7 +63,16 @@ grpc::Status WorkerServiceImpl::Complete(grpc::ServerContext*, const v1::Complet
 grpc::Status WorkerServiceImpl::Fail(grpc::ServerContext*, const v1::FailRequest* req,
                                      v1::FailResponse*) {
   Seen(req->worker_id());
-  return ToGrpc(scheduler_->Fail(req->lease_id(), req->error(), req->retryable()));
+  switch (req->kind()) {
+    case v1::INTERRUPTED:
+      return ToGrpc(scheduler_->Release(req->lease_id(), req->error()));
+    case v1::TASK_RETRYABLE:
+      return ToGrpc(scheduler_->Fail(req->lease_id(), req->error(), /*retryable=*/true));
+    case v1::TASK_FINAL:
+      return ToGrpc(scheduler_->Fail(req->lease_id(), req->error(), /*retryable=*/false));
+    default:  // FAILURE_KIND_UNSPECIFIED (an older worker) or a kind newer than this coordinator
+      return ToGrpc(scheduler_->Fail(req->lease_id(), req->error(), req->retryable()));
+  }
 }
 
 }  // namespace memaudit::coordinator

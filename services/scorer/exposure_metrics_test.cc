@@ -22,6 +22,7 @@ using ::testing::HasSubstr;
 // a reference sample of 32.
 v1::AuditSpec Spec() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   v1::ExposureAudit* e = spec.mutable_exposure();
   e->mutable_canary()->set_digits(3);
   e->add_repeats(1);

@@ -17,6 +17,7 @@ using ::testing::Not;
 
 v1::AuditSpec Spec() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   v1::ForgettingAudit* f = spec.mutable_forgetting();
   f->set_strategy("inject");
   f->set_attack("checkpoint_calibrated");
@@ -345,6 +346,7 @@ TEST(ForgettingMetricsTest, PerExampleVarianceRanksByEachExamplesOwnSpread) {
   // above every non-member, AUC 1. Pooled they rank as phi - 0 = {2, 5}
   // against {0.4, 3}: 2 < 3, AUC 3/4, accuracy 3/4 (threshold above 3).
   v1::AuditSpec spec;
+  spec.set_name("test");
   v1::ForgettingAudit* f = spec.mutable_forgetting();
   f->set_strategy("inject");
   f->set_attack("lira_references");
@@ -417,6 +419,7 @@ TEST(ForgettingMetricsTest, SelectionLossesReachTheResults) {
 
 v1::AuditSpec CanarySpec() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   v1::ForgettingAudit* f = spec.mutable_forgetting();
   f->set_strategy("inject");
   f->set_attack("exposure");

@@ -15,6 +15,7 @@ TEST(ScorerKindHandlersTest, EveryKindOfTheOneofHasAHandler) {
 TEST(ScorerKindHandlersTest, EveryPlaceholderNamesItsOwnKind) {
   for (AuditKind kind : AllAuditKinds()) {
     v1::AuditSpec spec;
+    spec.set_name("test");
     const google::protobuf::FieldDescriptor* field =
         v1::AuditSpec::descriptor()->FindFieldByNumber(static_cast<int>(kind));
     spec.GetReflection()->MutableMessage(&spec, field);  // selects the kind

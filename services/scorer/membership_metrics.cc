@@ -278,10 +278,17 @@ class Membership final : public KindHandler {
           absl::StrCat("observation.values: expected ", expected, " values (one per ",
                        population ? "population" : "pool", " example), got ", o.values_size()));
     }
+    // A loss is a cross-entropy (>= 0); phi a logit-scaled confidence. The
+    // bounds lie far past any trained model's values and keep a forger's
+    // from overflowing the scoring (exp(-loss), squares of phi).
+    const bool loss = o.signal() != kPhiSignal;
+    const double low = loss ? 0 : -kMaxSignalMagnitude;
     for (int i = 0; i < o.values_size(); ++i) {
-      if (!std::isfinite(o.values(i))) {
+      const double v = o.values(i);
+      if (!(v >= low && v <= kMaxSignalMagnitude)) {  // NaN fails too
         return absl::InvalidArgumentError(
-            absl::StrCat("observation.values[", i, "]: not a finite number"));
+            absl::StrCat("observation.values[", i, "]: ", loss ? "a loss" : "phi", " must be in [",
+                         low, ", ", kMaxSignalMagnitude, "] (got ", v, ")"));
       }
     }
     return absl::OkStatus();

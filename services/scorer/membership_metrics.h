@@ -21,6 +21,8 @@ inline constexpr char kPhiSignal[] = "phi";
 inline constexpr char kLossSignal[] = "loss";
 // Loss on RMIA's population (population_size values), when it has one.
 inline constexpr char kPopulationLossSignal[] = "loss_population";
+// The largest |phi| and loss Ingest accepts.
+inline constexpr double kMaxSignalMagnitude = 1e6;
 
 // The signals every model of `spec` sends at kFinalPoint.
 std::vector<std::string> RequiredMembershipSignals(const v1::MembershipAudit& m);

@@ -14,6 +14,7 @@ using ::testing::HasSubstr;
 // Two widths, 3 epochs, 4 training and 4 held-out 3-digit numbers.
 v1::AuditSpec PhoneBookSpec() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   v1::RelationalAudit* r = spec.mutable_relational();
   v1::PhoneBookSpec* p = r->mutable_phone_book();
   p->set_records(4);
@@ -106,6 +107,7 @@ TEST(RelationalMetricsTest, PartialCurvesAreAPrefix) {
 
 v1::AuditSpec LinearSpec() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   v1::LinearRelationalSpec* l = spec.mutable_relational()->mutable_linear();
   l->set_samples(4);
   l->set_label_dims(2);

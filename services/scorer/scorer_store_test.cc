@@ -25,6 +25,7 @@ TEST(ScorerStoreTest, EmptyFileIsRefusedUnlessInitialising) {
   sql::OpenOptions init;
   init.init_empty_file = true;
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(3);
   {
     auto store = ScorerStore::Open(path, init);

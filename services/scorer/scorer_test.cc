@@ -18,6 +18,7 @@ constexpr uint32_t kPool = 200;
 
 v1::AuditSpec Spec() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(3);
   v1::MembershipAudit* m = spec.mutable_membership();
   m->mutable_dataset()->set_pool_size(kPool);
@@ -109,6 +110,23 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   }
   EXPECT_EQ(results->most_vulnerable(0).member_models(), kModels / 2);
   EXPECT_GT(results->most_vulnerable(0).detected(), 0u);
+}
+
+// Forged values past what any model gives would overflow the scoring
+// (exp(-loss) of a loss of -1000 is inf): refused at Ingest, naming the value.
+TEST_F(ScorerTest, SignalsOutsideTheirRangeAreRefused) {
+  v1::Observation loss = Observe(0, "loss");
+  loss.set_values(3, -1000);
+  EXPECT_THAT(
+      scorer_->Ingest(loss),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("observation.values[3]: a loss must be in [0, 1e+06] (got -1000)")));
+  v1::Observation phi = Observe(0, "phi");
+  phi.set_values(0, 1e308);
+  EXPECT_THAT(scorer_->Ingest(phi), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("observation.values[0]: phi must be in")));
+  phi.set_values(0, -1e6);
+  MEMAUDIT_EXPECT_OK(scorer_->Ingest(phi));
 }
 
 TEST_F(ScorerTest, ResentObservationsAreNotCountedTwice) {

@@ -25,6 +25,7 @@ constexpr int kClasses = 3;
 
 v1::AuditSpec Spec() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(3);
   v1::UnlearningAudit* u = spec.mutable_unlearning();
   u->set_method("scratch");

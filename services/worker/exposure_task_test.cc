@@ -24,6 +24,7 @@ using ::testing::HasSubstr;
 // second.
 v1::AuditSpec SweepSpec() {
   v1::AuditSpec spec;
+  spec.set_name("test");
   spec.set_seed(11);
   spec.mutable_resources()->set_threads_per_task(1);
   v1::ExposureAudit* e = spec.mutable_exposure();

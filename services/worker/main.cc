@@ -1,9 +1,14 @@
 // memaudit-worker: leases tasks from a coordinator and trains them.
 #include <spdlog/spdlog.h>
 
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/data_roots.h"
 #include "common/process.h"
 #include "common/serving.h"
 #include "engine/device.h"
@@ -28,8 +33,20 @@ int main(int argc, char** argv) {
   std::string metrics_listen;
   std::string metrics_port_file;
   AddMetricsFlags(&app, &metrics_listen, &metrics_port_file, "127.0.0.1:9402");
+  std::vector<std::string> data_root_flags;
+  app.add_option(
+      "--data-root", data_root_flags,
+      absl::StrCat(kDataRootFlagHelp, "; a task whose spec names a file elsewhere fails (default: ",
+                   absl::StrJoin(kDefaultDataRoots, ", "), ", those present)"));
   CLI11_PARSE(app, argc, argv);
   InitLogging("worker");
+  absl::StatusOr<DataRoots> data_roots = DataRoots::FromFlag(data_root_flags);
+  if (!data_roots.ok()) {
+    spdlog::critical("--data-root: {}", std::string(data_roots.status().message()));
+    return 1;
+  }
+  options.data_roots = *std::move(data_roots);
+  spdlog::info("data roots: {}", DescribeDataRoots(options.data_roots));
   // Every task this process runs trains there (engine runs name no device).
   absl::StatusOr<std::string> chosen = engine::SetDefaultDevice(device);
   if (!chosen.ok()) {

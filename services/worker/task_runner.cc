@@ -49,11 +49,12 @@ absl::Status UnknownRole(const v1::Task& task) {
 absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
                                                      const ProgressCallback& on_progress,
                                                      const ObservationSink& send_early) {
-  return RunTask(HandlerFor, task, on_progress, send_early);
+  static const DataRoots* const kDefaultRoots = new DataRoots(DataRoots::Defaults());
+  return RunTask(HandlerFor, *kDefaultRoots, task, on_progress, send_early);
 }
 
 absl::StatusOr<std::vector<v1::Observation>> RunTask(const HandlerLookup& handlers,
-                                                     const v1::Task& task,
+                                                     const DataRoots& roots, const v1::Task& task,
                                                      const ProgressCallback& on_progress,
                                                      const ObservationSink& send_early) {
   const KindHandler* kind = handlers(task.spec().kind_case());
@@ -62,6 +63,9 @@ absl::StatusOr<std::vector<v1::Observation>> RunTask(const HandlerLookup& handle
   // (c10::Error from LibTorch, std::bad_alloc, CUDA out of memory) from any
   // kind's run, and nothing thrown may unwind into the worker's loop.
   try {
+    // Resolved here and now: a symlink changed since Submit, or data laid
+    // out differently on this host, is judged as the engine would read it.
+    if (absl::Status s = roots.CheckSpec(task.spec()); !s.ok()) return s;
     return kind->Run(
         task,
         [&](uint64_t steps, uint64_t examples) {
@@ -88,19 +92,6 @@ absl::Status StatusOfCurrentException(absl::string_view context) {
     return absl::InternalError(absl::StrCat(context, " threw: ", Message(e.what())));
   } catch (...) {
     return absl::InternalError(absl::StrCat(context, " threw an exception of unknown type"));
-  }
-}
-
-bool Retryable(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kResourceExhausted:
-    case absl::StatusCode::kAborted:
-    case absl::StatusCode::kCancelled:
-      return true;
-    default:
-      return false;
   }
 }
 

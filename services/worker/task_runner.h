@@ -2,7 +2,7 @@
 // from (spec seed, role, index), trains, and returns the observations to
 // stream to the scorer. RunTask is the worker's task boundary: whatever the
 // kind handler (and the engine under it) throws becomes a status here, and
-// Retryable says which statuses another attempt may cure.
+// ClassifyFailure (failure_kind.h) says which statuses another attempt may cure.
 #ifndef MEMAUDIT_SERVICES_WORKER_TASK_RUNNER_H_
 #define MEMAUDIT_SERVICES_WORKER_TASK_RUNNER_H_
 
@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/audit_kinds.h"
+#include "common/data_roots.h"
 #include "engine/classifier_run.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/worker.pb.h"
@@ -41,19 +42,24 @@ using ObservationSink = std::function<absl::Status(const std::vector<v1::Observa
 // throws.
 using HandlerLookup = std::function<const KindHandler*(AuditKind kind)>;
 
-// Trains `task` with HandlerFor's handler. Never throws: an exception out of
+// Trains `task` with `handlers`' handler once every file the task's spec
+// names (common/spec_paths.h) is found under `roots`, resolved on this host
+// now: the worker reads the files, so it checks them itself whatever the
+// coordinator checked at Submit. A path outside is INVALID_ARGUMENT naming
+// the field, and the handler is not called. Never throws: an exception out of
 // the handler or the engine is turned into a status by
 // StatusOfCurrentException. CANCELLED means `on_progress` asked to stop; see
-// Retryable for which errors another attempt may cure.
+// ClassifyFailure (failure_kind.h) for which errors another attempt may cure.
+absl::StatusOr<std::vector<v1::Observation>> RunTask(const HandlerLookup& handlers,
+                                                     const DataRoots& roots, const v1::Task& task,
+                                                     const ProgressCallback& on_progress,
+                                                     const ObservationSink& send_early);
+
+// The same with HandlerFor and DataRoots::Defaults() (a worker started
+// without --data-root).
 absl::StatusOr<std::vector<v1::Observation>> RunTask(const v1::Task& task,
                                                      const ProgressCallback& on_progress,
                                                      const ObservationSink& send_early = nullptr);
-
-// The same with `handlers` in place of HandlerFor.
-absl::StatusOr<std::vector<v1::Observation>> RunTask(const HandlerLookup& handlers,
-                                                     const v1::Task& task,
-                                                     const ProgressCallback& on_progress,
-                                                     const ObservationSink& send_early);
 
 // The status of the exception being handled; call it only inside a `catch`.
 // `context` ("membership task t-3") starts the message.
@@ -64,23 +70,6 @@ absl::StatusOr<std::vector<v1::Observation>> RunTask(const HandlerLookup& handle
 //   anything else (`throw 42`)                         -> INTERNAL
 // The message is the exception's what() up to LibTorch's appended backtrace.
 absl::Status StatusOfCurrentException(absl::string_view context);
-
-// Whether a task failing with `status` may succeed on another attempt, on
-// this worker or another. Only transient failures are:
-//   UNAVAILABLE         the worker is shutting down (stopped mid-task), or the
-//                       scorer or coordinator cannot be reached
-//   DEADLINE_EXCEEDED   an RPC to the scorer or coordinator timed out
-//   RESOURCE_EXHAUSTED  out of host or GPU memory: it depends on what else
-//                       the machine runs, and another worker (or this one,
-//                       once its other work is done) may have the memory
-//   ABORTED, CANCELLED  a call abandoned midway (a conflict, a server going
-//                       down); the same call again may go through
-// Everything else is deterministic: the same spec, seeds and code fail the
-// same way on every attempt, so the audit fails at once with the reason
-// (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION such as a diverged model,
-// UNIMPLEMENTED, OUT_OF_RANGE, INTERNAL such as an engine exception that is
-// not out-of-memory, UNKNOWN, DATA_LOSS, ...).
-bool Retryable(const absl::Status& status);
 
 }  // namespace memaudit::worker
 

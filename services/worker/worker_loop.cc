@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -12,8 +13,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/status_grpc.h"
+#include "services/worker/failure_kind.h"
 #include "services/worker/task_runner.h"
 
 namespace memaudit::worker {
@@ -23,6 +27,11 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(256 << 20);
   args.SetMaxReceiveMessageSize(256 << 20);
+  // After an outage the channel reconnects within 5 s of the service being
+  // back, not after gRPC's default backoff of up to 120 s: the retries of a
+  // stream or a report (a few seconds apart) would otherwise fail fast
+  // against a channel still waiting to reconnect.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
@@ -142,6 +151,14 @@ absl::Status WorkerLoop::Run() {
       metrics_.TaskStarted();
       metrics_.TaskEnded(RunOneNoThrow(resp));
     }
+    if (!device_error_.ok()) {
+      // The task is reported (and retried elsewhere); this process's CUDA
+      // context may fail every task it takes from now on.
+      return absl::InternalError(
+          absl::StrCat("stopped leasing after a CUDA error, which can leave the process's CUDA "
+                       "context unusable; exiting so that a fresh process takes over: ",
+                       device_error_.message()));
+    }
   }
   return absl::OkStatus();
 }
@@ -153,7 +170,7 @@ const char* WorkerLoop::RunOneNoThrow(const v1::LeaseResponse& lease) {
     const absl::Status status =
         StatusOfCurrentException(absl::StrCat("worker running task ", lease.task().task_id()));
     try {
-      Fail(lease.lease_id(), status, Retryable(status));
+      return ReportFailure(lease, status);
     } catch (...) {
       // Unreported, the lease expires and the coordinator retries the task.
       spdlog::error("task {}: could not report {}", lease.task().task_id(), status.ToString());
@@ -167,7 +184,7 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
   spdlog::info("task {} (attempt {}): training", task.task_id(), task.attempt());
   std::atomic<uint64_t> steps{0};
   StopOrder stop;
-  absl::StatusOr<std::vector<v1::Observation>> observations;
+  absl::Status outcome;  // of training, then of streaming the signals
   {
     Heartbeat heartbeat(absl::Milliseconds(heartbeat_ms_), [&] {
       v1::HeartbeatRequest req;
@@ -185,14 +202,18 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
       }
     });
     // Never throws (task_runner.h): the engine's exceptions are statuses here.
-    observations = RunTask(
-        handlers_, task,
+    absl::StatusOr<std::vector<v1::Observation>> observations = RunTask(
+        handlers_, options_.data_roots, task,
         [&](const TrainingProgress& progress) {
           steps = progress.steps;
           metrics_.Progress(progress);
           return !stop.given && !stopping_;
         },
         [&](const std::vector<v1::Observation>& early) { return StreamToScorer(early); });
+    // Streamed under the heartbeat: a scorer slow or briefly down must not
+    // cost the lease while the stream is retried.
+    outcome =
+        observations.ok() && !stop.given ? StreamToScorer(*observations) : observations.status();
   }  // ~Heartbeat joins the heartbeat thread, here or while an exception unwinds
 
   if (stop.given) {
@@ -200,38 +221,89 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
     spdlog::info("task {}: stopped by coordinator ({})", task.task_id(), stop.reason);
     return "stopped";
   }
-  if (!observations.ok()) {
-    // Stopped by Stop(): the worker is going away, not the task failing.
-    const bool shutting_down =
-        observations.status().code() == absl::StatusCode::kCancelled && stopping_;
-    const absl::Status failure =
-        shutting_down ? absl::UnavailableError("worker shutting down") : observations.status();
-    Fail(lease.lease_id(), failure, Retryable(failure));
-    return "failed";
-  }
-  if (absl::Status s = StreamToScorer(*observations); !s.ok()) {
-    Fail(lease.lease_id(), s, Retryable(s));
-    return "failed";
-  }
+  if (!outcome.ok()) return ReportFailure(lease, std::move(outcome));
   v1::CompleteRequest req;
   req.set_worker_id(worker_id_);
   req.set_lease_id(lease.lease_id());
-  v1::CompleteResponse resp;
-  grpc::ClientContext ctx;
-  Deadline(&ctx, 10000);
-  grpc::Status status = coordinator_->Complete(&ctx, req, &resp);
-  if (status.ok()) {
+  const absl::Status completed = Report(lease, "complete", [&](grpc::ClientContext* ctx) {
+    v1::CompleteResponse resp;
+    return coordinator_->Complete(ctx, req, &resp);
+  });
+  if (completed.ok()) {
     spdlog::info("task {}: done after {} steps", task.task_id(), steps.load());
     return "succeeded";
   }
-  // The lease was taken back meanwhile: the coordinator has moved on.
-  spdlog::warn("task {}: complete refused: {}", task.task_id(), status.error_message());
+  // The lease was taken back meanwhile (or the coordinator stayed out of
+  // reach until it will have been): the coordinator has moved on.
+  spdlog::warn("task {}: complete refused: {}", task.task_id(), completed.ToString());
   return "stopped";
 }
 
+const char* WorkerLoop::ReportFailure(const v1::LeaseResponse& lease, absl::Status status) {
+  const bool shutting_down = stopping_;
+  // Stopped by Stop(): the worker is going away, not the task failing.
+  if (shutting_down && status.code() == absl::StatusCode::kCancelled) {
+    status = absl::CancelledError(absl::StrCat("worker ", worker_id_, " shutting down"));
+  }
+  const FailureVerdict verdict = ClassifyFailure(status, shutting_down);
+  if (verdict.device_unusable) device_error_ = status;
+  spdlog::warn("task {} {} ({}): {}", lease.task().task_id(),
+               verdict.kind == v1::INTERRUPTED ? "released" : "failed",
+               v1::FailureKind_Name(verdict.kind), status.ToString());
+  v1::FailRequest req;
+  req.set_worker_id(worker_id_);
+  req.set_lease_id(lease.lease_id());
+  req.set_error(std::string(status.message()));
+  req.set_kind(verdict.kind);
+  req.set_retryable(verdict.kind != v1::TASK_FINAL);  // what an older coordinator reads
+  const absl::Status reported = Report(lease, "fail", [&](grpc::ClientContext* ctx) {
+    v1::FailResponse resp;
+    return coordinator_->Fail(ctx, req, &resp);
+  });
+  // Unheard, the lease expires and the coordinator retries the task (and
+  // counts the attempt) whatever the verdict.
+  if (!reported.ok()) spdlog::warn("fail: {}", reported.ToString());
+  return verdict.kind == v1::INTERRUPTED ? "released" : "failed";
+}
+
+absl::Status WorkerLoop::Report(const v1::LeaseResponse& lease, const char* what,
+                                const std::function<grpc::Status(grpc::ClientContext*)>& call) {
+  const absl::Duration ttl =
+      absl::Milliseconds(lease.lease_ttl_ms() > 0 ? lease.lease_ttl_ms() : 10000);
+  const absl::Time give_up = absl::Now() + ttl;
+  absl::Duration backoff = absl::Milliseconds(200);
+  for (int attempt = 1;; ++attempt) {
+    grpc::ClientContext ctx;
+    // Waits for the channel to (re)connect rather than failing at once
+    // while the coordinator restarts; the deadline bounds the wait.
+    ctx.set_wait_for_ready(true);
+    const absl::Time now = absl::Now();
+    ctx.set_deadline(absl::ToChronoTime(
+        std::min(now + absl::Seconds(5), std::max(give_up, now + absl::Seconds(1)))));
+    absl::Status status = FromGrpc(call(&ctx));
+    if (status.code() != absl::StatusCode::kUnavailable &&
+        status.code() != absl::StatusCode::kDeadlineExceeded) {
+      return status;
+    }
+    if (absl::Now() + backoff >= give_up) return status;
+    spdlog::warn("{} (task {}, attempt {}): {} (retrying)", what, lease.task().task_id(), attempt,
+                 status.ToString());
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(2));
+  }
+}
+
+void WorkerLoop::PauseUnlessStopping(absl::Duration duration) const {
+  const absl::Time end = absl::Now() + duration;
+  while (!stopping_ && absl::Now() < end) {
+    absl::SleepFor(std::min(end - absl::Now(), absl::Milliseconds(50)));
+  }
+}
+
 absl::Status WorkerLoop::StreamToScorer(const std::vector<v1::Observation>& observations) {
+  constexpr int kTries = 5;  // 0.5 + 1 + 2 + 4 s apart
   absl::Status last;
-  for (int attempt = 0; attempt < 5; ++attempt) {
+  for (int attempt = 0;; ++attempt) {
     v1::IngestResponse resp;
     grpc::ClientContext ctx;
     Deadline(&ctx, 60000);
@@ -241,28 +313,16 @@ absl::Status WorkerLoop::StreamToScorer(const std::vector<v1::Observation>& obse
     }
     writer->WritesDone();
     last = FromGrpc(writer->Finish());
-    if (last.ok() || last.code() != absl::StatusCode::kUnavailable) return last;
+    if (last.ok()) return last;
+    // Once stopping, the task is released at once rather than after the
+    // remaining tries (a preempted pod has a short grace period).
+    if (last.code() != absl::StatusCode::kUnavailable || stopping_ || attempt + 1 == kTries) break;
     spdlog::warn("ingest: {} (retrying)", last.ToString());
-    std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
+    PauseUnlessStopping(absl::Milliseconds(500 << attempt));
   }
-  return last;
-}
-
-void WorkerLoop::Fail(const std::string& lease_id, const absl::Status& status, bool retryable) {
-  spdlog::warn("task failed ({}): {}", retryable ? "retryable" : "final", status.ToString());
-  v1::FailRequest req;
-  req.set_worker_id(worker_id_);
-  req.set_lease_id(lease_id);
-  req.set_error(std::string(status.message()));
-  req.set_retryable(retryable);
-  v1::FailResponse resp;
-  grpc::ClientContext ctx;
-  Deadline(&ctx, 5000);
-  // Unheard, the lease expires and the task is retried whatever `retryable`
-  // said.
-  if (grpc::Status s = coordinator_->Fail(&ctx, req, &resp); !s.ok()) {
-    spdlog::warn("fail: {}", s.error_message());
-  }
+  // The reason the audit's events give for the release or failure.
+  return absl::Status(last.code(),
+                      absl::StrCat("streaming signals to the scorer: ", last.message()));
 }
 
 }  // namespace memaudit::worker

@@ -26,7 +26,7 @@ WorkerMetrics::WorkerMetrics(const Clock* clock, prometheus::Registry* registry)
   tasks_ = &metrics::AddCounter(*registry, kTasks, "Tasks this worker finished, by outcome.");
   // Every series exists from the start at 0, so rate() and dashboards see it
   // before the first task ends.
-  for (const char* outcome : {"succeeded", "failed", "stopped"})
+  for (const char* outcome : {"succeeded", "failed", "released", "stopped"})
     tasks_->Add({{"outcome", outcome}});
   durations_ = &metrics::AddHistogram(
       *registry, kTaskDuration, "Time from receiving a lease to reporting its end, by outcome.");

@@ -8,8 +8,10 @@
 //   memaudit_worker_training_examples_per_second           gauge
 //
 // outcome is "succeeded" (completed and acknowledged), "failed" (reported
-// as failed) or "stopped" (the coordinator took the lease back or the audit
-// was cancelled). The throughput gauges are the average over the current
+// as failed: the task's own failure), "released" (handed back without
+// counting an attempt: shutdown, the scorer or coordinator unreachable) or
+// "stopped" (the coordinator took the lease back or the audit was
+// cancelled). The throughput gauges are the average over the current
 // task's training so far (the most recent task's once idle), timed from its
 // first step so that data loading does not count as training time.
 #ifndef MEMAUDIT_SERVICES_WORKER_WORKER_METRICS_H_

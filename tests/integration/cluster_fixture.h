@@ -60,6 +60,10 @@ class ClusterTest : public ::testing::Test {
   std::vector<v1::AuditResults> WatchResults(const std::string& audit_id);
 
   v1::AuditResults baseline_;
+  // The services' --data-root for the next StartCluster; empty = their
+  // defaults (Debian's dataset and corpus directories). A test whose spec
+  // names a file of its own lists the file's directory here.
+  std::vector<std::string> data_roots_;
 
   std::unique_ptr<cli::EmbeddedCluster> cluster_;
   std::unique_ptr<cli::Client> client_;

@@ -5,6 +5,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -117,6 +119,24 @@ TEST(DeployManifestsTest, ContainersUseFlagsAndPortsTheBinariesHave) {
   }
   EXPECT_EQ(binaries,
             (std::set<std::string>{"memaudit-coordinator", "memaudit-scorer", "memaudit-worker"}));
+}
+
+// Each service runs as the image's unprivileged user with no way back to
+// root, and the image itself switches to that user.
+TEST(DeployManifestsTest, ContainersRunAsAnUnprivilegedUser) {
+  for (const YAML::Node& w : Load().workloads) {
+    SCOPED_TRACE(w["metadata"]["name"].as<std::string>());
+    const YAML::Node pod = w["spec"]["template"]["spec"];
+    EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].as<bool>());
+    EXPECT_EQ(pod["securityContext"]["runAsUser"].as<int>(), 10001);
+    const YAML::Node container = pod["containers"][0]["securityContext"];
+    EXPECT_FALSE(container["allowPrivilegeEscalation"].as<bool>());
+    EXPECT_TRUE(container["readOnlyRootFilesystem"].as<bool>());
+    EXPECT_EQ(container["capabilities"]["drop"][0].as<std::string>(), "ALL");
+  }
+  std::ifstream in(std::string(MEMAUDIT_SOURCE_DIR) + "/docker/Dockerfile");
+  const std::string dockerfile{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_THAT(dockerfile, HasSubstr("\nUSER 10001:10001\n"));
 }
 
 }  // namespace

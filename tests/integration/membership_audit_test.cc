@@ -211,6 +211,8 @@ TEST_F(MembershipAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("membership.training.epochs"));
 
   v1::AuditSpec unlearning;
+
+  unlearning.set_name("test");
   unlearning.mutable_unlearning()->set_method("retrain");
   auto bad_kind = client_->Submit(unlearning);
   EXPECT_THAT(bad_kind, StatusIs(absl::StatusCode::kInvalidArgument));

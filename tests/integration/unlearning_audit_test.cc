@@ -36,14 +36,16 @@ class UnlearningAuditTest : public ClusterTest {};
 // python3-torch (tests/python/export_mlp.py) is trained and audited like a
 // built-in model.
 TEST_F(UnlearningAuditTest, TorchScriptModelIsAuditedLikeABuiltInOne) {
-  const std::string model = FreshTestDir("model") + "/user_mlp.pt";
+  const std::string model_dir = FreshTestDir("model");
+  const std::string model = model_dir + "/user_mlp.pt";
   const std::string export_cmd =
-      absl::StrCat("mkdir -p $(dirname ", model, ") && /usr/bin/python3 ", MEMAUDIT_SOURCE_DIR,
+      absl::StrCat("mkdir -p ", model_dir, " && /usr/bin/python3 ", MEMAUDIT_SOURCE_DIR,
                    "/tests/python/export_mlp.py ", model, " 784 10 32 >/dev/null 2>&1");
   if (std::system(export_cmd.c_str()) != 0) GTEST_SKIP() << "python3-torch is not installed";
   v1::AuditSpec spec = TinyUnlearningSpec();
   spec.mutable_unlearning()->mutable_model()->set_architecture("torchscript");
   spec.mutable_unlearning()->mutable_model()->set_torchscript_path(model);
+  data_roots_ = {model_dir};  // the services may read the module there
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto submitted = client_->Submit(spec);
   MEMAUDIT_ASSERT_OK(submitted);

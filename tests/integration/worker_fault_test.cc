@@ -6,16 +6,30 @@
 // when the failure is deterministic; retried when it is transient (out of
 // memory). Either way the same loop goes on to lease and train the next
 // audit's tasks.
+//
+// Failures that are not the task's own (the worker stopped mid-task, the
+// scorer down when the signals are sent) release the task: it is trained
+// again without an attempt counted, so an audit allowed one attempt per
+// task still succeeds. A CUDA error is reported, then the worker stops
+// leasing and its Run() fails (memaudit-worker exits 1 on that). A final
+// failure reported while the coordinator does not answer is reported again
+// until it does, rather than lost to a lease expiry and retried.
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "services/worker/kind_handler.h"
@@ -78,73 +92,166 @@ class FaultyEngine : public worker::KindHandler {
   mutable int victim_runs_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// The real handlers, except that the first task it is given (the victim)
+// runs `victim` in place of the engine on its first run; every later run of
+// it trains for real.
+class VictimEngine : public worker::KindHandler {
+ public:
+  using Run1 = std::function<absl::StatusOr<std::vector<v1::Observation>>(
+      const v1::Task&, const worker::StepCallback&, const worker::ObservationSink&)>;
+  explicit VictimEngine(Run1 victim) : victim_(std::move(victim)) {}
+
+  absl::StatusOr<std::vector<v1::Observation>> Run(
+      const v1::Task& task, const worker::StepCallback& on_steps,
+      const worker::ObservationSink& send_early) const override {
+    const std::string id = task.audit_id() + "/" + task.task_id();
+    bool first = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (victim_id_.empty()) victim_id_ = id;
+      if (id == victim_id_) first = ++victim_runs_ == 1;
+    }
+    if (first) return victim_(task, on_steps, send_early);
+    return worker::HandlerFor(task.spec().kind_case())->Run(task, on_steps, send_early);
+  }
+
+  std::string victim_task() const {
+    absl::MutexLock lock(&mu_);
+    return victim_id_.substr(victim_id_.find('/') + 1);
+  }
+  int victim_runs() const {
+    absl::MutexLock lock(&mu_);
+    return victim_runs_;
+  }
+
+ private:
+  const Run1 victim_;
+  mutable absl::Mutex mu_;
+  mutable std::string victim_id_ ABSL_GUARDED_BY(mu_);
+  mutable int victim_runs_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 class WorkerFaultTest : public ClusterTest {
  protected:
+  // An in-process worker: what memaudit-worker runs, with `engine`.
+  struct Loop {
+    std::unique_ptr<worker::WorkerLoop> loop;
+    std::thread runner;
+    absl::Status result;
+    std::atomic<bool> returned{false};
+    // Run() is expected to fail (checked by the test itself).
+    bool expect_error = false;
+  };
+
   // A cluster without worker processes, and one in-process worker loop
   // whose engine is `engine_`.
   void StartFaultyWorker(Fault fault, int times) {
     ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
     engine_ = std::make_unique<FaultyEngine>(fault, times);
+    loop_ = StartLoop(engine_.get());
+  }
+
+  Loop* StartLoop(const worker::KindHandler* engine) {
     worker::WorkerOptions options;
     options.coordinator = cluster_->coordinator_address();
     options.lease_wait_ms = 200;
-    loop_ = std::make_unique<worker::WorkerLoop>(
-        options, nullptr,
-        [this](AuditKind) -> const worker::KindHandler* { return engine_.get(); });
-    runner_ = std::thread([this] {
-      result_ = loop_->Run();
-      returned_ = true;
+    auto loop = std::make_unique<Loop>();
+    loop->loop = std::make_unique<worker::WorkerLoop>(
+        options, nullptr, [engine](AuditKind) -> const worker::KindHandler* { return engine; });
+    Loop* l = loop.get();
+    l->runner = std::thread([l] {
+      l->result = l->loop->Run();
+      l->returned = true;
     });
+    loops_.push_back(std::move(loop));
+    return l;
+  }
+
+  // Stop() (what SIGTERM does) and wait for Run to return.
+  static void StopLoop(Loop* l) {
+    l->loop->Stop();
+    if (l->runner.joinable()) l->runner.join();
+  }
+
+  // Waits up to `timeout` for `l`'s Run to return on its own.
+  static bool WaitForReturn(Loop* l, absl::Duration timeout) {
+    const absl::Time end = absl::Now() + timeout;
+    while (!l->returned && absl::Now() < end) absl::SleepFor(absl::Milliseconds(50));
+    return l->returned;
   }
 
   void TearDown() override {
-    if (loop_ == nullptr) return;
-    loop_->Stop();
-    runner_.join();
-    MEMAUDIT_EXPECT_OK(result_);
+    for (auto& l : loops_) {
+      StopLoop(l.get());
+      if (!l->expect_error) {
+        MEMAUDIT_EXPECT_OK(l->result);
+      }
+    }
   }
 
   struct Outcome {
     v1::Audit audit;
     std::vector<v1::AuditEvent> events;
   };
-  // Submits `spec` and follows its events until the audit ends.
-  Outcome RunAudit(const v1::AuditSpec& spec) {
-    Outcome out;
+  // Submits `spec` and follows its events until the audit ends, calling
+  // `on_event` (if any) with each.
+  Outcome RunAudit(const v1::AuditSpec& spec,
+                   const std::function<void(const v1::AuditEvent&)>& on_event = nullptr) {
     auto submitted = client_->Submit(spec);
     MEMAUDIT_EXPECT_OK(submitted);
-    if (!submitted.ok()) return out;
-    MEMAUDIT_EXPECT_OK(client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
+    if (!submitted.ok()) return {};
+    return Follow(submitted->audit_id(), on_event);
+  }
+
+  // Follows an audit's events (from the first) until it ends.
+  Outcome Follow(const std::string& audit_id,
+                 const std::function<void(const v1::AuditEvent&)>& on_event = nullptr) {
+    Outcome out;
+    MEMAUDIT_EXPECT_OK(client_->Watch(audit_id, [&](const v1::AuditEvent& e) {
       out.events.push_back(e);
+      if (on_event) on_event(e);
       return true;
     }));
-    auto audit = client_->Get(submitted->audit_id());
+    auto audit = client_->Get(audit_id);
     MEMAUDIT_EXPECT_OK(audit);
     if (audit.ok()) out.audit = *audit;
     return out;
   }
 
-  static std::vector<v1::AuditEvent> OfType(const Outcome& o, const std::string& type) {
+  // The audit's results are all there.
+  void ExpectCompleteResults(const Outcome& outcome) {
+    auto results = client_->Report(outcome.audit.audit_id());
+    MEMAUDIT_ASSERT_OK(results);
+    EXPECT_TRUE(results->complete());
+  }
+
+  // Every lease of `task_id` was its first attempt.
+  static void ExpectOnlyFirstAttempts(const Outcome& o, const std::string& task_id) {
+    const std::vector<v1::AuditEvent> leased = OfType(o, "task_leased", task_id);
+    EXPECT_FALSE(leased.empty());
+    for (const v1::AuditEvent& e : leased) EXPECT_THAT(e.message(), HasSubstr("attempt 1 on "));
+  }
+
+  static std::vector<v1::AuditEvent> OfType(const Outcome& o, const std::string& type,
+                                            const std::string& task_id = "") {
     std::vector<v1::AuditEvent> of;
     for (const v1::AuditEvent& e : o.events) {
-      if (e.type() == type) of.push_back(e);
+      if (e.type() == type && (task_id.empty() || e.task_id() == task_id)) of.push_back(e);
     }
     return of;
   }
 
   // The loop is still running, and trains a whole audit with the real engine.
   void ExpectTheWorkerGoesOn() {
-    EXPECT_FALSE(returned_);
+    EXPECT_FALSE(loop_->returned);
     Finished next;
     ASSERT_NO_FATAL_FAILURE(RunToCompletion(TinyMembershipSpec(), &next));
-    EXPECT_FALSE(returned_);
+    EXPECT_FALSE(loop_->returned);
   }
 
   std::unique_ptr<FaultyEngine> engine_;
-  std::unique_ptr<worker::WorkerLoop> loop_;
-  std::thread runner_;
-  absl::Status result_;
-  std::atomic<bool> returned_{false};
+  std::vector<std::unique_ptr<Loop>> loops_;
+  Loop* loop_ = nullptr;  // StartFaultyWorker's
 };
 
 TEST_F(WorkerFaultTest, AnEngineExceptionFailsTheAuditAtOnceWithItsMessage) {
@@ -199,6 +306,190 @@ TEST_F(WorkerFaultTest, OutOfMemoryOnEveryAttemptFailsTheAuditAfterItsBudget) {
   EXPECT_EQ(engine_->victim_runs(), 2);
 
   ExpectTheWorkerGoesOn();
+}
+
+// SIGTERM mid-task (memaudit-worker's signal thread calls Stop) is not the
+// task's failure: the task is released, and an audit allowed one attempt
+// per task succeeds on the next worker.
+TEST_F(WorkerFaultTest, AWorkerStoppedMidTaskReleasesItAndTheAuditSucceedsOnAnother) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
+  absl::Notification training;
+  VictimEngine engine(
+      [&](const v1::Task&, const worker::StepCallback& on_steps,
+          const worker::ObservationSink&) -> absl::StatusOr<std::vector<v1::Observation>> {
+        training.Notify();
+        // Trains until told to stop, then returns what the engine returns.
+        for (uint64_t step = 1; on_steps(step, 16 * step); ++step) {
+          absl::SleepFor(absl::Milliseconds(20));
+        }
+        return absl::CancelledError("training stopped");
+      });
+  Loop* first = StartLoop(&engine);
+  v1::AuditSpec spec = TinyMembershipSpec();
+  spec.mutable_resources()->set_max_attempts(1);
+  const Outcome outcome = RunAudit(spec, [&](const v1::AuditEvent& e) {
+    if (e.type() != "task_leased" || loops_.size() > 1) return;
+    ASSERT_TRUE(training.WaitForNotificationWithTimeout(absl::Seconds(60)));
+    StopLoop(first);
+    StartLoop(&engine);
+  });
+
+  EXPECT_EQ(outcome.audit.state(), v1::SUCCEEDED) << outcome.audit.error();
+  EXPECT_TRUE(first->returned);
+  MEMAUDIT_EXPECT_OK(first->result);
+  const std::vector<v1::AuditEvent> released =
+      OfType(outcome, "task_released", engine.victim_task());
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_THAT(released[0].message(),
+              AllOf(HasSubstr("shutting down"), HasSubstr("attempt not counted")));
+  EXPECT_TRUE(OfType(outcome, "task_retried").empty());
+  EXPECT_TRUE(OfType(outcome, "task_failed").empty());
+  ExpectOnlyFirstAttempts(outcome, engine.victim_task());
+  EXPECT_EQ(engine.victim_runs(), 2);
+  ExpectCompleteResults(outcome);
+}
+
+// The same with memaudit-worker processes and a real SIGTERM (what
+// Kubernetes sends a pod it evicts): the worker releases its task and exits
+// 0, and a new worker process finishes the audit.
+TEST_F(WorkerFaultTest, ASigtermedWorkerProcessReleasesItsTaskAndExitsCleanly) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  // Long enough to be mid-task when the signal lands.
+  v1::AuditSpec spec = TinyMembershipSpec(/*models=*/4, /*epochs=*/200);
+  spec.mutable_resources()->set_max_attempts(1);
+  int exit_code = -1;
+  const Outcome outcome = RunAudit(spec, [&](const v1::AuditEvent& e) {
+    if (e.type() != "task_leased" || exit_code != -1) return;
+    cluster_->worker(0)->Signal(SIGTERM);
+    exit_code = cluster_->worker(0)->Wait();
+    MEMAUDIT_EXPECT_OK(cluster_->AddWorker());
+  });
+
+  EXPECT_EQ(outcome.audit.state(), v1::SUCCEEDED) << outcome.audit.error();
+  EXPECT_EQ(exit_code, 0);
+  const std::vector<v1::AuditEvent> released = OfType(outcome, "task_released");
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_THAT(released[0].message(), HasSubstr("shutting down"));
+  EXPECT_TRUE(OfType(outcome, "task_retried").empty());
+  ExpectOnlyFirstAttempts(outcome, released[0].task_id());
+  ExpectCompleteResults(outcome);
+}
+
+// The scorer down when a task's signals are sent (after the stream's own
+// retries) is not the task's failure: the task is released, and trained
+// again once the scorer is back, without an attempt counted.
+TEST_F(WorkerFaultTest, TheScorerDownWhenATaskEndsReleasesItUntilTheScorerIsBack) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
+  VictimEngine engine([&](const v1::Task& task, const worker::StepCallback& on_steps,
+                          const worker::ObservationSink& send_early) {
+    // The scorer crashes while the task trains.
+    cluster_->scorer()->Signal(SIGKILL);
+    cluster_->scorer()->Wait();
+    return worker::HandlerFor(task.spec().kind_case())->Run(task, on_steps, send_early);
+  });
+  StartLoop(&engine);
+  v1::AuditSpec spec = TinyMembershipSpec();
+  spec.mutable_resources()->set_max_attempts(1);
+  bool restarted = false;
+  const Outcome outcome = RunAudit(spec, [&](const v1::AuditEvent& e) {
+    if (e.type() != "task_released" || restarted) return;
+    restarted = true;
+    MEMAUDIT_EXPECT_OK(cluster_->RestartScorer(SIGKILL));
+  });
+
+  EXPECT_EQ(outcome.audit.state(), v1::SUCCEEDED) << outcome.audit.error();
+  EXPECT_TRUE(restarted);
+  const std::vector<v1::AuditEvent> released =
+      OfType(outcome, "task_released", engine.victim_task());
+  ASSERT_FALSE(released.empty());
+  EXPECT_THAT(released[0].message(), HasSubstr("streaming signals to the scorer"));
+  EXPECT_TRUE(OfType(outcome, "task_retried").empty());
+  EXPECT_TRUE(OfType(outcome, "task_failed").empty());
+  ExpectOnlyFirstAttempts(outcome, engine.victim_task());
+  ExpectCompleteResults(outcome);
+}
+
+// A CUDA error other than out of memory may leave the process's CUDA
+// context broken. The task is reported (an attempt spent: it may be the
+// task's fault), then the worker leases nothing more and Run fails, which
+// memaudit-worker turns into exit status 1 for its supervisor to restart it.
+TEST_F(WorkerFaultTest, ACudaErrorIsReportedThenTheWorkerStopsLeasingWithAnError) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
+  VictimEngine engine(
+      [](const v1::Task&, const worker::StepCallback& on_steps,
+         const worker::ObservationSink&) -> absl::StatusOr<std::vector<v1::Observation>> {
+        on_steps(1, 16);
+        throw std::runtime_error("CUDA error: an illegal memory access was encountered");
+      });
+  Loop* broken = StartLoop(&engine);
+  broken->expect_error = true;
+  v1::AuditSpec spec = TinyMembershipSpec();
+  spec.mutable_resources()->set_max_attempts(2);
+  auto submitted = client_->Submit(spec);
+  MEMAUDIT_ASSERT_OK(submitted);
+
+  ASSERT_TRUE(WaitForReturn(broken, absl::Seconds(60)));
+  EXPECT_THAT(broken->result,
+              StatusIs(absl::StatusCode::kInternal,
+                       AllOf(HasSubstr("stopped leasing"),
+                             HasSubstr("CUDA error: an illegal memory access was encountered"))));
+  // Reported before the worker stopped, and nothing else leased by it.
+  auto audit = client_->Get(submitted->audit_id());
+  MEMAUDIT_ASSERT_OK(audit);
+  EXPECT_EQ(audit->state(), v1::RUNNING);
+  EXPECT_EQ(audit->tasks().running(), 0u);
+  EXPECT_EQ(audit->tasks().queued(), audit->tasks().total());
+
+  // The restarted worker finishes the audit.
+  StartLoop(&engine);
+  const Outcome outcome = Follow(submitted->audit_id());
+  EXPECT_EQ(outcome.audit.state(), v1::SUCCEEDED) << outcome.audit.error();
+  const std::vector<v1::AuditEvent> retried = OfType(outcome, "task_retried", engine.victim_task());
+  ASSERT_EQ(retried.size(), 1u);
+  EXPECT_THAT(retried[0].message(), AllOf(HasSubstr("CUDA error: an illegal memory access"),
+                                          HasSubstr("(attempt 1 of 2)")));
+  EXPECT_EQ(engine.victim_runs(), 2);
+  ExpectCompleteResults(outcome);
+}
+
+// A deterministic failure reported while the coordinator does not answer
+// (SIGSTOP: a long pause, a partition) for longer than one report's
+// deadline is reported again until it answers, within the lease: the audit
+// fails at once, not after a lease expiry and a second attempt.
+TEST_F(WorkerFaultTest, AFinalFailureIsReportedAgainUntilTheCoordinatorAnswers) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0, /*lease_ttl_ms=*/30000));
+  absl::Mutex mu;
+  std::thread resumer;  // guarded by mu
+  VictimEngine engine(
+      [&](const v1::Task&, const worker::StepCallback& on_steps,
+          const worker::ObservationSink&) -> absl::StatusOr<std::vector<v1::Observation>> {
+        on_steps(1, 16);
+        const pid_t coordinator = cluster_->coordinator()->pid();
+        kill(coordinator, SIGSTOP);
+        {
+          absl::MutexLock lock(&mu);
+          resumer = std::thread([coordinator] {
+            absl::SleepFor(absl::Seconds(12));
+            kill(coordinator, SIGCONT);
+          });
+        }
+        throw std::runtime_error(kFaultMessage);
+      });
+  StartLoop(&engine);
+  v1::AuditSpec spec = TinyMembershipSpec();
+  spec.mutable_resources()->set_max_attempts(3);
+  const Outcome outcome = RunAudit(spec);
+  {
+    absl::MutexLock lock(&mu);
+    if (resumer.joinable()) resumer.join();
+  }
+
+  EXPECT_EQ(outcome.audit.state(), v1::FAILED);
+  EXPECT_THAT(outcome.audit.error(),
+              AllOf(HasSubstr("task " + engine.victim_task() + " failed after 1 attempt(s)"),
+                    HasSubstr(kFaultMessage)));
+  EXPECT_TRUE(OfType(outcome, "task_retried").empty());
+  EXPECT_EQ(engine.victim_runs(), 1);
 }
 
 }  // namespace

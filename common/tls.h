@@ -1,0 +1,50 @@
+// Transport security for every gRPC port and every client: TLS with the
+// caller's certificate (mutual TLS between the services), or plain text when
+// --insecure asks for it. One set of flags for servers, workers and the CLI.
+#ifndef MEMAUDIT_COMMON_TLS_H_
+#define MEMAUDIT_COMMON_TLS_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+
+namespace memaudit {
+
+struct TlsFlags {
+  std::string cert;  // PEM certificate (chain) this process presents
+  std::string key;   // its private key
+  std::string ca;    // PEM CA certificate(s) a peer's certificate must chain to
+  bool insecure = false;
+};
+
+// Adds --tls-cert, --tls-key, --tls-ca and --insecure.
+void AddTlsFlags(CLI::App* app, TlsFlags* flags);
+
+// The CLI's defaults: MEMAUDIT_TLS_CERT, MEMAUDIT_TLS_KEY, MEMAUDIT_TLS_CA,
+// MEMAUDIT_INSECURE=1 fill what the flags leave empty.
+void ApplyTlsEnvironment(TlsFlags* flags);
+
+// INVALID_ARGUMENT naming the flag when TLS is on and a file is missing or
+// unreadable. A server needs --tls-cert, --tls-key and --tls-ca (it verifies
+// client certificates against the CA); a client needs --tls-ca, and
+// --tls-cert with --tls-key when it authenticates by certificate.
+absl::Status CheckTlsFlags(const TlsFlags& flags, bool server);
+
+// Server credentials: TLS that asks for a client certificate and, when one
+// is presented, verifies it against the CA (callers may instead present a
+// bearer token, common/identity.h). --insecure: plain text, logged.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const TlsFlags& flags);
+
+// A channel to `address` with `flags`' credentials, the services' message
+// size limit, and `bearer_token` (if not empty) on every call.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& address,
+                                                           const TlsFlags& flags,
+                                                           const std::string& bearer_token = "");
+
+}  // namespace memaudit
+
+#endif  // MEMAUDIT_COMMON_TLS_H_
