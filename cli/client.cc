@@ -37,19 +37,19 @@ absl::StatusOr<Response> Call(v1::AuditService::Stub* stub, Method method, const
   return response;
 }
 
-// The servers send up to kMaxGrpcMessageBytes (an audit with its results);
-// gRPC's 4 MiB default would make such a reply unreadable.
-std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
-  args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
-
 }  // namespace
 
-Client::Client(const std::string& coordinator)
-    : address_(coordinator), stub_(v1::AuditService::NewStub(CoordinatorChannel(coordinator))) {}
+Client::Client(std::string address, std::shared_ptr<grpc::Channel> channel)
+    : address_(std::move(address)), stub_(v1::AuditService::NewStub(channel)) {}
+
+absl::StatusOr<Client> Client::Connect(const std::string& address,
+                                       const ClientCredentials& credentials) {
+  // MakeChannel also lifts gRPC's 4 MiB receive limit to what the servers
+  // send (an audit with its results).
+  auto channel = MakeChannel(address, credentials);
+  if (!channel.ok()) return channel.status();
+  return Client(address, *std::move(channel));
+}
 
 absl::StatusOr<v1::SubmitResponse> Client::Submit(const v1::AuditSpec& spec) {
   v1::SubmitRequest req;

@@ -8,13 +8,18 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/tls.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 
 namespace memaudit::cli {
 
 class Client {
  public:
-  explicit Client(const std::string& coordinator);
+  // `channel` from MakeChannel (common/tls.h); `address` names it in errors.
+  Client(std::string address, std::shared_ptr<grpc::Channel> channel);
+  // A client of the coordinator at `address` presenting `credentials`.
+  static absl::StatusOr<Client> Connect(const std::string& address,
+                                        const ClientCredentials& credentials);
 
   absl::StatusOr<v1::SubmitResponse> Submit(const v1::AuditSpec& spec);
   absl::StatusOr<v1::Audit> Get(const std::string& audit_id);

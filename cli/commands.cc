@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -167,7 +168,10 @@ int RunCommand(const RunOptions& options) {
     running->Stop();
     std::_Exit(128 + signal);
   }).detach();
-  Client client((*cluster)->coordinator_address());
+  auto connected =
+      Client::Connect((*cluster)->coordinator_address(), (*cluster)->client_credentials());
+  if (!connected.ok()) return PrintError(connected.status());
+  Client& client = *connected;
   auto submitted = client.Submit(*spec);
   if (!submitted.ok()) return PrintError(submitted.status());
   std::fprintf(stderr, "audit %s: %u tasks\n", submitted->audit_id().c_str(), submitted->tasks());
@@ -194,10 +198,24 @@ int RunCommand(const RunOptions& options) {
   return kOk;
 }
 
+absl::Status ResolveCredentials(RemoteOptions* remote) {
+  ApplyTlsEnvironment(&remote->credentials.tls);
+  if (remote->token_file.empty()) {
+    if (const char* token = std::getenv("MEMAUDIT_TOKEN"); token != nullptr && token[0] != 0) {
+      remote->credentials.token = token;
+      return absl::OkStatus();
+    }
+    if (const char* file = std::getenv("MEMAUDIT_TOKEN_FILE")) remote->token_file = file;
+  }
+  return LoadClientToken(remote->token_file, &remote->credentials);
+}
+
 int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, bool watch) {
   auto spec = LoadSpecFile(spec_path);
   if (!spec.ok()) return PrintError(spec.status());
-  Client client(remote.coordinator);
+  auto connected = Client::Connect(remote.coordinator, remote.credentials);
+  if (!connected.ok()) return PrintError(connected.status());
+  Client& client = *connected;
   auto submitted = client.Submit(*spec);
   if (!submitted.ok()) return PrintError(submitted.status());
   std::printf("%s\n", submitted->audit_id().c_str());
@@ -211,7 +229,9 @@ int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, boo
 int StatusCommand(const RemoteOptions& remote, const std::string& audit_id) {
   auto format = ParseOutputFormat(remote.output);
   if (!format.ok()) return PrintError(format.status());
-  Client client(remote.coordinator);
+  auto connected = Client::Connect(remote.coordinator, remote.credentials);
+  if (!connected.ok()) return PrintError(connected.status());
+  Client& client = *connected;
   std::vector<v1::Audit> audits;
   if (audit_id.empty()) {
     auto list = client.List(100);
@@ -230,14 +250,18 @@ int StatusCommand(const RemoteOptions& remote, const std::string& audit_id) {
 }
 
 int WatchCommand(const RemoteOptions& remote, const std::string& audit_id) {
-  Client client(remote.coordinator);
+  auto connected = Client::Connect(remote.coordinator, remote.credentials);
+  if (!connected.ok()) return PrintError(connected.status());
+  Client& client = *connected;
   auto audit = Follow(&client, audit_id);
   if (!audit.ok()) return PrintError(audit.status());
   return ReportOutcome(*audit);
 }
 
 int CancelCommand(const RemoteOptions& remote, const std::string& audit_id) {
-  Client client(remote.coordinator);
+  auto connected = Client::Connect(remote.coordinator, remote.credentials);
+  if (!connected.ok()) return PrintError(connected.status());
+  Client& client = *connected;
   auto audit = client.Cancel(audit_id);
   if (!audit.ok()) return PrintError(audit.status());
   std::printf("audit %s: %s\n", audit_id.c_str(), StateName(audit->state()).c_str());
@@ -248,7 +272,9 @@ int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
                   const ReportFiles& files) {
   auto format = ParseOutputFormat(remote.output);
   if (!format.ok()) return PrintError(format.status());
-  Client client(remote.coordinator);
+  auto connected = Client::Connect(remote.coordinator, remote.credentials);
+  if (!connected.ok()) return PrintError(connected.status());
+  Client& client = *connected;
   auto audit = client.Get(audit_id);
   if (!audit.ok()) return PrintError(audit.status());
   auto results = client.Report(audit_id);

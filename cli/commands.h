@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/data_roots.h"
+#include "common/tls.h"
 
 namespace memaudit::cli {
 
@@ -26,7 +27,17 @@ struct RunOptions {
 struct RemoteOptions {
   std::string coordinator;
   std::string output = "table";
+  // TLS flags and the bearer token (ResolveCredentials fills what they
+  // leave open from the environment).
+  ClientCredentials credentials;
+  std::string token_file;
 };
+
+// Fills `remote`'s credentials from MEMAUDIT_TLS_CERT, MEMAUDIT_TLS_KEY,
+// MEMAUDIT_TLS_CA, MEMAUDIT_INSECURE and MEMAUDIT_TOKEN (the token itself)
+// or MEMAUDIT_TOKEN_FILE where the flags left them empty, then reads the
+// token file. INVALID_ARGUMENT naming the flag when unusable.
+absl::Status ResolveCredentials(RemoteOptions* remote);
 
 // The data roots of `memaudit run` and `validate`: `given` (--data-root), or
 // when none is given the Debian dataset and corpus directories present

@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -54,6 +56,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(
           absl::StrCat(cluster->Binary(name), " not found; build the project first (see README)"));
     }
   }
+  MEMAUDIT_RETURN_IF_ERROR(cluster->MintCertificates());
   MEMAUDIT_RETURN_IF_ERROR(cluster->StartScorer(0));
   MEMAUDIT_RETURN_IF_ERROR(cluster->StartCoordinator());
   for (uint32_t i = 0; i < options.workers; ++i) {
@@ -63,6 +66,45 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(
 }
 
 EmbeddedCluster::~EmbeddedCluster() { Stop(); }
+
+absl::Status EmbeddedCluster::MintCertificates() {
+  if (options_.insecure) {
+    for (ClientCredentials* c : {&client_, &admin_, &worker_}) c->tls.insecure = true;
+    return absl::OkStatus();
+  }
+  tls_dir_ = options_.dir + "/tls";
+  MEMAUDIT_RETURN_IF_ERROR(MakeDirs(tls_dir_));
+  MEMAUDIT_ASSIGN_OR_RETURN(ca_, CertificateAuthority::Create("memaudit run"));
+  const std::string ca_path = tls_dir_ + "/ca.crt";
+  {
+    std::ofstream out(ca_path);
+    out << ca_->cert_pem();
+    if (!out.good()) return absl::UnavailableError(absl::StrCat("cannot write ", ca_path));
+  }
+  // Each party's certificate: its file name, role and name.
+  for (const auto& [file, role, name] :
+       std::vector<std::array<std::string, 3>>{{"scorer", "scorer", "scorer"},
+                                               {"coordinator", "coordinator", "coordinator"},
+                                               {"client", "team", "local"},
+                                               {"admin", "admin", "local-admin"},
+                                               {"worker", "worker", "in-process"}}) {
+    MEMAUDIT_ASSIGN_OR_RETURN(PemPair pem, ca_->Issue({role, name}));
+    MEMAUDIT_RETURN_IF_ERROR(WritePemPair(tls_dir_, file, pem).status());
+  }
+  for (auto [credentials, file] : {std::pair{&client_, "client"}, std::pair{&admin_, "admin"},
+                                   std::pair{&worker_, "worker"}}) {
+    credentials->tls = TlsFlags{absl::StrCat(tls_dir_, "/", file, ".crt"),
+                                absl::StrCat(tls_dir_, "/", file, ".key"), ca_path, false};
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> EmbeddedCluster::TlsArgs(const std::string& name) const {
+  if (options_.insecure) return {"--insecure"};
+  const std::string base = absl::StrCat(tls_dir_, "/", name);
+  return {"--tls-cert",  base + ".crt", "--tls-key",
+          base + ".key", "--tls-ca",    tls_dir_ + "/ca.crt"};
+}
 
 absl::StatusOr<EmbeddedCluster::Service> EmbeddedCluster::StartService(
     const std::string& name, int port, const std::vector<std::string>& extra_args) {
@@ -84,6 +126,7 @@ absl::StatusOr<EmbeddedCluster::Service> EmbeddedCluster::StartService(
                                    "--db",
                                    base + ".db"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  for (std::string& arg : TlsArgs(name)) argv.push_back(std::move(arg));
   MEMAUDIT_ASSIGN_OR_RETURN(auto process, Subprocess::Spawn(argv, base + ".log"));
   Service service;
   service.process = std::move(process);
@@ -121,6 +164,10 @@ absl::Status EmbeddedCluster::StartCoordinator() {
 
 absl::Status EmbeddedCluster::AddWorker() {
   const std::string name = absl::StrCat("worker-", workers_.size());
+  if (!options_.insecure) {
+    MEMAUDIT_ASSIGN_OR_RETURN(PemPair pem, ca_->Issue({"worker", name}));
+    MEMAUDIT_RETURN_IF_ERROR(WritePemPair(tls_dir_, name, pem).status());
+  }
   const std::string metrics_file = absl::StrCat(options_.dir, "/", name, ".metrics-port");
   std::remove(metrics_file.c_str());
   std::vector<std::string> argv = {Binary("memaudit-worker"),
@@ -133,6 +180,7 @@ absl::Status EmbeddedCluster::AddWorker() {
                                    "--metrics-port-file",
                                    metrics_file};
   for (std::string& arg : DataRootArgs(options_.data_roots)) argv.push_back(std::move(arg));
+  for (std::string& arg : TlsArgs(name)) argv.push_back(std::move(arg));
   MEMAUDIT_ASSIGN_OR_RETURN(auto process,
                             Subprocess::Spawn(argv, absl::StrCat(options_.dir, "/", name, ".log")));
   workers_.push_back(std::move(process));

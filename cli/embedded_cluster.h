@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/certificate_authority.h"
 #include "common/process.h"
+#include "common/tls.h"
 
 namespace memaudit::cli {
 
@@ -25,6 +27,9 @@ struct ClusterOptions {
   // Where memaudit-coordinator, -scorer and -worker live; empty = beside
   // the running executable.
   std::string bin_dir;
+  // Plain text and no authentication (--insecure) instead of mutual TLS
+  // with certificates minted for this cluster.
+  bool insecure = false;
 };
 
 class EmbeddedCluster {
@@ -34,6 +39,13 @@ class EmbeddedCluster {
 
   std::string coordinator_address() const;
   std::string scorer_address() const;
+  // What a client of this cluster presents: a certificate for team "local",
+  // or the administrator "local-admin" (sees every team's audits, may call
+  // the scorer). Under `insecure`, plain text.
+  const ClientCredentials& client_credentials() const { return client_; }
+  const ClientCredentials& admin_credentials() const { return admin_; }
+  // A worker's ("worker in-process"), for workers a test runs in its own process.
+  const ClientCredentials& worker_credentials() const { return worker_; }
   int coordinator_metrics_port() const { return coordinator_metrics_port_; }
   int scorer_metrics_port() const { return scorer_metrics_port_; }
 
@@ -62,11 +74,20 @@ class EmbeddedCluster {
   // port files under the run directory, and waits until it serves.
   absl::StatusOr<Service> StartService(const std::string& name, int port,
                                        const std::vector<std::string>& extra_args);
+  // Mints the cluster's CA and each party's certificate under dir/tls.
+  absl::Status MintCertificates();
+  // The TLS flags of the party named `name` (its certificate's file name).
+  std::vector<std::string> TlsArgs(const std::string& name) const;
   absl::Status StartScorer(int port);
   absl::Status StartCoordinator();
   std::string Binary(const std::string& name) const;
 
   ClusterOptions options_;
+  std::unique_ptr<CertificateAuthority> ca_;
+  std::string tls_dir_;
+  ClientCredentials client_;
+  ClientCredentials admin_;
+  ClientCredentials worker_;
   std::unique_ptr<Subprocess> scorer_;
   std::unique_ptr<Subprocess> coordinator_;
   std::vector<std::unique_ptr<Subprocess>> workers_;

@@ -1,4 +1,5 @@
 // memaudit: the command-line client. Parses flags and dispatches to a command.
+#include <cstdio>
 #include <cstdlib>
 
 #include "CLI/CLI.hpp"
@@ -26,6 +27,8 @@ int main(int argc, char** argv) {
     cmd->add_option("--coordinator", remote.coordinator,
                     "coordinator address (env MEMAUDIT_COORDINATOR)")
         ->capture_default_str();
+    // Env: MEMAUDIT_TLS_CA, MEMAUDIT_TLS_CERT, MEMAUDIT_TLS_KEY, MEMAUDIT_TOKEN(_FILE).
+    AddClientCredentialFlags(cmd, &remote.credentials, &remote.token_file);
     if (with_output) {
       cmd->add_option("-o,--output", remote.output, "table, json or yaml")
           ->capture_default_str()
@@ -111,6 +114,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (*run_cmd) return RunCommand(run);
   if (*validate_cmd) return ValidateCommand(spec_path, validate_roots);
+  if (absl::Status s = ResolveCredentials(&remote); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   if (*submit_cmd) return SubmitCommand(remote, spec_path, watch);
   if (*status_cmd) return StatusCommand(remote, audit_id);
   if (*watch_cmd) return WatchCommand(remote, audit_id);

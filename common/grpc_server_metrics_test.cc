@@ -27,6 +27,7 @@ TEST(GrpcServerMetricsTest, CountsAndTimesEveryCallByMethodAndCode) {
   // The generated base class answers every method with UNIMPLEMENTED.
   v1::WorkerService::Service service;
   ServingFlags flags;
+  flags.tls.insecure = true;
   auto serving = StartServing(flags, {&service}, &registry);
   MEMAUDIT_ASSERT_OK(serving);
   auto stub = v1::WorkerService::NewStub(grpc::CreateChannel(

@@ -21,6 +21,19 @@ void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& defa
       ->capture_default_str();
   app->add_option("--port-file", flags->port_file, "write the bound gRPC port here once serving");
   AddMetricsFlags(app, &flags->metrics_listen, &flags->metrics_port_file, default_metrics);
+  AddTlsFlags(app, &flags->tls);
+  app->add_option("--token-hashes", flags->token_hashes,
+                  "file of callers' bearer tokens: \"SHA256HEX ROLE NAME\" per line, reloaded "
+                  "on SIGHUP (docs/security.md)");
+}
+
+absl::StatusOr<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServingFlags& flags) {
+  if (flags.tls.insecure) {
+    if (!flags.token_hashes.empty()) spdlog::warn("--insecure: --token-hashes is ignored");
+    return Authenticator::AllowEveryone();
+  }
+  Authenticator::ReloadOnSighup();
+  return Authenticator::Create(flags.token_hashes);
 }
 
 void AddMetricsFlags(CLI::App* app, std::string* metrics_listen, std::string* metrics_port_file,
@@ -63,7 +76,8 @@ absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   Serving serving;
-  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &serving.port);
+  MEMAUDIT_ASSIGN_OR_RETURN(auto credentials, ServerCredentials(flags.tls));
+  builder.AddListeningPort(flags.listen, credentials, &serving.port);
   // Observation batches for large pools exceed gRPC's 4 MiB default.
   builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);

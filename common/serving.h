@@ -12,8 +12,10 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "common/identity.h"
 #include "common/metrics.h"
 #include "common/metrics_endpoint.h"
+#include "common/tls.h"
 
 namespace memaudit {
 
@@ -27,9 +29,15 @@ struct ServingFlags {
   std::string port_file;
   std::string metrics_listen = "127.0.0.1:0";
   std::string metrics_port_file;
+  // The gRPC port's TLS; the certificate is also what this service presents
+  // when it calls another (the coordinator calling the scorer).
+  TlsFlags tls;
+  // SHA-256 hashes of the bearer tokens callers may present (identity.h).
+  std::string token_hashes;
 };
 
-// Adds --listen, --port-file, --metrics-listen, --metrics-port-file.
+// Adds --listen, --port-file, --metrics-listen, --metrics-port-file, the TLS
+// flags (tls.h) and --token-hashes.
 void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& default_listen,
                      const std::string& default_metrics);
 
@@ -55,6 +63,11 @@ struct Serving {
 absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
                                      const std::vector<grpc::Service*>& services,
                                      prometheus::Registry* registry);
+
+// Who may call: everyone as admin under --insecure (logged), else the
+// callers of --token-hashes and of certificates the CA signed; SIGHUP
+// reloads the token hashes.
+absl::StatusOr<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServingFlags& flags);
 
 // "host:port" split; port may be 0.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/serving.h"
 
@@ -92,11 +93,39 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const
   return grpc::SslServerCredentials(options);
 }
 
+void AddClientCredentialFlags(CLI::App* app, ClientCredentials* credentials,
+                              std::string* token_file) {
+  AddTlsFlags(app, &credentials->tls);
+  app->add_option("--token-file", *token_file,
+                  "file holding this client's bearer token (instead of a client certificate)");
+}
+
+absl::Status LoadClientToken(const std::string& token_file, ClientCredentials* credentials) {
+  if (token_file.empty()) return absl::OkStatus();
+  std::ifstream in(token_file, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--token-file: cannot read \"", token_file, "\""));
+  }
+  constexpr size_t kMaxTokenBytes = 4096;
+  std::string token(kMaxTokenBytes + 1, '\0');
+  in.read(token.data(), static_cast<std::streamsize>(token.size()));
+  token.resize(static_cast<size_t>(in.gcount()));
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (token.empty() || token.size() > kMaxTokenBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("--token-file: \"", token_file,
+                                                   "\" must hold one token of 1 to ",
+                                                   kMaxTokenBytes, " bytes"));
+  }
+  credentials->token = std::move(token);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& address,
-                                                           const TlsFlags& flags,
-                                                           const std::string& bearer_token) {
+                                                           const ClientCredentials& credentials,
+                                                           grpc::ChannelArguments args) {
+  const TlsFlags& flags = credentials.tls;
   if (absl::Status s = CheckTlsFlags(flags, /*server=*/false); !s.ok()) return s;
-  grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   if (flags.insecure) {
@@ -114,13 +143,13 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ad
     options.pem_cert_chain = *cert;
     options.pem_private_key = *key;
   }
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::SslCredentials(options);
-  if (!bearer_token.empty()) {
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials = grpc::SslCredentials(options);
+  if (!credentials.token.empty()) {
     // Sent only over TLS: gRPC refuses call credentials on plain text.
-    credentials =
-        grpc::CompositeChannelCredentials(credentials, grpc::AccessTokenCredentials(bearer_token));
+    channel_credentials = grpc::CompositeChannelCredentials(
+        channel_credentials, grpc::AccessTokenCredentials(credentials.token));
   }
-  return grpc::CreateCustomChannel(address, credentials, args);
+  return grpc::CreateCustomChannel(address, channel_credentials, args);
 }
 
 }  // namespace memaudit

@@ -39,11 +39,27 @@ absl::Status CheckTlsFlags(const TlsFlags& flags, bool server);
 // bearer token, common/identity.h). --insecure: plain text, logged.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const TlsFlags& flags);
 
-// A channel to `address` with `flags`' credentials, the services' message
-// size limit, and `bearer_token` (if not empty) on every call.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& address,
-                                                           const TlsFlags& flags,
-                                                           const std::string& bearer_token = "");
+// What a client presents: TLS settings and, instead of or besides a client
+// certificate, a bearer token.
+struct ClientCredentials {
+  TlsFlags tls;
+  std::string token;
+};
+
+// Adds the TLS flags and --token-file (a file holding the bearer token; read
+// by LoadClientCredentials).
+void AddClientCredentialFlags(CLI::App* app, ClientCredentials* credentials,
+                              std::string* token_file);
+
+// Reads `token_file` into `credentials->token` (surrounding whitespace
+// dropped); INVALID_ARGUMENT naming --token-file if unreadable or empty.
+absl::Status LoadClientToken(const std::string& token_file, ClientCredentials* credentials);
+
+// A channel to `address` with `credentials`, the services' message size
+// limit on top of `args`, and the bearer token (if any) on every call.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const std::string& address, const ClientCredentials& credentials,
+    grpc::ChannelArguments args = grpc::ChannelArguments());
 
 }  // namespace memaudit
 

@@ -90,7 +90,7 @@ class TlsTest : public ::testing::Test {
   }
   // Get as a client with `flags` and `token`: the identity, or the error.
   absl::StatusOr<std::string> Call(const TlsFlags& flags, const std::string& token = "") {
-    auto channel = MakeChannel(absl::StrCat("localhost:", port_), flags, token);
+    auto channel = MakeChannel(absl::StrCat("localhost:", port_), ClientCredentials{flags, token});
     if (!channel.ok()) return channel.status();
     auto stub = v1::AuditService::NewStub(*channel);
     grpc::ClientContext context;

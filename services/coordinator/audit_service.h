@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/data_roots.h"
+#include "common/identity.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "services/coordinator/scheduler.h"
@@ -14,10 +15,14 @@ namespace memaudit::coordinator {
 
 class AuditServiceImpl final : public v1::AuditService::Service {
  public:
-  // Submit refuses a spec naming a file outside `data_roots` (data_roots.h).
-  AuditServiceImpl(Scheduler* scheduler, std::shared_ptr<v1::ScorerService::StubInterface> scorer,
-                   DataRoots data_roots)
-      : scheduler_(scheduler), scorer_(std::move(scorer)), data_roots_(std::move(data_roots)) {}
+  // `auth` identifies each caller (common/identity.h). Submit refuses a spec
+  // naming a file outside `data_roots` (data_roots.h).
+  AuditServiceImpl(Authenticator* auth, Scheduler* scheduler,
+                   std::shared_ptr<v1::ScorerService::StubInterface> scorer, DataRoots data_roots)
+      : auth_(auth),
+        scheduler_(scheduler),
+        scorer_(std::move(scorer)),
+        data_roots_(std::move(data_roots)) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                       v1::SubmitResponse* resp) override;
@@ -32,6 +37,7 @@ class AuditServiceImpl final : public v1::AuditService::Service {
                          v1::AuditResults* resp) override;
 
  private:
+  Authenticator* auth_;
   Scheduler* scheduler_;
   std::shared_ptr<v1::ScorerService::StubInterface> scorer_;
   const DataRoots data_roots_;

@@ -41,11 +41,13 @@ class SubmitDataRootsTest : public ::testing::Test {
 
   // Submit on a service without scheduler or scorer: only refusals return.
   grpc::Status Submit(const v1::AuditSpec& spec) {
-    AuditServiceImpl service(/*scheduler=*/nullptr, /*scorer=*/nullptr, roots_);
+    auto everyone = Authenticator::AllowEveryone();
+    AuditServiceImpl service(everyone.get(), /*scheduler=*/nullptr, /*scorer=*/nullptr, roots_);
     v1::SubmitRequest request;
     *request.mutable_spec() = spec;
     v1::SubmitResponse response;
-    return service.Submit(nullptr, &request, &response);
+    grpc::ServerContext context;
+    return service.Submit(&context, &request, &response);
   }
 
   fs::path base_;

@@ -73,14 +73,22 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", scheduler.status().ToString());
     return 1;
   }
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(256 << 20);
-  auto channel = grpc::CreateCustomChannel(scorer, grpc::InsecureChannelCredentials(), args);
-  coordinator::AuditServiceImpl audit_service(scheduler->get(), v1::ScorerService::NewStub(channel),
-                                              *std::move(data_roots));
+  auto auth = MakeAuthenticator(serving_flags);
+  if (!auth.ok()) {
+    spdlog::critical("{}", auth.status().ToString());
+    return 1;
+  }
+  // The coordinator's own certificate is its identity at the scorer.
+  auto channel = MakeChannel(scorer, ClientCredentials{serving_flags.tls, ""});
+  if (!channel.ok()) {
+    spdlog::critical("{}", channel.status().ToString());
+    return 1;
+  }
+  coordinator::AuditServiceImpl audit_service(
+      auth->get(), scheduler->get(), v1::ScorerService::NewStub(*channel), *std::move(data_roots));
   // A worker silent for a lease TTL has lost its lease: count it gone too.
   coordinator::WorkerPresence presence(RealClock::Get(), lease_ttl_ms, &registry);
-  coordinator::WorkerServiceImpl worker_service(scheduler->get(), scorer, heartbeat_ms,
+  coordinator::WorkerServiceImpl worker_service(auth->get(), scheduler->get(), scorer, heartbeat_ms,
                                                 static_cast<uint32_t>(lease_ttl_ms), &presence);
   auto serving = StartServing(serving_flags, {&audit_service, &worker_service}, &registry);
   if (!serving.ok()) {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/identity.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 #include "services/coordinator/scheduler.h"
 #include "services/coordinator/worker_presence.h"
@@ -13,9 +14,11 @@ namespace memaudit::coordinator {
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
   // `presence` (may be null) learns of every call that names a worker.
-  WorkerServiceImpl(Scheduler* scheduler, std::string scorer_address, uint32_t heartbeat_ms,
-                    uint32_t lease_ttl_ms, WorkerPresence* presence = nullptr)
-      : scheduler_(scheduler),
+  WorkerServiceImpl(Authenticator* auth, Scheduler* scheduler, std::string scorer_address,
+                    uint32_t heartbeat_ms, uint32_t lease_ttl_ms,
+                    WorkerPresence* presence = nullptr)
+      : auth_(auth),
+        scheduler_(scheduler),
         scorer_address_(std::move(scorer_address)),
         heartbeat_ms_(heartbeat_ms),
         lease_ttl_ms_(lease_ttl_ms),
@@ -37,6 +40,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     if (presence_ != nullptr) presence_->Seen(worker_id);
   }
 
+  Authenticator* auth_;
   Scheduler* scheduler_;
   std::string scorer_address_;
   uint32_t heartbeat_ms_;

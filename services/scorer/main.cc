@@ -39,7 +39,12 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", scorer.status().ToString());
     return 1;
   }
-  scorer::ScorerServiceImpl service(scorer->get());
+  auto auth = MakeAuthenticator(serving_flags);
+  if (!auth.ok()) {
+    spdlog::critical("{}", auth.status().ToString());
+    return 1;
+  }
+  scorer::ScorerServiceImpl service(auth->get(), scorer->get());
   auto serving = StartServing(serving_flags, {&service}, &registry);
   if (!serving.ok()) {
     spdlog::critical("{}", serving.status().ToString());

@@ -2,6 +2,7 @@
 #ifndef MEMAUDIT_SERVICES_SCORER_SCORER_SERVICE_H_
 #define MEMAUDIT_SERVICES_SCORER_SCORER_SERVICE_H_
 
+#include "common/identity.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "services/scorer/scorer.h"
 
@@ -9,7 +10,8 @@ namespace memaudit::scorer {
 
 class ScorerServiceImpl final : public v1::ScorerService::Service {
  public:
-  explicit ScorerServiceImpl(Scorer* scorer) : scorer_(scorer) {}
+  // `auth` identifies each caller (common/identity.h).
+  ScorerServiceImpl(Authenticator* auth, Scorer* scorer) : auth_(auth), scorer_(scorer) {}
 
   grpc::Status OpenAudit(grpc::ServerContext* ctx, const v1::OpenAuditRequest* req,
                          v1::OpenAuditResponse* resp) override;
@@ -21,6 +23,7 @@ class ScorerServiceImpl final : public v1::ScorerService::Service {
                             grpc::ServerWriter<v1::AuditResults>* writer) override;
 
  private:
+  Authenticator* auth_;
   Scorer* scorer_;
 };
 

@@ -26,7 +26,7 @@ class ScorerServiceTest : public ::testing::Test {
     std::remove(path_.c_str());
     store_ = std::move(*ScorerStore::Open(path_));
     scorer_ = std::move(*Scorer::Create(store_.get(), &registry_));
-    service_ = std::make_unique<ScorerServiceImpl>(scorer_.get());
+    service_ = std::make_unique<ScorerServiceImpl>(everyone_.get(), scorer_.get());
   }
   void TearDown() override { std::remove(path_.c_str()); }
 
@@ -35,7 +35,8 @@ class ScorerServiceTest : public ::testing::Test {
     req.set_audit_id(audit_id);
     *req.mutable_spec() = spec;
     v1::OpenAuditResponse resp;
-    return service_->OpenAudit(nullptr, &req, &resp);
+    grpc::ServerContext context;
+    return service_->OpenAudit(&context, &req, &resp);
   }
 
   static v1::AuditSpec Membership(uint32_t reference_models) {
@@ -54,6 +55,7 @@ class ScorerServiceTest : public ::testing::Test {
   prometheus::Registry registry_;
   std::unique_ptr<ScorerStore> store_;
   std::unique_ptr<Scorer> scorer_;
+  std::unique_ptr<Authenticator> everyone_ = Authenticator::AllowEveryone();
   std::unique_ptr<ScorerServiceImpl> service_;
 };
 

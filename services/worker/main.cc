@@ -11,6 +11,7 @@
 #include "common/data_roots.h"
 #include "common/process.h"
 #include "common/serving.h"
+#include "common/tls.h"
 #include "engine/device.h"
 #include "services/worker/worker_loop.h"
 
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
   std::string metrics_listen;
   std::string metrics_port_file;
   AddMetricsFlags(&app, &metrics_listen, &metrics_port_file, "127.0.0.1:9402");
+  std::string token_file;
+  AddClientCredentialFlags(&app, &options.credentials, &token_file);
   std::vector<std::string> data_root_flags;
   app.add_option(
       "--data-root", data_root_flags,
@@ -54,6 +57,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("training on {}", *chosen);
+  if (absl::Status s = LoadClientToken(token_file, &options.credentials); !s.ok()) {
+    spdlog::critical("{}", s.ToString());
+    return 1;
+  }
+  if (absl::Status s = CheckTlsFlags(options.credentials.tls, /*server=*/false); !s.ok()) {
+    spdlog::critical("{}", s.ToString());
+    return 1;
+  }
+  if (options.credentials.tls.insecure) {
+    spdlog::warn("INSECURE: talking plain text to the coordinator and scorer (--insecure)");
+  }
 
   // The worker serves no RPCs; Prometheus scrapes it like the servers.
   prometheus::Registry registry;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -23,16 +24,21 @@
 namespace memaudit::worker {
 namespace {
 
-std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
+std::shared_ptr<grpc::Channel> Channel(const std::string& address,
+                                       const ClientCredentials& credentials) {
   grpc::ChannelArguments args;
-  args.SetMaxSendMessageSize(256 << 20);
-  args.SetMaxReceiveMessageSize(256 << 20);
   // After an outage the channel reconnects within 5 s of the service being
   // back, not after gRPC's default backoff of up to 120 s: the retries of a
   // stream or a report (a few seconds apart) would otherwise fail fast
   // against a channel still waiting to reconnect.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  auto channel = MakeChannel(address, credentials, args);
+  if (!channel.ok()) {
+    // main checked the files at start: they have gone since.
+    spdlog::critical("{}", channel.status().ToString());
+    std::_Exit(1);
+  }
+  return *std::move(channel);
 }
 
 void Deadline(grpc::ClientContext* ctx, int ms) {
@@ -104,7 +110,7 @@ struct StopOrder {
 WorkerLoop::WorkerLoop(WorkerOptions options, prometheus::Registry* metrics, HandlerLookup handlers)
     : options_(std::move(options)),
       handlers_(std::move(handlers)),
-      coordinator_(v1::WorkerService::NewStub(Channel(options_.coordinator))),
+      coordinator_(v1::WorkerService::NewStub(Channel(options_.coordinator, options_.credentials))),
       metrics_(RealClock::Get(), metrics) {}
 
 absl::Status WorkerLoop::Register() {
@@ -122,7 +128,7 @@ absl::Status WorkerLoop::Register() {
     if (status.ok()) {
       worker_id_ = resp.worker_id();
       heartbeat_ms_ = resp.heartbeat_interval_ms() > 0 ? resp.heartbeat_interval_ms() : 1000;
-      scorer_ = v1::ScorerService::NewStub(Channel(resp.scorer_address()));
+      scorer_ = v1::ScorerService::NewStub(Channel(resp.scorer_address(), options_.credentials));
       spdlog::info("registered as {}; scorer at {}", worker_id_, resp.scorer_address());
       return absl::OkStatus();
     }

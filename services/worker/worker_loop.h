@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
+#include "common/tls.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 #include "services/worker/kind_handler.h"
@@ -29,6 +30,8 @@ struct WorkerOptions {
   // Where the files a task's spec names must lie (RunTask checks each task);
   // none: a spec naming any file fails its task.
   DataRoots data_roots;
+  // What the worker presents to the coordinator and the scorer (tls.h).
+  ClientCredentials credentials;
 };
 
 class WorkerLoop {

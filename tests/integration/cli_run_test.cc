@@ -126,7 +126,7 @@ TEST(CliRunTest, ABadDeviceIsRefusedBeforeAnythingStarts) {
 }
 
 TEST(CliRunTest, RemoteCommandsExplainAnUnreachableCoordinator) {
-  Output out = Shell(absl::StrCat(Memaudit(), " status --coordinator 127.0.0.1:1"));
+  Output out = Shell(absl::StrCat(Memaudit(), " status --insecure --coordinator 127.0.0.1:1"));
   EXPECT_EQ(out.exit_code, 3);
   EXPECT_THAT(out.text, HasSubstr("not reachable"));
   EXPECT_THAT(out.text, HasSubstr("--coordinator"));

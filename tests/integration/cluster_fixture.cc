@@ -89,7 +89,10 @@ void ClusterTest::StartCluster(uint32_t workers, int64_t lease_ttl_ms, const std
   auto cluster = cli::EmbeddedCluster::Start(options);
   MEMAUDIT_ASSERT_OK(cluster);
   cluster_ = std::move(*cluster);
-  client_ = std::make_unique<cli::Client>(cluster_->coordinator_address());
+  auto client =
+      cli::Client::Connect(cluster_->coordinator_address(), cluster_->client_credentials());
+  MEMAUDIT_ASSERT_OK(client);
+  client_ = std::make_unique<cli::Client>(*std::move(client));
 }
 
 v1::Audit ClusterTest::WaitForEnd(const std::string& audit_id) {
@@ -124,9 +127,20 @@ void ClusterTest::RunToCompletion(const v1::AuditSpec& spec, Finished* out) {
   out->results = *std::move(results);
 }
 
+std::shared_ptr<grpc::Channel> ClusterTest::AdminChannel(const std::string& address) const {
+  auto channel = MakeChannel(address, cluster_->admin_credentials());
+  EXPECT_TRUE(channel.ok()) << channel.status();
+  return channel.ok() ? *channel : nullptr;
+}
+
+std::string ClusterTest::CliCredentialsEnv() const {
+  const TlsFlags& tls = cluster_->client_credentials().tls;
+  return absl::StrCat("MEMAUDIT_TLS_CA=", tls.ca, " MEMAUDIT_TLS_CERT=", tls.cert,
+                      " MEMAUDIT_TLS_KEY=", tls.key, " ");
+}
+
 std::vector<v1::AuditResults> ClusterTest::WatchResults(const std::string& audit_id) {
-  auto scorer = v1::ScorerService::NewStub(
-      grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
+  auto scorer = v1::ScorerService::NewStub(AdminChannel(cluster_->scorer_address()));
   grpc::ClientContext ctx;
   v1::GetResultsRequest req;
   req.set_audit_id(audit_id);

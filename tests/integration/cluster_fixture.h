@@ -58,6 +58,12 @@ class ClusterTest : public ::testing::Test {
   // update, the last one complete. Empty (with a test failure) if the
   // stream ends in an error.
   std::vector<v1::AuditResults> WatchResults(const std::string& audit_id);
+  // A channel to `address` (a service of the running cluster) as the
+  // cluster's administrator.
+  std::shared_ptr<grpc::Channel> AdminChannel(const std::string& address) const;
+  // "MEMAUDIT_TLS_CA=… MEMAUDIT_TLS_CERT=… MEMAUDIT_TLS_KEY=… ": a shell
+  // prefix giving the memaudit CLI the cluster's client certificate.
+  std::string CliCredentialsEnv() const;
 
   v1::AuditResults baseline_;
   // The services' --data-root for the next StartCluster; empty = their

@@ -56,9 +56,9 @@ class DatabaseIntegrityTest : public ::testing::Test {
             std::unique_ptr<Subprocess>* process) {
     const std::string port_file = absl::StrCat(dir_, "/", service, ".port");
     std::remove(port_file.c_str());
-    std::vector<std::string> argv = {Binary(service), "--db",        Db(service),
-                                     "--listen",      "127.0.0.1:0", "--metrics-listen",
-                                     "127.0.0.1:0",   "--port-file", port_file};
+    std::vector<std::string> argv = {
+        Binary(service),    "--db",        Db(service),   "--listen", "127.0.0.1:0",
+        "--metrics-listen", "127.0.0.1:0", "--port-file", port_file,  "--insecure"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto spawned = Subprocess::Spawn(argv, absl::StrCat(dir_, "/", service, ".log"));
     EXPECT_THAT(spawned, IsOk());
@@ -78,8 +78,11 @@ class DatabaseIntegrityTest : public ::testing::Test {
     const int coordinator_port =
         Start("coordinator", {"--scorer", absl::StrCat("127.0.0.1:", scorer_port)}, &coordinator);
     ASSERT_NE(coordinator_port, 0);
-    cli::Client client(absl::StrCat("127.0.0.1:", coordinator_port));
-    MEMAUDIT_ASSERT_OK(client.Submit(TinyMembershipSpec()));
+    ClientCredentials plain_text;
+    plain_text.tls.insecure = true;
+    auto client = cli::Client::Connect(absl::StrCat("127.0.0.1:", coordinator_port), plain_text);
+    MEMAUDIT_ASSERT_OK(client);
+    MEMAUDIT_ASSERT_OK(client->Submit(TinyMembershipSpec()));
     EXPECT_EQ(coordinator->Stop(), 0);
     EXPECT_EQ(scorer->Stop(), 0);
     for (const char* service : kServices) {

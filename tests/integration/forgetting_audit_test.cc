@@ -44,8 +44,7 @@ TEST_F(ForgettingAuditTest, CurveFillsInWhileTrainingRuns) {
   for (uint64_t p : {0, 1500, 3000}) spec.mutable_forgetting()->add_eval_points(p);
   auto submitted = client_->Submit(spec);
   MEMAUDIT_ASSERT_OK(submitted);
-  auto scorer = v1::ScorerService::NewStub(
-      grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
+  auto scorer = v1::ScorerService::NewStub(AdminChannel(cluster_->scorer_address()));
   grpc::ClientContext ctx;
   v1::GetResultsRequest req;
   req.set_audit_id(submitted->audit_id());
@@ -353,8 +352,7 @@ TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1, /*lease_ttl_ms=*/1000, "-killed"));
   auto submitted = client_->Submit(spec);
   MEMAUDIT_ASSERT_OK(submitted);
-  auto scorer = v1::ScorerService::NewStub(
-      grpc::CreateChannel(cluster_->scorer_address(), grpc::InsecureChannelCredentials()));
+  auto scorer = v1::ScorerService::NewStub(AdminChannel(cluster_->scorer_address()));
   grpc::ClientContext ctx;
   v1::GetResultsRequest req;
   req.set_audit_id(submitted->audit_id());

@@ -9,9 +9,9 @@ namespace {
 
 class HealthTest : public ClusterTest {};
 
-grpc::health::v1::HealthCheckResponse::ServingStatus Check(const std::string& address) {
-  auto stub = grpc::health::v1::Health::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+grpc::health::v1::HealthCheckResponse::ServingStatus Check(std::shared_ptr<grpc::Channel> channel,
+                                                           const std::string& address) {
+  auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   grpc::health::v1::HealthCheckRequest req;
@@ -23,8 +23,10 @@ grpc::health::v1::HealthCheckResponse::ServingStatus Check(const std::string& ad
 
 TEST_F(HealthTest, CoordinatorAndScorerAreServing) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
-  EXPECT_EQ(Check(cluster_->coordinator_address()), grpc::health::v1::HealthCheckResponse::SERVING);
-  EXPECT_EQ(Check(cluster_->scorer_address()), grpc::health::v1::HealthCheckResponse::SERVING);
+  for (const std::string& address : {cluster_->coordinator_address(), cluster_->scorer_address()}) {
+    EXPECT_EQ(Check(AdminChannel(address), address),
+              grpc::health::v1::HealthCheckResponse::SERVING);
+  }
 }
 
 }  // namespace

@@ -66,7 +66,13 @@ std::unique_ptr<Observed> ObserveAudits(const std::string& name,
     return observed;
   }
   o.cluster = std::move(*cluster);
-  o.client = std::make_unique<cli::Client>(o.cluster->coordinator_address());
+  auto client =
+      cli::Client::Connect(o.cluster->coordinator_address(), o.cluster->client_credentials());
+  if (!client.ok()) {
+    o.error = client.status().ToString();
+    return observed;
+  }
+  o.client = std::make_unique<cli::Client>(*std::move(client));
 
   ScrapeJob worker_job{"worker", {}};
   for (size_t i = 0; i < o.cluster->worker_count(); ++i) {

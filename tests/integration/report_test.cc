@@ -39,9 +39,10 @@ TEST_F(ReportTest, HtmlReportRendersInChromiumWithItsPlot) {
   const std::string html = dir_ + "/report.html";
   const std::string csv = dir_ + "/csv";
   const std::string json = dir_ + "/results.json";
-  const std::string report = RunCapture(absl::StrCat(
-      MEMAUDIT_BIN_DIR, "/memaudit report ", submitted->audit_id(), " --coordinator ",
-      cluster_->coordinator_address(), " --html ", html, " --csv ", csv, " --json ", json));
+  const std::string report = RunCapture(
+      absl::StrCat(CliCredentialsEnv(), MEMAUDIT_BIN_DIR, "/memaudit report ",
+                   submitted->audit_id(), " --coordinator ", cluster_->coordinator_address(),
+                   " --html ", html, " --csv ", csv, " --json ", json));
   EXPECT_THAT(report, HasSubstr("lira_online"));
 
   const std::string page = Slurp(html);
@@ -110,8 +111,8 @@ void ReportTest::CheckReportsRender(const std::vector<Report>& reports) {
   for (const Report& r : reports) {
     SCOPED_TRACE(r.kind);
     const std::string html = absl::StrCat(dir_, "/", r.kind, ".html");
-    RunCapture(absl::StrCat(MEMAUDIT_BIN_DIR, "/memaudit report ", r.audit_id, " --coordinator ",
-                            cluster_->coordinator_address(), " --html ", html));
+    RunCapture(absl::StrCat(CliCredentialsEnv(), MEMAUDIT_BIN_DIR, "/memaudit report ", r.audit_id,
+                            " --coordinator ", cluster_->coordinator_address(), " --html ", html));
     const std::string page = Slurp(html);
     for (const std::string& plot : r.plots) EXPECT_THAT(page, HasSubstr(plot));
     EXPECT_THAT(page, Not(HasSubstr("<script")));

@@ -154,6 +154,7 @@ class WorkerFaultTest : public ClusterTest {
   Loop* StartLoop(const worker::KindHandler* engine) {
     worker::WorkerOptions options;
     options.coordinator = cluster_->coordinator_address();
+    options.credentials = cluster_->worker_credentials();
     options.lease_wait_ms = 200;
     auto loop = std::make_unique<Loop>();
     loop->loop = std::make_unique<worker::WorkerLoop>(
