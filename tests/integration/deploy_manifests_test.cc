@@ -121,6 +121,40 @@ TEST(DeployManifestsTest, ContainersUseFlagsAndPortsTheBinariesHave) {
             (std::set<std::string>{"memaudit-coordinator", "memaudit-scorer", "memaudit-worker"}));
 }
 
+// Every service serves and calls over mutual TLS with its certificate from a
+// Secret, and the coordinator reads its callers' token hashes from one: each
+// file a flag names lies under a read-only mount of a Secret volume.
+TEST(DeployManifestsTest, CertificatesAndTokensComeFromSecrets) {
+  for (const YAML::Node& w : Load().workloads) {
+    const std::string name = w["metadata"]["name"].as<std::string>();
+    SCOPED_TRACE(name);
+    const YAML::Node pod = w["spec"]["template"]["spec"];
+    std::map<std::string, std::string> secret_of_volume;
+    for (const YAML::Node& v : pod["volumes"]) {
+      if (v["secret"]) {
+        secret_of_volume[v["name"].as<std::string>()] = v["secret"]["secretName"].as<std::string>();
+      }
+    }
+    const YAML::Node container = pod["containers"][0];
+    std::vector<std::string> flags = {"--tls-cert", "--tls-key", "--tls-ca"};
+    if (name == "memaudit-coordinator") flags.push_back("--token-hashes");
+    for (const std::string& flag : flags) {
+      const std::string path = FlagValue(container["args"], flag);
+      ASSERT_FALSE(path.empty()) << flag;
+      bool from_secret = false;
+      for (const YAML::Node& m : container["volumeMounts"]) {
+        const std::string mount = m["mountPath"].as<std::string>() + "/";
+        if (path.rfind(mount, 0) == 0 && secret_of_volume.count(m["name"].as<std::string>()) &&
+            m["readOnly"] && m["readOnly"].as<bool>()) {
+          from_secret = true;
+        }
+      }
+      EXPECT_TRUE(from_secret) << flag << " " << path;
+    }
+    for (const YAML::Node& arg : container["args"]) EXPECT_NE(arg.as<std::string>(), "--insecure");
+  }
+}
+
 // Each service runs as the image's unprivileged user with no way back to
 // root, and the image itself switches to that user.
 TEST(DeployManifestsTest, ContainersRunAsAnUnprivilegedUser) {

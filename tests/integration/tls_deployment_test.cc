@@ -1,0 +1,142 @@
+// The services as README's "Running the services yourself" starts them:
+// certificates made by scripts/make-certs.sh (Debian's openssl), a scorer, a
+// coordinator and a worker as separate processes over mutual TLS, and the
+// memaudit CLI submitting with a team certificate from the environment.
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/process.h"
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/integration/cluster_fixture.h"
+
+namespace memaudit::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kSpec[] = R"(name: tls-deployment
+seed: 5
+membership:
+  dataset: { pool_size: 64 }
+  model: { architecture: mlp, hidden: [] }
+  training: { epochs: 1, batch_size: 32, learning_rate: 0.1 }
+  reference_models: 4
+  attacks: [loss]
+)";
+
+class TlsDeploymentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = FreshTestDir();
+    certs_ = dir_ + "/certs";
+    ASSERT_EQ(RunStatus(absl::StrCat("MEMAUDIT_TEAMS='alpha' bash ", MEMAUDIT_SOURCE_DIR,
+                                     "/scripts/make-certs.sh ", certs_, " >/dev/null")),
+              0);
+    std::ofstream(dir_ + "/spec.yaml") << kSpec;
+  }
+
+  static int RunStatus(const std::string& command) { return std::system(command.c_str()); }
+
+  std::vector<std::string> Tls(const std::string& party) const {
+    return {"--tls-cert", absl::StrCat(certs_, "/", party, ".crt"),
+            "--tls-key",  absl::StrCat(certs_, "/", party, ".key"),
+            "--tls-ca",   certs_ + "/ca.crt"};
+  }
+
+  // Starts memaudit-<service> with `args` and waits for its port file.
+  int Start(const std::string& service, std::vector<std::string> args,
+            std::unique_ptr<Subprocess>* process) {
+    const std::string port_file = absl::StrCat(dir_, "/", service, ".port");
+    std::vector<std::string> argv = {absl::StrCat(MEMAUDIT_BIN_DIR, "/memaudit-", service)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (service != "worker") {
+      for (const std::string& a :
+           {std::string("--listen"), std::string("127.0.0.1:0"), std::string("--port-file"),
+            port_file, std::string("--metrics-listen"), std::string("127.0.0.1:0"),
+            std::string("--db"), absl::StrCat(dir_, "/", service, ".db")}) {
+        argv.push_back(a);
+      }
+    }
+    auto spawned = Subprocess::Spawn(argv, absl::StrCat(dir_, "/", service, ".log"));
+    EXPECT_THAT(spawned, memaudit::testing::IsOk());
+    if (!spawned.ok()) return 0;
+    *process = std::move(*spawned);
+    if (service == "worker") return 0;
+    auto port = WaitForPortFile(port_file, 20000, process->get());
+    EXPECT_THAT(port, memaudit::testing::IsOk()) << Slurp(absl::StrCat(dir_, "/", service, ".log"));
+    return port.ok() ? *port : 0;
+  }
+
+  // The memaudit CLI with team alpha's certificate in the environment.
+  std::string Cli(const std::string& args, const std::string& party = "team-alpha") const {
+    return RunCapture(absl::StrCat("MEMAUDIT_TLS_CA=", certs_, "/ca.crt MEMAUDIT_TLS_CERT=", certs_,
+                                   "/", party, ".crt MEMAUDIT_TLS_KEY=", certs_, "/", party,
+                                   ".key timeout 120 ", MEMAUDIT_BIN_DIR, "/memaudit ", args,
+                                   " 2>&1; echo exit=$?"));
+  }
+
+  std::string dir_, certs_;
+};
+
+TEST_F(TlsDeploymentTest, OpensslCertificatesRunAnAuditEndToEnd) {
+  std::unique_ptr<Subprocess> scorer, coordinator, worker;
+  const int scorer_port = Start("scorer", Tls("scorer"), &scorer);
+  ASSERT_NE(scorer_port, 0);
+  std::vector<std::string> coordinator_args = Tls("coordinator");
+  coordinator_args.push_back("--scorer");
+  coordinator_args.push_back(absl::StrCat("localhost:", scorer_port));
+  const int coordinator_port = Start("coordinator", coordinator_args, &coordinator);
+  ASSERT_NE(coordinator_port, 0);
+  std::vector<std::string> worker_args = Tls("worker");
+  worker_args.push_back("--coordinator");
+  worker_args.push_back(absl::StrCat("localhost:", coordinator_port));
+  worker_args.push_back("--metrics-listen");
+  worker_args.push_back("127.0.0.1:0");
+  Start("worker", worker_args, &worker);
+
+  const std::string coordinator_flag = absl::StrCat(" --coordinator localhost:", coordinator_port);
+  const std::string submitted =
+      Cli(absl::StrCat("submit ", dir_, "/spec.yaml --watch", coordinator_flag));
+  EXPECT_THAT(submitted, HasSubstr("exit=0")) << submitted << Slurp(dir_ + "/worker.log");
+  EXPECT_THAT(Cli(absl::StrCat("status -o json", coordinator_flag)), HasSubstr("SUCCEEDED"));
+  // The services said they serve TLS, not plain text.
+  EXPECT_THAT(Slurp(dir_ + "/coordinator.log"), ::testing::Not(HasSubstr("INSECURE")));
+
+  // A client that trusts another CA fails the handshake: UNAVAILABLE, exit 3.
+  const std::string other = dir_ + "/other";
+  ASSERT_EQ(RunStatus(absl::StrCat("bash ", MEMAUDIT_SOURCE_DIR, "/scripts/make-certs.sh ", other,
+                                   " >/dev/null")),
+            0);
+  const std::string wrong_ca =
+      RunCapture(absl::StrCat("MEMAUDIT_TLS_CA=", other, "/ca.crt timeout 60 ", MEMAUDIT_BIN_DIR,
+                              "/memaudit status", coordinator_flag, " 2>&1; echo exit=$?"));
+  EXPECT_THAT(wrong_ca, HasSubstr("exit=3"));
+  // A plain-text client reaches no one either.
+  const std::string plain =
+      RunCapture(absl::StrCat("timeout 60 ", MEMAUDIT_BIN_DIR, "/memaudit status --insecure",
+                              coordinator_flag, " 2>&1; echo exit=$?"));
+  EXPECT_THAT(plain, HasSubstr("exit=3"));
+
+  worker->Signal(SIGTERM);
+  worker->Stop();
+}
+
+TEST_F(TlsDeploymentTest, ServicesRefuseToStartWithoutCertificatesOrInsecure) {
+  const std::string out =
+      RunCapture(absl::StrCat("timeout 20 ", MEMAUDIT_BIN_DIR,
+                              "/memaudit-scorer --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 "
+                              "--db ",
+                              dir_, "/s.db 2>&1; echo exit=$?"));
+  EXPECT_THAT(out, HasSubstr("--tls-ca: required (or --insecure"));
+  EXPECT_THAT(out, HasSubstr("exit=1"));
+}
+
+}  // namespace
+}  // namespace memaudit::testing
