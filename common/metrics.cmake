@@ -8,7 +8,7 @@ add_library(memaudit_metrics STATIC
 target_include_directories(memaudit_metrics PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(memaudit_metrics
   PUBLIC absl::status absl::statusor prometheus-cpp::core prometheus-cpp::pull Threads::Threads
-         ${CMAKE_DL_LIBS}
+         OpenSSL::Crypto ${CMAKE_DL_LIBS}
 )
 # civetweb (a dependency of prometheus-cpp::pull) must see the executable's
 # pthread_attr_setstacksize (civetweb_thread_stacks.h).

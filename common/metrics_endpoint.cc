@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 #include <signal.h>
@@ -46,7 +47,8 @@ void Poke(const std::string& host, int port) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
-    const prometheus::Registry* registry, const std::string& host, int port) {
+    const prometheus::Registry* registry, const std::string& host, int port,
+    const std::string& password) {
   if (registry == nullptr) return absl::InvalidArgumentError("metrics registry is null");
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError("metrics port out of range: " + std::to_string(port));
@@ -85,6 +87,16 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   }
   sigaction(SIGCHLD, &saved_sigchld, nullptr);
   endpoint->exposer_->RegisterCollectable(endpoint->registry_, "/metrics");
+  if (!password.empty()) {
+    // prometheus-cpp's Exposer offers HTTP Basic only (Prometheus:
+    // basic_auth.password_file). Compared in constant time.
+    endpoint->exposer_->RegisterAuth(
+        [password](const std::string& /*user*/, const std::string& given) {
+          return given.size() == password.size() &&
+                 CRYPTO_memcmp(given.data(), password.data(), password.size()) == 0;
+        },
+        "memaudit", "/metrics");
+  }
   endpoint->exposer_->RegisterCollectable(endpoint->health_, "/healthz");
   const std::vector<int> ports = endpoint->exposer_->GetListeningPorts();
   if (ports.empty() || ports.front() <= 0) {

@@ -27,10 +27,14 @@ class MetricsEndpoint {
   // literals are refused because Debian 12's civetweb is built without IPv6.
   // `port` 0 picks a free port; read it back with port(). `registry` must
   // outlive the endpoint.
+  // A non-empty `password`: /metrics answers 401 unless the scrape sends
+  // HTTP Basic authentication with it (any user name; /healthz stays open
+  // for probes).
   // Errors: InvalidArgument for bad arguments, Unavailable when the address
   // cannot be bound.
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
-      const prometheus::Registry* registry, const std::string& host, int port);
+      const prometheus::Registry* registry, const std::string& host, int port,
+      const std::string& password = "");
 
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;

@@ -35,7 +35,8 @@ struct HttpResponse {
 
 // A deliberately tiny HTTP/1.1 client over a POSIX socket, so the test checks
 // what actually goes over the wire. Returns status 0 on connection failure.
-HttpResponse Fetch(int port, const std::string& method, const std::string& path) {
+HttpResponse Fetch(int port, const std::string& method, const std::string& path,
+                   const std::string& extra_headers = "") {
   HttpResponse response;
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return response;
@@ -49,8 +50,9 @@ HttpResponse Fetch(int port, const std::string& method, const std::string& path)
     close(fd);
     return response;
   }
-  const std::string request =
-      method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  const std::string request = method + " " + path +
+                              " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" +
+                              extra_headers + "\r\n";
   send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   std::string raw;
   char buffer[4096];
@@ -92,6 +94,29 @@ class MetricsEndpointTest : public ::testing::Test {
   prometheus::Registry registry_;  // Declared first: must outlive the endpoint.
   std::unique_ptr<MetricsEndpoint> endpoint_;
 };
+
+// With a password, a scrape without it (or with another) gets 401 and no
+// metrics; Prometheus' basic_auth with any user name and the password gets
+// them; probes of /healthz need none.
+TEST(MetricsPasswordTest, ScrapesNeedThePassword) {
+  prometheus::Registry registry;
+  metrics::AddGauge(registry, "memaudit_secret_ratio", "A result.").Add({}).Set(0.5);
+  auto endpoint = MetricsEndpoint::Start(&registry, "127.0.0.1", 0, "s3cret");
+  MEMAUDIT_ASSERT_OK(endpoint);
+  const int port = (*endpoint)->port();
+  HttpResponse open = Fetch(port, "GET", "/metrics");
+  EXPECT_EQ(open.status, 401);
+  EXPECT_EQ(open.body.find("memaudit_secret_ratio"), std::string::npos);
+  // base64("prometheus:wrong"), base64("prometheus:s3cret")
+  EXPECT_EQ(
+      Fetch(port, "GET", "/metrics", "Authorization: Basic cHJvbWV0aGV1czp3cm9uZw==\r\n").status,
+      401);
+  HttpResponse scraped =
+      Fetch(port, "GET", "/metrics", "Authorization: Basic cHJvbWV0aGV1czpzM2NyZXQ=\r\n");
+  EXPECT_EQ(scraped.status, 200);
+  EXPECT_NE(scraped.body.find("memaudit_secret_ratio 0.5"), std::string::npos) << scraped.body;
+  EXPECT_EQ(Fetch(port, "GET", "/healthz").status, 200);
+}
 
 TEST_F(MetricsEndpointTest, ServesTheRegistry) {
   ASSERT_GT(endpoint_->port(), 0);

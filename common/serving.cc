@@ -22,6 +22,9 @@ void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& defa
   app->add_option("--port-file", flags->port_file, "write the bound gRPC port here once serving");
   AddMetricsFlags(app, &flags->metrics_listen, &flags->metrics_port_file, default_metrics);
   AddTlsFlags(app, &flags->tls);
+  app->add_option("--metrics-token-file", flags->metrics_token_file,
+                  "file holding the password Prometheus must send to /metrics (HTTP Basic, any "
+                  "user name; docs/security.md)");
   app->add_option("--token-hashes", flags->token_hashes,
                   "file of callers' bearer tokens: \"SHA256HEX ROLE NAME\" per line, reloaded "
                   "on SIGHUP (docs/security.md)");
@@ -48,10 +51,12 @@ void AddMetricsFlags(CLI::App* app, std::string* metrics_listen, std::string* me
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> StartMetricsServing(
     const std::string& metrics_listen, const std::string& metrics_port_file,
-    const prometheus::Registry* registry) {
+    const prometheus::Registry* registry, const std::string& metrics_token_file) {
   MEMAUDIT_ASSIGN_OR_RETURN(auto address, SplitHostPort(metrics_listen));
-  MEMAUDIT_ASSIGN_OR_RETURN(auto http,
-                            MetricsEndpoint::Start(registry, address.first, address.second));
+  ClientCredentials password;  // the same file format as a client's token
+  MEMAUDIT_RETURN_IF_ERROR(LoadClientToken(metrics_token_file, &password));
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto http, MetricsEndpoint::Start(registry, address.first, address.second, password.token));
   if (!metrics_port_file.empty()) {
     MEMAUDIT_RETURN_IF_ERROR(WritePortFile(metrics_port_file, http->port()));
   }
@@ -90,7 +95,8 @@ absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
     return absl::UnavailableError(absl::StrCat("cannot listen on ", flags.listen));
   }
   MEMAUDIT_ASSIGN_OR_RETURN(
-      auto http, StartMetricsServing(flags.metrics_listen, flags.metrics_port_file, registry));
+      auto http, StartMetricsServing(flags.metrics_listen, flags.metrics_port_file, registry,
+                                     flags.metrics_token_file));
   serving.metrics = std::move(http);
   // The gRPC port file goes last: once it exists, everything is up.
   if (!flags.port_file.empty()) {

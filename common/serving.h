@@ -34,6 +34,9 @@ struct ServingFlags {
   TlsFlags tls;
   // SHA-256 hashes of the bearer tokens callers may present (identity.h).
   std::string token_hashes;
+  // A file holding the password scrapers of /metrics must present (HTTP
+  // Basic, any user name); empty = /metrics is open.
+  std::string metrics_token_file;
 };
 
 // Adds --listen, --port-file, --metrics-listen, --metrics-port-file, the TLS
@@ -46,11 +49,12 @@ void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& defa
 void AddMetricsFlags(CLI::App* app, std::string* metrics_listen, std::string* metrics_port_file,
                      const std::string& default_metrics);
 
-// Starts /metrics on `metrics_listen`, then writes the bound port to
+// Starts /metrics on `metrics_listen`, behind the password in
+// `metrics_token_file` if one is named, then writes the bound port to
 // `metrics_port_file` (if not empty).
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> StartMetricsServing(
     const std::string& metrics_listen, const std::string& metrics_port_file,
-    const prometheus::Registry* registry);
+    const prometheus::Registry* registry, const std::string& metrics_token_file = "");
 
 struct Serving {
   std::unique_ptr<grpc::Server> server;
