@@ -1,10 +1,12 @@
 #include "cli/client.h"
 
 #include <grpcpp/grpcpp.h>
+#include <openssl/rand.h>
 
 #include <chrono>
 #include <thread>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/serving.h"
 #include "common/status_grpc.h"
@@ -13,6 +15,8 @@ namespace memaudit::cli {
 namespace {
 
 constexpr int kCallDeadlineMs = 30000;
+// Before the one resend of a Submit whose answer was lost.
+constexpr int kSubmitRetryDelayMs = 1000;
 
 // Adds where the call went to UNAVAILABLE, the error a newcomer meets first.
 absl::Status Explain(const grpc::Status& status, const std::string& address) {
@@ -37,9 +41,23 @@ absl::StatusOr<Response> Call(v1::AuditService::Stub* stub, Method method, const
   return response;
 }
 
+bool LostAnswer(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
 }  // namespace
 
-Client::Client(std::string address, std::shared_ptr<grpc::Channel> channel)
+absl::StatusOr<std::string> NewRequestId() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    return absl::InternalError("no random bytes from OpenSSL for a request id");
+  }
+  return absl::StrCat("r-", absl::BytesToHexString(
+                                absl::string_view(reinterpret_cast<char*>(bytes), sizeof(bytes))));
+}
+
+Client::Client(std::string address, const std::shared_ptr<grpc::Channel>& channel)
     : address_(std::move(address)), stub_(v1::AuditService::NewStub(channel)) {}
 
 absl::StatusOr<Client> Client::Connect(const std::string& address,
@@ -51,9 +69,15 @@ absl::StatusOr<Client> Client::Connect(const std::string& address,
   return Client(address, *std::move(channel));
 }
 
-absl::StatusOr<v1::SubmitResponse> Client::Submit(const v1::AuditSpec& spec) {
+absl::StatusOr<v1::SubmitResponse> Client::Submit(const v1::AuditSpec& spec,
+                                                  const std::string& request_id) {
   v1::SubmitRequest req;
   *req.mutable_spec() = spec;
+  req.set_request_id(request_id);
+  auto submitted = Call<v1::SubmitRequest, v1::SubmitResponse>(
+      stub_.get(), &v1::AuditService::Stub::Submit, req, address_);
+  if (submitted.ok() || request_id.empty() || !LostAnswer(submitted.status())) return submitted;
+  std::this_thread::sleep_for(std::chrono::milliseconds(kSubmitRetryDelayMs));
   return Call<v1::SubmitRequest, v1::SubmitResponse>(stub_.get(), &v1::AuditService::Stub::Submit,
                                                      req, address_);
 }

@@ -13,15 +13,25 @@
 
 namespace memaudit::cli {
 
+// A fresh idempotency key for SubmitRequest.request_id: "r-" and 32 hex
+// digits from OpenSSL's CSPRNG.
+absl::StatusOr<std::string> NewRequestId();
+
 class Client {
  public:
   // `channel` from MakeChannel (common/tls.h); `address` names it in errors.
-  Client(std::string address, std::shared_ptr<grpc::Channel> channel);
+  Client(std::string address, const std::shared_ptr<grpc::Channel>& channel);
   // A client of the coordinator at `address` presenting `credentials`.
   static absl::StatusOr<Client> Connect(const std::string& address,
                                         const ClientCredentials& credentials);
 
-  absl::StatusOr<v1::SubmitResponse> Submit(const v1::AuditSpec& spec);
+  // With a `request_id` (NewRequestId, or one a script chose), a Submit that
+  // ends UNAVAILABLE or DEADLINE_EXCEEDED (the coordinator may have created
+  // the audit before the answer was lost) is sent once more with the same
+  // id: the coordinator answers the audit the first one created, if any.
+  // Without one, it is sent once.
+  absl::StatusOr<v1::SubmitResponse> Submit(const v1::AuditSpec& spec,
+                                            const std::string& request_id = "");
   absl::StatusOr<v1::Audit> Get(const std::string& audit_id);
   absl::StatusOr<v1::ListResponse> List(uint32_t limit);
   absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id);

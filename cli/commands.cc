@@ -172,7 +172,9 @@ int RunCommand(const RunOptions& options) {
       Client::Connect((*cluster)->coordinator_address(), (*cluster)->client_credentials());
   if (!connected.ok()) return PrintError(connected.status());
   Client& client = *connected;
-  auto submitted = client.Submit(*spec);
+  auto request_id = NewRequestId();
+  if (!request_id.ok()) return PrintError(request_id.status());
+  auto submitted = client.Submit(*spec, *request_id);
   if (!submitted.ok()) return PrintError(submitted.status());
   std::fprintf(stderr, "audit %s: %u tasks\n", submitted->audit_id().c_str(), submitted->tasks());
   auto audit = Follow(&client, submitted->audit_id());
@@ -210,13 +212,20 @@ absl::Status ResolveCredentials(RemoteOptions* remote) {
   return LoadClientToken(remote->token_file, &remote->credentials);
 }
 
-int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, bool watch) {
+int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, bool watch,
+                  const std::string& request_id) {
   auto spec = LoadSpecFile(spec_path);
   if (!spec.ok()) return PrintError(spec.status());
+  std::string id = request_id;
+  if (id.empty()) {
+    auto fresh = NewRequestId();
+    if (!fresh.ok()) return PrintError(fresh.status());
+    id = *std::move(fresh);
+  }
   auto connected = Client::Connect(remote.coordinator, remote.credentials);
   if (!connected.ok()) return PrintError(connected.status());
   Client& client = *connected;
-  auto submitted = client.Submit(*spec);
+  auto submitted = client.Submit(*spec, id);
   if (!submitted.ok()) return PrintError(submitted.status());
   std::printf("%s\n", submitted->audit_id().c_str());
   std::fflush(stdout);

@@ -49,7 +49,10 @@ absl::StatusOr<DataRoots> LocalDataRoots(const std::vector<std::string>& given,
 int RunCommand(const RunOptions& options);
 // Checks the spec's files against LocalDataRoots(data_roots, spec_path).
 int ValidateCommand(const std::string& spec_path, const std::vector<std::string>& data_roots);
-int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, bool watch);
+// `request_id`: SubmitRequest.request_id; empty = a fresh one (NewRequestId).
+// Either way a Submit whose answer is lost is sent once more with it.
+int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, bool watch,
+                  const std::string& request_id = "");
 int StatusCommand(const RemoteOptions& remote, const std::string& audit_id);
 int WatchCommand(const RemoteOptions& remote, const std::string& audit_id);
 int CancelCommand(const RemoteOptions& remote, const std::string& audit_id);

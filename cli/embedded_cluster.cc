@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/capability.h"
 #include "common/status_macros.h"
 
 namespace memaudit::cli {
@@ -57,6 +58,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(
     }
   }
   MEMAUDIT_RETURN_IF_ERROR(cluster->MintCertificates());
+  cluster->capability_key_file_ = options.dir + "/capability.key";
+  MEMAUDIT_RETURN_IF_ERROR(CapabilityKey::WriteNew(cluster->capability_key_file_));
   MEMAUDIT_RETURN_IF_ERROR(cluster->StartScorer(0));
   MEMAUDIT_RETURN_IF_ERROR(cluster->StartCoordinator());
   for (uint32_t i = 0; i < options.workers; ++i) {
@@ -142,8 +145,22 @@ absl::StatusOr<EmbeddedCluster::Service> EmbeddedCluster::StartService(
   return service;
 }
 
+absl::StatusOr<ClientCredentials> EmbeddedCluster::IssueCredentials(const std::string& role,
+                                                                    const std::string& name) {
+  ClientCredentials credentials;
+  if (options_.insecure) {
+    credentials.tls.insecure = true;
+    return credentials;
+  }
+  MEMAUDIT_ASSIGN_OR_RETURN(PemPair pem, ca_->Issue({role, name}));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto paths, WritePemPair(tls_dir_, absl::StrCat(role, "-", name), pem));
+  credentials.tls = TlsFlags{paths.first, paths.second, tls_dir_ + "/ca.crt", false};
+  return credentials;
+}
+
 absl::Status EmbeddedCluster::StartScorer(int port) {
-  MEMAUDIT_ASSIGN_OR_RETURN(auto service, StartService("scorer", port, {}));
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto service, StartService("scorer", port, {"--capability-key-file", capability_key_file_}));
   scorer_ = std::move(service.process);
   scorer_port_ = service.port;
   scorer_metrics_port_ = service.metrics_port;
@@ -154,7 +171,10 @@ absl::Status EmbeddedCluster::StartCoordinator() {
   std::vector<std::string> args = {"--scorer",       scorer_address(),
                                    "--lease-ttl-ms", absl::StrCat(options_.lease_ttl_ms),
                                    "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)};
+  args.push_back("--capability-key-file");
+  args.push_back(capability_key_file_);
   for (std::string& arg : DataRootArgs(options_.data_roots)) args.push_back(std::move(arg));
+  args.insert(args.end(), options_.coordinator_args.begin(), options_.coordinator_args.end());
   MEMAUDIT_ASSIGN_OR_RETURN(auto service, StartService("coordinator", 0, args));
   coordinator_ = std::move(service.process);
   coordinator_port_ = service.port;

@@ -30,6 +30,8 @@ struct ClusterOptions {
   // Plain text and no authentication (--insecure) instead of mutual TLS
   // with certificates minted for this cluster.
   bool insecure = false;
+  // More flags for the coordinator (--quotas FILE, --token-hashes FILE, ...).
+  std::vector<std::string> coordinator_args;
 };
 
 class EmbeddedCluster {
@@ -46,6 +48,13 @@ class EmbeddedCluster {
   const ClientCredentials& admin_credentials() const { return admin_; }
   // A worker's ("worker in-process"), for workers a test runs in its own process.
   const ClientCredentials& worker_credentials() const { return worker_; }
+  // A certificate the cluster's CA issues for `role` ("team", "worker", ...)
+  // and `name`, under dir/tls; plain text under `insecure`.
+  absl::StatusOr<ClientCredentials> IssueCredentials(const std::string& role,
+                                                     const std::string& name);
+  // The key the coordinator and the scorer share for capabilities
+  // (--capability-key-file), made fresh for this cluster.
+  const std::string& capability_key_file() const { return capability_key_file_; }
   int coordinator_metrics_port() const { return coordinator_metrics_port_; }
   int scorer_metrics_port() const { return scorer_metrics_port_; }
 
@@ -85,6 +94,7 @@ class EmbeddedCluster {
   ClusterOptions options_;
   std::unique_ptr<CertificateAuthority> ca_;
   std::string tls_dir_;
+  std::string capability_key_file_;
   ClientCredentials client_;
   ClientCredentials admin_;
   ClientCredentials worker_;

@@ -45,7 +45,10 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
       kind != nullptr ? kind->HtmlSizeRows(results) : "",
       absl::StrFormat("<tr><th>code version</th><td>%s</td></tr>", HtmlEscape(CodeVersion())),
       "</table>");
-  if (!results.complete()) {
+  if (!results.error().empty()) {
+    absl::StrAppend(&html, "<p><strong>The audit cannot be scored:</strong> ",
+                    HtmlEscape(results.error()), "</p>");
+  } else if (!results.complete()) {
     absl::StrAppend(&html, "<p><strong>Results are not complete yet.</strong></p>");
   } else if (kind != nullptr) {
     absl::StrAppend(&html, kind->HtmlSections(results));

@@ -75,12 +75,18 @@ int main(int argc, char** argv) {
                    kLocalRootsDefault, ")"));
 
   bool watch = false;
+  std::string request_id;
   CLI::App* submit_cmd =
       app.add_subcommand("submit", "Submit a spec to a running coordinator; prints the audit id.");
   submit_cmd->add_option("spec", spec_path, "audit spec (YAML)")
       ->required()
       ->check(CLI::ExistingFile);
   submit_cmd->add_flag("--watch", watch, "follow progress until the audit ends");
+  submit_cmd->add_option(
+      "--request-id", request_id,
+      "idempotency key (at most 128 printable ASCII characters, no spaces): submitting again "
+      "with the same key and spec prints the audit the first submit created instead of "
+      "starting another (default: a random key, used for the one automatic retry)");
   add_remote(submit_cmd, false);
 
   std::string audit_id;
@@ -118,7 +124,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
     return 2;
   }
-  if (*submit_cmd) return SubmitCommand(remote, spec_path, watch);
+  if (*submit_cmd) return SubmitCommand(remote, spec_path, watch, request_id);
   if (*status_cmd) return StatusCommand(remote, audit_id);
   if (*watch_cmd) return WatchCommand(remote, audit_id);
   if (*cancel_cmd) return CancelCommand(remote, audit_id);

@@ -91,6 +91,9 @@ std::string StateName(v1::AuditState state) {
 }
 
 std::string ResultsTable(const v1::AuditResults& r) {
+  if (!r.error().empty()) {
+    return absl::StrCat("audit ", r.audit_id(), ": cannot be scored: ", r.error(), "\n");
+  }
   if (!r.complete()) {
     return absl::StrCat("audit ", r.audit_id(), ": results not complete yet (", r.models(),
                         " models planned)\n");

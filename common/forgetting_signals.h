@@ -11,6 +11,10 @@
 
 namespace memaudit::forgetting {
 
+// The role of a forgetting audit's tasks (one per trial; index = the trial,
+// and the run of every observation it sends).
+inline constexpr char kTrialRole[] = "forgetting_trial";
+
 // Point of the checkpoint signals; the others use steps since injection.
 inline constexpr char kCheckpointPoint[] = "checkpoint";
 inline constexpr char kPhiCheckpoint[] = "phi_checkpoint";

@@ -11,6 +11,8 @@
 # DIR/admin.crt, .key           OU=admin        CN=admin
 # DIR/team-NAME.crt, .key       OU=team         CN=NAME, for each NAME in $MEMAUDIT_TEAMS
 #                               (default: "demo")
+# DIR/capability.key            the coordinator's and scorer's shared key for task
+#                               capabilities (--capability-key-file; 256 bits, hex)
 # Every certificate names localhost, 127.0.0.1, the services' Kubernetes names
 # (memaudit-scorer, memaudit-coordinator, with and without .memaudit.svc) and
 # each HOST given, so one set serves a laptop and a cluster. Valid 365 days
@@ -58,5 +60,6 @@ issue admin admin admin
 for team in ${MEMAUDIT_TEAMS:-demo}; do
   issue "team-$team" team "$team"
 done
+[ -f capability.key ] || openssl rand -hex 32 >capability.key
 chmod 644 ./*.crt
 echo "certificates in $dir: $(ls ./*.crt | tr '\n' ' ')"

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec_yaml.h"
 #include "common/status_grpc.h"
 #include "services/coordinator/spec_validator.h"
 
@@ -23,52 +24,99 @@ grpc::Status Bounded(const grpc::Status& status) {
 }
 grpc::Status Bounded(const absl::Status& status) { return Bounded(ToGrpc(status)); }
 
+// A team, or an administrator, who may call every AuditService RPC; what it
+// submits is owned by its name.
+absl::StatusOr<Caller> Authorize(Authenticator* auth, const grpc::ServerContext& ctx) {
+  absl::StatusOr<Identity> who = auth->Require(ctx, {Role::kTeam});
+  if (!who.ok()) return who.status();
+  return Caller{who->name, who->role == Role::kAdmin, who->ToString()};
+}
+
+void SetResponse(const v1::Audit& audit, v1::SubmitResponse* resp) {
+  resp->set_audit_id(audit.audit_id());
+  resp->set_tasks(audit.tasks().total());
+}
+
 }  // namespace
 
-grpc::Status AuditServiceImpl::Submit(grpc::ServerContext*, const v1::SubmitRequest* req,
+absl::Status CheckRequestId(const std::string& request_id) {
+  bool printable = true;
+  for (char c : request_id) printable = printable && c > ' ' && c < 0x7f;
+  if (request_id.size() <= kMaxRequestIdBytes && printable) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("request_id: must be at most ", kMaxRequestIdBytes,
+                                                 " printable ASCII characters without spaces (got ",
+                                                 QuoteValue(request_id), ")"));
+}
+
+grpc::Status AuditServiceImpl::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                                       v1::SubmitResponse* resp) {
+  absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
+  if (!caller.ok()) return Bounded(caller.status());
+  if (absl::Status s = CheckRequestId(req->request_id()); !s.ok()) return Bounded(s);
   if (!req->has_spec()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "spec: required");
   }
-  v1::AuditSpec spec = req->spec();
-  ApplyDefaults(&spec);
-  if (absl::Status s = ValidateSpec(spec, data_roots_); !s.ok()) return Bounded(s);
+  Submission submission;
+  submission.caller = *caller;
+  submission.request_id = req->request_id();
+  submission.spec_bytes = req->spec().ByteSizeLong();
+  submission.spec = req->spec();
+  ApplyDefaults(&submission.spec);
+  if (absl::Status s = ValidateSpec(submission.spec, data_roots_); !s.ok()) return Bounded(s);
 
-  const std::string audit_id = NewAuditId();
+  // A resend answers what the first request did; quotas refuse before the
+  // scorer hears of the audit.
+  absl::StatusOr<std::optional<v1::Audit>> earlier = scheduler_->Admit(submission);
+  if (!earlier.ok()) return Bounded(earlier.status());
+  if (earlier->has_value()) {
+    SetResponse(**earlier, resp);
+    return grpc::Status::OK;
+  }
+  const v1::AuditSpec& spec = submission.spec;
+  submission.audit_id = NewAuditId();
+  const std::string& audit_id = submission.audit_id;
   // The scorer learns the plan first, so no observation can arrive for an
   // audit it does not know. Registering twice is harmless.
   v1::OpenAuditRequest open;
   open.set_audit_id(audit_id);
   *open.mutable_spec() = spec;
+  // Content-keyed reuse stays within the owning team (scorer --cross-team-reuse).
+  open.set_team(submission.caller.name);
   v1::OpenAuditResponse opened;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, kScorerDeadlineMs);
-  grpc::Status scorer_status = scorer_->OpenAudit(&ctx, open, &opened);
+  grpc::ClientContext scorer_ctx;
+  SetDeadline(&scorer_ctx, kScorerDeadlineMs);
+  grpc::Status scorer_status = scorer_->OpenAudit(&scorer_ctx, open, &opened);
   if (!scorer_status.ok()) {
     return Bounded(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                 absl::StrCat("scorer did not accept the audit: ",
                                              scorer_status.error_message(), " (retry later)")));
   }
-  std::map<uint32_t, std::string> reused;
-  for (const v1::ReusedRun& r : opened.reused()) reused[r.run()] = r.from_audit_id();
-  auto audit = scheduler_->Submit(audit_id, spec, reused);
+  for (const v1::ReusedRun& r : opened.reused()) {
+    submission.reused[r.run()] = r.from_audit_id();
+  }
+  // A concurrent resend may have won: then this is its audit (the scorer
+  // holds an unused plan, which no observation will reach).
+  auto audit = scheduler_->Submit(submission);
   if (!audit.ok()) return Bounded(audit.status());
-  resp->set_audit_id(audit_id);
-  resp->set_tasks(audit->tasks().total());
+  SetResponse(*audit, resp);
   return grpc::Status::OK;
 }
 
-grpc::Status AuditServiceImpl::Get(grpc::ServerContext*, const v1::GetRequest* req,
+grpc::Status AuditServiceImpl::Get(grpc::ServerContext* ctx, const v1::GetRequest* req,
                                    v1::Audit* resp) {
-  auto audit = scheduler_->Get(req->audit_id());
+  absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
+  if (!caller.ok()) return Bounded(caller.status());
+  auto audit = scheduler_->Get(req->audit_id(), *caller);
   if (!audit.ok()) return Bounded(audit.status());
   *resp = std::move(*audit);
   return grpc::Status::OK;
 }
 
-grpc::Status AuditServiceImpl::List(grpc::ServerContext*, const v1::ListRequest* req,
+grpc::Status AuditServiceImpl::List(grpc::ServerContext* ctx, const v1::ListRequest* req,
                                     v1::ListResponse* resp) {
-  for (v1::Audit& a : scheduler_->List(req->limit() == 0 ? 100 : req->limit())) {
+  absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
+  if (!caller.ok()) return Bounded(caller.status());
+  for (v1::Audit& a : scheduler_->List(req->limit() == 0 ? 100 : req->limit(), *caller)) {
     *resp->add_audits() = std::move(a);
   }
   return grpc::Status::OK;
@@ -76,7 +124,10 @@ grpc::Status AuditServiceImpl::List(grpc::ServerContext*, const v1::ListRequest*
 
 grpc::Status AuditServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                      grpc::ServerWriter<v1::AuditEvent>* writer) {
-  auto first = scheduler_->Get(req->audit_id());
+  absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
+  if (!caller.ok()) return Bounded(caller.status());
+  // The owner never changes: checked once, before the first event.
+  auto first = scheduler_->Get(req->audit_id(), *caller);
   if (!first.ok()) return Bounded(first.status());
   uint64_t after = req->after_sequence();
   uint64_t last_steps = ~uint64_t{0};
@@ -84,7 +135,7 @@ grpc::Status AuditServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRe
     const uint64_t version = scheduler_->version();
     auto events = scheduler_->EventsAfter(req->audit_id(), after, 100);
     if (!events.ok()) return Bounded(events.status());
-    auto audit = scheduler_->Get(req->audit_id());
+    auto audit = scheduler_->Get(req->audit_id(), *caller);
     if (!audit.ok()) return Bounded(audit.status());
     for (const EventRecord& e : *events) {
       v1::AuditEvent out;
@@ -117,23 +168,27 @@ grpc::Status AuditServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRe
   return grpc::Status::OK;
 }
 
-grpc::Status AuditServiceImpl::Cancel(grpc::ServerContext*, const v1::CancelRequest* req,
+grpc::Status AuditServiceImpl::Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req,
                                       v1::Audit* resp) {
-  auto audit = scheduler_->Cancel(req->audit_id());
+  absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
+  if (!caller.ok()) return Bounded(caller.status());
+  auto audit = scheduler_->Cancel(req->audit_id(), *caller);
   if (!audit.ok()) return Bounded(audit.status());
   *resp = std::move(*audit);
   return grpc::Status::OK;
 }
 
-grpc::Status AuditServiceImpl::GetReport(grpc::ServerContext*, const v1::GetReportRequest* req,
+grpc::Status AuditServiceImpl::GetReport(grpc::ServerContext* ctx, const v1::GetReportRequest* req,
                                          v1::AuditResults* resp) {
-  auto audit = scheduler_->Get(req->audit_id());
+  absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
+  if (!caller.ok()) return Bounded(caller.status());
+  auto audit = scheduler_->Get(req->audit_id(), *caller);
   if (!audit.ok()) return Bounded(audit.status());
   v1::GetResultsRequest get;
   get.set_audit_id(req->audit_id());
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, kScorerDeadlineMs);
-  return Bounded(scorer_->GetResults(&ctx, get, resp));
+  grpc::ClientContext scorer_ctx;
+  SetDeadline(&scorer_ctx, kScorerDeadlineMs);
+  return Bounded(scorer_->GetResults(&scorer_ctx, get, resp));
 }
 
 }  // namespace memaudit::coordinator

@@ -4,6 +4,7 @@
 #define MEMAUDIT_SERVICES_COORDINATOR_AUDIT_SERVICE_H_
 
 #include <memory>
+#include <string>
 
 #include "common/data_roots.h"
 #include "common/identity.h"
@@ -13,10 +14,23 @@
 
 namespace memaudit::coordinator {
 
+// SubmitRequest.request_id: at most this many bytes.
+inline constexpr size_t kMaxRequestIdBytes = 128;
+// OK for "" (no idempotency key) and for up to kMaxRequestIdBytes printable
+// ASCII characters other than space; else INVALID_ARGUMENT naming request_id.
+absl::Status CheckRequestId(const std::string& request_id);
+
+// Every RPC first identifies its caller (UNAUTHENTICATED, PERMISSION_DENIED
+// for a role other than team or admin) before any work. A team sees only the
+// audits it submitted: another team's audit answers NOT_FOUND exactly as an
+// id that does not exist. An administrator sees every audit; its own
+// submissions are owned by its name.
 class AuditServiceImpl final : public v1::AuditService::Service {
  public:
   // `auth` identifies each caller (common/identity.h). Submit refuses a spec
-  // naming a file outside `data_roots` (data_roots.h).
+  // naming a file outside `data_roots` (data_roots.h). A Submit with a
+  // request_id its owner sent before answers that request's audit; quotas
+  // are the scheduler's (SchedulerOptions::quotas).
   AuditServiceImpl(Authenticator* auth, Scheduler* scheduler,
                    std::shared_ptr<v1::ScorerService::StubInterface> scorer, DataRoots data_roots)
       : auth_(auth),

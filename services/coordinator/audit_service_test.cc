@@ -124,5 +124,19 @@ TEST_F(SubmitDataRootsTest, OnlySubmitChecksTheRoots) {
                                           HasSubstr("membership.dataset.path")));
 }
 
+TEST(RequestIdTest, UpTo128PrintableCharactersWithoutSpaces) {
+  MEMAUDIT_EXPECT_OK(CheckRequestId(""));
+  MEMAUDIT_EXPECT_OK(CheckRequestId("r-0123456789abcdef"));
+  MEMAUDIT_EXPECT_OK(CheckRequestId(std::string(128, '~')));
+  for (const std::string& bad :
+       {std::string(129, 'x'), std::string("a b"), std::string("a\tb"), std::string("a\nb"),
+        std::string("caf\xc3\xa9"), std::string("a\0b", 3)}) {
+    EXPECT_THAT(CheckRequestId(bad),
+                memaudit::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                            HasSubstr("request_id: must be at most 128 printable")))
+        << bad;
+  }
+}
+
 }  // namespace
 }  // namespace memaudit::coordinator

@@ -9,14 +9,65 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/capability.h"
 #include "common/clock.h"
 #include "common/data_roots.h"
 #include "common/process.h"
 #include "common/serving.h"
 #include "services/coordinator/audit_service.h"
+#include "services/coordinator/quotas.h"
 #include "services/coordinator/scheduler.h"
 #include "services/coordinator/sqlite_store.h"
 #include "services/coordinator/worker_service.h"
+
+namespace {
+
+// --quotas: the per-team limits Submit enforces (services/coordinator/quotas.h).
+void AddQuotasFlag(CLI::App* app, std::string* path) {
+  app->add_option("--quotas", *path,
+                  "YAML file of per-team limits (max_concurrent_audits, max_queued_tasks, "
+                  "max_models_per_audit, max_spec_bytes) under `default:` and `teams:`; "
+                  "Submit refuses past them with RESOURCE_EXHAUSTED (default: no limits)");
+}
+
+// Reads --quotas into `options` (nothing to read: no limits); false, with the
+// file's problem logged, when it cannot be used.
+bool LoadQuotas(const std::string& path, memaudit::coordinator::SchedulerOptions* options) {
+  if (path.empty()) return true;
+  absl::StatusOr<memaudit::coordinator::QuotaConfig> quotas =
+      memaudit::coordinator::LoadQuotaFile(path);
+  if (!quotas.ok()) {
+    spdlog::critical("--quotas: {}", std::string(quotas.status().message()));
+    return false;
+  }
+  spdlog::info("quotas from {}: defaults and {} team(s)", path, quotas->teams.size());
+  options->quotas = *std::move(quotas);
+  return true;
+}
+
+// Takes back expired leases every 200 ms until SIGTERM or SIGINT, then stops
+// the scheduler's long-polls and the server.
+void ServeUntilSignal(memaudit::coordinator::Scheduler* scheduler,
+                      memaudit::coordinator::WorkerPresence* presence, memaudit::Serving* serving) {
+  std::atomic<bool> stopping{false};
+  std::thread reaper([&] {
+    while (!stopping) {
+      if (absl::Status s = scheduler->ExpireLeases(); !s.ok()) {
+        spdlog::error("expiring leases: {}", s.ToString());
+      }
+      presence->Refresh();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  const int signal = memaudit::WaitForShutdownSignal();
+  spdlog::info("signal {}: shutting down", signal);
+  stopping = true;
+  scheduler->Shutdown();
+  serving->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  reaper.join();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace memaudit;
@@ -50,8 +101,14 @@ int main(int argc, char** argv) {
       "--data-root", data_root_flags,
       absl::StrCat(kDataRootFlagHelp, "; Submit refuses a spec naming a file elsewhere (default: ",
                    absl::StrJoin(kDefaultDataRoots, ", "), ", those present)"));
+  std::string quotas_path;
+  AddQuotasFlag(&app, &quotas_path);
+  std::string capability_key_file;
+  AddCapabilityKeyFlag(&app, &capability_key_file);
   CLI11_PARSE(app, argc, argv);
   InitLogging("coordinator");
+  coordinator::SchedulerOptions options;
+  if (!LoadQuotas(quotas_path, &options)) return 1;
   absl::StatusOr<DataRoots> data_roots = DataRoots::FromFlag(data_root_flags);
   if (!data_roots.ok()) {
     spdlog::critical("--data-root: {}", std::string(data_roots.status().message()));
@@ -65,7 +122,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   prometheus::Registry registry;
-  coordinator::SchedulerOptions options;
   options.lease_ttl_ms = lease_ttl_ms;
   auto scheduler =
       coordinator::Scheduler::Create(store->get(), RealClock::Get(), options, &registry);
@@ -78,6 +134,11 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", auth.status().ToString());
     return 1;
   }
+  auto capability_key = LoadCapabilityKey(capability_key_file, serving_flags.tls);
+  if (!capability_key.ok()) {
+    spdlog::critical("{}", capability_key.status().ToString());
+    return 1;
+  }
   // The coordinator's own certificate is its identity at the scorer.
   auto channel = MakeChannel(scorer, ClientCredentials{serving_flags.tls, ""});
   if (!channel.ok()) {
@@ -88,8 +149,9 @@ int main(int argc, char** argv) {
       auth->get(), scheduler->get(), v1::ScorerService::NewStub(*channel), *std::move(data_roots));
   // A worker silent for a lease TTL has lost its lease: count it gone too.
   coordinator::WorkerPresence presence(RealClock::Get(), lease_ttl_ms, &registry);
-  coordinator::WorkerServiceImpl worker_service(auth->get(), scheduler->get(), scorer, heartbeat_ms,
-                                                static_cast<uint32_t>(lease_ttl_ms), &presence);
+  coordinator::WorkerServiceImpl worker_service(
+      auth->get(), scheduler->get(), scorer, heartbeat_ms, static_cast<uint32_t>(lease_ttl_ms),
+      *std::move(capability_key), v1::ScorerService::NewStub(*channel), &presence);
   auto serving = StartServing(serving_flags, {&audit_service, &worker_service}, &registry);
   if (!serving.ok()) {
     spdlog::critical("{}", serving.status().ToString());
@@ -98,22 +160,6 @@ int main(int argc, char** argv) {
   spdlog::info("serving on port {} (metrics on {}), database {}, scorer {}", serving->port,
                serving->metrics->port(), db_path, scorer);
 
-  std::atomic<bool> stopping{false};
-  std::thread reaper([&] {
-    while (!stopping) {
-      if (absl::Status s = (*scheduler)->ExpireLeases(); !s.ok()) {
-        spdlog::error("expiring leases: {}", s.ToString());
-      }
-      presence.Refresh();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-  });
-
-  const int signal = WaitForShutdownSignal();
-  spdlog::info("signal {}: shutting down", signal);
-  stopping = true;
-  (*scheduler)->Shutdown();
-  serving->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  reaper.join();
+  ServeUntilSignal(scheduler->get(), &presence, &*serving);
   return 0;
 }

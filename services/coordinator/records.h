@@ -44,6 +44,13 @@ struct AuditRecord {
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
   std::string error;
+  // The owner: the name of the caller that submitted it (a team's, or an
+  // administrator's). "" for audits stored before owners were kept: only
+  // administrators see those.
+  std::string team;
+  // The submitter's idempotency key (SubmitRequest.request_id); "" = none.
+  // Unique per owner.
+  std::string request_id;
 };
 
 struct EventRecord {

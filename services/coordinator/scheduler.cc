@@ -1,24 +1,32 @@
 #include "services/coordinator/scheduler.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <algorithm>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/capability.h"
+#include "common/spec_yaml.h"
 #include "services/coordinator/planner.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
 namespace {
 
-std::string RandomId(const char* prefix) {
-  static absl::Mutex mu(absl::kConstInit);
-  static std::mt19937_64 rng(std::random_device{}());  // guarded by mu
-  absl::MutexLock lock(&mu);
-  return absl::StrCat(prefix, absl::Hex(rng(), absl::kZeroPad16));
-}
+// Audit, lease and worker ids: 128 bits from OpenSSL's CSPRNG (RAND_bytes),
+// so an id seen by no one cannot be guessed.
+std::string RandomId(const char* prefix) { return RandomHexId(prefix); }
 
 bool Unfinished(TaskState s) { return s == TaskState::kQueued || s == TaskState::kLeased; }
+
+// The models a plan trains (what the max_models_per_audit quota counts).
+uint64_t PlannedModels(const Plan& plan) {
+  uint64_t models = 0;
+  for (const PlannedTask& p : plan.tasks) models += p.models;
+  return models;
+}
 
 }  // namespace
 
@@ -26,10 +34,10 @@ std::string NewAuditId() { return RandomId("a-"); }
 
 Scheduler::Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
                      prometheus::Registry* metrics)
-    : store_(store), clock_(clock), options_(options), metrics_(metrics) {}
+    : store_(store), clock_(clock), options_(std::move(options)), metrics_(metrics) {}
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, const Clock* clock,
-                                                             SchedulerOptions options,
+                                                             const SchedulerOptions& options,
                                                              prometheus::Registry* metrics) {
   std::unique_ptr<Scheduler> s(new Scheduler(store, clock, options, metrics));
   absl::MutexLock lock(&s->mu_);
@@ -37,6 +45,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, const
   if (!audits.ok()) return audits.status();
   for (AuditRecord& a : *audits) {
     s->audit_order_.push_back(a.audit_id);
+    if (!a.request_id.empty()) s->by_request_[{a.team, a.request_id}] = a.audit_id;
     s->audits_[a.audit_id] = std::move(a);
   }
   auto tasks = store->LoadTasks();
@@ -103,6 +112,7 @@ v1::Audit Scheduler::Snapshot(const AuditRecord& a) const {
   out.set_created_unix_ms(a.created_ms);
   out.set_updated_unix_ms(a.updated_ms);
   out.set_error(a.error);
+  out.set_team(a.team);
   *out.mutable_spec() = a.spec;
   v1::TaskCounts* c = out.mutable_tasks();
   uint64_t done = 0, total = 0;
@@ -137,6 +147,66 @@ v1::Audit Scheduler::Snapshot(const AuditRecord& a) const {
 
 absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id, const v1::AuditSpec& spec,
                                             const std::map<uint32_t, std::string>& reused) {
+  Submission submission;
+  submission.audit_id = audit_id;
+  submission.spec = spec;
+  submission.reused = reused;
+  return Submit(submission);
+}
+
+absl::StatusOr<std::optional<v1::Audit>> Scheduler::AdmitLocked(const Submission& submission,
+                                                                uint64_t planned_tasks,
+                                                                uint64_t planned_models) {
+  const std::string& owner = submission.caller.name;
+  if (!submission.request_id.empty()) {
+    auto seen = by_request_.find({owner, submission.request_id});
+    if (seen != by_request_.end()) {
+      const AuditRecord& earlier = audits_.at(seen->second);
+      if (!google::protobuf::util::MessageDifferencer::Equals(earlier.spec, submission.spec)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "request_id ", QuoteValue(submission.request_id), " already created audit ",
+            earlier.audit_id, " from a different spec; send this spec with a new request_id"));
+      }
+      return std::optional<v1::Audit>(Snapshot(earlier));
+    }
+  }
+  const QuotaLimits limits = options_.quotas.For(owner);
+  if (!limits.max_spec_bytes && !limits.max_models_per_audit && !limits.max_concurrent_audits &&
+      !limits.max_queued_tasks) {
+    return std::optional<v1::Audit>();
+  }
+  QuotaUsage usage;
+  usage.planned_tasks = planned_tasks;
+  usage.planned_models = planned_models;
+  usage.spec_bytes =
+      submission.spec_bytes != 0 ? submission.spec_bytes : submission.spec.ByteSizeLong();
+  for (const auto& [id, a] : audits_) {
+    if (a.team == owner && !IsTerminal(a.state)) ++usage.active_audits;
+  }
+  for (const TaskRecord& t : tasks_) {
+    if (!Unfinished(t.state)) continue;
+    const AuditRecord& a = audits_.at(t.audit_id);
+    if (a.team == owner && !IsTerminal(a.state)) ++usage.queued_tasks;
+  }
+  std::string limit;
+  if (absl::Status s = CheckQuota(limits, submission.caller.description, usage, &limit); !s.ok()) {
+    metrics_.QuotaRefused(limit);
+    return s;
+  }
+  return std::optional<v1::Audit>();
+}
+
+absl::StatusOr<std::optional<v1::Audit>> Scheduler::Admit(const Submission& submission) {
+  auto plan = PlanAudit(submission.spec);
+  if (!plan.ok()) return plan.status();
+  absl::MutexLock lock(&mu_);
+  return AdmitLocked(submission, plan->tasks.size(), PlannedModels(*plan));
+}
+
+absl::StatusOr<v1::Audit> Scheduler::Submit(const Submission& submission) {
+  const std::string& audit_id = submission.audit_id;
+  const v1::AuditSpec& spec = submission.spec;
+  const std::map<uint32_t, std::string>& reused = submission.reused;
   auto plan = PlanAudit(spec);
   if (!plan.ok()) return plan.status();
   AuditRecord audit;
@@ -146,6 +216,8 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id, const v
   audit.state = v1::QUEUED;
   audit.spec = spec;
   audit.created_ms = audit.updated_ms = clock_->NowMs();
+  audit.team = submission.caller.name;
+  audit.request_id = submission.request_id;
   std::vector<TaskRecord> tasks;
   for (const PlannedTask& p : plan->tasks) {
     TaskRecord t;
@@ -157,7 +229,9 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id, const v
     tasks.push_back(std::move(t));
   }
   std::vector<EventRecord> events = {
-      Event(audit_id, "submitted", "", absl::StrCat(tasks.size(), " tasks planned"))};
+      Event(audit_id, "submitted", "",
+            absl::StrCat("submitted by ", submission.caller.description, ": ", tasks.size(),
+                         " tasks planned"))};
   size_t reused_tasks = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     // Only kinds with content-keyed reuse (membership) are handed reused runs.
@@ -188,12 +262,18 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id, const v
   }
 
   absl::MutexLock lock(&mu_);
+  // Again, atomically with storing: a concurrent resend or submission may
+  // have been stored since the caller's Admit.
+  auto admitted = AdmitLocked(submission, tasks.size(), PlannedModels(*plan));
+  if (!admitted.ok()) return admitted.status();
+  if (admitted->has_value()) return **admitted;
   if (audits_.count(audit_id)) {
     return absl::AlreadyExistsError(absl::StrCat("audit ", audit_id, " already exists"));
   }
   if (absl::Status s = store_->CreateAudit(audit, tasks, events); !s.ok()) return s;
   audits_[audit_id] = audit;
   audit_order_.push_back(audit_id);
+  if (!audit.request_id.empty()) by_request_[{audit.team, audit.request_id}] = audit_id;
   for (TaskRecord& t : tasks) {
     task_by_id_[t.task_id] = tasks_.size();
     tasks_.push_back(std::move(t));
@@ -204,18 +284,30 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const std::string& audit_id, const v
   return Snapshot(audits_.at(audit_id));
 }
 
-absl::StatusOr<v1::Audit> Scheduler::Get(const std::string& audit_id) const {
-  absl::MutexLock lock(&mu_);
+absl::StatusOr<const AuditRecord*> Scheduler::Visible(const std::string& audit_id,
+                                                      const Caller& caller) const {
   auto it = audits_.find(audit_id);
-  if (it == audits_.end()) return absl::NotFoundError(absl::StrCat("no audit ", audit_id));
-  return Snapshot(it->second);
+  // One message whether the audit is missing or another owner's: a caller
+  // learns nothing about ids it does not own.
+  if (it == audits_.end() || !caller.Sees(it->second)) {
+    return absl::NotFoundError(absl::StrCat("no audit ", QuoteValue(audit_id)));
+  }
+  return &it->second;
 }
 
-std::vector<v1::Audit> Scheduler::List(size_t limit) const {
+absl::StatusOr<v1::Audit> Scheduler::Get(const std::string& audit_id, const Caller& caller) const {
+  absl::MutexLock lock(&mu_);
+  auto audit = Visible(audit_id, caller);
+  if (!audit.ok()) return audit.status();
+  return Snapshot(**audit);
+}
+
+std::vector<v1::Audit> Scheduler::List(size_t limit, const Caller& caller) const {
   absl::MutexLock lock(&mu_);
   std::vector<v1::Audit> out;
   for (auto it = audit_order_.rbegin(); it != audit_order_.rend() && out.size() < limit; ++it) {
-    out.push_back(Snapshot(audits_.at(*it)));
+    const AuditRecord& audit = audits_.at(*it);
+    if (caller.Sees(audit)) out.push_back(Snapshot(audit));
   }
   return out;
 }
@@ -230,18 +322,20 @@ void Scheduler::CancelRemaining(const std::string& audit_id, const std::string& 
   }
 }
 
-absl::StatusOr<v1::Audit> Scheduler::Cancel(const std::string& audit_id) {
+absl::StatusOr<v1::Audit> Scheduler::Cancel(const std::string& audit_id, const Caller& caller) {
   absl::MutexLock lock(&mu_);
-  auto it = audits_.find(audit_id);
-  if (it == audits_.end()) return absl::NotFoundError(absl::StrCat("no audit ", audit_id));
-  if (IsTerminal(it->second.state)) return Snapshot(it->second);
+  auto visible = Visible(audit_id, caller);
+  if (!visible.ok()) return visible.status();
+  const AuditRecord& audit = **visible;
+  if (IsTerminal(audit.state)) return Snapshot(audit);
   Mutation m;
   CancelRemaining(audit_id, "", &m);
-  AuditRecord a = it->second;
+  AuditRecord a = audit;
   a.state = v1::CANCELLED;
   a.updated_ms = clock_->NowMs();
   m.audit = a;
-  m.events.push_back(Event(audit_id, "audit_cancelled", "", "cancelled by request"));
+  m.events.push_back(
+      Event(audit_id, "audit_cancelled", "", absl::StrCat("cancelled by ", caller.description)));
   if (absl::Status s = Apply(m); !s.ok()) return s;
   return Snapshot(audits_.at(audit_id));
 }

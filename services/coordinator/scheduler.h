@@ -20,6 +20,7 @@
 #include "common/metrics.h"
 #include "memaudit/v1/audit.pb.h"
 #include "memaudit/v1/worker.pb.h"
+#include "services/coordinator/quotas.h"
 #include "services/coordinator/records.h"
 #include "services/coordinator/scheduler_metrics.h"
 #include "services/coordinator/store.h"
@@ -39,6 +40,40 @@ struct SchedulerOptions {
   // loop) cannot keep an audit running forever. Generous: a release costs a
   // retrain, not the audit.
   uint32_t max_releases_per_task = 100;
+  // Per-owner limits checked at Submit (quotas.h); the default limits nothing.
+  QuotaConfig quotas;
+};
+
+// Who is asking. A team sees, watches and cancels only its own audits; an
+// administrator every audit. What a caller submits is owned by its name.
+struct Caller {
+  std::string name;
+  bool admin = false;
+  // "team alpha": what events and quota refusals call the caller.
+  std::string description;
+
+  static Caller Team(const std::string& name) { return {name, false, "team " + name}; }
+  static Caller Admin(const std::string& name) {
+    return {name, true, name.empty() ? "admin" : "admin " + name};
+  }
+  // An audit owned by "" (stored before owners were kept) is an admin's only.
+  bool Sees(const AuditRecord& audit) const {
+    return admin || (!name.empty() && audit.team == name);
+  }
+};
+
+// One Submit: the spec (validated, defaults applied) and who sends it.
+struct Submission {
+  std::string audit_id;  // the id the audit gets if it is new
+  v1::AuditSpec spec;
+  // Reference-model index -> the audit that trained it (Scheduler::Submit).
+  std::map<uint32_t, std::string> reused;
+  Caller caller = Caller::Admin("");
+  // The caller's idempotency key; "" = none (every Submit is a new audit).
+  std::string request_id;
+  // The spec's size as submitted (before defaults), for max_spec_bytes;
+  // 0 = the size of `spec`.
+  uint64_t spec_bytes = 0;
 };
 
 struct LeaseGrant {
@@ -59,18 +94,37 @@ class Scheduler {
   // Loads the state the store holds (a restart resumes where it stopped).
   // `metrics` may be null.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Store* store, const Clock* clock,
-                                                           SchedulerOptions options,
+                                                           const SchedulerOptions& options,
                                                            prometheus::Registry* metrics);
 
   // Plans `spec` (already validated and defaulted) and persists the audit.
   // Tasks whose results already exist (`reused`: reference-model index ->
   // the audit that trained it) start succeeded; a membership task packing
   // several models only when all of them are in `reused`.
+  // Submitted by an administrator with no name and no request_id.
   absl::StatusOr<v1::Audit> Submit(const std::string& audit_id, const v1::AuditSpec& spec,
                                    const std::map<uint32_t, std::string>& reused = {});
-  absl::StatusOr<v1::Audit> Get(const std::string& audit_id) const;
-  std::vector<v1::Audit> List(size_t limit) const;
-  absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id);
+  // The audit, owned by the caller. A resend (the caller's name and
+  // request_id seen before) answers the audit that request created, with
+  // nothing stored; the same request_id with a different spec is
+  // FAILED_PRECONDITION. A new audit the owner's quotas refuse is
+  // RESOURCE_EXHAUSTED naming the limit, with nothing stored.
+  absl::StatusOr<v1::Audit> Submit(const Submission& submission);
+  // Submit's checks alone, before the caller does anything it cannot undo
+  // (opening the audit at the scorer): the audit an earlier request created
+  // (a resend), nullopt when a new audit is admitted, or Submit's refusals.
+  // Submit checks again, atomically with storing.
+  absl::StatusOr<std::optional<v1::Audit>> Admit(const Submission& submission);
+
+  // Get, List and Cancel see only the audits `caller` sees (Caller::Sees);
+  // another owner's audit is NOT_FOUND with the message of an id that does
+  // not exist. The default caller is an administrator (tests, tools).
+  absl::StatusOr<v1::Audit> Get(const std::string& audit_id,
+                                const Caller& caller = Caller::Admin("")) const;
+  std::vector<v1::Audit> List(size_t limit, const Caller& caller = Caller::Admin("")) const;
+  // The `audit_cancelled` event names the caller.
+  absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id,
+                                   const Caller& caller = Caller::Admin(""));
 
   // Registrations expire (SchedulerOptions::worker_ttl_leases): a client
   // that registers over and over holds memory only for its recent ids.
@@ -108,6 +162,15 @@ class Scheduler {
   Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
             prometheus::Registry* metrics);
   absl::Status Apply(const Mutation& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The audit `caller` may see, or NOT_FOUND (the same for one it may not).
+  absl::StatusOr<const AuditRecord*> Visible(const std::string& audit_id,
+                                             const Caller& caller) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Admit's checks with the plan's task and model counts.
+  absl::StatusOr<std::optional<v1::Audit>> AdmitLocked(const Submission& submission,
+                                                       uint64_t planned_tasks,
+                                                       uint64_t planned_models)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Audit Snapshot(const AuditRecord& audit) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   EventRecord Event(const std::string& audit_id, std::string type, std::string task_id,
                     std::string message) const;
@@ -145,6 +208,8 @@ class Scheduler {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, AuditRecord> audits_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> audit_order_ ABSL_GUARDED_BY(mu_);
+  // (owner, request_id) -> the audit that request created.
+  std::map<std::pair<std::string, std::string>, std::string> by_request_ ABSL_GUARDED_BY(mu_);
   std::vector<TaskRecord> tasks_ ABSL_GUARDED_BY(mu_);  // in audit order, then task index
   std::map<std::string, size_t> task_by_id_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, size_t> task_by_lease_ ABSL_GUARDED_BY(mu_);

@@ -145,6 +145,29 @@ TEST_F(SchedulerFaultsTest, SubmitWhoseWriteFailsCreatesNothing) {
   ExpectRestartAgrees();
 }
 
+// A request_id is remembered only with its audit: after a failed write the
+// retry of the same request creates the audit, once.
+TEST_F(SchedulerFaultsTest, SubmitWithARequestIdWhoseWriteFailsRemembersNothing) {
+  Submission submission;
+  submission.audit_id = "a";
+  submission.spec = SmallMembershipSpec(4);
+  submission.caller = Caller::Team("alpha");
+  submission.request_id = "req-1";
+  const Observed before = Observe();
+  store_->FailCreateAudits(1);
+  EXPECT_EQ(scheduler_->Submit(submission).status().code(), absl::StatusCode::kUnavailable);
+  ExpectUnchangedSince(before);
+
+  submission.audit_id = "b";
+  auto created = scheduler_->Submit(submission);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->audit_id(), "b");
+  submission.audit_id = "c";
+  EXPECT_EQ(scheduler_->Submit(submission)->audit_id(), "b");
+  EXPECT_EQ(scheduler_->List(100).size(), 1u);
+  ExpectRestartAgrees();
+}
+
 TEST_F(SchedulerFaultsTest, SubmitOfAFullyReusedAuditWhoseWriteFailsCreatesNothing) {
   const std::map<uint32_t, std::string> reused = {{0, "x"}, {1, "x"}, {2, "x"}, {3, "x"}};
   const Observed before = Observe();

@@ -2,12 +2,27 @@
 
 #include <cctype>
 
+#include "services/coordinator/quotas.h"
+
 namespace memaudit::coordinator {
 namespace {
 
 constexpr char kTaskDuration[] = "memaudit_coordinator_task_duration_seconds";
 constexpr char kRetries[] = "memaudit_coordinator_task_retries_total";
 constexpr char kRegistered[] = "memaudit_coordinator_workers_registered_total";
+constexpr char kQuotaRefusals[] = "memaudit_coordinator_quota_refusals_total";
+constexpr char kTeamAudits[] = "memaudit_coordinator_team_audits";
+constexpr char kTeamQueuedTasks[] = "memaudit_coordinator_team_queued_tasks";
+
+std::string AuditStateLabel(v1::AuditState state) {
+  std::string name = v1::AuditState_Name(state);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+std::map<std::string, double> ZeroAuditStates() {
+  return {{"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
+}
 
 // Tasks train for seconds (CPU quickstart) to hours (GPU sweeps).
 const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
@@ -49,6 +64,9 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry* registry) : registry_(r
       .Add({});
   metrics::AddHistogram(*registry_, kTaskDuration,
                         "Time from a task's lease to its end, by how the lease ended.");
+  auto& refusals = metrics::AddCounter(*registry_, kQuotaRefusals,
+                                       "Submits refused by a team's quota, by the limit.");
+  for (const char* limit : kQuotaLimitNames) refusals.Add({{"limit", limit}});
 }
 
 void SchedulerMetrics::TaskChanged(const TaskRecord& before, const TaskRecord& after,
@@ -88,16 +106,43 @@ void SchedulerMetrics::Refresh(const std::vector<TaskRecord>& tasks,
       .Add({})
       .Set(leasable);
 
-  std::map<std::string, double> audit_states = {
-      {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
+  std::map<std::string, double> audit_states = ZeroAuditStates();
+  // Per owner: audits by state, and the unfinished tasks of its audits still
+  // running (what the max_queued_tasks quota counts).
+  std::map<std::string, std::map<std::string, double>> team_states;
+  std::map<std::string, double> team_queued;
   auto& info = metrics::AddGauge(*registry_, "memaudit_coordinator_audit_info",
                                  "Always 1; labels map each audit id to its kind.");
   for (const auto& [id, a] : audits) {
-    std::string name = v1::AuditState_Name(a.state);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string name = AuditStateLabel(a.state);
     audit_states[name] += 1;
+    if (!a.team.empty()) {
+      auto [states, fresh] = team_states.try_emplace(a.team);
+      if (fresh) states->second = ZeroAuditStates();
+      states->second[name] += 1;
+      team_queued.try_emplace(a.team, 0);
+    }
     info.Add({{"audit", id}, {"kind", a.kind}}).Set(1);
   }
+  for (const TaskRecord& t : tasks) {
+    if (t.state != TaskState::kQueued && t.state != TaskState::kLeased) continue;
+    auto audit = audits.find(t.audit_id);
+    if (audit == audits.end() || audit->second.team.empty() || IsTerminal(audit->second.state)) {
+      continue;
+    }
+    team_queued[audit->second.team] += 1;
+  }
+  auto& team_audits =
+      metrics::AddGauge(*registry_, kTeamAudits, "Audits known, by owning team and state.");
+  for (const auto& [team, states] : team_states) {
+    for (const auto& [state, count] : states) {
+      team_audits.Add({{"team", team}, {"state", state}}).Set(count);
+    }
+  }
+  auto& queued_family =
+      metrics::AddGauge(*registry_, kTeamQueuedTasks,
+                        "Unfinished (queued or running) tasks of a team's audits still running.");
+  for (const auto& [team, count] : team_queued) queued_family.Add({{"team", team}}).Set(count);
   auto& audit_family =
       metrics::AddGauge(*registry_, "memaudit_coordinator_audits", "Audits known, by state.");
   for (const auto& [state, count] : audit_states) audit_family.Add({{"state", state}}).Set(count);
@@ -114,6 +159,11 @@ void SchedulerMetrics::TaskRetried(const std::string& reason) {
 void SchedulerMetrics::TaskReleased() {
   if (registry_ == nullptr) return;
   metrics::AddCounter(*registry_, kRetries, "").Add({{"reason", "released"}}).Increment();
+}
+
+void SchedulerMetrics::QuotaRefused(const std::string& limit) {
+  if (registry_ == nullptr) return;
+  metrics::AddCounter(*registry_, kQuotaRefusals, "").Add({{"limit", limit}}).Increment();
 }
 
 void SchedulerMetrics::WorkerRegistered() {

@@ -10,6 +10,9 @@
 //   memaudit_coordinator_task_duration_seconds{outcome} histogram
 //   memaudit_coordinator_task_retries_total{reason}    counter
 //   memaudit_coordinator_workers_registered_total      counter
+//   memaudit_coordinator_team_audits{team,state}       gauge
+//   memaudit_coordinator_team_queued_tasks{team}       gauge
+//   memaudit_coordinator_quota_refusals_total{limit}   counter
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_METRICS_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_METRICS_H_
 
@@ -36,7 +39,9 @@ class SchedulerMetrics {
   // start time and are not observed.
   void TaskChanged(const TaskRecord& before, const TaskRecord& after, int64_t now_ms);
 
-  // Recomputes the state gauges from the scheduler's whole state.
+  // Recomputes the state gauges from the scheduler's whole state, the
+  // per-team ones included (audits owned by "", from before owners were
+  // kept, are in the totals only).
   void Refresh(const std::vector<TaskRecord>& tasks,
                const std::map<std::string, AuditRecord>& audits, size_t leases);
 
@@ -45,6 +50,8 @@ class SchedulerMetrics {
   // A task a worker gave back without failing (reason "released").
   void TaskReleased();
   void WorkerRegistered();
+  // A Submit refused by the quota `limit` (quotas.h's kQuotaLimitNames).
+  void QuotaRefused(const std::string& limit);
 
  private:
   prometheus::Registry* const registry_;

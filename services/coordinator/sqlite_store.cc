@@ -48,6 +48,11 @@ CREATE INDEX IF NOT EXISTS events_by_audit ON events(audit_id, sequence);
 constexpr const char* kMigrations[] = {
     // 1: releases, the leases given back without the task failing.
     "ALTER TABLE tasks ADD COLUMN releases INTEGER NOT NULL DEFAULT 0;",
+    // 2: the owner and the submitter's idempotency key; audits from before
+    // have owner "" (administrators only) and no key.
+    "ALTER TABLE audits ADD COLUMN team TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE audits ADD COLUMN request_id TEXT NOT NULL DEFAULT '';"
+    "CREATE UNIQUE INDEX audits_by_request ON audits(team, request_id) WHERE request_id != '';",
 };
 constexpr int64_t kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -88,12 +93,14 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
 }
 
 absl::Status SqliteStore::UpsertAudit(const AuditRecord& a, bool insert_only) {
-  auto stmt = db_->Prepare(insert_only ? "INSERT INTO audits VALUES (?,?,?,?,?,?,?,?)"
-                                       : "INSERT OR REPLACE INTO audits VALUES (?,?,?,?,?,?,?,?)");
+  auto stmt = db_->Prepare(absl::StrCat(
+      insert_only ? "INSERT" : "INSERT OR REPLACE",
+      " INTO audits (audit_id, name, kind, state, spec, created_ms, updated_ms, error, team, "
+      "request_id) VALUES (?,?,?,?,?,?,?,?,?,?)"));
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, a.audit_id).Bind(2, a.name).Bind(3, a.kind).Bind(4, int64_t{a.state});
   stmt->BindBlob(5, a.spec.SerializeAsString()).Bind(6, a.created_ms).Bind(7, a.updated_ms);
-  stmt->Bind(8, a.error);
+  stmt->Bind(8, a.error).Bind(9, a.team).Bind(10, a.request_id);
   return stmt->Run();
 }
 
@@ -155,8 +162,8 @@ absl::Status SqliteStore::Commit(const Mutation& m) {
 absl::StatusOr<std::vector<AuditRecord>> SqliteStore::LoadAudits() {
   absl::MutexLock lock(&mu_);
   auto stmt = db_->Prepare(
-      "SELECT audit_id, name, kind, state, spec, created_ms, updated_ms, error FROM audits "
-      "ORDER BY created_ms, audit_id");
+      "SELECT audit_id, name, kind, state, spec, created_ms, updated_ms, error, team, request_id "
+      "FROM audits ORDER BY created_ms, audit_id");
   if (!stmt.ok()) return stmt.status();
   std::vector<AuditRecord> out;
   while (true) {
@@ -174,6 +181,8 @@ absl::StatusOr<std::vector<AuditRecord>> SqliteStore::LoadAudits() {
     a.created_ms = stmt->Int(5);
     a.updated_ms = stmt->Int(6);
     a.error = stmt->Text(7);
+    a.team = stmt->Text(8);
+    a.request_id = stmt->Text(9);
     out.push_back(std::move(a));
   }
   return out;

@@ -147,13 +147,41 @@ INSERT INTO tasks VALUES ('a-1/reference_model/0', 'a-1', 'reference_model', 0, 
     m.tasks.push_back(t);
     MEMAUDIT_ASSERT_OK((*store)->Commit(m));
   }
-  EXPECT_EQ(UserVersion(path), 1);
+  EXPECT_EQ(UserVersion(path), 2);
   // Opening again migrates nothing twice.
   auto store = SqliteStore::Open(path);
   MEMAUDIT_ASSERT_OK(store);
   EXPECT_EQ((*store)->LoadTasks()->at(0).releases, 3u);
-  EXPECT_EQ(UserVersion(path), 1);
+  // An audit from before owners has none (administrators only) and no key.
+  EXPECT_EQ((*store)->LoadAudits()->at(0).team, "");
+  EXPECT_EQ((*store)->LoadAudits()->at(0).request_id, "");
+  EXPECT_EQ(UserVersion(path), 2);
   unlink(path.c_str());
+}
+
+TEST(SqliteStoreTest, RoundTripsTheOwnerAndRequestId) {
+  auto store = SqliteStore::Open(":memory:");
+  MEMAUDIT_ASSERT_OK(store);
+  AuditRecord a = SomeAudit();
+  a.team = "alpha";
+  a.request_id = "req-1";
+  MEMAUDIT_ASSERT_OK((*store)->CreateAudit(a, {}, {}));
+  a.state = v1::CANCELLED;
+  Mutation m;
+  m.audit = a;
+  MEMAUDIT_ASSERT_OK((*store)->Commit(m));
+  auto audits = (*store)->LoadAudits();
+  MEMAUDIT_ASSERT_OK(audits);
+  ASSERT_EQ(audits->size(), 1u);
+  EXPECT_EQ((*audits)[0].team, "alpha");
+  EXPECT_EQ((*audits)[0].request_id, "req-1");
+  EXPECT_EQ((*audits)[0].state, v1::CANCELLED);
+  // One audit per (owner, request_id).
+  AuditRecord twin = a;
+  twin.audit_id = "a-2";
+  EXPECT_FALSE((*store)->CreateAudit(twin, {}, {}).ok());
+  twin.team = "beta";
+  MEMAUDIT_EXPECT_OK((*store)->CreateAudit(twin, {}, {}));
 }
 
 TEST(SqliteStoreTest, ADatabaseOfANewerSchemaIsRefused) {

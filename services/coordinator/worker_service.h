@@ -1,27 +1,66 @@
-// WorkerService: translates worker RPCs to Scheduler calls.
+// WorkerService: translates worker RPCs to Scheduler calls, after checking
+// who calls. Every call needs the worker role (an administrator passes). The
+// ids it hands out are bound to the caller without any state to lose in a
+// restart: a worker id carries an HMAC (the capability key,
+// common/capability.h) over the scheduler's id and the identity that
+// registered it; a lease id one over the scheduler's lease, its task and the
+// identity that leased it. Lease, Heartbeat, Complete and Fail from another
+// identity, or with an id this coordinator's key did not sign, answer
+// PERMISSION_DENIED.
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_WORKER_SERVICE_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_WORKER_SERVICE_H_
 
+#include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "common/capability.h"
 #include "common/identity.h"
+#include "memaudit/v1/scorer.grpc.pb.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 #include "services/coordinator/scheduler.h"
 #include "services/coordinator/worker_presence.h"
 
 namespace memaudit::coordinator {
 
+// A worker id as the worker sees it: the scheduler's id bound to `identity`.
+std::string BindWorkerId(const CapabilityKey& key, const std::string& scheduler_id,
+                         const Identity& identity);
+// The scheduler's id in `worker_id`; PERMISSION_DENIED unless `identity`
+// registered it (with this key).
+absl::StatusOr<std::string> UnbindWorkerId(const CapabilityKey& key, const std::string& worker_id,
+                                           const Identity& identity);
+
+// What a lease id as the worker sees it stands for.
+struct LeaseBinding {
+  std::string lease_id;  // the scheduler's
+  std::string audit_id;
+  TaskRef task;
+};
+// "<lease>.<hmac>.<index>.<role>.<audit_id>": the scheduler's lease and its
+// task, bound to `identity`.
+std::string BindLease(const CapabilityKey& key, const LeaseBinding& lease,
+                      const Identity& identity);
+// PERMISSION_DENIED unless `identity` was granted `lease_id` (with this key).
+absl::StatusOr<LeaseBinding> UnbindLease(const CapabilityKey& key, const std::string& lease_id,
+                                         const Identity& identity);
+
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
+  // `key` signs ids and task capabilities (the scorer holds the same key);
+  // Complete asks `scorer` whether it holds the task's observations.
   // `presence` (may be null) learns of every call that names a worker.
   WorkerServiceImpl(Authenticator* auth, Scheduler* scheduler, std::string scorer_address,
-                    uint32_t heartbeat_ms, uint32_t lease_ttl_ms,
+                    uint32_t heartbeat_ms, uint32_t lease_ttl_ms, CapabilityKey key,
+                    std::shared_ptr<v1::ScorerService::StubInterface> scorer,
                     WorkerPresence* presence = nullptr)
       : auth_(auth),
         scheduler_(scheduler),
         scorer_address_(std::move(scorer_address)),
         heartbeat_ms_(heartbeat_ms),
         lease_ttl_ms_(lease_ttl_ms),
+        key_(std::move(key)),
+        scorer_(std::move(scorer)),
         presence_(presence) {}
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
@@ -30,12 +69,26 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
                      v1::LeaseResponse* resp) override;
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                          v1::HeartbeatResponse* resp) override;
+  // Counts the task only once the scorer holds every observation of it:
+  // missing ones make the task a retryable failure (re-queued, the attempt
+  // spent) and the answer FAILED_PRECONDITION naming them; an audit the
+  // scorer cannot score fails with the scorer's reason (FAILED_PRECONDITION);
+  // a scorer out of reach answers UNAVAILABLE and the lease stays (the
+  // worker sends Complete again).
   grpc::Status Complete(grpc::ServerContext* ctx, const v1::CompleteRequest* req,
                         v1::CompleteResponse* resp) override;
   grpc::Status Fail(grpc::ServerContext* ctx, const v1::FailRequest* req,
                     v1::FailResponse* resp) override;
 
  private:
+  // The caller (worker role) and the scheduler's lease of `lease_id`, which
+  // must have been granted to that caller; marks the worker seen.
+  absl::StatusOr<LeaseBinding> CallerLease(const grpc::ServerContext& ctx,
+                                           const std::string& worker_id,
+                                           const std::string& lease_id);
+  // OK when the scorer holds every observation of the lease's task; else
+  // what Complete answers (the lease ended or kept as the status says).
+  absl::Status ConfirmWithScorer(const LeaseBinding& lease);
   void Seen(const std::string& worker_id) {
     if (presence_ != nullptr) presence_->Seen(worker_id);
   }
@@ -45,6 +98,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   std::string scorer_address_;
   uint32_t heartbeat_ms_;
   uint32_t lease_ttl_ms_;
+  const CapabilityKey key_;
+  std::shared_ptr<v1::ScorerService::StubInterface> scorer_;
   WorkerPresence* presence_;
 };
 

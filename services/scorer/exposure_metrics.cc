@@ -686,7 +686,8 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
   return ScoreExposure(spec, signals);
 }
 
-void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& results) {
+void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& results,
+                     const std::string& team) {
   if (metrics == nullptr || !results.has_exposure()) return;
   const v1::ExposureResults& top = results.exposure();
   auto& bits = metrics::AddGauge(
@@ -718,6 +719,7 @@ void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& resu
                                                    : g.median_extrapolated_exposure();
         if (!std::isfinite(value)) continue;
         bits.Add({{"audit", results.audit_id()},
+                  {"team", team},
                   {"variant", variant},
                   {"insertions", absl::StrCat(g.repeats())},
                   {"estimator", estimator}})
@@ -742,6 +744,7 @@ void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& resu
           if (!std::isfinite(value)) continue;
           curve
               .Add({{"audit", results.audit_id()},
+                    {"team", team},
                     {"variant", variant},
                     {"insertions", absl::StrCat(g.repeats())},
                     {"step", absl::StrCat(p.step())}})
@@ -752,7 +755,7 @@ void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& resu
   }
   metrics::AddGauge(*metrics, "memaudit_exposure_space_log2",
                     "log2|R|, the largest exposure the canary space allows.")
-      .Add({{"audit", results.audit_id()}})
+      .Add({{"audit", results.audit_id()}, {"team", team}})
       .Set(top.log2_space());
 }
 
@@ -772,6 +775,73 @@ class Exposure final : public KindHandler {
     return ScoreExposureFromStore(store, audit_id, spec);
   }
 
+  // The point names the model (common/exposure_signals.h): the canary
+  // model's ("final" and its evaluation points "step/<n>"), the baseline's,
+  // reference model j's; run is the variant.
+  absl::StatusOr<TaskRef> TaskOf(const v1::AuditSpec& spec,
+                                 const v1::Observation& o) const override {
+    const v1::ExposureAudit& e = spec.exposure();
+    const uint32_t variants = exposure::VariantCount(e);
+    if (o.run() >= variants) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "observation.run: ", o.run(), " is outside the audit's ", variants, " variant(s)"));
+    }
+    if (o.point() == exposure::kCanaryPoint || exposure::StepOfPoint(o.point()) > 0) {
+      return TaskRef{exposure::kCanaryRole, o.run()};
+    }
+    if (o.point() == exposure::kBaselinePoint && e.baseline()) {
+      return TaskRef{exposure::kBaselineRole, o.run()};
+    }
+    for (uint32_t j = 0; j < e.reference_models(); ++j) {
+      if (o.point() == exposure::ReferencePoint(j)) {
+        return TaskRef{exposure::kReferenceRole, o.run() * e.reference_models() + j};
+      }
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("observation.point: \"", o.point(), "\" is not a model of this audit"));
+  }
+
+  absl::StatusOr<std::vector<ObservationKey>> TaskObservations(ScorerStore& store,
+                                                               const std::string& audit_id,
+                                                               const v1::AuditSpec& spec,
+                                                               const TaskRef& task) const override {
+    const v1::ExposureAudit& e = spec.exposure();
+    const uint32_t variants = exposure::VariantCount(e);
+    uint32_t v = task.index;
+    std::string point;
+    if (task.role == exposure::kCanaryRole) {
+      point = exposure::kCanaryPoint;
+    } else if (task.role == exposure::kBaselineRole && e.baseline()) {
+      point = exposure::kBaselinePoint;
+    } else if (task.role == exposure::kReferenceRole && e.reference_models() > 0) {
+      v = task.index / e.reference_models();
+      point = exposure::ReferencePoint(task.index % e.reference_models());
+    }
+    if (point.empty() || v >= variants) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task ", task.ToString(), " is not a task of this exposure audit"));
+    }
+    std::vector<ObservationKey> out;
+    for (const std::string& signal : exposure::SignalsAt(e, point, v)) {
+      out.push_back({v, point, signal});
+    }
+    if (task.role != exposure::kCanaryRole || !exposure::HasEvalPoints(e)) return out;
+    // The canary model's evaluation points follow from its step count, in
+    // its "model" signal: until that is in, the final point is missing anyway.
+    MEMAUDIT_ASSIGN_OR_RETURN(auto models,
+                              store.LoadSignal(audit_id, exposure::kCanaryPoint, exposure::kModel));
+    auto model = models.find(v);
+    if (model == models.end() || model->second.size() != exposure::kModelValues) return out;
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<uint64_t> steps,
+                              EvalStepsOf(e, v, static_cast<uint64_t>(model->second[1])));
+    for (uint64_t step : steps) {
+      const std::string at = exposure::StepPoint(step);
+      for (const std::string& signal : exposure::SignalsAt(e, at, v))
+        out.push_back({v, at, signal});
+    }
+    return out;
+  }
+
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
     v1::AuditResults partial;
     partial.set_kind("exposure");
@@ -780,8 +850,9 @@ class Exposure final : public KindHandler {
     return partial;
   }
 
-  void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const override {
-    PublishExposure(&registry, results);
+  void Publish(prometheus::Registry& registry, const v1::AuditResults& results,
+               const std::string& team) const override {
+    PublishExposure(&registry, results, team);
   }
 };
 

@@ -43,12 +43,13 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
                                                                        const std::string& audit_id,
                                                                        const v1::AuditSpec& spec);
 
-// Gauges memaudit_exposure_log2{audit, variant, insertions, estimator} (the
+// Gauges memaudit_exposure_log2{audit, team, variant, insertions, estimator} (the
 // median per insertion count, 0 = controls; estimator exact, sampled,
 // extrapolated, baseline (exact under the baseline model), baseline_sampled,
 // baseline_extrapolated, calibrated (sampled) or calibrated_exact; variant
-// "base" without a sweep) and memaudit_exposure_space_log2{audit}.
-void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& results);
+// "base" without a sweep) and memaudit_exposure_space_log2{audit, team}.
+void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& results,
+                     const std::string& team);
 
 // Observations, scoring, placeholder and gauges of the exposure audit
 // (kind_handler.h).

@@ -144,10 +144,10 @@ TEST_F(ExposureScorerTest, ScoresOnceEverySignalIsIn) {
   EXPECT_EQ(h.counts(39), 1u);
   // Gauges: bounded labels (audit, variant, insertions, estimator), no secrets.
   const std::string exposition = metrics::Exposition(registry_);
-  EXPECT_THAT(exposition, HasSubstr("memaudit_exposure_space_log2{audit=\"x\"}"));
+  EXPECT_THAT(exposition, HasSubstr("memaudit_exposure_space_log2{audit=\"x\",team=\"\"}"));
   EXPECT_THAT(exposition,
               HasSubstr("memaudit_exposure_log2{audit=\"x\",estimator=\"exact\",insertions=\"8\","
-                        "variant=\"base\"}"));
+                        "team=\"\",variant=\"base\"}"));
   // The secret must not leak into any label; values (durations) may hold any digits.
   for (absl::string_view line : absl::StrSplit(exposition, '\n')) {
     const size_t open = line.find('{');
@@ -251,7 +251,7 @@ TEST_F(ExposureCurveScorerTest, ScoresExposurePerCanaryAndEvaluationPoint) {
   const std::string exposition = metrics::Exposition(registry_);
   EXPECT_THAT(exposition,
               HasSubstr(absl::StrCat("memaudit_exposure_curve_log2{audit=\"c\",insertions=\"8\","
-                                     "step=\"80\",variant=\"base\"} ")));
+                                     "step=\"80\",team=\"\",variant=\"base\"} ")));
   EXPECT_THAT(exposition, HasSubstr("insertions=\"0\",step=\"120\""));
 }
 
@@ -430,11 +430,12 @@ TEST_F(ExposureSweepScorerTest, ScoresEveryVariantWithBaselineAndCalibration) {
   // One gauge series per variant and estimator: at most 8 estimator values.
   const std::string exposition = metrics::Exposition(registry_);
   for (const char* series :
-       {"{audit=\"s\",estimator=\"exact\",insertions=\"8\",variant=\"dp\"}",
-        "{audit=\"s\",estimator=\"baseline\",insertions=\"8\",variant=\"wide\"}",
-        "{audit=\"s\",estimator=\"baseline_sampled\",insertions=\"0\",variant=\"wide\"}",
-        "{audit=\"s\",estimator=\"baseline_extrapolated\",insertions=\"1\",variant=\"dp\"}",
-        "{audit=\"s\",estimator=\"calibrated\",insertions=\"0\",variant=\"wide\"}"}) {
+       {"{audit=\"s\",estimator=\"exact\",insertions=\"8\",team=\"\",variant=\"dp\"}",
+        "{audit=\"s\",estimator=\"baseline\",insertions=\"8\",team=\"\",variant=\"wide\"}",
+        "{audit=\"s\",estimator=\"baseline_sampled\",insertions=\"0\",team=\"\",variant=\"wide\"}",
+        "{audit=\"s\",estimator=\"baseline_extrapolated\",insertions=\"1\",team=\"\",variant="
+        "\"dp\"}",
+        "{audit=\"s\",estimator=\"calibrated\",insertions=\"0\",team=\"\",variant=\"wide\"}"}) {
     EXPECT_THAT(exposition, HasSubstr(absl::StrCat("memaudit_exposure_log2", series)));
   }
   EXPECT_THAT(exposition, ::testing::Not(HasSubstr("estimator=\"calibrated_exact\"")));
@@ -506,7 +507,7 @@ TEST_F(ExposureExactCalibrationScorerTest, RanksEachCalibratedCanaryAmongAllOfR)
   }
   EXPECT_THAT(metrics::Exposition(registry_),
               HasSubstr("memaudit_exposure_log2{audit=\"c\",estimator=\"calibrated_exact\","
-                        "insertions=\"8\",variant=\"dp\"}"));
+                        "insertions=\"8\",team=\"\",variant=\"dp\"}"));
 }
 
 TEST_F(ExposureExactCalibrationScorerTest, RefusesAWrongSpaceAndACandidateOrderThatDisagrees) {
@@ -532,7 +533,9 @@ TEST_F(ExposureExactCalibrationScorerTest, RefusesAWrongSpaceAndACandidateOrderT
     }
     MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
   }
-  EXPECT_THAT(std::string(scorer_->ScoreIfComplete("c").message()),
+  // The audit fails with the reason; the scorer goes on (ScoreIfComplete OK).
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("c"));
+  EXPECT_THAT(scorer_->GetResults("c")->error(),
               HasSubstr("canary model space_px_bits: canary 2 has Px 36 but 12.9 at its index "
                         "119"));
 }
@@ -549,7 +552,8 @@ TEST_F(ExposureSweepScorerTest, RefusesModelsOutsideTheSweepAndForeignCanaries) 
               HasSubstr("observation.signal"));
   EXPECT_THAT(message(At(Obs(exposure::kDp, {1, 2}), "final", 1)),
               HasSubstr("observation.values[1]"));
-  // A baseline that scored other canaries fails the audit's scoring loudly.
+  // A baseline that scored other canaries fails the audit, loudly, and
+  // nothing else (ScoreIfComplete OK).
   for (v1::Observation o : All()) {
     if (o.point() == "baseline" && o.signal() == exposure::kSecretsUtf8) {
       o.clear_values();
@@ -557,8 +561,11 @@ TEST_F(ExposureSweepScorerTest, RefusesModelsOutsideTheSweepAndForeignCanaries) 
     }
     MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
   }
-  absl::Status scored = scorer_->ScoreIfComplete("s");
-  EXPECT_THAT(std::string(scored.message()), HasSubstr("baseline model secrets_utf8"));
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("s"));
+  auto results = scorer_->GetResults("s");
+  MEMAUDIT_ASSERT_OK(results);
+  EXPECT_FALSE(results->complete());
+  EXPECT_THAT(results->error(), HasSubstr("baseline model secrets_utf8"));
 }
 
 }  // namespace

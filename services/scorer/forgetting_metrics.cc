@@ -516,7 +516,8 @@ uint64_t ForgettingProgress(const v1::AuditResults& results) {
   return points == 0 ? 0 : points + (results.complete() ? 1 : 0);
 }
 
-void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& results) {
+void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& results,
+                       const std::string& team) {
   if (metrics == nullptr || !results.has_forgetting()) return;
   const v1::ForgettingResults& f = results.forgetting();
   auto& accuracy = metrics::AddGauge(
@@ -532,6 +533,7 @@ void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& re
   for (const v1::ForgettingCurvePoint& p : f.curve()) {
     prometheus::Labels labels = {
         {"audit", results.audit_id()},
+        {"team", team},
         {"strategy", f.strategy()},
         {"steps_since_injection", absl::StrCat(p.steps_since_injection())}};
     accuracy.Add(labels).Set(p.accuracy().mean());
@@ -550,12 +552,13 @@ void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& re
       "trials.");
   metrics::AddGauge(*metrics, "memaudit_forgetting_canary_space_log2",
                     "log2|R|, the largest exposure the canary space allows.")
-      .Add({{"audit", results.audit_id()}})
+      .Add({{"audit", results.audit_id()}, {"team", team}})
       .Set(f.log2_space());
   for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
     for (const v1::ForgettingExposurePoint& p : c.points()) {
       prometheus::Labels labels = {
           {"audit", results.audit_id()},
+          {"team", team},
           {"strategy", f.strategy()},
           {"repeats", absl::StrCat(c.repeats())},
           {"steps_since_injection", absl::StrCat(p.steps_since_injection())},
@@ -594,6 +597,32 @@ class Forgetting final : public KindHandler {
     return results;
   }
 
+  // One task per trial, run = the trial.
+  absl::StatusOr<TaskRef> TaskOf(const v1::AuditSpec& spec,
+                                 const v1::Observation& o) const override {
+    if (o.run() >= spec.forgetting().trials()) {
+      return absl::InvalidArgumentError(absl::StrCat("observation.run: ", o.run(),
+                                                     " is outside the audit's ",
+                                                     spec.forgetting().trials(), " trials"));
+    }
+    return TaskRef{forgetting::kTrialRole, o.run()};
+  }
+
+  absl::StatusOr<std::vector<ObservationKey>> TaskObservations(ScorerStore& /*store*/,
+                                                               const std::string& /*audit_id*/,
+                                                               const v1::AuditSpec& spec,
+                                                               const TaskRef& task) const override {
+    if (task.role != forgetting::kTrialRole || task.index >= spec.forgetting().trials()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task ", task.ToString(), " is not a task of this forgetting audit"));
+    }
+    std::vector<ObservationKey> out;
+    for (const auto& [point, signal] : RequiredForgettingSignals(spec.forgetting())) {
+      out.push_back({task.index, point, signal});
+    }
+    return out;
+  }
+
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
     v1::AuditResults partial;
     partial.set_kind("forgetting");
@@ -602,8 +631,9 @@ class Forgetting final : public KindHandler {
     return partial;
   }
 
-  void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const override {
-    PublishForgetting(&registry, results);
+  void Publish(prometheus::Registry& registry, const v1::AuditResults& results,
+               const std::string& team) const override {
+    PublishForgetting(&registry, results, team);
   }
 };
 

@@ -53,14 +53,15 @@ absl::StatusOr<std::vector<double>> ForgettingLiraScores(
 // The scorer stores a new version only when this grows.
 uint64_t ForgettingProgress(const v1::AuditResults& results);
 
-// Gauges memaudit_forgetting_mi_accuracy_ratio{audit, strategy,
+// Gauges memaudit_forgetting_mi_accuracy_ratio{audit, team, strategy,
 // steps_since_injection}, memaudit_forgetting_tpr_ratio and
-// memaudit_forgetting_epsilon_lower_bound{audit, strategy, fpr,
+// memaudit_forgetting_epsilon_lower_bound{audit, team, strategy, fpr,
 // steps_since_injection} (at most 64 points per audit). LM canaries instead:
-// memaudit_forgetting_canary_exposure_log2{audit, strategy, repeats, arm,
+// memaudit_forgetting_canary_exposure_log2{audit, team, strategy, repeats, arm,
 // steps_since_injection} (arm injected or baseline; repeats 0 = controls) and
-// memaudit_forgetting_canary_space_log2{audit}.
-void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& results);
+// memaudit_forgetting_canary_space_log2{audit, team}.
+void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& results,
+                       const std::string& team);
 
 // Observations, scoring, placeholder and gauges of the forgetting audit
 // (kind_handler.h).

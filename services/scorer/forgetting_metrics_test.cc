@@ -508,22 +508,23 @@ TEST(ForgettingMetricsTest, CanaryExposureGaugesByRepeatsArmAndSteps) {
   MEMAUDIT_ASSERT_OK(results);
   results->set_audit_id("a-1");
   prometheus::Registry registry;
-  PublishForgetting(&registry, *results);
+  PublishForgetting(&registry, *results, "t");
   const std::string text = metrics::Exposition(registry);
   EXPECT_THAT(text, HasSubstr("# TYPE memaudit_forgetting_canary_exposure_log2 gauge"));
   // The x16 group right after injection: trial means 11 and 11.5.
   EXPECT_THAT(text, HasSubstr("memaudit_forgetting_canary_exposure_log2{arm=\"injected\","
                               "audit=\"a-1\",repeats=\"16\",steps_since_injection=\"0\","
-                              "strategy=\"poison\"} 11.25\n"));
+                              "strategy=\"poison\",team=\"t\"} 11.25\n"));
   EXPECT_THAT(text, HasSubstr("memaudit_forgetting_canary_exposure_log2{arm=\"baseline\","
                               "audit=\"a-1\",repeats=\"16\",steps_since_injection=\"100\","
-                              "strategy=\"poison\"} 1.5\n"));
+                              "strategy=\"poison\",team=\"t\"} 1.5\n"));
   // Controls are repeats 0.
   EXPECT_THAT(text, HasSubstr("memaudit_forgetting_canary_exposure_log2{arm=\"injected\","
                               "audit=\"a-1\",repeats=\"0\",steps_since_injection=\"100\","
-                              "strategy=\"poison\"} 2\n"));
+                              "strategy=\"poison\",team=\"t\"} 2\n"));
   // log2 10^4 = 13.2877...
-  EXPECT_THAT(text, HasSubstr("memaudit_forgetting_canary_space_log2{audit=\"a-1\"} 13.2877"));
+  EXPECT_THAT(text,
+              HasSubstr("memaudit_forgetting_canary_space_log2{audit=\"a-1\",team=\"t\"} 13.2877"));
   // 3 groups x 2 points x 2 arms, and no MI-curve gauges for canaries.
   size_t series = 0;
   for (size_t at = 0;

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/audit_kinds.h"
+#include "common/capability.h"
 #include "common/metrics.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
@@ -38,15 +39,34 @@ class KindHandler {
   // the kind and the sizes the spec plans.
   virtual v1::AuditResults Placeholder(const v1::AuditSpec& spec) const = 0;
 
-  // Sets the kind's result gauges from `results`.
-  virtual void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const = 0;
+  // Sets the kind's result gauges from `results`; every series carries the
+  // labels audit and team (the team that submitted the audit).
+  virtual void Publish(prometheus::Registry& registry, const v1::AuditResults& results,
+                       const std::string& team) const = 0;
+
+  // The task of the coordinator's plan (its role and index, as the kind's
+  // coordinator handler plans them) that sends `o`: the task whose
+  // capability `o` must carry. INVALID_ARGUMENT naming the field when no
+  // task of `spec` sends such an observation.
+  virtual absl::StatusOr<TaskRef> TaskOf(const v1::AuditSpec& spec,
+                                         const v1::Observation& o) const = 0;
+
+  // Every observation task `task` of `spec` sends: what the scorer must hold
+  // before the coordinator counts the task complete. May read `store` (an
+  // exposure canary model's evaluation points follow from the training steps
+  // it reported). INVALID_ARGUMENT for a task the plan does not have.
+  virtual absl::StatusOr<std::vector<ObservationKey>> TaskObservations(
+      ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec,
+      const TaskRef& task) const = 0;
 
   // Content-keyed reuse: records each run's key and copies the observations
-  // of runs an earlier audit already trained; returns those runs. Kinds
-  // without reuse return none.
+  // of runs an earlier audit already trained (ScorerStore::FindStoredRun:
+  // runs of audits written under capabilities, not failed, of the same team
+  // unless `cross_team`); returns those runs. Kinds without reuse return
+  // none.
   virtual absl::StatusOr<std::vector<v1::ReusedRun>> ReuseStoredRuns(
-      ScorerStore& /*store*/, const std::string& /*audit_id*/,
-      const v1::AuditSpec& /*spec*/) const {
+      ScorerStore& /*store*/, const std::string& /*audit_id*/, const v1::AuditSpec& /*spec*/,
+      bool /*cross_team*/) const {
     return std::vector<v1::ReusedRun>{};
   }
 };

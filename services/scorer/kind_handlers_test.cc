@@ -1,7 +1,17 @@
 #include "common/testing/kind_handlers.h"
 
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "common/spec_yaml.h"
+#include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
+#include "services/coordinator/planner.h"
+#include "services/coordinator/spec_validator.h"
 #include "services/scorer/kind_handler.h"
+#include "services/scorer/scorer_store.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -23,6 +33,50 @@ TEST(ScorerKindHandlersTest, EveryPlaceholderNamesItsOwnKind) {
     EXPECT_EQ(placeholder.kind(), AuditKindName(kind));
     EXPECT_FALSE(placeholder.complete());
   }
+}
+
+// The scorer's view of each kind's tasks agrees with the coordinator's plan,
+// for the example spec of every kind: each planned task expects at least one
+// observation (TaskObservations), every one of them maps back to that task
+// (TaskOf, what its capability is checked against), and no two tasks expect
+// the same observation.
+TEST(ScorerKindHandlersTest, TaskObservationsAndTaskOfAgreeWithThePlan) {
+  auto store = ScorerStore::Open(":memory:");
+  MEMAUDIT_ASSERT_OK(store);
+  std::set<AuditKind> kinds;
+  for (const auto& entry : std::filesystem::directory_iterator(MEMAUDIT_SOURCE_DIR "/examples")) {
+    SCOPED_TRACE(entry.path().string());
+    auto spec = LoadSpecFile(entry.path().string());
+    MEMAUDIT_ASSERT_OK(spec);
+    coordinator::ApplyDefaults(&*spec);
+    auto plan = coordinator::PlanAudit(*spec);
+    MEMAUDIT_ASSERT_OK(plan);
+    const KindHandler* kind = HandlerFor(spec->kind_case());
+    kinds.insert(spec->kind_case());
+    std::map<std::string, TaskRef> owner;  // observation -> its task
+    for (const coordinator::PlannedTask& planned : plan->tasks) {
+      const TaskRef task{planned.role, planned.index};
+      SCOPED_TRACE(task.ToString());
+      auto keys = kind->TaskObservations(**store, "x", *spec, task);
+      MEMAUDIT_ASSERT_OK(keys);
+      EXPECT_FALSE(keys->empty());
+      for (const ObservationKey& key : *keys) {
+        v1::Observation o;
+        o.set_audit_id("x");
+        o.set_run(key.run);
+        o.set_point(key.point);
+        o.set_signal(key.signal);
+        auto of = kind->TaskOf(*spec, o);
+        MEMAUDIT_ASSERT_OK(of) << key.ToString();
+        EXPECT_EQ(of->ToString(), task.ToString()) << key.ToString();
+        auto [it, fresh] = owner.emplace(key.ToString(), task);
+        EXPECT_TRUE(fresh) << key.ToString() << " also expected of " << it->second.ToString();
+      }
+    }
+    EXPECT_THAT(kind->TaskObservations(**store, "x", *spec, {"no_such_role", 0}),
+                memaudit::testing::StatusIs(absl::StatusCode::kInvalidArgument));
+  }
+  EXPECT_EQ(kinds.size(), AllAuditKinds().size()) << "an example of every kind";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include "CLI/CLI.hpp"
+#include "common/capability.h"
 #include "common/process.h"
 #include "common/serving.h"
 #include "services/scorer/scorer.h"
@@ -25,6 +26,12 @@ int main(int argc, char** argv) {
   app.add_flag("--init", db_options.init_empty_file,
                "accept an existing empty (0-byte) --db file and create the database in it; "
                "without it an empty file is refused, as a truncated database looks the same");
+  std::string capability_key_file;
+  AddCapabilityKeyFlag(&app, &capability_key_file);
+  scorer::ScorerOptions scorer_options;
+  app.add_flag("--cross-team-reuse", scorer_options.cross_team_reuse,
+               "content-keyed reuse may copy runs another team's audit trained (default: only "
+               "the same team's)");
   CLI11_PARSE(app, argc, argv);
   InitLogging("scorer");
 
@@ -34,7 +41,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   prometheus::Registry registry;
-  auto scorer = scorer::Scorer::Create(store->get(), &registry);
+  auto scorer = scorer::Scorer::Create(store->get(), &registry, scorer_options);
   if (!scorer.ok()) {
     spdlog::critical("{}", scorer.status().ToString());
     return 1;
@@ -44,7 +51,12 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", auth.status().ToString());
     return 1;
   }
-  scorer::ScorerServiceImpl service(auth->get(), scorer->get());
+  auto capability_key = LoadCapabilityKey(capability_key_file, serving_flags.tls);
+  if (!capability_key.ok()) {
+    spdlog::critical("{}", capability_key.status().ToString());
+    return 1;
+  }
+  scorer::ScorerServiceImpl service(auth->get(), scorer->get(), *std::move(capability_key));
   auto serving = StartServing(serving_flags, {&service}, &registry);
   if (!serving.ok()) {
     spdlog::critical("{}", serving.status().ToString());

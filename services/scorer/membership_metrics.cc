@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/content_key.h"
 #include "common/datasets.h"
+#include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "scoring/intervals.h"
@@ -323,14 +324,16 @@ class Membership final : public KindHandler {
     return partial;
   }
 
-  void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const override {
+  void Publish(prometheus::Registry& registry, const v1::AuditResults& results,
+               const std::string& team) const override {
     auto& auc = metrics::AddGauge(registry, "memaudit_membership_auc_ratio",
                                   "Membership-inference ROC AUC, pooled over target models.");
     auto& tpr = metrics::AddGauge(
         registry, "memaudit_membership_tpr_ratio",
         "Membership-inference TPR at the largest threshold whose FPR <= the fpr label.");
     for (const v1::AttackResult& a : results.attacks()) {
-      prometheus::Labels labels = {{"audit", results.audit_id()}, {"attack", a.attack()}};
+      prometheus::Labels labels = {
+          {"audit", results.audit_id()}, {"team", team}, {"attack", a.attack()}};
       auc.Add(labels).Set(a.auc());
       for (const v1::OperatingPoint& p : a.operating_points()) {
         prometheus::Labels with_fpr = labels;
@@ -340,17 +343,49 @@ class Membership final : public KindHandler {
     }
   }
 
+  // Run r is model r, trained by task r / models_per_task
+  // (common/membership_tasks.h).
+  absl::StatusOr<TaskRef> TaskOf(const v1::AuditSpec& spec,
+                                 const v1::Observation& o) const override {
+    if (o.run() >= spec.membership().reference_models()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.run: ", o.run(), " is outside the audit's ",
+                       spec.membership().reference_models(), " models"));
+    }
+    return TaskRef{membership::kModelRole, o.run() / membership::ModelsPerTask(spec)};
+  }
+
+  absl::StatusOr<std::vector<ObservationKey>> TaskObservations(ScorerStore& /*store*/,
+                                                               const std::string& /*audit_id*/,
+                                                               const v1::AuditSpec& spec,
+                                                               const TaskRef& task) const override {
+    if (task.role != membership::kModelRole || task.index >= membership::TaskCount(spec)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task ", task.ToString(), " is not a task of this membership audit"));
+    }
+    const membership::ModelRange models = membership::TaskModels(spec, task.index);
+    std::vector<ObservationKey> out;
+    for (uint32_t run = models.first; run < models.end(); ++run) {
+      for (const std::string& signal : RequiredMembershipSignals(spec.membership())) {
+        out.push_back({run, kFinalPoint, signal});
+      }
+    }
+    return out;
+  }
+
   // Each model's content key (common/content_key.h) decides whether an
   // earlier audit trained the same model.
-  absl::StatusOr<std::vector<v1::ReusedRun>> ReuseStoredRuns(
-      ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) const override {
+  absl::StatusOr<std::vector<v1::ReusedRun>> ReuseStoredRuns(ScorerStore& store,
+                                                             const std::string& audit_id,
+                                                             const v1::AuditSpec& spec,
+                                                             bool cross_team) const override {
     std::vector<v1::ReusedRun> reused;
     for (uint32_t run = 0; run < spec.membership().reference_models(); ++run) {
       const std::string key = MembershipModelKey(spec, run);
       MEMAUDIT_RETURN_IF_ERROR(store.PutModelKey(audit_id, run, key));
-      MEMAUDIT_ASSIGN_OR_RETURN(auto from,
-                                store.FindStoredRun(key, audit_id, kFinalPoint,
-                                                    RequiredMembershipSignals(spec.membership())));
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          auto from, store.FindStoredRun(key, audit_id, kFinalPoint,
+                                         RequiredMembershipSignals(spec.membership()), cross_team));
       if (!from.has_value()) continue;
       MEMAUDIT_RETURN_IF_ERROR(store.CopyRun(*from, audit_id, run));
       v1::ReusedRun& r = reused.emplace_back();

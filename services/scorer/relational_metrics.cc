@@ -312,7 +312,8 @@ v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec) {
   return results;
 }
 
-void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& results) {
+void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& results,
+                       const std::string& team) {
   if (metrics == nullptr || !results.has_relational()) return;
   auto& rm = metrics::AddGauge(
       *metrics, "memaudit_relational_rm_norm_ratio",
@@ -327,8 +328,10 @@ void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& re
     const uint64_t latest = c.points(c.points_size() - 1).step();
     for (const v1::RelationalPoint& p : c.points()) {
       if (p.step() != latest) continue;
-      prometheus::Labels labels = {
-          {"audit", results.audit_id()}, {"variant", c.variant()}, {"metric", p.metric()}};
+      prometheus::Labels labels = {{"audit", results.audit_id()},
+                                   {"team", team},
+                                   {"variant", c.variant()},
+                                   {"metric", p.metric()}};
       rm.Add(labels).Set(p.rm_norm());
       labels["split"] = "train";
       success.Add(labels).Set(p.success_train());
@@ -354,12 +357,40 @@ class Relational final : public KindHandler {
     return ScoreRelationalFromStore(store, audit_id, spec);
   }
 
+  // One task per variant, run = the variant.
+  absl::StatusOr<TaskRef> TaskOf(const v1::AuditSpec& spec,
+                                 const v1::Observation& o) const override {
+    const size_t variants = relational::Variants(spec.relational()).size();
+    if (o.run() >= variants) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "observation.run: ", o.run(), " is outside the audit's ", variants, " variants"));
+    }
+    return TaskRef{relational::kTaskRole, o.run()};
+  }
+
+  absl::StatusOr<std::vector<ObservationKey>> TaskObservations(ScorerStore& /*store*/,
+                                                               const std::string& /*audit_id*/,
+                                                               const v1::AuditSpec& spec,
+                                                               const TaskRef& task) const override {
+    if (task.role != relational::kTaskRole ||
+        task.index >= relational::Variants(spec.relational()).size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task ", task.ToString(), " is not a task of this relational audit"));
+    }
+    std::vector<ObservationKey> out;
+    for (const auto& [point, signal] : RequiredRelationalSignals(spec.relational())) {
+      out.push_back({task.index, point, signal});
+    }
+    return out;
+  }
+
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
     return RelationalPlaceholder(spec);
   }
 
-  void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const override {
-    PublishRelational(&registry, results);
+  void Publish(prometheus::Registry& registry, const v1::AuditResults& results,
+               const std::string& team) const override {
+    PublishRelational(&registry, results, team);
   }
 };
 

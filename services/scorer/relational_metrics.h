@@ -48,11 +48,12 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreRelationalFromStore(
 // The partial document before any point: kind, models (variants), examples.
 v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec);
 
-// Gauges memaudit_relational_rm_norm_ratio{audit, variant, metric}: RM_norm
-// at each curve's latest point, and memaudit_relational_success_ratio{audit,
+// Gauges memaudit_relational_rm_norm_ratio{audit, team, variant, metric}: RM_norm
+// at each curve's latest point, and memaudit_relational_success_ratio{audit, team,
 // variant, metric, split}: its s_train (split=train) and s_val (split=val).
 // At most 16 variants x 2 metrics per audit.
-void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& results);
+void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& results,
+                       const std::string& team);
 
 // Observations, scoring, placeholder and gauges of the relational audit
 // (kind_handler.h).

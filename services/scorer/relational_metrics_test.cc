@@ -191,15 +191,15 @@ TEST(RelationalMetricsTest, GaugeHoldsTheLatestPointPerVariantAndMetric) {
   MEMAUDIT_ASSERT_OK(results);
   results->set_audit_id("a-1");
   prometheus::Registry registry;
-  PublishRelational(&registry, *results);
+  PublishRelational(&registry, *results, "t");
   const std::string text = metrics::Exposition(registry);
   EXPECT_THAT(text, HasSubstr("# TYPE memaudit_relational_rm_norm_ratio gauge"));
   // Variant 1 reached epoch 2: 3 of 4 recalled.
   EXPECT_THAT(text, HasSubstr("memaudit_relational_rm_norm_ratio{audit=\"a-1\",metric=\"exact_"
-                              "match\",variant=\"units=64\"} 0.75"));
-  EXPECT_THAT(text, HasSubstr("metric=\"digit_f1\",variant=\"units=8\"}"));
+                              "match\",team=\"t\",variant=\"units=64\"} 0.75"));
+  EXPECT_THAT(text, HasSubstr("metric=\"digit_f1\",team=\"t\",variant=\"units=8\"}"));
   EXPECT_THAT(text, HasSubstr("memaudit_relational_success_ratio{audit=\"a-1\",metric=\"exact_"
-                              "match\",split=\"train\",variant=\"units=64\"} 0.75"));
+                              "match\",split=\"train\",team=\"t\",variant=\"units=64\"} 0.75"));
 }
 
 }  // namespace

@@ -1,12 +1,17 @@
 #include "services/scorer/scorer.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/audit_kinds.h"
+#include "common/identity.h"
+#include "common/status_macros.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -23,29 +28,60 @@ void ObserveScoringSeconds(prometheus::Registry* metrics, const std::string& kin
       .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
+prometheus::Counter& UnscorableCounter(prometheus::Registry& metrics) {
+  return metrics::AddCounter(metrics, "memaudit_scorer_audits_unscorable_total",
+                             "Audits marked failed because their stored values cannot be scored.")
+      .Add({});
+}
+
+// The store's own failures (busy, damaged): not the values' fault.
+bool IsStoreError(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDataLoss;
+}
+
+// An unscorable audit's reason, as stored and reported.
+constexpr size_t kMaxErrorBytes = 2000;
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Scorer>> Scorer::Create(ScorerStore* store,
-                                                       prometheus::Registry* metrics) {
-  std::unique_ptr<Scorer> scorer(new Scorer(store, metrics));
+                                                       prometheus::Registry* metrics,
+                                                       ScorerOptions options) {
+  std::unique_ptr<Scorer> scorer(new Scorer(store, metrics, options));
+  if (metrics != nullptr) UnscorableCounter(*metrics);  // at 0 from the start
   auto audits = store->ListAudits();
   if (!audits.ok()) return audits.status();
   for (const std::string& id : *audits) {
-    if (absl::Status s = scorer->ScoreIfComplete(id); !s.ok()) return s;
+    // Values that cannot be scored mark their audit failed inside
+    // ScoreIfComplete; anything else wrong with one audit (a stored spec or
+    // results the store cannot read) leaves that audit alone and the scorer
+    // starts all the same.
+    if (absl::Status s = scorer->ScoreIfComplete(id); !s.ok()) {
+      spdlog::error("audit {}: not scored at start: {}", id, s.ToString());
+    }
     auto results = store->GetResults(id);
-    if (!results.ok()) return results.status();
+    if (!results.ok()) {
+      spdlog::error("audit {}: stored results not republished: {}", id,
+                    results.status().ToString());
+      continue;
+    }
     if (results->has_value()) scorer->Publish(**results);
   }
   return scorer;
 }
 
 namespace {
-// Ids are the coordinator's ("a-" and 16 hex digits); this bounds anyone else's.
+// Ids are the coordinator's ("a-" and 32 hex digits); this bounds anyone else's.
 constexpr size_t kMaxAuditIdBytes = 128;
 }  // namespace
 
-absl::Status Scorer::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec) {
+absl::Status Scorer::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec,
+                               const std::string& team) {
   if (audit_id.empty()) return absl::InvalidArgumentError("audit_id: required");
+  if (!team.empty() && !IsValidName(team)) {
+    return absl::InvalidArgumentError("team: 1 to 64 of letters, digits, '.', '_', '-'");
+  }
   if (audit_id.size() > kMaxAuditIdBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("audit_id: at most ", kMaxAuditIdBytes, " bytes (got ", audit_id.size(), ")"));
@@ -53,7 +89,7 @@ absl::Status Scorer::OpenAudit(const std::string& audit_id, const v1::AuditSpec&
   if (spec.kind_case() == v1::AuditSpec::KIND_NOT_SET) {
     return absl::UnimplementedError("the scorer scores audits of a kind; spec names none");
   }
-  return store_->OpenAudit(audit_id, spec);
+  return store_->OpenAudit(audit_id, spec, team);
 }
 
 absl::StatusOr<const KindHandler*> Scorer::HandlerOf(const std::string& audit_id,
@@ -73,7 +109,7 @@ absl::StatusOr<std::vector<v1::ReusedRun>> Scorer::ReuseStoredRuns(const std::st
   v1::AuditSpec spec;
   auto kind = HandlerOf(audit_id, &spec);
   if (!kind.ok()) return kind.status();
-  auto reused = (*kind)->ReuseStoredRuns(*store_, audit_id, spec);
+  auto reused = (*kind)->ReuseStoredRuns(*store_, audit_id, spec, options_.cross_team_reuse);
   if (!reused.ok() || reused->empty()) return reused;
   if (metrics_ != nullptr) {
     metrics::AddCounter(*metrics_, "memaudit_scorer_reused_models_total",
@@ -105,6 +141,29 @@ absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
   return *stored;
 }
 
+absl::StatusOr<TaskRef> Scorer::TaskOf(const v1::Observation& o) {
+  v1::AuditSpec spec;
+  auto kind = HandlerOf(o.audit_id(), &spec);
+  if (kind.status().code() == absl::StatusCode::kNotFound) {
+    return absl::NotFoundError(
+        absl::StrCat("observation.audit_id: unknown audit \"", o.audit_id(), "\""));
+  }
+  if (!kind.ok()) return kind.status();
+  return (*kind)->TaskOf(spec, o);
+}
+
+absl::StatusOr<TaskCheck> Scorer::CheckTask(const std::string& audit_id, const TaskRef& task) {
+  v1::AuditSpec spec;
+  MEMAUDIT_ASSIGN_OR_RETURN(const KindHandler* kind, HandlerOf(audit_id, &spec));
+  MEMAUDIT_ASSIGN_OR_RETURN(AuditInfo info, store_->GetAuditInfo(audit_id));
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<ObservationKey> expected,
+                            kind->TaskObservations(*store_, audit_id, spec, task));
+  TaskCheck check;
+  MEMAUDIT_ASSIGN_OR_RETURN(check.missing, store_->MissingObservations(audit_id, expected));
+  check.audit_error = std::move(info.error);
+  return check;
+}
+
 absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   absl::MutexLock lock(&scoring_mu_);
   auto existing = store_->GetResults(audit_id);
@@ -112,25 +171,51 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   // Complete results are final; partial ones (a forgetting curve filling in)
   // are recomputed as more points arrive.
   if (existing->has_value() && (*existing)->complete()) return absl::OkStatus();
+  MEMAUDIT_ASSIGN_OR_RETURN(AuditInfo info, store_->GetAuditInfo(audit_id));
+  if (!info.error.empty()) return absl::OkStatus();  // failed for good
   v1::AuditSpec spec;
   auto kind = HandlerOf(audit_id, &spec);
   if (!kind.ok()) return kind.status();
   const auto scoring_started = std::chrono::steady_clock::now();
-  auto results = (*kind)->Score(*store_, audit_id, spec);
-  if (!results.ok()) return results.status();
+  absl::StatusOr<std::optional<v1::AuditResults>> results = std::nullopt;
+  try {
+    results = (*kind)->Score(*store_, audit_id, spec);
+  } catch (const std::exception& e) {
+    results = absl::InternalError(absl::StrCat("scoring threw: ", e.what()));
+  }
+  if (!results.ok()) {
+    // The store's trouble (busy, damaged) is worth a retry; anything else
+    // means these values cannot be scored, now or ever: this audit fails, and
+    // the caller (an Ingest of other audits, the scorer's start) goes on.
+    if (IsStoreError(results.status())) return results.status();
+    return MarkUnscorable(audit_id, results.status());
+  }
   if (!results->has_value()) return absl::OkStatus();
   ObserveScoringSeconds(metrics_, AuditKindName(spec.kind_case()), scoring_started);
   return Finish(audit_id, **std::move(results));
+}
+
+absl::Status Scorer::MarkUnscorable(const std::string& audit_id, const absl::Status& reason) {
+  std::string error(reason.message().substr(0, kMaxErrorBytes));
+  spdlog::error("audit {}: cannot be scored: {}", audit_id, error);
+  MEMAUDIT_RETURN_IF_ERROR(store_->SetAuditError(audit_id, error));
+  if (metrics_ != nullptr) UnscorableCounter(*metrics_).Increment();
+  ResultsChanged();
+  return absl::OkStatus();
 }
 
 absl::Status Scorer::Finish(const std::string& audit_id, v1::AuditResults results) {
   results.set_audit_id(audit_id);
   if (absl::Status s = store_->PutResults(results); !s.ok()) return s;
   Publish(results);
+  ResultsChanged();
+  return absl::OkStatus();
+}
+
+void Scorer::ResultsChanged() {
   absl::MutexLock version_lock(&version_mu_);
   ++results_version_;
   version_cv_.SignalAll();
-  return absl::OkStatus();
 }
 
 uint64_t Scorer::results_version() const {
@@ -151,19 +236,26 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
   v1::AuditSpec spec;
   auto kind = HandlerOf(audit_id, &spec);
   if (!kind.ok()) return kind.status();
-  auto results = store_->GetResults(audit_id);
-  if (!results.ok()) return results.status();
-  if (results->has_value()) return **results;
-  v1::AuditResults placeholder = (*kind)->Placeholder(spec);
-  placeholder.set_audit_id(audit_id);
-  return placeholder;
+  MEMAUDIT_ASSIGN_OR_RETURN(AuditInfo info, store_->GetAuditInfo(audit_id));
+  auto stored = store_->GetResults(audit_id);
+  if (!stored.ok()) return stored.status();
+  v1::AuditResults results;
+  if (stored->has_value()) {
+    results = **std::move(stored);
+  } else {
+    results = (*kind)->Placeholder(spec);
+    results.set_audit_id(audit_id);
+  }
+  if (!info.error.empty()) results.set_error(info.error);
+  return results;
 }
 
 void Scorer::Publish(const v1::AuditResults& results) {
   if (metrics_ == nullptr) return;
   const KindHandler* kind = HandlerFor(AuditKindByName(results.kind()));
   if (kind == nullptr) return;
-  kind->Publish(*metrics_, results);
+  auto info = store_->GetAuditInfo(results.audit_id());
+  kind->Publish(*metrics_, results, info.ok() ? info->team : "");
   // A forgetting curve is published point by point; count the audit once.
   if (results.complete()) {
     metrics::AddCounter(*metrics_, "memaudit_scorer_audits_scored_total",

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -18,24 +19,56 @@
 
 namespace memaudit::scorer {
 
+struct ScorerOptions {
+  // Content-keyed reuse may copy another team's runs (--cross-team-reuse);
+  // by default only the same team's.
+  bool cross_team_reuse = false;
+};
+
+// What CheckTask finds.
+struct TaskCheck {
+  // The task's observations not stored.
+  std::vector<ObservationKey> missing;
+  // Why the audit cannot be scored; empty while it can.
+  std::string audit_error;
+};
+
 class Scorer {
  public:
   // Republishes stored results and scores any audit whose inputs completed
-  // before a crash. `metrics` may be null.
+  // before a crash. An audit whose stored values cannot be scored is marked
+  // failed (AuditResults.error) and the others are scored: only a store that
+  // cannot list its audits fails. `metrics` may be null.
   static absl::StatusOr<std::unique_ptr<Scorer>> Create(ScorerStore* store,
-                                                        prometheus::Registry* metrics);
+                                                        prometheus::Registry* metrics,
+                                                        ScorerOptions options = {});
 
-  absl::Status OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec);
+  // `team` submitted the audit: reuse stays within it (ScorerOptions).
+  absl::Status OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec,
+                         const std::string& team = "");
   // Membership audits: records each run's content key and copies the
-  // observations of every run an earlier audit already trained; returns
-  // those runs (the coordinator does not schedule them) and scores the audit
-  // if nothing else is missing. Other kinds: nothing to reuse.
+  // observations of every run an earlier audit already trained (one written
+  // under capabilities, of the same team unless cross_team_reuse, not
+  // failed); returns those runs (the coordinator does not schedule them) and
+  // scores the audit if nothing else is missing. Other kinds: nothing to reuse.
   absl::StatusOr<std::vector<v1::ReusedRun>> ReuseStoredRuns(const std::string& audit_id);
   // True when stored now, false for a duplicate. INVALID_ARGUMENT names the
-  // bad field; NOT_FOUND for an audit never opened.
+  // bad field; NOT_FOUND for an audit never opened. The caller has checked
+  // the observation's capability (TaskOf).
   absl::StatusOr<bool> Ingest(const v1::Observation& observation);
-  // Scores `audit_id` if all its inputs are in and it is not scored yet.
+  // The task that sends `observation`, whose capability it must carry.
+  // NOT_FOUND for an audit never opened, INVALID_ARGUMENT when no task of the
+  // audit sends such an observation.
+  absl::StatusOr<TaskRef> TaskOf(const v1::Observation& observation);
+  // Which observations of `task` are not stored, and whether the audit
+  // failed scoring. NOT_FOUND for an audit never opened.
+  absl::StatusOr<TaskCheck> CheckTask(const std::string& audit_id, const TaskRef& task);
+  // Scores `audit_id` if all its inputs are in and it is not scored yet. When
+  // the stored values cannot be scored, marks the audit failed with the
+  // reason and returns OK; errors are the store's (UNAVAILABLE, DATA_LOSS).
   absl::Status ScoreIfComplete(const std::string& audit_id);
+  // The stored results, or the placeholder before scoring; `error` set for an
+  // audit that cannot be scored.
   absl::StatusOr<v1::AuditResults> GetResults(const std::string& audit_id);
   // A counter bumped whenever any audit's results change; WaitForResults
   // blocks until it passes `seen` or `timeout_ms` elapses, and returns it.
@@ -43,8 +76,13 @@ class Scorer {
   uint64_t WaitForResults(uint64_t seen, int timeout_ms) const;
 
  private:
-  Scorer(ScorerStore* store, prometheus::Registry* metrics) : store_(store), metrics_(metrics) {}
+  Scorer(ScorerStore* store, prometheus::Registry* metrics, ScorerOptions options)
+      : store_(store), metrics_(metrics), options_(options) {}
   void Publish(const v1::AuditResults& results);
+  // Records that `audit_id` cannot be scored, for `reason`.
+  absl::Status MarkUnscorable(const std::string& audit_id, const absl::Status& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(scoring_mu_);
+  void ResultsChanged();
   // The stored spec of `audit_id` and its kind's handler; NOT_FOUND for an
   // audit never opened.
   absl::StatusOr<const KindHandler*> HandlerOf(const std::string& audit_id, v1::AuditSpec* spec);
@@ -53,6 +91,7 @@ class Scorer {
 
   ScorerStore* store_;
   prometheus::Registry* metrics_;
+  const ScorerOptions options_;
   absl::Mutex scoring_mu_;  // one audit scored at a time, never twice
   mutable absl::Mutex version_mu_;
   mutable absl::CondVar version_cv_;  // signalled when results_version_ grows

@@ -2,62 +2,114 @@
 
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_grpc.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::scorer {
+namespace {
 
-grpc::Status ScorerServiceImpl::OpenAudit(grpc::ServerContext*, const v1::OpenAuditRequest* req,
+// CheckTask lists at most this many missing observations.
+constexpr size_t kMaxMissingListed = 20;
+
+}  // namespace
+
+grpc::Status ScorerServiceImpl::OpenAudit(grpc::ServerContext* ctx, const v1::OpenAuditRequest* req,
                                           v1::OpenAuditResponse* resp) {
+  if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
+    return ToGrpc(caller.status());
+  }
   // The coordinator sends specs it has defaulted and validated; anyone else who
   // reaches this port is held to the same rules (limits and cost included)
   // before the scorer stores or plans anything for the audit.
   if (absl::Status s = coordinator::ValidateSpec(req->spec()); !s.ok()) return ToGrpc(s);
-  if (absl::Status s = scorer_->OpenAudit(req->audit_id(), req->spec()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = scorer_->OpenAudit(req->audit_id(), req->spec(), req->team()); !s.ok()) {
+    return ToGrpc(s);
+  }
   auto reused = scorer_->ReuseStoredRuns(req->audit_id());
   if (!reused.ok()) return ToGrpc(reused.status());
   for (v1::ReusedRun& r : *reused) *resp->add_reused() = std::move(r);
   return grpc::Status::OK;
 }
 
-grpc::Status ScorerServiceImpl::Ingest(grpc::ServerContext*,
+grpc::Status ScorerServiceImpl::Ingest(grpc::ServerContext* ctx,
                                        grpc::ServerReader<v1::Observation>* reader,
                                        v1::IngestResponse* resp) {
+  if (auto caller = auth_->Require(*ctx, {Role::kWorker}); !caller.ok()) {
+    return ToGrpc(caller.status());
+  }
   v1::Observation observation;
   std::set<std::string> touched;
+  grpc::Status outcome = grpc::Status::OK;
   // Each observation is persisted as it arrives: a stream cut short keeps
   // what it delivered, and the sender's retry only adds what is missing.
-  while (reader->Read(&observation)) {
-    auto stored = scorer_->Ingest(observation);
-    if (!stored.ok()) return ToGrpc(stored.status());
-    if (*stored) {
-      resp->set_accepted(resp->accepted() + 1);
+  // Its capability is checked first: nothing is stored without one.
+  while (outcome.ok() && reader->Read(&observation)) {
+    auto task = scorer_->TaskOf(observation);
+    if (!task.ok()) {
+      outcome = ToGrpc(task.status());
+    } else if (!VerifyTaskCapability(key_, observation.audit_id(), *task,
+                                     observation.capability())) {
+      outcome = grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          absl::StrCat("observation.capability: not the capability of task ", task->ToString(),
+                       " of audit ", observation.audit_id().substr(0, 128),
+                       " (it comes with the task's lease)"));
+    } else if (auto stored = scorer_->Ingest(observation); !stored.ok()) {
+      outcome = ToGrpc(stored.status());
     } else {
-      resp->set_duplicates(resp->duplicates() + 1);
+      if (*stored) {
+        resp->set_accepted(resp->accepted() + 1);
+      } else {
+        resp->set_duplicates(resp->duplicates() + 1);
+      }
+      touched.insert(observation.audit_id());
     }
-    touched.insert(observation.audit_id());
   }
+  // What was stored is scored, however the stream ended. An audit whose
+  // values cannot be scored is marked failed by ScoreIfComplete; what fails
+  // here is the store, worth a retry.
   for (const std::string& audit_id : touched) {
-    if (absl::Status s = scorer_->ScoreIfComplete(audit_id); !s.ok()) return ToGrpc(s);
+    if (absl::Status s = scorer_->ScoreIfComplete(audit_id); !s.ok() && outcome.ok()) {
+      outcome = ToGrpc(s);
+    }
   }
-  return grpc::Status::OK;
+  return outcome;
 }
 
-grpc::Status ScorerServiceImpl::GetResults(grpc::ServerContext*, const v1::GetResultsRequest* req,
+grpc::Status ScorerServiceImpl::GetResults(grpc::ServerContext* ctx,
+                                           const v1::GetResultsRequest* req,
                                            v1::AuditResults* resp) {
+  if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
+    return ToGrpc(caller.status());
+  }
   auto results = scorer_->GetResults(req->audit_id());
   if (!results.ok()) return ToGrpc(results.status());
   *resp = std::move(*results);
   return grpc::Status::OK;
 }
 
-}  // namespace memaudit::scorer
-
-namespace memaudit::scorer {
+grpc::Status ScorerServiceImpl::CheckTask(grpc::ServerContext* ctx, const v1::CheckTaskRequest* req,
+                                          v1::CheckTaskResponse* resp) {
+  if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
+    return ToGrpc(caller.status());
+  }
+  auto check = scorer_->CheckTask(req->audit_id(), TaskRef{req->role(), req->index()});
+  if (!check.ok()) return ToGrpc(check.status());
+  resp->set_missing_count(static_cast<uint32_t>(check->missing.size()));
+  for (size_t i = 0; i < check->missing.size() && i < kMaxMissingListed; ++i) {
+    resp->add_missing(check->missing[i].ToString());
+  }
+  resp->set_audit_error(check->audit_error);
+  return grpc::Status::OK;
+}
 
 grpc::Status ScorerServiceImpl::WatchResults(grpc::ServerContext* ctx,
                                              const v1::GetResultsRequest* req,
                                              grpc::ServerWriter<v1::AuditResults>* writer) {
+  if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
+    return ToGrpc(caller.status());
+  }
   std::string last_sent;
   while (!ctx->IsCancelled()) {
     const uint64_t version = scorer_->results_version();
@@ -68,7 +120,8 @@ grpc::Status ScorerServiceImpl::WatchResults(grpc::ServerContext* ctx,
       if (!writer->Write(*results)) return grpc::Status::OK;
       last_sent = std::move(bytes);
     }
-    if (results->complete()) return grpc::Status::OK;
+    // Complete, or never to be: an audit that cannot be scored ends here too.
+    if (results->complete() || !results->error().empty()) return grpc::Status::OK;
     scorer_->WaitForResults(version, 1000);
   }
   return grpc::Status::OK;

@@ -1,7 +1,10 @@
-// ScorerService: translates RPCs to Scorer calls.
+// ScorerService: translates RPCs to Scorer calls, after checking who calls
+// (common/identity.h) and, for Ingest, each observation's capability
+// (common/capability.h).
 #ifndef MEMAUDIT_SERVICES_SCORER_SCORER_SERVICE_H_
 #define MEMAUDIT_SERVICES_SCORER_SCORER_SERVICE_H_
 
+#include "common/capability.h"
 #include "common/identity.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "services/scorer/scorer.h"
@@ -10,21 +13,31 @@ namespace memaudit::scorer {
 
 class ScorerServiceImpl final : public v1::ScorerService::Service {
  public:
-  // `auth` identifies each caller (common/identity.h).
-  ScorerServiceImpl(Authenticator* auth, Scorer* scorer) : auth_(auth), scorer_(scorer) {}
+  // `auth` identifies each caller; `key` checks the capabilities the
+  // coordinator issued with the same key.
+  ScorerServiceImpl(Authenticator* auth, Scorer* scorer, CapabilityKey key)
+      : auth_(auth), scorer_(scorer), key_(std::move(key)) {}
 
+  // The coordinator (or an administrator) only.
   grpc::Status OpenAudit(grpc::ServerContext* ctx, const v1::OpenAuditRequest* req,
                          v1::OpenAuditResponse* resp) override;
+  // Workers (or an administrator), every observation with its task's
+  // capability: the first without one ends the stream with
+  // PERMISSION_DENIED, unstored.
   grpc::Status Ingest(grpc::ServerContext* ctx, grpc::ServerReader<v1::Observation>* reader,
                       v1::IngestResponse* resp) override;
+  // The coordinator (or an administrator) only.
   grpc::Status GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
                           v1::AuditResults* resp) override;
   grpc::Status WatchResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
                             grpc::ServerWriter<v1::AuditResults>* writer) override;
+  grpc::Status CheckTask(grpc::ServerContext* ctx, const v1::CheckTaskRequest* req,
+                         v1::CheckTaskResponse* resp) override;
 
  private:
   Authenticator* auth_;
   Scorer* scorer_;
+  const CapabilityKey key_;
 };
 
 }  // namespace memaudit::scorer

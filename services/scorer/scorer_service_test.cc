@@ -1,10 +1,12 @@
 #include "services/scorer/scorer_service.h"
 
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -26,7 +28,8 @@ class ScorerServiceTest : public ::testing::Test {
     std::remove(path_.c_str());
     store_ = std::move(*ScorerStore::Open(path_));
     scorer_ = std::move(*Scorer::Create(store_.get(), &registry_));
-    service_ = std::make_unique<ScorerServiceImpl>(everyone_.get(), scorer_.get());
+    service_ = std::make_unique<ScorerServiceImpl>(everyone_.get(), scorer_.get(),
+                                                   CapabilityKey::Insecure());
   }
   void TearDown() override { std::remove(path_.c_str()); }
 
@@ -77,6 +80,104 @@ TEST_F(ScorerServiceTest, RefusesAnOverlongAuditId) {
   const grpc::Status status = Open(std::string(1000, 'x'), Membership(4));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("audit_id"));
+}
+
+// Ingest over a real (in-process) channel: an observation is stored only
+// with the capability of the task that sends it, and the first without one
+// ends the stream unstored.
+class ScorerIngestTest : public ScorerServiceTest {
+ protected:
+  void SetUp() override {
+    ScorerServiceTest::SetUp();
+    service_ = std::make_unique<ScorerServiceImpl>(everyone_.get(), scorer_.get(), Key());
+    grpc::ServerBuilder builder;
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    stub_ = v1::ScorerService::NewStub(server_->InProcessChannel(grpc::ChannelArguments()));
+    ASSERT_TRUE(Open("a-1", Membership(4)).ok());
+  }
+  void TearDown() override {
+    server_->Shutdown();
+    ScorerServiceTest::TearDown();
+  }
+  static CapabilityKey Key() {
+    return *CapabilityKey::FromHex(
+        "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+  }
+  static v1::Observation Phi(uint32_t run, const std::string& capability) {
+    v1::Observation o;
+    o.set_audit_id("a-1");
+    o.set_run(run);
+    o.set_point("final");
+    o.set_signal("phi");
+    for (int j = 0; j < 200; ++j) o.add_values(0.5);
+    o.set_capability(capability);
+    return o;
+  }
+  grpc::Status Send(const std::vector<v1::Observation>& observations, v1::IngestResponse* resp) {
+    grpc::ClientContext ctx;
+    auto writer = stub_->Ingest(&ctx, resp);
+    for (const v1::Observation& o : observations) {
+      if (!writer->Write(o)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+  int64_t Stored() { return *store_->CountObservations("a-1"); }
+
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::ScorerService::Stub> stub_;
+};
+
+TEST_F(ScorerIngestTest, StoresOnlyObservationsCarryingTheirTasksCapability) {
+  // Model 1 is task reference_model 1 (one model per task by default).
+  const std::string task1 = TaskCapability(Key(), "a-1", {"reference_model", 1});
+  v1::IngestResponse resp;
+  grpc::Status status = Send({Phi(1, task1)}, &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(resp.accepted(), 1u);
+  EXPECT_EQ(Stored(), 1);
+
+  for (const std::string& forged :
+       {std::string(), task1, TaskCapability(Key(), "a-2", {"reference_model", 2}),
+        TaskCapability(CapabilityKey::Insecure(), "a-1", {"reference_model", 2})}) {
+    SCOPED_TRACE(forged);
+    status = Send({Phi(2, forged)}, &resp);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_THAT(status.error_message(), HasSubstr("observation.capability"));
+    EXPECT_EQ(Stored(), 1) << "nothing stored";
+  }
+  // A good observation after a forged one in the same stream: the stream ends
+  // at the forged one.
+  status = Send({Phi(3, ""), Phi(3, TaskCapability(Key(), "a-1", {"reference_model", 3}))}, &resp);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Stored(), 1);
+}
+
+TEST_F(ScorerIngestTest, CheckTaskCountsWhatIsMissing) {
+  v1::CheckTaskRequest req;
+  req.set_audit_id("a-1");
+  req.set_role("reference_model");
+  req.set_index(1);
+  v1::CheckTaskResponse resp;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->CheckTask(&ctx, req, &resp).ok());
+  }
+  // phi, loss and the population's loss (Membership's defaults give one).
+  EXPECT_EQ(resp.missing_count(), 3u);
+  EXPECT_THAT(resp.missing(0), HasSubstr("run 1 point final signal phi"));
+  v1::IngestResponse ingested;
+  ASSERT_TRUE(Send({Phi(1, TaskCapability(Key(), "a-1", {"reference_model", 1}))}, &ingested).ok());
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->CheckTask(&ctx, req, &resp).ok());
+  }
+  EXPECT_EQ(resp.missing_count(), 2u);
+  EXPECT_THAT(resp.missing(0), HasSubstr("run 1 point final signal loss"));
+  req.set_audit_id("a-unknown");
+  grpc::ClientContext ctx;
+  EXPECT_EQ(stub_->CheckTask(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 }  // namespace

@@ -30,6 +30,45 @@ CREATE TABLE IF NOT EXISTS model_keys (
 CREATE INDEX IF NOT EXISTS model_keys_by_key ON model_keys(key);
 )sql";
 
+// The changes made to kSchema since the first release, in order: a database
+// at PRAGMA user_version v has had the first v applied (a new file starts at
+// 0, like one written before user_version was kept). kSchema itself never
+// changes; the reads and writes below name their columns.
+constexpr const char* kMigrations[] = {
+    // 1: the submitting team; whether the audit's runs may be reused (those
+    // opened before observations needed capabilities may not: reusable 0);
+    // why it cannot be scored.
+    "ALTER TABLE audits ADD COLUMN team TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE audits ADD COLUMN reusable INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE audits ADD COLUMN error TEXT NOT NULL DEFAULT '';",
+};
+constexpr int64_t kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
+
+absl::StatusOr<int64_t> SchemaVersion(sql::Database* db) {
+  MEMAUDIT_ASSIGN_OR_RETURN(sql::Statement read, db->Prepare("PRAGMA user_version"));
+  MEMAUDIT_ASSIGN_OR_RETURN(const bool has_row, read.Step());
+  return has_row ? read.Int(0) : 0;
+}  // the statement is finalized here, before any migration writes
+
+// Brings `db` up to kSchemaVersion, each migration in a transaction of its
+// own with its version; refuses a database written by a newer scorer.
+absl::Status Migrate(const std::string& path, sql::Database* db) {
+  MEMAUDIT_ASSIGN_OR_RETURN(const int64_t version, SchemaVersion(db));
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": schema version ", version, " was written by a newer scorer (this one knows up ",
+        "to ", kSchemaVersion, "); run that version or a newer one"));
+  }
+  for (int64_t v = version; v < kSchemaVersion; ++v) {
+    sql::Transaction tx(db);
+    MEMAUDIT_RETURN_IF_ERROR(tx.status());
+    MEMAUDIT_RETURN_IF_ERROR(db->Exec(kMigrations[v]));
+    MEMAUDIT_RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA user_version = ", v + 1)));
+    MEMAUDIT_RETURN_IF_ERROR(tx.Commit());
+  }
+  return absl::OkStatus();
+}
+
 // Doubles are stored as their raw little-endian bytes: exact, and compact.
 std::string PackDoubles(const google::protobuf::RepeatedField<double>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
@@ -43,30 +82,56 @@ std::vector<double> UnpackDoubles(const std::string& bytes) {
 
 }  // namespace
 
+std::string ObservationKey::ToString() const {
+  return absl::StrCat("run ", run, " point ", point, " signal ", signal);
+}
+
 absl::StatusOr<std::unique_ptr<ScorerStore>> ScorerStore::Open(const std::string& path,
                                                                sql::OpenOptions options) {
   MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, sql::Database::Open(path, options));
   MEMAUDIT_RETURN_IF_ERROR(db->Exec(kSchema));
+  MEMAUDIT_RETURN_IF_ERROR(Migrate(path, db.get()));
   return std::unique_ptr<ScorerStore>(new ScorerStore(std::move(db)));
 }
 
-absl::Status ScorerStore::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec) {
+absl::Status ScorerStore::OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec,
+                                    const std::string& team) {
   absl::MutexLock lock(&mu_);
   const std::string bytes = spec.SerializeAsString();
-  auto select = db_->Prepare("SELECT spec FROM audits WHERE audit_id = ?");
+  auto select = db_->Prepare("SELECT spec, team FROM audits WHERE audit_id = ?");
   if (!select.ok()) return select.status();
   select->Bind(1, audit_id);
   absl::StatusOr<bool> row = select->Step();
   if (!row.ok()) return row.status();
   if (*row) {
-    if (select->Blob(0) == bytes) return absl::OkStatus();
+    if (select->Blob(0) == bytes && select->Text(1) == team) return absl::OkStatus();
     return absl::FailedPreconditionError(
-        absl::StrCat("audit ", audit_id, " is already open with a different spec"));
+        absl::StrCat("audit ", audit_id, " is already open with a different spec or team"));
   }
-  auto insert = db_->Prepare("INSERT INTO audits VALUES (?, ?)");
+  auto insert =
+      db_->Prepare("INSERT INTO audits (audit_id, spec, team, reusable) VALUES (?, ?, ?, 1)");
   if (!insert.ok()) return insert.status();
-  insert->Bind(1, audit_id).BindBlob(2, bytes);
+  insert->Bind(1, audit_id).BindBlob(2, bytes).Bind(3, team);
   return insert->Run();
+}
+
+absl::StatusOr<AuditInfo> ScorerStore::GetAuditInfo(const std::string& audit_id) {
+  absl::MutexLock lock(&mu_);
+  auto select = db_->Prepare("SELECT team, reusable, error FROM audits WHERE audit_id = ?");
+  if (!select.ok()) return select.status();
+  select->Bind(1, audit_id);
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return absl::NotFoundError(absl::StrCat("unknown audit ", audit_id));
+  return AuditInfo{select->Text(0), select->Int(1) != 0, select->Text(2)};
+}
+
+absl::Status ScorerStore::SetAuditError(const std::string& audit_id, const std::string& error) {
+  absl::MutexLock lock(&mu_);
+  auto update = db_->Prepare("UPDATE audits SET error = ? WHERE audit_id = ?");
+  if (!update.ok()) return update.status();
+  update->Bind(1, error).Bind(2, audit_id);
+  return update->Run();
 }
 
 absl::StatusOr<std::optional<v1::AuditSpec>> ScorerStore::GetAudit(const std::string& audit_id) {
@@ -117,21 +182,25 @@ absl::Status ScorerStore::PutModelKey(const std::string& audit_id, uint32_t run,
 }
 
 absl::StatusOr<std::optional<StoredRun>> ScorerStore::FindStoredRun(
-    const std::string& key, const std::string& except_audit_id, const std::string& point,
-    const std::vector<std::string>& signals) {
+    const std::string& key, const std::string& for_audit_id, const std::string& point,
+    const std::vector<std::string>& signals, bool cross_team) {
   absl::MutexLock lock(&mu_);
-  // The oldest run with this key whose every required signal is stored.
+  // The oldest run with this key whose every required signal is stored, of
+  // an audit whose runs may be reused by `for_audit_id`.
   std::string in_list;
   for (size_t i = 0; i < signals.size(); ++i) absl::StrAppend(&in_list, i ? ", ?" : "?");
   auto select = db_->Prepare(absl::StrCat(
-      "SELECT k.audit_id, k.run FROM model_keys k WHERE k.key = ? AND k.audit_id <> ? AND "
+      "SELECT k.audit_id, k.run FROM model_keys k JOIN audits a ON a.audit_id = k.audit_id "
+      "WHERE k.key = ? AND k.audit_id <> ? AND a.reusable = 1 AND a.error = '' AND (? OR "
+      "a.team = (SELECT team FROM audits WHERE audit_id = ?)) AND "
       "(SELECT COUNT(*) FROM observations o WHERE o.audit_id = k.audit_id AND o.run = k.run "
       "AND o.point = ? AND o.signal IN (",
       in_list, ")) = ? ORDER BY k.rowid LIMIT 1"));
   if (!select.ok()) return select.status();
-  select->Bind(1, key).Bind(2, except_audit_id).Bind(3, point);
-  for (size_t i = 0; i < signals.size(); ++i) select->Bind(static_cast<int>(4 + i), signals[i]);
-  select->Bind(static_cast<int>(4 + signals.size()), static_cast<int64_t>(signals.size()));
+  select->Bind(1, key).Bind(2, for_audit_id).Bind(3, int64_t{cross_team ? 1 : 0});
+  select->Bind(4, for_audit_id).Bind(5, point);
+  for (size_t i = 0; i < signals.size(); ++i) select->Bind(static_cast<int>(6 + i), signals[i]);
+  select->Bind(static_cast<int>(6 + signals.size()), static_cast<int64_t>(signals.size()));
   absl::StatusOr<bool> row = select->Step();
   if (!row.ok()) return row.status();
   if (!*row) return std::nullopt;
@@ -174,6 +243,24 @@ absl::StatusOr<int64_t> ScorerStore::CountObservations(const std::string& audit_
   absl::StatusOr<bool> row = select->Step();
   if (!row.ok()) return row.status();
   return select->Int(0);
+}
+
+absl::StatusOr<std::vector<ObservationKey>> ScorerStore::MissingObservations(
+    const std::string& audit_id, const std::vector<ObservationKey>& keys) {
+  absl::MutexLock lock(&mu_);
+  // The primary key's index answers each lookup without reading the values.
+  auto select = db_->Prepare(
+      "SELECT 1 FROM observations WHERE audit_id = ? AND run = ? AND point = ? AND signal = ?");
+  if (!select.ok()) return select.status();
+  std::vector<ObservationKey> missing;
+  for (const ObservationKey& k : keys) {
+    select->Reset();
+    select->Bind(1, audit_id).Bind(2, int64_t{k.run}).Bind(3, k.point).Bind(4, k.signal);
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) missing.push_back(k);
+  }
+  return missing;
 }
 
 absl::Status ScorerStore::PutResults(const v1::AuditResults& results) {

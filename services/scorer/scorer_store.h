@@ -26,17 +26,44 @@ struct StoredRun {
   uint32_t run = 0;
 };
 
+// Where one observation is stored within its audit.
+struct ObservationKey {
+  uint32_t run = 0;
+  std::string point;
+  std::string signal;
+  // "run 3 point final signal phi"
+  std::string ToString() const;
+};
+
+// What the scorer holds about an audit besides its spec.
+struct AuditInfo {
+  // The team that submitted it ("" for audits from before teams).
+  std::string team;
+  // Whether its runs may be reused: opened since observations need
+  // capabilities (audits stored before are not, their writers unknown).
+  bool reusable = false;
+  // Why it cannot be scored; empty while it can.
+  std::string error;
+};
+
 class ScorerStore {
  public:
-  // Opens or creates the database and its tables; a damaged or empty file is
-  // refused (sql::Database::Open).
+  // Opens or creates the database and its tables, migrating an older one
+  // (PRAGMA user_version); a damaged or empty file is refused
+  // (sql::Database::Open), and so is one written by a newer scorer.
   static absl::StatusOr<std::unique_ptr<ScorerStore>> Open(const std::string& path,
                                                            sql::OpenOptions options = {});
 
-  // OK when new or identical to the stored spec; FAILED_PRECONDITION when the
-  // id is taken by a different spec.
-  absl::Status OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec);
+  // OK when new or identical to the stored spec and team; FAILED_PRECONDITION
+  // when the id is taken by a different spec or team. A new audit is
+  // reusable (AuditInfo).
+  absl::Status OpenAudit(const std::string& audit_id, const v1::AuditSpec& spec,
+                         const std::string& team = "");
   absl::StatusOr<std::optional<v1::AuditSpec>> GetAudit(const std::string& audit_id);
+  // NOT_FOUND for an audit never opened.
+  absl::StatusOr<AuditInfo> GetAuditInfo(const std::string& audit_id);
+  // Marks the audit as one that cannot be scored, for `error`.
+  absl::Status SetAuditError(const std::string& audit_id, const std::string& error);
   absl::StatusOr<std::vector<std::string>> ListAudits();
 
   // True when stored now, false when it was already there.
@@ -47,16 +74,22 @@ class ScorerStore {
                                                                      const std::string& signal);
   // Content keys (common/content_key.h) of an audit's runs.
   absl::Status PutModelKey(const std::string& audit_id, uint32_t run, const std::string& key);
-  // The oldest run of another audit with this key and all of `signals`
-  // stored at `point`; nullopt when none.
+  // The oldest run with this key and all of `signals` stored at `point`, of
+  // another audit than `for_audit_id` that is reusable, can be scored, and
+  // belongs to the same team as `for_audit_id` (any team with
+  // `cross_team`); nullopt when none.
   absl::StatusOr<std::optional<StoredRun>> FindStoredRun(const std::string& key,
-                                                         const std::string& except_audit_id,
+                                                         const std::string& for_audit_id,
                                                          const std::string& point,
-                                                         const std::vector<std::string>& signals);
+                                                         const std::vector<std::string>& signals,
+                                                         bool cross_team = false);
   // Copies every observation of `from` into (to_audit_id, to_run).
   absl::Status CopyRun(const StoredRun& from, const std::string& to_audit_id, uint32_t to_run);
 
   absl::StatusOr<int64_t> CountObservations(const std::string& audit_id);
+  // Those of `keys` not stored for `audit_id`, in order.
+  absl::StatusOr<std::vector<ObservationKey>> MissingObservations(
+      const std::string& audit_id, const std::vector<ObservationKey>& keys);
 
   absl::Status PutResults(const v1::AuditResults& results);
   absl::StatusOr<std::optional<v1::AuditResults>> GetResults(const std::string& audit_id);

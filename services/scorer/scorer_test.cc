@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include "common/content_key.h"
 #include "common/seeding.h"
+#include "common/sqlite.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -10,6 +12,7 @@
 namespace memaudit::scorer {
 namespace {
 
+using ::memaudit::testing::IsOkAndHolds;
 using ::memaudit::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -60,7 +63,7 @@ class ScorerTest : public ::testing::Test {
     store_.reset();
     store_ = std::move(*ScorerStore::Open(path_));
     registry_ = std::make_unique<prometheus::Registry>();
-    auto s = Scorer::Create(store_.get(), registry_.get());
+    auto s = Scorer::Create(store_.get(), registry_.get(), options_);
     MEMAUDIT_ASSERT_OK(s);
     scorer_ = std::move(*s);
   }
@@ -74,6 +77,7 @@ class ScorerTest : public ::testing::Test {
   }
 
   std::string path_;
+  ScorerOptions options_;  // what Restart creates the scorer with
   std::unique_ptr<ScorerStore> store_;
   std::unique_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Scorer> scorer_;
@@ -99,8 +103,9 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   EXPECT_GT(results->attacks(0).auc(), results->attacks(2).auc());
   EXPECT_EQ(results->attacks(0).operating_points(0).fpr_target(), 0.01);
   EXPECT_LE(results->attacks(0).operating_points(0).fpr(), 0.01);
-  EXPECT_THAT(metrics::Exposition(*registry_),
-              HasSubstr("memaudit_membership_auc_ratio{attack=\"lira_online\",audit=\"a\"}"));
+  EXPECT_THAT(
+      metrics::Exposition(*registry_),
+      HasSubstr("memaudit_membership_auc_ratio{attack=\"lira_online\",audit=\"a\",team=\"\"}"));
   // The ranking puts the examples flagged most often first.
   ASSERT_EQ(results->most_vulnerable_size(), 20);
   EXPECT_EQ(results->vulnerability_attack(), "lira_online");
@@ -304,6 +309,192 @@ TEST_F(ScorerTest, RmiaUsesThePopulationAndATargetCanBeChosen) {
     // Members carry a +1 on phi that the population never has.
     EXPECT_GT(rmia.auc(), 0.7);
   }
+}
+
+}  // namespace
+}  // namespace memaudit::scorer
+
+namespace memaudit::scorer {
+namespace {
+
+// A membership spec whose RMIA turns losses into exp(-loss): a stored loss of
+// -1000 (forged, from before Ingest bounded the values, as in issue 13's
+// outage) makes it infinite, which the scoring refuses.
+v1::AuditSpec RmiaSpec() {
+  v1::AuditSpec spec = Spec();
+  spec.mutable_membership()->add_attacks("rmia");
+  spec.mutable_membership()->set_population_size(8);
+  return spec;
+}
+
+// Every observation of `audit_id` (a RmiaSpec audit) straight into the
+// store, past Ingest's checks, with losses of -1000; all but run
+// `except_run`'s population loss.
+void StoreForged(ScorerStore* store, const std::string& audit_id, int except_run = -1) {
+  for (uint32_t r = 0; r < kModels; ++r) {
+    for (const char* signal : {"phi", "loss", "loss_population"}) {
+      if (static_cast<int>(r) == except_run && std::string(signal) == "loss_population") continue;
+      v1::Observation o = Observe(r, signal == std::string("loss_population") ? "loss" : signal);
+      o.set_audit_id(audit_id);
+      o.set_signal(signal);
+      o.clear_values();
+      const uint32_t n = o.signal() == "loss_population" ? 8 : kPool;
+      for (uint32_t j = 0; j < n; ++j) o.add_values(o.signal() == "phi" ? 1.0 : -1000.0);
+      MEMAUDIT_ASSERT_OK(store->PutObservation(o));
+    }
+  }
+}
+
+TEST_F(ScorerTest, StoredValuesThatCannotBeScoredFailTheirAuditAndTheScorerStarts) {
+  IngestAll();
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("forged", RmiaSpec()));
+  ASSERT_NO_FATAL_FAILURE(StoreForged(store_.get(), "forged"));
+  // Scorer::Create scores every stored audit: it starts all the same.
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  auto forged = scorer_->GetResults("forged");
+  MEMAUDIT_ASSERT_OK(forged);
+  EXPECT_FALSE(forged->complete());
+  EXPECT_THAT(forged->error(), HasSubstr("inf"));
+  EXPECT_TRUE(scorer_->GetResults("a")->complete()) << "the other audits are served";
+  EXPECT_THAT(metrics::Exposition(*registry_),
+              HasSubstr("memaudit_scorer_audits_unscorable_total 1"));
+  // Failed for good: the next start keeps the reason and does not score it again.
+  const std::string error = forged->error();
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  EXPECT_EQ(scorer_->GetResults("forged")->error(), error);
+  EXPECT_THAT(metrics::Exposition(*registry_),
+              HasSubstr("memaudit_scorer_audits_unscorable_total 0"));
+  // Its runs are no source of reuse.
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("same-recipe", RmiaSpec()));
+  auto reused = scorer_->ReuseStoredRuns("same-recipe");
+  MEMAUDIT_ASSERT_OK(reused);
+  EXPECT_TRUE(reused->empty());
+  EXPECT_TRUE(scorer_->GetResults("same-recipe")->error().empty());
+}
+
+// At run time too: the Ingest that completes an audit whose values cannot be
+// scored succeeds, the audit fails, and other audits go on.
+TEST_F(ScorerTest, AScoringErrorFailsThatAuditNotTheIngest) {
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("forged", RmiaSpec()));
+  ASSERT_NO_FATAL_FAILURE(StoreForged(store_.get(), "forged", /*except_run=*/0));
+  v1::Observation last;
+  last.set_audit_id("forged");
+  last.set_point("final");
+  last.set_signal("loss_population");
+  for (int j = 0; j < 8; ++j) last.add_values(0.5);
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(last));
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("forged"));
+  EXPECT_THAT(scorer_->GetResults("forged")->error(), HasSubstr("inf"));
+  IngestAll();
+  EXPECT_TRUE(scorer_->GetResults("a")->complete());
+  EXPECT_TRUE(scorer_->GetResults("a")->error().empty());
+}
+
+// Content-keyed reuse draws on the same team's runs only, unless the scorer
+// runs with --cross-team-reuse.
+TEST_F(ScorerTest, ReuseStaysWithinTheSubmittingTeam) {
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("alpha-1", Spec(), "alpha"));
+  MEMAUDIT_ASSERT_OK(scorer_->ReuseStoredRuns("alpha-1"));  // records its content keys
+  for (uint32_t r = 0; r < kModels; ++r) {
+    for (const char* signal : {"phi", "loss"}) {
+      v1::Observation o = Observe(r, signal);
+      o.set_audit_id("alpha-1");
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
+    }
+  }
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("beta-1", Spec(), "beta"));
+  EXPECT_TRUE(scorer_->ReuseStoredRuns("beta-1")->empty()) << "another team's runs";
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("alpha-2", Spec(), "alpha"));
+  auto same_team = scorer_->ReuseStoredRuns("alpha-2");
+  MEMAUDIT_ASSERT_OK(same_team);
+  ASSERT_EQ(same_team->size(), kModels);
+  EXPECT_EQ((*same_team)[0].from_audit_id(), "alpha-1");
+  EXPECT_THAT(scorer_->OpenAudit("alpha-2", Spec(), "beta"),
+              StatusIs(absl::StatusCode::kFailedPrecondition))
+      << "an audit keeps the team it was opened with";
+  EXPECT_THAT(scorer_->OpenAudit("x", Spec(), "no spaces"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("team")));
+
+  options_.cross_team_reuse = true;
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("beta-2", Spec(), "beta"));
+  auto cross = scorer_->ReuseStoredRuns("beta-2");
+  MEMAUDIT_ASSERT_OK(cross);
+  ASSERT_EQ(cross->size(), kModels);
+  EXPECT_EQ((*cross)[0].from_audit_id(), "alpha-1");
+}
+
+// A database from before capabilities: its audits migrate with reusable = 0,
+// since who wrote their observations is unknown; they are still scored.
+TEST_F(ScorerTest, RunsStoredBeforeCapabilitiesAreNeverReused) {
+  scorer_.reset();
+  store_.reset();
+  std::remove(path_.c_str());
+  {
+    auto db = sql::Database::Open(path_);
+    MEMAUDIT_ASSERT_OK(db);
+    // The first release's audits table (PRAGMA user_version 0).
+    MEMAUDIT_ASSERT_OK(
+        (*db)->Exec("CREATE TABLE audits (audit_id TEXT PRIMARY KEY, spec BLOB NOT NULL);"));
+    auto insert = (*db)->Prepare("INSERT INTO audits VALUES ('legacy', ?)");
+    MEMAUDIT_ASSERT_OK(insert);
+    insert->BindBlob(1, Spec().SerializeAsString());
+    MEMAUDIT_ASSERT_OK(insert->Run());
+  }
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  auto info = store_->GetAuditInfo("legacy");
+  MEMAUDIT_ASSERT_OK(info);
+  EXPECT_FALSE(info->reusable);
+  for (uint32_t r = 0; r < kModels; ++r) {
+    MEMAUDIT_ASSERT_OK(store_->PutModelKey("legacy", r, MembershipModelKey(Spec(), r)));
+    for (const char* signal : {"phi", "loss"}) {
+      v1::Observation o = Observe(r, signal);
+      o.set_audit_id("legacy");
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
+    }
+  }
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("legacy"));
+  EXPECT_TRUE(scorer_->GetResults("legacy")->complete());
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("new", Spec()));
+  EXPECT_TRUE(store_->GetAuditInfo("new")->reusable);
+  EXPECT_TRUE(scorer_->ReuseStoredRuns("new")->empty());
+}
+
+// What the coordinator asks before it counts a Complete: the observations of
+// one task (here models 3..5 with three models per task) the scorer lacks.
+TEST_F(ScorerTest, CheckTaskNamesWhatATaskHasNotSent) {
+  v1::AuditSpec spec = Spec();
+  spec.mutable_resources()->set_models_per_task(3);
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("p", spec));
+  auto observe = [](uint32_t run, const char* signal) {
+    v1::Observation o = Observe(run, signal);
+    o.set_audit_id("p");
+    return o;
+  };
+  const TaskRef task{"reference_model", 1};
+  EXPECT_THAT(scorer_->TaskOf(observe(4, "loss")), IsOkAndHolds(task));
+  EXPECT_THAT(scorer_->TaskOf(observe(7, "phi")), IsOkAndHolds(TaskRef{"reference_model", 2}));
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(observe(3, "phi")));
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(observe(3, "loss")));
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(observe(4, "phi")));
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(TaskCheck check, scorer_->CheckTask("p", task));
+  std::vector<std::string> missing;
+  for (const ObservationKey& k : check.missing) missing.push_back(k.ToString());
+  EXPECT_THAT(missing, ::testing::ElementsAre("run 4 point final signal loss",
+                                              "run 5 point final signal phi",
+                                              "run 5 point final signal loss"));
+  EXPECT_TRUE(check.audit_error.empty());
+  for (const auto& [run, signal] : {std::pair{4u, "loss"}, {5u, "phi"}, {5u, "loss"}}) {
+    MEMAUDIT_ASSERT_OK(scorer_->Ingest(observe(run, signal)));
+  }
+  EXPECT_TRUE(scorer_->CheckTask("p", task)->missing.empty());
+  EXPECT_THAT(scorer_->CheckTask("p", {"reference_model", 3}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(scorer_->CheckTask("p", {"canary_model", 0}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(scorer_->CheckTask("nope", task), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(scorer_->TaskOf(observe(8, "phi")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("observation.run")));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -265,7 +266,8 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreUnlearningFromStore(
   return std::optional<v1::AuditResults>(std::move(results));
 }
 
-void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& results) {
+void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& results,
+                       const std::string& team) {
   if (metrics == nullptr || !results.has_unlearning()) return;
   auto& auc = metrics::AddGauge(
       *metrics, "memaudit_unlearning_auc_ratio",
@@ -281,6 +283,7 @@ void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& re
       "with the same defense and classifier.");
   for (const v1::UnlearningAttackResult& a : results.unlearning().attacks()) {
     const prometheus::Labels labels = {{"audit", results.audit_id()},
+                                       {"team", team},
                                        {"defense", a.defense()},
                                        {"feature", a.feature()},
                                        {"classifier", a.classifier()}};
@@ -307,6 +310,42 @@ class Unlearning final : public KindHandler {
     return ScoreUnlearningFromStore(store, audit_id, spec);
   }
 
+  // One task per original model and side: run = the original, the point's
+  // prefix the side (common/unlearning_signals.h).
+  absl::StatusOr<TaskRef> TaskOf(const v1::AuditSpec& spec,
+                                 const v1::Observation& o) const override {
+    const bool target = absl::StartsWith(o.point(), unlearning::kTarget);
+    if (!target && !absl::StartsWith(o.point(), unlearning::kShadow)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.point: \"", o.point(), "\" is not a point of this audit"));
+    }
+    const v1::UnlearningSide& side = unlearning::SideSpec(spec.unlearning(), target);
+    if (o.run() >= side.originals()) {
+      return absl::InvalidArgumentError(absl::StrCat("observation.run: ", o.run(),
+                                                     " is outside the side's ", side.originals(),
+                                                     " original models"));
+    }
+    return TaskRef{target ? unlearning::kTargetRole : unlearning::kShadowRole, o.run()};
+  }
+
+  absl::StatusOr<std::vector<ObservationKey>> TaskObservations(ScorerStore& /*store*/,
+                                                               const std::string& /*audit_id*/,
+                                                               const v1::AuditSpec& spec,
+                                                               const TaskRef& task) const override {
+    const bool target = task.role == unlearning::kTargetRole;
+    if ((!target && task.role != unlearning::kShadowRole) ||
+        task.index >= unlearning::SideSpec(spec.unlearning(), target).originals()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task ", task.ToString(), " is not a task of this unlearning audit"));
+    }
+    const char* side = target ? unlearning::kTarget : unlearning::kShadow;
+    std::vector<ObservationKey> out;
+    for (const RequiredSignal& r : RequiredUnlearningSignals(spec.unlearning())) {
+      if (absl::StartsWith(r.point, side)) out.push_back({task.index, r.point, r.signal});
+    }
+    return out;
+  }
+
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
     v1::AuditResults partial;
     partial.set_kind("unlearning");
@@ -315,8 +354,9 @@ class Unlearning final : public KindHandler {
     return partial;
   }
 
-  void Publish(prometheus::Registry& registry, const v1::AuditResults& results) const override {
-    PublishUnlearning(&registry, results);
+  void Publish(prometheus::Registry& registry, const v1::AuditResults& results,
+               const std::string& team) const override {
+    PublishUnlearning(&registry, results, team);
   }
 };
 

@@ -52,11 +52,12 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
 absl::StatusOr<std::optional<v1::AuditResults>> ScoreUnlearningFromStore(
     ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec);
 
-// Gauges memaudit_unlearning_auc_ratio{audit, defense, feature, classifier}
+// Gauges memaudit_unlearning_auc_ratio{audit, team, defense, feature, classifier}
 // (feature "baseline" = classical MIA), memaudit_unlearning_degcount_ratio and
-// memaudit_unlearning_degrate_ratio{audit, defense, feature, classifier}
+// memaudit_unlearning_degrate_ratio{audit, team, defense, feature, classifier}
 // (not for the baseline, which they compare against).
-void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& results);
+void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& results,
+                       const std::string& team);
 
 // Observations, scoring, placeholder and gauges of the unlearning audit
 // (kind_handler.h).

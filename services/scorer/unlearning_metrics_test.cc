@@ -264,15 +264,15 @@ TEST(UnlearningMetricsTest, ScorerScoresOnceEveryTaskIsInAndPublishesGauges) {
   EXPECT_THAT(text,
               HasSubstr(absl::StrCat(
                   "memaudit_unlearning_auc_ratio{audit=\"u\",classifier=\"gradient_boosting\","
-                  "defense=\"none\",feature=\"sorted_diff\"} ")));
+                  "defense=\"none\",feature=\"sorted_diff\",team=\"\"} ")));
   EXPECT_THAT(text, HasSubstr("memaudit_unlearning_auc_ratio{audit=\"u\",classifier="
                               "\"logistic_regression\",defense=\"label_only\",feature="
-                              "\"baseline\"}"));
+                              "\"baseline\",team=\"\"}"));
   EXPECT_THAT(text, HasSubstr("memaudit_unlearning_degcount_ratio{audit=\"u\""));
   EXPECT_THAT(text, HasSubstr("memaudit_unlearning_degrate_ratio{audit=\"u\""));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("degcount_ratio{audit=\"u\",classifier="
                                              "\"gradient_boosting\",defense=\"none\",feature="
-                                             "\"baseline\"}")));
+                                             "\"baseline\",team=\"\"}")));
   scorer->reset();
   std::remove(path.c_str());
 }

@@ -311,7 +311,7 @@ class Forgetting final : public KindHandler {
   absl::StatusOr<std::vector<v1::Observation>> Run(
       const v1::Task& task, const StepCallback& on_steps,
       const ObservationSink& send_early) const override {
-    if (task.role() != "forgetting_trial") return UnknownRole(task);
+    if (task.role() != forgetting::kTrialRole) return UnknownRole(task);
     return RunForgettingTrial(task, on_steps, send_early);
   }
 };

@@ -132,6 +132,12 @@ absl::Status WorkerLoop::Register() {
       spdlog::info("registered as {}; scorer at {}", worker_id_, resp.scorer_address());
       return absl::OkStatus();
     }
+    if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      // No retry makes these credentials a worker's.
+      return absl::Status(FromGrpc(status).code(),
+                          absl::StrCat("register: ", status.error_message()));
+    }
     spdlog::warn("register: {} (retrying)", status.error_message());
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
@@ -148,6 +154,13 @@ absl::Status WorkerLoop::Run() {
     grpc::ClientContext ctx;
     Deadline(&ctx, static_cast<int>(options_.lease_wait_ms) + 5000);
     grpc::Status status = coordinator_->Lease(&ctx, req, &resp);
+    if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+      // The coordinator no longer takes this worker id (its capability key
+      // changed): register again, which fails if this worker may not lease.
+      spdlog::warn("lease: {} (registering again)", status.error_message());
+      if (absl::Status s = Register(); !s.ok()) return s;
+      continue;
+    }
     if (!status.ok()) {
       spdlog::warn("lease: {}", status.error_message());
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -215,11 +228,14 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
           metrics_.Progress(progress);
           return !stop.given && !stopping_;
         },
-        [&](const std::vector<v1::Observation>& early) { return StreamToScorer(early); });
+        [&](const std::vector<v1::Observation>& early) {
+          return StreamToScorer(early, lease.capability());
+        });
     // Streamed under the heartbeat: a scorer slow or briefly down must not
     // cost the lease while the stream is retried.
-    outcome =
-        observations.ok() && !stop.given ? StreamToScorer(*observations) : observations.status();
+    outcome = observations.ok() && !stop.given
+                  ? StreamToScorer(*std::move(observations), lease.capability())
+                  : observations.status();
   }  // ~Heartbeat joins the heartbeat thread, here or while an exception unwinds
 
   if (stop.given) {
@@ -306,7 +322,10 @@ void WorkerLoop::PauseUnlessStopping(absl::Duration duration) const {
   }
 }
 
-absl::Status WorkerLoop::StreamToScorer(const std::vector<v1::Observation>& observations) {
+absl::Status WorkerLoop::StreamToScorer(std::vector<v1::Observation> observations,
+                                        const std::string& capability) {
+  // The scorer stores an observation only with its task's capability.
+  for (v1::Observation& o : observations) o.set_capability(capability);
   constexpr int kTries = 5;  // 0.5 + 1 + 2 + 4 s apart
   absl::Status last;
   for (int attempt = 0;; ++attempt) {

@@ -60,9 +60,11 @@ class WorkerLoop {
   // backstop for the worker's own code (the engine's exceptions end in
   // RunTask).
   const char* RunOneNoThrow(const v1::LeaseResponse& lease);
-  // Streams to the scorer, again while it is UNAVAILABLE (5 tries over
+  // Streams to the scorer, each observation with the task's `capability`
+  // (LeaseResponse.capability), again while it is UNAVAILABLE (5 tries over
   // 7.5 s, fewer once stopping); an error says it came from the scorer.
-  absl::Status StreamToScorer(const std::vector<v1::Observation>& observations);
+  absl::Status StreamToScorer(std::vector<v1::Observation> observations,
+                              const std::string& capability);
   // Reports a task that ended with `status` (Fail with its FailureKind) and
   // returns the outcome label ("failed" or "released").
   const char* ReportFailure(const v1::LeaseResponse& lease, absl::Status status);

@@ -69,6 +69,38 @@ std::string HttpGet(int port, const std::string& path) {
   return body == std::string::npos ? "" : response.substr(body + 4);
 }
 
+bool HasSeries(const std::string& metrics, const std::string& name,
+               const std::map<std::string, std::string>& labels) {
+  std::istringstream lines(metrics);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.compare(0, name.size() + 1, name + "{") != 0) continue;
+    // key="value" pairs up to the closing brace; values may escape \" and \\.
+    std::map<std::string, std::string> found;
+    size_t i = name.size() + 1;
+    while (i < line.size() && line[i] != '}') {
+      const size_t eq = line.find("=\"", i);
+      if (eq == std::string::npos) break;
+      const std::string key = line.substr(i, eq - i);
+      std::string value;
+      for (i = eq + 2; i < line.size() && line[i] != '"'; ++i) {
+        if (line[i] == '\\' && i + 1 < line.size()) ++i;
+        value += line[i];
+      }
+      found[key] = value;
+      i += 1;  // the closing quote
+      if (i < line.size() && line[i] == ',') ++i;
+    }
+    bool all = true;
+    for (const auto& [key, value] : labels) {
+      auto it = found.find(key);
+      all = all && it != found.end() && it->second == value;
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
 std::string FreshTestDir(const std::string& suffix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string dir = absl::StrCat(::testing::TempDir(), "memaudit-it-", getpid(), "-",

@@ -3,6 +3,7 @@
 #ifndef MEMAUDIT_TESTS_INTEGRATION_CLUSTER_FIXTURE_H_
 #define MEMAUDIT_TESTS_INTEGRATION_CLUSTER_FIXTURE_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,11 @@ std::string Numbers(v1::AuditResults results);
 
 // GET http://127.0.0.1:port/path; returns the body ("" on failure).
 std::string HttpGet(int port, const std::string& path);
+
+// Whether the text exposition `metrics` has a series of `name` whose labels
+// include every one of `labels` (others, such as team, may be there too).
+bool HasSeries(const std::string& metrics, const std::string& name,
+               const std::map<std::string, std::string>& labels);
 
 // Headless Chromium, which renders the HTML report and the dashboard preview.
 inline constexpr char kChromium[] = "/usr/bin/chromium";

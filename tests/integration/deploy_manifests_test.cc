@@ -122,8 +122,9 @@ TEST(DeployManifestsTest, ContainersUseFlagsAndPortsTheBinariesHave) {
 }
 
 // Every service serves and calls over mutual TLS with its certificate from a
-// Secret, and the coordinator reads its callers' token hashes from one: each
-// file a flag names lies under a read-only mount of a Secret volume.
+// Secret, the coordinator reads its callers' token hashes from one, and the
+// coordinator and the scorer their shared capability key: each file a flag
+// names lies under a read-only mount of a Secret volume.
 TEST(DeployManifestsTest, CertificatesAndTokensComeFromSecrets) {
   for (const YAML::Node& w : Load().workloads) {
     const std::string name = w["metadata"]["name"].as<std::string>();
@@ -138,6 +139,7 @@ TEST(DeployManifestsTest, CertificatesAndTokensComeFromSecrets) {
     const YAML::Node container = pod["containers"][0];
     std::vector<std::string> flags = {"--tls-cert", "--tls-key", "--tls-ca"};
     if (name == "memaudit-coordinator") flags.push_back("--token-hashes");
+    if (name != "memaudit-worker") flags.push_back("--capability-key-file");
     for (const std::string& flag : flags) {
       const std::string path = FlagValue(container["args"], flag);
       ASSERT_FALSE(path.empty()) << flag;

@@ -61,9 +61,12 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
 
   // Gauges with bounded labels.
   const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
-  EXPECT_THAT(metrics, HasSubstr(absl::StrCat(
-                           "memaudit_exposure_log2{audit=\"", submitted->audit_id(),
-                           "\",estimator=\"exact\",insertions=\"40\",variant=\"base\"}")));
+  EXPECT_TRUE(HasSeries(metrics, "memaudit_exposure_log2",
+                        {{"audit", submitted->audit_id()},
+                         {"estimator", "exact"},
+                         {"insertions", "40"},
+                         {"variant", "base"}}))
+      << metrics;
   EXPECT_THAT(metrics, HasSubstr("memaudit_exposure_space_log2{audit="));
   EXPECT_THAT(metrics, ::testing::Not(HasSubstr(heavy.secret() + "\"")));
   if (access(kPromtoolBinary, X_OK) == 0) {
@@ -111,10 +114,12 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   EXPECT_GE(cx.curve(5).exposure(1), cx.curve(0).exposure(1));
   EXPECT_EQ(cx.curve(5).exposure(1), heavy.exposure());
   const std::string curve_metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
-  EXPECT_THAT(
-      curve_metrics,
-      HasSubstr(absl::StrCat("memaudit_exposure_curve_log2{audit=\"", curve_submitted->audit_id(),
-                             "\",insertions=\"40\",step=\"", per_epoch, "\",variant=\"base\"}")));
+  EXPECT_TRUE(HasSeries(curve_metrics, "memaudit_exposure_curve_log2",
+                        {{"audit", curve_submitted->audit_id()},
+                         {"insertions", "40"},
+                         {"step", absl::StrCat(per_epoch)},
+                         {"variant", "base"}}))
+      << curve_metrics;
   if (access(kPromtoolBinary, X_OK) == 0) {
     const PromtoolLint lint = RunPromtool(dir_, "exposure-curve-scorer", curve_metrics);
     EXPECT_EQ(lint.exit_code, 0) << lint.output;
@@ -218,14 +223,19 @@ TEST_F(ExposureAuditTest, SweepWithBaselineAndReferenceModels) {
   EXPECT_EQ(first.SerializeAsString(), x.variants(0).results().SerializeAsString());
 
   const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
-  EXPECT_THAT(metrics,
-              HasSubstr(absl::StrCat("memaudit_exposure_log2{audit=\"", submitted->audit_id(),
-                                     "\",estimator=\"baseline\",insertions=\"40\","
-                                     "variant=\"batch=8 units=32 epochs=4 lr=0.02\"}")));
+  EXPECT_TRUE(HasSeries(metrics, "memaudit_exposure_log2",
+                        {{"audit", submitted->audit_id()},
+                         {"estimator", "baseline"},
+                         {"insertions", "40"},
+                         {"variant", "batch=8 units=32 epochs=4 lr=0.02"}}))
+      << metrics;
   for (const char* estimator : {"baseline_sampled", "baseline_extrapolated", "calibrated_exact"}) {
-    EXPECT_THAT(metrics, HasSubstr(absl::StrCat("memaudit_exposure_log2{audit=\"",
-                                                submitted->audit_id(), "\",estimator=\"", estimator,
-                                                "\",insertions=\"0\",variant=\"base\"}")));
+    EXPECT_TRUE(HasSeries(metrics, "memaudit_exposure_log2",
+                          {{"audit", submitted->audit_id()},
+                           {"estimator", estimator},
+                           {"insertions", "0"},
+                           {"variant", "base"}}))
+        << estimator;
   }
   if (access(kPromtoolBinary, X_OK) == 0) {
     const PromtoolLint lint = RunPromtool(dir_, "exposure-sweep-scorer", metrics);

@@ -91,9 +91,10 @@ TEST_F(ForgettingAuditTest, InjectedExamplesAreDetectedThenForgotten) {
 
   // Gauges with bounded labels.
   const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
-  EXPECT_THAT(metrics, HasSubstr(absl::StrCat(
-                           "memaudit_forgetting_mi_accuracy_ratio{audit=\"", submitted->audit_id(),
-                           "\",steps_since_injection=\"0\",strategy=\"inject\"}")));
+  EXPECT_TRUE(HasSeries(
+      metrics, "memaudit_forgetting_mi_accuracy_ratio",
+      {{"audit", submitted->audit_id()}, {"steps_since_injection", "0"}, {"strategy", "inject"}}))
+      << metrics;
   EXPECT_THAT(metrics, HasSubstr("memaudit_forgetting_tpr_ratio{audit="));
   EXPECT_THAT(metrics, HasSubstr("memaudit_forgetting_epsilon_lower_bound{audit="));
   if (access(kPromtoolBinary, X_OK) == 0) {

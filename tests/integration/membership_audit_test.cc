@@ -44,9 +44,9 @@ TEST_F(MembershipAuditTest, CompletesAndScoresEveryAttack) {
   const std::string coordinator_metrics = HttpGet(cluster_->coordinator_metrics_port(), "/metrics");
   EXPECT_THAT(coordinator_metrics, HasSubstr("memaudit_coordinator_tasks{state=\"succeeded\"} 4"));
   const std::string scorer_metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
-  EXPECT_THAT(scorer_metrics,
-              HasSubstr(absl::StrCat("memaudit_membership_auc_ratio{attack=\"loss\",audit=\"",
-                                     submitted->audit_id(), "\"}")));
+  EXPECT_TRUE(HasSeries(scorer_metrics, "memaudit_membership_auc_ratio",
+                        {{"attack", "loss"}, {"audit", submitted->audit_id()}}))
+      << scorer_metrics;
   // SIGTERM shuts each service down cleanly.
   EXPECT_EQ(cluster_->coordinator()->Stop(), 0);
   EXPECT_EQ(cluster_->scorer()->Stop(), 0);

@@ -72,9 +72,10 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
 
   // The gauge, lint-clean.
   const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
-  EXPECT_THAT(metrics, HasSubstr(absl::StrCat("memaudit_relational_rm_norm_ratio{audit=\"",
-                                              submitted->audit_id(),
-                                              "\",metric=\"exact_match\",variant=\"units=64\"}")));
+  EXPECT_TRUE(HasSeries(
+      metrics, "memaudit_relational_rm_norm_ratio",
+      {{"audit", submitted->audit_id()}, {"metric", "exact_match"}, {"variant", "units=64"}}))
+      << metrics;
   if (access(kPromtoolBinary, X_OK) == 0) {
     const PromtoolLint lint = RunPromtool(dir_, "relational-scorer", metrics);
     EXPECT_EQ(lint.exit_code, 0) << lint.output;

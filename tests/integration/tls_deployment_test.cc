@@ -60,7 +60,8 @@ class TlsDeploymentTest : public ::testing::Test {
       for (const std::string& a :
            {std::string("--listen"), std::string("127.0.0.1:0"), std::string("--port-file"),
             port_file, std::string("--metrics-listen"), std::string("127.0.0.1:0"),
-            std::string("--db"), absl::StrCat(dir_, "/", service, ".db")}) {
+            std::string("--db"), absl::StrCat(dir_, "/", service, ".db"),
+            std::string("--capability-key-file"), certs_ + "/capability.key"}) {
         argv.push_back(a);
       }
     }

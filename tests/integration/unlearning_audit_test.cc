@@ -109,10 +109,12 @@ TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
 
   // Gauges with bounded labels, lint-clean.
   const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
-  EXPECT_THAT(metrics,
-              HasSubstr(absl::StrCat(
-                  "memaudit_unlearning_auc_ratio{audit=\"", submitted->audit_id(),
-                  "\",classifier=\"random_forest\",defense=\"none\",feature=\"sorted_diff\"}")));
+  EXPECT_TRUE(HasSeries(metrics, "memaudit_unlearning_auc_ratio",
+                        {{"audit", submitted->audit_id()},
+                         {"classifier", "random_forest"},
+                         {"defense", "none"},
+                         {"feature", "sorted_diff"}}))
+      << metrics;
   EXPECT_THAT(metrics, HasSubstr("memaudit_unlearning_degcount_ratio{audit="));
   EXPECT_THAT(metrics, HasSubstr("memaudit_unlearning_degrate_ratio{audit="));
   if (access(kPromtoolBinary, X_OK) == 0) {
