@@ -14,8 +14,11 @@
 #include "absl/strings/str_replace.h"
 #include "common/identity.h"
 #include "common/testing/status_matchers.h"
+#include "common/tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "memaudit/v1/scorer.grpc.pb.h"
+#include "memaudit/v1/worker.grpc.pb.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace memaudit::testing {
@@ -197,6 +200,79 @@ TEST_F(TeamsTest, EveryRpcWithoutCredentialsIsUnauthenticated) {
     EXPECT_THAT(c->Watch(audit, [](const v1::AuditEvent&) { return true; }), unauthenticated);
     EXPECT_THAT(c->Cancel(audit), unauthenticated);
     EXPECT_THAT(c->Report(audit), unauthenticated);
+  }
+  // The worker and scorer services too: every RPC answers before any work.
+  for (const std::string& token : {std::string(), std::string("not-a-known-token")}) {
+    ClientCredentials caller = nobody;
+    caller.token = token;
+    auto coordinator = MakeChannel(cluster_->coordinator_address(), caller);
+    auto scorer = MakeChannel(cluster_->scorer_address(), caller);
+    MEMAUDIT_ASSERT_OK(coordinator);
+    MEMAUDIT_ASSERT_OK(scorer);
+    auto workers = v1::WorkerService::NewStub(*coordinator);
+    auto scoring = v1::ScorerService::NewStub(*scorer);
+    const auto code = [](const grpc::Status& s) { return s.error_code(); };
+    constexpr auto kUnauthenticated = grpc::StatusCode::UNAUTHENTICATED;
+    {
+      grpc::ClientContext ctx;
+      v1::RegisterResponse r;
+      EXPECT_EQ(code(workers->Register(&ctx, v1::RegisterRequest(), &r)), kUnauthenticated);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::LeaseResponse r;
+      EXPECT_EQ(code(workers->Lease(&ctx, v1::LeaseRequest(), &r)), kUnauthenticated);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::HeartbeatResponse r;
+      EXPECT_EQ(code(workers->Heartbeat(&ctx, v1::HeartbeatRequest(), &r)), kUnauthenticated);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::CompleteResponse r;
+      EXPECT_EQ(code(workers->Complete(&ctx, v1::CompleteRequest(), &r)), kUnauthenticated);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::FailResponse r;
+      EXPECT_EQ(code(workers->Fail(&ctx, v1::FailRequest(), &r)), kUnauthenticated);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::OpenAuditResponse r;
+      EXPECT_EQ(code(scoring->OpenAudit(&ctx, v1::OpenAuditRequest(), &r)), kUnauthenticated);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::IngestResponse r;
+      auto writer = scoring->Ingest(&ctx, &r);
+      writer->Write(v1::Observation());
+      writer->WritesDone();
+      EXPECT_EQ(code(writer->Finish()), kUnauthenticated);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::AuditResults r;
+      v1::GetResultsRequest req;
+      req.set_audit_id(audit);
+      EXPECT_EQ(code(scoring->GetResults(&ctx, req, &r)), kUnauthenticated);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::GetResultsRequest req;
+      req.set_audit_id(audit);
+      auto reader = scoring->WatchResults(&ctx, req);
+      v1::AuditResults r;
+      while (reader->Read(&r)) {
+      }
+      EXPECT_EQ(code(reader->Finish()), kUnauthenticated);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::CheckTaskResponse r;
+      EXPECT_EQ(code(scoring->CheckTask(&ctx, v1::CheckTaskRequest(), &r)), kUnauthenticated);
+    }
   }
   // A worker's certificate is authenticated but not a team's.
   std::unique_ptr<cli::Client> worker = Connect(cluster_->worker_credentials());
