@@ -1,6 +1,8 @@
 // memaudit: the command-line client. Parses flags and dispatches to a command.
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -8,11 +10,101 @@
 #include "cli/commands.h"
 #include "common/data_roots.h"
 
+namespace {
+
+using namespace memaudit::cli;
+
+std::string LocalRootsDefault() {
+  return absl::StrCat(absl::StrJoin(memaudit::kDefaultDataRoots, ", "),
+                      " (those present) and the spec file's directory");
+}
+
+// --coordinator, the credentials and, for commands that print audits, -o.
+void AddRemoteFlags(CLI::App* cmd, RemoteOptions* remote, bool with_output) {
+  cmd->add_option("--coordinator", remote->coordinator,
+                  "coordinator address (env MEMAUDIT_COORDINATOR)")
+      ->capture_default_str();
+  // Env: MEMAUDIT_TLS_CA, MEMAUDIT_TLS_CERT, MEMAUDIT_TLS_KEY, MEMAUDIT_TOKEN(_FILE).
+  AddClientCredentialFlags(cmd, &remote->credentials, &remote->token_file);
+  if (with_output) {
+    cmd->add_option("-o,--output", remote->output, "table, json or yaml")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"table", "json", "yaml"}));
+  }
+}
+
+CLI::App* AddRunCommand(CLI::App* app, RunOptions* run) {
+  CLI::App* cmd = app->add_subcommand(
+      "run",
+      "Run an audit end to end on this machine: starts a scorer, a coordinator and "
+      "workers on loopback, shows progress, prints the results and stops everything.");
+  cmd->add_option("spec", run->spec_path, "audit spec (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-w,--workers", run->workers, "worker processes to start")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
+  cmd->add_option("--dir", run->dir,
+                  "directory for databases, logs and results.json "
+                  "(default: memaudit-runs/<timestamp>)");
+  cmd->add_option("--json", run->json_path, "also write the results JSON here");
+  cmd->add_option("--lease-ttl-ms", run->lease_ttl_ms, "how long a silent worker keeps its task")
+      ->capture_default_str();
+  cmd->add_option("--device", run->device,
+                  "where the workers train: cpu, cuda, cuda:N, or auto (CUDA when present)")
+      ->capture_default_str();
+  cmd->add_option("--data-root", run->data_roots,
+                  absl::StrCat(memaudit::kDataRootFlagHelp,
+                               "; passed to the coordinator and the workers (default: ",
+                               LocalRootsDefault(), ")"));
+  return cmd;
+}
+
+CLI::App* AddValidateCommand(CLI::App* app, std::string* spec_path,
+                             std::vector<std::string>* roots) {
+  CLI::App* cmd =
+      app->add_subcommand("validate", "Check a spec offline and explain every problem.");
+  cmd->add_option("spec", *spec_path, "audit spec (YAML)")->required();
+  cmd->add_option("--data-root", *roots,
+                  absl::StrCat(memaudit::kDataRootFlagHelp,
+                               "; check the spec's files against these (default: what `memaudit "
+                               "run` allows: ",
+                               LocalRootsDefault(), ")"));
+  return cmd;
+}
+
+CLI::App* AddSubmitCommand(CLI::App* app, std::string* spec_path, bool* watch,
+                           std::string* request_id) {
+  CLI::App* cmd =
+      app->add_subcommand("submit", "Submit a spec to a running coordinator; prints the audit id.");
+  cmd->add_option("spec", *spec_path, "audit spec (YAML)")->required()->check(CLI::ExistingFile);
+  cmd->add_flag("--watch", *watch, "follow progress until the audit ends");
+  cmd->add_option(
+      "--request-id", *request_id,
+      "idempotency key (at most 128 printable ASCII characters, no spaces): submitting again "
+      "with the same key and spec prints the audit the first submit created instead of "
+      "starting another (default: a random key, used for the one automatic retry)");
+  return cmd;
+}
+
+CLI::App* AddReportCommand(CLI::App* app, std::string* audit_id, ReportFiles* files) {
+  CLI::App* cmd = app->add_subcommand(
+      "report", "Print an audit's scored results; optionally write JSON, HTML and CSV.");
+  cmd->add_option("audit", *audit_id, "audit id")->required();
+  cmd->add_option("--json", files->json_path, "write the results JSON here");
+  cmd->add_option("--html", files->html_path,
+                  "write a self-contained HTML report (inline SVG plots) here");
+  cmd->add_option("--csv", files->csv_dir,
+                  "write attacks.csv, operating_points.csv and roc.csv into this directory");
+  cmd->add_option("--privacy-meter", files->privacy_meter_dir,
+                  "membership audits: write models/models_metadata.json and "
+                  "models/memberships.npy (ML Privacy Meter's layout) into this directory");
+  return cmd;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  using namespace memaudit::cli;
-  const std::string kLocalRootsDefault =
-      absl::StrCat(absl::StrJoin(memaudit::kDefaultDataRoots, ", "),
-                   " (those present) and the spec file's directory");
   CLI::App app{
       "memaudit audits how much a training recipe memorizes: it trains the models an audit\n"
       "needs, scores membership inference against them, and reports the numbers.\n\n"
@@ -23,99 +115,31 @@ int main(int argc, char** argv) {
   RemoteOptions remote;
   const char* env = std::getenv("MEMAUDIT_COORDINATOR");
   remote.coordinator = env != nullptr ? env : "127.0.0.1:7400";
-  auto add_remote = [&](CLI::App* cmd, bool with_output) {
-    cmd->add_option("--coordinator", remote.coordinator,
-                    "coordinator address (env MEMAUDIT_COORDINATOR)")
-        ->capture_default_str();
-    // Env: MEMAUDIT_TLS_CA, MEMAUDIT_TLS_CERT, MEMAUDIT_TLS_KEY, MEMAUDIT_TOKEN(_FILE).
-    AddClientCredentialFlags(cmd, &remote.credentials, &remote.token_file);
-    if (with_output) {
-      cmd->add_option("-o,--output", remote.output, "table, json or yaml")
-          ->capture_default_str()
-          ->check(CLI::IsMember({"table", "json", "yaml"}));
-    }
-  };
 
   RunOptions run;
-  CLI::App* run_cmd = app.add_subcommand(
-      "run",
-      "Run an audit end to end on this machine: starts a scorer, a coordinator and "
-      "workers on loopback, shows progress, prints the results and stops everything.");
-  run_cmd->add_option("spec", run.spec_path, "audit spec (YAML)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  run_cmd->add_option("-w,--workers", run.workers, "worker processes to start")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 256u));
-  run_cmd->add_option("--dir", run.dir,
-                      "directory for databases, logs and results.json "
-                      "(default: memaudit-runs/<timestamp>)");
-  run_cmd->add_option("--json", run.json_path, "also write the results JSON here");
-  run_cmd->add_option("--lease-ttl-ms", run.lease_ttl_ms, "how long a silent worker keeps its task")
-      ->capture_default_str();
-  run_cmd
-      ->add_option("--device", run.device,
-                   "where the workers train: cpu, cuda, cuda:N, or auto (CUDA when present)")
-      ->capture_default_str();
-  run_cmd->add_option("--data-root", run.data_roots,
-                      absl::StrCat(memaudit::kDataRootFlagHelp,
-                                   "; passed to the coordinator and the workers (default: ",
-                                   kLocalRootsDefault, ")"));
-
+  CLI::App* run_cmd = AddRunCommand(&app, &run);
   std::string spec_path;
   std::vector<std::string> validate_roots;
-  CLI::App* validate_cmd =
-      app.add_subcommand("validate", "Check a spec offline and explain every problem.");
-  validate_cmd->add_option("spec", spec_path, "audit spec (YAML)")->required();
-  validate_cmd->add_option(
-      "--data-root", validate_roots,
-      absl::StrCat(memaudit::kDataRootFlagHelp,
-                   "; check the spec's files against these (default: what `memaudit run` "
-                   "allows: ",
-                   kLocalRootsDefault, ")"));
-
+  CLI::App* validate_cmd = AddValidateCommand(&app, &spec_path, &validate_roots);
   bool watch = false;
   std::string request_id;
-  CLI::App* submit_cmd =
-      app.add_subcommand("submit", "Submit a spec to a running coordinator; prints the audit id.");
-  submit_cmd->add_option("spec", spec_path, "audit spec (YAML)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  submit_cmd->add_flag("--watch", watch, "follow progress until the audit ends");
-  submit_cmd->add_option(
-      "--request-id", request_id,
-      "idempotency key (at most 128 printable ASCII characters, no spaces): submitting again "
-      "with the same key and spec prints the audit the first submit created instead of "
-      "starting another (default: a random key, used for the one automatic retry)");
-  add_remote(submit_cmd, false);
+  CLI::App* submit_cmd = AddSubmitCommand(&app, &spec_path, &watch, &request_id);
+  AddRemoteFlags(submit_cmd, &remote, false);
 
   std::string audit_id;
   CLI::App* status_cmd =
       app.add_subcommand("status", "Show one audit, or list recent audits when none is named.");
   status_cmd->add_option("audit", audit_id, "audit id");
-  add_remote(status_cmd, true);
-
+  AddRemoteFlags(status_cmd, &remote, true);
   CLI::App* watch_cmd = app.add_subcommand("watch", "Follow an audit's progress until it ends.");
   watch_cmd->add_option("audit", audit_id, "audit id")->required();
-  add_remote(watch_cmd, false);
-
+  AddRemoteFlags(watch_cmd, &remote, false);
   CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel an audit; workers stop its tasks.");
   cancel_cmd->add_option("audit", audit_id, "audit id")->required();
-  add_remote(cancel_cmd, false);
-
+  AddRemoteFlags(cancel_cmd, &remote, false);
   ReportFiles report_files;
-  CLI::App* report_cmd = app.add_subcommand(
-      "report", "Print an audit's scored results; optionally write JSON, HTML and CSV.");
-  report_cmd->add_option("audit", audit_id, "audit id")->required();
-  report_cmd->add_option("--json", report_files.json_path, "write the results JSON here");
-  report_cmd->add_option("--html", report_files.html_path,
-                         "write a self-contained HTML report (inline SVG plots) here");
-  report_cmd->add_option("--csv", report_files.csv_dir,
-                         "write attacks.csv, operating_points.csv and roc.csv into this directory");
-  report_cmd->add_option("--privacy-meter", report_files.privacy_meter_dir,
-                         "membership audits: write models/models_metadata.json and "
-                         "models/memberships.npy (ML Privacy Meter's layout) into this directory");
-  add_remote(report_cmd, true);
+  CLI::App* report_cmd = AddReportCommand(&app, &audit_id, &report_files);
+  AddRemoteFlags(report_cmd, &remote, true);
 
   CLI11_PARSE(app, argc, argv);
   if (*run_cmd) return RunCommand(run);
