@@ -493,7 +493,9 @@ TEST_F(ScorerTest, CheckTaskNamesWhatATaskHasNotSent) {
   EXPECT_THAT(scorer_->CheckTask("p", {"canary_model", 0}),
               StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(scorer_->CheckTask("nope", task), StatusIs(absl::StatusCode::kNotFound));
-  EXPECT_THAT(scorer_->TaskOf(observe(8, "phi")),
+  v1::Observation past_the_plan = observe(7, "phi");  // Observe knows runs 0..7 only
+  past_the_plan.set_run(8);
+  EXPECT_THAT(scorer_->TaskOf(past_the_plan),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("observation.run")));
 }
 
