@@ -196,4 +196,29 @@ absl::Status Transaction::Commit() {
   return status;
 }
 
+absl::Status Migrate(Database* db, const std::string& path,
+                     absl::Span<const char* const> migrations, absl::string_view writer) {
+  int64_t version = 0;
+  {
+    // Finalized before any migration writes.
+    MEMAUDIT_ASSIGN_OR_RETURN(Statement read, db->Prepare("PRAGMA user_version"));
+    MEMAUDIT_ASSIGN_OR_RETURN(const bool has_row, read.Step());
+    if (has_row) version = read.Int(0);
+  }
+  const auto known = static_cast<int64_t>(migrations.size());
+  if (version > known) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": schema version ", version, " was written by a newer ", writer,
+                     " (this one ", "knows up to ", known, "); run that version or a newer one"));
+  }
+  for (int64_t v = version; v < known; ++v) {
+    Transaction tx(db);
+    MEMAUDIT_RETURN_IF_ERROR(tx.status());
+    MEMAUDIT_RETURN_IF_ERROR(db->Exec(migrations[static_cast<size_t>(v)]));
+    MEMAUDIT_RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA user_version = ", v + 1)));
+    MEMAUDIT_RETURN_IF_ERROR(tx.Commit());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace memaudit::sql

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace memaudit::sql {
 
@@ -87,6 +88,14 @@ class Transaction {
   absl::Status begin_;
   bool done_ = false;
 };
+
+// Brings `db` (at PRAGMA user_version v: the first v of `migrations`
+// applied; a new file is at 0) up to all of them, each in a transaction of
+// its own with its version. A database of a higher version, written by a
+// newer `writer` ("coordinator"), is FAILED_PRECONDITION naming `path`: this
+// one would not know its columns.
+absl::Status Migrate(Database* db, const std::string& path,
+                     absl::Span<const char* const> migrations, absl::string_view writer);
 
 }  // namespace memaudit::sql
 

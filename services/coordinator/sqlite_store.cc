@@ -54,33 +54,6 @@ constexpr const char* kMigrations[] = {
     "ALTER TABLE audits ADD COLUMN request_id TEXT NOT NULL DEFAULT '';"
     "CREATE UNIQUE INDEX audits_by_request ON audits(team, request_id) WHERE request_id != '';",
 };
-constexpr int64_t kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
-
-// Brings `db` (with kSchema's tables) up to kSchemaVersion, each migration in
-// a transaction of its own with its version. A database written by a newer
-// coordinator is refused: this one would not know its columns.
-absl::StatusOr<int64_t> SchemaVersion(sql::Database* db) {
-  MEMAUDIT_ASSIGN_OR_RETURN(sql::Statement read, db->Prepare("PRAGMA user_version"));
-  MEMAUDIT_ASSIGN_OR_RETURN(const bool has_row, read.Step());
-  return has_row ? read.Int(0) : 0;
-}  // the statement is finalized here, before any migration writes
-
-absl::Status Migrate(const std::string& path, sql::Database* db) {
-  MEMAUDIT_ASSIGN_OR_RETURN(const int64_t version, SchemaVersion(db));
-  if (version > kSchemaVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": schema version ", version, " was written by a newer coordinator (this ",
-        "one knows up to ", kSchemaVersion, "); run that version or a newer one"));
-  }
-  for (int64_t v = version; v < kSchemaVersion; ++v) {
-    sql::Transaction tx(db);
-    MEMAUDIT_RETURN_IF_ERROR(tx.status());
-    MEMAUDIT_RETURN_IF_ERROR(db->Exec(kMigrations[v]));
-    MEMAUDIT_RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA user_version = ", v + 1)));
-    MEMAUDIT_RETURN_IF_ERROR(tx.Commit());
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -88,7 +61,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
                                                                sql::OpenOptions options) {
   MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, sql::Database::Open(path, options));
   MEMAUDIT_RETURN_IF_ERROR(db->Exec(kSchema));
-  MEMAUDIT_RETURN_IF_ERROR(Migrate(path, db.get()));
+  MEMAUDIT_RETURN_IF_ERROR(sql::Migrate(db.get(), path, kMigrations, "coordinator"));
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
 }
 

@@ -121,13 +121,19 @@ absl::StatusOr<std::vector<v1::ReusedRun>> Scorer::ReuseStoredRuns(const std::st
   return reused;
 }
 
-absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
-  v1::AuditSpec spec;
-  auto kind = HandlerOf(o.audit_id(), &spec);
+absl::StatusOr<const KindHandler*> Scorer::HandlerOfObservation(const v1::Observation& o,
+                                                                v1::AuditSpec* spec) {
+  auto kind = HandlerOf(o.audit_id(), spec);
   if (kind.status().code() == absl::StatusCode::kNotFound) {
     return absl::NotFoundError(
         absl::StrCat("observation.audit_id: unknown audit \"", o.audit_id(), "\""));
   }
+  return kind;
+}
+
+absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
+  v1::AuditSpec spec;
+  auto kind = HandlerOfObservation(o, &spec);
   if (!kind.ok()) return kind.status();
   if (absl::Status s = (*kind)->ValidateObservation(spec, o); !s.ok()) return s;
   auto stored = store_->PutObservation(o);
@@ -143,11 +149,7 @@ absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
 
 absl::StatusOr<TaskRef> Scorer::TaskOf(const v1::Observation& o) {
   v1::AuditSpec spec;
-  auto kind = HandlerOf(o.audit_id(), &spec);
-  if (kind.status().code() == absl::StatusCode::kNotFound) {
-    return absl::NotFoundError(
-        absl::StrCat("observation.audit_id: unknown audit \"", o.audit_id(), "\""));
-  }
+  auto kind = HandlerOfObservation(o, &spec);
   if (!kind.ok()) return kind.status();
   return (*kind)->TaskOf(spec, o);
 }

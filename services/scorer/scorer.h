@@ -86,6 +86,9 @@ class Scorer {
   // The stored spec of `audit_id` and its kind's handler; NOT_FOUND for an
   // audit never opened.
   absl::StatusOr<const KindHandler*> HandlerOf(const std::string& audit_id, v1::AuditSpec* spec);
+  // HandlerOf the observation's audit; NOT_FOUND names observation.audit_id.
+  absl::StatusOr<const KindHandler*> HandlerOfObservation(const v1::Observation& o,
+                                                          v1::AuditSpec* spec);
   absl::Status Finish(const std::string& audit_id, v1::AuditResults results)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(scoring_mu_);
 

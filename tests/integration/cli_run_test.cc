@@ -13,23 +13,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct Output {
-  int exit_code;
-  std::string text;
-};
-
-Output Shell(const std::string& command) {
-  Output out{0, ""};
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.text.append(buffer, n);
-  out.exit_code = WEXITSTATUS(pclose(pipe));
-  return out;
-}
-
-std::string Memaudit() { return absl::StrCat(MEMAUDIT_BIN_DIR, "/memaudit"); }
-
 std::string WriteSpec(const std::string& dir, const std::string& yaml) {
   std::system(absl::StrCat("mkdir -p '", dir, "'").c_str());
   const std::string path = dir + "/spec.yaml";

@@ -24,6 +24,19 @@ std::string Slurp(const std::string& path) {
   return buffer.str();
 }
 
+std::string Memaudit() { return absl::StrCat(MEMAUDIT_BIN_DIR, "/memaudit"); }
+
+Output Shell(const std::string& command) {
+  Output out{0, ""};
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return Output{-1, "popen failed"};
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.text.append(buffer, n);
+  out.exit_code = WEXITSTATUS(pclose(pipe));
+  return out;
+}
+
 std::string RunCapture(const std::string& command) {
   std::string out;
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");

@@ -37,6 +37,16 @@ std::string Slurp(const std::string& path);
 // Runs a shell command; returns its stdout and stderr together.
 std::string RunCapture(const std::string& command);
 
+// A shell command's exit status and its stdout and stderr together.
+struct Output {
+  int exit_code;
+  std::string text;
+};
+Output Shell(const std::string& command);
+
+// The memaudit CLI binary of this build.
+std::string Memaudit();
+
 // The Chromium command line with flags that keep it from reaching for the
 // network or a display, using `profile` as its user-data directory.
 std::string Chromium(const std::string& profile);
