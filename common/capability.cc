@@ -9,11 +9,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/bounded_file.h"
+#include "common/status_macros.h"
 
 namespace memaudit {
 namespace {
@@ -78,18 +79,8 @@ absl::StatusOr<CapabilityKey> CapabilityKey::FromHex(absl::string_view hex) {
 }
 
 absl::StatusOr<CapabilityKey> CapabilityKey::FromFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--capability-key-file: cannot read \"", path, "\""));
-  }
-  std::string text(kMaxKeyFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxKeyFileBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--capability-key-file \"", path, "\": over ", kMaxKeyFileBytes, " bytes"));
-  }
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string text,
+                            ReadBoundedFile("--capability-key-file", path, kMaxKeyFileBytes));
   auto key = FromHex(text);
   if (!key.ok()) {
     return absl::InvalidArgumentError(

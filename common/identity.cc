@@ -4,8 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -13,6 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/bounded_file.h"
+#include "common/status_macros.h"
 
 namespace memaudit {
 namespace {
@@ -145,22 +145,13 @@ absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::Create(
 
 absl::Status Authenticator::Reload() {
   if (token_file_.empty()) return absl::OkStatus();
-  std::ifstream in(token_file_, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--token-file: cannot read \"", token_file_, "\""));
-  }
-  std::string text(kMaxTokenFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxTokenFileBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--token-file: over ", kMaxTokenFileBytes, " bytes"));
-  }
+  // The servers' flag (serving.h); a client's --token-file holds a token.
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string text,
+                            ReadBoundedFile("--token-hashes", token_file_, kMaxTokenFileBytes));
   auto entries = ParseTokenFile(text);
   if (!entries.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--token-file \"", token_file_, "\": ", entries.status().message()));
+        absl::StrCat("--token-hashes \"", token_file_, "\": ", entries.status().message()));
   }
   absl::MutexLock lock(&mu_);
   by_hash_ = *std::move(entries);

@@ -3,31 +3,24 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/bounded_file.h"
 #include "common/serving.h"
+#include "common/status_macros.h"
 
 namespace memaudit {
 namespace {
 
 absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read \"", path, "\""));
-  std::ostringstream text;
-  text << in.rdbuf();
   // A PEM file is small; a huge one is a wrong path (a dataset, /dev/zero).
   constexpr size_t kMaxPemBytes = 1 << 20;
-  if (text.str().size() > kMaxPemBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": \"", path, "\" is over ", kMaxPemBytes, " bytes; not a PEM file"));
-  }
-  if (text.str().find("-----BEGIN ") == std::string::npos) {
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string text, ReadBoundedFile(flag, path, kMaxPemBytes));
+  if (text.find("-----BEGIN ") == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(flag, ": \"", path, "\" holds no PEM block"));
   }
-  return text.str();
+  return text;
 }
 
 }  // namespace
@@ -52,8 +45,17 @@ void ApplyTlsEnvironment(TlsFlags* flags) {
   }
 }
 
-absl::Status CheckTlsFlags(const TlsFlags& flags, bool server) {
-  if (flags.insecure) return absl::OkStatus();
+namespace {
+
+// The PEM files `flags` name, each read once; empty where not named (and all
+// empty under --insecure). The rules of CheckTlsFlags.
+struct PemFiles {
+  std::string ca, cert, key;
+};
+
+absl::StatusOr<PemFiles> ReadTlsFiles(const TlsFlags& flags, bool server) {
+  PemFiles pems;
+  if (flags.insecure) return pems;
   if (flags.ca.empty()) {
     return absl::InvalidArgumentError(
         "--tls-ca: required (or --insecure for plain text without authentication)");
@@ -66,30 +68,29 @@ absl::Status CheckTlsFlags(const TlsFlags& flags, bool server) {
     return absl::InvalidArgumentError(absl::StrCat(flags.cert.empty() ? "--tls-cert" : "--tls-key",
                                                    ": give --tls-cert and --tls-key together"));
   }
-  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--tls-ca", flags.ca},
-                                   {"--tls-cert", flags.cert},
-                                   {"--tls-key", flags.key}}) {
-    if (path.empty()) continue;
-    if (auto pem = ReadPem(flag, path); !pem.ok()) return pem.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(pems.ca, ReadPem("--tls-ca", flags.ca));
+  if (!flags.cert.empty()) {
+    MEMAUDIT_ASSIGN_OR_RETURN(pems.cert, ReadPem("--tls-cert", flags.cert));
+    MEMAUDIT_ASSIGN_OR_RETURN(pems.key, ReadPem("--tls-key", flags.key));
   }
-  return absl::OkStatus();
+  return pems;
+}
+
+}  // namespace
+
+absl::Status CheckTlsFlags(const TlsFlags& flags, bool server) {
+  return ReadTlsFiles(flags, server).status();
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const TlsFlags& flags) {
-  if (absl::Status s = CheckTlsFlags(flags, /*server=*/true); !s.ok()) return s;
+  MEMAUDIT_ASSIGN_OR_RETURN(PemFiles pems, ReadTlsFiles(flags, /*server=*/true));
   if (flags.insecure) {
     spdlog::warn("INSECURE: serving plain text with no authentication (--insecure)");
     return grpc::InsecureServerCredentials();
   }
   grpc::SslServerCredentialsOptions options(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
-  auto ca = ReadPem("--tls-ca", flags.ca);
-  auto cert = ReadPem("--tls-cert", flags.cert);
-  auto key = ReadPem("--tls-key", flags.key);
-  for (const auto* pem : {&ca, &cert, &key}) {
-    if (!pem->ok()) return pem->status();
-  }
-  options.pem_root_certs = *ca;
-  options.pem_key_cert_pairs.push_back({*key, *cert});
+  options.pem_root_certs = std::move(pems.ca);
+  options.pem_key_cert_pairs.push_back({std::move(pems.key), std::move(pems.cert)});
   return grpc::SslServerCredentials(options);
 }
 
@@ -102,17 +103,11 @@ void AddClientCredentialFlags(CLI::App* app, ClientCredentials* credentials,
 
 absl::Status LoadClientToken(const std::string& token_file, ClientCredentials* credentials) {
   if (token_file.empty()) return absl::OkStatus();
-  std::ifstream in(token_file, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--token-file: cannot read \"", token_file, "\""));
-  }
   constexpr size_t kMaxTokenBytes = 4096;
-  std::string token(kMaxTokenBytes + 1, '\0');
-  in.read(token.data(), static_cast<std::streamsize>(token.size()));
-  token.resize(static_cast<size_t>(in.gcount()));
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string token,
+                            ReadBoundedFile("--token-file", token_file, kMaxTokenBytes));
   token = std::string(absl::StripAsciiWhitespace(token));
-  if (token.empty() || token.size() > kMaxTokenBytes) {
+  if (token.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--token-file: \"", token_file,
                                                    "\" must hold one token of 1 to ",
                                                    kMaxTokenBytes, " bytes"));
@@ -125,24 +120,16 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ad
                                                            const ClientCredentials& credentials,
                                                            grpc::ChannelArguments args) {
   const TlsFlags& flags = credentials.tls;
-  if (absl::Status s = CheckTlsFlags(flags, /*server=*/false); !s.ok()) return s;
+  MEMAUDIT_ASSIGN_OR_RETURN(PemFiles pems, ReadTlsFiles(flags, /*server=*/false));
   args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   if (flags.insecure) {
     return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   }
   grpc::SslCredentialsOptions options;
-  auto ca = ReadPem("--tls-ca", flags.ca);
-  if (!ca.ok()) return ca.status();
-  options.pem_root_certs = *ca;
-  if (!flags.cert.empty()) {
-    auto cert = ReadPem("--tls-cert", flags.cert);
-    if (!cert.ok()) return cert.status();
-    auto key = ReadPem("--tls-key", flags.key);
-    if (!key.ok()) return key.status();
-    options.pem_cert_chain = *cert;
-    options.pem_private_key = *key;
-  }
+  options.pem_root_certs = std::move(pems.ca);
+  options.pem_cert_chain = std::move(pems.cert);
+  options.pem_private_key = std::move(pems.key);
   std::shared_ptr<grpc::ChannelCredentials> channel_credentials = grpc::SslCredentials(options);
   if (!credentials.token.empty()) {
     // Sent only over TLS: gRPC refuses call credentials on plain text.

@@ -32,16 +32,6 @@ using ::testing::Not;
 
 constexpr char kBetaToken[] = "beta-secret-token-0123456789";
 
-constexpr char kSpecYaml[] = R"(name: teams
-seed: 5
-membership:
-  dataset: { pool_size: 64 }
-  model: { architecture: mlp, hidden: [] }
-  training: { epochs: 1, batch_size: 32, learning_rate: 0.1 }
-  reference_models: 4
-  attacks: [loss]
-)";
-
 std::vector<std::string> Ids(const absl::StatusOr<v1::ListResponse>& list) {
   std::vector<std::string> ids;
   EXPECT_THAT(list, IsOk());
@@ -83,7 +73,7 @@ class TeamsTest : public ClusterTest {
     beta.token = kBetaToken;
     beta_ = Connect(beta);
     admin_ = Connect(cluster_->admin_credentials());
-    std::ofstream(dir_ + "/spec.yaml") << kSpecYaml;
+    std::ofstream(dir_ + "/spec.yaml") << TinyMembershipYaml("teams");
   }
 
   std::unique_ptr<cli::Client> Connect(const ClientCredentials& credentials) {

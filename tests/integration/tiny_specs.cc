@@ -129,4 +129,16 @@ v1::AuditSpec TinyForgettingSpec() {
   return spec;
 }
 
+std::string TinyMembershipYaml(const std::string& name) {
+  return "name: " + name + R"(
+seed: 5
+membership:
+  dataset: { pool_size: 64 }
+  model: { architecture: mlp, hidden: [] }
+  training: { epochs: 1, batch_size: 32, learning_rate: 0.1 }
+  reference_models: 4
+  attacks: [loss]
+)";
+}
+
 }  // namespace memaudit::testing

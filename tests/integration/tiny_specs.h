@@ -14,6 +14,10 @@ namespace memaudit::testing {
 // A membership audit: `models` MLPs on a 200-example pool.
 v1::AuditSpec TinyMembershipSpec(uint32_t models = 4, uint32_t epochs = 3);
 
+// A spec file for the CLI: 4 logistic-regression models on 64 examples, one
+// epoch, the loss attack.
+std::string TinyMembershipYaml(const std::string& name);
+
 // Pseudo-English lines from a fixed word list (about `chars` bytes).
 std::string WordText(size_t chars);
 

@@ -21,16 +21,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kSpec[] = R"(name: tls-deployment
-seed: 5
-membership:
-  dataset: { pool_size: 64 }
-  model: { architecture: mlp, hidden: [] }
-  training: { epochs: 1, batch_size: 32, learning_rate: 0.1 }
-  reference_models: 4
-  attacks: [loss]
-)";
-
 class TlsDeploymentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,7 +29,7 @@ class TlsDeploymentTest : public ::testing::Test {
     ASSERT_EQ(RunStatus(absl::StrCat("MEMAUDIT_TEAMS='alpha' bash ", MEMAUDIT_SOURCE_DIR,
                                      "/scripts/make-certs.sh ", certs_, " >/dev/null")),
               0);
-    std::ofstream(dir_ + "/spec.yaml") << kSpec;
+    std::ofstream(dir_ + "/spec.yaml") << TinyMembershipYaml("tls-deployment");
   }
 
   static int RunStatus(const std::string& command) { return std::system(command.c_str()); }
