@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(
   cluster->capability_key_file_ = options.dir + "/capability.key";
   MEMAUDIT_RETURN_IF_ERROR(CapabilityKey::WriteNew(cluster->capability_key_file_));
   MEMAUDIT_RETURN_IF_ERROR(cluster->StartScorer(0));
-  MEMAUDIT_RETURN_IF_ERROR(cluster->StartCoordinator());
+  MEMAUDIT_RETURN_IF_ERROR(cluster->StartCoordinator(0));
   for (uint32_t i = 0; i < options.workers; ++i) {
     MEMAUDIT_RETURN_IF_ERROR(cluster->AddWorker());
   }
@@ -167,7 +167,7 @@ absl::Status EmbeddedCluster::StartScorer(int port) {
   return absl::OkStatus();
 }
 
-absl::Status EmbeddedCluster::StartCoordinator() {
+absl::Status EmbeddedCluster::StartCoordinator(int port) {
   std::vector<std::string> args = {"--scorer",       scorer_address(),
                                    "--lease-ttl-ms", absl::StrCat(options_.lease_ttl_ms),
                                    "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)};
@@ -175,7 +175,7 @@ absl::Status EmbeddedCluster::StartCoordinator() {
   args.push_back(capability_key_file_);
   for (std::string& arg : DataRootArgs(options_.data_roots)) args.push_back(std::move(arg));
   args.insert(args.end(), options_.coordinator_args.begin(), options_.coordinator_args.end());
-  MEMAUDIT_ASSIGN_OR_RETURN(auto service, StartService("coordinator", 0, args));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto service, StartService("coordinator", port, args));
   coordinator_ = std::move(service.process);
   coordinator_port_ = service.port;
   coordinator_metrics_port_ = service.metrics_port;
@@ -223,6 +223,12 @@ absl::Status EmbeddedCluster::RestartScorer(int signal) {
   scorer_->Signal(signal);
   scorer_->Stop();
   return StartScorer(scorer_port_);
+}
+
+absl::Status EmbeddedCluster::RestartCoordinator(int signal) {
+  coordinator_->Signal(signal);
+  coordinator_->Stop();
+  return StartCoordinator(coordinator_port_);
 }
 
 std::string EmbeddedCluster::coordinator_address() const {

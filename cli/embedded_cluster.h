@@ -69,6 +69,8 @@ class EmbeddedCluster {
   // Stops the scorer with `signal` (SIGKILL = a crash) and starts it again on
   // the same port and database.
   absl::Status RestartScorer(int signal);
+  // The same for the coordinator, on its port and database.
+  absl::Status RestartCoordinator(int signal);
   // Stops workers, then the coordinator, then the scorer.
   void Stop();
 
@@ -88,7 +90,8 @@ class EmbeddedCluster {
   // The TLS flags of the party named `name` (its certificate's file name).
   std::vector<std::string> TlsArgs(const std::string& name) const;
   absl::Status StartScorer(int port);
-  absl::Status StartCoordinator();
+  // On `port` (0 = any).
+  absl::Status StartCoordinator(int port);
   std::string Binary(const std::string& name) const;
 
   ClusterOptions options_;

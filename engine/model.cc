@@ -1,5 +1,7 @@
 #include "engine/model.h"
 
+#include <mutex>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/char_lm.h"
@@ -65,6 +67,12 @@ absl::Status ValidateModelSpec(const ModelSpec& spec) {
 
 absl::StatusOr<std::shared_ptr<Model>> BuildModel(const ModelSpec& spec, uint64_t init_seed) {
   MEMAUDIT_RETURN_IF_ERROR(ValidateModelSpec(spec));
+  // LibTorch's modules draw their initial weights from its one global
+  // generator: seeding it and building must not interleave with another
+  // thread's (a worker runs several tasks at once), or neither model is the
+  // one its seed names.
+  static std::mutex* const seeded_init = new std::mutex;
+  std::lock_guard<std::mutex> lock(*seeded_init);
   torch::manual_seed(init_seed);
   switch (spec.kind) {
     case ModelKind::kLogReg:

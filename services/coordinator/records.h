@@ -21,12 +21,14 @@ struct TaskRecord {
   std::string role;
   uint32_t index = 0;
   TaskState state = TaskState::kQueued;
-  // Leases that ended in a failure of the task or an expiry; a release does
-  // not count (its lease's increment is given back).
+  // Leases that ended in a failure of the task; a release or an expiry
+  // within its cap does not count (its lease's increment is given back).
   uint32_t attempts = 0;
   // Leases the worker gave back without the task failing (FailureKind
   // INTERRUPTED: shutdown, the scorer or coordinator unreachable).
   uint32_t releases = 0;
+  // Leases that expired (the worker went silent past the TTL).
+  uint32_t expiries = 0;
   uint64_t steps_total = 0;
   uint64_t steps_done = 0;
   std::string lease_id;

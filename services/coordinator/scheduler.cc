@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/capability.h"
 #include "common/spec_yaml.h"
+#include "common/task_fit.h"
 #include "services/coordinator/planner.h"
 #include "services/coordinator/spec_validator.h"
 
@@ -83,12 +84,12 @@ absl::Status Scheduler::Apply(const Mutation& m) {
     const size_t i = task_by_id_.at(t.task_id);
     metrics_.TaskChanged(tasks_[i], t, clock_->NowMs());
     // Counted once committed: a retry whose commit failed never happened.
-    // Only RetryOrFail (its error is the reason) and Release (which counts
-    // the release) put a leased task back in the queue.
+    // Only RetryOrFail (its error is the reason) and GiveBack (which counts
+    // the release or expiry) put a leased task back in the queue.
     if (tasks_[i].state == TaskState::kLeased && t.state == TaskState::kQueued) {
       if (t.releases > tasks_[i].releases) {
         metrics_.TaskReleased();
-      } else {
+      } else {  // a failure, or an expiry ("lease expired ...": lease_expired)
         metrics_.TaskRetried(t.error);
       }
     }
@@ -372,8 +373,8 @@ void Scheduler::ForgetStaleWorkers() {
   }
 }
 
-absl::StatusOr<std::optional<LeaseGrant>> Scheduler::Lease(const std::string& worker_id,
-                                                           int wait_ms) {
+absl::StatusOr<std::optional<LeaseGrant>> Scheduler::Lease(
+    const std::string& worker_id, int wait_ms, const std::optional<WorkerOffer>& offer) {
   const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
   absl::MutexLock lock(&mu_);
   // Alive while it waits here, however long the poll.
@@ -383,6 +384,8 @@ absl::StatusOr<std::optional<LeaseGrant>> Scheduler::Lease(const std::string& wo
       if (queued.state != TaskState::kQueued) continue;
       const AuditRecord& audit = audits_.at(queued.audit_id);
       if (IsTerminal(audit.state)) continue;
+      const TaskNeeds needs = NeedsOf(audit.spec.resources());
+      if (offer.has_value() ? !Fits(needs, offer->total, offer->free) : needs.gpus > 0) continue;
       TaskRecord t = queued;
       t.state = TaskState::kLeased;
       t.attempts += 1;
@@ -499,33 +502,39 @@ absl::Status Scheduler::Fail(const std::string& lease_id, const std::string& err
   return Apply(m);
 }
 
+void Scheduler::GiveBack(TaskRecord t, const std::string& reason, bool expired, Mutation* m) {
+  const uint32_t cap = expired ? options_.max_expiries_per_task : options_.max_releases_per_task;
+  uint32_t& given_back = expired ? t.expiries : t.releases;
+  const char* what = expired ? "expired" : "released";
+  if (given_back >= cap) {
+    RetryOrFail(
+        std::move(t),
+        absl::StrCat(reason, " (", what, " ", cap, " times already: counted as an attempt)"),
+        /*retryable=*/true, m);
+    return;
+  }
+  given_back += 1;
+  const std::string message =
+      absl::StrCat(reason, " (", expired ? "lease of " : "released by ", t.worker_id,
+                   "; attempt not counted; ", expired ? "expiry " : "release ", given_back,
+                   " of ", cap, ")");
+  t.state = TaskState::kQueued;
+  t.attempts = t.attempts > 0 ? t.attempts - 1 : 0;  // Lease counted this one
+  t.steps_done = 0;
+  t.lease_id.clear();
+  t.worker_id.clear();
+  t.error = reason;
+  m->events.push_back(Event(t.audit_id, "task_released", t.task_id, message));
+  m->tasks.push_back(std::move(t));
+}
+
 absl::Status Scheduler::Release(const std::string& lease_id, const std::string& reason) {
   absl::MutexLock lock(&mu_);
   auto task = FindLease(lease_id);
   if (!task.ok()) return task.status();
   TouchWorker((*task)->worker_id, clock_->NowMs());
-  TaskRecord t = **task;
   Mutation m;
-  const uint32_t cap = options_.max_releases_per_task;
-  if (t.releases >= cap) {
-    RetryOrFail(std::move(t),
-                absl::StrCat(reason, " (released ", cap, " times already: counted as an attempt)"),
-                /*retryable=*/true, &m);
-    return Apply(m);
-  }
-  const std::string worker = t.worker_id;
-  t.state = TaskState::kQueued;
-  t.attempts = t.attempts > 0 ? t.attempts - 1 : 0;  // Lease counted this one
-  t.releases += 1;
-  t.steps_done = 0;
-  t.lease_id.clear();
-  t.worker_id.clear();
-  t.error = reason;
-  m.events.push_back(
-      Event(t.audit_id, "task_released", t.task_id,
-            absl::StrCat(reason, " (released by ", worker, "; attempt not counted; release ",
-                         t.releases, " of ", cap, ")")));
-  m.tasks.push_back(std::move(t));
+  GiveBack(**task, reason, /*expired=*/false, &m);
   return Apply(m);
 }
 
@@ -541,7 +550,8 @@ absl::Status Scheduler::ExpireLeases() {
     // A failure may have cancelled this task in an earlier iteration.
     if (tasks_[task_by_id_.at(t.task_id)].state != TaskState::kLeased) continue;
     Mutation m;
-    RetryOrFail(t, absl::StrCat("lease expired (worker ", t.worker_id, " silent)"), true, &m);
+    GiveBack(t, absl::StrCat("lease expired (worker ", t.worker_id, " silent)"), /*expired=*/true,
+             &m);
     if (absl::Status s = Apply(m); !s.ok()) return s;
   }
   return absl::OkStatus();

@@ -40,6 +40,11 @@ struct SchedulerOptions {
   // loop) cannot keep an audit running forever. Generous: a release costs a
   // retrain, not the audit.
   uint32_t max_releases_per_task = 100;
+  // Expired leases a task may have without its attempt being counted. A
+  // silent worker may have been preempted or cut off (not the task's fault)
+  // or killed by the task itself (out of memory, every attempt): past this
+  // many, each expiry counts, so the second kind ends in a failed audit.
+  uint32_t max_expiries_per_task = 10;
   // Per-owner limits checked at Submit (quotas.h); the default limits nothing.
   QuotaConfig quotas;
 };
@@ -79,6 +84,12 @@ struct Submission {
 struct LeaseGrant {
   TaskRecord task;
   v1::AuditSpec spec;
+};
+
+// What a worker can take now (LeaseRequest.capabilities and .free).
+struct WorkerOffer {
+  v1::WorkerCapabilities total;
+  v1::WorkerCapabilities free;
 };
 
 struct HeartbeatVerdict {
@@ -131,8 +142,11 @@ class Scheduler {
   std::string RegisterWorker(const v1::WorkerCapabilities& capabilities);
   // Registrations not yet expired.
   size_t registered_workers() const;
-  // Waits up to `wait_ms` (real time) for a queued task.
-  absl::StatusOr<std::optional<LeaseGrant>> Lease(const std::string& worker_id, int wait_ms);
+  // Waits up to `wait_ms` (real time) for a queued task that fits `offer`
+  // (task_fit.h); without an offer (an older worker), any CPU task.
+  absl::StatusOr<std::optional<LeaseGrant>> Lease(
+      const std::string& worker_id, int wait_ms,
+      const std::optional<WorkerOffer>& offer = std::nullopt);
   absl::StatusOr<HeartbeatVerdict> Heartbeat(const std::string& lease_id, uint64_t steps_done);
   absl::Status Complete(const std::string& lease_id);
   // The task failed: re-queued if `retryable` and attempts remain (the
@@ -145,8 +159,9 @@ class Scheduler {
   // SchedulerOptions::max_releases_per_task it is Fail(retryable = true).
   // FAILED_PRECONDITION if the lease is not held.
   absl::Status Release(const std::string& lease_id, const std::string& reason);
-  // Takes back every lease whose deadline has passed on the clock, and
-  // forgets expired worker registrations.
+  // Takes back every lease whose deadline has passed on the clock (re-queued
+  // with the attempt given back, within max_expiries_per_task), and forgets
+  // expired worker registrations.
   absl::Status ExpireLeases();
 
   absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
@@ -176,6 +191,11 @@ class Scheduler {
                     std::string message) const;
   // Adds to `m` the requeue or terminal failure of a leased task.
   void RetryOrFail(TaskRecord task, const std::string& reason, bool retryable, Mutation* m)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds to `m` the return of a leased task to the queue with its attempt
+  // given back (a release, or an expiry when `expired`), or past the cap for
+  // that kind, RetryOrFail.
+  void GiveBack(TaskRecord task, const std::string& reason, bool expired, Mutation* m)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds to `m` the cancellation of every unfinished task of an audit.
   void CancelRemaining(const std::string& audit_id, const std::string& except_task, Mutation* m)

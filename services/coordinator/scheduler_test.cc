@@ -15,6 +15,18 @@ using ::testing::HasSubstr;
 
 class SchedulerTest : public SchedulerFixture {};
 
+std::vector<EventRecord> EventsOfType(Scheduler& s, const std::string& audit_id,
+                                      const std::string& type) {
+  std::vector<EventRecord> of;
+  auto events = s.EventsAfter(audit_id, 0, 1000);
+  EXPECT_TRUE(events.ok()) << events.status();
+  if (!events.ok()) return of;
+  for (const EventRecord& e : *events) {
+    if (e.type == type) of.push_back(e);
+  }
+  return of;
+}
+
 TEST_F(SchedulerTest, LeasesEveryTaskOnceThenSucceeds) {
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
   std::vector<std::string> leases;
@@ -103,16 +115,114 @@ TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {
   EXPECT_EQ(scheduler_->Get("a")->tasks().running(), 0u);
   LeaseGrant second = MustLease("live-worker");
   EXPECT_EQ(second.task.task_id, first.task.task_id);
-  EXPECT_EQ(second.task.attempts, 2u);
+  // A silent worker may have been preempted or cut off: no attempt spent.
+  EXPECT_EQ(second.task.attempts, 1u);
   EXPECT_NE(second.task.lease_id, first.task.lease_id);
   // The dead worker's lease no longer counts.
   auto verdict = scheduler_->Heartbeat(first.task.lease_id, 5);
   MEMAUDIT_ASSERT_OK(verdict);
   EXPECT_TRUE(verdict->stop);
-  auto events = scheduler_->EventsAfter("a", 0, 100);
-  bool retried = false;
-  for (const EventRecord& e : *events) retried |= e.type == "task_retried";
-  EXPECT_TRUE(retried);
+  EXPECT_TRUE(EventsOfType(*scheduler_, "a", "task_retried").empty());
+  const std::vector<EventRecord> released = EventsOfType(*scheduler_, "a", "task_released");
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].message,
+            "lease expired (worker dead-worker silent) (lease of dead-worker; attempt not "
+            "counted; expiry 1 of 10)");
+  EXPECT_THAT(metrics::Exposition(registry_),
+              HasSubstr("memaudit_coordinator_task_retries_total{reason=\"lease_expired\"} 1"));
+}
+
+// A task that kills its worker (out of memory) on every attempt looks like
+// a preempted one; past the cap its expiries count, and the audit fails.
+TEST_F(SchedulerTest, ExpiriesPastTheCapCountAsAttempts) {
+  options_.max_expiries_per_task = 2;
+  Reopen();
+  v1::AuditSpec spec = SmallMembershipSpec(4);
+  spec.mutable_resources()->set_max_attempts(1);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
+  for (int i = 0; i < 2; ++i) {
+    MustLease();
+    clock_.AdvanceMs(1000);
+    MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+    EXPECT_EQ(scheduler_->Get("a")->state(), v1::RUNNING);
+  }
+  MustLease();
+  clock_.AdvanceMs(1000);
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  auto audit = scheduler_->Get("a");
+  EXPECT_EQ(audit->state(), v1::FAILED);
+  EXPECT_THAT(audit->error(),
+              HasSubstr("failed after 1 attempt(s): lease expired (worker w silent) (expired 2 "
+                        "times already: counted as an attempt)"));
+}
+
+TEST_F(SchedulerTest, ExpiriesSurviveARestart) {
+  options_.max_expiries_per_task = 1;
+  Reopen();
+  v1::AuditSpec spec = SmallMembershipSpec(4);
+  spec.mutable_resources()->set_max_attempts(1);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
+  MustLease();
+  clock_.AdvanceMs(1000);
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  Reopen();
+  MustLease();
+  clock_.AdvanceMs(1000);
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  EXPECT_EQ(scheduler_->Get("a")->state(), v1::FAILED);
+}
+
+WorkerOffer Offer(uint32_t threads, uint32_t gpus, uint64_t memory_mb, uint32_t free_threads) {
+  WorkerOffer offer;
+  offer.total.set_threads(threads);
+  offer.total.set_gpus(gpus);
+  offer.total.set_memory_mb(memory_mb);
+  offer.free = offer.total;
+  offer.free.set_threads(free_threads);
+  return offer;
+}
+
+bool Leases(Scheduler& scheduler, const WorkerOffer& offer) {
+  auto grant = scheduler.Lease("w", 0, offer);
+  EXPECT_TRUE(grant.ok()) << grant.status();
+  return grant.ok() && grant->has_value();
+}
+
+TEST_F(SchedulerTest, LeasesOnlyTasksThatFitWhatTheWorkerHasFree) {
+  v1::AuditSpec spec = SmallMembershipSpec(4);
+  spec.mutable_resources()->set_threads_per_task(2);
+  spec.mutable_resources()->set_memory_mb_per_task(1000);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
+  EXPECT_FALSE(Leases(*scheduler_, Offer(4, 0, 4000, /*free_threads=*/1)));
+  EXPECT_FALSE(Leases(*scheduler_, Offer(4, 0, /*memory_mb=*/999, 4)));
+  EXPECT_FALSE(Leases(*scheduler_, Offer(4, /*gpus=*/1, 4000, 4)));  // GPU workers: GPU tasks
+  EXPECT_TRUE(Leases(*scheduler_, Offer(4, 0, 4000, 2)));
+}
+
+TEST_F(SchedulerTest, GpuTasksGoToGpuWorkersOnly) {
+  v1::AuditSpec spec = SmallMembershipSpec(4);
+  spec.mutable_resources()->set_gpus_per_task(1);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
+  EXPECT_FALSE(Leases(*scheduler_, Offer(8, 0, 0, 8)));
+  auto legacy = scheduler_->Lease("old-worker", 0);  // no offer: CPU tasks only
+  MEMAUDIT_ASSERT_OK(legacy);
+  EXPECT_FALSE(legacy->has_value());
+  WorkerOffer busy_gpu = Offer(8, 1, 0, 8);
+  busy_gpu.free.set_gpus(0);
+  EXPECT_FALSE(Leases(*scheduler_, busy_gpu));
+  EXPECT_TRUE(Leases(*scheduler_, Offer(8, 1, 0, 8)));
+}
+
+// A later task that fits is leased past an earlier one that does not.
+TEST_F(SchedulerTest, ATaskThatDoesNotFitHoldsNoOneElseUp) {
+  v1::AuditSpec wide = SmallMembershipSpec(4);
+  wide.mutable_resources()->set_threads_per_task(8);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("wide", wide));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("narrow", SmallMembershipSpec(4)));
+  auto grant = scheduler_->Lease("w", 0, Offer(2, 0, 0, 2));
+  MEMAUDIT_ASSERT_OK(grant);
+  ASSERT_TRUE(grant->has_value());
+  EXPECT_EQ((*grant)->task.audit_id, "narrow");
 }
 
 TEST_F(SchedulerTest, HeartbeatsKeepALeaseAlive) {
@@ -153,18 +263,6 @@ TEST_F(SchedulerTest, NonRetryableFailureFailsAtOnce) {
   LeaseGrant g = MustLease();
   MEMAUDIT_ASSERT_OK(scheduler_->Fail(g.task.lease_id, "dataset missing", false));
   EXPECT_EQ(scheduler_->Get("a")->state(), v1::FAILED);
-}
-
-std::vector<EventRecord> EventsOfType(Scheduler& s, const std::string& audit_id,
-                                      const std::string& type) {
-  std::vector<EventRecord> of;
-  auto events = s.EventsAfter(audit_id, 0, 1000);
-  EXPECT_TRUE(events.ok()) << events.status();
-  if (!events.ok()) return of;
-  for (const EventRecord& e : *events) {
-    if (e.type == type) of.push_back(e);
-  }
-  return of;
 }
 
 // A worker shutting down (or cut off from the scorer) hands its task back:

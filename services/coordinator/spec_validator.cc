@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "common/membership_tasks.h"
 #include "common/spec_paths.h"
+#include "common/task_fit.h"
 #include "services/coordinator/kind_handler.h"
 #include "services/coordinator/spec_rules.h"
 
@@ -30,6 +31,16 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
   }
   if (spec.resources().max_attempts() > 100) {
     problems.push_back({"resources.max_attempts", "must be in [1, 100]"});
+  }
+  if (spec.resources().gpus_per_task() > kMaxGpusPerTask) {
+    problems.push_back(
+        {"resources.gpus_per_task", absl::StrCat("must be in [0, ", kMaxGpusPerTask,
+                                                 "]: a worker process trains on one device (got ",
+                                                 spec.resources().gpus_per_task(), ")")});
+  }
+  if (spec.resources().memory_mb_per_task() > kMaxMemoryMbPerTask) {
+    problems.push_back(
+        {"resources.memory_mb_per_task", absl::StrCat("must be at most ", kMaxMemoryMbPerTask)});
   }
   const KindHandler* kind = HandlerFor(spec.kind_case());
   if (kind == nullptr) {

@@ -53,6 +53,8 @@ constexpr const char* kMigrations[] = {
     "ALTER TABLE audits ADD COLUMN team TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE audits ADD COLUMN request_id TEXT NOT NULL DEFAULT '';"
     "CREATE UNIQUE INDEX audits_by_request ON audits(team, request_id) WHERE request_id != '';",
+    // 3: expiries, the leases lost to a silent worker.
+    "ALTER TABLE tasks ADD COLUMN expiries INTEGER NOT NULL DEFAULT 0;",
 };
 
 }  // namespace
@@ -80,14 +82,14 @@ absl::Status SqliteStore::UpsertAudit(const AuditRecord& a, bool insert_only) {
 absl::Status SqliteStore::UpsertTask(const TaskRecord& t) {
   auto stmt = db_->Prepare(
       "INSERT OR REPLACE INTO tasks (task_id, audit_id, role, idx, state, attempts, steps_total, "
-      "steps_done, lease_id, worker_id, lease_deadline_ms, error, releases) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      "steps_done, lease_id, worker_id, lease_deadline_ms, error, releases, expiries) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, t.task_id).Bind(2, t.audit_id).Bind(3, t.role).Bind(4, int64_t{t.index});
   stmt->Bind(5, static_cast<int64_t>(t.state)).Bind(6, int64_t{t.attempts});
   stmt->Bind(7, static_cast<int64_t>(t.steps_total)).Bind(8, static_cast<int64_t>(t.steps_done));
   stmt->Bind(9, t.lease_id).Bind(10, t.worker_id).Bind(11, t.lease_deadline_ms).Bind(12, t.error);
-  stmt->Bind(13, int64_t{t.releases});
+  stmt->Bind(13, int64_t{t.releases}).Bind(14, int64_t{t.expiries});
   return stmt->Run();
 }
 
@@ -165,7 +167,8 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteStore::LoadTasks() {
   absl::MutexLock lock(&mu_);
   auto stmt = db_->Prepare(
       "SELECT t.task_id, t.audit_id, t.role, t.idx, t.state, t.attempts, t.steps_total, "
-      "t.steps_done, t.lease_id, t.worker_id, t.lease_deadline_ms, t.error, t.releases "
+      "t.steps_done, t.lease_id, t.worker_id, t.lease_deadline_ms, t.error, t.releases, "
+      "t.expiries "
       "FROM tasks t "
       "JOIN audits a ON a.audit_id = t.audit_id ORDER BY a.created_ms, a.audit_id, t.idx");
   if (!stmt.ok()) return stmt.status();
@@ -188,6 +191,7 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteStore::LoadTasks() {
     t.lease_deadline_ms = stmt->Int(10);
     t.error = stmt->Text(11);
     t.releases = static_cast<uint32_t>(stmt->Int(12));
+    t.expiries = static_cast<uint32_t>(stmt->Int(13));
     out.push_back(std::move(t));
   }
   return out;

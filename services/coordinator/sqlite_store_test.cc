@@ -141,21 +141,24 @@ INSERT INTO tasks VALUES ('a-1/reference_model/0', 'a-1', 'reference_model', 0, 
     EXPECT_EQ((*tasks)[0].lease_id, "l-x");
     EXPECT_EQ((*tasks)[0].attempts, 2u);
     EXPECT_EQ((*tasks)[0].releases, 0u);
+    EXPECT_EQ((*tasks)[0].expiries, 0u);
     TaskRecord t = (*tasks)[0];
     t.releases = 3;
+    t.expiries = 2;
     Mutation m;
     m.tasks.push_back(t);
     MEMAUDIT_ASSERT_OK((*store)->Commit(m));
   }
-  EXPECT_EQ(UserVersion(path), 2);
+  EXPECT_EQ(UserVersion(path), 3);
   // Opening again migrates nothing twice.
   auto store = SqliteStore::Open(path);
   MEMAUDIT_ASSERT_OK(store);
   EXPECT_EQ((*store)->LoadTasks()->at(0).releases, 3u);
+  EXPECT_EQ((*store)->LoadTasks()->at(0).expiries, 2u);
   // An audit from before owners has none (administrators only) and no key.
   EXPECT_EQ((*store)->LoadAudits()->at(0).team, "");
   EXPECT_EQ((*store)->LoadAudits()->at(0).request_id, "");
-  EXPECT_EQ(UserVersion(path), 2);
+  EXPECT_EQ(UserVersion(path), 3);
   unlink(path.c_str());
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -10,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/status_grpc.h"
 #include "common/status_macros.h"
+#include "common/task_fit.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -102,7 +105,15 @@ grpc::Status WorkerServiceImpl::Lease(grpc::ServerContext* ctx, const v1::LeaseR
   if (!id.ok()) return ToGrpc(id.status());
   // Seen before and after the long-poll, so an idle worker never looks gone.
   Seen(*id);
-  auto grant = scheduler_->Lease(*id, std::min(req->wait_ms(), kMaxLeaseWaitMs));
+  std::optional<WorkerOffer> offer;
+  if (req->has_capabilities()) {
+    const v1::WorkerCapabilities free = req->has_free() ? req->free() : req->capabilities();
+    if (std::string problem = CapabilityProblem(req->capabilities(), free); !problem.empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, problem);
+    }
+    offer = WorkerOffer{req->capabilities(), free};
+  }
+  auto grant = scheduler_->Lease(*id, std::min(req->wait_ms(), kMaxLeaseWaitMs), offer);
   Seen(*id);
   if (!grant.ok()) return ToGrpc(grant.status());
   if (!grant->has_value()) return grpc::Status::OK;

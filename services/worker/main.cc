@@ -11,8 +11,10 @@
 #include "common/data_roots.h"
 #include "common/process.h"
 #include "common/serving.h"
+#include "common/task_fit.h"
 #include "common/tls.h"
 #include "engine/device.h"
+#include "services/worker/machine.h"
 #include "services/worker/worker_loop.h"
 
 int main(int argc, char** argv) {
@@ -25,7 +27,26 @@ int main(int argc, char** argv) {
   options.coordinator = "127.0.0.1:7400";
   app.add_option("--coordinator", options.coordinator, "coordinator gRPC address")
       ->capture_default_str();
-  app.add_option("--threads", options.threads, "compute threads this worker offers")
+  app.add_option("--threads", options.threads,
+                 "compute threads this worker offers; it runs as many tasks at once as their "
+                 "resources.threads_per_task fit in these")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, kMaxWorkerThreads));
+  options.memory_mb = worker::UsableMemoryMb();
+  app.add_option("--memory-mb", options.memory_mb,
+                 "host memory this worker offers, in MiB; a task stating "
+                 "resources.memory_mb_per_task runs only within it (default: physical memory or "
+                 "the container's limit, the lower)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, kMaxWorkerMemoryMb));
+  int exit_when_idle_s = 0;
+  app.add_option("--exit-when-idle", exit_when_idle_s,
+                 "exit 0 once no task has run or been offered for this many seconds (a batch "
+                 "Job's worker); 0: never")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 7 * 24 * 3600));
+  app.add_option("--max-tasks", options.max_tasks,
+                 "lease at most this many tasks, then exit 0 once they end; 0: no limit")
       ->capture_default_str();
   std::string device = "cpu";
   app.add_option("--device", device,
@@ -57,6 +78,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("training on {}", *chosen);
+  // One device per process: a CUDA worker offers one GPU and takes GPU tasks only.
+  options.gpus = chosen->rfind("cuda", 0) == 0 ? 1 : 0;
+  options.exit_when_idle = absl::Seconds(exit_when_idle_s);
   if (absl::Status s = LoadClientToken(token_file, &options.credentials); !s.ok()) {
     spdlog::critical("{}", s.ToString());
     return 1;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/status_grpc.h"
+#include "common/task_fit.h"
 #include "services/worker/failure_kind.h"
 #include "services/worker/task_runner.h"
 
@@ -107,19 +109,42 @@ struct StopOrder {
 
 }  // namespace
 
+// A task on its thread. `done` is set (under WorkerLoop::mu_) as its
+// thread's last act, so Reap may join it.
+struct WorkerLoop::RunningTask {
+  TaskNeeds needs;
+  bool done = false;
+  std::thread thread;
+};
+
 WorkerLoop::WorkerLoop(WorkerOptions options, prometheus::Registry* metrics, HandlerLookup handlers)
     : options_(std::move(options)),
       handlers_(std::move(handlers)),
       coordinator_(v1::WorkerService::NewStub(Channel(options_.coordinator, options_.credentials))),
       metrics_(RealClock::Get(), metrics) {}
 
+WorkerLoop::~WorkerLoop() {
+  Stop();
+  Reap(/*all=*/true);
+}
+
+void WorkerLoop::Stop() {
+  stopping_ = true;
+  absl::MutexLock lock(&mu_);
+  changed_.SignalAll();
+}
+
 absl::Status WorkerLoop::Register() {
   v1::RegisterRequest req;
   req.mutable_capabilities()->set_threads(options_.threads);
   req.mutable_capabilities()->set_gpus(options_.gpus);
+  req.mutable_capabilities()->set_memory_mb(options_.memory_mb);
   req.mutable_capabilities()->set_hostname(Hostname());
-  // The coordinator may still be starting: retry for a while.
-  for (int attempt = 0; attempt < 60 && !stopping_; ++attempt) {
+  // The coordinator may be starting, restarting or rescheduled: a worker
+  // waits for it however long that takes, rather than exiting into a
+  // restart loop.
+  absl::Duration backoff = absl::Milliseconds(500);
+  for (int attempt = 1; !stopping_; ++attempt) {
     v1::RegisterResponse resp;
     grpc::ClientContext ctx;
     Deadline(&ctx, 2000);
@@ -138,18 +163,102 @@ absl::Status WorkerLoop::Register() {
       return absl::Status(FromGrpc(status).code(),
                           absl::StrCat("register: ", status.error_message()));
     }
-    spdlog::warn("register: {} (retrying)", status.error_message());
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    spdlog::warn("register (attempt {}): {} (retrying in {})", attempt, status.error_message(),
+                 absl::FormatDuration(backoff));
+    PauseUnlessStopping(backoff);
+    backoff = std::min(backoff * 2, options_.max_register_backoff);
   }
-  return absl::UnavailableError(absl::StrCat("coordinator ", options_.coordinator, " unreachable"));
+  return absl::OkStatus();
+}
+
+v1::WorkerCapabilities WorkerLoop::Free() const {
+  v1::WorkerCapabilities free;
+  free.set_threads(options_.threads);
+  free.set_gpus(options_.gpus);
+  free.set_memory_mb(options_.memory_mb);
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, task] : running_) {
+    if (!task->done) Reserve(task->needs, &free);
+  }
+  return free;
+}
+
+void WorkerLoop::Start(v1::LeaseResponse lease) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t id = next_task_++;
+  auto task = std::make_unique<RunningTask>();
+  task->needs = NeedsOf(lease.task().spec().resources());
+  RunningTask* raw = task.get();
+  running_[id] = std::move(task);
+  raw->thread = std::thread([this, raw, lease = std::move(lease)] {
+    WorkerMetrics::Task meter = metrics_.TaskStarted();
+    meter.Ended(RunOneNoThrow(lease, &meter));
+    absl::MutexLock done_lock(&mu_);
+    raw->done = true;
+    last_busy_ = absl::Now();
+    changed_.SignalAll();
+  });
+}
+
+void WorkerLoop::Reap(bool all) {
+  std::vector<std::unique_ptr<RunningTask>> ended;
+  {
+    absl::MutexLock lock(&mu_);
+    if (all) {
+      mu_.Await(absl::Condition(
+          +[](std::map<uint64_t, std::unique_ptr<RunningTask>>* running) {
+            for (const auto& [id, task] : *running) {
+              if (!task->done) return false;
+            }
+            return true;
+          },
+          &running_));
+    }
+    for (auto it = running_.begin(); it != running_.end();) {
+      if (it->second->done) {
+        ended.push_back(std::move(it->second));
+        it = running_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& task : ended) task->thread.join();  // never under mu_: it takes mu_ to end
 }
 
 absl::Status WorkerLoop::Run() {
   if (absl::Status s = Register(); !s.ok()) return s;
+  {
+    absl::MutexLock lock(&mu_);
+    last_busy_ = absl::Now();
+  }
+  uint32_t leased = 0;
   while (!stopping_) {
+    Reap(/*all=*/false);
+    {
+      absl::MutexLock lock(&mu_);
+      if (!device_error_.ok()) break;
+    }
+    if (options_.max_tasks > 0 && leased >= options_.max_tasks) {
+      spdlog::info("leased {} task(s) (--max-tasks): finishing them, then exiting", leased);
+      break;
+    }
+    const v1::WorkerCapabilities free = Free();
+    if (free.threads() == 0) {
+      // Every thread is busy: wait for a task to end.
+      absl::MutexLock lock(&mu_);
+      changed_.WaitWithTimeout(&mu_, absl::Seconds(1));
+      continue;
+    }
     v1::LeaseRequest req;
     req.set_worker_id(worker_id_);
     req.set_wait_ms(options_.lease_wait_ms);
+    v1::WorkerCapabilities* total = req.mutable_capabilities();
+    total->set_threads(options_.threads);
+    total->set_gpus(options_.gpus);
+    total->set_memory_mb(options_.memory_mb);
+    total->set_hostname(Hostname());
+    *req.mutable_free() = free;
     v1::LeaseResponse resp;
     grpc::ClientContext ctx;
     Deadline(&ctx, static_cast<int>(options_.lease_wait_ms) + 5000);
@@ -163,33 +272,53 @@ absl::Status WorkerLoop::Run() {
     }
     if (!status.ok()) {
       spdlog::warn("lease: {}", status.error_message());
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      {
+        absl::MutexLock lock(&mu_);
+        last_busy_ = absl::Now();  // an outage is not idleness
+      }
+      PauseUnlessStopping(absl::Milliseconds(500));
       continue;
     }
     if (resp.has_task()) {
-      metrics_.TaskStarted();
-      metrics_.TaskEnded(RunOneNoThrow(resp));
+      ++leased;
+      {
+        absl::MutexLock lock(&mu_);
+        last_busy_ = absl::Now();
+      }
+      Start(std::move(resp));
+      continue;
     }
-    if (!device_error_.ok()) {
-      // The task is reported (and retried elsewhere); this process's CUDA
-      // context may fail every task it takes from now on.
-      return absl::InternalError(
-          absl::StrCat("stopped leasing after a CUDA error, which can leave the process's CUDA "
-                       "context unusable; exiting so that a fresh process takes over: ",
-                       device_error_.message()));
+    if (options_.exit_when_idle > absl::ZeroDuration()) {
+      absl::MutexLock lock(&mu_);
+      if (running_.empty() && absl::Now() - last_busy_ >= options_.exit_when_idle) {
+        spdlog::info("no task for {} (--exit-when-idle): exiting",
+                     absl::FormatDuration(options_.exit_when_idle));
+        break;
+      }
     }
+  }
+  Reap(/*all=*/true);
+  absl::MutexLock lock(&mu_);
+  if (!device_error_.ok()) {
+    // The task is reported (and retried elsewhere); this process's CUDA
+    // context may fail every task it takes from now on.
+    return absl::InternalError(
+        absl::StrCat("stopped leasing after a CUDA error, which can leave the process's CUDA "
+                     "context unusable; exiting so that a fresh process takes over: ",
+                     device_error_.message()));
   }
   return absl::OkStatus();
 }
 
-const char* WorkerLoop::RunOneNoThrow(const v1::LeaseResponse& lease) {
+const char* WorkerLoop::RunOneNoThrow(const v1::LeaseResponse& lease, WorkerMetrics::Task* meter) {
   try {
-    return RunOne(lease);
+    return RunOne(lease, meter);
   } catch (...) {
     const absl::Status status =
         StatusOfCurrentException(absl::StrCat("worker running task ", lease.task().task_id()));
     try {
-      return ReportFailure(lease, status);
+      // No heartbeat runs now: try while the coordinator may still hold it.
+      return ReportFailure(lease, status, [] { return true; });
     } catch (...) {
       // Unreported, the lease expires and the coordinator retries the task.
       spdlog::error("task {}: could not report {}", lease.task().task_id(), status.ToString());
@@ -198,77 +327,81 @@ const char* WorkerLoop::RunOneNoThrow(const v1::LeaseResponse& lease) {
   }
 }
 
-const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease) {
+const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease, WorkerMetrics::Task* meter) {
   const v1::Task& task = lease.task();
   spdlog::info("task {} (attempt {}): training", task.task_id(), task.attempt());
   std::atomic<uint64_t> steps{0};
   StopOrder stop;
-  absl::Status outcome;  // of training, then of streaming the signals
-  {
-    Heartbeat heartbeat(absl::Milliseconds(heartbeat_ms_), [&] {
-      v1::HeartbeatRequest req;
-      req.set_worker_id(worker_id_);
-      req.set_lease_id(lease.lease_id());
-      req.set_steps_done(steps);
-      v1::HeartbeatResponse resp;
-      grpc::ClientContext ctx;
-      Deadline(&ctx, 5000);
-      grpc::Status status = coordinator_->Heartbeat(&ctx, req, &resp);
-      if (status.ok() && resp.stop()) {
-        absl::MutexLock lock(&stop.mu);
-        stop.reason = resp.reason();
-        stop.given = true;
-      }
-    });
-    // Never throws (task_runner.h): the engine's exceptions are statuses here.
-    absl::StatusOr<std::vector<v1::Observation>> observations = RunTask(
-        handlers_, options_.data_roots, task,
-        [&](const TrainingProgress& progress) {
-          steps = progress.steps;
-          metrics_.Progress(progress);
-          return !stop.given && !stopping_;
-        },
-        [&](const std::vector<v1::Observation>& early) {
-          return StreamToScorer(early, lease.capability());
-        });
-    // Streamed under the heartbeat: a scorer slow or briefly down must not
-    // cost the lease while the stream is retried.
-    outcome = observations.ok() && !stop.given
-                  ? StreamToScorer(*std::move(observations), lease.capability())
-                  : observations.status();
-  }  // ~Heartbeat joins the heartbeat thread, here or while an exception unwinds
-
+  const std::function<bool()> lease_held = [&stop] { return !stop.given; };
+  // The heartbeat runs until the task's end is reported: through training,
+  // streaming and Complete, so that waiting out a scorer or coordinator
+  // outage never costs the lease while the coordinator can be reached.
+  Heartbeat heartbeat(absl::Milliseconds(heartbeat_ms_), [&] {
+    v1::HeartbeatRequest req;
+    req.set_worker_id(worker_id_);
+    req.set_lease_id(lease.lease_id());
+    req.set_steps_done(steps);
+    v1::HeartbeatResponse resp;
+    grpc::ClientContext ctx;
+    Deadline(&ctx, 5000);
+    grpc::Status status = coordinator_->Heartbeat(&ctx, req, &resp);
+    if (status.ok() && resp.stop()) {
+      absl::MutexLock lock(&stop.mu);
+      stop.reason = resp.reason();
+      stop.given = true;
+    }
+  });
+  // Never throws (task_runner.h): the engine's exceptions are statuses here.
+  absl::StatusOr<std::vector<v1::Observation>> observations = RunTask(
+      handlers_, options_.data_roots, task,
+      [&](const TrainingProgress& progress) {
+        steps = progress.steps;
+        meter->Progress(progress);
+        return !stop.given && !stopping_;
+      },
+      [&](const std::vector<v1::Observation>& early) {
+        return StreamToScorer(early, lease.capability(), lease_held);
+      });
+  const absl::Status outcome =
+      observations.ok() && !stop.given
+          ? StreamToScorer(*std::move(observations), lease.capability(), lease_held)
+          : observations.status();
   if (stop.given) {
     absl::MutexLock lock(&stop.mu);
     spdlog::info("task {}: stopped by coordinator ({})", task.task_id(), stop.reason);
     return "stopped";
   }
-  if (!outcome.ok()) return ReportFailure(lease, std::move(outcome));
+  if (!outcome.ok()) return ReportFailure(lease, outcome, lease_held);
   v1::CompleteRequest req;
   req.set_worker_id(worker_id_);
   req.set_lease_id(lease.lease_id());
-  const absl::Status completed = Report(lease, "complete", [&](grpc::ClientContext* ctx) {
-    v1::CompleteResponse resp;
-    return coordinator_->Complete(ctx, req, &resp);
-  });
+  const absl::Status completed =
+      Report(lease, "complete", lease_held, [&](grpc::ClientContext* ctx) {
+        v1::CompleteResponse resp;
+        return coordinator_->Complete(ctx, req, &resp);
+      });
   if (completed.ok()) {
     spdlog::info("task {}: done after {} steps", task.task_id(), steps.load());
     return "succeeded";
   }
-  // The lease was taken back meanwhile (or the coordinator stayed out of
-  // reach until it will have been): the coordinator has moved on.
+  // The lease was taken back meanwhile, or the worker is shutting down with
+  // the coordinator out of reach: the coordinator re-queues the task.
   spdlog::warn("task {}: complete refused: {}", task.task_id(), completed.ToString());
   return "stopped";
 }
 
-const char* WorkerLoop::ReportFailure(const v1::LeaseResponse& lease, absl::Status status) {
+const char* WorkerLoop::ReportFailure(const v1::LeaseResponse& lease, absl::Status status,
+                                      const std::function<bool()>& lease_held) {
   const bool shutting_down = stopping_;
   // Stopped by Stop(): the worker is going away, not the task failing.
   if (shutting_down && status.code() == absl::StatusCode::kCancelled) {
     status = absl::CancelledError(absl::StrCat("worker ", worker_id_, " shutting down"));
   }
   const FailureVerdict verdict = ClassifyFailure(status, shutting_down);
-  if (verdict.device_unusable) device_error_ = status;
+  if (verdict.device_unusable) {
+    absl::MutexLock lock(&mu_);
+    device_error_ = status;
+  }
   spdlog::warn("task {} {} ({}): {}", lease.task().task_id(),
                verdict.kind == v1::INTERRUPTED ? "released" : "failed",
                v1::FailureKind_Name(verdict.kind), status.ToString());
@@ -278,40 +411,40 @@ const char* WorkerLoop::ReportFailure(const v1::LeaseResponse& lease, absl::Stat
   req.set_error(std::string(status.message()));
   req.set_kind(verdict.kind);
   req.set_retryable(verdict.kind != v1::TASK_FINAL);  // what an older coordinator reads
-  const absl::Status reported = Report(lease, "fail", [&](grpc::ClientContext* ctx) {
+  const absl::Status reported = Report(lease, "fail", lease_held, [&](grpc::ClientContext* ctx) {
     v1::FailResponse resp;
     return coordinator_->Fail(ctx, req, &resp);
   });
-  // Unheard, the lease expires and the coordinator retries the task (and
-  // counts the attempt) whatever the verdict.
+  // Unheard, the lease expires and the coordinator re-queues the task.
   if (!reported.ok()) spdlog::warn("fail: {}", reported.ToString());
   return verdict.kind == v1::INTERRUPTED ? "released" : "failed";
 }
 
 absl::Status WorkerLoop::Report(const v1::LeaseResponse& lease, const char* what,
+                                const std::function<bool()>& lease_held,
                                 const std::function<grpc::Status(grpc::ClientContext*)>& call) {
-  const absl::Duration ttl =
-      absl::Milliseconds(lease.lease_ttl_ms() > 0 ? lease.lease_ttl_ms() : 10000);
-  const absl::Time give_up = absl::Now() + ttl;
+  // Once stopping, a preempted pod's grace period is short: a few more seconds.
+  std::optional<absl::Time> give_up;
   absl::Duration backoff = absl::Milliseconds(200);
   for (int attempt = 1;; ++attempt) {
+    if (stopping_ && !give_up.has_value()) give_up = absl::Now() + absl::Seconds(5);
     grpc::ClientContext ctx;
     // Waits for the channel to (re)connect rather than failing at once
     // while the coordinator restarts; the deadline bounds the wait.
     ctx.set_wait_for_ready(true);
-    const absl::Time now = absl::Now();
-    ctx.set_deadline(absl::ToChronoTime(
-        std::min(now + absl::Seconds(5), std::max(give_up, now + absl::Seconds(1)))));
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     absl::Status status = FromGrpc(call(&ctx));
     if (status.code() != absl::StatusCode::kUnavailable &&
         status.code() != absl::StatusCode::kDeadlineExceeded) {
       return status;
     }
-    if (absl::Now() + backoff >= give_up) return status;
-    spdlog::warn("{} (task {}, attempt {}): {} (retrying)", what, lease.task().task_id(), attempt,
-                 status.ToString());
+    if (!lease_held() || (give_up.has_value() && absl::Now() + backoff >= *give_up)) {
+      return status;
+    }
+    spdlog::warn("{} (task {}, attempt {}): {} (retrying in {})", what, lease.task().task_id(),
+                 attempt, status.ToString(), absl::FormatDuration(backoff));
     absl::SleepFor(backoff);
-    backoff = std::min(backoff * 2, absl::Seconds(2));
+    backoff = std::min(backoff * 2, absl::Seconds(5));
   }
 }
 
@@ -323,12 +456,13 @@ void WorkerLoop::PauseUnlessStopping(absl::Duration duration) const {
 }
 
 absl::Status WorkerLoop::StreamToScorer(std::vector<v1::Observation> observations,
-                                        const std::string& capability) {
+                                        const std::string& capability,
+                                        const std::function<bool()>& lease_held) {
   // The scorer stores an observation only with its task's capability.
   for (v1::Observation& o : observations) o.set_capability(capability);
-  constexpr int kTries = 5;  // 0.5 + 1 + 2 + 4 s apart
+  absl::Duration backoff = absl::Milliseconds(500);
   absl::Status last;
-  for (int attempt = 0;; ++attempt) {
+  for (int attempt = 1;; ++attempt) {
     v1::IngestResponse resp;
     grpc::ClientContext ctx;
     Deadline(&ctx, 60000);
@@ -339,11 +473,16 @@ absl::Status WorkerLoop::StreamToScorer(std::vector<v1::Observation> observation
     writer->WritesDone();
     last = FromGrpc(writer->Finish());
     if (last.ok()) return last;
-    // Once stopping, the task is released at once rather than after the
-    // remaining tries (a preempted pod has a short grace period).
-    if (last.code() != absl::StatusCode::kUnavailable || stopping_ || attempt + 1 == kTries) break;
-    spdlog::warn("ingest: {} (retrying)", last.ToString());
-    PauseUnlessStopping(absl::Milliseconds(500 << attempt));
+    // A scorer restarting, rescheduled or drained is waited for while the
+    // lease is held; once stopping, the task is released at once (a
+    // preempted pod has a short grace period).
+    const bool out_of_reach = last.code() == absl::StatusCode::kUnavailable ||
+                              last.code() == absl::StatusCode::kDeadlineExceeded;
+    if (!out_of_reach || stopping_ || !lease_held()) break;
+    spdlog::warn("ingest (attempt {}): {} (retrying in {})", attempt, last.ToString(),
+                 absl::FormatDuration(backoff));
+    PauseUnlessStopping(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
   }
   // The reason the audit's events give for the release or failure.
   return absl::Status(last.code(),

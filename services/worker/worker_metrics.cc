@@ -43,17 +43,13 @@ WorkerMetrics::WorkerMetrics(const Clock* clock, prometheus::Registry* registry)
                        .Add({});
 }
 
-void WorkerMetrics::TaskStarted() {
-  task_start_ms_ = clock_->NowMs();
-  have_first_step_ = false;
-  last_ = TrainingProgress{};
-}
-
-void WorkerMetrics::Progress(const TrainingProgress& progress) {
-  if (steps_ == nullptr) return;
-  const int64_t now = clock_->NowMs();
-  if (progress.steps > last_.steps) steps_->Increment(progress.steps - last_.steps);
-  if (progress.examples > last_.examples) examples_->Increment(progress.examples - last_.examples);
+void WorkerMetrics::Task::Progress(const TrainingProgress& progress) {
+  const WorkerMetrics& m = *metrics_;
+  if (m.steps_ == nullptr) return;
+  const int64_t now = m.clock_->NowMs();
+  if (progress.steps > last_.steps) m.steps_->Increment(progress.steps - last_.steps);
+  if (progress.examples > last_.examples)
+    m.examples_->Increment(progress.examples - last_.examples);
   last_ = progress;
   if (!have_first_step_) {
     have_first_step_ = true;
@@ -63,16 +59,17 @@ void WorkerMetrics::Progress(const TrainingProgress& progress) {
   }
   if (now <= first_step_ms_) return;  // too soon to measure with a ms clock
   const double seconds = static_cast<double>(now - first_step_ms_) / 1000.0;
-  step_rate_->Set(static_cast<double>(progress.steps - first_step_.steps) / seconds);
-  example_rate_->Set(static_cast<double>(progress.examples - first_step_.examples) / seconds);
+  m.step_rate_->Set(static_cast<double>(progress.steps - first_step_.steps) / seconds);
+  m.example_rate_->Set(static_cast<double>(progress.examples - first_step_.examples) / seconds);
 }
 
-void WorkerMetrics::TaskEnded(const char* outcome) {
-  if (tasks_ == nullptr) return;
+void WorkerMetrics::Task::Ended(const char* outcome) {
+  const WorkerMetrics& m = *metrics_;
+  if (m.tasks_ == nullptr) return;
   const prometheus::Labels labels = {{"outcome", outcome}};
-  tasks_->Add(labels).Increment();
-  durations_->Add(labels, DurationBuckets())
-      .Observe(static_cast<double>(clock_->NowMs() - task_start_ms_) / 1000.0);
+  m.tasks_->Add(labels).Increment();
+  m.durations_->Add(labels, DurationBuckets())
+      .Observe(static_cast<double>(m.clock_->NowMs() - start_ms_) / 1000.0);
 }
 
 }  // namespace memaudit::worker

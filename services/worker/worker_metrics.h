@@ -11,9 +11,9 @@
 // as failed: the task's own failure), "released" (handed back without
 // counting an attempt: shutdown, the scorer or coordinator unreachable) or
 // "stopped" (the coordinator took the lease back or the audit was
-// cancelled). The throughput gauges are the average over the current
-// task's training so far (the most recent task's once idle), timed from its
-// first step so that data loading does not count as training time.
+// cancelled). The throughput gauges are the average over a task's training
+// so far (the task that reported last, when several run at once), timed
+// from its first step so that data loading does not count as training time.
 #ifndef MEMAUDIT_SERVICES_WORKER_WORKER_METRICS_H_
 #define MEMAUDIT_SERVICES_WORKER_WORKER_METRICS_H_
 
@@ -27,14 +27,31 @@ namespace memaudit::worker {
 
 class WorkerMetrics {
  public:
-  // `registry` may be null: every call is then a no-op. One task at a time.
+  // One task's share: made when its lease arrives, used by that task's
+  // thread only (tasks run concurrently; the families are thread-safe).
+  class Task {
+   public:
+    // `progress` is cumulative within the task.
+    void Progress(const TrainingProgress& progress);
+    // `outcome`: see above.
+    void Ended(const char* outcome);
+
+   private:
+    friend class WorkerMetrics;
+    Task(const WorkerMetrics* metrics, int64_t start_ms) : metrics_(metrics), start_ms_(start_ms) {}
+    const WorkerMetrics* metrics_;
+    int64_t start_ms_;
+    // The first step seen in this task, the baseline for throughput.
+    bool have_first_step_ = false;
+    int64_t first_step_ms_ = 0;
+    TrainingProgress first_step_;
+    TrainingProgress last_;
+  };
+
+  // `registry` may be null: every call is then a no-op.
   WorkerMetrics(const Clock* clock, prometheus::Registry* registry);
 
-  void TaskStarted();
-  // `progress` is cumulative within the current task.
-  void Progress(const TrainingProgress& progress);
-  // `outcome`: see above.
-  void TaskEnded(const char* outcome);
+  Task TaskStarted() const { return Task(this, clock_->NowMs()); }
 
  private:
   const Clock* const clock_;
@@ -45,12 +62,6 @@ class WorkerMetrics {
   prometheus::Counter* examples_ = nullptr;
   prometheus::Gauge* step_rate_ = nullptr;
   prometheus::Gauge* example_rate_ = nullptr;
-  int64_t task_start_ms_ = 0;
-  // The first step seen in this task, the baseline for throughput.
-  bool have_first_step_ = false;
-  int64_t first_step_ms_ = 0;
-  TrainingProgress first_step_;
-  TrainingProgress last_;
 };
 
 }  // namespace memaudit::worker

@@ -22,13 +22,13 @@ TEST(WorkerMetricsTest, CountsStepsAndMeasuresThroughputFromTheFirstStep) {
   EXPECT_THAT(metrics::Exposition(registry),
               HasSubstr("memaudit_worker_tasks_total{outcome=\"failed\"} 0\n"));
 
-  metrics.TaskStarted();
+  WorkerMetrics::Task task1 = metrics.TaskStarted();
   clock.AdvanceMs(5000);  // loading data: not training time
-  metrics.Progress({1, 16});
+  task1.Progress({1, 16});
   clock.AdvanceMs(2000);
-  metrics.Progress({21, 336});
+  task1.Progress({21, 336});
   clock.AdvanceMs(500);
-  metrics.TaskEnded("succeeded");
+  task1.Ended("succeeded");
 
   const std::string text = metrics::Exposition(registry);
   EXPECT_THAT(text, HasSubstr("memaudit_worker_training_steps_total 21\n"));
@@ -40,11 +40,11 @@ TEST(WorkerMetricsTest, CountsStepsAndMeasuresThroughputFromTheFirstStep) {
               HasSubstr("memaudit_worker_task_duration_seconds_sum{outcome=\"succeeded\"} 7.5\n"));
 
   // A second task adds to the counters from its own zero.
-  metrics.TaskStarted();
-  metrics.Progress({1, 16});
+  WorkerMetrics::Task task2 = metrics.TaskStarted();
+  task2.Progress({1, 16});
   clock.AdvanceMs(1000);
-  metrics.Progress({5, 80});
-  metrics.TaskEnded("stopped");
+  task2.Progress({5, 80});
+  task2.Ended("stopped");
   const std::string after = metrics::Exposition(registry);
   EXPECT_THAT(after, HasSubstr("memaudit_worker_training_steps_total 26\n"));
   EXPECT_THAT(after, HasSubstr("memaudit_worker_training_steps_per_second 4\n"));
@@ -54,9 +54,9 @@ TEST(WorkerMetricsTest, CountsStepsAndMeasuresThroughputFromTheFirstStep) {
 TEST(WorkerMetricsTest, WithoutARegistryEveryCallIsANoOp) {
   FakeClock clock;
   WorkerMetrics metrics(&clock, nullptr);
-  metrics.TaskStarted();
-  metrics.Progress({1, 1});
-  metrics.TaskEnded("failed");
+  WorkerMetrics::Task task3 = metrics.TaskStarted();
+  task3.Progress({1, 1});
+  task3.Ended("failed");
 }
 
 // This binary loads LibTorch, as the worker does. Its static TLS leaves no

@@ -7,13 +7,13 @@
 // memory). Either way the same loop goes on to lease and train the next
 // audit's tasks.
 //
-// Failures that are not the task's own (the worker stopped mid-task, the
-// scorer down when the signals are sent) release the task: it is trained
-// again without an attempt counted, so an audit allowed one attempt per
-// task still succeeds. A CUDA error is reported, then the worker stops
-// leasing and its Run() fails (memaudit-worker exits 1 on that). A final
-// failure reported while the coordinator does not answer is reported again
-// until it does, rather than lost to a lease expiry and retried.
+// Failures that are not the task's own cost no attempt: a worker stopped
+// mid-task releases its task (trained again without an attempt counted, so
+// an audit allowed one attempt per task still succeeds); a scorer or
+// coordinator outage is waited out without retraining. A CUDA error is reported, then the worker
+// stops leasing and its Run() fails (memaudit-worker exits 1 on that). A final failure reported
+// while the coordinator does not answer is reported again until it does, rather than lost to a
+// lease expiry and retried.
 #include <signal.h>
 
 #include <atomic>
@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -35,6 +36,7 @@
 #include "services/worker/kind_handler.h"
 #include "services/worker/worker_loop.h"
 #include "tests/integration/cluster_fixture.h"
+#include "tests/integration/in_process_worker.h"
 
 namespace memaudit::testing {
 namespace {
@@ -133,16 +135,6 @@ class VictimEngine : public worker::KindHandler {
 
 class WorkerFaultTest : public ClusterTest {
  protected:
-  // An in-process worker: what memaudit-worker runs, with `engine`.
-  struct Loop {
-    std::unique_ptr<worker::WorkerLoop> loop;
-    std::thread runner;
-    absl::Status result;
-    std::atomic<bool> returned{false};
-    // Run() is expected to fail (checked by the test itself).
-    bool expect_error = false;
-  };
-
   // A cluster without worker processes, and one in-process worker loop
   // whose engine is `engine_`.
   void StartFaultyWorker(Fault fault, int times) {
@@ -151,41 +143,20 @@ class WorkerFaultTest : public ClusterTest {
     loop_ = StartLoop(engine_.get());
   }
 
-  Loop* StartLoop(const worker::KindHandler* engine) {
+  InProcessWorker* StartLoop(const worker::KindHandler* engine) {
     worker::WorkerOptions options;
     options.coordinator = cluster_->coordinator_address();
     options.credentials = cluster_->worker_credentials();
     options.lease_wait_ms = 200;
-    auto loop = std::make_unique<Loop>();
-    loop->loop = std::make_unique<worker::WorkerLoop>(
-        options, nullptr, [engine](AuditKind) -> const worker::KindHandler* { return engine; });
-    Loop* l = loop.get();
-    l->runner = std::thread([l] {
-      l->result = l->loop->Run();
-      l->returned = true;
-    });
-    loops_.push_back(std::move(loop));
-    return l;
-  }
-
-  // Stop() (what SIGTERM does) and wait for Run to return.
-  static void StopLoop(Loop* l) {
-    l->loop->Stop();
-    if (l->runner.joinable()) l->runner.join();
-  }
-
-  // Waits up to `timeout` for `l`'s Run to return on its own.
-  static bool WaitForReturn(Loop* l, absl::Duration timeout) {
-    const absl::Time end = absl::Now() + timeout;
-    while (!l->returned && absl::Now() < end) absl::SleepFor(absl::Milliseconds(50));
-    return l->returned;
+    loops_.push_back(std::make_unique<InProcessWorker>(options, engine));
+    return loops_.back().get();
   }
 
   void TearDown() override {
     for (auto& l : loops_) {
-      StopLoop(l.get());
-      if (!l->expect_error) {
-        MEMAUDIT_EXPECT_OK(l->result);
+      l->Stop();
+      if (!expect_error_.count(l.get())) {
+        MEMAUDIT_EXPECT_OK(l->result());
       }
     }
   }
@@ -244,15 +215,17 @@ class WorkerFaultTest : public ClusterTest {
 
   // The loop is still running, and trains a whole audit with the real engine.
   void ExpectTheWorkerGoesOn() {
-    EXPECT_FALSE(loop_->returned);
+    EXPECT_FALSE(loop_->returned());
     Finished next;
     ASSERT_NO_FATAL_FAILURE(RunToCompletion(TinyMembershipSpec(), &next));
-    EXPECT_FALSE(loop_->returned);
+    EXPECT_FALSE(loop_->returned());
   }
 
   std::unique_ptr<FaultyEngine> engine_;
-  std::vector<std::unique_ptr<Loop>> loops_;
-  Loop* loop_ = nullptr;  // StartFaultyWorker's
+  std::vector<std::unique_ptr<InProcessWorker>> loops_;
+  // Loops whose Run() is expected to fail (checked by the test itself).
+  std::set<const InProcessWorker*> expect_error_;
+  InProcessWorker* loop_ = nullptr;  // StartFaultyWorker's
 };
 
 TEST_F(WorkerFaultTest, AnEngineExceptionFailsTheAuditAtOnceWithItsMessage) {
@@ -325,19 +298,19 @@ TEST_F(WorkerFaultTest, AWorkerStoppedMidTaskReleasesItAndTheAuditSucceedsOnAnot
         }
         return absl::CancelledError("training stopped");
       });
-  Loop* first = StartLoop(&engine);
+  InProcessWorker* first = StartLoop(&engine);
   v1::AuditSpec spec = TinyMembershipSpec();
   spec.mutable_resources()->set_max_attempts(1);
   const Outcome outcome = RunAudit(spec, [&](const v1::AuditEvent& e) {
     if (e.type() != "task_leased" || loops_.size() > 1) return;
     ASSERT_TRUE(training.WaitForNotificationWithTimeout(absl::Seconds(60)));
-    StopLoop(first);
+    first->Stop();
     StartLoop(&engine);
   });
 
   EXPECT_EQ(outcome.audit.state(), v1::SUCCEEDED) << outcome.audit.error();
-  EXPECT_TRUE(first->returned);
-  MEMAUDIT_EXPECT_OK(first->result);
+  EXPECT_TRUE(first->returned());
+  MEMAUDIT_EXPECT_OK(first->result());
   const std::vector<v1::AuditEvent> released =
       OfType(outcome, "task_released", engine.victim_task());
   ASSERT_EQ(released.size(), 1u);
@@ -376,37 +349,89 @@ TEST_F(WorkerFaultTest, ASigtermedWorkerProcessReleasesItsTaskAndExitsCleanly) {
   ExpectCompleteResults(outcome);
 }
 
-// The scorer down when a task's signals are sent (after the stream's own
-// retries) is not the task's failure: the task is released, and trained
-// again once the scorer is back, without an attempt counted.
-TEST_F(WorkerFaultTest, TheScorerDownWhenATaskEndsReleasesItUntilTheScorerIsBack) {
+// The scorer down while a task trains and when its signals are sent (a
+// scorer pod rescheduled, rolled or drained) is waited out: the worker keeps
+// its lease by heartbeating and streams again until the scorer is back, so
+// the task is trained once, with no attempt spent and nothing released.
+TEST_F(WorkerFaultTest, AScorerOutageIsWaitedOutWithoutRetrainingTheTask) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
+  absl::Mutex mu;
+  std::thread restarter;  // guarded by mu
   VictimEngine engine([&](const v1::Task& task, const worker::StepCallback& on_steps,
                           const worker::ObservationSink& send_early) {
-    // The scorer crashes while the task trains.
+    // The scorer crashes while the task trains and is back 10 s later,
+    // longer than the lease TTL.
     cluster_->scorer()->Signal(SIGKILL);
     cluster_->scorer()->Wait();
+    {
+      absl::MutexLock lock(&mu);
+      restarter = std::thread([this] {
+        absl::SleepFor(absl::Seconds(10));
+        MEMAUDIT_EXPECT_OK(cluster_->RestartScorer(SIGKILL));
+      });
+    }
     return worker::HandlerFor(task.spec().kind_case())->Run(task, on_steps, send_early);
   });
   StartLoop(&engine);
   v1::AuditSpec spec = TinyMembershipSpec();
   spec.mutable_resources()->set_max_attempts(1);
-  bool restarted = false;
-  const Outcome outcome = RunAudit(spec, [&](const v1::AuditEvent& e) {
-    if (e.type() != "task_released" || restarted) return;
-    restarted = true;
-    MEMAUDIT_EXPECT_OK(cluster_->RestartScorer(SIGKILL));
-  });
+  const Outcome outcome = RunAudit(spec);
+  {
+    absl::MutexLock lock(&mu);
+    if (restarter.joinable()) restarter.join();
+  }
 
   EXPECT_EQ(outcome.audit.state(), v1::SUCCEEDED) << outcome.audit.error();
-  EXPECT_TRUE(restarted);
-  const std::vector<v1::AuditEvent> released =
-      OfType(outcome, "task_released", engine.victim_task());
-  ASSERT_FALSE(released.empty());
-  EXPECT_THAT(released[0].message(), HasSubstr("streaming signals to the scorer"));
+  EXPECT_TRUE(OfType(outcome, "task_released").empty());
   EXPECT_TRUE(OfType(outcome, "task_retried").empty());
   EXPECT_TRUE(OfType(outcome, "task_failed").empty());
   ExpectOnlyFirstAttempts(outcome, engine.victim_task());
+  EXPECT_EQ(engine.victim_runs(), 1);
+  ExpectCompleteResults(outcome);
+}
+
+// The coordinator down for longer than the lease TTL while a task trains
+// (a crash, a reschedule) costs nothing: the worker trains on, reports
+// Complete again until the restarted coordinator answers, and the restarted
+// coordinator gives every held lease a TTL to be heard from.
+TEST_F(WorkerFaultTest, ACoordinatorOutageLongerThanTheLeaseTtlCostsNothing) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0, /*lease_ttl_ms=*/10000));
+  absl::Mutex mu;
+  std::thread restarter;  // guarded by mu
+  VictimEngine engine([&](const v1::Task& task, const worker::StepCallback& on_steps,
+                          const worker::ObservationSink& send_early) {
+    cluster_->coordinator()->Signal(SIGKILL);
+    cluster_->coordinator()->Wait();
+    {
+      absl::MutexLock lock(&mu);
+      restarter = std::thread([this] {
+        absl::SleepFor(absl::Seconds(12));
+        MEMAUDIT_EXPECT_OK(cluster_->RestartCoordinator(SIGKILL));
+      });
+    }
+    return worker::HandlerFor(task.spec().kind_case())->Run(task, on_steps, send_early);
+  });
+  StartLoop(&engine);
+  v1::AuditSpec spec = TinyMembershipSpec();
+  spec.mutable_resources()->set_max_attempts(1);
+  auto submitted = client_->Submit(spec);
+  MEMAUDIT_ASSERT_OK(submitted);
+  // A watch would end with the coordinator: wait for the restart, then follow.
+  {
+    absl::MutexLock lock(&mu);
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(
+                                        +[](std::thread* t) { return t->joinable(); }, &restarter),
+                                    absl::Seconds(120)))
+        << "the victim never ran";
+  }
+  restarter.join();
+  const Outcome outcome = Follow(submitted->audit_id());
+
+  EXPECT_EQ(outcome.audit.state(), v1::SUCCEEDED) << outcome.audit.error();
+  EXPECT_TRUE(OfType(outcome, "task_released").empty());
+  EXPECT_TRUE(OfType(outcome, "task_retried").empty());
+  ExpectOnlyFirstAttempts(outcome, engine.victim_task());
+  EXPECT_EQ(engine.victim_runs(), 1);
   ExpectCompleteResults(outcome);
 }
 
@@ -422,15 +447,15 @@ TEST_F(WorkerFaultTest, ACudaErrorIsReportedThenTheWorkerStopsLeasingWithAnError
         on_steps(1, 16);
         throw std::runtime_error("CUDA error: an illegal memory access was encountered");
       });
-  Loop* broken = StartLoop(&engine);
-  broken->expect_error = true;
+  InProcessWorker* broken = StartLoop(&engine);
+  expect_error_.insert(broken);
   v1::AuditSpec spec = TinyMembershipSpec();
   spec.mutable_resources()->set_max_attempts(2);
   auto submitted = client_->Submit(spec);
   MEMAUDIT_ASSERT_OK(submitted);
 
-  ASSERT_TRUE(WaitForReturn(broken, absl::Seconds(60)));
-  EXPECT_THAT(broken->result,
+  ASSERT_TRUE(broken->WaitForReturn(absl::Seconds(60)));
+  EXPECT_THAT(broken->result(),
               StatusIs(absl::StatusCode::kInternal,
                        AllOf(HasSubstr("stopped leasing"),
                              HasSubstr("CUDA error: an illegal memory access was encountered"))));

@@ -1,0 +1,49 @@
+// What a task needs of a worker and whether a worker can take it: the one
+// place both the coordinator (leasing) and the worker (how many tasks it
+// runs at once) decide it.
+#ifndef MEMAUDIT_COMMON_TASK_FIT_H_
+#define MEMAUDIT_COMMON_TASK_FIT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "memaudit/v1/spec.pb.h"
+#include "memaudit/v1/worker.pb.h"
+
+namespace memaudit {
+
+// Ceilings a worker may claim (checked before a claim is used): far above
+// any machine, low enough that sums cannot overflow.
+inline constexpr uint32_t kMaxWorkerThreads = 4096;
+inline constexpr uint32_t kMaxWorkerGpus = 64;
+inline constexpr uint64_t kMaxWorkerMemoryMb = uint64_t{1} << 24;  // 16 TiB
+// What a spec may ask of one task.
+inline constexpr uint32_t kMaxGpusPerTask = 1;  // one device per worker process
+inline constexpr uint64_t kMaxMemoryMbPerTask = kMaxWorkerMemoryMb;
+
+struct TaskNeeds {
+  uint32_t threads = 1;
+  uint32_t gpus = 0;
+  uint64_t memory_mb = 0;  // 0 = unstated
+};
+
+// From the spec's resources (defaults applied: threads_per_task 0 is 1).
+TaskNeeds NeedsOf(const v1::Resources& resources);
+
+// Whether a worker offering `total` in all with `free` free now takes a
+// task needing `needs`. A GPU worker (total.gpus > 0) takes GPU tasks only
+// and a CPU worker CPU tasks only: where a task trains follows from its spec.
+bool Fits(const TaskNeeds& needs, const v1::WorkerCapabilities& total,
+          const v1::WorkerCapabilities& free);
+
+// "" when `free` is within `total` and `total` within the ceilings above,
+// else what is wrong, naming `field` ("capabilities.threads: ...").
+std::string CapabilityProblem(const v1::WorkerCapabilities& total,
+                              const v1::WorkerCapabilities& free);
+
+// `free` less what a running task holds (never below 0).
+void Reserve(const TaskNeeds& needs, v1::WorkerCapabilities* free);
+
+}  // namespace memaudit
+
+#endif  // MEMAUDIT_COMMON_TASK_FIT_H_

@@ -1,0 +1,71 @@
+#include "common/task_fit.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memaudit {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::WorkerCapabilities Caps(uint32_t threads, uint32_t gpus, uint64_t memory_mb) {
+  v1::WorkerCapabilities c;
+  c.set_threads(threads);
+  c.set_gpus(gpus);
+  c.set_memory_mb(memory_mb);
+  return c;
+}
+
+TEST(TaskFitTest, NeedsComeFromTheResourcesWithOneThreadAtLeast) {
+  v1::Resources r;
+  EXPECT_EQ(NeedsOf(r).threads, 1u);
+  r.set_threads_per_task(3);
+  r.set_gpus_per_task(1);
+  r.set_memory_mb_per_task(512);
+  const TaskNeeds needs = NeedsOf(r);
+  EXPECT_EQ(needs.threads, 3u);
+  EXPECT_EQ(needs.gpus, 1u);
+  EXPECT_EQ(needs.memory_mb, 512u);
+}
+
+TEST(TaskFitTest, ATaskFitsWhatIsFree) {
+  const v1::WorkerCapabilities total = Caps(4, 0, 8192);
+  EXPECT_TRUE(Fits({2, 0, 4096}, total, Caps(2, 0, 4096)));
+  EXPECT_FALSE(Fits({3, 0, 0}, total, Caps(2, 0, 8192)));
+  EXPECT_FALSE(Fits({1, 0, 4097}, total, Caps(4, 0, 4096)));
+  EXPECT_TRUE(Fits({1, 0, 0}, total, Caps(1, 0, 0)));  // memory unstated
+}
+
+TEST(TaskFitTest, GpuTasksAndCpuTasksNeverCross) {
+  EXPECT_FALSE(Fits({1, 1, 0}, Caps(4, 0, 0), Caps(4, 0, 0)));
+  EXPECT_FALSE(Fits({1, 0, 0}, Caps(4, 1, 0), Caps(4, 1, 0)));
+  EXPECT_TRUE(Fits({1, 1, 0}, Caps(4, 1, 0), Caps(4, 1, 0)));
+  EXPECT_FALSE(Fits({1, 1, 0}, Caps(4, 1, 0), Caps(4, 0, 0)));  // its GPU is busy
+}
+
+TEST(TaskFitTest, ClaimsAreBoundedAndFreeIsWithinTotal) {
+  EXPECT_EQ(CapabilityProblem(Caps(4, 1, 1024), Caps(2, 0, 512)), "");
+  EXPECT_THAT(CapabilityProblem(Caps(0, 0, 0), Caps(0, 0, 0)), HasSubstr("capabilities.threads"));
+  EXPECT_THAT(CapabilityProblem(Caps(kMaxWorkerThreads + 1, 0, 0), Caps(1, 0, 0)),
+              HasSubstr("capabilities.threads"));
+  EXPECT_THAT(CapabilityProblem(Caps(4, kMaxWorkerGpus + 1, 0), Caps(1, 0, 0)),
+              HasSubstr("capabilities.gpus"));
+  EXPECT_THAT(CapabilityProblem(Caps(4, 0, kMaxWorkerMemoryMb + 1), Caps(1, 0, 0)),
+              HasSubstr("capabilities.memory_mb"));
+  EXPECT_THAT(CapabilityProblem(Caps(4, 0, 0), Caps(5, 0, 0)), HasSubstr("free.threads"));
+  EXPECT_THAT(CapabilityProblem(Caps(4, 0, 100), Caps(4, 0, 101)), HasSubstr("free.memory_mb"));
+}
+
+TEST(TaskFitTest, ReservingNeverGoesBelowZero) {
+  v1::WorkerCapabilities free = Caps(4, 1, 1000);
+  Reserve({3, 1, 600}, &free);
+  EXPECT_EQ(free.threads(), 1u);
+  EXPECT_EQ(free.gpus(), 0u);
+  EXPECT_EQ(free.memory_mb(), 400u);
+  Reserve({3, 1, 600}, &free);
+  EXPECT_EQ(free.threads(), 0u);
+  EXPECT_EQ(free.memory_mb(), 0u);
+}
+
+}  // namespace
+}  // namespace memaudit
