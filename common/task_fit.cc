@@ -23,9 +23,13 @@ bool Fits(const TaskNeeds& needs, const v1::WorkerCapabilities& total,
 
 std::string CapabilityProblem(const v1::WorkerCapabilities& total,
                               const v1::WorkerCapabilities& free) {
-  if (total.threads() == 0 || total.threads() > kMaxWorkerThreads) {
-    return absl::StrCat("capabilities.threads: must be in [1, ", kMaxWorkerThreads, "] (got ",
+  if (total.threads() > kMaxWorkerThreads) {
+    return absl::StrCat("capabilities.threads: must be at most ", kMaxWorkerThreads, " (got ",
                         total.threads(), ")");
+  }
+  if (total.hostname().size() > kMaxHostnameBytes) {
+    return absl::StrCat("capabilities.hostname: must be at most ", kMaxHostnameBytes,
+                        " bytes (got ", total.hostname().size(), ")");
   }
   if (total.gpus() > kMaxWorkerGpus) {
     return absl::StrCat("capabilities.gpus: must be at most ", kMaxWorkerGpus, " (got ",

@@ -4,6 +4,7 @@
 #ifndef MEMAUDIT_COMMON_TASK_FIT_H_
 #define MEMAUDIT_COMMON_TASK_FIT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -17,6 +18,7 @@ namespace memaudit {
 inline constexpr uint32_t kMaxWorkerThreads = 4096;
 inline constexpr uint32_t kMaxWorkerGpus = 64;
 inline constexpr uint64_t kMaxWorkerMemoryMb = uint64_t{1} << 24;  // 16 TiB
+inline constexpr size_t kMaxHostnameBytes = 253;                   // a DNS name's
 // What a spec may ask of one task.
 inline constexpr uint32_t kMaxGpusPerTask = 1;  // one device per worker process
 inline constexpr uint64_t kMaxMemoryMbPerTask = kMaxWorkerMemoryMb;
@@ -37,7 +39,8 @@ bool Fits(const TaskNeeds& needs, const v1::WorkerCapabilities& total,
           const v1::WorkerCapabilities& free);
 
 // "" when `free` is within `total` and `total` within the ceilings above,
-// else what is wrong, naming `field` ("capabilities.threads: ...").
+// else what is wrong, naming the field ("capabilities.threads: ..."). A
+// worker offering no threads is no problem: no task fits it.
 std::string CapabilityProblem(const v1::WorkerCapabilities& total,
                               const v1::WorkerCapabilities& free);
 

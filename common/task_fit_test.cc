@@ -1,5 +1,7 @@
 #include "common/task_fit.h"
 
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -45,7 +47,10 @@ TEST(TaskFitTest, GpuTasksAndCpuTasksNeverCross) {
 
 TEST(TaskFitTest, ClaimsAreBoundedAndFreeIsWithinTotal) {
   EXPECT_EQ(CapabilityProblem(Caps(4, 1, 1024), Caps(2, 0, 512)), "");
-  EXPECT_THAT(CapabilityProblem(Caps(0, 0, 0), Caps(0, 0, 0)), HasSubstr("capabilities.threads"));
+  EXPECT_EQ(CapabilityProblem(Caps(0, 0, 0), Caps(0, 0, 0)), "");
+  v1::WorkerCapabilities long_name = Caps(1, 0, 0);
+  long_name.set_hostname(std::string(kMaxHostnameBytes + 1, 'h'));
+  EXPECT_THAT(CapabilityProblem(long_name, Caps(1, 0, 0)), HasSubstr("capabilities.hostname"));
   EXPECT_THAT(CapabilityProblem(Caps(kMaxWorkerThreads + 1, 0, 0), Caps(1, 0, 0)),
               HasSubstr("capabilities.threads"));
   EXPECT_THAT(CapabilityProblem(Caps(4, kMaxWorkerGpus + 1, 0), Caps(1, 0, 0)),

@@ -29,6 +29,11 @@ packages=(
   chromium
   # data
   dataset-fashion-mnist fortunes
+  # scripts/container-test.sh: rootful Podman with runc (its containers.conf
+  # selects it), netavark and aardvark-dns for the pod's network (iptables),
+  # catatonit for the pod's infra container, debootstrap for the Debian 12
+  # base image (no registry is needed)
+  podman runc netavark aardvark-dns iptables catatonit debootstrap
 )
 
 missing=()

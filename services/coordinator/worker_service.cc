@@ -86,6 +86,10 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx, const v1::Reg
                                          v1::RegisterResponse* resp) {
   auto caller = auth_->Require(*ctx, {Role::kWorker});
   if (!caller.ok()) return ToGrpc(caller.status());
+  if (std::string problem = CapabilityProblem(req->capabilities(), req->capabilities());
+      !problem.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, problem);
+  }
   const std::string id = scheduler_->RegisterWorker(req->capabilities());
   Seen(id);
   resp->set_worker_id(BindWorkerId(key_, id, *caller));

@@ -171,6 +171,30 @@ TEST_F(WorkerServiceTest, ALeaseCarriesItsTasksCapabilityAndIdsBoundToTheCaller)
   EXPECT_EQ(Complete(worker, bound->lease_id).error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
+// A worker's claims are bounded and checked before they are used: a free
+// capacity above the offer, or a hostname no DNS name has, is refused by name.
+TEST_F(WorkerServiceTest, CapabilitiesOutOfBoundsAreRefusedByName) {
+  const std::string worker = Register();
+  grpc::ServerContext lease_ctx;
+  v1::LeaseRequest lease;
+  lease.set_worker_id(worker);
+  lease.mutable_capabilities()->set_threads(2);
+  lease.mutable_free()->set_threads(3);
+  v1::LeaseResponse none;
+  const grpc::Status refused = service_->Lease(&lease_ctx, &lease, &none);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("free.threads"));
+  EXPECT_FALSE(none.has_task());
+
+  grpc::ServerContext register_ctx;
+  v1::RegisterRequest req;
+  req.mutable_capabilities()->set_hostname(std::string(1000, 'h'));
+  v1::RegisterResponse resp;
+  const grpc::Status long_name = service_->Register(&register_ctx, &req, &resp);
+  EXPECT_EQ(long_name.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(long_name.error_message(), HasSubstr("capabilities.hostname"));
+}
+
 TEST_F(WorkerServiceTest, CompleteWithoutTheObservationsDoesNotCount) {
   const std::string worker = Register();
   v1::LeaseResponse lease = Lease(worker);
