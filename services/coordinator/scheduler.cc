@@ -514,10 +514,9 @@ void Scheduler::GiveBack(TaskRecord t, const std::string& reason, bool expired, 
     return;
   }
   given_back += 1;
-  const std::string message =
-      absl::StrCat(reason, " (", expired ? "lease of " : "released by ", t.worker_id,
-                   "; attempt not counted; ", expired ? "expiry " : "release ", given_back,
-                   " of ", cap, ")");
+  const std::string message = absl::StrCat(
+      reason, " (", expired ? "lease of " : "released by ", t.worker_id, "; attempt not counted; ",
+      expired ? "expiry " : "release ", given_back, " of ", cap, ")");
   t.state = TaskState::kQueued;
   t.attempts = t.attempts > 0 ? t.attempts - 1 : 0;  // Lease counted this one
   t.steps_done = 0;

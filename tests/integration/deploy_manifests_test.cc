@@ -154,8 +154,8 @@ Rendering Render(const std::string& dir) {
   std::filesystem::remove(file);
   for (const YAML::Node& o : r.objects) {
     if (std::optional<YAML::Node> pod = PodOf(o)) {
-      r.workloads.push_back(Workload{Str(o["kind"]), Str(Field(o, {"metadata", "name"})),
-                                     NamespaceOf(o), o, *pod});
+      r.workloads.push_back(
+          Workload{Str(o["kind"]), Str(Field(o, {"metadata", "name"})), NamespaceOf(o), o, *pod});
     }
   }
   for (const Workload& w : r.workloads) {
@@ -260,9 +260,16 @@ std::string PortName(const YAML::Node& pod, int number) {
 
 // A Kubernetes quantity ("2", "500m", "8Gi") in cores or bytes.
 std::optional<double> Quantity(const YAML::Node& node) {
-  static const std::map<std::string, double> kScale = {
-      {"", 1},   {"m", 1e-3}, {"k", 1e3},       {"M", 1e6},       {"G", 1e9},
-      {"T", 1e12}, {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}};
+  static const std::map<std::string, double> kScale = {{"", 1},
+                                                       {"m", 1e-3},
+                                                       {"k", 1e3},
+                                                       {"M", 1e6},
+                                                       {"G", 1e9},
+                                                       {"T", 1e12},
+                                                       {"Ki", 1024.0},
+                                                       {"Mi", 1048576.0},
+                                                       {"Gi", 1073741824.0},
+                                                       {"Ti", 1099511627776.0}};
   const std::string q = Str(node);
   const size_t unit = q.find_first_not_of("0123456789.");
   double value;
@@ -305,8 +312,7 @@ bool MapSelects(const YAML::Node& selector, const std::map<std::string, std::str
 // A LabelSelector (matchLabels and matchExpressions); an empty one selects all.
 bool LabelSelectorSelects(const YAML::Node& selector,
                           const std::map<std::string, std::string>& labels) {
-  if (IsMap(selector) && selector["matchLabels"] &&
-      !MapSelects(selector["matchLabels"], labels)) {
+  if (IsMap(selector) && selector["matchLabels"] && !MapSelects(selector["matchLabels"], labels)) {
     return false;
   }
   for (const YAML::Node& e : Field(selector, {"matchExpressions"})) {
@@ -327,7 +333,8 @@ bool LabelSelectorSelects(const YAML::Node& selector,
 std::vector<const Workload*> SelectedBy(const Rendering& r, const YAML::Node& service) {
   std::vector<const Workload*> out;
   for (const Workload& w : r.workloads) {
-    if (w.ns == NamespaceOf(service) && MapSelects(Field(service, {"spec", "selector"}), PodLabels(w))) {
+    if (w.ns == NamespaceOf(service) &&
+        MapSelects(Field(service, {"spec", "selector"}), PodLabels(w))) {
       out.push_back(&w);
     }
   }
@@ -373,7 +380,8 @@ std::vector<const Container*> Reached(const Rendering& r, const Container& from,
     const YAML::Node target = port["targetPort"] ? port["targetPort"] : port["port"];
     for (const Workload* w : SelectedBy(r, *service)) {
       for (const Container& c : r.containers) {
-        if (c.workload == w && PortOf(FlagValue(c.args, "--listen")) == ResolvePort(w->pod, target)) {
+        if (c.workload == w &&
+            PortOf(FlagValue(c.args, "--listen")) == ResolvePort(w->pod, target)) {
           out.push_back(&c);
         }
       }
@@ -401,7 +409,8 @@ TEST_F(DeployManifestsTest, EverySetUpRenders) {
     SCOPED_TRACE(r.dir);
     EXPECT_EQ(r.error, "");
     EXPECT_FALSE(r.workloads.empty());
-    for (const Container& c : r.containers) EXPECT_NE(c.binary, "") << "a container without command";
+    for (const Container& c : r.containers)
+      EXPECT_NE(c.binary, "") << "a container without command";
   }
   std::set<std::string> binaries;
   for (const Container& c : RenderingOf("base")->containers) binaries.insert(c.binary);
@@ -462,7 +471,8 @@ TEST_F(DeployManifestsTest, PrometheusAnnotationNamesTheMetricsPort) {
       std::set<std::string> metrics_ports;
       for (const Container& c : r.containers) {
         const std::string address = FlagValue(c.args, "--metrics-listen");
-        if (c.workload == &w && !address.empty()) metrics_ports.insert(absl::StrCat(PortOf(address)));
+        if (c.workload == &w && !address.empty())
+          metrics_ports.insert(absl::StrCat(PortOf(address)));
       }
       if (metrics_ports.empty()) continue;
       const YAML::Node annotations = Field(w.pod, {"metadata", "annotations"});
@@ -505,7 +515,8 @@ TEST_F(DeployManifestsTest, CertificatesAndTokensComeFromSecrets) {
       SCOPED_TRACE(absl::StrCat(r.dir, " ", c.workload->name, " ", c.binary));
       std::set<std::string> secret_volumes;
       for (const YAML::Node& v : Field(c.workload->pod, {"spec", "volumes"})) {
-        if (v["secret"] || (!OnKubernetes(r) && v["hostPath"])) secret_volumes.insert(Str(v["name"]));
+        if (v["secret"] || (!OnKubernetes(r) && v["hostPath"]))
+          secret_volumes.insert(Str(v["name"]));
       }
       std::vector<std::string> flags = {"--tls-cert", "--tls-key", "--tls-ca"};
       if (c.binary == "memaudit-coordinator") flags.push_back("--token-hashes");
@@ -707,7 +718,8 @@ TEST_F(DeployManifestsTest, KueueJobsAreSuspendedQueuedAndFitTheirQuota) {
     ++jobs;
     EXPECT_EQ(Str(Field(w.object, {"spec", "suspend"})), "true");
     EXPECT_EQ(Str(Field(w.pod, {"spec", "restartPolicy"})), "OnFailure");
-    const std::string queue = Str(Field(w.object, {"metadata", "labels", "kueue.x-k8s.io/queue-name"}));
+    const std::string queue =
+        Str(Field(w.object, {"metadata", "labels", "kueue.x-k8s.io/queue-name"}));
     std::optional<YAML::Node> local_queue = r->Find("LocalQueue", queue);
     ASSERT_TRUE(local_queue) << "queue-name: " << queue;
     EXPECT_EQ(NamespaceOf(*local_queue), w.ns);
@@ -805,8 +817,9 @@ TEST_F(DeployManifestsTest, DisruptionBudgetsNeverBlockADrain) {
         const int replicas = Field(w.object, {"spec", "replicas"}).as<int>(1);
         int n;
         if (!max_unavailable.empty()) {
-          EXPECT_TRUE(absl::EndsWith(max_unavailable, "%") ? max_unavailable != "0%"
-                                                           : absl::SimpleAtoi(max_unavailable, &n) && n >= 1)
+          EXPECT_TRUE(absl::EndsWith(max_unavailable, "%")
+                          ? max_unavailable != "0%"
+                          : absl::SimpleAtoi(max_unavailable, &n) && n >= 1)
               << "maxUnavailable: " << max_unavailable;
         } else {
           ASSERT_TRUE(absl::SimpleAtoi(min_available, &n)) << "minAvailable: " << min_available;
