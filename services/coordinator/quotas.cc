@@ -66,26 +66,53 @@ absl::Status ForEachEntry(const YAML::Node& node, const std::string& path,
   return absl::OkStatus();
 }
 
-absl::Status ParseLimits(const YAML::Node& node, const std::string& path, QuotaLimits* limits) {
+// A whole number in [min, max] at `value`, or nullopt.
+std::optional<uint64_t> WholeNumber(const YAML::Node& value, uint64_t min, uint64_t max) {
+  uint64_t parsed = 0;
+  const std::string text = value.IsScalar() ? value.Scalar() : "";
+  const bool digits = !text.empty() && text.size() <= 20 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || !absl::SimpleAtoi(text, &parsed) || parsed < min || parsed > max) {
+    return std::nullopt;
+  }
+  return parsed;
+}
+
+// A block of limits: `default:`, or a team's when `weight` is not null (a
+// team's block also takes the team's weight).
+absl::Status ParseLimits(const YAML::Node& node, const std::string& path, QuotaLimits* limits,
+                         std::optional<uint32_t>* weight) {
   return ForEachEntry(
       node, path, [&](const std::string& name, const YAML::Node& key, const YAML::Node& value) {
         const std::string key_path = absl::StrCat(path, ".", name);
+        if (name == "weight") {
+          if (weight == nullptr) {
+            return Bad(key, QuoteValue(key_path),
+                       "a weight is a team's own: set it under teams.NAME.weight");
+          }
+          std::optional<uint64_t> parsed = WholeNumber(value, 1, kMaxTeamWeight);
+          if (!parsed.has_value()) {
+            return Bad(value, key_path,
+                       absl::StrCat("must be a whole number in [1, ", kMaxTeamWeight, "] (got ",
+                                    Describe(value), "); leave it out for 1"));
+          }
+          *weight = static_cast<uint32_t>(*parsed);
+          return absl::OkStatus();
+        }
         std::optional<uint64_t>* field = Field(limits, name);
         if (field == nullptr) {
           return Bad(key, QuoteValue(key_path),
-                     "unknown limit (known: max_concurrent_audits, "
-                     "max_queued_tasks, max_models_per_audit, max_spec_bytes)");
+                     absl::StrCat("unknown limit (known: max_concurrent_audits, "
+                                  "max_queued_tasks, max_models_per_audit, max_spec_bytes",
+                                  weight == nullptr ? "" : ", and the team's weight", ")"));
         }
-        uint64_t parsed = 0;
-        const std::string text = value.IsScalar() ? value.Scalar() : "";
-        const bool digits = !text.empty() && text.size() <= 20 &&
-                            text.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits || !absl::SimpleAtoi(text, &parsed) || parsed > kMaxQuotaValue) {
+        std::optional<uint64_t> parsed = WholeNumber(value, 0, kMaxQuotaValue);
+        if (!parsed.has_value()) {
           return Bad(value, key_path,
                      absl::StrCat("must be a whole number in [0, ", kMaxQuotaValue, "] (got ",
                                   Describe(value), "); leave it out for no limit"));
         }
-        *field = parsed;
+        *field = *parsed;
         return absl::OkStatus();
       });
 }
@@ -104,6 +131,11 @@ QuotaLimits QuotaConfig::For(const std::string& team) const {
     if (!(out.*member).has_value()) out.*member = defaults.*member;
   }
   return out;
+}
+
+uint32_t QuotaConfig::WeightOf(const std::string& team) const {
+  auto it = weights.find(team);
+  return it == weights.end() ? 1 : it->second;
 }
 
 absl::Status CheckQuota(const QuotaLimits& limits, const std::string& who, const QuotaUsage& usage,
@@ -154,7 +186,9 @@ absl::StatusOr<QuotaConfig> ParseQuotaFile(absl::string_view yaml) {
   try {
     absl::Status s = ForEachEntry(
         root, "", [&](const std::string& name, const YAML::Node& key, const YAML::Node& value) {
-          if (name == "default") return ParseLimits(value, "default", &config.defaults);
+          if (name == "default") {
+            return ParseLimits(value, "default", &config.defaults, /*weight=*/nullptr);
+          }
           if (name != "teams") {
             return Bad(key, QuoteValue(name), "unknown key (known: default, teams)");
           }
@@ -169,7 +203,10 @@ absl::StatusOr<QuotaConfig> ParseQuotaFile(absl::string_view yaml) {
                 if (config.teams.size() >= kMaxQuotaTeams) {
                   return Bad(team_key, "teams", absl::StrCat("at most ", kMaxQuotaTeams, " teams"));
                 }
-                return ParseLimits(block, path, &config.teams[team]);
+                std::optional<uint32_t> weight;
+                absl::Status s = ParseLimits(block, path, &config.teams[team], &weight);
+                if (s.ok() && weight.has_value()) config.weights[team] = *weight;
+                return s;
               });
         });
     if (!s.ok()) return s;

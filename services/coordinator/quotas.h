@@ -9,12 +9,19 @@
 //   teams:
 //     alpha:
 //       max_concurrent_audits: 8
+//       weight: 3                # its share of leases (default 1)
 //     beta: {}                   # the defaults
 //
 // A limit left out of a team's block comes from `default:`; one left out of
 // both is unlimited (so no file, or an empty one, limits nothing). 0 allows
 // nothing. The owner name an audit is charged to is the submitting caller's
 // name (a team's, or an administrator's for its own submissions).
+//
+// `weight` (a team's block only; a whole number in [1, 1000], default 1) is
+// not a limit but the team's share of the workers: while several teams have
+// queued tasks, each gets leases in proportion to its weight (fair_share.h),
+// so alpha above gets 3 leases for each of beta's. A team with no queued
+// work leaves its share to the others and banks none of it.
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_QUOTAS_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_QUOTAS_H_
 
@@ -33,6 +40,8 @@ inline constexpr size_t kMaxQuotaFileBytes = 1 << 20;
 inline constexpr size_t kMaxQuotaTeams = 10000;
 // Largest value a limit may take (well past anything a coordinator holds).
 inline constexpr uint64_t kMaxQuotaValue = uint64_t{1} << 40;
+// A team's weight (QuotaConfig::weights): at least 1, at most this.
+inline constexpr uint32_t kMaxTeamWeight = 1000;
 
 struct QuotaLimits {
   std::optional<uint64_t> max_concurrent_audits;
@@ -44,10 +53,14 @@ struct QuotaLimits {
 struct QuotaConfig {
   QuotaLimits defaults;
   std::map<std::string, QuotaLimits> teams;
+  // Team -> its `weight` in [1, kMaxTeamWeight], for the teams that set one.
+  std::map<std::string, uint32_t> weights;
 
   // The limits that apply to `team`: its block's, the default's where it
   // sets none.
   QuotaLimits For(const std::string& team) const;
+  // `team`'s weight: its block's, else 1.
+  uint32_t WeightOf(const std::string& team) const;
 };
 
 // What one submission would add, and the owner's usage before it.

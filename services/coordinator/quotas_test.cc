@@ -47,6 +47,28 @@ teams:
   }
 }
 
+TEST(QuotaFileTest, ATeamMaySetItsWeight) {
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(QuotaConfig config, ParseQuotaFile(R"yaml(
+default:
+  max_concurrent_audits: 4
+teams:
+  alpha:
+    weight: 3
+    max_concurrent_audits: 8
+  beta:
+    weight: 1000
+  gamma: {}
+)yaml"));
+  EXPECT_EQ(config.WeightOf("alpha"), 3u);
+  EXPECT_EQ(config.WeightOf("beta"), 1000u);
+  EXPECT_EQ(config.WeightOf("gamma"), 1u);
+  EXPECT_EQ(config.WeightOf("not-listed"), 1u);
+  EXPECT_EQ(config.WeightOf(""), 1u);
+  // A weight is not a limit: the limits are as without it.
+  EXPECT_THAT(config.For("alpha").max_concurrent_audits, Optional(8u));
+  EXPECT_THAT(config.For("beta").max_concurrent_audits, Optional(4u));
+}
+
 TEST(QuotaFileTest, AnEmptyFileLimitsNothing) {
   for (const char* text : {"", "# nothing\n", "default:\nteams:\n"}) {
     MEMAUDIT_ASSERT_OK_AND_ASSIGN(QuotaConfig config, ParseQuotaFile(text));
@@ -79,6 +101,17 @@ TEST(QuotaFileTest, BadFilesAreRefusedNamingTheLineAndKey) {
       {"default:\n  max_spec_bytes: 99999999999999999999999\n",
        "line 2: ", "default.max_spec_bytes: must be a whole number"},
       {"default:\n  max_spec_bytes: [1]\n", "line 2: ", "(got a list)"},
+      {"teams:\n  alpha:\n    weight: 0\n",
+       "line 3: ", "teams.alpha.weight: must be a whole number in [1, 1000] (got \"0\")"},
+      {"teams:\n  alpha:\n    weight: 1001\n", "line 3: ", "teams.alpha.weight: must be"},
+      {"teams:\n  alpha:\n    weight: 1.5\n", "line 3: ", "(got \"1.5\")"},
+      {"teams:\n  alpha:\n    weight: -2\n", "line 3: ", "(got \"-2\")"},
+      {"teams:\n  alpha:\n    weights: 2\n", "line 3: ",
+       "\"teams.alpha.weights\": unknown limit (known: max_concurrent_audits, "
+       "max_queued_tasks, max_models_per_audit, max_spec_bytes, and the team's "
+       "weight)"},
+      {"default:\n  weight: 2\n",
+       "line 2: ", "\"default.weight\": a weight is a team's own: set it under teams.NAME.weight"},
       {"default:\n  max_spec_bytes: 1\n  max_spec_bytes: 2\n",
        "line 3: ", "\"default.max_spec_bytes\": duplicate key"},
       {"teams:\n  alpha: {}\n  alpha: {}\n", "line 3: ", "\"teams.alpha\": duplicate key"},

@@ -20,7 +20,11 @@ namespace {
 // so an id seen by no one cannot be guessed.
 std::string RandomId(const char* prefix) { return RandomHexId(prefix); }
 
-bool Unfinished(TaskState s) { return s == TaskState::kQueued || s == TaskState::kLeased; }
+// A priority within the validator's bounds (a spec stored before they were
+// checked could hold anything).
+int32_t PriorityOf(const v1::AuditSpec& spec) {
+  return std::clamp(spec.resources().priority(), -100, 100);
+}
 
 // The models a plan trains (what the max_models_per_audit quota counts).
 uint64_t PlannedModels(const Plan& plan) {
@@ -35,7 +39,11 @@ std::string NewAuditId() { return RandomId("a-"); }
 
 Scheduler::Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
                      prometheus::Registry* metrics)
-    : store_(store), clock_(clock), options_(std::move(options)), metrics_(metrics) {}
+    : store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      metrics_(metrics),
+      fair_(options_.quotas.weights) {}
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, const Clock* clock,
                                                              const SchedulerOptions& options,
@@ -44,27 +52,55 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, const
   absl::MutexLock lock(&s->mu_);
   auto audits = store->LoadAudits();
   if (!audits.ok()) return audits.status();
-  for (AuditRecord& a : *audits) {
-    s->audit_order_.push_back(a.audit_id);
-    if (!a.request_id.empty()) s->by_request_[{a.team, a.request_id}] = a.audit_id;
-    s->audits_[a.audit_id] = std::move(a);
-  }
   auto tasks = store->LoadTasks();
   if (!tasks.ok()) return tasks.status();
-  s->tasks_ = std::move(*tasks);
+  // The store lists tasks in audit order, then index; group them by audit.
+  std::map<std::string, std::vector<TaskRecord>> by_audit;
+  for (TaskRecord& t : *tasks) by_audit[t.audit_id].push_back(std::move(t));
   // Workers kept training while this coordinator was down and could not
   // heartbeat: each held lease gets a full TTL from now to be heard again,
   // so an outage longer than the TTL costs no attempt.
   const int64_t resumed_deadline = clock->NowMs() + options.lease_ttl_ms;
-  for (size_t i = 0; i < s->tasks_.size(); ++i) {
-    TaskRecord& t = s->tasks_[i];
-    s->task_by_id_[t.task_id] = i;
-    if (t.state != TaskState::kLeased) continue;
-    s->task_by_lease_[t.lease_id] = i;
-    t.lease_deadline_ms = std::max(t.lease_deadline_ms, resumed_deadline);
+  for (AuditRecord& a : *audits) {
+    std::vector<TaskRecord> of;
+    if (auto it = by_audit.find(a.audit_id); it != by_audit.end()) {
+      of = std::move(it->second);
+      by_audit.erase(it);
+    }
+    for (TaskRecord& t : of) {
+      if (t.state == TaskState::kLeased) {
+        t.lease_deadline_ms = std::max(t.lease_deadline_ms, resumed_deadline);
+      }
+    }
+    s->Add(std::move(a), std::move(of));
   }
-  s->UpdateGauges();
+  if (!by_audit.empty()) {
+    return absl::DataLossError(absl::StrCat("stored task ", by_audit.begin()->second[0].task_id,
+                                            " belongs to no stored audit"));
+  }
+  s->PublishGauges("");
+  for (const auto& [owner, usage] : s->index_.owners()) s->metrics_.SetTeam(owner, usage);
   return s;
+}
+
+void Scheduler::Add(AuditRecord audit, std::vector<TaskRecord> tasks) {
+  const std::string id = audit.audit_id;
+  AuditEntry& e = audits_[id];
+  e.number = audit_order_.size();
+  e.needs = NeedsOf(audit.spec.resources());
+  e.record = std::move(audit);
+  audit_order_.push_back(&e);
+  if (!e.record.request_id.empty()) by_request_[{e.record.team, e.record.request_id}] = id;
+  const size_t number = index_.AddAudit(e.record.team, e.record.state);
+  for (TaskRecord& t : tasks) index_.AddTask(number, std::move(t));
+  fair_.AddAudit(number, e.record.team, PriorityOf(e.record.spec));
+  fair_.SetReady(number, index_.audit(number).leasable());
+  metrics_.AuditKnown(id, e.record.kind);
+}
+
+void Scheduler::PublishGauges(const std::string& owner) {
+  metrics_.SetTotals(index_.totals());
+  if (const OwnerUsage* usage = index_.usage(owner)) metrics_.SetTeam(owner, *usage);
 }
 
 EventRecord Scheduler::Event(const std::string& audit_id, std::string type, std::string task_id,
@@ -80,31 +116,56 @@ EventRecord Scheduler::Event(const std::string& audit_id, std::string type, std:
 
 absl::Status Scheduler::Apply(const Mutation& m) {
   if (absl::Status s = store_->Commit(m); !s.ok()) return s;
+  const int64_t now = clock_->NowMs();
+  // Every mutation is about one audit; more would be handled alike.
+  std::vector<size_t> touched;
+  auto touch = [&](size_t audit) {
+    if (std::find(touched.begin(), touched.end(), audit) == touched.end()) {
+      touched.push_back(audit);
+    }
+  };
+  std::map<size_t, size_t> requeued;  // audit -> tasks newly queued
   for (const TaskRecord& t : m.tasks) {
-    const size_t i = task_by_id_.at(t.task_id);
-    metrics_.TaskChanged(tasks_[i], t, clock_->NowMs());
+    const size_t pos = *index_.FindTask(t.task_id);
+    const TaskRecord& before = index_.task(pos);
+    metrics_.TaskChanged(before, t, now);
     // Counted once committed: a retry whose commit failed never happened.
     // Only RetryOrFail (its error is the reason) and GiveBack (which counts
     // the release or expiry) put a leased task back in the queue.
-    if (tasks_[i].state == TaskState::kLeased && t.state == TaskState::kQueued) {
-      if (t.releases > tasks_[i].releases) {
+    if (before.state == TaskState::kLeased && t.state == TaskState::kQueued) {
+      if (t.releases > before.releases) {
         metrics_.TaskReleased();
       } else {  // a failure, or an expiry ("lease expired ...": lease_expired)
         metrics_.TaskRetried(t.error);
       }
     }
-    if (tasks_[i].state == TaskState::kLeased) task_by_lease_.erase(tasks_[i].lease_id);
-    tasks_[i] = t;
-    if (t.state == TaskState::kLeased) task_by_lease_[t.lease_id] = i;
+    const bool granted = before.state == TaskState::kQueued && t.state == TaskState::kLeased;
+    const size_t audit = index_.audit_of(pos);
+    if (before.state != TaskState::kQueued && t.state == TaskState::kQueued) ++requeued[audit];
+    index_.SetTask(pos, t);
+    if (granted) fair_.Charge(audit);
+    touch(audit);
   }
-  if (m.audit.has_value()) audits_[m.audit->audit_id] = *m.audit;
+  if (m.audit.has_value()) {
+    AuditEntry& e = audits_.at(m.audit->audit_id);
+    e.record = *m.audit;
+    index_.SetAuditState(e.number, e.record.state);
+    touch(e.number);
+  }
+  for (size_t audit : touched) {
+    fair_.SetReady(audit, index_.audit(audit).leasable());
+    PublishGauges(audit_order_[audit]->record.team);
+  }
   ++version_;
   changed_.SignalAll();
-  UpdateGauges();
+  for (const auto& [audit, tasks] : requeued) {
+    if (index_.audit(audit).leasable()) WakeFor(audit, tasks);
+  }
   return absl::OkStatus();
 }
 
-v1::Audit Scheduler::Snapshot(const AuditRecord& a) const {
+v1::Audit Scheduler::Snapshot(const AuditEntry& e) const {
+  const AuditRecord& a = e.record;
   v1::Audit out;
   out.set_audit_id(a.audit_id);
   out.set_name(a.name);
@@ -115,34 +176,16 @@ v1::Audit Scheduler::Snapshot(const AuditRecord& a) const {
   out.set_error(a.error);
   out.set_team(a.team);
   *out.mutable_spec() = a.spec;
+  const AuditTasks& tasks = index_.audit(e.number);
   v1::TaskCounts* c = out.mutable_tasks();
-  uint64_t done = 0, total = 0;
-  for (const TaskRecord& t : tasks_) {
-    if (t.audit_id != a.audit_id) continue;
-    c->set_total(c->total() + 1);
-    total += t.steps_total;
-    switch (t.state) {
-      case TaskState::kQueued:
-        c->set_queued(c->queued() + 1);
-        break;
-      case TaskState::kLeased:
-        c->set_running(c->running() + 1);
-        done += std::min(t.steps_done, t.steps_total);
-        break;
-      case TaskState::kSucceeded:
-        c->set_succeeded(c->succeeded() + 1);
-        done += t.steps_total;
-        break;
-      case TaskState::kFailed:
-        c->set_failed(c->failed() + 1);
-        break;
-      case TaskState::kCancelled:
-        c->set_cancelled(c->cancelled() + 1);
-        break;
-    }
-  }
-  out.set_steps_done(done);
-  out.set_steps_total(total);
+  c->set_total(tasks.total);
+  c->set_queued(tasks.by_state[static_cast<size_t>(TaskState::kQueued)]);
+  c->set_running(tasks.by_state[static_cast<size_t>(TaskState::kLeased)]);
+  c->set_succeeded(tasks.by_state[static_cast<size_t>(TaskState::kSucceeded)]);
+  c->set_failed(tasks.by_state[static_cast<size_t>(TaskState::kFailed)]);
+  c->set_cancelled(tasks.by_state[static_cast<size_t>(TaskState::kCancelled)]);
+  out.set_steps_done(tasks.steps_done);
+  out.set_steps_total(tasks.steps_total);
   return out;
 }
 
@@ -162,11 +205,13 @@ absl::StatusOr<std::optional<v1::Audit>> Scheduler::AdmitLocked(const Submission
   if (!submission.request_id.empty()) {
     auto seen = by_request_.find({owner, submission.request_id});
     if (seen != by_request_.end()) {
-      const AuditRecord& earlier = audits_.at(seen->second);
-      if (!google::protobuf::util::MessageDifferencer::Equals(earlier.spec, submission.spec)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "request_id ", QuoteValue(submission.request_id), " already created audit ",
-            earlier.audit_id, " from a different spec; send this spec with a new request_id"));
+      const AuditEntry& earlier = audits_.at(seen->second);
+      if (!google::protobuf::util::MessageDifferencer::Equals(earlier.record.spec,
+                                                              submission.spec)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("request_id ", QuoteValue(submission.request_id),
+                         " already created audit ", earlier.record.audit_id,
+                         " from a different spec; send this spec with a new request_id"));
       }
       return std::optional<v1::Audit>(Snapshot(earlier));
     }
@@ -181,13 +226,9 @@ absl::StatusOr<std::optional<v1::Audit>> Scheduler::AdmitLocked(const Submission
   usage.planned_models = planned_models;
   usage.spec_bytes =
       submission.spec_bytes != 0 ? submission.spec_bytes : submission.spec.ByteSizeLong();
-  for (const auto& [id, a] : audits_) {
-    if (a.team == owner && !IsTerminal(a.state)) ++usage.active_audits;
-  }
-  for (const TaskRecord& t : tasks_) {
-    if (!Unfinished(t.state)) continue;
-    const AuditRecord& a = audits_.at(t.audit_id);
-    if (a.team == owner && !IsTerminal(a.state)) ++usage.queued_tasks;
+  if (const OwnerUsage* held = index_.usage(owner)) {
+    usage.active_audits = held->active_audits();
+    usage.queued_tasks = held->unfinished_tasks;
   }
   std::string limit;
   if (absl::Status s = CheckQuota(limits, submission.caller.description, usage, &limit); !s.ok()) {
@@ -272,25 +313,23 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const Submission& submission) {
     return absl::AlreadyExistsError(absl::StrCat("audit ", audit_id, " already exists"));
   }
   if (absl::Status s = store_->CreateAudit(audit, tasks, events); !s.ok()) return s;
-  audits_[audit_id] = audit;
-  audit_order_.push_back(audit_id);
-  if (!audit.request_id.empty()) by_request_[{audit.team, audit.request_id}] = audit_id;
-  for (TaskRecord& t : tasks) {
-    task_by_id_[t.task_id] = tasks_.size();
-    tasks_.push_back(std::move(t));
-  }
+  const std::string owner = audit.team;
+  Add(std::move(audit), std::move(tasks));
+  PublishGauges(owner);
   ++version_;
   changed_.SignalAll();
-  UpdateGauges();
-  return Snapshot(audits_.at(audit_id));
+  const AuditEntry& added = audits_.at(audit_id);
+  const AuditTasks& queued = index_.audit(added.number);
+  if (queued.leasable()) WakeFor(added.number, queued.queued.size());
+  return Snapshot(added);
 }
 
-absl::StatusOr<const AuditRecord*> Scheduler::Visible(const std::string& audit_id,
-                                                      const Caller& caller) const {
+absl::StatusOr<const Scheduler::AuditEntry*> Scheduler::Visible(const std::string& audit_id,
+                                                                const Caller& caller) const {
   auto it = audits_.find(audit_id);
   // One message whether the audit is missing or another owner's: a caller
   // learns nothing about ids it does not own.
-  if (it == audits_.end() || !caller.Sees(it->second)) {
+  if (it == audits_.end() || !caller.Sees(it->second.record)) {
     return absl::NotFoundError(absl::StrCat("no audit ", QuoteValue(audit_id)));
   }
   return &it->second;
@@ -307,16 +346,16 @@ std::vector<v1::Audit> Scheduler::List(size_t limit, const Caller& caller) const
   absl::MutexLock lock(&mu_);
   std::vector<v1::Audit> out;
   for (auto it = audit_order_.rbegin(); it != audit_order_.rend() && out.size() < limit; ++it) {
-    const AuditRecord& audit = audits_.at(*it);
-    if (caller.Sees(audit)) out.push_back(Snapshot(audit));
+    if (caller.Sees((*it)->record)) out.push_back(Snapshot(**it));
   }
   return out;
 }
 
-void Scheduler::CancelRemaining(const std::string& audit_id, const std::string& except_task,
+void Scheduler::CancelRemaining(const AuditEntry& audit, const std::string& except_task,
                                 Mutation* m) {
-  for (const TaskRecord& t : tasks_) {
-    if (t.audit_id != audit_id || t.task_id == except_task || !Unfinished(t.state)) continue;
+  for (size_t pos : index_.Unfinished(audit.number)) {
+    const TaskRecord& t = index_.task(pos);
+    if (t.task_id == except_task) continue;
     TaskRecord c = t;
     c.state = TaskState::kCancelled;
     m->tasks.push_back(std::move(c));
@@ -327,11 +366,11 @@ absl::StatusOr<v1::Audit> Scheduler::Cancel(const std::string& audit_id, const C
   absl::MutexLock lock(&mu_);
   auto visible = Visible(audit_id, caller);
   if (!visible.ok()) return visible.status();
-  const AuditRecord& audit = **visible;
-  if (IsTerminal(audit.state)) return Snapshot(audit);
+  const AuditEntry& audit = **visible;
+  if (IsTerminal(audit.record.state)) return Snapshot(audit);
   Mutation m;
-  CancelRemaining(audit_id, "", &m);
-  AuditRecord a = audit;
+  CancelRemaining(audit, "", &m);
+  AuditRecord a = audit.record;
   a.state = v1::CANCELLED;
   a.updated_ms = clock_->NowMs();
   m.audit = a;
@@ -379,14 +418,12 @@ absl::StatusOr<std::optional<LeaseGrant>> Scheduler::Lease(
   absl::MutexLock lock(&mu_);
   // Alive while it waits here, however long the poll.
   TouchWorker(worker_id, clock_->NowMs() + std::max(wait_ms, 0));
+  bool woken = false;
   while (!shutdown_) {
-    for (const TaskRecord& queued : tasks_) {
-      if (queued.state != TaskState::kQueued) continue;
-      const AuditRecord& audit = audits_.at(queued.audit_id);
-      if (IsTerminal(audit.state)) continue;
-      const TaskNeeds needs = NeedsOf(audit.spec.resources());
-      if (offer.has_value() ? !Fits(needs, offer->total, offer->free) : needs.gpus > 0) continue;
-      TaskRecord t = queued;
+    auto fits = [&](size_t audit) ABSL_NO_THREAD_SAFETY_ANALYSIS { return Fits(offer, audit); };
+    if (std::optional<size_t> picked = fair_.Pick(fits); picked.has_value()) {
+      const AuditEntry& audit = *audit_order_[*picked];
+      TaskRecord t = index_.task(*index_.audit(*picked).queued.begin());
       t.state = TaskState::kLeased;
       t.attempts += 1;
       t.steps_done = 0;
@@ -397,65 +434,106 @@ absl::StatusOr<std::optional<LeaseGrant>> Scheduler::Lease(
       m.tasks.push_back(t);
       m.events.push_back(Event(t.audit_id, "task_leased", t.task_id,
                                absl::StrCat("attempt ", t.attempts, " on ", worker_id)));
-      if (audit.state == v1::QUEUED) {
-        AuditRecord a = audit;
+      if (audit.record.state == v1::QUEUED) {
+        AuditRecord a = audit.record;
         a.state = v1::RUNNING;
         a.updated_ms = clock_->NowMs();
         m.audit = a;
       }
       if (absl::Status s = Apply(m); !s.ok()) return s;
-      return std::optional<LeaseGrant>(LeaseGrant{t, audit.spec});
+      return std::optional<LeaseGrant>(LeaseGrant{t, audit.record.spec});
     }
-    if (changed_.WaitWithDeadline(&mu_, deadline)) break;  // true: timed out
+    // Woken for a task another call took first: any other waiter that a
+    // task still queued fits is woken in turn.
+    if (woken) WakeFitting();
+    if (absl::Now() >= deadline) break;
+    Waiter waiter(&offer);
+    auto it = waiters_.insert(waiters_.end(), &waiter);
+    bool timed_out = false;
+    while (!waiter.woken && !shutdown_ && !timed_out) {
+      timed_out = waiter.cv.WaitWithDeadline(&mu_, deadline);
+    }
+    if (!waiter.woken) waiters_.erase(it);
+    woken = waiter.woken;
+    if (!woken) break;  // timed out, or shutting down
   }
   return std::optional<LeaseGrant>();
 }
 
-absl::StatusOr<TaskRecord*> Scheduler::FindLease(const std::string& lease_id) {
-  auto it = task_by_lease_.find(lease_id);
-  if (it == task_by_lease_.end()) {
+bool Scheduler::Fits(const std::optional<WorkerOffer>& offer, size_t audit) const {
+  const TaskNeeds& needs = audit_order_[audit]->needs;
+  return offer.has_value() ? memaudit::Fits(needs, offer->total, offer->free) : needs.gpus == 0;
+}
+
+void Scheduler::WakeFor(size_t audit, size_t tasks) {
+  for (auto it = waiters_.begin(); it != waiters_.end() && tasks > 0;) {
+    Waiter* w = *it;
+    if (!Fits(*w->offer, audit)) {
+      ++it;
+      continue;
+    }
+    w->woken = true;
+    w->cv.Signal();
+    it = waiters_.erase(it);
+    --tasks;
+  }
+}
+
+void Scheduler::WakeFitting() {
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    Waiter* w = *it;
+    auto fits = [&](size_t audit) ABSL_NO_THREAD_SAFETY_ANALYSIS { return Fits(*w->offer, audit); };
+    if (!fair_.Pick(fits).has_value()) {
+      ++it;
+      continue;
+    }
+    w->woken = true;
+    w->cv.Signal();
+    it = waiters_.erase(it);
+  }
+}
+
+absl::StatusOr<size_t> Scheduler::FindLease(const std::string& lease_id) const {
+  std::optional<size_t> pos = index_.FindLease(lease_id);
+  if (!pos.has_value()) {
     return absl::FailedPreconditionError(
         absl::StrCat("lease ", lease_id, " is not held (expired, finished or cancelled)"));
   }
-  return &tasks_[it->second];
+  return *pos;
 }
 
 absl::StatusOr<HeartbeatVerdict> Scheduler::Heartbeat(const std::string& lease_id,
                                                       uint64_t steps_done) {
   absl::MutexLock lock(&mu_);
-  auto task = FindLease(lease_id);
-  if (!task.ok()) return HeartbeatVerdict{true, std::string(task.status().message())};
-  TouchWorker((*task)->worker_id, clock_->NowMs());
-  TaskRecord t = **task;
-  t.steps_done = steps_done;
-  t.lease_deadline_ms = clock_->NowMs() + options_.lease_ttl_ms;
-  Mutation m;
-  m.tasks.push_back(t);
-  if (absl::Status s = Apply(m); !s.ok()) return s;
+  auto pos = FindLease(lease_id);
+  if (!pos.ok()) return HeartbeatVerdict{true, std::string(pos.status().message())};
+  const TaskRecord& t = index_.task(*pos);
+  TouchWorker(t.worker_id, clock_->NowMs());
+  const bool progressed = t.steps_done != steps_done;
+  index_.Renew(*pos, steps_done, clock_->NowMs() + options_.lease_ttl_ms);
+  if (progressed) {  // what Get and Watch show changed
+    ++version_;
+    changed_.SignalAll();
+  }
   return HeartbeatVerdict{};
 }
 
 absl::Status Scheduler::Complete(const std::string& lease_id) {
   absl::MutexLock lock(&mu_);
-  auto task = FindLease(lease_id);
-  if (!task.ok()) return task.status();
-  TouchWorker((*task)->worker_id, clock_->NowMs());
-  TaskRecord t = **task;
+  auto pos = FindLease(lease_id);
+  if (!pos.ok()) return pos.status();
+  TaskRecord t = index_.task(*pos);
+  TouchWorker(t.worker_id, clock_->NowMs());
   t.state = TaskState::kSucceeded;
   t.steps_done = t.steps_total;
   t.lease_id.clear();
   Mutation m;
   m.tasks.push_back(t);
   m.events.push_back(Event(t.audit_id, "task_succeeded", t.task_id, ""));
-  bool all_done = true;
-  for (const TaskRecord& other : tasks_) {
-    if (other.audit_id == t.audit_id && other.task_id != t.task_id &&
-        other.state != TaskState::kSucceeded) {
-      all_done = false;
-    }
-  }
-  if (all_done) {
-    AuditRecord a = audits_.at(t.audit_id);
+  // Every other task succeeded (this one is still leased).
+  const AuditTasks& tasks = index_.audit(index_.audit_of(*pos));
+  if (tasks.by_state[static_cast<size_t>(TaskState::kSucceeded)] + 1 == tasks.total) {
+    AuditRecord a = audits_.at(t.audit_id).record;
     a.state = v1::SUCCEEDED;
     a.updated_ms = clock_->NowMs();
     m.audit = a;
@@ -465,8 +543,8 @@ absl::Status Scheduler::Complete(const std::string& lease_id) {
 }
 
 void Scheduler::RetryOrFail(TaskRecord t, const std::string& reason, bool retryable, Mutation* m) {
-  const AuditRecord& audit = audits_.at(t.audit_id);
-  const uint32_t budget = audit.spec.resources().max_attempts();
+  const AuditEntry& audit = audits_.at(t.audit_id);
+  const uint32_t budget = audit.record.spec.resources().max_attempts();
   t.lease_id.clear();
   t.worker_id.clear();
   t.error = reason;
@@ -481,24 +559,25 @@ void Scheduler::RetryOrFail(TaskRecord t, const std::string& reason, bool retrya
   t.state = TaskState::kFailed;
   const std::string task_id = t.task_id;
   m->events.push_back(Event(t.audit_id, "task_failed", task_id, reason));
-  AuditRecord a = audit;
+  AuditRecord a = audit.record;
   a.state = v1::FAILED;
   a.updated_ms = clock_->NowMs();
   a.error = absl::StrCat("task ", task_id, " failed after ", t.attempts, " attempt(s): ", reason);
   m->events.push_back(Event(t.audit_id, "audit_failed", task_id, a.error));
   m->tasks.push_back(std::move(t));
-  CancelRemaining(a.audit_id, task_id, m);
+  CancelRemaining(audit, task_id, m);
   m->audit = std::move(a);
 }
 
 absl::Status Scheduler::Fail(const std::string& lease_id, const std::string& error,
                              bool retryable) {
   absl::MutexLock lock(&mu_);
-  auto task = FindLease(lease_id);
-  if (!task.ok()) return task.status();
-  TouchWorker((*task)->worker_id, clock_->NowMs());
+  auto pos = FindLease(lease_id);
+  if (!pos.ok()) return pos.status();
+  const TaskRecord& task = index_.task(*pos);
+  TouchWorker(task.worker_id, clock_->NowMs());
   Mutation m;
-  RetryOrFail(**task, error, retryable, &m);
+  RetryOrFail(task, error, retryable, &m);
   return Apply(m);
 }
 
@@ -529,11 +608,12 @@ void Scheduler::GiveBack(TaskRecord t, const std::string& reason, bool expired, 
 
 absl::Status Scheduler::Release(const std::string& lease_id, const std::string& reason) {
   absl::MutexLock lock(&mu_);
-  auto task = FindLease(lease_id);
-  if (!task.ok()) return task.status();
-  TouchWorker((*task)->worker_id, clock_->NowMs());
+  auto pos = FindLease(lease_id);
+  if (!pos.ok()) return pos.status();
+  const TaskRecord& task = index_.task(*pos);
+  TouchWorker(task.worker_id, clock_->NowMs());
   Mutation m;
-  GiveBack(**task, reason, /*expired=*/false, &m);
+  GiveBack(task, reason, /*expired=*/false, &m);
   return Apply(m);
 }
 
@@ -541,13 +621,10 @@ absl::Status Scheduler::ExpireLeases() {
   absl::MutexLock lock(&mu_);
   ForgetStaleWorkers();
   const int64_t now = clock_->NowMs();
-  std::vector<TaskRecord> expired;
-  for (const TaskRecord& t : tasks_) {
-    if (t.state == TaskState::kLeased && t.lease_deadline_ms <= now) expired.push_back(t);
-  }
-  for (TaskRecord& t : expired) {
+  for (size_t pos : index_.ExpiredLeases(now)) {
     // A failure may have cancelled this task in an earlier iteration.
-    if (tasks_[task_by_id_.at(t.task_id)].state != TaskState::kLeased) continue;
+    const TaskRecord& t = index_.task(pos);
+    if (t.state != TaskState::kLeased) continue;
     Mutation m;
     GiveBack(t, absl::StrCat("lease expired (worker ", t.worker_id, " silent)"), /*expired=*/true,
              &m);
@@ -580,8 +657,7 @@ void Scheduler::Shutdown() {
   absl::MutexLock lock(&mu_);
   shutdown_ = true;
   changed_.SignalAll();
+  for (Waiter* w : waiters_) w->cv.Signal();
 }
-
-void Scheduler::UpdateGauges() { metrics_.Refresh(tasks_, audits_, task_by_lease_.size()); }
 
 }  // namespace memaudit::coordinator

@@ -1,10 +1,16 @@
 // The coordinator's brain: hands tasks to workers under leases, re-queues a
 // task whose lease expires, retries within a per-task budget, cancels, and
 // keeps audit state. Every decision is committed to the Store before it takes
-// effect in memory or is acknowledged to a caller.
+// effect in memory or is acknowledged to a caller; a heartbeat is not a
+// decision (see Heartbeat).
+//
+// Leases are shared fairly between teams, then between a team's audits
+// (fair_share.h). No call walks every task: each reads and updates an index
+// of what it needs (task_index.h), so finished audits cost nothing.
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_
 
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,12 +24,15 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/task_fit.h"
 #include "memaudit/v1/audit.pb.h"
 #include "memaudit/v1/worker.pb.h"
+#include "services/coordinator/fair_share.h"
 #include "services/coordinator/quotas.h"
 #include "services/coordinator/records.h"
 #include "services/coordinator/scheduler_metrics.h"
 #include "services/coordinator/store.h"
+#include "services/coordinator/task_index.h"
 
 namespace memaudit::coordinator {
 
@@ -143,10 +152,17 @@ class Scheduler {
   // Registrations not yet expired.
   size_t registered_workers() const;
   // Waits up to `wait_ms` (real time) for a queued task that fits `offer`
-  // (task_fit.h); without an offer (an older worker), any CPU task.
+  // (task_fit.h); without an offer (an older worker), any CPU task. Which
+  // one: fair_share.h (teams by weight, then an audit's priority); within
+  // an audit, the lowest task index.
   absl::StatusOr<std::optional<LeaseGrant>> Lease(
       const std::string& worker_id, int wait_ms,
       const std::optional<WorkerOffer>& offer = std::nullopt);
+  // Extends the lease by a TTL and records `steps_done`, in memory only: a
+  // restarted coordinator gives every held lease a full TTL anyway (Create),
+  // and shows the progress last committed (the task's progress is committed
+  // with its next change of state). Never an error today; StatusOr so that
+  // one can be added.
   absl::StatusOr<HeartbeatVerdict> Heartbeat(const std::string& lease_id, uint64_t steps_done);
   absl::Status Complete(const std::string& lease_id);
   // The task failed: re-queued if `retryable` and attempts remain (the
@@ -174,19 +190,36 @@ class Scheduler {
   void Shutdown();
 
  private:
+  // A Lease call waiting for work (Lease, WakeFor).
+  struct Waiter {
+    explicit Waiter(const std::optional<WorkerOffer>* offer) : offer(offer) {}
+    const std::optional<WorkerOffer>* offer;
+    absl::CondVar cv;
+    bool woken = false;  // set, and the waiter taken off waiters_, by whoever woke it
+  };
+
+  // An audit: its record and how the indexes know it.
+  struct AuditEntry {
+    AuditRecord record;
+    size_t number = 0;  // in submit order; TaskIndex's and FairShare's audit number
+    TaskNeeds needs;    // of each of its tasks
+  };
+
   Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
             prometheus::Registry* metrics);
+  // Adds a stored audit and its tasks (in index order) to memory.
+  void Add(AuditRecord audit, std::vector<TaskRecord> tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits `m`, then makes it take effect in memory.
   absl::Status Apply(const Mutation& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The audit `caller` may see, or NOT_FOUND (the same for one it may not).
-  absl::StatusOr<const AuditRecord*> Visible(const std::string& audit_id,
-                                             const Caller& caller) const
+  absl::StatusOr<const AuditEntry*> Visible(const std::string& audit_id, const Caller& caller) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Admit's checks with the plan's task and model counts.
   absl::StatusOr<std::optional<v1::Audit>> AdmitLocked(const Submission& submission,
                                                        uint64_t planned_tasks,
                                                        uint64_t planned_models)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  v1::Audit Snapshot(const AuditRecord& audit) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  v1::Audit Snapshot(const AuditEntry& audit) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   EventRecord Event(const std::string& audit_id, std::string type, std::string task_id,
                     std::string message) const;
   // Adds to `m` the requeue or terminal failure of a leased task.
@@ -198,11 +231,20 @@ class Scheduler {
   void GiveBack(TaskRecord task, const std::string& reason, bool expired, Mutation* m)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds to `m` the cancellation of every unfinished task of an audit.
-  void CancelRemaining(const std::string& audit_id, const std::string& except_task, Mutation* m)
+  void CancelRemaining(const AuditEntry& audit, const std::string& except_task, Mutation* m)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<TaskRecord*> FindLease(const std::string& lease_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The position of the task holding `lease_id`, or FAILED_PRECONDITION.
+  absl::StatusOr<size_t> FindLease(const std::string& lease_id) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether `offer` takes the tasks of audit `audit` (no offer: CPU tasks).
+  bool Fits(const std::optional<WorkerOffer>& offer, size_t audit) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Wakes up to `tasks` waiting Lease calls that audit `audit`'s tasks fit.
+  void WakeFor(size_t audit, size_t tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Wakes every waiting Lease call that a queued task fits now.
+  void WakeFitting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the state gauges, and the team gauges of `owner`.
+  void PublishGauges(const std::string& owner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks a registered worker as seen until `seen_until_ms` (now, or the end
   // of a long-poll it is starting). Unknown or expired ids are not added back:
   // their capabilities are unknown, and they may lease regardless.
@@ -222,17 +264,20 @@ class Scheduler {
   SchedulerMetrics metrics_;
 
   mutable absl::Mutex mu_;
-  // Signalled on every change and on shutdown (Lease and WaitForChange wait on it).
+  // Signalled on every change and on shutdown (WaitForChange waits on it).
   mutable absl::CondVar changed_;
+  // Lease calls waiting for work, longest waiting first. New queued tasks
+  // wake as many of those they fit (not every idle worker: a thousand
+  // long-polls woken for one task would each take the lock for nothing).
+  std::list<Waiter*> waiters_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
-  std::map<std::string, AuditRecord> audits_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> audit_order_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, AuditEntry> audits_ ABSL_GUARDED_BY(mu_);
+  std::vector<AuditEntry*> audit_order_ ABSL_GUARDED_BY(mu_);  // by number: submit order
   // (owner, request_id) -> the audit that request created.
   std::map<std::pair<std::string, std::string>, std::string> by_request_ ABSL_GUARDED_BY(mu_);
-  std::vector<TaskRecord> tasks_ ABSL_GUARDED_BY(mu_);  // in audit order, then task index
-  std::map<std::string, size_t> task_by_id_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, size_t> task_by_lease_ ABSL_GUARDED_BY(mu_);
+  TaskIndex index_ ABSL_GUARDED_BY(mu_);
+  FairShare fair_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, RegisteredWorker> workers_ ABSL_GUARDED_BY(mu_);
   // The same workers by (seen_until_ms, id), oldest first: what expires next.
   std::set<std::pair<int64_t, std::string>> workers_by_seen_ ABSL_GUARDED_BY(mu_);

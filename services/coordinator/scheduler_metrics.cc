@@ -20,10 +20,6 @@ std::string AuditStateLabel(v1::AuditState state) {
   return name;
 }
 
-std::map<std::string, double> ZeroAuditStates() {
-  return {{"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
-}
-
 // Tasks train for seconds (CPU quickstart) to hours (GPU sweeps).
 const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
   static const prometheus::Histogram::BucketBoundaries buckets = {
@@ -67,6 +63,31 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry* registry) : registry_(r
   auto& refusals = metrics::AddCounter(*registry_, kQuotaRefusals,
                                        "Submits refused by a team's quota, by the limit.");
   for (const char* limit : kQuotaLimitNames) refusals.Add({{"limit", limit}});
+
+  // The state gauges, every series from the start (at 0 until set).
+  auto& tasks =
+      metrics::AddGauge(*registry_, "memaudit_coordinator_tasks", "Tasks known, by state.");
+  for (size_t i = 0; i < kTaskStates; ++i) {
+    tasks_[i] = &tasks.Add({{"state", TaskStateName(static_cast<TaskState>(i))}});
+  }
+  queue_depth_ = &metrics::AddGauge(*registry_, "memaudit_coordinator_queue_depth",
+                                    "Tasks waiting for a worker (queued, in audits still running).")
+                      .Add({});
+  audit_info_ = &metrics::AddGauge(*registry_, "memaudit_coordinator_audit_info",
+                                   "Always 1; labels map each audit id to its kind.");
+  team_audits_ =
+      &metrics::AddGauge(*registry_, kTeamAudits, "Audits known, by owning team and state.");
+  team_unfinished_ =
+      &metrics::AddGauge(*registry_, kTeamQueuedTasks,
+                         "Unfinished (queued or running) tasks of a team's audits still running.");
+  auto& audits =
+      metrics::AddGauge(*registry_, "memaudit_coordinator_audits", "Audits known, by state.");
+  for (size_t i = 1; i < kAuditStates; ++i) {
+    audits_[i] = &audits.Add({{"state", AuditStateLabel(static_cast<v1::AuditState>(i))}});
+  }
+  leases_ = &metrics::AddGauge(*registry_, "memaudit_coordinator_leases",
+                               "Leases currently held by workers.")
+                 .Add({});
 }
 
 void SchedulerMetrics::TaskChanged(const TaskRecord& before, const TaskRecord& after,
@@ -85,70 +106,35 @@ void SchedulerMetrics::TaskChanged(const TaskRecord& before, const TaskRecord& a
   lease_started_ms_.erase(it);
 }
 
-void SchedulerMetrics::Refresh(const std::vector<TaskRecord>& tasks,
-                               const std::map<std::string, AuditRecord>& audits, size_t leases) {
+void SchedulerMetrics::SetTotals(const StateTotals& totals) {
   if (registry_ == nullptr) return;
-  std::map<std::string, double> by_state = {
-      {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
-  double leasable = 0;
-  for (const TaskRecord& t : tasks) {
-    by_state[TaskStateName(t.state)] += 1;
-    // Queued tasks of a finished audit will never be leased: not queue depth.
-    if (t.state != TaskState::kQueued) continue;
-    auto audit = audits.find(t.audit_id);
-    if (audit != audits.end() && !IsTerminal(audit->second.state)) leasable += 1;
-  }
-  auto& task_family =
-      metrics::AddGauge(*registry_, "memaudit_coordinator_tasks", "Tasks known, by state.");
-  for (const auto& [state, count] : by_state) task_family.Add({{"state", state}}).Set(count);
-  metrics::AddGauge(*registry_, "memaudit_coordinator_queue_depth",
-                    "Tasks waiting for a worker (queued, in audits still running).")
-      .Add({})
-      .Set(leasable);
+  for (size_t i = 0; i < kTaskStates; ++i) tasks_[i]->Set(static_cast<double>(totals.tasks[i]));
+  for (size_t i = 1; i < kAuditStates; ++i) audits_[i]->Set(static_cast<double>(totals.audits[i]));
+  queue_depth_->Set(static_cast<double>(totals.queue_depth));
+  leases_->Set(static_cast<double>(totals.leases));
+}
 
-  std::map<std::string, double> audit_states = ZeroAuditStates();
-  // Per owner: audits by state, and the unfinished tasks of its audits still
-  // running (what the max_queued_tasks quota counts).
-  std::map<std::string, std::map<std::string, double>> team_states;
-  std::map<std::string, double> team_queued;
-  auto& info = metrics::AddGauge(*registry_, "memaudit_coordinator_audit_info",
-                                 "Always 1; labels map each audit id to its kind.");
-  for (const auto& [id, a] : audits) {
-    const std::string name = AuditStateLabel(a.state);
-    audit_states[name] += 1;
-    if (!a.team.empty()) {
-      auto [states, fresh] = team_states.try_emplace(a.team);
-      if (fresh) states->second = ZeroAuditStates();
-      states->second[name] += 1;
-      team_queued.try_emplace(a.team, 0);
+void SchedulerMetrics::SetTeam(const std::string& team, const OwnerUsage& usage) {
+  if (registry_ == nullptr || team.empty()) return;
+  absl::MutexLock lock(&mu_);
+  auto [it, fresh] = teams_.try_emplace(team);
+  TeamGauges& gauges = it->second;
+  if (fresh) {
+    for (size_t i = 1; i < kAuditStates; ++i) {
+      gauges.audits[i] = &team_audits_->Add(
+          {{"team", team}, {"state", AuditStateLabel(static_cast<v1::AuditState>(i))}});
     }
-    info.Add({{"audit", id}, {"kind", a.kind}}).Set(1);
+    gauges.unfinished_tasks = &team_unfinished_->Add({{"team", team}});
   }
-  for (const TaskRecord& t : tasks) {
-    if (t.state != TaskState::kQueued && t.state != TaskState::kLeased) continue;
-    auto audit = audits.find(t.audit_id);
-    if (audit == audits.end() || audit->second.team.empty() || IsTerminal(audit->second.state)) {
-      continue;
-    }
-    team_queued[audit->second.team] += 1;
+  for (size_t i = 1; i < kAuditStates; ++i) {
+    gauges.audits[i]->Set(static_cast<double>(usage.audits[i]));
   }
-  auto& team_audits =
-      metrics::AddGauge(*registry_, kTeamAudits, "Audits known, by owning team and state.");
-  for (const auto& [team, states] : team_states) {
-    for (const auto& [state, count] : states) {
-      team_audits.Add({{"team", team}, {"state", state}}).Set(count);
-    }
-  }
-  auto& queued_family =
-      metrics::AddGauge(*registry_, kTeamQueuedTasks,
-                        "Unfinished (queued or running) tasks of a team's audits still running.");
-  for (const auto& [team, count] : team_queued) queued_family.Add({{"team", team}}).Set(count);
-  auto& audit_family =
-      metrics::AddGauge(*registry_, "memaudit_coordinator_audits", "Audits known, by state.");
-  for (const auto& [state, count] : audit_states) audit_family.Add({{"state", state}}).Set(count);
-  metrics::AddGauge(*registry_, "memaudit_coordinator_leases", "Leases currently held by workers.")
-      .Add({})
-      .Set(static_cast<double>(leases));
+  gauges.unfinished_tasks->Set(static_cast<double>(usage.unfinished_tasks));
+}
+
+void SchedulerMetrics::AuditKnown(const std::string& audit_id, const std::string& kind) {
+  if (registry_ == nullptr) return;
+  audit_info_->Add({{"audit", audit_id}, {"kind", kind}}).Set(1);
 }
 
 void SchedulerMetrics::TaskRetried(const std::string& reason) {

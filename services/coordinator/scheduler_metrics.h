@@ -16,15 +16,16 @@
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_METRICS_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_METRICS_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
 #include "services/coordinator/records.h"
+#include "services/coordinator/task_index.h"
 
 namespace memaudit::coordinator {
 
@@ -39,11 +40,16 @@ class SchedulerMetrics {
   // start time and are not observed.
   void TaskChanged(const TaskRecord& before, const TaskRecord& after, int64_t now_ms);
 
-  // Recomputes the state gauges from the scheduler's whole state, the
-  // per-team ones included (audits owned by "", from before owners were
-  // kept, are in the totals only).
-  void Refresh(const std::vector<TaskRecord>& tasks,
-               const std::map<std::string, AuditRecord>& audits, size_t leases);
+  // The state gauges: tasks and audits by state, queue depth, leases. The
+  // scheduler keeps the totals change by change (task_index.h) and sets
+  // them after each change.
+  void SetTotals(const StateTotals& totals);
+  // The per-team gauges of `team`: its audits by state and its unfinished
+  // tasks. Audits owned by "" (from before owners were kept) are in the
+  // totals only: nothing is set for "".
+  void SetTeam(const std::string& team, const OwnerUsage& usage);
+  // memaudit_coordinator_audit_info for an audit.
+  void AuditKnown(const std::string& audit_id, const std::string& kind);
 
   // `reason` is the scheduler's free text; it is mapped to a bounded label.
   void TaskRetried(const std::string& reason);
@@ -54,9 +60,23 @@ class SchedulerMetrics {
   void QuotaRefused(const std::string& limit);
 
  private:
+  struct TeamGauges {
+    std::array<prometheus::Gauge*, kAuditStates> audits{};  // by v1::AuditState; [0] unused
+    prometheus::Gauge* unfinished_tasks = nullptr;
+  };
+
   prometheus::Registry* const registry_;
+  // The state gauges, registered once (null without a registry).
+  std::array<prometheus::Gauge*, kTaskStates> tasks_{};    // by TaskState
+  std::array<prometheus::Gauge*, kAuditStates> audits_{};  // by v1::AuditState; [0] unused
+  prometheus::Gauge* queue_depth_ = nullptr;
+  prometheus::Gauge* leases_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* audit_info_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* team_audits_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* team_unfinished_ = nullptr;
   absl::Mutex mu_;
   std::map<std::string, int64_t> lease_started_ms_ ABSL_GUARDED_BY(mu_);  // by lease id
+  std::map<std::string, TeamGauges> teams_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace memaudit::coordinator

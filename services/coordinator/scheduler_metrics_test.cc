@@ -72,7 +72,10 @@ TEST(SchedulerMetricsNullTest, WithoutARegistryEveryCallIsANoOp) {
   metrics.TaskChanged(before, after, 1);
   metrics.TaskRetried("lease expired");
   metrics.WorkerRegistered();
-  metrics.Refresh({after}, {}, 1);
+  metrics.SetTotals(StateTotals{});
+  metrics.SetTeam("alpha", OwnerUsage{});
+  metrics.AuditKnown("a-1", "membership");
+  metrics.QuotaRefused("max_spec_bytes");
 }
 
 TEST(WorkerPresenceTest, CountsWorkersSeenWithinTheWindow) {

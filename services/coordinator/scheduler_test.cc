@@ -1,5 +1,6 @@
 #include "services/coordinator/scheduler.h"
 
+#include <atomic>
 #include <thread>
 
 #include "common/testing/status_matchers.h"
@@ -441,6 +442,61 @@ TEST_F(SchedulerTest, LongPollWakesWhenWorkArrives) {
   MEMAUDIT_ASSERT_OK(grant);
   ASSERT_TRUE(grant->has_value());
   EXPECT_EQ((*grant)->task.audit_id, "late");
+}
+
+// New work wakes the long-polls it fits, and only those: a GPU worker's
+// poll sleeps through CPU work, and a task given back wakes a waiting poll.
+TEST_F(SchedulerTest, LongPollsWakeForWorkTheyFit) {
+  WorkerOffer gpu = Offer(8, 1, 0, 8);
+  std::optional<LeaseGrant> gpu_grant;
+  absl::Time gpu_done;
+  std::atomic<bool> gpu_returned{false};
+  std::thread gpu_poll([&] {
+    auto grant = scheduler_->Lease("gpu-worker", 10000, gpu);
+    gpu_returned = true;
+    MEMAUDIT_ASSERT_OK(grant);
+    gpu_grant = *grant;
+    gpu_done = absl::Now();
+  });
+  std::optional<LeaseGrant> cpu_grant;
+  std::thread cpu_poll([&] {
+    auto grant = scheduler_->Lease("cpu-worker", 10000, Offer(8, 0, 0, 8));
+    MEMAUDIT_ASSERT_OK(grant);
+    cpu_grant = *grant;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const absl::Time start = absl::Now();
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("cpu", SmallMembershipSpec(4)));
+  cpu_poll.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  ASSERT_TRUE(cpu_grant.has_value());
+  EXPECT_EQ(cpu_grant->task.audit_id, "cpu");
+  EXPECT_FALSE(gpu_returned) << "CPU work does not end a GPU worker's poll";
+
+  v1::AuditSpec spec = SmallMembershipSpec(4);
+  spec.mutable_resources()->set_gpus_per_task(1);
+  const absl::Time gpu_submit = absl::Now();
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("gpu", spec));
+  gpu_poll.join();
+  ASSERT_TRUE(gpu_grant.has_value());
+  EXPECT_EQ(gpu_grant->task.audit_id, "gpu");
+  EXPECT_LT(gpu_done - gpu_submit, absl::Seconds(5));
+
+  // Every CPU task leased; a poll waits, and a release hands it the task.
+  for (int i = 0; i < 3; ++i) MustLease();
+  std::optional<LeaseGrant> again;
+  std::thread waiting([&] {
+    auto grant = scheduler_->Lease("w-2", 10000);
+    MEMAUDIT_ASSERT_OK(grant);
+    again = *grant;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const absl::Time released = absl::Now();
+  MEMAUDIT_ASSERT_OK(scheduler_->Release(cpu_grant->task.lease_id, "shutting down"));
+  waiting.join();
+  EXPECT_LT(absl::Now() - released, absl::Seconds(5));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->task.task_id, cpu_grant->task.task_id);
 }
 
 // The fixture's lease TTL is 1000 ms, so a registration lives 3000 ms unseen.

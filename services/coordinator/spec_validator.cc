@@ -42,6 +42,10 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
     problems.push_back(
         {"resources.memory_mb_per_task", absl::StrCat("must be at most ", kMaxMemoryMbPerTask)});
   }
+  if (spec.resources().priority() < -100 || spec.resources().priority() > 100) {
+    problems.push_back({"resources.priority", absl::StrCat("must be in [-100, 100] (got ",
+                                                           spec.resources().priority(), ")")});
+  }
   const KindHandler* kind = HandlerFor(spec.kind_case());
   if (kind == nullptr) {
     std::vector<std::string> names;

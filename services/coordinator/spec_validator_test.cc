@@ -82,6 +82,21 @@ TEST(SpecValidatorTest, RmiaPopulationAndTargetModelAreChecked) {
   MEMAUDIT_EXPECT_OK(ValidateSpec(spec)) << "no population needed without rmia";
 }
 
+TEST(SpecValidatorTest, PriorityIsBounded) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  EXPECT_EQ(spec.resources().priority(), 0);
+  for (int32_t ok : {-100, -1, 0, 7, 100}) {
+    spec.mutable_resources()->set_priority(ok);
+    MEMAUDIT_EXPECT_OK(ValidateSpec(spec)) << ok;
+  }
+  spec.mutable_resources()->set_priority(101);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("resources.priority: must be in [-100, 100] (got 101)"));
+  spec.mutable_resources()->set_priority(-101);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("resources.priority: must be in [-100, 100] (got -101)"));
+}
+
 TEST(SpecValidatorTest, ModelsPerTaskDefaultsToOneAndIsBounded) {
   v1::AuditSpec spec = SmallMembershipSpec();
   EXPECT_EQ(spec.resources().models_per_task(), 1u);
