@@ -37,10 +37,9 @@
 // CPU the coordinator and this client used, and the ratio of the two phases'
 // cycles/s. --bin-dir runs another build's services (memaudit-coordinator,
 // memaudit-scorer and a memaudit-worker, never started) under the same load.
+#include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -643,7 +642,8 @@ PhaseResult RunPhase(const std::string& name, uint32_t workers, double seconds,
         w->Register(on_done);
         lock.lock();
       }
-      cv.wait(lock, [&] { return finished == workers || (next < workers && next - finished < 32); });
+      cv.wait(lock,
+              [&] { return finished == workers || (next < workers && next - finished < 32); });
     }
     if (failed > 0) std::printf("  %zu of %u registrations failed\n", failed, workers);
   }
@@ -684,8 +684,8 @@ PhaseResult RunPhase(const std::string& name, uint32_t workers, double seconds,
   while (true) {
     const double now = Seconds();
     if (now >= start + warmup + seconds || phase.stopping()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<long>(
-        5000, static_cast<long>((start + warmup + seconds - now) * 1000) + 1)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        std::min<long>(5000, static_cast<long>((start + warmup + seconds - now) * 1000) + 1)));
     const double after = Seconds();
     if (after < start + warmup + seconds && !phase.stopping()) {
       std::printf("  %s: %.0f s, %lu cycles\n", name.c_str(), after - t0,
@@ -758,8 +758,8 @@ void PrintPhase(const PhaseResult& r) {
   std::printf(
       "         coordinator threads min/median/max %ld/%ld/%ld, RSS max %.1f MiB, CPU %.2f cores; "
       "load generator CPU %.2f cores\n",
-      r.threads_min, r.threads_median, r.threads_max, r.rss_max_kb / 1024.0,
-      r.coordinator_cores, r.client_cores);
+      r.threads_min, r.threads_median, r.threads_max, r.rss_max_kb / 1024.0, r.coordinator_cores,
+      r.client_cores);
 }
 
 uint32_t EvenClamp(uint64_t n) {
@@ -931,8 +931,8 @@ int main(int argc, char** argv) {
 
   // One channel per worker up to --channels (its own connection and TLS
   // session), shared round-robin past that.
-  const uint32_t channel_count = std::max<uint32_t>(1, std::min(channels_flag,
-                                                               std::max(workers, baseline_workers)));
+  const uint32_t channel_count =
+      std::max<uint32_t>(1, std::min(channels_flag, std::max(workers, baseline_workers)));
   std::vector<std::unique_ptr<v1::WorkerService::Stub>> stubs;
   for (uint32_t i = 0; i < channel_count; ++i) {
     grpc::ChannelArguments args;
@@ -965,13 +965,12 @@ int main(int argc, char** argv) {
   std::vector<PhaseResult> results;
   if (baseline_workers > 0) {
     results.push_back(RunPhase("baseline", baseline_workers, baseline_seconds,
-                               PhaseOptions(baseline_workers), &tracker,
-                               &delayer, stubs, coordinator_pid));
+                               PhaseOptions(baseline_workers), &tracker, &delayer, stubs,
+                               coordinator_pid));
     PrintPhase(results.back());
   }
-  results.push_back(
-      RunPhase("load", workers, seconds, PhaseOptions(workers), &tracker, &delayer, stubs,
-               coordinator_pid));
+  results.push_back(RunPhase("load", workers, seconds, PhaseOptions(workers), &tracker, &delayer,
+                             stubs, coordinator_pid));
   PrintPhase(results.back());
 
   // What became of the audits.

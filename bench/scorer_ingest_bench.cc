@@ -7,8 +7,9 @@
 //
 // Starts a real scorer and coordinator (EmbeddedCluster, mutual TLS, no
 // workers) and submits membership audits of --models-per-audit reference
-// models through the coordinator, so the scorer holds each audit's plan. Each stream then does what a worker does when a task ends:
-// it opens Ingest and sends the task's observations (signals phi and loss,
+// models through the coordinator, so the scorer holds each audit's plan. Each stream then does what
+// a worker does when a task ends: it opens Ingest and sends the task's observations (signals phi
+// and loss,
 // --pool values each, and loss_population, the spec's default 1000 values,
 // for each of the task's --models-per-task models), with the capability the
 // coordinator would hand out with the lease (common/capability.h, made here
@@ -23,10 +24,9 @@
 // configuration runs R times, interleaved round by round, and the medians are
 // reported, with the ratio of each configuration's observations/s to one
 // stream's.
+#include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -50,8 +50,8 @@
 #include "cli/embedded_cluster.h"
 #include "common/capability.h"
 #include "common/membership_tasks.h"
-#include "common/seeding.h"
 #include "common/process.h"
+#include "common/seeding.h"
 #include "common/tls.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
@@ -65,12 +65,10 @@ using memaudit::bench::Median;
 using memaudit::bench::Seconds;
 namespace v1 = memaudit::v1;
 
-
 // services/scorer/membership_metrics.cc's RequiredMembershipSignals (the
 // scorer's library is not linked here): what every model sends.
 std::vector<std::string> RequiredSignals(const v1::MembershipAudit& m) {
-  std::vector<std::string> signals = {memaudit::scorer::kPhiSignal,
-                                      memaudit::scorer::kLossSignal};
+  std::vector<std::string> signals = {memaudit::scorer::kPhiSignal, memaudit::scorer::kLossSignal};
   if (m.population_size() > 0) signals.push_back(memaudit::scorer::kPopulationLossSignal);
   return signals;
 }
@@ -171,12 +169,23 @@ struct ConfigResult {
 };
 
 std::string CodeName(grpc::StatusCode code) {
-  static const char* kNames[] = {
-      "OK",       "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",       "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* kNames[] = {"OK",
+                                 "CANCELLED",
+                                 "UNKNOWN",
+                                 "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED",
+                                 "NOT_FOUND",
+                                 "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED",
+                                 "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION",
+                                 "ABORTED",
+                                 "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED",
+                                 "INTERNAL",
+                                 "UNAVAILABLE",
+                                 "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
   const int c = static_cast<int>(code);
   return c >= 0 && c <= 16 ? kNames[c] : absl::StrCat("CODE_", c);
 }
@@ -414,8 +423,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "capability key: %s\n", key.status().ToString().c_str());
     return 1;
   }
-  auto client = memaudit::MakeChannel((*cluster)->coordinator_address(),
-                                      (*cluster)->client_credentials());
+  auto client =
+      memaudit::MakeChannel((*cluster)->coordinator_address(), (*cluster)->client_credentials());
   if (!client.ok()) {
     std::fprintf(stderr, "channel: %s\n", client.status().ToString().c_str());
     return 1;
@@ -456,12 +465,11 @@ int main(int argc, char** argv) {
     }
     // The last task is never sent: the audit never completes, nothing is scored.
     for (uint32_t t = 0; t + 1 < tasks_per_audit; ++t) {
-      tasks.push_back(Task{resp.audit_id(), t,
-                           memaudit::TaskCapability(*key, resp.audit_id(),
-                                                    {memaudit::membership::kModelRole, t})});
+      tasks.push_back(Task{
+          resp.audit_id(), t,
+          memaudit::TaskCapability(*key, resp.audit_id(), {memaudit::membership::kModelRole, t})});
     }
-    const size_t per = RequiredSignals(defaulted.membership()).size() *
-                       per_task;
+    const size_t per = RequiredSignals(defaulted.membership()).size() * per_task;
     capacity = tasks.size() * per;
   }
   const double submit_s = Seconds() - submit_start;
@@ -486,8 +494,8 @@ int main(int argc, char** argv) {
       "of %u models, pool %u, population %u, models_per_task %u: %zu observations (%.1f KB) per "
       "stream\n",
       Flag(argc, argv, "streams", "1,4,16").c_str(), seconds,
-      static_cast<unsigned long>(max_observations), reps,
-      models_per_audit, pool, defaulted.membership().population_size(), per_task, sample.observations.size(),
+      static_cast<unsigned long>(max_observations), reps, models_per_audit, pool,
+      defaulted.membership().population_size(), per_task, sample.observations.size(),
       sample.bytes / 1e3);
   std::printf("setup: %zu audits submitted in %.1f s; %zu tasks to send; %u cores online\n",
               audit_count, submit_s, bench.tasks_left(),
