@@ -320,8 +320,13 @@ class Phase {
   void Stop() { stopping_ = true; }
 
   void CycleDone() {
-    if (cycles_.fetch_add(1, std::memory_order_relaxed) + 1 >= options_.max_cycles) Stop();
+    if (cycles_.fetch_add(1, std::memory_order_relaxed) + 1 == options_.max_cycles) {
+      stopped_at_ = Seconds();
+      Stop();
+    }
   }
+  // When --max-cycles ended the phase; 0 if it did not.
+  double stopped_at() const { return stopped_at_.load(); }
   uint64_t cycles() const { return cycles_.load(); }
 
   void Error(const char* rpc, const grpc::Status& s) {
@@ -386,6 +391,7 @@ class Phase {
   std::atomic<double> window_start_{0};
   std::atomic<double> window_end_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<double> stopped_at_{0};
   std::atomic<uint64_t> cycles_{0};
   std::mutex mu_;
   std::condition_variable cv_;
@@ -694,6 +700,7 @@ PhaseResult RunPhase(const std::string& name, uint32_t workers, double seconds,
     }
   }
   t1 = std::min(Seconds(), start + warmup + seconds);
+  if (phase.stopped_at() > 0) t1 = std::min(t1, phase.stopped_at());
   const double cpu1_coord = ProcCpuSeconds(coordinator_pid);
   const double cpu1_self = SelfCpuSeconds();
   in_window = false;
