@@ -47,6 +47,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
+#include "bench/proc_stats.h"
 #include "cli/embedded_cluster.h"
 #include "common/capability.h"
 #include "common/membership_tasks.h"
@@ -73,41 +74,10 @@ std::vector<std::string> RequiredSignals(const v1::MembershipAudit& m) {
   return signals;
 }
 
-struct ProcStatus {
-  long threads = 0;
-  long rss_kb = 0;
-};
-
-ProcStatus ReadProcStatus(pid_t pid) {
-  ProcStatus s;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Threads:", 0) == 0) s.threads = std::atol(line.c_str() + 8);
-    if (line.rfind("VmRSS:", 0) == 0) s.rss_kb = std::atol(line.c_str() + 6);
-  }
-  return s;
-}
-
-double ProcCpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t paren = all.rfind(')');
-  if (paren == std::string::npos) return 0;
-  std::istringstream fields(all.substr(paren + 2));
-  std::vector<std::string> tokens;
-  for (std::string t; fields >> t;) tokens.push_back(t);
-  if (tokens.size() < 13) return 0;
-  return (std::atof(tokens[11].c_str()) + std::atof(tokens[12].c_str())) /
-         static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-double SelfCpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + u.ru_stime.tv_sec +
-         u.ru_stime.tv_usec * 1e-6;
-}
+using memaudit::bench::ProcCpuSeconds;
+using memaudit::bench::ProcStatus;
+using memaudit::bench::ReadProcStatus;
+using memaudit::bench::SelfCpuSeconds;
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
