@@ -290,6 +290,7 @@ class Phase {
   void CycleDone() {
     if (cycles_.fetch_add(1, std::memory_order_relaxed) + 1 == options_.max_cycles) {
       stopped_at_ = Seconds();
+      window_end_ = stopped_at_.load();  // later cycles do not count
       Stop();
     }
   }
