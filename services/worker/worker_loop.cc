@@ -121,7 +121,12 @@ WorkerLoop::WorkerLoop(WorkerOptions options, prometheus::Registry* metrics, Han
     : options_(std::move(options)),
       handlers_(std::move(handlers)),
       coordinator_(v1::WorkerService::NewStub(Channel(options_.coordinator, options_.credentials))),
-      metrics_(RealClock::Get(), metrics) {}
+      metrics_(RealClock::Get(), metrics) {
+  offer_.set_threads(options_.threads);
+  offer_.set_gpus(options_.gpus);
+  offer_.set_memory_mb(options_.memory_mb);
+  offer_.set_hostname(Hostname());
+}
 
 WorkerLoop::~WorkerLoop() {
   Stop();
@@ -136,10 +141,7 @@ void WorkerLoop::Stop() {
 
 absl::Status WorkerLoop::Register() {
   v1::RegisterRequest req;
-  req.mutable_capabilities()->set_threads(options_.threads);
-  req.mutable_capabilities()->set_gpus(options_.gpus);
-  req.mutable_capabilities()->set_memory_mb(options_.memory_mb);
-  req.mutable_capabilities()->set_hostname(Hostname());
+  *req.mutable_capabilities() = offer_;
   // The coordinator may be starting, restarting or rescheduled: a worker
   // waits for it however long that takes, rather than exiting into a
   // restart loop.
@@ -172,10 +174,8 @@ absl::Status WorkerLoop::Register() {
 }
 
 v1::WorkerCapabilities WorkerLoop::Free() const {
-  v1::WorkerCapabilities free;
-  free.set_threads(options_.threads);
-  free.set_gpus(options_.gpus);
-  free.set_memory_mb(options_.memory_mb);
+  v1::WorkerCapabilities free = offer_;
+  free.clear_hostname();
   absl::MutexLock lock(&mu_);
   for (const auto& [id, task] : running_) {
     if (!task->done) Reserve(task->needs, &free);
@@ -253,11 +253,7 @@ absl::Status WorkerLoop::Run() {
     v1::LeaseRequest req;
     req.set_worker_id(worker_id_);
     req.set_wait_ms(options_.lease_wait_ms);
-    v1::WorkerCapabilities* total = req.mutable_capabilities();
-    total->set_threads(options_.threads);
-    total->set_gpus(options_.gpus);
-    total->set_memory_mb(options_.memory_mb);
-    total->set_hostname(Hostname());
+    *req.mutable_capabilities() = offer_;
     *req.mutable_free() = free;
     v1::LeaseResponse resp;
     grpc::ClientContext ctx;

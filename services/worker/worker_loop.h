@@ -109,6 +109,8 @@ class WorkerLoop {
   void PauseUnlessStopping(absl::Duration duration) const;
 
   WorkerOptions options_;
+  // What Register and every Lease say the worker offers (made once).
+  v1::WorkerCapabilities offer_;
   HandlerLookup handlers_;
   std::unique_ptr<v1::WorkerService::Stub> coordinator_;
   std::unique_ptr<v1::ScorerService::Stub> scorer_;
