@@ -6,7 +6,7 @@
 //       [--lease-ttl-ms=10000] [--leases-per-worker=auto] [--channels=256]
 //       [--tasks-per-audit=auto] [--max-attempts=100] [--retire-at=90]
 //       [--max-cycles=1000000] [--max-submit-seconds=900] [--dir=DIR] [--keep-dir=0]
-//       [--bin-dir=DIR]
+//       [--bin-dir=DIR] [--rate=0]
 //
 // Starts a real scorer and coordinator (EmbeddedCluster, mutual TLS, no real
 // workers), submits membership audits (models_per_task 1: one task per
@@ -28,6 +28,14 @@
 // the bench cancels ("retires") an audit once one of its tasks reaches
 // --retire-at releases, and reports any audit that failed; --max-attempts
 // (default 100, the validator's maximum) is a second margin.
+//
+// --rate=R offers R cycles/s in all during the load phase instead of as many
+// as the workers can: each worker starts a cycle every workers/R seconds on a
+// fixed schedule (release the lease it held since its last cycle, Lease,
+// Heartbeat), and a cycle is timed from when it was due, so a coordinator
+// that falls behind shows it in the latencies (no coordinated omission). With back-to-back cycles (the default) a cycle's
+// mean latency is workers / (cycles/s) by Little's law whatever the server:
+// --rate is how latency at a given throughput is measured.
 //
 // Two phases in the same process and cluster: --baseline-workers first (the
 // baseline), then --workers. Prints, for each, cycles/s, p50/p99 of a whole
@@ -66,6 +74,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
+#include "bench/metrics_scrape.h"
 #include "bench/proc_stats.h"
 #include "cli/embedded_cluster.h"
 #include "common/process.h"
@@ -87,6 +96,7 @@ using memaudit::bench::ProcCpuSeconds;
 using memaudit::bench::ProcStatus;
 using memaudit::bench::ReadProcStatus;
 using memaudit::bench::SelfCpuSeconds;
+using memaudit::bench::ScrapeMetrics;
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -267,6 +277,8 @@ struct Options {
   // Leases each worker keeps at most, and how long it keeps one.
   size_t leases_per_worker = 1;
   double max_hold_s = 3;
+  // Seconds between the starts of a worker's cycles; 0 = back to back.
+  double cycle_interval_s = 0;
 };
 
 // One phase: W workers for a fixed window.
@@ -379,8 +391,11 @@ class FakeWorker {
   }
   bool registered() const { return !worker_id_.empty(); }
 
-  void Start() {
+  // `offset_s`: when, within the cycle interval, this worker's cycles are
+  // due (--rate).
+  void Start(double offset_s) {
     phase_->WorkerStarted();
+    next_due_ = Seconds() + offset_s;
     NextLease();
   }
 
@@ -400,6 +415,39 @@ class FakeWorker {
       Drain();
       return;
     }
+    lease_start_ = Seconds();
+    if (!paced()) {
+      SendLease(lease_start_);
+      return;
+    }
+    // The next cycle is due at its slot, and is timed from it even when it
+    // starts late.
+    const double due = next_due_;
+    next_due_ += phase_->options().cycle_interval_s;
+    if (due > lease_start_) {
+      phase_->delayer()->After(due - lease_start_, [this, due] { StartPacedCycle(due); });
+    } else {
+      StartPacedCycle(due);
+    }
+  }
+
+  bool paced() const { return phase_->options().cycle_interval_s > 0; }
+
+  // A paced cycle: release the lease held since the last cycle (a worker
+  // holds one between cycles, as a training worker would), Lease, Heartbeat.
+  void StartPacedCycle(double due) {
+    lease_start_ = due;
+    if (phase_->stopping()) {
+      Drain();
+    } else if (held_.empty()) {
+      SendLease(due);
+    } else {
+      ReleaseOldest(/*counted=*/false);  // OnFail goes on with SendLease
+    }
+  }
+
+  void SendLease(double timed_from) {
+    lease_start_ = timed_from;
     ctx_ = std::make_unique<grpc::ClientContext>();
     ctx_->set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(phase_->options().wait_ms + 10000));
@@ -409,7 +457,6 @@ class FakeWorker {
     *lease_req_.mutable_capabilities() = caps_;
     *lease_req_.mutable_free() = caps_;
     lease_resp_.Clear();
-    lease_start_ = Seconds();
     stub_->async()->Lease(ctx_.get(), &lease_req_, &lease_resp_,
                           [this](grpc::Status s) { OnLease(s); });
   }
@@ -469,6 +516,15 @@ class FakeWorker {
       LeaseGone(held_.back());
       held_.pop_back();
     }
+    if (paced()) {
+      const double now = Seconds();
+      if (s.ok() && phase_->InWindow(now)) {
+        cycle_ms.push_back((now - lease_start_) * 1e3);
+        phase_->CycleDone();
+      }
+      NextLease();
+      return;
+    }
     const size_t k = phase_->options().leases_per_worker;
     const bool due = !held_.empty() && (held_.size() >= k || Seconds() - held_.front().leased_at >
                                                                  phase_->options().max_hold_s);
@@ -514,6 +570,8 @@ class FakeWorker {
       Drain();
     } else if (!s.ok() && s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
       RetryLater();
+    } else if (paced()) {
+      SendLease(lease_start_);  // the rest of the paced cycle
     } else {
       NextLease();
     }
@@ -538,6 +596,7 @@ class FakeWorker {
   bool counted_ = false;
   bool draining_ = false;
   double lease_start_ = 0;
+  double next_due_ = 0;  // when the next cycle is due (--rate)
   std::unique_ptr<grpc::ClientContext> ctx_;
   v1::RegisterRequest register_req_;
   v1::RegisterResponse register_resp_;
@@ -563,13 +622,15 @@ struct PhaseResult {
   long rss_max_kb = 0;
   double coordinator_cores = 0, client_cores = 0;
   double register_s = 0;
+  // The coordinator's group commit over the window (its /metrics).
+  double store_writes = 0, store_decisions = 0, store_write_s = 0;
 };
 
 // Runs `workers` fake workers for `seconds` (after a 1 s warm-up).
 PhaseResult RunPhase(const std::string& name, uint32_t workers, double seconds,
                      const Options& options, ReleaseTracker* tracker, Delayer* delayer,
                      const std::vector<std::unique_ptr<v1::WorkerService::Stub>>& stubs,
-                     pid_t coordinator_pid) {
+                     pid_t coordinator_pid, int coordinator_metrics_port) {
   PhaseResult r;
   r.name = name;
   r.workers = workers;
@@ -629,8 +690,10 @@ PhaseResult RunPhase(const std::string& name, uint32_t workers, double seconds,
   const double warmup = options.leases_per_worker > 1 ? 1.0 + options.max_hold_s : 1.0;
   const double start = Seconds();
   phase.SetWindow(start + warmup, start + warmup + seconds);
-  for (auto& w : fleet) {
-    if (w->registered()) w->Start();
+  for (size_t i = 0; i < fleet.size(); ++i) {
+    if (fleet[i]->registered()) {
+      fleet[i]->Start(options.cycle_interval_s * static_cast<double>(i) / fleet.size());
+    }
   }
   // Wait for the window, printing progress every 5 s.
   std::this_thread::sleep_until(std::chrono::steady_clock::now() +
@@ -638,6 +701,7 @@ PhaseResult RunPhase(const std::string& name, uint32_t workers, double seconds,
   in_window = true;
   const double cpu0_coord = ProcCpuSeconds(coordinator_pid);
   const double cpu0_self = SelfCpuSeconds();
+  const std::map<std::string, double> metrics0 = ScrapeMetrics(coordinator_metrics_port);
   const double t0 = Seconds();
   double t1 = t0;
   while (true) {
@@ -656,6 +720,14 @@ PhaseResult RunPhase(const std::string& name, uint32_t workers, double seconds,
   if (phase.stopped_at() > 0) t1 = std::min(t1, phase.stopped_at());
   const double cpu1_coord = ProcCpuSeconds(coordinator_pid);
   const double cpu1_self = SelfCpuSeconds();
+  std::map<std::string, double> metrics1 = ScrapeMetrics(coordinator_metrics_port);
+  auto grew = [&](const std::string& name) {
+    auto before = metrics0.find(name);
+    return metrics1[name] - (before == metrics0.end() ? 0.0 : before->second);
+  };
+  r.store_writes = grew("memaudit_coordinator_store_writes_total");
+  r.store_decisions = grew("memaudit_coordinator_store_decisions_total");
+  r.store_write_s = grew("memaudit_coordinator_store_write_seconds_sum");
   in_window = false;
   phase.SetWindow(start + warmup, t1);
   phase.Stop();
@@ -720,6 +792,13 @@ void PrintPhase(const PhaseResult& r) {
       "load generator CPU %.2f cores\n",
       r.threads_min, r.threads_median, r.threads_max, r.rss_max_kb / 1024.0, r.coordinator_cores,
       r.client_cores);
+  if (r.store_writes > 0) {
+    std::printf(
+        "         store: %.0f writes/s, %.1f decisions per write (group commit), %.2f ms per "
+        "write, disk busy %.0f%% of the time\n",
+        r.store_writes / r.seconds, r.store_decisions / r.store_writes,
+        1000.0 * r.store_write_s / r.store_writes, 100.0 * r.store_write_s / r.seconds);
+  }
 }
 
 uint32_t EvenClamp(uint64_t n) {
@@ -756,6 +835,7 @@ int main(int argc, char** argv) {
   Options options;
   options.wait_ms = static_cast<uint32_t>(FlagInt(argc, argv, "wait-ms", 2000));
   options.max_cycles = static_cast<uint64_t>(FlagInt(argc, argv, "max-cycles", 1000000));
+  const double rate = static_cast<double>(FlagInt(argc, argv, "rate", 0));
 
   std::string dir = Flag(argc, argv, "dir", "");
   bool made_dir = false;
@@ -807,6 +887,7 @@ int main(int argc, char** argv) {
     std::_Exit(128 + signal);
   }).detach();
   const pid_t coordinator_pid = (*cluster)->coordinator()->pid();
+  const int metrics_port = (*cluster)->coordinator_metrics_port();
   const std::string address = (*cluster)->coordinator_address();
   {
     const ProcStatus s = ReadProcStatus(coordinator_pid);
@@ -926,11 +1007,18 @@ int main(int argc, char** argv) {
   if (baseline_workers > 0) {
     results.push_back(RunPhase("baseline", baseline_workers, baseline_seconds,
                                PhaseOptions(baseline_workers), &tracker, &delayer, stubs,
-                               coordinator_pid));
+                               coordinator_pid, metrics_port));
     PrintPhase(results.back());
   }
-  results.push_back(RunPhase("load", workers, seconds, PhaseOptions(workers), &tracker, &delayer,
-                             stubs, coordinator_pid));
+  Options load_options = PhaseOptions(workers);
+  if (rate > 0) {
+    load_options.leases_per_worker = 1;
+    load_options.cycle_interval_s = workers / rate;
+    std::printf("load phase paced: %.0f cycles/s offered, a cycle due every %.3f s per worker\n",
+                rate, load_options.cycle_interval_s);
+  }
+  results.push_back(RunPhase("load", workers, seconds, load_options, &tracker, &delayer, stubs,
+                             coordinator_pid, metrics_port));
   PrintPhase(results.back());
 
   // What became of the audits.

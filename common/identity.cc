@@ -161,7 +161,7 @@ absl::Status Authenticator::Reload() {
 
 void Authenticator::ReloadOnSighup() { std::signal(SIGHUP, RequestReload); }
 
-absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContext& context) {
+absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContextBase& context) {
   if (everyone_) return Identity{Role::kAdmin, "anonymous"};
   if (reload_requested.exchange(false)) {
     if (absl::Status s = Reload(); !s.ok())
@@ -183,7 +183,7 @@ absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContext& cont
   return FromCertificate(*auth);
 }
 
-absl::StatusOr<Identity> Authenticator::Require(const grpc::ServerContext& context,
+absl::StatusOr<Identity> Authenticator::Require(const grpc::ServerContextBase& context,
                                                 std::initializer_list<Role> allowed) {
   auto identity = Identify(context);
   if (!identity.ok()) return identity;

@@ -63,10 +63,11 @@ class Authenticator {
   // The caller of `context`; UNAUTHENTICATED when it presents neither a
   // known token nor a certificate (the TLS layer has verified any
   // certificate against the CA before the call reaches here).
-  absl::StatusOr<Identity> Identify(const grpc::ServerContext& context) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Identity> Identify(const grpc::ServerContextBase& context)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Identify, then PERMISSION_DENIED unless the caller's role is one of
   // `allowed` or admin.
-  absl::StatusOr<Identity> Require(const grpc::ServerContext& context,
+  absl::StatusOr<Identity> Require(const grpc::ServerContextBase& context,
                                    std::initializer_list<Role> allowed) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:

@@ -6,6 +6,7 @@
 #include "common/spec_yaml.h"
 #include "common/status_grpc.h"
 #include "services/coordinator/spec_validator.h"
+#include "common/watch_reactor.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -26,7 +27,7 @@ grpc::Status Bounded(const absl::Status& status) { return Bounded(ToGrpc(status)
 
 // A team, or an administrator, who may call every AuditService RPC; what it
 // submits is owned by its name.
-absl::StatusOr<Caller> Authorize(Authenticator* auth, const grpc::ServerContext& ctx) {
+absl::StatusOr<Caller> Authorize(Authenticator* auth, const grpc::ServerContextBase& ctx) {
   absl::StatusOr<Identity> who = auth->Require(ctx, {Role::kTeam});
   if (!who.ok()) return who.status();
   return Caller{who->name, who->role == Role::kAdmin, who->ToString()};
@@ -36,6 +37,69 @@ void SetResponse(const v1::Audit& audit, v1::SubmitResponse* resp) {
   resp->set_audit_id(audit.audit_id());
   resp->set_tasks(audit.tasks().total());
 }
+
+// One Watch stream: each poll sends the events logged since the last one
+// (at most kWatchBatch, then it polls again at once), each with the audit's
+// snapshot, or a "progress" snapshot when only the audit's steps moved. It
+// ends once the audit is terminal and every event was sent; else it waits
+// for the scheduler's next change, re-reading at least every
+// kWatchRecheck.
+class AuditWatch final : public WatchReactor<v1::AuditEvent> {
+ public:
+  static constexpr int kWatchBatch = 100;
+  static constexpr absl::Duration kWatchRecheck = absl::Milliseconds(500);
+
+  AuditWatch(Scheduler* scheduler, Caller caller, const v1::WatchRequest& req)
+      : WatchReactor(&scheduler->changes(), kWatchRecheck),
+        scheduler_(scheduler),
+        caller_(std::move(caller)),
+        audit_id_(req.audit_id()),
+        after_(req.after_sequence()) {}
+
+ private:
+  Step Poll() override {
+    Step step;
+    step.seen = scheduler_->version();
+    auto events = scheduler_->EventsAfter(audit_id_, after_, kWatchBatch);
+    if (!events.ok()) return Step::End(Bounded(events.status()));
+    auto audit = scheduler_->Get(audit_id_, caller_);
+    if (!audit.ok()) return Step::End(Bounded(audit.status()));
+    audit->clear_spec();
+    // A failed write ends the stream, so what is queued counts as sent.
+    for (const EventRecord& e : *events) {
+      v1::AuditEvent& out = step.writes.emplace_back();
+      out.set_sequence(e.sequence);
+      out.set_audit_id(e.audit_id);
+      out.set_unix_ms(e.unix_ms);
+      out.set_type(e.type);
+      out.set_task_id(e.task_id);
+      out.set_message(e.message);
+      *out.mutable_audit() = *audit;
+      after_ = e.sequence;
+    }
+    if (events->empty() && audit->steps_done() != last_steps_) {
+      // Progress without a logged event: a snapshot carrying the last sequence.
+      v1::AuditEvent& progress = step.writes.emplace_back();
+      progress.set_sequence(after_);
+      progress.set_audit_id(audit_id_);
+      progress.set_type("progress");
+      *progress.mutable_audit() = *audit;
+    }
+    last_steps_ = audit->steps_done();
+    if (events->size() == kWatchBatch) {
+      step.then = Step::Then::kPollAgain;
+    } else if (IsTerminal(audit->state()) && events->empty()) {
+      step.then = Step::Then::kFinish;
+    }
+    return step;
+  }
+
+  Scheduler* const scheduler_;
+  const Caller caller_;
+  const std::string audit_id_;
+  uint64_t after_;
+  uint64_t last_steps_ = ~uint64_t{0};
+};
 
 }  // namespace
 
@@ -122,50 +186,16 @@ grpc::Status AuditServiceImpl::List(grpc::ServerContext* ctx, const v1::ListRequ
   return grpc::Status::OK;
 }
 
-grpc::Status AuditServiceImpl::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
-                                     grpc::ServerWriter<v1::AuditEvent>* writer) {
+grpc::ServerWriteReactor<v1::AuditEvent>* AuditServiceImpl::Watch(grpc::CallbackServerContext* ctx,
+                                                                  const v1::WatchRequest* req) {
   absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
-  if (!caller.ok()) return Bounded(caller.status());
+  if (!caller.ok()) return new FinishedWriteReactor<v1::AuditEvent>(Bounded(caller.status()));
   // The owner never changes: checked once, before the first event.
   auto first = scheduler_->Get(req->audit_id(), *caller);
-  if (!first.ok()) return Bounded(first.status());
-  uint64_t after = req->after_sequence();
-  uint64_t last_steps = ~uint64_t{0};
-  while (!ctx->IsCancelled()) {
-    const uint64_t version = scheduler_->version();
-    auto events = scheduler_->EventsAfter(req->audit_id(), after, 100);
-    if (!events.ok()) return Bounded(events.status());
-    auto audit = scheduler_->Get(req->audit_id(), *caller);
-    if (!audit.ok()) return Bounded(audit.status());
-    for (const EventRecord& e : *events) {
-      v1::AuditEvent out;
-      out.set_sequence(e.sequence);
-      out.set_audit_id(e.audit_id);
-      out.set_unix_ms(e.unix_ms);
-      out.set_type(e.type);
-      out.set_task_id(e.task_id);
-      out.set_message(e.message);
-      *out.mutable_audit() = *audit;
-      out.mutable_audit()->clear_spec();
-      if (!writer->Write(out)) return grpc::Status::OK;
-      after = e.sequence;
-    }
-    if (events->empty() && audit->steps_done() != last_steps) {
-      // Progress without a logged event: a snapshot carrying the last sequence.
-      v1::AuditEvent progress;
-      progress.set_sequence(after);
-      progress.set_audit_id(req->audit_id());
-      progress.set_type("progress");
-      *progress.mutable_audit() = *audit;
-      progress.mutable_audit()->clear_spec();
-      if (!writer->Write(progress)) return grpc::Status::OK;
-    }
-    last_steps = audit->steps_done();
-    if (events->size() == 100) continue;
-    if (IsTerminal(audit->state()) && events->empty()) return grpc::Status::OK;
-    scheduler_->WaitForChange(version, 500);
-  }
-  return grpc::Status::OK;
+  if (!first.ok()) return new FinishedWriteReactor<v1::AuditEvent>(Bounded(first.status()));
+  auto* watch = new AuditWatch(scheduler_, *std::move(caller), *req);
+  watch->Start();
+  return watch;
 }
 
 grpc::Status AuditServiceImpl::Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req,

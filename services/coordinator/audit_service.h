@@ -25,7 +25,12 @@ absl::Status CheckRequestId(const std::string& request_id);
 // audits it submitted: another team's audit answers NOT_FOUND exactly as an
 // id that does not exist. An administrator sees every audit; its own
 // submissions are owned by its name.
-class AuditServiceImpl final : public v1::AuditService::Service {
+//
+// Watch runs on gRPC's callback API (common/watch_reactor.h): a stream waiting for
+// the audit to change holds no server thread. The other methods are
+// synchronous.
+class AuditServiceImpl final
+    : public v1::AuditService::WithCallbackMethod_Watch<v1::AuditService::Service> {
  public:
   // `auth` identifies each caller (common/identity.h). Submit refuses a spec
   // naming a file outside `data_roots` (data_roots.h). A Submit with a
@@ -43,8 +48,11 @@ class AuditServiceImpl final : public v1::AuditService::Service {
   grpc::Status Get(grpc::ServerContext* ctx, const v1::GetRequest* req, v1::Audit* resp) override;
   grpc::Status List(grpc::ServerContext* ctx, const v1::ListRequest* req,
                     v1::ListResponse* resp) override;
-  grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
-                     grpc::ServerWriter<v1::AuditEvent>* writer) override;
+  // The audit's events after req.after_sequence, then each new one as it is
+  // logged (and a "progress" snapshot when only its steps moved), to the end
+  // of the audit.
+  grpc::ServerWriteReactor<v1::AuditEvent>* Watch(grpc::CallbackServerContext* ctx,
+                                                  const v1::WatchRequest* req) override;
   grpc::Status Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req,
                       v1::Audit* resp) override;
   grpc::Status GetReport(grpc::ServerContext* ctx, const v1::GetReportRequest* req,

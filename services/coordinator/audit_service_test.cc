@@ -1,18 +1,28 @@
 // Submit's checks that come before the scheduler and the scorer: a spec
 // naming a file outside the coordinator's data roots is refused with the
 // field named (the services under it are never reached, so none exists here).
+// Watch over an in-process server: waiting watchers hold no thread.
 #include "services/coordinator/audit_service.h"
 
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_server_metrics.h"
+#include "common/metrics.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "services/coordinator/scheduler_fixture.h"
 #include "services/coordinator/test_specs.h"
 
 namespace memaudit::coordinator {
@@ -136,6 +146,259 @@ TEST(RequestIdTest, UpTo128PrintableCharactersWithoutSpaces) {
                                             HasSubstr("request_id: must be at most 128 printable")))
         << bad;
   }
+}
+
+// Threads of this process now.
+int ThreadCount() {
+  int threads = 0;
+  for ([[maybe_unused]] const auto& task : fs::directory_iterator("/proc/self/task")) ++threads;
+  return threads;
+}
+
+// Server streams followed from the test's thread alone, through one
+// completion queue: the client adds no thread per stream.
+class AsyncWatches {
+ public:
+  struct Stream {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientAsyncReader<v1::AuditEvent>> reader;
+    v1::AuditEvent incoming;
+    std::vector<v1::AuditEvent> received;
+    grpc::Status status;
+    bool done = false;
+  };
+
+  // Cancels the streams still open and waits for their ends.
+  ~AsyncWatches() {
+    for (auto& s : streams_) {
+      if (!s->done) s->ctx.TryCancel();
+    }
+    Pump([&] { return AllDone(); }, std::chrono::seconds(10));
+    cq_.Shutdown();
+    void* tag;
+    bool ok;
+    while (cq_.Next(&tag, &ok)) {
+    }
+  }
+
+  void Watch(v1::AuditService::Stub* stub, const std::string& audit_id, uint64_t after) {
+    auto stream = std::make_unique<Stream>();
+    v1::WatchRequest req;
+    req.set_audit_id(audit_id);
+    req.set_after_sequence(after);
+    stream->reader = stub->AsyncWatch(&stream->ctx, req, &cq_, Tag(streams_.size(), kStarted));
+    streams_.push_back(std::move(stream));
+  }
+
+  // Handles what arrives until `until` holds (true) or `timeout` passes;
+  // `until` is checked at least every 10 ms.
+  bool Pump(const std::function<bool()>& until, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::system_clock::now() + timeout;
+    while (!until()) {
+      const auto now = std::chrono::system_clock::now();
+      if (now >= deadline) return false;
+      void* tag;
+      bool ok;
+      const grpc::CompletionQueue::NextStatus next =
+          cq_.AsyncNext(&tag, &ok, std::min(deadline, now + std::chrono::milliseconds(10)));
+      if (next == grpc::CompletionQueue::SHUTDOWN) return until();
+      if (next == grpc::CompletionQueue::TIMEOUT) continue;
+      const uintptr_t bits = reinterpret_cast<uintptr_t>(tag);
+      Stream& s = *streams_[bits >> 2];
+      const size_t i = bits >> 2;
+      if ((bits & 3) == kRead && ok) s.received.push_back(s.incoming);
+      if ((bits & 3) == kFinished) {
+        s.done = true;
+      } else if (ok) {
+        s.reader->Read(&s.incoming, Tag(i, kRead));
+      } else {
+        s.reader->Finish(&s.status, Tag(i, kFinished));
+      }
+    }
+    return true;
+  }
+
+  bool EachReceived(size_t messages) const {
+    for (const auto& s : streams_) {
+      if (s->received.size() < messages) return false;
+    }
+    return true;
+  }
+  bool AllDone() const {
+    for (const auto& s : streams_) {
+      if (!s->done) return false;
+    }
+    return true;
+  }
+  std::vector<std::unique_ptr<Stream>>& streams() { return streams_; }
+
+ private:
+  enum Op : uintptr_t { kStarted = 0, kRead = 1, kFinished = 2 };
+  static void* Tag(size_t stream, Op op) {
+    return reinterpret_cast<void*>((static_cast<uintptr_t>(stream) << 2) | op);
+  }
+
+  grpc::CompletionQueue cq_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+};
+
+class AuditWatchTest : public SchedulerFixture {
+ protected:
+  static constexpr int kWatchers = 200;
+
+  void SetUp() override {
+    SchedulerFixture::SetUp();
+    service_ = std::make_unique<AuditServiceImpl>(everyone_.get(), scheduler_.get(),
+                                                  /*scorer=*/nullptr, DataRoots());
+    grpc::ServerBuilder builder;
+    builder.RegisterService(service_.get());
+    // As StartServing counts every call (common/serving.cc).
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counted;
+    counted.push_back(GrpcServerMetrics(&grpc_metrics_));
+    builder.experimental().SetInterceptorCreators(std::move(counted));
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    stub_ = v1::AuditService::NewStub(server_->InProcessChannel(grpc::ChannelArguments()));
+  }
+  void TearDown() override {
+    // A failed test's watches still wait: cancelled after the deadline.
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    SchedulerFixture::TearDown();
+  }
+
+  // The sequence of the audit's last event.
+  uint64_t LastSequence(const std::string& audit_id) {
+    auto events = scheduler_->EventsAfter(audit_id, 0, 1000);
+    EXPECT_TRUE(events.ok() && !events->empty());
+    return events.ok() && !events->empty() ? events->back().sequence : 0;
+  }
+
+  // Until `subscribers` wait on the scheduler's changes (the watches re-read
+  // every 500 ms, subscribing again at once), handling what arrives.
+  bool AwaitSubscribers(AsyncWatches& watches, size_t subscribers) {
+    return watches.Pump([&] { return scheduler_->changes().subscribers() == subscribers; },
+                        std::chrono::seconds(10));
+  }
+
+  // "memaudit_grpc_server_handled_total" of Watch calls ending in `code`.
+  std::string WatchesHandled(const std::string& code) {
+    const std::string text = metrics::Exposition(grpc_metrics_);
+    const std::string series = absl::StrCat("memaudit_grpc_server_handled_total{code=\"", code,
+                                            "\",method=\"/memaudit.v1.AuditService/Watch\"} ");
+    const size_t at = text.find(series);
+    if (at == std::string::npos) return "none";
+    return text.substr(at + series.size(), text.find('\n', at) - at - series.size());
+  }
+
+  prometheus::Registry grpc_metrics_;
+  std::unique_ptr<Authenticator> everyone_ = Authenticator::AllowEveryone();
+  std::unique_ptr<AuditServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::AuditService::Stub> stub_;
+};
+
+// A synchronous Watch held a server thread per stream while it waited; on
+// the callback API a waiting stream is a subscription, and a change reaches
+// every one of them.
+TEST_F(AuditWatchTest, WaitingWatchesHoldNoThreadAndEachSeesTheChange) {
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  const uint64_t last = LastSequence("a");
+  AsyncWatches watches;
+  // One first: what gRPC starts once (pollers, callback threads) is counted
+  // before.
+  watches.Watch(stub_.get(), "a", last);
+  ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(10)));
+  ASSERT_TRUE(AwaitSubscribers(watches, 1));
+  const int threads_before = ThreadCount();
+
+  for (int i = 1; i < kWatchers; ++i) watches.Watch(stub_.get(), "a", last);
+  // Nothing was logged after `last`: each stream's first message is the
+  // audit's snapshot, then it waits.
+  ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(30)));
+  ASSERT_TRUE(AwaitSubscribers(watches, kWatchers))
+      << scheduler_->changes().subscribers() << " of " << kWatchers << " watches wait";
+  const int threads_waiting = ThreadCount();
+  EXPECT_LT(threads_waiting - threads_before, kWatchers / 10)
+      << threads_before << " threads with one watch waiting, " << threads_waiting << " with "
+      << kWatchers;
+  for (const auto& s : watches.streams()) {
+    ASSERT_EQ(s->received.size(), 1u);
+    EXPECT_EQ(s->received[0].type(), "progress");
+    EXPECT_EQ(s->received[0].sequence(), last);
+    EXPECT_FALSE(s->received[0].audit().has_spec());
+  }
+
+  // A change reaches every watch; as it ends the audit, it ends every watch.
+  MEMAUDIT_ASSERT_OK(scheduler_->Cancel("a"));
+  ASSERT_TRUE(watches.Pump([&] { return watches.AllDone(); }, std::chrono::seconds(30)));
+  for (const auto& s : watches.streams()) {
+    EXPECT_TRUE(s->status.ok()) << s->status.error_message();
+    ASSERT_EQ(s->received.size(), 2u);
+    EXPECT_EQ(s->received[1].type(), "audit_cancelled");
+    EXPECT_GT(s->received[1].sequence(), last);
+    EXPECT_EQ(s->received[1].audit().state(), v1::CANCELLED);
+  }
+  EXPECT_EQ(scheduler_->changes().subscribers(), 0u);
+}
+
+// A watch the client cancels while it waits ends at once; its subscription,
+// called back later, finds the stream gone and subscribes no more.
+TEST_F(AuditWatchTest, AWatchCancelledWhileItWaitsEnds) {
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  AsyncWatches watches;
+  for (int i = 0; i < 10; ++i) watches.Watch(stub_.get(), "a", 0);
+  ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(10)));
+  ASSERT_TRUE(AwaitSubscribers(watches, 10));
+  for (const auto& s : watches.streams()) s->ctx.TryCancel();
+  ASSERT_TRUE(watches.Pump([&] { return watches.AllDone(); }, std::chrono::seconds(10)));
+  for (const auto& s : watches.streams()) {
+    EXPECT_EQ(s->status.error_code(), grpc::StatusCode::CANCELLED);
+    EXPECT_EQ(s->received.front().type(), "submitted");
+  }
+  // The subscriptions time out (500 ms) into finished streams.
+  EXPECT_TRUE(AwaitSubscribers(watches, 0)) << scheduler_->changes().subscribers();
+  // Counted OK, the status the synchronous Watch returned once it saw the
+  // call cancelled.
+  EXPECT_EQ(WatchesHandled("OK"), "10");
+  MEMAUDIT_EXPECT_OK(scheduler_->Cancel("a"));
+}
+
+// An ended audit's log is replayed from any sequence, then the stream ends;
+// an audit that does not exist is refused as Get refuses it. The server's
+// metrics count each call with its code.
+TEST_F(AuditWatchTest, ReplaysAnEndedAuditAndRefusesAnUnknownOne) {
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Cancel("a"));
+  auto logged = scheduler_->EventsAfter("a", 0, 1000);
+  MEMAUDIT_ASSERT_OK(logged);
+  for (uint64_t after : {uint64_t{0}, (*logged)[0].sequence}) {
+    grpc::ClientContext ctx;
+    v1::WatchRequest req;
+    req.set_audit_id("a");
+    req.set_after_sequence(after);
+    auto reader = stub_->Watch(&ctx, req);
+    std::vector<uint64_t> sequences;
+    for (v1::AuditEvent event; reader->Read(&event);) sequences.push_back(event.sequence());
+    const grpc::Status status = reader->Finish();
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    std::vector<uint64_t> expected;
+    for (const EventRecord& e : *logged) {
+      if (e.sequence > after) expected.push_back(e.sequence);
+    }
+    EXPECT_EQ(sequences, expected) << "after " << after;
+  }
+
+  grpc::ClientContext ctx;
+  v1::WatchRequest req;
+  req.set_audit_id("nope");
+  auto reader = stub_->Watch(&ctx, req);
+  v1::AuditEvent event;
+  EXPECT_FALSE(reader->Read(&event));
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(status.error_message(), scheduler_->Get("nope").status().message());
+  EXPECT_EQ(WatchesHandled("OK"), "2");
+  EXPECT_EQ(WatchesHandled("NOT_FOUND"), "1");
 }
 
 }  // namespace

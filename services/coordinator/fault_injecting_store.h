@@ -50,9 +50,13 @@ class FaultInjectingStore : public Store {
       return absl::UnavailableError("injected fault: CreateAudit not written");
     return base_->CreateAudit(audit, tasks, events);
   }
-  absl::Status Commit(const Mutation& mutation) override {
-    if (Take(kCommit)) return absl::UnavailableError("injected fault: Commit not written");
-    return base_->Commit(mutation);
+  // A batch fails whole when any of its mutations is one to fail (each
+  // mutation counts as one Commit).
+  absl::Status CommitAll(absl::Span<const Mutation> mutations) override {
+    bool fail = false;
+    for (size_t i = 0; i < mutations.size(); ++i) fail = Take(kCommit) || fail;
+    if (fail) return absl::UnavailableError("injected fault: Commit not written");
+    return base_->CommitAll(mutations);
   }
   absl::StatusOr<std::vector<AuditRecord>> LoadAudits() override { return base_->LoadAudits(); }
   absl::StatusOr<std::vector<TaskRecord>> LoadTasks() override { return base_->LoadTasks(); }

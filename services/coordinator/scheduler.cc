@@ -7,11 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "common/capability.h"
 #include "common/spec_yaml.h"
 #include "common/task_fit.h"
 #include "services/coordinator/planner.h"
 #include "services/coordinator/spec_validator.h"
+#include "spdlog/spdlog.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -33,6 +35,18 @@ uint64_t PlannedModels(const Plan& plan) {
   return models;
 }
 
+// Runs `start` with a callback and waits (this thread) for its answer.
+absl::Status Await(absl::FunctionRef<void(Scheduler::Done)> start) {
+  absl::Notification answered;
+  absl::Status status;
+  start([&](const absl::Status& s) {
+    status = s;
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  return status;
+}
+
 }  // namespace
 
 std::string NewAuditId() { return RandomId("a-"); }
@@ -43,24 +57,55 @@ Scheduler::Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
       clock_(clock),
       options_(std::move(options)),
       metrics_(metrics),
-      fair_(options_.quotas.weights) {}
+      fair_(options_.quotas.weights),
+      commit_(store, CommitHooks(this)) {}
+
+GroupCommit::Hooks Scheduler::CommitHooks(Scheduler* s) {
+  GroupCommit::Hooks hooks;
+  // Watchers read events from the store: woken once they are there.
+  hooks.durable = [s](size_t decisions, absl::Duration took) {
+    s->metrics_.GroupWritten(decisions, absl::ToDoubleSeconds(took));
+    s->changes_.Bump();
+  };
+  hooks.failed = [s](const absl::Status& why) { s->WriteFailed(why); };
+  return hooks;
+}
+
+Scheduler::~Scheduler() {
+  Shutdown();
+  commit_.Stop();
+  timer_.Stop();
+}
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, const Clock* clock,
                                                              const SchedulerOptions& options,
                                                              prometheus::Registry* metrics) {
   std::unique_ptr<Scheduler> s(new Scheduler(store, clock, options, metrics));
   absl::MutexLock lock(&s->mu_);
-  auto audits = store->LoadAudits();
+  if (absl::Status loaded = s->LoadLocked(); !loaded.ok()) return loaded;
+  return s;
+}
+
+absl::Status Scheduler::LoadLocked() {
+  auto audits = store_->LoadAudits();
   if (!audits.ok()) return audits.status();
-  auto tasks = store->LoadTasks();
+  auto tasks = store_->LoadTasks();
   if (!tasks.ok()) return tasks.status();
+  audits_.clear();
+  audit_order_.clear();
+  by_request_.clear();
+  // What memory knew of the leases the store holds too (after a failed
+  // write): their deadlines and progress stand.
+  const TaskIndex held = std::move(index_);
+  index_ = TaskIndex();
+  fair_ = FairShare(options_.quotas.weights);
   // The store lists tasks in audit order, then index; group them by audit.
   std::map<std::string, std::vector<TaskRecord>> by_audit;
   for (TaskRecord& t : *tasks) by_audit[t.audit_id].push_back(std::move(t));
   // Workers kept training while this coordinator was down and could not
   // heartbeat: each held lease gets a full TTL from now to be heard again,
   // so an outage longer than the TTL costs no attempt.
-  const int64_t resumed_deadline = clock->NowMs() + options.lease_ttl_ms;
+  const int64_t resumed_deadline = clock_->NowMs() + options_.lease_ttl_ms;
   for (AuditRecord& a : *audits) {
     std::vector<TaskRecord> of;
     if (auto it = by_audit.find(a.audit_id); it != by_audit.end()) {
@@ -68,19 +113,38 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Store* store, const
       by_audit.erase(it);
     }
     for (TaskRecord& t : of) {
-      if (t.state == TaskState::kLeased) {
+      if (t.state != TaskState::kLeased) continue;
+      if (std::optional<size_t> pos = held.FindLease(t.lease_id); pos.has_value()) {
+        t.lease_deadline_ms = held.task(*pos).lease_deadline_ms;
+        t.steps_done = held.task(*pos).steps_done;
+      } else {
         t.lease_deadline_ms = std::max(t.lease_deadline_ms, resumed_deadline);
       }
     }
-    s->Add(std::move(a), std::move(of));
+    Add(std::move(a), std::move(of));
   }
   if (!by_audit.empty()) {
     return absl::DataLossError(absl::StrCat("stored task ", by_audit.begin()->second[0].task_id,
                                             " belongs to no stored audit"));
   }
-  s->PublishGauges("");
-  for (const auto& [owner, usage] : s->index_.owners()) s->metrics_.SetTeam(owner, usage);
-  return s;
+  PublishGauges("");
+  for (const auto& [owner, usage] : index_.owners()) metrics_.SetTeam(owner, usage);
+  return absl::OkStatus();
+}
+
+void Scheduler::WriteFailed(const absl::Status& why) {
+  absl::MutexLock lock(&mu_);
+  // Taken on the memory being thrown away: none of it may reach disk.
+  commit_.DiscardQueued();
+  if (absl::Status loaded = LoadLocked(); !loaded.ok()) {
+    // Neither memory nor the store can be trusted: stop, and let a restart
+    // load what the store holds.
+    spdlog::critical("a write failed ({}) and reloading the store failed too ({}); exiting",
+                     why.ToString(), loaded.ToString());
+    std::abort();
+  }
+  spdlog::warn("a write failed ({}); state reloaded from the store", why.ToString());
+  WakeFitting();
 }
 
 void Scheduler::Add(AuditRecord audit, std::vector<TaskRecord> tasks) {
@@ -114,8 +178,7 @@ EventRecord Scheduler::Event(const std::string& audit_id, std::string type, std:
   return e;
 }
 
-absl::Status Scheduler::Apply(const Mutation& m) {
-  if (absl::Status s = store_->Commit(m); !s.ok()) return s;
+void Scheduler::Apply(Mutation m, Done done) {
   const int64_t now = clock_->NowMs();
   // Every mutation is about one audit; more would be handled alike.
   std::vector<size_t> touched;
@@ -124,21 +187,13 @@ absl::Status Scheduler::Apply(const Mutation& m) {
       touched.push_back(audit);
     }
   };
-  std::map<size_t, size_t> requeued;  // audit -> tasks newly queued
+  std::map<size_t, size_t> requeued;                     // audit -> tasks newly queued
+  std::vector<std::pair<TaskRecord, TaskRecord>> moved;  // (before, after), for the metrics
+  moved.reserve(m.tasks.size());
   for (const TaskRecord& t : m.tasks) {
     const size_t pos = *index_.FindTask(t.task_id);
     const TaskRecord& before = index_.task(pos);
-    metrics_.TaskChanged(before, t, now);
-    // Counted once committed: a retry whose commit failed never happened.
-    // Only RetryOrFail (its error is the reason) and GiveBack (which counts
-    // the release or expiry) put a leased task back in the queue.
-    if (before.state == TaskState::kLeased && t.state == TaskState::kQueued) {
-      if (t.releases > before.releases) {
-        metrics_.TaskReleased();
-      } else {  // a failure, or an expiry ("lease expired ...": lease_expired)
-        metrics_.TaskRetried(t.error);
-      }
-    }
+    moved.emplace_back(before, t);
     const bool granted = before.state == TaskState::kQueued && t.state == TaskState::kLeased;
     const size_t audit = index_.audit_of(pos);
     if (before.state != TaskState::kQueued && t.state == TaskState::kQueued) ++requeued[audit];
@@ -156,12 +211,43 @@ absl::Status Scheduler::Apply(const Mutation& m) {
     fair_.SetReady(audit, index_.audit(audit).leasable());
     PublishGauges(audit_order_[audit]->record.team);
   }
-  ++version_;
-  changed_.SignalAll();
+  commit_.Enqueue(std::move(m), [this, now, moved = std::move(moved),
+                                 done = std::move(done)](const absl::Status& written) mutable {
+    // Counted once durable: a retry whose write failed never happened.
+    if (written.ok()) {
+      for (const auto& [before, after] : moved) {
+        metrics_.TaskChanged(before, after, now);
+        // Only RetryOrFail (its error is the reason) and GiveBack (which
+        // counts the release or expiry) put a leased task back in the queue.
+        if (before.state == TaskState::kLeased && after.state == TaskState::kQueued) {
+          if (after.releases > before.releases) {
+            metrics_.TaskReleased();
+          } else {  // a failure, or an expiry ("lease expired ...": lease_expired)
+            metrics_.TaskRetried(after.error);
+          }
+        }
+      }
+    }
+    std::move(done)(written);
+  });
+  // After the mutation is queued: the grants build on it.
   for (const auto& [audit, tasks] : requeued) {
     if (index_.audit(audit).leasable()) WakeFor(audit, tasks);
   }
-  return absl::OkStatus();
+}
+
+void Scheduler::Decide(Done done, absl::FunctionRef<absl::StatusOr<Mutation>()> decide) {
+  absl::Status refused;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<Mutation> m = decide();
+    if (m.ok()) {
+      Apply(*std::move(m), std::move(done));
+      return;
+    }
+    refused = m.status();
+  }
+  std::move(done)(refused);
 }
 
 v1::Audit Scheduler::Snapshot(const AuditEntry& e) const {
@@ -316,8 +402,7 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const Submission& submission) {
   const std::string owner = audit.team;
   Add(std::move(audit), std::move(tasks));
   PublishGauges(owner);
-  ++version_;
-  changed_.SignalAll();
+  changes_.Bump();
   const AuditEntry& added = audits_.at(audit_id);
   const AuditTasks& queued = index_.audit(added.number);
   if (queued.leasable()) WakeFor(added.number, queued.queued.size());
@@ -363,21 +448,30 @@ void Scheduler::CancelRemaining(const AuditEntry& audit, const std::string& exce
 }
 
 absl::StatusOr<v1::Audit> Scheduler::Cancel(const std::string& audit_id, const Caller& caller) {
-  absl::MutexLock lock(&mu_);
-  auto visible = Visible(audit_id, caller);
-  if (!visible.ok()) return visible.status();
-  const AuditEntry& audit = **visible;
-  if (IsTerminal(audit.record.state)) return Snapshot(audit);
-  Mutation m;
-  CancelRemaining(audit, "", &m);
-  AuditRecord a = audit.record;
-  a.state = v1::CANCELLED;
-  a.updated_ms = clock_->NowMs();
-  m.audit = a;
-  m.events.push_back(
-      Event(audit_id, "audit_cancelled", "", absl::StrCat("cancelled by ", caller.description)));
-  if (absl::Status s = Apply(m); !s.ok()) return s;
-  return Snapshot(audits_.at(audit_id));
+  std::optional<v1::Audit> ended;  // already terminal: nothing to do
+  const absl::Status written = Await([&](Done done) {
+    Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+      auto visible = Visible(audit_id, caller);
+      if (!visible.ok()) return visible.status();
+      const AuditEntry& audit = **visible;
+      if (IsTerminal(audit.record.state)) {
+        ended = Snapshot(audit);
+        return absl::AlreadyExistsError("ended");  // no mutation; `ended` answers
+      }
+      Mutation m;
+      CancelRemaining(audit, "", &m);
+      AuditRecord a = audit.record;
+      a.state = v1::CANCELLED;
+      a.updated_ms = clock_->NowMs();
+      m.audit = a;
+      m.events.push_back(Event(audit_id, "audit_cancelled", "",
+                               absl::StrCat("cancelled by ", caller.description)));
+      return m;
+    });
+  });
+  if (ended.has_value()) return *ended;
+  if (!written.ok()) return written;
+  return Get(audit_id, caller);
 }
 
 std::string Scheduler::RegisterWorker(const v1::WorkerCapabilities& capabilities) {
@@ -414,50 +508,105 @@ void Scheduler::ForgetStaleWorkers() {
 
 absl::StatusOr<std::optional<LeaseGrant>> Scheduler::Lease(
     const std::string& worker_id, int wait_ms, const std::optional<WorkerOffer>& offer) {
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
-  absl::MutexLock lock(&mu_);
-  // Alive while it waits here, however long the poll.
-  TouchWorker(worker_id, clock_->NowMs() + std::max(wait_ms, 0));
-  bool woken = false;
-  while (!shutdown_) {
-    auto fits = [&](size_t audit) ABSL_NO_THREAD_SAFETY_ANALYSIS { return Fits(offer, audit); };
-    if (std::optional<size_t> picked = fair_.Pick(fits); picked.has_value()) {
-      const AuditEntry& audit = *audit_order_[*picked];
-      TaskRecord t = index_.task(*index_.audit(*picked).queued.begin());
-      t.state = TaskState::kLeased;
-      t.attempts += 1;
-      t.steps_done = 0;
-      t.lease_id = RandomId("l-");
-      t.worker_id = worker_id;
-      t.lease_deadline_ms = clock_->NowMs() + options_.lease_ttl_ms;
-      Mutation m;
-      m.tasks.push_back(t);
-      m.events.push_back(Event(t.audit_id, "task_leased", t.task_id,
-                               absl::StrCat("attempt ", t.attempts, " on ", worker_id)));
-      if (audit.record.state == v1::QUEUED) {
-        AuditRecord a = audit.record;
-        a.state = v1::RUNNING;
-        a.updated_ms = clock_->NowMs();
-        m.audit = a;
+  absl::Notification answered;
+  absl::StatusOr<std::optional<LeaseGrant>> result;
+  Lease(worker_id, wait_ms, offer, [&](absl::StatusOr<std::optional<LeaseGrant>> answer) {
+    result = std::move(answer);
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  return result;
+}
+
+uint64_t Scheduler::Lease(const std::string& worker_id, int wait_ms,
+                          const std::optional<WorkerOffer>& offer, LeaseAnswer answer) {
+  {
+    absl::MutexLock lock(&mu_);
+    // Alive while it waits here, however long the poll.
+    TouchWorker(worker_id, clock_->NowMs() + std::max(wait_ms, 0));
+    if (!shutdown_) {
+      if (TryGrant(worker_id, offer, &answer)) return 0;
+      if (wait_ms > 0) {
+        const uint64_t id = next_wait_++;
+        Waiter& w = waiters_.emplace_back();
+        w.id = id;
+        w.worker_id = worker_id;
+        w.offer = offer;
+        w.answer = std::move(answer);
+        w.timeout = timer_.At(absl::Now() + absl::Milliseconds(wait_ms), [this, id] {
+          LeaseAnswer timed_out;
+          {
+            absl::MutexLock lock(&mu_);
+            timed_out = TakeWaiter(id);
+          }
+          if (timed_out) std::move(timed_out)(std::optional<LeaseGrant>());
+        });
+        waiter_at_[id] = std::prev(waiters_.end());
+        return id;
       }
-      if (absl::Status s = Apply(m); !s.ok()) return s;
-      return std::optional<LeaseGrant>(LeaseGrant{t, audit.record.spec});
     }
-    // Woken for a task another call took first: any other waiter that a
-    // task still queued fits is woken in turn.
-    if (woken) WakeFitting();
-    if (absl::Now() >= deadline) break;
-    Waiter waiter(&offer);
-    auto it = waiters_.insert(waiters_.end(), &waiter);
-    bool timed_out = false;
-    while (!waiter.woken && !shutdown_ && !timed_out) {
-      timed_out = waiter.cv.WaitWithDeadline(&mu_, deadline);
-    }
-    if (!waiter.woken) waiters_.erase(it);
-    woken = waiter.woken;
-    if (!woken) break;  // timed out, or shutting down
   }
-  return std::optional<LeaseGrant>();
+  std::move(answer)(std::optional<LeaseGrant>());
+  return 0;
+}
+
+void Scheduler::CancelLeaseWait(uint64_t wait) {
+  LeaseAnswer cancelled;
+  {
+    absl::MutexLock lock(&mu_);
+    cancelled = TakeWaiter(wait);
+  }
+  if (cancelled) std::move(cancelled)(absl::CancelledError("the client went away"));
+}
+
+size_t Scheduler::waiting_leases() const {
+  absl::MutexLock lock(&mu_);
+  return waiters_.size();
+}
+
+Scheduler::LeaseAnswer Scheduler::TakeWaiter(uint64_t wait) {
+  auto at = waiter_at_.find(wait);
+  if (at == waiter_at_.end()) return nullptr;
+  LeaseAnswer answer = std::move(at->second->answer);
+  timer_.Cancel(at->second->timeout);
+  waiters_.erase(at->second);
+  waiter_at_.erase(at);
+  return answer;
+}
+
+bool Scheduler::TryGrant(const std::string& worker_id, const std::optional<WorkerOffer>& offer,
+                         LeaseAnswer* answer) {
+  auto fits = [&](size_t audit) ABSL_NO_THREAD_SAFETY_ANALYSIS { return Fits(offer, audit); };
+  const std::optional<size_t> picked = fair_.Pick(fits);
+  if (!picked.has_value()) return false;
+  const AuditEntry& audit = *audit_order_[*picked];
+  TaskRecord t = index_.task(*index_.audit(*picked).queued.begin());
+  t.state = TaskState::kLeased;
+  t.attempts += 1;
+  t.steps_done = 0;
+  t.lease_id = RandomId("l-");
+  t.worker_id = worker_id;
+  t.lease_deadline_ms = clock_->NowMs() + options_.lease_ttl_ms;
+  Mutation m;
+  m.tasks.push_back(t);
+  m.events.push_back(Event(t.audit_id, "task_leased", t.task_id,
+                           absl::StrCat("attempt ", t.attempts, " on ", worker_id)));
+  if (audit.record.state == v1::QUEUED) {
+    AuditRecord a = audit.record;
+    a.state = v1::RUNNING;
+    a.updated_ms = clock_->NowMs();
+    m.audit = a;
+  }
+  LeaseGrant grant{std::move(t), audit.record.spec};
+  Apply(std::move(m), [grant = std::move(grant),
+                       answer = std::move(*answer)](const absl::Status& written) mutable {
+    if (written.ok()) {
+      std::move(answer)(std::optional<LeaseGrant>(std::move(grant)));
+    } else {
+      std::move(answer)(written);
+    }
+  });
+  return true;
 }
 
 bool Scheduler::Fits(const std::optional<WorkerOffer>& offer, size_t audit) const {
@@ -467,13 +616,15 @@ bool Scheduler::Fits(const std::optional<WorkerOffer>& offer, size_t audit) cons
 
 void Scheduler::WakeFor(size_t audit, size_t tasks) {
   for (auto it = waiters_.begin(); it != waiters_.end() && tasks > 0;) {
-    Waiter* w = *it;
-    if (!Fits(*w->offer, audit)) {
+    Waiter& w = *it;
+    if (!Fits(w.offer, audit)) {
       ++it;
       continue;
     }
-    w->woken = true;
-    w->cv.Signal();
+    // Fair share may pick another audit's task that fits: as good.
+    if (!TryGrant(w.worker_id, w.offer, &w.answer)) break;
+    timer_.Cancel(w.timeout);
+    waiter_at_.erase(w.id);
     it = waiters_.erase(it);
     --tasks;
   }
@@ -481,14 +632,13 @@ void Scheduler::WakeFor(size_t audit, size_t tasks) {
 
 void Scheduler::WakeFitting() {
   for (auto it = waiters_.begin(); it != waiters_.end();) {
-    Waiter* w = *it;
-    auto fits = [&](size_t audit) ABSL_NO_THREAD_SAFETY_ANALYSIS { return Fits(*w->offer, audit); };
-    if (!fair_.Pick(fits).has_value()) {
+    Waiter& w = *it;
+    if (!TryGrant(w.worker_id, w.offer, &w.answer)) {
       ++it;
       continue;
     }
-    w->woken = true;
-    w->cv.Signal();
+    timer_.Cancel(w.timeout);
+    waiter_at_.erase(w.id);
     it = waiters_.erase(it);
   }
 }
@@ -512,34 +662,38 @@ absl::StatusOr<HeartbeatVerdict> Scheduler::Heartbeat(const std::string& lease_i
   const bool progressed = t.steps_done != steps_done;
   index_.Renew(*pos, steps_done, clock_->NowMs() + options_.lease_ttl_ms);
   if (progressed) {  // what Get and Watch show changed
-    ++version_;
-    changed_.SignalAll();
+    changes_.Bump();
   }
   return HeartbeatVerdict{};
 }
 
 absl::Status Scheduler::Complete(const std::string& lease_id) {
-  absl::MutexLock lock(&mu_);
-  auto pos = FindLease(lease_id);
-  if (!pos.ok()) return pos.status();
-  TaskRecord t = index_.task(*pos);
-  TouchWorker(t.worker_id, clock_->NowMs());
-  t.state = TaskState::kSucceeded;
-  t.steps_done = t.steps_total;
-  t.lease_id.clear();
-  Mutation m;
-  m.tasks.push_back(t);
-  m.events.push_back(Event(t.audit_id, "task_succeeded", t.task_id, ""));
-  // Every other task succeeded (this one is still leased).
-  const AuditTasks& tasks = index_.audit(index_.audit_of(*pos));
-  if (tasks.by_state[static_cast<size_t>(TaskState::kSucceeded)] + 1 == tasks.total) {
-    AuditRecord a = audits_.at(t.audit_id).record;
-    a.state = v1::SUCCEEDED;
-    a.updated_ms = clock_->NowMs();
-    m.audit = a;
-    m.events.push_back(Event(t.audit_id, "audit_succeeded", "", "every task succeeded"));
-  }
-  return Apply(m);
+  return Await([&](Done done) { Complete(lease_id, std::move(done)); });
+}
+
+void Scheduler::Complete(const std::string& lease_id, Done done) {
+  Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+    auto pos = FindLease(lease_id);
+    if (!pos.ok()) return pos.status();
+    TaskRecord t = index_.task(*pos);
+    TouchWorker(t.worker_id, clock_->NowMs());
+    t.state = TaskState::kSucceeded;
+    t.steps_done = t.steps_total;
+    t.lease_id.clear();
+    Mutation m;
+    m.tasks.push_back(t);
+    m.events.push_back(Event(t.audit_id, "task_succeeded", t.task_id, ""));
+    // Every other task succeeded (this one is still leased).
+    const AuditTasks& tasks = index_.audit(index_.audit_of(*pos));
+    if (tasks.by_state[static_cast<size_t>(TaskState::kSucceeded)] + 1 == tasks.total) {
+      AuditRecord a = audits_.at(t.audit_id).record;
+      a.state = v1::SUCCEEDED;
+      a.updated_ms = clock_->NowMs();
+      m.audit = a;
+      m.events.push_back(Event(t.audit_id, "audit_succeeded", "", "every task succeeded"));
+    }
+    return m;
+  });
 }
 
 void Scheduler::RetryOrFail(TaskRecord t, const std::string& reason, bool retryable, Mutation* m) {
@@ -571,14 +725,20 @@ void Scheduler::RetryOrFail(TaskRecord t, const std::string& reason, bool retrya
 
 absl::Status Scheduler::Fail(const std::string& lease_id, const std::string& error,
                              bool retryable) {
-  absl::MutexLock lock(&mu_);
-  auto pos = FindLease(lease_id);
-  if (!pos.ok()) return pos.status();
-  const TaskRecord& task = index_.task(*pos);
-  TouchWorker(task.worker_id, clock_->NowMs());
-  Mutation m;
-  RetryOrFail(task, error, retryable, &m);
-  return Apply(m);
+  return Await([&](Done done) { Fail(lease_id, error, retryable, std::move(done)); });
+}
+
+void Scheduler::Fail(const std::string& lease_id, const std::string& error, bool retryable,
+                     Done done) {
+  Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+    auto pos = FindLease(lease_id);
+    if (!pos.ok()) return pos.status();
+    const TaskRecord& task = index_.task(*pos);
+    TouchWorker(task.worker_id, clock_->NowMs());
+    Mutation m;
+    RetryOrFail(task, error, retryable, &m);
+    return m;
+  });
 }
 
 void Scheduler::GiveBack(TaskRecord t, const std::string& reason, bool expired, Mutation* m) {
@@ -607,30 +767,45 @@ void Scheduler::GiveBack(TaskRecord t, const std::string& reason, bool expired, 
 }
 
 absl::Status Scheduler::Release(const std::string& lease_id, const std::string& reason) {
-  absl::MutexLock lock(&mu_);
-  auto pos = FindLease(lease_id);
-  if (!pos.ok()) return pos.status();
-  const TaskRecord& task = index_.task(*pos);
-  TouchWorker(task.worker_id, clock_->NowMs());
-  Mutation m;
-  GiveBack(task, reason, /*expired=*/false, &m);
-  return Apply(m);
+  return Await([&](Done done) { Release(lease_id, reason, std::move(done)); });
+}
+
+void Scheduler::Release(const std::string& lease_id, const std::string& reason, Done done) {
+  Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+    auto pos = FindLease(lease_id);
+    if (!pos.ok()) return pos.status();
+    const TaskRecord& task = index_.task(*pos);
+    TouchWorker(task.worker_id, clock_->NowMs());
+    Mutation m;
+    GiveBack(task, reason, /*expired=*/false, &m);
+    return m;
+  });
 }
 
 absl::Status Scheduler::ExpireLeases() {
-  absl::MutexLock lock(&mu_);
-  ForgetStaleWorkers();
-  const int64_t now = clock_->NowMs();
-  for (size_t pos : index_.ExpiredLeases(now)) {
-    // A failure may have cancelled this task in an earlier iteration.
-    const TaskRecord& t = index_.task(pos);
-    if (t.state != TaskState::kLeased) continue;
-    Mutation m;
-    GiveBack(t, absl::StrCat("lease expired (worker ", t.worker_id, " silent)"), /*expired=*/true,
-             &m);
-    if (absl::Status s = Apply(m); !s.ok()) return s;
+  {
+    absl::MutexLock lock(&mu_);
+    ForgetStaleWorkers();
   }
-  return absl::OkStatus();
+  // One expiry written at a time: those before a failed write stand, the
+  // rest wait for the next sweep. Expiries are rare; a sync each is cheap.
+  while (true) {
+    const absl::Status written = Await([&](Done done) {
+      Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+        for (size_t pos : index_.ExpiredLeases(clock_->NowMs())) {
+          const TaskRecord& t = index_.task(pos);
+          if (t.state != TaskState::kLeased) continue;
+          Mutation m;
+          GiveBack(t, absl::StrCat("lease expired (worker ", t.worker_id, " silent)"),
+                   /*expired=*/true, &m);
+          return m;
+        }
+        return absl::NotFoundError("");  // nothing (more) expired
+      });
+    });
+    if (absl::IsNotFound(written)) return absl::OkStatus();
+    if (!written.ok()) return written;
+  }
 }
 
 absl::StatusOr<std::vector<EventRecord>> Scheduler::EventsAfter(const std::string& audit_id,
@@ -639,25 +814,20 @@ absl::StatusOr<std::vector<EventRecord>> Scheduler::EventsAfter(const std::strin
   return store_->EventsAfter(audit_id, after_sequence, limit);
 }
 
-uint64_t Scheduler::version() const {
-  absl::MutexLock lock(&mu_);
-  return version_;
-}
-
-uint64_t Scheduler::WaitForChange(uint64_t seen, int timeout_ms) const {
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(timeout_ms);
-  absl::MutexLock lock(&mu_);
-  while (version_ == seen && !shutdown_) {
-    if (changed_.WaitWithDeadline(&mu_, deadline)) break;  // true: timed out
-  }
-  return version_;
-}
-
 void Scheduler::Shutdown() {
-  absl::MutexLock lock(&mu_);
-  shutdown_ = true;
-  changed_.SignalAll();
-  for (Waiter* w : waiters_) w->cv.Signal();
+  std::vector<LeaseAnswer> answers;
+  {
+    absl::MutexLock lock(&mu_);
+    shutdown_ = true;
+    for (Waiter& w : waiters_) {
+      timer_.Cancel(w.timeout);
+      answers.push_back(std::move(w.answer));
+    }
+    waiters_.clear();
+    waiter_at_.clear();
+  }
+  changes_.Stop();
+  for (LeaseAnswer& answer : answers) std::move(answer)(std::optional<LeaseGrant>());
 }
 
 }  // namespace memaudit::coordinator

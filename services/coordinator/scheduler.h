@@ -1,8 +1,16 @@
 // The coordinator's brain: hands tasks to workers under leases, re-queues a
 // task whose lease expires, retries within a per-task budget, cancels, and
-// keeps audit state. Every decision is committed to the Store before it takes
-// effect in memory or is acknowledged to a caller; a heartbeat is not a
-// decision (see Heartbeat).
+// keeps audit state. Every decision is durable in the Store before it is
+// acknowledged to a caller; a heartbeat is not a decision (see Heartbeat).
+// Decisions take effect in memory at once and reach disk in groups
+// (group_commit.h), so no lock is held across a disk sync; a read (Get,
+// List) may show a decision one group before it is durable, and a group that
+// fails to write takes memory back to what the store holds.
+//
+// The calls a server makes for many waiting clients (Lease long-polls, the
+// answers of Complete, Fail and Release) have asynchronous forms that answer
+// through a callback and hold no thread meanwhile; their synchronous forms
+// wait for the same answer.
 //
 // Leases are shared fairly between teams, then between a team's audits
 // (fair_share.h). No call walks every task: each reads and updates an index
@@ -20,14 +28,19 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/change_notifier.h"
 #include "common/clock.h"
+#include "common/deadline_timer.h"
 #include "common/metrics.h"
 #include "common/task_fit.h"
 #include "memaudit/v1/audit.pb.h"
 #include "memaudit/v1/worker.pb.h"
 #include "services/coordinator/fair_share.h"
+#include "services/coordinator/group_commit.h"
 #include "services/coordinator/quotas.h"
 #include "services/coordinator/records.h"
 #include "services/coordinator/scheduler_metrics.h"
@@ -111,6 +124,16 @@ std::string NewAuditId();
 
 class Scheduler {
  public:
+  // Answers a decision: OK once durable, else why it was not taken. Called
+  // on another thread than the caller's or after the call returned, never
+  // under the scheduler's lock.
+  using Done = GroupCommit::Done;
+  // Answers a Lease: a task (durable), no task, or an error.
+  using LeaseAnswer = absl::AnyInvocable<void(absl::StatusOr<std::optional<LeaseGrant>>) &&>;
+
+  // Answers every waiting Lease, writes every decision taken, and stops the
+  // threads that answer waits.
+  ~Scheduler();
   // Loads the state the store holds (a restart resumes where it stopped).
   // `metrics` may be null.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Store* store, const Clock* clock,
@@ -158,6 +181,16 @@ class Scheduler {
   absl::StatusOr<std::optional<LeaseGrant>> Lease(
       const std::string& worker_id, int wait_ms,
       const std::optional<WorkerOffer>& offer = std::nullopt);
+  // The same, answered through `answer`. Returns the id of the wait when the
+  // call waits (0 when it was answered or is being answered), for
+  // CancelLeaseWait.
+  uint64_t Lease(const std::string& worker_id, int wait_ms, const std::optional<WorkerOffer>& offer,
+                 LeaseAnswer answer);
+  // The client of wait `wait` went away: it is answered CANCELLED at once
+  // (nothing happens when it was answered already).
+  void CancelLeaseWait(uint64_t wait);
+  // Lease calls waiting for work now.
+  size_t waiting_leases() const;
   // Extends the lease by a TTL and records `steps_done`, in memory only: a
   // restarted coordinator gives every held lease a full TTL anyway (Create),
   // and shows the progress last committed (the task's progress is committed
@@ -165,9 +198,11 @@ class Scheduler {
   // one can be added.
   absl::StatusOr<HeartbeatVerdict> Heartbeat(const std::string& lease_id, uint64_t steps_done);
   absl::Status Complete(const std::string& lease_id);
+  void Complete(const std::string& lease_id, Done done);
   // The task failed: re-queued if `retryable` and attempts remain (the
   // lease's attempt stays spent), else the audit fails.
   absl::Status Fail(const std::string& lease_id, const std::string& error, bool retryable);
+  void Fail(const std::string& lease_id, const std::string& error, bool retryable, Done done);
   // The worker could not finish the task for a reason not the task's
   // (shutdown, an unreachable service): the task goes back to the queue with
   // the attempt its lease counted given back, a `task_released` event says
@@ -175,6 +210,7 @@ class Scheduler {
   // SchedulerOptions::max_releases_per_task it is Fail(retryable = true).
   // FAILED_PRECONDITION if the lease is not held.
   absl::Status Release(const std::string& lease_id, const std::string& reason);
+  void Release(const std::string& lease_id, const std::string& reason, Done done);
   // Takes back every lease whose deadline has passed on the clock (re-queued
   // with the attempt given back, within max_expiries_per_task), and forgets
   // expired worker registrations.
@@ -182,20 +218,30 @@ class Scheduler {
 
   absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
                                                        uint64_t after_sequence, int limit);
-  // A counter that grows with every change; WaitForChange blocks until it
-  // passes `seen` or `timeout_ms` elapses, and returns it.
-  uint64_t version() const;
-  uint64_t WaitForChange(uint64_t seen, int timeout_ms) const;
-  // Wakes long-polls so the server can stop.
+  // A counter that grows with every change of what Get, List and
+  // EventsAfter show; WaitForChange blocks until it passes `seen` or
+  // `timeout_ms` elapses, and returns it. Streams subscribe to changes()
+  // instead, holding no thread while they wait.
+  uint64_t version() const { return changes_.version(); }
+  uint64_t WaitForChange(uint64_t seen, int timeout_ms) const {
+    return changes_.Wait(seen, absl::Milliseconds(timeout_ms));
+  }
+  ChangeNotifier& changes() { return changes_; }
+  // Answers every waiting Lease (no task) and every later one at once, and
+  // ends watches, so the server can stop.
   void Shutdown();
+  // Groups of decisions written so far and the decisions in them.
+  uint64_t commit_groups() const { return commit_.groups(); }
+  uint64_t committed_decisions() const { return commit_.decisions(); }
 
  private:
   // A Lease call waiting for work (Lease, WakeFor).
   struct Waiter {
-    explicit Waiter(const std::optional<WorkerOffer>* offer) : offer(offer) {}
-    const std::optional<WorkerOffer>* offer;
-    absl::CondVar cv;
-    bool woken = false;  // set, and the waiter taken off waiters_, by whoever woke it
+    uint64_t id = 0;
+    std::string worker_id;
+    std::optional<WorkerOffer> offer;
+    LeaseAnswer answer;
+    DeadlineTimer::Id timeout = 0;  // in timer_
   };
 
   // An audit: its record and how the indexes know it.
@@ -207,10 +253,30 @@ class Scheduler {
 
   Scheduler(Store* store, const Clock* clock, SchedulerOptions options,
             prometheus::Registry* metrics);
+  // What the group commit calls back: version bumps and WriteFailed.
+  static GroupCommit::Hooks CommitHooks(Scheduler* s);
+  // Replaces what memory holds with what the store holds. A lease memory
+  // holds too keeps its deadline and progress; any other held lease gets at
+  // least a full TTL from now.
+  absl::Status LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds a stored audit and its tasks (in index order) to memory.
   void Add(AuditRecord audit, std::vector<TaskRecord> tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Commits `m`, then makes it take effect in memory.
-  absl::Status Apply(const Mutation& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes `m` take effect in memory and queues it for the store; `done`
+  // learns when it is durable. Counters move only once it is.
+  void Apply(Mutation m, Done done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Under the lock, `decide` makes a mutation (applied, `done` answered once
+  // durable) or refuses (`done` answered with its error after the lock).
+  void Decide(Done done, absl::FunctionRef<absl::StatusOr<Mutation>()> decide)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A group failed to write (group_commit.h): memory back to the store.
+  void WriteFailed(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
+  // Leases the next task that fits `offer` to `worker_id`, answering
+  // `*answer` (moved from) once durable; false, `*answer` untouched, when no
+  // queued task fits.
+  bool TryGrant(const std::string& worker_id, const std::optional<WorkerOffer>& offer,
+                LeaseAnswer* answer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes wait `wait` off the waiters; its answer, or null if it has none.
+  LeaseAnswer TakeWaiter(uint64_t wait) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The audit `caller` may see, or NOT_FOUND (the same for one it may not).
   absl::StatusOr<const AuditEntry*> Visible(const std::string& audit_id, const Caller& caller) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -239,9 +305,10 @@ class Scheduler {
   // Whether `offer` takes the tasks of audit `audit` (no offer: CPU tasks).
   bool Fits(const std::optional<WorkerOffer>& offer, size_t audit) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Wakes up to `tasks` waiting Lease calls that audit `audit`'s tasks fit.
+  // Grants up to `tasks` waiting Lease calls that audit `audit`'s tasks fit
+  // a task, longest waiting first.
   void WakeFor(size_t audit, size_t tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Wakes every waiting Lease call that a queued task fits now.
+  // Grants every waiting Lease call that a queued task fits a task.
   void WakeFitting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets the state gauges, and the team gauges of `owner`.
   void PublishGauges(const std::string& owner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -263,14 +330,19 @@ class Scheduler {
   SchedulerOptions options_;
   SchedulerMetrics metrics_;
 
+  // Runs the callbacks of waits (changes_, Lease long-polls) on one thread.
+  DeadlineTimer timer_;
+  // Bumped on every change, stopped on shutdown.
+  ChangeNotifier changes_{&timer_};
+
   mutable absl::Mutex mu_;
-  // Signalled on every change and on shutdown (WaitForChange waits on it).
-  mutable absl::CondVar changed_;
-  // Lease calls waiting for work, longest waiting first. New queued tasks
-  // wake as many of those they fit (not every idle worker: a thousand
-  // long-polls woken for one task would each take the lock for nothing).
-  std::list<Waiter*> waiters_ ABSL_GUARDED_BY(mu_);
-  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  // Lease calls waiting for work, longest waiting first, and where each is.
+  // A newly queued task is granted to the first waiter it fits, there and
+  // then (not every idle worker woken: a thousand long-polls woken for one
+  // task would each take the lock for nothing).
+  std::list<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::list<Waiter>::iterator> waiter_at_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_wait_ ABSL_GUARDED_BY(mu_) = 1;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, AuditEntry> audits_ ABSL_GUARDED_BY(mu_);
   std::vector<AuditEntry*> audit_order_ ABSL_GUARDED_BY(mu_);  // by number: submit order
@@ -281,6 +353,8 @@ class Scheduler {
   std::map<std::string, RegisteredWorker> workers_ ABSL_GUARDED_BY(mu_);
   // The same workers by (seen_until_ms, id), oldest first: what expires next.
   std::set<std::pair<int64_t, std::string>> workers_by_seen_ ABSL_GUARDED_BY(mu_);
+  // Last: its writer thread calls back into everything above.
+  GroupCommit commit_;
 };
 
 }  // namespace memaudit::coordinator

@@ -88,6 +88,28 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry* registry) : registry_(r
   leases_ = &metrics::AddGauge(*registry_, "memaudit_coordinator_leases",
                                "Leases currently held by workers.")
                  .Add({});
+  store_writes_ =
+      &metrics::AddCounter(*registry_, "memaudit_coordinator_store_writes_total",
+                           "Transactions written to the database (each a group of decisions).")
+           .Add({});
+  store_decisions_ = &metrics::AddCounter(*registry_, "memaudit_coordinator_store_decisions_total",
+                                          "Decisions written to the database.")
+                          .Add({});
+  // 50 us .. 1.6 s: a sync to disk is a fraction of a millisecond to tens.
+  store_write_seconds_ =
+      &metrics::AddHistogram(*registry_, "memaudit_coordinator_store_write_seconds",
+                             "Time to write one group of decisions, sync to disk included.")
+           .Add({}, prometheus::Histogram::BucketBoundaries{0.00005, 0.0001, 0.0002, 0.0004,
+                                                             0.0008, 0.0016, 0.0032, 0.0064,
+                                                             0.0128, 0.0256, 0.0512, 0.1024,
+                                                             0.2048, 0.4096, 0.8192, 1.6384});
+}
+
+void SchedulerMetrics::GroupWritten(size_t decisions, double seconds) {
+  if (registry_ == nullptr) return;
+  store_writes_->Increment();
+  store_decisions_->Increment(static_cast<double>(decisions));
+  store_write_seconds_->Observe(seconds);
 }
 
 void SchedulerMetrics::TaskChanged(const TaskRecord& before, const TaskRecord& after,

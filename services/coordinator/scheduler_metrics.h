@@ -13,6 +13,9 @@
 //   memaudit_coordinator_team_audits{team,state}       gauge
 //   memaudit_coordinator_team_queued_tasks{team}       gauge
 //   memaudit_coordinator_quota_refusals_total{limit}   counter
+//   memaudit_coordinator_store_writes_total            counter
+//   memaudit_coordinator_store_decisions_total         counter
+//   memaudit_coordinator_store_write_seconds           histogram
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_METRICS_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_METRICS_H_
 
@@ -58,6 +61,9 @@ class SchedulerMetrics {
   void WorkerRegistered();
   // A Submit refused by the quota `limit` (quotas.h's kQuotaLimitNames).
   void QuotaRefused(const std::string& limit);
+  // A group of `decisions` reached disk in one write taking `seconds`
+  // (group_commit.h).
+  void GroupWritten(size_t decisions, double seconds);
 
  private:
   struct TeamGauges {
@@ -71,6 +77,9 @@ class SchedulerMetrics {
   std::array<prometheus::Gauge*, kAuditStates> audits_{};  // by v1::AuditState; [0] unused
   prometheus::Gauge* queue_depth_ = nullptr;
   prometheus::Gauge* leases_ = nullptr;
+  prometheus::Counter* store_writes_ = nullptr;
+  prometheus::Counter* store_decisions_ = nullptr;
+  prometheus::Histogram* store_write_seconds_ = nullptr;
   prometheus::Family<prometheus::Gauge>* audit_info_ = nullptr;
   prometheus::Family<prometheus::Gauge>* team_audits_ = nullptr;
   prometheus::Family<prometheus::Gauge>* team_unfinished_ = nullptr;

@@ -67,12 +67,25 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
 }
 
+absl::StatusOr<sql::Statement*> SqliteStore::Cached(std::optional<sql::Statement>* slot,
+                                                    const char* sql) {
+  if (!slot->has_value()) {
+    MEMAUDIT_ASSIGN_OR_RETURN(sql::Statement stmt, db_->Prepare(sql));
+    slot->emplace(std::move(stmt));
+  }
+  (*slot)->Reset();
+  return &**slot;
+}
+
 absl::Status SqliteStore::UpsertAudit(const AuditRecord& a, bool insert_only) {
-  auto stmt = db_->Prepare(absl::StrCat(
-      insert_only ? "INSERT" : "INSERT OR REPLACE",
+  constexpr char kColumns[] =
       " INTO audits (audit_id, name, kind, state, spec, created_ms, updated_ms, error, team, "
-      "request_id) VALUES (?,?,?,?,?,?,?,?,?,?)"));
-  if (!stmt.ok()) return stmt.status();
+      "request_id) VALUES (?,?,?,?,?,?,?,?,?,?)";
+  static const std::string kInsert = absl::StrCat("INSERT", kColumns);
+  static const std::string kReplace = absl::StrCat("INSERT OR REPLACE", kColumns);
+  MEMAUDIT_ASSIGN_OR_RETURN(sql::Statement * stmt, insert_only
+                                                       ? Cached(&insert_audit_, kInsert.c_str())
+                                                       : Cached(&replace_audit_, kReplace.c_str()));
   stmt->Bind(1, a.audit_id).Bind(2, a.name).Bind(3, a.kind).Bind(4, int64_t{a.state});
   stmt->BindBlob(5, a.spec.SerializeAsString()).Bind(6, a.created_ms).Bind(7, a.updated_ms);
   stmt->Bind(8, a.error).Bind(9, a.team).Bind(10, a.request_id);
@@ -80,11 +93,12 @@ absl::Status SqliteStore::UpsertAudit(const AuditRecord& a, bool insert_only) {
 }
 
 absl::Status SqliteStore::UpsertTask(const TaskRecord& t) {
-  auto stmt = db_->Prepare(
-      "INSERT OR REPLACE INTO tasks (task_id, audit_id, role, idx, state, attempts, steps_total, "
-      "steps_done, lease_id, worker_id, lease_deadline_ms, error, releases, expiries) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  if (!stmt.ok()) return stmt.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      sql::Statement * stmt,
+      Cached(&upsert_task_,
+             "INSERT OR REPLACE INTO tasks (task_id, audit_id, role, idx, state, attempts, "
+             "steps_total, steps_done, lease_id, worker_id, lease_deadline_ms, error, releases, "
+             "expiries) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   stmt->Bind(1, t.task_id).Bind(2, t.audit_id).Bind(3, t.role).Bind(4, int64_t{t.index});
   stmt->Bind(5, static_cast<int64_t>(t.state)).Bind(6, int64_t{t.attempts});
   stmt->Bind(7, static_cast<int64_t>(t.steps_total)).Bind(8, static_cast<int64_t>(t.steps_done));
@@ -94,9 +108,10 @@ absl::Status SqliteStore::UpsertTask(const TaskRecord& t) {
 }
 
 absl::Status SqliteStore::AppendEvent(const EventRecord& e) {
-  auto stmt = db_->Prepare(
-      "INSERT INTO events (audit_id, unix_ms, type, task_id, message) VALUES (?,?,?,?,?)");
-  if (!stmt.ok()) return stmt.status();
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      sql::Statement * stmt,
+      Cached(&append_event_,
+             "INSERT INTO events (audit_id, unix_ms, type, task_id, message) VALUES (?,?,?,?,?)"));
   stmt->Bind(1, e.audit_id).Bind(2, e.unix_ms).Bind(3, e.type).Bind(4, e.task_id);
   stmt->Bind(5, e.message);
   return stmt->Run();
@@ -118,18 +133,20 @@ absl::Status SqliteStore::CreateAudit(const AuditRecord& audit,
   return tx.Commit();
 }
 
-absl::Status SqliteStore::Commit(const Mutation& m) {
+absl::Status SqliteStore::CommitAll(absl::Span<const Mutation> mutations) {
   absl::MutexLock lock(&mu_);
   sql::Transaction tx(db_.get());
   if (!tx.status().ok()) return tx.status();
-  if (m.audit.has_value()) {
-    if (absl::Status s = UpsertAudit(*m.audit, /*insert_only=*/false); !s.ok()) return s;
-  }
-  for (const TaskRecord& t : m.tasks) {
-    if (absl::Status s = UpsertTask(t); !s.ok()) return s;
-  }
-  for (const EventRecord& e : m.events) {
-    if (absl::Status s = AppendEvent(e); !s.ok()) return s;
+  for (const Mutation& m : mutations) {
+    if (m.audit.has_value()) {
+      if (absl::Status s = UpsertAudit(*m.audit, /*insert_only=*/false); !s.ok()) return s;
+    }
+    for (const TaskRecord& t : m.tasks) {
+      if (absl::Status s = UpsertTask(t); !s.ok()) return s;
+    }
+    for (const EventRecord& e : m.events) {
+      if (absl::Status s = AppendEvent(e); !s.ok()) return s;
+    }
   }
   return tx.Commit();
 }

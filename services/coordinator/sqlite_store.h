@@ -3,6 +3,7 @@
 #define MEMAUDIT_SERVICES_COORDINATOR_SQLITE_STORE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -21,7 +22,7 @@ class SqliteStore : public Store {
 
   absl::Status CreateAudit(const AuditRecord& audit, const std::vector<TaskRecord>& tasks,
                            const std::vector<EventRecord>& events) override;
-  absl::Status Commit(const Mutation& mutation) override;
+  absl::Status CommitAll(absl::Span<const Mutation> mutations) override;
   absl::StatusOr<std::vector<AuditRecord>> LoadAudits() override;
   absl::StatusOr<std::vector<TaskRecord>> LoadTasks() override;
   absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
@@ -34,8 +35,17 @@ class SqliteStore : public Store {
   absl::Status UpsertTask(const TaskRecord& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AppendEvent(const EventRecord& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // The statement in `slot`, prepared on first use and reset for reuse:
+  // parsing SQL costs more than running a one-row write.
+  absl::StatusOr<sql::Statement*> Cached(std::optional<sql::Statement>* slot, const char* sql)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Mutex mu_;
   const std::unique_ptr<sql::Database> db_ ABSL_PT_GUARDED_BY(mu_);
+  std::optional<sql::Statement> insert_audit_ ABSL_GUARDED_BY(mu_);
+  std::optional<sql::Statement> replace_audit_ ABSL_GUARDED_BY(mu_);
+  std::optional<sql::Statement> upsert_task_ ABSL_GUARDED_BY(mu_);
+  std::optional<sql::Statement> append_event_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace memaudit::coordinator

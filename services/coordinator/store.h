@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "services/coordinator/records.h"
 
 namespace memaudit::coordinator {
@@ -17,8 +18,10 @@ class Store {
   // Inserts the audit, its tasks and events; fails if the audit exists.
   virtual absl::Status CreateAudit(const AuditRecord& audit, const std::vector<TaskRecord>& tasks,
                                    const std::vector<EventRecord>& events) = 0;
-  // Upserts the changed rows and appends the events, atomically.
-  virtual absl::Status Commit(const Mutation& mutation) = 0;
+  // Upserts the changed rows and appends the events of every mutation, in
+  // order, atomically: one transaction, one sync to disk (group commit).
+  virtual absl::Status CommitAll(absl::Span<const Mutation> mutations) = 0;
+  absl::Status Commit(const Mutation& mutation) { return CommitAll({&mutation, 1}); }
   virtual absl::StatusOr<std::vector<AuditRecord>> LoadAudits() = 0;
   virtual absl::StatusOr<std::vector<TaskRecord>> LoadTasks() = 0;
   virtual absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,

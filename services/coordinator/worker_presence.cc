@@ -15,18 +15,27 @@ WorkerPresence::WorkerPresence(const Clock* clock, int64_t window_ms,
 
 void WorkerPresence::Seen(const std::string& worker_id) {
   if (worker_id.empty()) return;
-  {
-    absl::MutexLock lock(&mu_);
-    last_seen_ms_[worker_id] = clock_->NowMs();
+  absl::MutexLock lock(&mu_);
+  const int64_t now = clock_->NowMs();
+  auto [it, fresh] = last_seen_ms_.try_emplace(worker_id, now);
+  if (!fresh) {
+    by_time_.erase({it->second, worker_id});
+    it->second = now;
   }
-  Refresh();
+  by_time_.emplace(now, worker_id);
+  ForgetSilent();
 }
 
 size_t WorkerPresence::Refresh() {
   absl::MutexLock lock(&mu_);
+  return ForgetSilent();
+}
+
+size_t WorkerPresence::ForgetSilent() {
   const int64_t oldest = clock_->NowMs() - window_ms_;
-  for (auto it = last_seen_ms_.begin(); it != last_seen_ms_.end();) {
-    it = it->second < oldest ? last_seen_ms_.erase(it) : std::next(it);
+  while (!by_time_.empty() && by_time_.begin()->first < oldest) {
+    last_seen_ms_.erase(by_time_.begin()->second);
+    by_time_.erase(by_time_.begin());
   }
   if (gauge_ != nullptr) gauge_->Set(static_cast<double>(last_seen_ms_.size()));
   return last_seen_ms_.size();

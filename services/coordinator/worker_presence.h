@@ -7,10 +7,12 @@
 #define MEMAUDIT_SERVICES_COORDINATOR_WORKER_PRESENCE_H_
 
 #include <cstdint>
-#include <map>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -22,19 +24,26 @@ class WorkerPresence {
   // `registry` may be null.
   WorkerPresence(const Clock* clock, int64_t window_ms, prometheus::Registry* registry);
 
-  // Records a call from `worker_id` (ignored when empty).
+  // Records a call from `worker_id` (ignored when empty). O(log workers):
+  // every worker RPC calls it.
   void Seen(const std::string& worker_id);
   // Forgets workers silent for longer than the window, updates the gauge and
   // returns the count. Call periodically: a worker that dies calls nothing.
   size_t Refresh();
 
  private:
+  // Forgets the workers silent past the window (oldest first) and sets the
+  // gauge.
+  size_t ForgetSilent() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const Clock* const clock_;
   const int64_t window_ms_;
   prometheus::Gauge* const gauge_;  // null without a registry
   absl::Mutex mu_;
-  std::map<std::string, int64_t> last_seen_ms_
-      ABSL_GUARDED_BY(mu_);  // pruned, so bounded by the live fleet
+  // Pruned, so bounded by the live fleet: when each worker was last seen,
+  // and the same by time, oldest first.
+  absl::flat_hash_map<std::string, int64_t> last_seen_ms_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<int64_t, std::string>> by_time_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace memaudit::coordinator

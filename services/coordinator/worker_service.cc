@@ -82,62 +82,164 @@ absl::StatusOr<LeaseBinding> UnbindLease(const CapabilityKey& key, const std::st
   return lease;
 }
 
-grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
-                                         v1::RegisterResponse* resp) {
-  auto caller = auth_->Require(*ctx, {Role::kWorker});
-  if (!caller.ok()) return ToGrpc(caller.status());
-  if (std::string problem = CapabilityProblem(req->capabilities(), req->capabilities());
-      !problem.empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, problem);
+namespace {
+
+// What the scorer's answer to CheckTask means for a task whose worker says
+// it is complete.
+struct ScorerVerdict {
+  absl::Status answer;     // OK: complete the task; else what Complete answers
+  bool fail_task = false;  // the task fails (with `answer`'s message) ...
+  bool retryable = false;  // ... and is re-queued if attempts remain
+};
+
+ScorerVerdict JudgeScorerAnswer(const LeaseBinding& lease, const grpc::Status& status,
+                                v1::CheckTaskResponse resp) {
+  if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+    // The scorer never heard of the audit: it holds nothing of the task.
+    resp.set_missing_count(1);
+    resp.add_missing(absl::StrCat("the scorer does not know audit ", lease.audit_id));
+  } else if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    // The scorer's plan has no such task: coordinator and scorer disagree
+    // about the audit, which no retry mends.
+    return {absl::FailedPreconditionError(
+                absl::StrCat("the scorer refuses the task: ", status.error_message())),
+            true, false};
+  } else if (!status.ok()) {
+    return {absl::UnavailableError(
+        absl::StrCat("the scorer could not confirm the task's observations (",
+                     status.error_message(), "); send Complete again"))};
   }
-  const std::string id = scheduler_->RegisterWorker(req->capabilities());
-  Seen(id);
-  resp->set_worker_id(BindWorkerId(key_, id, *caller));
-  resp->set_scorer_address(scorer_address_);
-  resp->set_heartbeat_interval_ms(heartbeat_ms_);
-  return grpc::Status::OK;
+  if (!resp.audit_error().empty()) {
+    return {absl::FailedPreconditionError(
+                absl::StrCat("the scorer cannot score the audit: ", resp.audit_error())),
+            true, false};
+  }
+  if (resp.missing_count() > 0) {
+    // Retryable: the task runs again and sends them; the attempt is spent,
+    // so a worker that never sends them cannot keep the audit going forever.
+    return {
+        absl::FailedPreconditionError(absl::StrCat(
+            "completed without its observations at the scorer: ", resp.missing_count(),
+            " missing (", absl::StrJoin(resp.missing(), "; "),
+            resp.missing_count() > static_cast<uint32_t>(resp.missing_size()) ? "; ..." : "", ")")),
+        true, true};
+  }
+  return {};
 }
 
-grpc::Status WorkerServiceImpl::Lease(grpc::ServerContext* ctx, const v1::LeaseRequest* req,
-                                      v1::LeaseResponse* resp) {
+// Finishes `reactor` with `status` (a Scheduler::Done).
+Scheduler::Done FinishWith(grpc::ServerUnaryReactor* reactor) {
+  return [reactor](const absl::Status& status) { reactor->Finish(ToGrpc(status)); };
+}
+
+}  // namespace
+
+// A Lease call: answered by the scheduler when a task is granted (durably),
+// when the wait ends, or when the client goes away (OnCancel).
+class WorkerServiceImpl::LeaseCall final : public grpc::ServerUnaryReactor {
+ public:
+  LeaseCall(WorkerServiceImpl* service, Identity caller, std::string worker_id,
+            v1::LeaseResponse* resp)
+      : service_(service),
+        caller_(std::move(caller)),
+        worker_id_(std::move(worker_id)),
+        resp_(resp) {}
+
+  // Asks the scheduler; `this` may be finished (not deleted: gRPC deletes
+  // only after the handler returns) by the time this returns.
+  void Start(uint32_t wait_ms, const std::optional<WorkerOffer>& offer) {
+    wait_ = service_->scheduler_->Lease(
+        worker_id_, static_cast<int>(wait_ms), offer,
+        [this](absl::StatusOr<std::optional<LeaseGrant>> grant) { Answer(std::move(grant)); });
+  }
+
+  void OnCancel() override { service_->scheduler_->CancelLeaseWait(wait_); }
+  void OnDone() override { delete this; }
+
+ private:
+  void Answer(absl::StatusOr<std::optional<LeaseGrant>> grant) {
+    // Seen at both ends of the long-poll, so an idle worker never looks gone.
+    service_->Seen(worker_id_);
+    if (!grant.ok()) return Finish(ToGrpc(grant.status()));
+    if (grant->has_value()) {
+      const TaskRecord& t = (*grant)->task;
+      v1::Task* task = resp_->mutable_task();
+      task->set_task_id(t.task_id);
+      task->set_audit_id(t.audit_id);
+      task->set_role(t.role);
+      task->set_index(t.index);
+      task->set_attempt(t.attempts);
+      task->set_steps_total(t.steps_total);
+      *task->mutable_spec() = std::move((*grant)->spec);
+      const TaskRef ref{t.role, t.index};
+      resp_->set_lease_id(BindLease(service_->key_, {t.lease_id, t.audit_id, ref}, caller_));
+      resp_->set_lease_ttl_ms(service_->lease_ttl_ms_);
+      resp_->set_capability(TaskCapability(service_->key_, t.audit_id, ref));
+    }
+    Finish(grpc::Status::OK);
+  }
+
+  WorkerServiceImpl* service_;
+  const Identity caller_;
+  const std::string worker_id_;  // the scheduler's
+  v1::LeaseResponse* resp_;
+  uint64_t wait_ = 0;  // set before the handler returns, so before OnCancel
+};
+
+absl::Status WorkerServiceImpl::DoRegister(const grpc::CallbackServerContext& ctx,
+                                           const v1::RegisterRequest& req,
+                                           v1::RegisterResponse* resp) {
+  MEMAUDIT_ASSIGN_OR_RETURN(const Identity caller, auth_->Require(ctx, {Role::kWorker}));
+  if (std::string problem = CapabilityProblem(req.capabilities(), req.capabilities());
+      !problem.empty()) {
+    return absl::InvalidArgumentError(problem);
+  }
+  const std::string id = scheduler_->RegisterWorker(req.capabilities());
+  Seen(id);
+  resp->set_worker_id(BindWorkerId(key_, id, caller));
+  resp->set_scorer_address(scorer_address_);
+  resp->set_heartbeat_interval_ms(heartbeat_ms_);
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Register(grpc::CallbackServerContext* ctx,
+                                                      const v1::RegisterRequest* req,
+                                                      v1::RegisterResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpc(DoRegister(*ctx, *req, resp)));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Lease(grpc::CallbackServerContext* ctx,
+                                                   const v1::LeaseRequest* req,
+                                                   v1::LeaseResponse* resp) {
+  auto refuse = [ctx](const absl::Status& status) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpc(status));
+    return reactor;
+  };
   auto caller = auth_->Require(*ctx, {Role::kWorker});
-  if (!caller.ok()) return ToGrpc(caller.status());
+  if (!caller.ok()) return refuse(caller.status());
   if (req->worker_id().empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "worker_id: required (Register first)");
+    return refuse(absl::InvalidArgumentError("worker_id: required (Register first)"));
   }
   auto id = UnbindWorkerId(key_, req->worker_id(), *caller);
-  if (!id.ok()) return ToGrpc(id.status());
-  // Seen before and after the long-poll, so an idle worker never looks gone.
+  if (!id.ok()) return refuse(id.status());
   Seen(*id);
   std::optional<WorkerOffer> offer;
   if (req->has_capabilities()) {
     const v1::WorkerCapabilities free = req->has_free() ? req->free() : req->capabilities();
     if (std::string problem = CapabilityProblem(req->capabilities(), free); !problem.empty()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, problem);
+      return refuse(absl::InvalidArgumentError(problem));
     }
     offer = WorkerOffer{req->capabilities(), free};
   }
-  auto grant = scheduler_->Lease(*id, std::min(req->wait_ms(), kMaxLeaseWaitMs), offer);
-  Seen(*id);
-  if (!grant.ok()) return ToGrpc(grant.status());
-  if (!grant->has_value()) return grpc::Status::OK;
-  const TaskRecord& t = (*grant)->task;
-  v1::Task* task = resp->mutable_task();
-  task->set_task_id(t.task_id);
-  task->set_audit_id(t.audit_id);
-  task->set_role(t.role);
-  task->set_index(t.index);
-  task->set_attempt(t.attempts);
-  task->set_steps_total(t.steps_total);
-  *task->mutable_spec() = (*grant)->spec;
-  const TaskRef ref{t.role, t.index};
-  resp->set_lease_id(BindLease(key_, {t.lease_id, t.audit_id, ref}, *caller));
-  resp->set_lease_ttl_ms(lease_ttl_ms_);
-  resp->set_capability(TaskCapability(key_, t.audit_id, ref));
-  return grpc::Status::OK;
+  auto* call = new LeaseCall(this, *std::move(caller), *id, resp);
+  call->Start(std::min(req->wait_ms(), kMaxLeaseWaitMs), offer);
+  return call;
 }
 
-absl::StatusOr<LeaseBinding> WorkerServiceImpl::CallerLease(const grpc::ServerContext& ctx,
+absl::StatusOr<LeaseBinding> WorkerServiceImpl::CallerLease(const grpc::CallbackServerContext& ctx,
                                                             const std::string& worker_id,
                                                             const std::string& lease_id) {
   MEMAUDIT_ASSIGN_OR_RETURN(const Identity caller, auth_->Require(ctx, {Role::kWorker}));
@@ -150,84 +252,89 @@ absl::StatusOr<LeaseBinding> WorkerServiceImpl::CallerLease(const grpc::ServerCo
   return UnbindLease(key_, lease_id, caller);
 }
 
-grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
-                                          v1::HeartbeatResponse* resp) {
-  auto lease = CallerLease(*ctx, req->worker_id(), req->lease_id());
-  if (!lease.ok()) return ToGrpc(lease.status());
-  auto verdict = scheduler_->Heartbeat(lease->lease_id, req->steps_done());
-  if (!verdict.ok()) return ToGrpc(verdict.status());
-  resp->set_stop(verdict->stop);
-  resp->set_reason(verdict->reason);
-  return grpc::Status::OK;
-}
-
-absl::Status WorkerServiceImpl::ConfirmWithScorer(const LeaseBinding& lease) {
-  v1::CheckTaskRequest req;
-  req.set_audit_id(lease.audit_id);
-  req.set_role(lease.task.role);
-  req.set_index(lease.task.index);
-  v1::CheckTaskResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kScorerDeadlineMs));
-  const grpc::Status status = scorer_->CheckTask(&ctx, req, &resp);
-  if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
-    // The scorer never heard of the audit: it holds nothing of the task.
-    resp.set_missing_count(1);
-    resp.add_missing(absl::StrCat("the scorer does not know audit ", lease.audit_id));
-  } else if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
-    // The scorer's plan has no such task: coordinator and scorer disagree
-    // about the audit, which no retry mends.
-    const std::string reason =
-        absl::StrCat("the scorer refuses the task: ", status.error_message());
-    MEMAUDIT_RETURN_IF_ERROR(scheduler_->Fail(lease.lease_id, reason, /*retryable=*/false));
-    return absl::FailedPreconditionError(reason);
-  } else if (!status.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("the scorer could not confirm the task's observations (",
-                     status.error_message(), "); send Complete again"));
-  }
-  if (!resp.audit_error().empty()) {
-    const std::string reason =
-        absl::StrCat("the scorer cannot score the audit: ", resp.audit_error());
-    MEMAUDIT_RETURN_IF_ERROR(scheduler_->Fail(lease.lease_id, reason, /*retryable=*/false));
-    return absl::FailedPreconditionError(reason);
-  }
-  if (resp.missing_count() > 0) {
-    const std::string reason = absl::StrCat(
-        "completed without its observations at the scorer: ", resp.missing_count(), " missing (",
-        absl::StrJoin(resp.missing(), "; "),
-        resp.missing_count() > static_cast<uint32_t>(resp.missing_size()) ? "; ..." : "", ")");
-    // Retryable: the task runs again and sends them; the attempt is spent,
-    // so a worker that never sends them cannot keep the audit going forever.
-    MEMAUDIT_RETURN_IF_ERROR(scheduler_->Fail(lease.lease_id, reason, /*retryable=*/true));
-    return absl::FailedPreconditionError(reason);
-  }
+absl::Status WorkerServiceImpl::DoHeartbeat(const grpc::CallbackServerContext& ctx,
+                                            const v1::HeartbeatRequest& req,
+                                            v1::HeartbeatResponse* resp) {
+  MEMAUDIT_ASSIGN_OR_RETURN(const LeaseBinding lease,
+                            CallerLease(ctx, req.worker_id(), req.lease_id()));
+  MEMAUDIT_ASSIGN_OR_RETURN(const HeartbeatVerdict verdict,
+                            scheduler_->Heartbeat(lease.lease_id, req.steps_done()));
+  resp->set_stop(verdict.stop);
+  resp->set_reason(verdict.reason);
   return absl::OkStatus();
 }
 
-grpc::Status WorkerServiceImpl::Complete(grpc::ServerContext* ctx, const v1::CompleteRequest* req,
-                                         v1::CompleteResponse*) {
-  auto lease = CallerLease(*ctx, req->worker_id(), req->lease_id());
-  if (!lease.ok()) return ToGrpc(lease.status());
-  if (absl::Status s = ConfirmWithScorer(*lease); !s.ok()) return ToGrpc(s);
-  return ToGrpc(scheduler_->Complete(lease->lease_id));
+grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerContext* ctx,
+                                                       const v1::HeartbeatRequest* req,
+                                                       v1::HeartbeatResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpc(DoHeartbeat(*ctx, *req, resp)));
+  return reactor;
 }
 
-grpc::Status WorkerServiceImpl::Fail(grpc::ServerContext* ctx, const v1::FailRequest* req,
-                                     v1::FailResponse*) {
+void WorkerServiceImpl::CompleteAfterScorer(const LeaseBinding& lease,
+                                            grpc::ServerUnaryReactor* reactor) {
+  struct Check {
+    grpc::ClientContext ctx;
+    v1::CheckTaskRequest req;
+    v1::CheckTaskResponse resp;
+  };
+  auto check = std::make_shared<Check>();
+  check->req.set_audit_id(lease.audit_id);
+  check->req.set_role(lease.task.role);
+  check->req.set_index(lease.task.index);
+  check->ctx.set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(kScorerDeadlineMs));
+  scorer_->async()->CheckTask(
+      &check->ctx, &check->req, &check->resp, [this, check, lease, reactor](grpc::Status status) {
+        ScorerVerdict verdict = JudgeScorerAnswer(lease, status, std::move(check->resp));
+        if (verdict.answer.ok()) {
+          return scheduler_->Complete(lease.lease_id, FinishWith(reactor));
+        }
+        if (!verdict.fail_task) return reactor->Finish(ToGrpc(verdict.answer));
+        scheduler_->Fail(lease.lease_id, std::string(verdict.answer.message()), verdict.retryable,
+                         [reactor, answer = verdict.answer](const absl::Status& written) {
+                           reactor->Finish(ToGrpc(written.ok() ? answer : written));
+                         });
+      });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Complete(grpc::CallbackServerContext* ctx,
+                                                      const v1::CompleteRequest* req,
+                                                      v1::CompleteResponse*) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   auto lease = CallerLease(*ctx, req->worker_id(), req->lease_id());
-  if (!lease.ok()) return ToGrpc(lease.status());
+  if (!lease.ok()) {
+    reactor->Finish(ToGrpc(lease.status()));
+  } else {
+    CompleteAfterScorer(*lease, reactor);
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Fail(grpc::CallbackServerContext* ctx,
+                                                  const v1::FailRequest* req, v1::FailResponse*) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  auto lease = CallerLease(*ctx, req->worker_id(), req->lease_id());
+  if (!lease.ok()) {
+    reactor->Finish(ToGrpc(lease.status()));
+    return reactor;
+  }
   const std::string& id = lease->lease_id;
   switch (req->kind()) {
     case v1::INTERRUPTED:
-      return ToGrpc(scheduler_->Release(id, req->error()));
+      scheduler_->Release(id, req->error(), FinishWith(reactor));
+      break;
     case v1::TASK_RETRYABLE:
-      return ToGrpc(scheduler_->Fail(id, req->error(), /*retryable=*/true));
+      scheduler_->Fail(id, req->error(), /*retryable=*/true, FinishWith(reactor));
+      break;
     case v1::TASK_FINAL:
-      return ToGrpc(scheduler_->Fail(id, req->error(), /*retryable=*/false));
+      scheduler_->Fail(id, req->error(), /*retryable=*/false, FinishWith(reactor));
+      break;
     default:  // FAILURE_KIND_UNSPECIFIED (an older worker) or a kind newer than this coordinator
-      return ToGrpc(scheduler_->Fail(id, req->error(), req->retryable()));
+      scheduler_->Fail(id, req->error(), req->retryable(), FinishWith(reactor));
   }
+  return reactor;
 }
 
 }  // namespace memaudit::coordinator

@@ -45,7 +45,10 @@ std::string BindLease(const CapabilityKey& key, const LeaseBinding& lease,
 absl::StatusOr<LeaseBinding> UnbindLease(const CapabilityKey& key, const std::string& lease_id,
                                          const Identity& identity);
 
-class WorkerServiceImpl final : public v1::WorkerService::Service {
+// Served with gRPC's callback API: a Lease long-poll waiting for work, and a
+// Complete waiting for the scorer or for its decision to reach disk, hold no
+// thread meanwhile (Scheduler's asynchronous forms answer them).
+class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
   // `key` signs ids and task capabilities (the scorer holds the same key);
   // Complete asks `scorer` whether it holds the task's observations.
@@ -63,32 +66,44 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
         scorer_(std::move(scorer)),
         presence_(presence) {}
 
-  grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
-                        v1::RegisterResponse* resp) override;
-  grpc::Status Lease(grpc::ServerContext* ctx, const v1::LeaseRequest* req,
-                     v1::LeaseResponse* resp) override;
-  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
-                         v1::HeartbeatResponse* resp) override;
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
+                                     const v1::RegisterRequest* req,
+                                     v1::RegisterResponse* resp) override;
+  // Waits up to wait_ms (at most 30 s) for a task; a client that goes away
+  // meanwhile gives its place up.
+  grpc::ServerUnaryReactor* Lease(grpc::CallbackServerContext* ctx, const v1::LeaseRequest* req,
+                                  v1::LeaseResponse* resp) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
+                                      const v1::HeartbeatRequest* req,
+                                      v1::HeartbeatResponse* resp) override;
   // Counts the task only once the scorer holds every observation of it:
   // missing ones make the task a retryable failure (re-queued, the attempt
   // spent) and the answer FAILED_PRECONDITION naming them; an audit the
   // scorer cannot score fails with the scorer's reason (FAILED_PRECONDITION);
   // a scorer out of reach answers UNAVAILABLE and the lease stays (the
   // worker sends Complete again).
-  grpc::Status Complete(grpc::ServerContext* ctx, const v1::CompleteRequest* req,
-                        v1::CompleteResponse* resp) override;
-  grpc::Status Fail(grpc::ServerContext* ctx, const v1::FailRequest* req,
-                    v1::FailResponse* resp) override;
+  grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx,
+                                     const v1::CompleteRequest* req,
+                                     v1::CompleteResponse* resp) override;
+  grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* ctx, const v1::FailRequest* req,
+                                 v1::FailResponse* resp) override;
 
  private:
+  class LeaseCall;
+
+  absl::Status DoRegister(const grpc::CallbackServerContext& ctx, const v1::RegisterRequest& req,
+                          v1::RegisterResponse* resp);
+  absl::Status DoHeartbeat(const grpc::CallbackServerContext& ctx, const v1::HeartbeatRequest& req,
+                           v1::HeartbeatResponse* resp);
   // The caller (worker role) and the scheduler's lease of `lease_id`, which
   // must have been granted to that caller; marks the worker seen.
-  absl::StatusOr<LeaseBinding> CallerLease(const grpc::ServerContext& ctx,
+  absl::StatusOr<LeaseBinding> CallerLease(const grpc::CallbackServerContext& ctx,
                                            const std::string& worker_id,
                                            const std::string& lease_id);
-  // OK when the scorer holds every observation of the lease's task; else
-  // what Complete answers (the lease ended or kept as the status says).
-  absl::Status ConfirmWithScorer(const LeaseBinding& lease);
+  // Asks the scorer whether it holds every observation of the lease's task
+  // and answers `reactor`: the task completed, or failed as the scorer's
+  // answer says (see Complete).
+  void CompleteAfterScorer(const LeaseBinding& lease, grpc::ServerUnaryReactor* reactor);
   void Seen(const std::string& worker_id) {
     if (presence_ != nullptr) presence_->Seen(worker_id);
   }

@@ -7,10 +7,14 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -61,54 +65,63 @@ class WorkerServiceTest : public SchedulerFixture {
     SchedulerFixture::SetUp();
     grpc::ServerBuilder builder;
     builder.RegisterService(&scorer_);
-    server_ = builder.BuildAndStart();
+    scorer_server_ = builder.BuildAndStart();
     service_ = std::make_unique<WorkerServiceImpl>(
         everyone_.get(), scheduler_.get(), "scorer:7401", 200, 1000, Key(),
-        v1::ScorerService::NewStub(server_->InProcessChannel(grpc::ChannelArguments())));
+        v1::ScorerService::NewStub(scorer_server_->InProcessChannel(grpc::ChannelArguments())));
+    // The service answers through gRPC's callback API: called through a
+    // real (in-process) server.
+    grpc::ServerBuilder workers;
+    workers.RegisterService(service_.get());
+    server_ = workers.BuildAndStart();
+    stub_ = v1::WorkerService::NewStub(server_->InProcessChannel(grpc::ChannelArguments()));
     MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-1", SmallMembershipSpec(4)));
   }
   void TearDown() override {
     server_->Shutdown();
+    scorer_server_->Shutdown();
     SchedulerFixture::TearDown();
   }
 
   std::string Register() {
-    grpc::ServerContext ctx;
+    grpc::ClientContext ctx;
     v1::RegisterRequest req;
     v1::RegisterResponse resp;
-    EXPECT_TRUE(service_->Register(&ctx, &req, &resp).ok());
+    EXPECT_TRUE(stub_->Register(&ctx, req, &resp).ok());
     return resp.worker_id();
   }
   v1::LeaseResponse Lease(const std::string& worker_id) {
-    grpc::ServerContext ctx;
+    grpc::ClientContext ctx;
     v1::LeaseRequest req;
     req.set_worker_id(worker_id);
     v1::LeaseResponse resp;
-    const grpc::Status status = service_->Lease(&ctx, &req, &resp);
+    const grpc::Status status = stub_->Lease(&ctx, req, &resp);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return resp;
   }
   grpc::Status Complete(const std::string& worker_id, const std::string& lease_id) {
-    grpc::ServerContext ctx;
+    grpc::ClientContext ctx;
     v1::CompleteRequest req;
     req.set_worker_id(worker_id);
     req.set_lease_id(lease_id);
     v1::CompleteResponse resp;
-    return service_->Complete(&ctx, &req, &resp);
+    return stub_->Complete(&ctx, req, &resp);
   }
   grpc::Status Heartbeat(const std::string& lease_id, v1::HeartbeatResponse* resp) {
-    grpc::ServerContext ctx;
+    grpc::ClientContext ctx;
     v1::HeartbeatRequest req;
     req.set_lease_id(lease_id);
-    return service_->Heartbeat(&ctx, &req, resp);
+    return stub_->Heartbeat(&ctx, req, resp);
   }
 
   // Every caller is "admin anonymous" here (as under --insecure).
   const Identity me_{Role::kAdmin, "anonymous"};
   std::unique_ptr<Authenticator> everyone_ = Authenticator::AllowEveryone();
   FakeScorer scorer_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> scorer_server_;
   std::unique_ptr<WorkerServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
 };
 
 TEST(WorkerIdTest, AWorkerIdIsGoodForTheIdentityThatRegisteredItOnly) {
@@ -158,11 +171,11 @@ TEST_F(WorkerServiceTest, ALeaseCarriesItsTasksCapabilityAndIdsBoundToTheCaller)
   EXPECT_EQ(bound->task.ToString(), task.ToString());
 
   // An id this coordinator did not sign gets nothing.
-  grpc::ServerContext ctx;
+  grpc::ClientContext ctx;
   v1::LeaseRequest forged;
   forged.set_worker_id("w-0123456789abcdef0123456789abcdef");
   v1::LeaseResponse none;
-  EXPECT_EQ(service_->Lease(&ctx, &forged, &none).error_code(),
+  EXPECT_EQ(stub_->Lease(&ctx, forged, &none).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_FALSE(none.has_task());
   v1::HeartbeatResponse beat;
@@ -175,22 +188,22 @@ TEST_F(WorkerServiceTest, ALeaseCarriesItsTasksCapabilityAndIdsBoundToTheCaller)
 // capacity above the offer, or a hostname no DNS name has, is refused by name.
 TEST_F(WorkerServiceTest, CapabilitiesOutOfBoundsAreRefusedByName) {
   const std::string worker = Register();
-  grpc::ServerContext lease_ctx;
+  grpc::ClientContext lease_ctx;
   v1::LeaseRequest lease;
   lease.set_worker_id(worker);
   lease.mutable_capabilities()->set_threads(2);
   lease.mutable_free()->set_threads(3);
   v1::LeaseResponse none;
-  const grpc::Status refused = service_->Lease(&lease_ctx, &lease, &none);
+  const grpc::Status refused = stub_->Lease(&lease_ctx, lease, &none);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(refused.error_message(), HasSubstr("free.threads"));
   EXPECT_FALSE(none.has_task());
 
-  grpc::ServerContext register_ctx;
+  grpc::ClientContext register_ctx;
   v1::RegisterRequest req;
   req.mutable_capabilities()->set_hostname(std::string(1000, 'h'));
   v1::RegisterResponse resp;
-  const grpc::Status long_name = service_->Register(&register_ctx, &req, &resp);
+  const grpc::Status long_name = stub_->Register(&register_ctx, req, &resp);
   EXPECT_EQ(long_name.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(long_name.error_message(), HasSubstr("capabilities.hostname"));
 }
@@ -253,6 +266,131 @@ TEST_F(WorkerServiceTest, AnAuditTheScorerCannotScoreFailsWithItsReason) {
   MEMAUDIT_ASSERT_OK(audit);
   EXPECT_EQ(audit->state(), v1::FAILED);
   EXPECT_THAT(audit->error(), HasSubstr("the scorer cannot score the audit: rmia"));
+}
+
+// A Lease waiting for work through the callback API, its answer kept.
+struct WaitingLease {
+  grpc::ClientContext ctx;
+  v1::LeaseRequest req;
+  v1::LeaseResponse resp;
+  absl::Notification answered;
+  grpc::Status status;
+};
+
+size_t ThreadsOfThisProcess() {
+  size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
+class WorkerServiceWaitTest : public WorkerServiceTest {
+ protected:
+  // Leases every queued task (no wait), so later calls have to wait.
+  std::vector<v1::LeaseResponse> DrainQueue(const std::string& worker) {
+    std::vector<v1::LeaseResponse> held;
+    for (v1::LeaseResponse r = Lease(worker); r.has_task(); r = Lease(worker)) held.push_back(r);
+    return held;
+  }
+  std::unique_ptr<WaitingLease> StartWaiting(const std::string& worker, uint32_t wait_ms) {
+    auto w = std::make_unique<WaitingLease>();
+    w->req.set_worker_id(worker);
+    w->req.set_wait_ms(wait_ms);
+    WaitingLease* raw = w.get();
+    stub_->async()->Lease(&raw->ctx, &raw->req, &raw->resp, [raw](grpc::Status status) {
+      raw->status = std::move(status);
+      raw->answered.Notify();
+    });
+    return w;
+  }
+  bool WaitForWaiters(size_t n) {
+    for (int i = 0; i < 2000; ++i) {
+      if (scheduler_->waiting_leases() == n) return true;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return false;
+  }
+};
+
+TEST_F(WorkerServiceWaitTest, AWaitingLeaseGetsTheTaskReleasedMeanwhile) {
+  const std::string worker = Register();
+  std::vector<v1::LeaseResponse> held = DrainQueue(worker);
+  ASSERT_FALSE(held.empty());
+  auto waiting = StartWaiting(worker, 20000);
+  ASSERT_TRUE(WaitForWaiters(1));
+  EXPECT_FALSE(waiting->answered.HasBeenNotified());
+
+  grpc::ClientContext ctx;
+  v1::FailRequest release;
+  release.set_worker_id(worker);
+  release.set_lease_id(held[0].lease_id());
+  release.set_kind(v1::INTERRUPTED);
+  v1::FailResponse released;
+  ASSERT_TRUE(stub_->Fail(&ctx, release, &released).ok());
+
+  ASSERT_TRUE(waiting->answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(waiting->status.ok()) << waiting->status.error_message();
+  ASSERT_TRUE(waiting->resp.has_task());
+  EXPECT_EQ(waiting->resp.task().task_id(), held[0].task().task_id());
+  EXPECT_EQ(scheduler_->waiting_leases(), 0u);
+}
+
+TEST_F(WorkerServiceWaitTest, AWaitThatEndsWithoutWorkAnswersNoTask) {
+  const std::string worker = Register();
+  DrainQueue(worker);
+  auto waiting = StartWaiting(worker, 100);
+  ASSERT_TRUE(waiting->answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(waiting->status.ok());
+  EXPECT_FALSE(waiting->resp.has_task());
+  EXPECT_EQ(scheduler_->waiting_leases(), 0u);
+}
+
+TEST_F(WorkerServiceWaitTest, AClientThatGoesAwayGivesItsPlaceUp) {
+  const std::string worker = Register();
+  std::vector<v1::LeaseResponse> held = DrainQueue(worker);
+  auto gone = StartWaiting(worker, 30000);
+  ASSERT_TRUE(WaitForWaiters(1));
+  gone->ctx.TryCancel();
+  ASSERT_TRUE(gone->answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(gone->status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(WaitForWaiters(0)) << "the scheduler still holds the departed call";
+
+  // A task queued now goes to a caller still there, not to the departed one.
+  auto present = StartWaiting(worker, 20000);
+  ASSERT_TRUE(WaitForWaiters(1));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", SmallMembershipSpec(4)));
+  ASSERT_TRUE(present->answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(present->resp.has_task());
+  EXPECT_EQ(present->resp.task().audit_id(), "a-2");
+}
+
+// The point of the callback API: a long-poll costs the server no thread.
+TEST_F(WorkerServiceWaitTest, HundredsOfWaitingLeasesHoldNoThreadAndAreServedInOrder) {
+  const std::string worker = Register();
+  DrainQueue(worker);
+  constexpr size_t kWaiting = 300;
+  const size_t threads_before = ThreadsOfThisProcess();
+  std::vector<std::unique_ptr<WaitingLease>> waiting;
+  for (size_t i = 0; i < kWaiting; ++i) waiting.push_back(StartWaiting(worker, 30000));
+  ASSERT_TRUE(WaitForWaiters(kWaiting));
+  const size_t threads_waiting = ThreadsOfThisProcess();
+  EXPECT_LT(threads_waiting, threads_before + 20)
+      << "threads grew from " << threads_before << " to " << threads_waiting << " for "
+      << kWaiting << " waiting calls";
+
+  // Four new tasks: four waiters are answered with one each, the rest wait on.
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", SmallMembershipSpec(4)));
+  ASSERT_TRUE(WaitForWaiters(kWaiting - 4));
+  scheduler_->Shutdown();  // answers the rest: no task
+  std::set<std::string> granted;
+  for (auto& w : waiting) {
+    ASSERT_TRUE(w->answered.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    EXPECT_TRUE(w->status.ok()) << w->status.error_message();
+    if (w->resp.has_task()) granted.insert(w->resp.task().task_id());
+  }
+  EXPECT_EQ(granted.size(), 4u);
 }
 
 }  // namespace

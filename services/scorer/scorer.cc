@@ -214,25 +214,7 @@ absl::Status Scorer::Finish(const std::string& audit_id, v1::AuditResults result
   return absl::OkStatus();
 }
 
-void Scorer::ResultsChanged() {
-  absl::MutexLock version_lock(&version_mu_);
-  ++results_version_;
-  version_cv_.SignalAll();
-}
-
-uint64_t Scorer::results_version() const {
-  absl::MutexLock lock(&version_mu_);
-  return results_version_;
-}
-
-uint64_t Scorer::WaitForResults(uint64_t seen, int timeout_ms) const {
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(timeout_ms);
-  absl::MutexLock lock(&version_mu_);
-  while (results_version_ == seen) {
-    if (version_cv_.WaitWithDeadline(&version_mu_, deadline)) break;  // true: timed out
-  }
-  return results_version_;
-}
+void Scorer::ResultsChanged() { results_changes_.Bump(); }
 
 absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id) {
   v1::AuditSpec spec;

@@ -11,6 +11,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/change_notifier.h"
+#include "common/deadline_timer.h"
 #include "common/metrics.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
@@ -72,8 +75,13 @@ class Scorer {
   absl::StatusOr<v1::AuditResults> GetResults(const std::string& audit_id);
   // A counter bumped whenever any audit's results change; WaitForResults
   // blocks until it passes `seen` or `timeout_ms` elapses, and returns it.
-  uint64_t results_version() const;
-  uint64_t WaitForResults(uint64_t seen, int timeout_ms) const;
+  // Streams subscribe to results_changes() instead, holding no thread while
+  // they wait.
+  uint64_t results_version() const { return results_changes_.version(); }
+  uint64_t WaitForResults(uint64_t seen, int timeout_ms) const {
+    return results_changes_.Wait(seen, absl::Milliseconds(timeout_ms));
+  }
+  ChangeNotifier& results_changes() { return results_changes_; }
 
  private:
   Scorer(ScorerStore* store, prometheus::Registry* metrics, ScorerOptions options)
@@ -96,9 +104,12 @@ class Scorer {
   prometheus::Registry* metrics_;
   const ScorerOptions options_;
   absl::Mutex scoring_mu_;  // one audit scored at a time, never twice
-  mutable absl::Mutex version_mu_;
-  mutable absl::CondVar version_cv_;  // signalled when results_version_ grows
-  uint64_t results_version_ ABSL_GUARDED_BY(version_mu_) = 0;
+  // Runs the callbacks of results_changes_'s subscribers. Last, with it: the
+  // subscribers still waiting are called back (results_changes_ stops)
+  // before anything else here goes.
+  DeadlineTimer results_timer_;
+  // Bumped whenever any audit's results change.
+  ChangeNotifier results_changes_{&results_timer_};
 };
 
 }  // namespace memaudit::scorer

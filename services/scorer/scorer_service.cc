@@ -1,16 +1,54 @@
 #include "services/scorer/scorer_service.h"
 
 #include <set>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_grpc.h"
 #include "services/coordinator/spec_validator.h"
+#include "common/watch_reactor.h"
 
 namespace memaudit::scorer {
 namespace {
 
 // CheckTask lists at most this many missing observations.
 constexpr size_t kMaxMissingListed = 20;
+
+// One WatchResults stream: the audit's results whenever they differ from
+// what it sent last, until they are complete or cannot be (an error); it
+// waits for the scorer's next change of results, re-reading at least every
+// kResultsRecheck.
+class ResultsWatch final : public WatchReactor<v1::AuditResults> {
+ public:
+  static constexpr absl::Duration kResultsRecheck = absl::Seconds(1);
+
+  ResultsWatch(Scorer* scorer, std::string audit_id)
+      : WatchReactor(&scorer->results_changes(), kResultsRecheck),
+        scorer_(scorer),
+        audit_id_(std::move(audit_id)) {}
+
+ private:
+  Step Poll() override {
+    Step step;
+    step.seen = scorer_->results_version();
+    auto results = scorer_->GetResults(audit_id_);
+    if (!results.ok()) return Step::End(ToGrpc(results.status()));
+    // Complete, or never to be: an audit that cannot be scored ends here too.
+    if (results->complete() || !results->error().empty()) step.then = Step::Then::kFinish;
+    std::string bytes = results->SerializeAsString();
+    // A failed write ends the stream, so what is queued counts as sent.
+    if (bytes != last_sent_) {
+      step.writes.push_back(*std::move(results));
+      last_sent_ = std::move(bytes);
+    }
+    return step;
+  }
+
+  Scorer* const scorer_;
+  const std::string audit_id_;
+  std::string last_sent_;
+};
 
 }  // namespace
 
@@ -104,27 +142,14 @@ grpc::Status ScorerServiceImpl::CheckTask(grpc::ServerContext* ctx, const v1::Ch
   return grpc::Status::OK;
 }
 
-grpc::Status ScorerServiceImpl::WatchResults(grpc::ServerContext* ctx,
-                                             const v1::GetResultsRequest* req,
-                                             grpc::ServerWriter<v1::AuditResults>* writer) {
+grpc::ServerWriteReactor<v1::AuditResults>* ScorerServiceImpl::WatchResults(
+    grpc::CallbackServerContext* ctx, const v1::GetResultsRequest* req) {
   if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
-    return ToGrpc(caller.status());
+    return new FinishedWriteReactor<v1::AuditResults>(ToGrpc(caller.status()));
   }
-  std::string last_sent;
-  while (!ctx->IsCancelled()) {
-    const uint64_t version = scorer_->results_version();
-    auto results = scorer_->GetResults(req->audit_id());
-    if (!results.ok()) return ToGrpc(results.status());
-    std::string bytes = results->SerializeAsString();
-    if (bytes != last_sent) {
-      if (!writer->Write(*results)) return grpc::Status::OK;
-      last_sent = std::move(bytes);
-    }
-    // Complete, or never to be: an audit that cannot be scored ends here too.
-    if (results->complete() || !results->error().empty()) return grpc::Status::OK;
-    scorer_->WaitForResults(version, 1000);
-  }
-  return grpc::Status::OK;
+  auto* watch = new ResultsWatch(scorer_, req->audit_id());
+  watch->Start();
+  return watch;
 }
 
 }  // namespace memaudit::scorer

@@ -11,7 +11,11 @@
 
 namespace memaudit::scorer {
 
-class ScorerServiceImpl final : public v1::ScorerService::Service {
+// WatchResults runs on gRPC's callback API (common/watch_reactor.h): a
+// stream waiting for results holds no server thread. The other methods are
+// synchronous.
+class ScorerServiceImpl final
+    : public v1::ScorerService::WithCallbackMethod_WatchResults<v1::ScorerService::Service> {
  public:
   // `auth` identifies each caller; `key` checks the capabilities the
   // coordinator issued with the same key.
@@ -29,8 +33,10 @@ class ScorerServiceImpl final : public v1::ScorerService::Service {
   // The coordinator (or an administrator) only.
   grpc::Status GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
                           v1::AuditResults* resp) override;
-  grpc::Status WatchResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
-                            grpc::ServerWriter<v1::AuditResults>* writer) override;
+  // The coordinator (or an administrator) only: the audit's results now,
+  // then each time they change, until they are complete or cannot be.
+  grpc::ServerWriteReactor<v1::AuditResults>* WatchResults(
+      grpc::CallbackServerContext* ctx, const v1::GetResultsRequest* req) override;
   grpc::Status CheckTask(grpc::ServerContext* ctx, const v1::CheckTaskRequest* req,
                          v1::CheckTaskResponse* resp) override;
 

@@ -3,11 +3,17 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -178,6 +184,227 @@ TEST_F(ScorerIngestTest, CheckTaskCountsWhatIsMissing) {
   req.set_audit_id("a-unknown");
   grpc::ClientContext ctx;
   EXPECT_EQ(stub_->CheckTask(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// Threads of this process now.
+int ThreadCount() {
+  int threads = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    ++threads;
+  }
+  return threads;
+}
+
+// WatchResults streams followed from the test's thread alone, through one
+// completion queue: the client adds no thread per stream.
+class AsyncWatches {
+ public:
+  struct Stream {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientAsyncReader<v1::AuditResults>> reader;
+    v1::AuditResults incoming;
+    std::vector<v1::AuditResults> received;
+    grpc::Status status;
+    bool done = false;
+  };
+
+  // Cancels the streams still open and waits for their ends.
+  ~AsyncWatches() {
+    for (auto& s : streams_) {
+      if (!s->done) s->ctx.TryCancel();
+    }
+    Pump([&] { return AllDone(); }, std::chrono::seconds(10));
+    cq_.Shutdown();
+    void* tag;
+    bool ok;
+    while (cq_.Next(&tag, &ok)) {
+    }
+  }
+
+  void Watch(v1::ScorerService::Stub* stub, const std::string& audit_id) {
+    auto stream = std::make_unique<Stream>();
+    v1::GetResultsRequest req;
+    req.set_audit_id(audit_id);
+    stream->reader =
+        stub->AsyncWatchResults(&stream->ctx, req, &cq_, Tag(streams_.size(), kStarted));
+    streams_.push_back(std::move(stream));
+  }
+
+  // Handles what arrives until `until` holds (true) or `timeout` passes;
+  // `until` is checked at least every 10 ms.
+  bool Pump(const std::function<bool()>& until, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::system_clock::now() + timeout;
+    while (!until()) {
+      const auto now = std::chrono::system_clock::now();
+      if (now >= deadline) return false;
+      void* tag;
+      bool ok;
+      const grpc::CompletionQueue::NextStatus next =
+          cq_.AsyncNext(&tag, &ok, std::min(deadline, now + std::chrono::milliseconds(10)));
+      if (next == grpc::CompletionQueue::SHUTDOWN) return until();
+      if (next == grpc::CompletionQueue::TIMEOUT) continue;
+      const uintptr_t bits = reinterpret_cast<uintptr_t>(tag);
+      const size_t i = bits >> 2;
+      Stream& s = *streams_[i];
+      if ((bits & 3) == kRead && ok) s.received.push_back(s.incoming);
+      if ((bits & 3) == kFinished) {
+        s.done = true;
+      } else if (ok) {
+        s.reader->Read(&s.incoming, Tag(i, kRead));
+      } else {
+        s.reader->Finish(&s.status, Tag(i, kFinished));
+      }
+    }
+    return true;
+  }
+
+  bool EachReceived(size_t messages) const {
+    for (const auto& s : streams_) {
+      if (s->received.size() < messages) return false;
+    }
+    return true;
+  }
+  bool AllDone() const {
+    for (const auto& s : streams_) {
+      if (!s->done) return false;
+    }
+    return true;
+  }
+  std::vector<std::unique_ptr<Stream>>& streams() { return streams_; }
+
+ private:
+  enum Op : uintptr_t { kStarted = 0, kRead = 1, kFinished = 2 };
+  static void* Tag(size_t stream, Op op) {
+    return reinterpret_cast<void*>((static_cast<uintptr_t>(stream) << 2) | op);
+  }
+
+  grpc::CompletionQueue cq_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+};
+
+// WatchResults of audit "w", whose observations the test stores itself.
+class ScorerWatchTest : public ScorerIngestTest {
+ protected:
+  static constexpr int kWatchers = 200;
+  static constexpr uint32_t kModels = 8;
+  static constexpr uint32_t kPool = 200;
+
+  void SetUp() override {
+    ScorerIngestTest::SetUp();
+    MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("w", Spec()));
+  }
+  void TearDown() override {
+    // A failed test's watches still wait: cancelled after the deadline.
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    ScorerIngestTest::TearDown();
+  }
+
+  static v1::AuditSpec Spec() {
+    v1::AuditSpec spec;
+    spec.set_name("w");
+    spec.set_seed(3);
+    v1::MembershipAudit* m = spec.mutable_membership();
+    m->mutable_dataset()->set_pool_size(kPool);
+    m->set_reference_models(kModels);
+    for (const char* a : {"lira_online", "lira_offline", "loss"}) m->add_attacks(a);
+    m->add_fpr_points(0.01);
+    return spec;
+  }
+  // Members get a higher phi and a lower loss, plus per-example difficulty.
+  static v1::Observation Observe(uint32_t run, const std::string& signal) {
+    const KeepMatrix keep = BuildKeepMatrix(3, kModels, kPool);
+    SplitMix64 rng(run * 7919 + (signal == "phi"));
+    v1::Observation o;
+    o.set_audit_id("w");
+    o.set_run(run);
+    o.set_point("final");
+    o.set_signal(signal);
+    for (uint32_t j = 0; j < kPool; ++j) {
+      const double difficulty = (j % 10) * 0.3;
+      const double phi = 2.0 - difficulty + (keep.in(run, j) ? 1.0 : 0.0) + rng.UniformDouble();
+      o.add_values(signal == "phi" ? phi : std::log1p(std::exp(-phi)));
+    }
+    return o;
+  }
+
+  // Until `subscribers` wait on the scorer's changes (the watches re-read
+  // every second, subscribing again at once), handling what arrives.
+  bool AwaitSubscribers(AsyncWatches& watches, size_t subscribers) {
+    return watches.Pump([&] { return scorer_->results_changes().subscribers() == subscribers; },
+                        std::chrono::seconds(10));
+  }
+};
+
+// A synchronous WatchResults held a server thread per stream while it
+// waited; on the callback API a waiting stream is a subscription, and the
+// results reach every one of them.
+TEST_F(ScorerWatchTest, WaitingWatchesHoldNoThreadAndEachGetsTheResults) {
+  AsyncWatches watches;
+  // One first: what gRPC starts once (pollers, callback threads) is counted
+  // before.
+  watches.Watch(stub_.get(), "w");
+  ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(10)));
+  ASSERT_TRUE(AwaitSubscribers(watches, 1));
+  const int threads_before = ThreadCount();
+
+  for (int i = 1; i < kWatchers; ++i) watches.Watch(stub_.get(), "w");
+  // Each gets the results as they are (nothing scored yet), then waits.
+  ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(30)));
+  ASSERT_TRUE(AwaitSubscribers(watches, kWatchers))
+      << scorer_->results_changes().subscribers() << " of " << kWatchers << " watches wait";
+  const int threads_waiting = ThreadCount();
+  EXPECT_LT(threads_waiting - threads_before, kWatchers / 10)
+      << threads_before << " threads with one watch waiting, " << threads_waiting << " with "
+      << kWatchers;
+  for (const auto& s : watches.streams()) {
+    ASSERT_EQ(s->received.size(), 1u);
+    EXPECT_FALSE(s->received[0].complete());
+  }
+
+  // The last observation completes the audit: every watch gets the results
+  // and ends.
+  for (uint32_t run = 0; run < kModels; ++run) {
+    for (const char* signal : {"phi", "loss"}) {
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(Observe(run, signal)));
+    }
+  }
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("w"));
+  ASSERT_TRUE(scorer_->GetResults("w")->complete());
+  ASSERT_TRUE(watches.Pump([&] { return watches.AllDone(); }, std::chrono::seconds(30)));
+  for (const auto& s : watches.streams()) {
+    EXPECT_TRUE(s->status.ok()) << s->status.error_message();
+    ASSERT_GE(s->received.size(), 2u);
+    EXPECT_TRUE(s->received.back().complete());
+    EXPECT_EQ(s->received.back().audit_id(), "w");
+  }
+  EXPECT_EQ(scorer_->results_changes().subscribers(), 0u);
+}
+
+// A watch the client cancels while it waits ends at once; its subscription,
+// called back later, finds the stream gone and subscribes no more. An audit
+// never opened is refused as GetResults refuses it.
+TEST_F(ScorerWatchTest, AWatchCancelledWhileItWaitsEndsAndAnUnknownAuditIsRefused) {
+  AsyncWatches watches;
+  for (int i = 0; i < 10; ++i) watches.Watch(stub_.get(), "w");
+  ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(10)));
+  ASSERT_TRUE(AwaitSubscribers(watches, 10));
+  for (const auto& s : watches.streams()) s->ctx.TryCancel();
+  ASSERT_TRUE(watches.Pump([&] { return watches.AllDone(); }, std::chrono::seconds(10)));
+  for (const auto& s : watches.streams()) {
+    EXPECT_EQ(s->status.error_code(), grpc::StatusCode::CANCELLED);
+  }
+  // The subscriptions time out (1 s) into finished streams.
+  EXPECT_TRUE(AwaitSubscribers(watches, 0)) << scorer_->results_changes().subscribers();
+
+  grpc::ClientContext ctx;
+  v1::GetResultsRequest req;
+  req.set_audit_id("a-unknown");
+  auto reader = stub_->WatchResults(&ctx, req);
+  v1::AuditResults results;
+  EXPECT_FALSE(reader->Read(&results));
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(status.error_message(), scorer_->GetResults("a-unknown").status().message());
 }
 
 }  // namespace
