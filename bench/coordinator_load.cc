@@ -33,8 +33,8 @@
 // as the workers can: each worker starts a cycle every workers/R seconds on a
 // fixed schedule (release the lease it held since its last cycle, Lease,
 // Heartbeat), and a cycle is timed from when it was due, so a coordinator
-// that falls behind shows it in the latencies (no coordinated omission). With back-to-back cycles (the default) a cycle's
-// mean latency is workers / (cycles/s) by Little's law whatever the server:
+// that falls behind shows it in the latencies (no coordinated omission). With back-to-back cycles
+// (the default) a cycle's mean latency is workers / (cycles/s) by Little's law whatever the server:
 // --rate is how latency at a given throughput is measured.
 //
 // Two phases in the same process and cluster: --baseline-workers first (the
@@ -95,8 +95,8 @@ namespace v1 = memaudit::v1;
 using memaudit::bench::ProcCpuSeconds;
 using memaudit::bench::ProcStatus;
 using memaudit::bench::ReadProcStatus;
-using memaudit::bench::SelfCpuSeconds;
 using memaudit::bench::ScrapeMetrics;
+using memaudit::bench::SelfCpuSeconds;
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/spec_yaml.h"
 #include "common/status_grpc.h"
-#include "services/coordinator/spec_validator.h"
 #include "common/watch_reactor.h"
+#include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
 namespace {

@@ -99,10 +99,9 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry* registry) : registry_(r
   store_write_seconds_ =
       &metrics::AddHistogram(*registry_, "memaudit_coordinator_store_write_seconds",
                              "Time to write one group of decisions, sync to disk included.")
-           .Add({}, prometheus::Histogram::BucketBoundaries{0.00005, 0.0001, 0.0002, 0.0004,
-                                                             0.0008, 0.0016, 0.0032, 0.0064,
-                                                             0.0128, 0.0256, 0.0512, 0.1024,
-                                                             0.2048, 0.4096, 0.8192, 1.6384});
+           .Add({}, prometheus::Histogram::BucketBoundaries{
+                        0.00005, 0.0001, 0.0002, 0.0004, 0.0008, 0.0016, 0.0032, 0.0064, 0.0128,
+                        0.0256, 0.0512, 0.1024, 0.2048, 0.4096, 0.8192, 1.6384});
 }
 
 void SchedulerMetrics::GroupWritten(size_t decisions, double seconds) {

@@ -175,8 +175,7 @@ TEST_F(WorkerServiceTest, ALeaseCarriesItsTasksCapabilityAndIdsBoundToTheCaller)
   v1::LeaseRequest forged;
   forged.set_worker_id("w-0123456789abcdef0123456789abcdef");
   v1::LeaseResponse none;
-  EXPECT_EQ(stub_->Lease(&ctx, forged, &none).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(stub_->Lease(&ctx, forged, &none).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_FALSE(none.has_task());
   v1::HeartbeatResponse beat;
   EXPECT_EQ(Heartbeat(bound->lease_id, &beat).error_code(), grpc::StatusCode::PERMISSION_DENIED)
@@ -377,8 +376,8 @@ TEST_F(WorkerServiceWaitTest, HundredsOfWaitingLeasesHoldNoThreadAndAreServedInO
   ASSERT_TRUE(WaitForWaiters(kWaiting));
   const size_t threads_waiting = ThreadsOfThisProcess();
   EXPECT_LT(threads_waiting, threads_before + 20)
-      << "threads grew from " << threads_before << " to " << threads_waiting << " for "
-      << kWaiting << " waiting calls";
+      << "threads grew from " << threads_before << " to " << threads_waiting << " for " << kWaiting
+      << " waiting calls";
 
   // Four new tasks: four waiters are answered with one each, the rest wait on.
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", SmallMembershipSpec(4)));

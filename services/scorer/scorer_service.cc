@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_grpc.h"
-#include "services/coordinator/spec_validator.h"
 #include "common/watch_reactor.h"
+#include "services/coordinator/spec_validator.h"
 
 namespace memaudit::scorer {
 namespace {
