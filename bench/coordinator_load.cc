@@ -6,7 +6,7 @@
 //       [--lease-ttl-ms=10000] [--leases-per-worker=auto] [--channels=256]
 //       [--tasks-per-audit=auto] [--max-attempts=100] [--retire-at=90]
 //       [--max-cycles=1000000] [--max-submit-seconds=900] [--dir=DIR] [--keep-dir=0]
-//       [--bin-dir=DIR] [--rate=0]
+//       [--bin-dir=DIR] [--rate=0] [--active-tasks=0]
 //
 // Starts a real scorer and coordinator (EmbeddedCluster, mutual TLS, no real
 // workers), submits membership audits (models_per_task 1: one task per
@@ -22,7 +22,7 @@
 // past 100, charges each one as an attempt, and a released task is the next
 // one leased; so that releases spread over many tasks, each worker keeps up to
 // --leases-per-worker leases and a cycle releases the oldest one it holds
-// (auto: together about half the stored tasks, at most 1000; none kept longer
+// (auto: together about 90% of the tasks in running audits, at most 1000; none kept longer
 // than a third of the lease TTL, so held leases never expire). With 1 lease
 // per worker the cycle releases the lease it has just taken. As a last guard
 // the bench cancels ("retires") an audit once one of its tasks reaches
@@ -36,6 +36,11 @@
 // that falls behind shows it in the latencies (no coordinated omission). With back-to-back cycles
 // (the default) a cycle's mean latency is workers / (cycles/s) by Little's law whatever the server:
 // --rate is how latency at a given throughput is measured.
+//
+// --active-tasks=N makes the stored tasks history: after submitting, the
+// oldest audits are cancelled while at least N tasks stay in audits still
+// running (a coordinator that keeps audits for months holds mostly finished
+// ones).
 //
 // Two phases in the same process and cluster: --baseline-workers first (the
 // baseline), then --workers. Prints, for each, cycles/s, p50/p99 of a whole
@@ -836,6 +841,7 @@ int main(int argc, char** argv) {
   options.wait_ms = static_cast<uint32_t>(FlagInt(argc, argv, "wait-ms", 2000));
   options.max_cycles = static_cast<uint64_t>(FlagInt(argc, argv, "max-cycles", 1000000));
   const double rate = static_cast<double>(FlagInt(argc, argv, "rate", 0));
+  const uint64_t active_tasks = static_cast<uint64_t>(FlagInt(argc, argv, "active-tasks", 0));
 
   std::string dir = Flag(argc, argv, "dir", "");
   bool made_dir = false;
@@ -904,6 +910,7 @@ int main(int argc, char** argv) {
 
   // Submit until the target is stored.
   std::vector<std::string> audit_ids;
+  std::vector<uint64_t> audit_tasks;  // by audit_ids' order
   uint64_t stored = 0;
   std::vector<double> submit_s;  // every Submit call, retries included
   int submit_retries = 0;
@@ -944,6 +951,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     audit_ids.push_back(resp.audit_id());
+    audit_tasks.push_back(resp.tasks());
     stored += resp.tasks();
     if (Seconds() - last_progress >= 5) {
       last_progress = Seconds();
@@ -970,6 +978,33 @@ int main(int argc, char** argv) {
         ProcCpuSeconds(scorer_pid) - submit_cpu0_scorer, p.rss_kb / 1024.0, p.threads);
   }
 
+  // --active-tasks: history. The oldest audits are cancelled (finished)
+  // while at least that many tasks stay in audits still running.
+  uint64_t running = stored;  // tasks in audits still running
+  if (active_tasks > 0) {
+    size_t finished = 0;
+    const double start = Seconds();
+    for (size_t i = 0; i + 1 < audit_ids.size() && running - audit_tasks[i] >= active_tasks; ++i) {
+      v1::CancelRequest req;
+      req.set_audit_id(audit_ids[i]);
+      v1::Audit cancelled;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+      if (grpc::Status s = audits->Cancel(&ctx, req, &cancelled); !s.ok()) {
+        std::fprintf(stderr, "Cancel: %s\n", s.error_message().c_str());
+        return 1;
+      }
+      running -= audit_tasks[i];
+      ++finished;
+    }
+    const ProcStatus p = ReadProcStatus(coordinator_pid);
+    std::printf(
+        "history: %zu audits finished (cancelled) in %.1f s, %lu tasks in audits still running; "
+        "coordinator RSS %.1f MiB\n",
+        finished, Seconds() - start, static_cast<unsigned long>(running), p.rss_kb / 1024.0);
+    audit_ids.erase(audit_ids.begin(), audit_ids.begin() + finished);
+  }
+
   // One channel per worker up to --channels (its own connection and TLS
   // session), shared round-robin past that.
   const uint32_t channel_count =
@@ -988,13 +1023,14 @@ int main(int argc, char** argv) {
   std::printf("%u client channels (connections)\n", channel_count);
 
   // Each worker keeps several leases so that releases spread over many tasks
-  // (a task's releases are capped): by default, together about half the
-  // stored tasks, at most 1000, and no lease longer than a third of the TTL.
+  // (a task's releases are capped): by default, together about 90% of the
+  // tasks in running audits, at most 1000, and no lease longer than a third
+  // of the TTL.
   const std::string leases_flag = Flag(argc, argv, "leases-per-worker", "auto");
   options.max_hold_s = lease_ttl_ms / 3000.0;
   auto PhaseOptions = [&](uint32_t phase_workers) {
     Options o = options;
-    const double target = std::min<double>(1000, stored / 2.0);
+    const double target = std::min<double>(1000, running * 0.9);
     o.leases_per_worker =
         leases_flag == "auto"
             ? static_cast<size_t>(std::clamp(std::round(target / phase_workers), 1.0, 100.0))

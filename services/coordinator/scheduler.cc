@@ -157,6 +157,7 @@ void Scheduler::Add(AuditRecord audit, std::vector<TaskRecord> tasks) {
   if (!e.record.request_id.empty()) by_request_[{e.record.team, e.record.request_id}] = id;
   const size_t number = index_.AddAudit(e.record.team, e.record.state);
   for (TaskRecord& t : tasks) index_.AddTask(number, std::move(t));
+  index_.Retire(number);  // a finished audit keeps only its counts in memory
   fair_.AddAudit(number, e.record.team, PriorityOf(e.record.spec));
   fair_.SetReady(number, index_.audit(number).leasable());
   metrics_.AuditKnown(id, e.record.kind);
@@ -210,6 +211,9 @@ void Scheduler::Apply(Mutation m, Done done) {
   for (size_t audit : touched) {
     fair_.SetReady(audit, index_.audit(audit).leasable());
     PublishGauges(audit_order_[audit]->record.team);
+    // Finished: no later decision reads its tasks (no lease is held, Cancel
+    // is a no-op), so only its counts stay in memory.
+    index_.Retire(audit);
   }
   commit_.Enqueue(std::move(m), [this, now, moved = std::move(moved),
                                  done = std::move(done)](const absl::Status& written) mutable {
@@ -483,6 +487,11 @@ std::string Scheduler::RegisterWorker(const v1::WorkerCapabilities& capabilities
   workers_by_seen_.emplace(now, id);
   metrics_.WorkerRegistered();
   return id;
+}
+
+size_t Scheduler::tasks_in_memory() const {
+  absl::MutexLock lock(&mu_);
+  return index_.records();
 }
 
 size_t Scheduler::registered_workers() const {

@@ -14,7 +14,8 @@
 //
 // Leases are shared fairly between teams, then between a team's audits
 // (fair_share.h). No call walks every task: each reads and updates an index
-// of what it needs (task_index.h), so finished audits cost nothing.
+// of what it needs (task_index.h), so finished audits cost nothing, and
+// their tasks leave memory (their counts stay; the store keeps the rest).
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_
 
@@ -174,6 +175,8 @@ class Scheduler {
   std::string RegisterWorker(const v1::WorkerCapabilities& capabilities);
   // Registrations not yet expired.
   size_t registered_workers() const;
+  // Task records held in memory: those of audits not finished.
+  size_t tasks_in_memory() const;
   // Waits up to `wait_ms` (real time) for a queued task that fits `offer`
   // (task_fit.h); without an offer (an older worker), any CPU task. Which
   // one: fair_share.h (teams by weight, then an audit's priority); within

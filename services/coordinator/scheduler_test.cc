@@ -50,6 +50,45 @@ TEST_F(SchedulerTest, LeasesEveryTaskOnceThenSucceeds) {
   EXPECT_THAT(scheduler_->Complete(leases[0]), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
+// Audits are kept for months: a finished one keeps only its counts in
+// memory, its tasks stay in the store, and a restart loads it the same way.
+TEST_F(SchedulerTest, FinishedAuditsKeepOnlyTheirCountsInMemory) {
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("done", SmallMembershipSpec(4)));
+  EXPECT_EQ(scheduler_->tasks_in_memory(), 4u);
+  for (int i = 0; i < 4; ++i) MEMAUDIT_ASSERT_OK(scheduler_->Complete(MustLease().task.lease_id));
+  EXPECT_EQ(scheduler_->Get("done")->state(), v1::SUCCEEDED);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("cancelled", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("running", SmallMembershipSpec(4)));
+  EXPECT_EQ(scheduler_->tasks_in_memory(), 8u);
+  MEMAUDIT_ASSERT_OK(scheduler_->Cancel("cancelled"));
+  EXPECT_EQ(scheduler_->tasks_in_memory(), 4u) << "only the running audit's tasks";
+
+  auto expect_counts = [this] {
+    auto done = scheduler_->Get("done");
+    MEMAUDIT_ASSERT_OK(done);
+    EXPECT_EQ(done->tasks().succeeded(), 4u);
+    EXPECT_EQ(done->steps_done(), done->steps_total());
+    auto cancelled = scheduler_->Get("cancelled");
+    MEMAUDIT_ASSERT_OK(cancelled);
+    EXPECT_EQ(cancelled->tasks().cancelled(), 4u);
+    EXPECT_EQ(cancelled->state(), v1::CANCELLED);
+    // Events (what reports and Watch read) come from the store.
+    auto events = scheduler_->EventsAfter("done", 0, 100);
+    MEMAUDIT_ASSERT_OK(events);
+    EXPECT_EQ(events->back().type, "audit_succeeded");
+    // Cancelling a finished audit changes nothing and reads no task.
+    EXPECT_EQ(scheduler_->Cancel("cancelled")->tasks().cancelled(), 4u);
+  };
+  expect_counts();
+  Reopen();
+  EXPECT_EQ(scheduler_->tasks_in_memory(), 4u) << "a restart loads finished audits as counts";
+  expect_counts();
+  // The running audit goes on as before.
+  const LeaseGrant next = MustLease();
+  EXPECT_EQ(next.task.audit_id, "running");
+  MEMAUDIT_ASSERT_OK(scheduler_->Complete(next.task.lease_id));
+}
+
 TEST_F(SchedulerTest, ReusedModelsAreNotTrainedAgain) {
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4), {{0, "old"}, {2, "old"}}));
   EXPECT_EQ(scheduler_->Get("a")->tasks().succeeded(), 2u);

@@ -1,6 +1,7 @@
 #include "services/coordinator/task_index.h"
 
 #include <algorithm>
+#include <cassert>
 #include <iterator>
 
 namespace memaudit::coordinator {
@@ -44,15 +45,29 @@ size_t TaskIndex::AddAudit(const std::string& owner, v1::AuditState state) {
 }
 
 size_t TaskIndex::AddTask(size_t audit, TaskRecord task) {
-  const size_t pos = tasks_.size();
-  by_id_[task.task_id] = pos;
-  tasks_.push_back(std::move(task));
-  audit_of_.push_back(audit);
+  const size_t pos = audit_of_.size();
   AuditTasks& a = audits_[audit];
+  if (a.records.empty()) a.first = pos;
+  // An audit's tasks are added together, so its positions are contiguous.
+  assert(pos == a.first + a.records.size() && !a.retired);
+  by_id_[task.task_id] = pos;
   a.total += 1;
-  a.steps_total += tasks_[pos].steps_total;
+  a.steps_total += task.steps_total;
+  a.records.push_back(std::move(task));
+  audit_of_.push_back(audit);
   Count(pos, +1);
   return pos;
+}
+
+bool TaskIndex::Retire(size_t audit) {
+  AuditTasks& a = audits_[audit];
+  if (a.retired) return true;
+  if (!IsTerminal(a.state) || !a.queued.empty() || !a.leased.empty()) return false;
+  for (const TaskRecord& t : a.records) by_id_.erase(t.task_id);
+  a.records.clear();
+  a.records.shrink_to_fit();
+  a.retired = true;
+  return true;
 }
 
 std::optional<size_t> TaskIndex::FindTask(const std::string& task_id) const {
@@ -68,7 +83,7 @@ std::optional<size_t> TaskIndex::FindLease(const std::string& lease_id) const {
 }
 
 void TaskIndex::Count(size_t pos, int sign) {
-  const TaskRecord& t = tasks_[pos];
+  const TaskRecord& t = task(pos);
   AuditTasks& a = audits_[audit_of_[pos]];
   OwnerUsage& usage = *usage_of_[audit_of_[pos]];
   const bool live = !IsTerminal(a.state);
@@ -100,7 +115,7 @@ void TaskIndex::Count(size_t pos, int sign) {
 
 void TaskIndex::SetTask(size_t pos, TaskRecord task) {
   Count(pos, -1);
-  tasks_[pos] = std::move(task);
+  mutable_task(pos) = std::move(task);
   Count(pos, +1);
 }
 
@@ -123,7 +138,7 @@ void TaskIndex::SetAuditState(size_t audit, v1::AuditState state) {
 }
 
 void TaskIndex::Renew(size_t pos, uint64_t steps_done, int64_t lease_deadline_ms) {
-  TaskRecord& t = tasks_[pos];
+  TaskRecord& t = mutable_task(pos);
   AuditTasks& a = audits_[audit_of_[pos]];
   a.steps_done -= Progress(t);
   t.steps_done = steps_done;

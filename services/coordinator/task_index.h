@@ -6,8 +6,12 @@
 // A task is known by its position: the order it was added in, which is its
 // audit's order (the order audits were submitted) and then its index within
 // the audit. An audit is known by its number: the order it was added in.
-// Nothing here decides or stores anything; the Scheduler commits a change to
-// its Store first, then tells the index.
+//
+// A finished audit is retired: its task records leave memory (they stay in
+// the store, where reports and events read them) and only its counts stay,
+// so audits kept for months cost their counts, not their tasks.
+// Nothing here decides or stores anything; the Scheduler tells the index
+// each change it decides.
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_TASK_INDEX_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_TASK_INDEX_H_
 
@@ -59,6 +63,10 @@ struct AuditTasks {
   uint64_t steps_done = 0;
   std::set<size_t> queued;  // positions, lowest (earliest index) first
   std::set<size_t> leased;  // positions
+  // Its tasks, at positions first, first + 1, ...; empty once retired.
+  size_t first = 0;
+  std::vector<TaskRecord> records;
+  bool retired = false;
 
   // Whether a lease may take one of its tasks now.
   bool leasable() const { return !IsTerminal(state) && !queued.empty(); }
@@ -72,9 +80,13 @@ class TaskIndex {
   // returns the position. A leased task keeps its lease_deadline_ms.
   size_t AddTask(size_t audit, TaskRecord task);
 
-  size_t size() const { return tasks_.size(); }
+  size_t size() const { return audit_of_.size(); }
   size_t audits() const { return audits_.size(); }
-  const TaskRecord& task(size_t pos) const { return tasks_[pos]; }
+  // Not for a task of a retired audit.
+  const TaskRecord& task(size_t pos) const {
+    const AuditTasks& a = audits_[audit_of_[pos]];
+    return a.records[pos - a.first];
+  }
   size_t audit_of(size_t pos) const { return audit_of_[pos]; }
   const AuditTasks& audit(size_t audit) const { return audits_[audit]; }
   std::optional<size_t> FindTask(const std::string& task_id) const;
@@ -85,6 +97,12 @@ class TaskIndex {
   void SetTask(size_t pos, TaskRecord task);
   // Audit `audit` is now in `state`.
   void SetAuditState(size_t audit, v1::AuditState state);
+  // Drops the task records of `audit` (terminal, with no unfinished task)
+  // from memory; its counts stay. Returns false, retiring nothing, when it
+  // is not terminal or still has unfinished tasks.
+  bool Retire(size_t audit);
+  // Task records held in memory (those of audits not retired).
+  size_t records() const { return by_id_.size(); }
   // A leased task's heartbeat: its progress and lease deadline, in memory.
   void Renew(size_t pos, uint64_t steps_done, int64_t lease_deadline_ms);
   // Leased tasks whose deadline is at or before `now_ms`, earliest first.
@@ -102,7 +120,11 @@ class TaskIndex {
   // takes away (-1).
   void Count(size_t pos, int sign);
 
-  std::vector<TaskRecord> tasks_;
+  TaskRecord& mutable_task(size_t pos) {
+    AuditTasks& a = audits_[audit_of_[pos]];
+    return a.records[pos - a.first];
+  }
+
   std::vector<size_t> audit_of_;  // by position
   std::vector<AuditTasks> audits_;
   std::vector<OwnerUsage*> usage_of_;  // by audit number; nodes of owners_
