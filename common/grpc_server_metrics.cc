@@ -2,7 +2,14 @@
 
 #include <google/protobuf/descriptor.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 
 namespace memaudit {
 namespace {
@@ -16,14 +23,51 @@ const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
   return buckets;
 }
 
+constexpr int kCodes = grpc::StatusCode::UNAUTHENTICATED + 1;
+
+// One method's series, made on first use and kept: every RPC would otherwise
+// build a label map and look its series up twice.
+class MethodSeries {
+ public:
+  MethodSeries(prometheus::Family<prometheus::Counter>* handled,
+               prometheus::Family<prometheus::Histogram>* seconds, std::string label)
+      : handled_(handled), seconds_(seconds), label_(std::move(label)) {}
+
+  void Record(grpc::StatusCode code, double seconds) {
+    const int i = code >= 0 && code < kCodes ? code : grpc::StatusCode::UNKNOWN;
+    Series* series = series_[i].load(std::memory_order_acquire);
+    if (series == nullptr) series = Make(i);
+    series->handled->Increment();
+    series->seconds->Observe(seconds);
+  }
+
+ private:
+  struct Series {
+    prometheus::Counter* handled;
+    prometheus::Histogram* seconds;
+  };
+
+  Series* Make(int code) {
+    absl::MutexLock lock(&mu_);
+    if (Series* made = series_[code].load(std::memory_order_relaxed)) return made;
+    const prometheus::Labels labels = {{"method", label_}, {"code", GrpcCodeName(code)}};
+    made_[code] = Series{&handled_->Add(labels), &seconds_->Add(labels, LatencyBuckets())};
+    series_[code].store(&made_[code], std::memory_order_release);
+    return &made_[code];
+  }
+
+  prometheus::Family<prometheus::Counter>* const handled_;
+  prometheus::Family<prometheus::Histogram>* const seconds_;
+  const std::string label_;
+  absl::Mutex mu_;
+  std::array<Series, kCodes> made_ ABSL_GUARDED_BY(mu_){};
+  std::array<std::atomic<Series*>, kCodes> series_{};
+};
+
 class MetricsInterceptor final : public grpc::experimental::Interceptor {
  public:
-  MetricsInterceptor(prometheus::Family<prometheus::Counter>* handled,
-                     prometheus::Family<prometheus::Histogram>* seconds, std::string method)
-      : handled_(handled),
-        seconds_(seconds),
-        method_(std::move(method)),
-        start_(std::chrono::steady_clock::now()) {}
+  explicit MetricsInterceptor(MethodSeries* series)
+      : series_(series), start_(std::chrono::steady_clock::now()) {}
 
   ~MetricsInterceptor() override {
     // An RPC torn down without a status (the client went away first).
@@ -42,15 +86,11 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
  private:
   void Record(grpc::StatusCode code) {
     recorded_ = true;
-    const prometheus::Labels labels = {{"method", method_}, {"code", GrpcCodeName(code)}};
-    handled_->Add(labels).Increment();
-    seconds_->Add(labels, LatencyBuckets())
-        .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    series_->Record(
+        code, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   }
 
-  prometheus::Family<prometheus::Counter>* const handled_;
-  prometheus::Family<prometheus::Histogram>* const seconds_;
-  const std::string method_;
+  MethodSeries* const series_;
   const std::chrono::steady_clock::time_point start_;
   bool recorded_ = false;
 };
@@ -63,17 +103,37 @@ class MetricsInterceptorFactory final
                                       "RPCs completed by the server, by method and status code.")),
         seconds_(&metrics::AddHistogram(
             *registry, "memaudit_grpc_server_handling_seconds",
-            "Time from an RPC's arrival to its status, by method and status code.")) {}
+            "Time from an RPC's arrival to its status, by method and status code.")),
+        unknown_(handled_, seconds_, "unknown") {}
 
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
-    return new MetricsInterceptor(handled_, seconds_,
-                                  GrpcMethodLabel(info->method() ? info->method() : ""));
+    return new MetricsInterceptor(SeriesOf(info->method() ? info->method() : ""));
   }
 
  private:
+  // Known methods get a cached entry each; names no service defines share
+  // "unknown" and are not remembered, so a client cannot grow the cache.
+  MethodSeries* SeriesOf(const std::string& method) {
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      if (auto it = by_method_.find(method); it != by_method_.end()) return it->second.get();
+    }
+    std::string label = GrpcMethodLabel(method);
+    if (label == "unknown") return &unknown_;
+    absl::MutexLock lock(&mu_);
+    std::unique_ptr<MethodSeries>& series = by_method_[method];
+    if (series == nullptr) {
+      series = std::make_unique<MethodSeries>(handled_, seconds_, std::move(label));
+    }
+    return series.get();
+  }
+
   prometheus::Family<prometheus::Counter>* const handled_;
   prometheus::Family<prometheus::Histogram>* const seconds_;
+  MethodSeries unknown_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<MethodSeries>> by_method_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

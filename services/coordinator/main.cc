@@ -1,7 +1,8 @@
 // memaudit-coordinator: plans audits, leases tasks to workers, streams progress.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
-#include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -9,11 +10,13 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "common/capability.h"
 #include "common/clock.h"
 #include "common/data_roots.h"
 #include "common/process.h"
 #include "common/serving.h"
+#include "common/status_macros.h"
 #include "services/coordinator/audit_service.h"
 #include "services/coordinator/quotas.h"
 #include "services/coordinator/scheduler.h"
@@ -45,23 +48,38 @@ bool LoadQuotas(const std::string& path, memaudit::coordinator::SchedulerOptions
   return true;
 }
 
+// --scorer's host with the port `port_file` holds once the scorer writes it
+// (its start overlapped ours); CANCELLED on a shutdown signal meanwhile.
+absl::StatusOr<std::string> ScorerFromPortFile(const std::string& scorer,
+                                               const std::string& port_file) {
+  constexpr int kWaitMs = 120000;
+  MEMAUDIT_ASSIGN_OR_RETURN(const auto host, memaudit::SplitHostPort(scorer));
+  const int signals = memaudit::ShutdownSignalFd();
+  absl::StatusOr<int> port = memaudit::WaitForPortFile(port_file, kWaitMs, nullptr, signals);
+  if (signals >= 0) close(signals);
+  if (!port.ok()) return port.status();
+  return absl::StrCat(host.first, ":", *port);
+}
+
 // Takes back expired leases every 200 ms until SIGTERM or SIGINT, then stops
-// the scheduler's long-polls and the server.
+// the scheduler's long-polls and watches (each answered or ended at once)
+// and the server. Nothing here waits out an interval: the reaper's pause
+// ends with the signal, and a server with no call left shuts down at once
+// (the 2 s deadline only bounds calls that are still running then).
 void ServeUntilSignal(memaudit::coordinator::Scheduler* scheduler,
                       memaudit::coordinator::WorkerPresence* presence, memaudit::Serving* serving) {
-  std::atomic<bool> stopping{false};
+  absl::Notification stopping;
   std::thread reaper([&] {
-    while (!stopping) {
+    do {
       if (absl::Status s = scheduler->ExpireLeases(); !s.ok()) {
         spdlog::error("expiring leases: {}", s.ToString());
       }
       presence->Refresh();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    } while (!stopping.WaitForNotificationWithTimeout(absl::Milliseconds(200)));
   });
   const int signal = memaudit::WaitForShutdownSignal();
   spdlog::info("signal {}: shutting down", signal);
-  stopping = true;
+  stopping.Notify();
   scheduler->Shutdown();
   serving->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   reaper.join();
@@ -90,6 +108,11 @@ int main(int argc, char** argv) {
                "accept an existing empty (0-byte) --db file and create the database in it; "
                "without it an empty file is refused, as a truncated database looks the same");
   app.add_option("--scorer", scorer, "scorer gRPC address")->capture_default_str();
+  std::string scorer_port_file;
+  app.add_option("--scorer-port-file", scorer_port_file,
+                 "wait for this file (the scorer's --port-file) before serving and call the "
+                 "port it holds on --scorer's host: how `memaudit run` starts the coordinator "
+                 "while the scorer is still starting");
   app.add_option("--lease-ttl-ms", lease_ttl_ms, "a lease not renewed for this long is taken back")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
@@ -138,6 +161,18 @@ int main(int argc, char** argv) {
   if (!capability_key.ok()) {
     spdlog::critical("{}", capability_key.status().ToString());
     return 1;
+  }
+  if (!scorer_port_file.empty()) {
+    absl::StatusOr<std::string> address = ScorerFromPortFile(scorer, scorer_port_file);
+    if (!address.ok()) {
+      if (address.status().code() == absl::StatusCode::kCancelled) {
+        spdlog::info("signal before the scorer was up: exiting");
+        return 0;
+      }
+      spdlog::critical("--scorer-port-file: {}", address.status().ToString());
+      return 1;
+    }
+    scorer = *std::move(address);
   }
   // The coordinator's own certificate is its identity at the scorer.
   auto channel = MakeChannel(scorer, ClientCredentials{serving_flags.tls, ""});

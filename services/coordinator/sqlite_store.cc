@@ -92,7 +92,23 @@ absl::Status SqliteStore::UpsertAudit(const AuditRecord& a, bool insert_only) {
   return stmt->Run();
 }
 
-absl::Status SqliteStore::UpsertTask(const TaskRecord& t) {
+absl::Status SqliteStore::UpsertTask(const TaskRecord& t, bool fresh) {
+  if (!fresh) {
+    // A change of state rewrites the row in place: INSERT OR REPLACE would
+    // delete it and insert it anew, rewriting every index of the table.
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        sql::Statement * update,
+        Cached(&update_task_,
+               "UPDATE tasks SET state = ?, attempts = ?, steps_done = ?, lease_id = ?, "
+               "worker_id = ?, lease_deadline_ms = ?, error = ?, releases = ?, expiries = ? "
+               "WHERE task_id = ?"));
+    update->Bind(1, static_cast<int64_t>(t.state)).Bind(2, int64_t{t.attempts});
+    update->Bind(3, static_cast<int64_t>(t.steps_done)).Bind(4, t.lease_id).Bind(5, t.worker_id);
+    update->Bind(6, t.lease_deadline_ms).Bind(7, t.error).Bind(8, int64_t{t.releases});
+    update->Bind(9, int64_t{t.expiries}).Bind(10, t.task_id);
+    MEMAUDIT_RETURN_IF_ERROR(update->Run());
+    if (db_->Changes() > 0) return absl::OkStatus();
+  }
   MEMAUDIT_ASSIGN_OR_RETURN(
       sql::Statement * stmt,
       Cached(&upsert_task_,
@@ -125,7 +141,7 @@ absl::Status SqliteStore::CreateAudit(const AuditRecord& audit,
   if (!tx.status().ok()) return tx.status();
   if (absl::Status s = UpsertAudit(audit, /*insert_only=*/true); !s.ok()) return s;
   for (const TaskRecord& t : tasks) {
-    if (absl::Status s = UpsertTask(t); !s.ok()) return s;
+    if (absl::Status s = UpsertTask(t, /*fresh=*/true); !s.ok()) return s;
   }
   for (const EventRecord& e : events) {
     if (absl::Status s = AppendEvent(e); !s.ok()) return s;
@@ -142,7 +158,7 @@ absl::Status SqliteStore::CommitAll(absl::Span<const Mutation> mutations) {
       if (absl::Status s = UpsertAudit(*m.audit, /*insert_only=*/false); !s.ok()) return s;
     }
     for (const TaskRecord& t : m.tasks) {
-      if (absl::Status s = UpsertTask(t); !s.ok()) return s;
+      if (absl::Status s = UpsertTask(t, /*fresh=*/false); !s.ok()) return s;
     }
     for (const EventRecord& e : m.events) {
       if (absl::Status s = AppendEvent(e); !s.ok()) return s;

@@ -32,7 +32,9 @@ class SqliteStore : public Store {
   explicit SqliteStore(std::unique_ptr<sql::Database> db) : db_(std::move(db)) {}
   absl::Status UpsertAudit(const AuditRecord& audit, bool insert_only)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status UpsertTask(const TaskRecord& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `fresh`: the task is new (CreateAudit); else it is most likely stored
+  // and is updated in place.
+  absl::Status UpsertTask(const TaskRecord& task, bool fresh) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AppendEvent(const EventRecord& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The statement in `slot`, prepared on first use and reset for reuse:
@@ -45,6 +47,7 @@ class SqliteStore : public Store {
   std::optional<sql::Statement> insert_audit_ ABSL_GUARDED_BY(mu_);
   std::optional<sql::Statement> replace_audit_ ABSL_GUARDED_BY(mu_);
   std::optional<sql::Statement> upsert_task_ ABSL_GUARDED_BY(mu_);
+  std::optional<sql::Statement> update_task_ ABSL_GUARDED_BY(mu_);
   std::optional<sql::Statement> append_event_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -22,6 +22,8 @@ constexpr uint32_t kMaxLeaseWaitMs = 30000;
 constexpr int kScorerDeadlineMs = 5000;
 // Longer ids are no id this coordinator made.
 constexpr size_t kMaxIdBytes = 1024;
+// HeartbeatRequest.more: a worker runs at most one task per thread.
+constexpr size_t kMaxLeasesPerHeartbeat = kMaxWorkerThreads;
 
 constexpr char kWorkerIdPurpose[] = "memaudit worker id v1";
 constexpr char kLeasePurpose[] = "memaudit lease v1";
@@ -255,12 +257,34 @@ absl::StatusOr<LeaseBinding> WorkerServiceImpl::CallerLease(const grpc::Callback
 absl::Status WorkerServiceImpl::DoHeartbeat(const grpc::CallbackServerContext& ctx,
                                             const v1::HeartbeatRequest& req,
                                             v1::HeartbeatResponse* resp) {
+  if (req.more_size() > static_cast<int>(kMaxLeasesPerHeartbeat)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "more: ", req.more_size(), " leases in one heartbeat; at most ", kMaxLeasesPerHeartbeat));
+  }
   MEMAUDIT_ASSIGN_OR_RETURN(const LeaseBinding lease,
                             CallerLease(ctx, req.worker_id(), req.lease_id()));
+  // Every lease must be the caller's, checked before any is renewed.
+  std::vector<std::string> more;
+  more.reserve(req.more_size());
+  if (req.more_size() > 0) {
+    MEMAUDIT_ASSIGN_OR_RETURN(const Identity caller, auth_->Require(ctx, {Role::kWorker}));
+    for (const v1::LeaseBeat& beat : req.more()) {
+      MEMAUDIT_ASSIGN_OR_RETURN(const LeaseBinding other,
+                                UnbindLease(key_, beat.lease_id(), caller));
+      more.push_back(other.lease_id);
+    }
+  }
   MEMAUDIT_ASSIGN_OR_RETURN(const HeartbeatVerdict verdict,
                             scheduler_->Heartbeat(lease.lease_id, req.steps_done()));
   resp->set_stop(verdict.stop);
   resp->set_reason(verdict.reason);
+  for (int i = 0; i < req.more_size(); ++i) {
+    MEMAUDIT_ASSIGN_OR_RETURN(const HeartbeatVerdict other,
+                              scheduler_->Heartbeat(more[i], req.more(i).steps_done()));
+    v1::LeaseVerdict* out = resp->add_more();
+    out->set_stop(other.stop);
+    out->set_reason(other.reason);
+  }
   return absl::OkStatus();
 }
 

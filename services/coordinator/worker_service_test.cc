@@ -267,6 +267,49 @@ TEST_F(WorkerServiceTest, AnAuditTheScorerCannotScoreFailsWithItsReason) {
   EXPECT_THAT(audit->error(), HasSubstr("the scorer cannot score the audit: rmia"));
 }
 
+TEST_F(WorkerServiceTest, OneHeartbeatRenewsEveryLeaseOfTheWorker) {
+  const std::string worker = Register();
+  const v1::LeaseResponse a = Lease(worker);
+  const v1::LeaseResponse b = Lease(worker);
+  const v1::LeaseResponse c = Lease(worker);
+  ASSERT_TRUE(a.has_task() && b.has_task() && c.has_task());
+  MEMAUDIT_ASSERT_OK(scheduler_->Cancel("a-1"));  // every lease is gone now
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", SmallMembershipSpec(4)));
+  const v1::LeaseResponse d = Lease(worker);
+  const v1::LeaseResponse e = Lease(worker);
+
+  grpc::ClientContext ctx;
+  v1::HeartbeatRequest req;
+  req.set_worker_id(worker);
+  req.set_lease_id(d.lease_id());
+  req.set_steps_done(3);
+  v1::LeaseBeat* beat = req.add_more();
+  beat->set_lease_id(e.lease_id());
+  beat->set_steps_done(5);
+  beat = req.add_more();
+  beat->set_lease_id(a.lease_id());
+  v1::HeartbeatResponse resp;
+  ASSERT_TRUE(stub_->Heartbeat(&ctx, req, &resp).ok());
+  EXPECT_FALSE(resp.stop());
+  ASSERT_EQ(resp.more_size(), 2);
+  EXPECT_FALSE(resp.more(0).stop()) << "held";
+  EXPECT_TRUE(resp.more(1).stop()) << "its audit was cancelled";
+  EXPECT_EQ(scheduler_->Get("a-2")->steps_done(), 8u);
+
+  // A lease id the caller was not granted refuses the whole call.
+  grpc::ClientContext forged_ctx;
+  req.mutable_more(0)->set_lease_id("l-x.00.0.reference_model.a-2");
+  EXPECT_EQ(stub_->Heartbeat(&forged_ctx, req, &resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // So do more leases than a worker can run.
+  grpc::ClientContext many_ctx;
+  req.clear_more();
+  for (int i = 0; i < 4097; ++i) req.add_more()->set_lease_id(e.lease_id());
+  const grpc::Status many = stub_->Heartbeat(&many_ctx, req, &resp);
+  EXPECT_EQ(many.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(many.error_message(), HasSubstr("more"));
+}
+
 // A Lease waiting for work through the callback API, its answer kept.
 struct WaitingLease {
   grpc::ClientContext ctx;
