@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -17,6 +18,8 @@ namespace {
 constexpr int kCallDeadlineMs = 30000;
 // Before the one resend of a Submit whose answer was lost.
 constexpr int kSubmitRetryDelayMs = 1000;
+// How long a dropped Watch is resumed for without news.
+constexpr int kWatchReconnectSeconds = 30;
 
 // Adds where the call went to UNAVAILABLE, the error a newcomer meets first.
 absl::Status Explain(const grpc::Status& status, const std::string& address) {
@@ -112,8 +115,12 @@ absl::StatusOr<v1::AuditResults> Client::Report(const std::string& audit_id) {
 absl::Status Client::Watch(const std::string& audit_id,
                            const std::function<bool(const v1::AuditEvent&)>& on_event) {
   uint64_t after = 0;
-  // A watch that drops (coordinator restart) resumes from the last sequence.
-  for (int reconnects = 0; reconnects < 30; ++reconnects) {
+  // A watch that drops (a coordinator restarting ends it with UNAVAILABLE)
+  // resumes from the last sequence: again after 0.1 s, backing off to 1 s,
+  // for up to kWatchReconnectSeconds without an event.
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(kWatchReconnectSeconds);
+  auto backoff = std::chrono::milliseconds(100);
+  while (true) {
     grpc::ClientContext ctx;
     v1::WatchRequest req;
     req.set_audit_id(audit_id);
@@ -122,6 +129,8 @@ absl::Status Client::Watch(const std::string& audit_id,
     v1::AuditEvent event;
     while (reader->Read(&event)) {
       after = event.sequence();
+      give_up = std::chrono::steady_clock::now() + std::chrono::seconds(kWatchReconnectSeconds);
+      backoff = std::chrono::milliseconds(100);
       if (!on_event(event)) {
         ctx.TryCancel();
         reader->Finish();
@@ -131,7 +140,9 @@ absl::Status Client::Watch(const std::string& audit_id,
     grpc::Status status = reader->Finish();
     if (status.ok()) return absl::OkStatus();
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return Explain(status, address_);
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (std::chrono::steady_clock::now() + backoff >= give_up) break;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
   return absl::UnavailableError(absl::StrCat("lost the coordinator at ", address_));
 }

@@ -7,15 +7,19 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cli/client.h"
 #include "cli/csv_export.h"
 #include "cli/embedded_cluster.h"
 #include "cli/html_report.h"
 #include "cli/privacy_meter_export.h"
 #include "cli/render.h"
+#include "cli/run_timings.h"
 #include "common/device_name.h"
 #include "common/process.h"
 #include "common/spec_yaml.h"
@@ -77,12 +81,23 @@ std::string DefaultRunDir() {
   return absl::StrCat("memaudit-runs/", stamp, "-", getpid());
 }
 
-// Follows an audit to its end with a progress display; returns its last state.
-absl::StatusOr<v1::Audit> Follow(Client* client, const std::string& audit_id) {
+// The event that ends an audit: nothing the CLI waits for comes after it.
+bool EndsTheAudit(const v1::AuditEvent& event) {
+  return event.type() == "audit_succeeded" || event.type() == "audit_failed" ||
+         event.type() == "audit_cancelled";
+}
+
+// Follows an audit to its end with a progress display, showing `observe`
+// each event too (if set); returns its last state. The watch is left as soon
+// as the audit's last event arrives: the server would end the stream only at
+// its next look (up to its re-check interval later).
+absl::StatusOr<v1::Audit> Follow(Client* client, const std::string& audit_id,
+                                 const std::function<void(const v1::AuditEvent&)>& observe = {}) {
   ProgressPrinter progress(stderr);
   absl::Status watched = client->Watch(audit_id, [&](const v1::AuditEvent& event) {
     progress.Update(event);
-    return true;
+    if (observe) observe(event);
+    return !EndsTheAudit(event);
   });
   progress.Finish();
   if (!watched.ok()) return watched;
@@ -136,6 +151,8 @@ int ValidateCommand(const std::string& spec_path, const std::vector<std::string>
 }
 
 int RunCommand(const RunOptions& options) {
+  RunTimings timings;
+  timings.start = absl::Now();
   auto spec = LoadSpecFile(options.spec_path);
   if (!spec.ok()) return PrintError(spec.status());
   auto roots = LocalDataRoots(options.data_roots, options.spec_path);
@@ -161,6 +178,7 @@ int RunCommand(const RunOptions& options) {
   BlockShutdownSignals();
   auto cluster = EmbeddedCluster::Start(cluster_options);
   if (!cluster.ok()) return PrintError(cluster.status());
+  timings.ready = absl::Now();
   EmbeddedCluster* running = cluster->get();
   std::thread([running] {
     const int signal = WaitForShutdownSignal();
@@ -171,18 +189,22 @@ int RunCommand(const RunOptions& options) {
   auto connected =
       Client::Connect((*cluster)->coordinator_address(), (*cluster)->client_credentials());
   if (!connected.ok()) return PrintError(connected.status());
-  Client& client = *connected;
+  auto client = std::make_unique<Client>(*std::move(connected));
   auto request_id = NewRequestId();
   if (!request_id.ok()) return PrintError(request_id.status());
-  auto submitted = client.Submit(*spec, *request_id);
+  auto submitted = client->Submit(*spec, *request_id);
   if (!submitted.ok()) return PrintError(submitted.status());
+  timings.submitted = absl::Now();
   std::fprintf(stderr, "audit %s: %u tasks\n", submitted->audit_id().c_str(), submitted->tasks());
-  auto audit = Follow(&client, submitted->audit_id());
+  auto audit = Follow(client.get(), submitted->audit_id(),
+                      [&timings](const v1::AuditEvent& event) { timings.Observe(event); });
   if (!audit.ok()) return PrintError(audit.status());
   if (int code = ReportOutcome(*audit); code != kOk) return code;
 
-  auto results = client.Report(submitted->audit_id());
+  // Scored before the audit's end was logged (Complete waits for the scorer).
+  auto results = client->Report(submitted->audit_id());
   if (!results.ok()) return PrintError(results.status());
+  timings.results = absl::Now();
   std::printf("%s", ResultsTable(*results).c_str());
   ReportFiles files;
   files.json_path = cluster_options.dir + "/results.json";
@@ -196,7 +218,15 @@ int RunCommand(const RunOptions& options) {
   std::fprintf(stderr, "results written to %s, report to %s\n",
                options.json_path.empty() ? files.json_path.c_str() : options.json_path.c_str(),
                files.html_path.c_str());
+  std::fflush(stdout);
+  timings.report = absl::Now();
+  // Our connection goes first: a gRPC server's shutdown waits for its
+  // clients to close their connections (or for its deadline, 2 s), and this
+  // process, with no call in flight, would never read the server's GOAWAY.
+  client.reset();
   (*cluster)->Stop();
+  timings.stopped = absl::Now();
+  if (options.timings) std::fprintf(stderr, "%s\n", timings.Line().c_str());
   return kOk;
 }
 

@@ -22,6 +22,8 @@ struct RunOptions {
   // --data-root: the directories whose files the spec may name, passed to the
   // coordinator and the workers; empty = LocalDataRoots' defaults.
   std::vector<std::string> data_roots;
+  // Print one "timings: ..." line (cli/run_timings.h) to stderr at the end.
+  bool timings = false;
 };
 
 struct RemoteOptions {

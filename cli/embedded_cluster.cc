@@ -17,6 +17,8 @@ namespace memaudit::cli {
 namespace {
 
 constexpr int kStartTimeoutMs = 30000;
+// How long a process may take to exit after SIGTERM before it gets SIGKILL.
+constexpr int kStopGraceMs = 5000;
 
 absl::Status MakeDirs(const std::string& dir) {
   std::string path;
@@ -60,11 +62,24 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(
   MEMAUDIT_RETURN_IF_ERROR(cluster->MintCertificates());
   cluster->capability_key_file_ = options.dir + "/capability.key";
   MEMAUDIT_RETURN_IF_ERROR(CapabilityKey::WriteNew(cluster->capability_key_file_));
-  MEMAUDIT_RETURN_IF_ERROR(cluster->StartScorer(0));
-  MEMAUDIT_RETURN_IF_ERROR(cluster->StartCoordinator(0));
+  // Everything at once; each process waits for the port file of the one it
+  // calls. On an error the destructor stops whatever started.
+  MEMAUDIT_ASSIGN_OR_RETURN(cluster->scorer_,
+                            cluster->SpawnService("scorer", 0, cluster->ScorerArgs()));
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      cluster->coordinator_,
+      cluster->SpawnService("coordinator", 0, cluster->CoordinatorArgs(/*scorer_port_file=*/true)));
   for (uint32_t i = 0; i < options.workers; ++i) {
     MEMAUDIT_RETURN_IF_ERROR(cluster->AddWorker());
   }
+  MEMAUDIT_ASSIGN_OR_RETURN(const Ports scorer,
+                            cluster->AwaitService("scorer", cluster->scorer_.get()));
+  cluster->scorer_port_ = scorer.port;
+  cluster->scorer_metrics_port_ = scorer.metrics_port;
+  MEMAUDIT_ASSIGN_OR_RETURN(const Ports coordinator,
+                            cluster->AwaitService("coordinator", cluster->coordinator_.get()));
+  cluster->coordinator_port_ = coordinator.port;
+  cluster->coordinator_metrics_port_ = coordinator.metrics_port;
   return cluster;
 }
 
@@ -109,12 +124,17 @@ std::vector<std::string> EmbeddedCluster::TlsArgs(const std::string& name) const
           base + ".key", "--tls-ca",    tls_dir_ + "/ca.crt"};
 }
 
-absl::StatusOr<EmbeddedCluster::Service> EmbeddedCluster::StartService(
+std::string EmbeddedCluster::PortFile(const std::string& name) const {
+  return absl::StrCat(options_.dir, "/", name, ".port");
+}
+
+absl::StatusOr<std::unique_ptr<Subprocess>> EmbeddedCluster::SpawnService(
     const std::string& name, int port, const std::vector<std::string>& extra_args) {
   const std::string base = absl::StrCat(options_.dir, "/", name);
-  const std::string port_file = base + ".port";
+  const std::string port_file = PortFile(name);
   const std::string metrics_file = base + ".metrics-port";
-  // A restart must not read the previous process's ports.
+  // A restart must not read the previous process's ports, nor may a process
+  // started with a --*-port-file of this one.
   std::remove(port_file.c_str());
   std::remove(metrics_file.c_str());
   std::vector<std::string> argv = {Binary("memaudit-" + name),
@@ -130,19 +150,24 @@ absl::StatusOr<EmbeddedCluster::Service> EmbeddedCluster::StartService(
                                    base + ".db"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   for (std::string& arg : TlsArgs(name)) argv.push_back(std::move(arg));
-  MEMAUDIT_ASSIGN_OR_RETURN(auto process, Subprocess::Spawn(argv, base + ".log"));
-  Service service;
-  service.process = std::move(process);
-  for (auto [file, out] :
-       {std::pair{&port_file, &service.port}, std::pair{&metrics_file, &service.metrics_port}}) {
-    auto bound = WaitForPortFile(*file, kStartTimeoutMs, service.process.get());
+  return Subprocess::Spawn(argv, base + ".log");
+}
+
+absl::StatusOr<EmbeddedCluster::Ports> EmbeddedCluster::AwaitService(const std::string& name,
+                                                                     Subprocess* process) {
+  const std::string base = absl::StrCat(options_.dir, "/", name);
+  // The metrics port file is written first, the gRPC one once all is up.
+  Ports ports;
+  for (auto [file, out] : {std::pair{base + ".metrics-port", &ports.metrics_port},
+                           std::pair{PortFile(name), &ports.port}}) {
+    auto bound = WaitForPortFile(file, kStartTimeoutMs, process);
     if (!bound.ok()) {
       return absl::UnavailableError(
           absl::StrCat(name, " did not start: ", bound.status().message(), "; see ", base, ".log"));
     }
     *out = *bound;
   }
-  return service;
+  return ports;
 }
 
 absl::StatusOr<ClientCredentials> EmbeddedCluster::IssueCredentials(const std::string& role,
@@ -158,27 +183,41 @@ absl::StatusOr<ClientCredentials> EmbeddedCluster::IssueCredentials(const std::s
   return credentials;
 }
 
-absl::Status EmbeddedCluster::StartScorer(int port) {
-  MEMAUDIT_ASSIGN_OR_RETURN(
-      auto service, StartService("scorer", port, {"--capability-key-file", capability_key_file_}));
-  scorer_ = std::move(service.process);
-  scorer_port_ = service.port;
-  scorer_metrics_port_ = service.metrics_port;
-  return absl::OkStatus();
+std::vector<std::string> EmbeddedCluster::ScorerArgs() const {
+  return {"--capability-key-file", capability_key_file_};
 }
 
-absl::Status EmbeddedCluster::StartCoordinator(int port) {
-  std::vector<std::string> args = {"--scorer",       scorer_address(),
-                                   "--lease-ttl-ms", absl::StrCat(options_.lease_ttl_ms),
+std::vector<std::string> EmbeddedCluster::CoordinatorArgs(bool scorer_port_file) const {
+  std::vector<std::string> args = {"--lease-ttl-ms", absl::StrCat(options_.lease_ttl_ms),
                                    "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)};
+  if (scorer_port_file) {
+    for (const char* arg : {"--scorer", "127.0.0.1:0", "--scorer-port-file"}) args.push_back(arg);
+    args.push_back(PortFile("scorer"));
+  } else {
+    args.push_back("--scorer");
+    args.push_back(scorer_address());
+  }
   args.push_back("--capability-key-file");
   args.push_back(capability_key_file_);
   for (std::string& arg : DataRootArgs(options_.data_roots)) args.push_back(std::move(arg));
   args.insert(args.end(), options_.coordinator_args.begin(), options_.coordinator_args.end());
-  MEMAUDIT_ASSIGN_OR_RETURN(auto service, StartService("coordinator", port, args));
-  coordinator_ = std::move(service.process);
-  coordinator_port_ = service.port;
-  coordinator_metrics_port_ = service.metrics_port;
+  return args;
+}
+
+absl::Status EmbeddedCluster::StartScorer(int port) {
+  MEMAUDIT_ASSIGN_OR_RETURN(scorer_, SpawnService("scorer", port, ScorerArgs()));
+  MEMAUDIT_ASSIGN_OR_RETURN(const Ports ports, AwaitService("scorer", scorer_.get()));
+  scorer_port_ = ports.port;
+  scorer_metrics_port_ = ports.metrics_port;
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddedCluster::StartCoordinator(int port) {
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      coordinator_, SpawnService("coordinator", port, CoordinatorArgs(/*scorer_port_file=*/false)));
+  MEMAUDIT_ASSIGN_OR_RETURN(const Ports ports, AwaitService("coordinator", coordinator_.get()));
+  coordinator_port_ = ports.port;
+  coordinator_metrics_port_ = ports.metrics_port;
   return absl::OkStatus();
 }
 
@@ -199,7 +238,13 @@ absl::Status EmbeddedCluster::AddWorker() {
                                    "127.0.0.1:0",
                                    "--metrics-port-file",
                                    metrics_file};
+  if (coordinator_port_ == 0) {
+    // Start() spawns the workers while the coordinator is still starting.
+    argv.push_back("--coordinator-port-file");
+    argv.push_back(PortFile("coordinator"));
+  }
   for (std::string& arg : DataRootArgs(options_.data_roots)) argv.push_back(std::move(arg));
+  argv.insert(argv.end(), options_.worker_args.begin(), options_.worker_args.end());
   for (std::string& arg : TlsArgs(name)) argv.push_back(std::move(arg));
   MEMAUDIT_ASSIGN_OR_RETURN(auto process,
                             Subprocess::Spawn(argv, absl::StrCat(options_.dir, "/", name, ".log")));
@@ -240,10 +285,15 @@ std::string EmbeddedCluster::scorer_address() const {
 }
 
 void EmbeddedCluster::Stop() {
-  for (auto& w : workers_) w->Signal(SIGTERM);
-  for (auto& w : workers_) w->Stop();
-  if (coordinator_) coordinator_->Stop();
-  if (scorer_) scorer_->Stop();
+  absl::MutexLock lock(&stop_mu_);
+  std::vector<Subprocess*> workers;
+  workers.reserve(workers_.size());
+  for (auto& w : workers_) workers.push_back(w.get());
+  // Workers first: a worker stopped mid-task releases it to the coordinator.
+  Subprocess::StopAll(workers, kStopGraceMs);
+  // Then both services at once: with no worker left, nothing the
+  // coordinator does at its end needs the scorer.
+  Subprocess::StopAll({coordinator_.get(), scorer_.get()}, kStopGraceMs);
 }
 
 }  // namespace memaudit::cli

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/certificate_authority.h"
 #include "common/process.h"
 #include "common/tls.h"
@@ -32,10 +33,17 @@ struct ClusterOptions {
   bool insecure = false;
   // More flags for the coordinator (--quotas FILE, --token-hashes FILE, ...).
   std::vector<std::string> coordinator_args;
+  // More flags for each worker (--lease-wait-ms N, ...).
+  std::vector<std::string> worker_args;
 };
 
 class EmbeddedCluster {
  public:
+  // Starts every process at once (their starts overlap: a worker's loading
+  // of LibTorch is the longest): the coordinator waits for the scorer's port
+  // file and the workers for the coordinator's (--scorer-port-file,
+  // --coordinator-port-file). Returns once the scorer and the coordinator
+  // serve; the workers register when they are up.
   static absl::StatusOr<std::unique_ptr<EmbeddedCluster>> Start(const ClusterOptions& options);
   ~EmbeddedCluster();
 
@@ -71,20 +79,32 @@ class EmbeddedCluster {
   absl::Status RestartScorer(int signal);
   // The same for the coordinator, on its port and database.
   absl::Status RestartCoordinator(int signal);
-  // Stops workers, then the coordinator, then the scorer.
+  // Stops the workers (SIGTERM to all, then one grace period for all: each
+  // releases its task to the coordinator, still up to hear it), then the
+  // coordinator and the scorer together. Each wait ends the moment its
+  // processes exit. Safe to call again, and from another thread (a signal
+  // handler's) while it runs: the second call returns once the first is done.
   void Stop();
 
  private:
   explicit EmbeddedCluster(ClusterOptions options) : options_(std::move(options)) {}
-  struct Service {
-    std::unique_ptr<Subprocess> process;
+  struct Ports {
     int port = 0;
     int metrics_port = 0;
   };
   // Starts memaudit-<name> on `port` (0 = any) with its database, log and
-  // port files under the run directory, and waits until it serves.
-  absl::StatusOr<Service> StartService(const std::string& name, int port,
-                                       const std::vector<std::string>& extra_args);
+  // port files under the run directory; does not wait for it.
+  absl::StatusOr<std::unique_ptr<Subprocess>> SpawnService(
+      const std::string& name, int port, const std::vector<std::string>& extra_args);
+  // Waits until memaudit-<name> (`process`, from SpawnService) serves, and
+  // returns the ports it bound.
+  absl::StatusOr<Ports> AwaitService(const std::string& name, Subprocess* process);
+  std::vector<std::string> ScorerArgs() const;
+  // The coordinator's flags; `scorer_port_file` instead of the scorer's
+  // address while the scorer is still starting.
+  std::vector<std::string> CoordinatorArgs(bool scorer_port_file) const;
+  // The port file of memaudit-<name>.
+  std::string PortFile(const std::string& name) const;
   // Mints the cluster's CA and each party's certificate under dir/tls.
   absl::Status MintCertificates();
   // The TLS flags of the party named `name` (its certificate's file name).
@@ -106,6 +126,7 @@ class EmbeddedCluster {
   std::vector<std::unique_ptr<Subprocess>> workers_;
   std::vector<std::string> worker_metrics_files_;
   std::vector<int> worker_metrics_ports_;  // 0 until read
+  absl::Mutex stop_mu_;                    // held by Stop() throughout
   int scorer_port_ = 0;
   int coordinator_port_ = 0;
   int coordinator_metrics_port_ = 0;

@@ -57,6 +57,15 @@ CLI::App* AddRunCommand(CLI::App* app, RunOptions* run) {
                   absl::StrCat(memaudit::kDataRootFlagHelp,
                                "; passed to the coordinator and the workers (default: ",
                                LocalRootsDefault(), ")"));
+  cmd->add_flag(
+      "--timings", run->timings,
+      "at the end, print one line to stderr of where the time went, in seconds: "
+      "\"timings: start_s=... submit_s=... first_lease_s=... tasks_s=... scoring_s=... "
+      "report_s=... shutdown_s=... overhead_s=... total_s=...\" (start_s: until the scorer "
+      "and coordinator serve; first_lease_s: from the start to the first task leased; "
+      "tasks_s: to the last task's end; scoring_s: to the results in hand; report_s: "
+      "printing and writing them; shutdown_s: stopping every process; overhead_s: "
+      "first_lease_s plus results to stopped; nan: did not happen; docs/results.md)");
   return cmd;
 }
 

@@ -46,6 +46,18 @@ class FinishedWriteReactor final : public grpc::ServerWriteReactor<Message> {
 // cancelled call ends with OK, as that loop did; so does a failed write (the
 // client is gone).
 //
+// Once `changes` stops (the server is shutting down: Scheduler::Shutdown,
+// or the scorer's main before its server's Shutdown), every wait ends at
+// once: the stream polls one last time, writes what that poll found and,
+// where it would wait again, ends with UNAVAILABLE ("shutting down"), which
+// a client takes as "watch again" (the CLI reconnects). Without that, each
+// wait would call back at once and poll again, round and round, until the
+// server's shutdown deadline cancelled the call. A stopped notifier is told
+// from a timeout by the callback's arrival: with the version it was given
+// and before `wait` has passed (ChangeNotifier calls back early only on a
+// change or a stop; DeadlineTimer fires a timeout only at or after its
+// deadline, on the same clock).
+//
 // Create it with new, call Start() once from the method handler and return
 // it to gRPC; it deletes itself in OnDone.
 //
@@ -165,6 +177,10 @@ class WatchReactor : public grpc::ServerWriteReactor<Message> {
         PollAndDrive();
         return;
       case Step::Then::kWait:
+        if (notifier_stopped_) {
+          FinishStream(grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down"));
+          return;
+        }
         Wait();
         return;
     }
@@ -181,15 +197,22 @@ class WatchReactor : public grpc::ServerWriteReactor<Message> {
         shared->phase = Phase::kWaiting;
         // Under `mu`, so that OnCancel cannot finish the stream before the
         // subscription is made (the notifier never calls back inline).
-        changes_->Subscribe(step_.seen, wait_, [shared, self = this](uint64_t) {
-          {
-            absl::MutexLock lock(&shared->mu);
-            // Finished meanwhile (cancelled): `self` may be deleted.
-            if (shared->phase != Phase::kWaiting) return;
-            shared->phase = Phase::kActive;
-          }
-          self->PollAndDrive();
-        });
+        const uint64_t seen = step_.seen;
+        const absl::Time subscribed = absl::Now();
+        const absl::Duration wait = wait_;
+        changes_->Subscribe(
+            seen, wait, [shared, self = this, seen, subscribed, wait](uint64_t version) {
+              // Unchanged and early: not a change, not a timeout, so a stop.
+              const bool stopped = version == seen && absl::Now() - subscribed < wait;
+              {
+                absl::MutexLock lock(&shared->mu);
+                // Finished meanwhile (cancelled): `self` may be deleted.
+                if (shared->phase != Phase::kWaiting) return;
+                shared->phase = Phase::kActive;
+              }
+              if (stopped) self->notifier_stopped_ = true;
+              self->PollAndDrive();
+            });
         return;
       }
       shared->phase = Phase::kFinished;
@@ -217,6 +240,8 @@ class WatchReactor : public grpc::ServerWriteReactor<Message> {
   // The driver's: the last poll's steps, and how many of its writes are done.
   Step step_;
   size_t written_ = 0;
+  // The driver's: `changes_` has stopped, so the next wait ends the stream.
+  bool notifier_stopped_ = false;
 };
 
 }  // namespace memaudit

@@ -1,6 +1,8 @@
 // memaudit-scorer: stores worker observations and computes audit metrics.
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "CLI/CLI.hpp"
 #include "common/capability.h"
 #include "common/process.h"
@@ -66,6 +68,10 @@ int main(int argc, char** argv) {
                serving->metrics->port(), db_path);
   const int signal = WaitForShutdownSignal();
   spdlog::info("signal {}: shutting down", signal);
+  // WatchResults streams end now (UNAVAILABLE: watch again) instead of
+  // waiting for the shutdown deadline to cancel them; the deadline bounds
+  // only calls still running (an Ingest mid-stream).
+  (*scorer)->results_changes().Stop();
   serving->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   return 0;
 }

@@ -1,6 +1,11 @@
 // memaudit-worker: leases tasks from a coordinator and trains them.
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +22,13 @@
 #include "services/worker/machine.h"
 #include "services/worker/worker_loop.h"
 
+namespace {
+
+// How long --coordinator-port-file is waited for.
+constexpr int kCoordinatorPortFileWaitMs = 120000;
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace memaudit;
   BlockShutdownSignals();
@@ -27,6 +39,11 @@ int main(int argc, char** argv) {
   options.coordinator = "127.0.0.1:7400";
   app.add_option("--coordinator", options.coordinator, "coordinator gRPC address")
       ->capture_default_str();
+  std::string coordinator_port_file;
+  app.add_option("--coordinator-port-file", coordinator_port_file,
+                 "wait for this file (the coordinator's --port-file) and talk to the port it "
+                 "holds on --coordinator's host: how `memaudit run` starts workers while the "
+                 "coordinator is still starting");
   app.add_option("--threads", options.threads,
                  "compute threads this worker offers; it runs as many tasks at once as their "
                  "resources.threads_per_task fit in these")
@@ -48,6 +65,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-tasks", options.max_tasks,
                  "lease at most this many tasks, then exit 0 once they end; 0: no limit")
       ->capture_default_str();
+  app.add_option("--lease-wait-ms", options.lease_wait_ms,
+                 "how long one Lease long-poll waits for a task (the coordinator caps it at "
+                 "30000); SIGTERM ends a waiting one at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 30000u));
   std::string device = "cpu";
   app.add_option("--device", device,
                  "where tasks train: cpu, cuda, cuda:N, or auto (CUDA when present)")
@@ -101,11 +123,33 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("metrics on port {}", (*metrics_server)->port());
+  if (!coordinator_port_file.empty()) {
+    // Everything above (LibTorch's loading above all) overlapped the
+    // coordinator's start; a shutdown signal meanwhile ends the wait.
+    const int signals = ShutdownSignalFd();
+    absl::StatusOr<int> port =
+        WaitForPortFile(coordinator_port_file, kCoordinatorPortFileWaitMs, nullptr, signals);
+    if (signals >= 0) close(signals);
+    if (port.status().code() == absl::StatusCode::kCancelled) {
+      spdlog::info("signal before the coordinator was up: exiting");
+      return 0;
+    }
+    absl::StatusOr<std::pair<std::string, int>> host = SplitHostPort(options.coordinator);
+    if (!port.ok() || !host.ok()) {
+      spdlog::critical("--coordinator-port-file: {}",
+                       (port.ok() ? host.status() : port.status()).ToString());
+      return 1;
+    }
+    options.coordinator = absl::StrCat(host->first, ":", *port);
+    spdlog::info("coordinator at {} (from {})", options.coordinator, coordinator_port_file);
+  }
   worker::WorkerLoop loop(options, &registry);
   absl::Status result;
+  std::atomic<bool> ended{false};
   std::thread runner([&] { result = loop.Run(); });
   std::thread watcher([&] {
     const int signal = WaitForShutdownSignal();
+    if (ended) return;  // woken below: Run ended on its own
     spdlog::info("signal {}: shutting down", signal);
     loop.Stop();
   });
@@ -114,7 +158,15 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", result.ToString());
     std::_Exit(1);
   }
-  // The watcher is still blocked in sigwait when Run ended on its own.
+  // Run ended on its own (--exit-when-idle, --max-tasks) with the watcher
+  // still in sigwait: a SIGTERM of our own, to that thread, ends its wait.
+  ended = true;
+  pthread_kill(watcher.native_handle(), SIGTERM);
   watcher.join();
-  return 0;
+  // Every task is released or reported and nothing is left to write, so the
+  // exit skips the static destructors: LibTorch's alone (deregistering every
+  // operator kernel) cost about 60 ms of CPU at each exit, for nothing.
+  spdlog::shutdown();
+  std::fflush(nullptr);
+  std::_Exit(0);
 }

@@ -53,61 +53,28 @@ std::string Hostname() {
   return name;
 }
 
-// Calls `beat` every `interval` on its own thread from construction until
-// Stop() or destruction. The destructor stops and joins the thread, so every
-// way out of a task, an exception included, joins it (a joinable std::thread
-// destroyed during unwinding calls std::terminate).
-class Heartbeat {
- public:
-  Heartbeat(absl::Duration interval, std::function<void()> beat)
-      : interval_(interval), beat_(std::move(beat)), thread_([this] { Loop(); }) {}
-  Heartbeat(const Heartbeat&) = delete;
-  Heartbeat& operator=(const Heartbeat&) = delete;
-  ~Heartbeat() { Stop(); }
+}  // namespace
 
-  // Returns once the thread has ended; `beat` is not called after that.
-  void Stop() {
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-    }
-    if (thread_.joinable()) thread_.join();
+class WorkerLoop::StoppableCall {
+ public:
+  StoppableCall(WorkerLoop* loop, grpc::ClientContext* ctx) : loop_(loop), ctx_(ctx) {
+    absl::MutexLock lock(&loop_->mu_);
+    // Stop() has run its cancellations already: this call ends at once
+    // (a context cancelled before its call starts cancels the call).
+    if (loop_->stopping_) ctx_->TryCancel();
+    loop_->stoppable_calls_.insert(ctx_);
   }
+  ~StoppableCall() {
+    absl::MutexLock lock(&loop_->mu_);
+    loop_->stoppable_calls_.erase(ctx_);
+  }
+  StoppableCall(const StoppableCall&) = delete;
+  StoppableCall& operator=(const StoppableCall&) = delete;
 
  private:
-  void Loop() {
-    while (true) {
-      {
-        absl::MutexLock lock(&mu_);
-        if (mu_.AwaitWithTimeout(absl::Condition(&done_), interval_)) return;
-      }
-      // Never under the lock: `beat` makes an RPC. Nothing may leave a
-      // thread's function, so an exception (bad_alloc) costs one beat.
-      try {
-        beat_();
-      } catch (const std::exception& e) {
-        spdlog::warn("heartbeat: {}", e.what());
-      } catch (...) {
-        spdlog::warn("heartbeat: an exception of unknown type");
-      }
-    }
-  }
-
-  const absl::Duration interval_;
-  const std::function<void()> beat_;
-  absl::Mutex mu_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;  // last: it starts once the members above exist
+  WorkerLoop* const loop_;
+  grpc::ClientContext* const ctx_;
 };
-
-// Why the coordinator told the task to stop (set by the heartbeat thread).
-struct StopOrder {
-  std::atomic<bool> given{false};
-  absl::Mutex mu;
-  std::string reason ABSL_GUARDED_BY(mu);
-};
-
-}  // namespace
 
 // A task on its thread. `done` is set (under WorkerLoop::mu_) as its
 // thread's last act, so Reap may join it.
@@ -136,6 +103,11 @@ WorkerLoop::~WorkerLoop() {
 void WorkerLoop::Stop() {
   stopping_ = true;
   absl::MutexLock lock(&mu_);
+  // An idle worker waits in a Lease long-poll (lease_wait_ms): it ends now,
+  // not when the coordinator answers.
+  for (grpc::ClientContext* ctx : stoppable_calls_) ctx->TryCancel();
+  // Wakes Run's wait for a free thread and every PauseUnlessStopping (their
+  // conditions are evaluated again as `mu_` is released).
   changed_.SignalAll();
 }
 
@@ -151,10 +123,24 @@ absl::Status WorkerLoop::Register() {
     grpc::ClientContext ctx;
     Deadline(&ctx, 2000);
     ctx.set_wait_for_ready(true);
-    grpc::Status status = coordinator_->Register(&ctx, req, &resp);
+    grpc::Status status;
+    {
+      StoppableCall stoppable(this, &ctx);
+      status = coordinator_->Register(&ctx, req, &resp);
+    }
+    if (!status.ok() && stopping_) break;
     if (status.ok()) {
       worker_id_ = resp.worker_id();
       heartbeat_ms_ = resp.heartbeat_interval_ms() > 0 ? resp.heartbeat_interval_ms() : 1000;
+      if (heartbeats_ == nullptr) {
+        heartbeats_ = std::make_unique<Heartbeats>(
+            absl::Milliseconds(heartbeat_ms_),
+            [this](const v1::HeartbeatRequest& req, v1::HeartbeatResponse* out) {
+              grpc::ClientContext ctx;
+              Deadline(&ctx, 5000);
+              return coordinator_->Heartbeat(&ctx, req, out);
+            });
+      }
       scorer_ = v1::ScorerService::NewStub(Channel(resp.scorer_address(), options_.credentials));
       spdlog::info("registered as {}; scorer at {}", worker_id_, resp.scorer_address());
       return absl::OkStatus();
@@ -258,7 +244,14 @@ absl::Status WorkerLoop::Run() {
     v1::LeaseResponse resp;
     grpc::ClientContext ctx;
     Deadline(&ctx, static_cast<int>(options_.lease_wait_ms) + 5000);
-    grpc::Status status = coordinator_->Lease(&ctx, req, &resp);
+    grpc::Status status;
+    {
+      StoppableCall stoppable(this, &ctx);
+      status = coordinator_->Lease(&ctx, req, &resp);
+    }
+    // Cancelled by Stop(). A task granted just before still starts, and
+    // is released at once (its training checks `stopping_`).
+    if (!status.ok() && stopping_) break;
     if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
       // The coordinator no longer takes this worker id (its capability key
       // changed): register again, which fails if this worker may not lease.
@@ -331,22 +324,9 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease, WorkerMetrics::Ta
   const std::function<bool()> lease_held = [&stop] { return !stop.given; };
   // The heartbeat runs until the task's end is reported: through training,
   // streaming and Complete, so that waiting out a scorer or coordinator
-  // outage never costs the lease while the coordinator can be reached.
-  Heartbeat heartbeat(absl::Milliseconds(heartbeat_ms_), [&] {
-    v1::HeartbeatRequest req;
-    req.set_worker_id(worker_id_);
-    req.set_lease_id(lease.lease_id());
-    req.set_steps_done(steps);
-    v1::HeartbeatResponse resp;
-    grpc::ClientContext ctx;
-    Deadline(&ctx, 5000);
-    grpc::Status status = coordinator_->Heartbeat(&ctx, req, &resp);
-    if (status.ok() && resp.stop()) {
-      absl::MutexLock lock(&stop.mu);
-      stop.reason = resp.reason();
-      stop.given = true;
-    }
-  });
+  // outage never costs the lease while the coordinator can be reached. One
+  // call beats every task of this worker (heartbeats.h).
+  Heartbeats::Lease beating(heartbeats_.get(), worker_id_, lease.lease_id(), &steps, &stop);
   // Never throws (task_runner.h): the engine's exceptions are statuses here.
   absl::StatusOr<std::vector<v1::Observation>> observations = RunTask(
       handlers_, options_.data_roots, task,
@@ -439,16 +419,24 @@ absl::Status WorkerLoop::Report(const v1::LeaseResponse& lease, const char* what
     }
     spdlog::warn("{} (task {}, attempt {}): {} (retrying in {})", what, lease.task().task_id(),
                  attempt, status.ToString(), absl::FormatDuration(backoff));
-    absl::SleepFor(backoff);
+    // A Stop() meanwhile cuts the pause short: its few seconds of tries
+    // start at once. Once stopping, each pause is the whole backoff.
+    if (stopping_) {
+      absl::SleepFor(backoff);
+    } else {
+      PauseUnlessStopping(backoff);
+    }
     backoff = std::min(backoff * 2, absl::Seconds(5));
   }
 }
 
 void WorkerLoop::PauseUnlessStopping(absl::Duration duration) const {
-  const absl::Time end = absl::Now() + duration;
-  while (!stopping_ && absl::Now() < end) {
-    absl::SleepFor(std::min(end - absl::Now(), absl::Milliseconds(50)));
-  }
+  absl::MutexLock lock(&mu_);
+  // Stop() sets `stopping_` and then takes `mu_`, which evaluates this again.
+  mu_.AwaitWithTimeout(
+      absl::Condition(
+          +[](const std::atomic<bool>* stopping) { return stopping->load(); }, &stopping_),
+      duration);
 }
 
 absl::Status WorkerLoop::StreamToScorer(std::vector<v1::Observation> observations,

@@ -1,8 +1,9 @@
 // The worker's life: register, long-poll for leases of tasks that fit what
 // is free, run each on a thread of its own and stream its signals to the
-// scorer while a heartbeat thread renews its lease (and learns of
-// cancellation), then report completion, failure or release. Outages of the
-// coordinator or the scorer are waited out for as long as the lease is held.
+// scorer while one heartbeat thread renews every running task's lease (and
+// learns of cancellation), then report completion, failure or release.
+// Outages of the coordinator or the scorer are waited out for as long as the
+// lease is held.
 #ifndef MEMAUDIT_SERVICES_WORKER_WORKER_LOOP_H_
 #define MEMAUDIT_SERVICES_WORKER_WORKER_LOOP_H_
 
@@ -10,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@
 #include "common/tls.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "memaudit/v1/worker.grpc.pb.h"
+#include "services/worker/heartbeats.h"
 #include "services/worker/kind_handler.h"
 #include "services/worker/task_runner.h"
 #include "services/worker/worker_metrics.h"
@@ -67,11 +70,17 @@ class WorkerLoop {
   // starts a fresh one.
   absl::Status Run();
   // Abandons the running tasks (releasing them: the coordinator re-queues
-  // them without counting the attempt) and makes Run return.
+  // them without counting the attempt) and makes Run return. Returns at
+  // once; it cancels a Register or Lease in flight (an idle worker is
+  // always in a Lease long-poll) and wakes every backoff pause, so Run
+  // returns as soon as its tasks are released, not after the long-poll.
   void Stop();
 
  private:
   struct RunningTask;
+  // Registers a Register or Lease call's context for Stop() to cancel while
+  // the call is in flight (cancelled at once when already stopping).
+  class StoppableCall;
 
   absl::Status Register();
   // What is free now: the options less the needs of the running tasks.
@@ -105,7 +114,8 @@ class WorkerLoop {
   absl::Status Report(const v1::LeaseResponse& lease, const char* what,
                       const std::function<bool()>& lease_held,
                       const std::function<grpc::Status(grpc::ClientContext*)>& call);
-  // Sleeps for `duration`, or less once Stop() is called.
+  // Sleeps for `duration`, or less once Stop() is called: it wakes the
+  // moment Stop() is (a condition variable, not a polling loop).
   void PauseUnlessStopping(absl::Duration duration) const;
 
   WorkerOptions options_;
@@ -116,6 +126,9 @@ class WorkerLoop {
   std::unique_ptr<v1::ScorerService::Stub> scorer_;
   std::string worker_id_;
   uint32_t heartbeat_ms_ = 1000;
+  // Renews every running task's lease, one call per interval (made at the
+  // first Register, which says the interval).
+  std::unique_ptr<Heartbeats> heartbeats_;
   std::atomic<bool> stopping_{false};
   WorkerMetrics metrics_;
 
@@ -123,6 +136,8 @@ class WorkerLoop {
   // Signalled when a task ends and on Stop().
   absl::CondVar changed_;
   std::map<uint64_t, std::unique_ptr<RunningTask>> running_ ABSL_GUARDED_BY(mu_);
+  // The Register and Lease calls in flight, which Stop() cancels.
+  std::set<grpc::ClientContext*> stoppable_calls_ ABSL_GUARDED_BY(mu_);
   uint64_t next_task_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_busy_ ABSL_GUARDED_BY(mu_);
   // Set by a task's CUDA error: Run stops leasing.

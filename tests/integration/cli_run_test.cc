@@ -1,10 +1,16 @@
 // `memaudit run` and `memaudit validate` as a user runs them.
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/tls.h"
 #include "gmock/gmock.h"
+#include "memaudit/v1/audit.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/cluster_fixture.h"
 
@@ -57,6 +63,115 @@ TEST(CliRunTest, TwoRunsWithTheSameSeedPrintIdenticalNumbers) {
   // The run directory keeps the databases, the logs and the results.
   EXPECT_TRUE(std::ifstream(dir + "/one/results.json").good());
   EXPECT_TRUE(std::ifstream(dir + "/one/coordinator.log").good());
+}
+
+TEST(CliRunTest, TimingsPrintsOneLineOfEveryPhase) {
+  const std::string dir = FreshTestDir();
+  const std::string spec = WriteSpec(dir, kTinySpec);
+  Output out =
+      Shell(absl::StrCat(Memaudit(), " run ", spec, " -w 1 --timings --dir ", dir, "/run"));
+  ASSERT_EQ(out.exit_code, 0) << out.text;
+  const size_t at = out.text.find("timings: ");
+  ASSERT_NE(at, std::string::npos) << out.text;
+  const std::string line = out.text.substr(at, out.text.find('\n', at) - at);
+  std::istringstream fields(line.substr(std::string("timings: ").size()));
+  std::vector<std::string> names;
+  std::string field;
+  while (fields >> field) {
+    const size_t eq = field.find('=');
+    ASSERT_NE(eq, std::string::npos) << line;
+    names.push_back(field.substr(0, eq));
+    const double seconds = std::stod(field.substr(eq + 1));
+    EXPECT_GE(seconds, 0) << field;  // every phase happened: none is nan
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"start_s", "submit_s", "first_lease_s", "tasks_s",
+                                             "scoring_s", "report_s", "shutdown_s", "overhead_s",
+                                             "total_s"}));
+}
+
+// What `memaudit run` ends with, and what a rollout of the services does:
+// an idle worker waits in a Lease long-poll and a client watches an audit
+// that waits for a worker (it needs a GPU). Stopping must end both at once,
+// with every process exiting 0 on its own: no long-poll, shutdown deadline
+// or polling interval waited out.
+TEST(CliRunTest, AnIdleClusterWithAWaitingWatchStopsAtOnce) {
+  cli::ClusterOptions options;
+  options.dir = FreshTestDir() + "/cluster";
+  options.workers = 1;
+  options.bin_dir = MEMAUDIT_BIN_DIR;
+  // Far longer than the bound below: a worker that waited its long-poll out
+  // would fail the test every time, not by chance.
+  options.worker_args = {"--lease-wait-ms", "30000"};
+  auto cluster = cli::EmbeddedCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  // The worker has registered (and long-polls from then on).
+  const auto registered = std::chrono::steady_clock::now();
+  while (HttpGet((*cluster)->coordinator_metrics_port(), "/metrics")
+             .find("memaudit_coordinator_workers_connected 1\n") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now() - registered, std::chrono::seconds(60))
+        << Slurp(options.dir + "/worker-0.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto channel = MakeChannel((*cluster)->coordinator_address(), (*cluster)->client_credentials());
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  v1::AuditSpec spec = TinyMembershipSpec(4, 1);
+  spec.mutable_resources()->set_gpus_per_task(1);  // no CPU worker takes it
+  auto submitted = cli::Client((*cluster)->coordinator_address(), *channel).Submit(spec);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+
+  // The watch is read on its own thread while the cluster stops, and its
+  // channel closed once it ends: a gRPC server's shutdown waits for its
+  // clients' connections to close (or its deadline), and a client with no
+  // call in flight never reads the server's GOAWAY (why `memaudit run`
+  // closes its own before stopping the cluster).
+  std::atomic<bool> watching{false};
+  grpc::Status watched;
+  std::thread watcher([&, channel = *std::move(channel)]() mutable {
+    {
+      auto stub = v1::AuditService::NewStub(channel);
+      grpc::ClientContext ctx;
+      v1::WatchRequest req;
+      req.set_audit_id(submitted->audit_id());
+      auto reader = stub->Watch(&ctx, req);
+      v1::AuditEvent event;
+      while (reader->Read(&event)) watching = true;  // "submitted", then it waits
+      watched = reader->Finish();
+    }
+    channel.reset();
+  });
+  const auto subscribed = std::chrono::steady_clock::now();
+  while (!watching && std::chrono::steady_clock::now() - subscribed < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(watching);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  const auto start = std::chrono::steady_clock::now();
+  (*cluster)->Stop();
+  const double stop_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  watcher.join();
+  EXPECT_LT(stop_s, 1.0) << "see the logs in " << options.dir;
+  EXPECT_EQ((*cluster)->worker(0)->Wait(), 0);
+  EXPECT_EQ((*cluster)->coordinator()->Wait(), 0);
+  EXPECT_EQ((*cluster)->scorer()->Wait(), 0);
+  // Ended by the coordinator's shutdown ("watch again"), not cancelled at
+  // its deadline.
+  EXPECT_EQ(watched.error_code(), grpc::StatusCode::UNAVAILABLE) << watched.error_message();
+}
+
+// A batch worker (--exit-when-idle) exits 0 on its own: its main no longer
+// waits for a shutdown signal once the loop has ended.
+TEST(CliRunTest, AWorkerProcessExitsOnItsOwnOnceIdle) {
+  cli::ClusterOptions options;
+  options.dir = FreshTestDir() + "/cluster";
+  options.workers = 1;
+  options.bin_dir = MEMAUDIT_BIN_DIR;
+  options.worker_args = {"--exit-when-idle", "1", "--lease-wait-ms", "200"};
+  auto cluster = cli::EmbeddedCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ASSERT_TRUE((*cluster)->worker(0)->WaitFor(30000)) << Slurp(options.dir + "/worker-0.log");
+  EXPECT_EQ((*cluster)->worker(0)->Wait(), 0) << Slurp(options.dir + "/worker-0.log");
 }
 
 TEST(CliRunTest, ValidateExplainsEveryProblem) {
