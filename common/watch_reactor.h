@@ -94,10 +94,10 @@ class WatchReactor : public grpc::ServerWriteReactor<Message> {
     grpc::Status status;
 
     // Nothing written: the stream ends with `status` at once.
-    static Step End(grpc::Status status) {
+    static Step End(const grpc::Status& status) {
       Step step;
       step.then = Then::kFinish;
-      step.status = std::move(status);
+      step.status = status;
       return step;
     }
   };

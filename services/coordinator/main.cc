@@ -85,6 +85,50 @@ void ServeUntilSignal(memaudit::coordinator::Scheduler* scheduler,
   reaper.join();
 }
 
+// The coordinator's own flags (AddServingFlags adds the serving ones).
+struct CoordinatorFlags {
+  memaudit::ServingFlags serving;
+  std::string db_path = "memaudit-coordinator.db";
+  memaudit::sql::OpenOptions db_options;
+  std::string scorer = "127.0.0.1:7401";
+  std::string scorer_port_file;
+  int64_t lease_ttl_ms = 10000;
+  uint32_t heartbeat_ms = 1000;
+  std::vector<std::string> data_roots;
+  std::string quotas_path;
+  std::string capability_key_file;
+};
+
+void AddCoordinatorFlags(CLI::App* app, CoordinatorFlags* f) {
+  using namespace memaudit;
+  AddServingFlags(app, &f->serving, "127.0.0.1:7400", "127.0.0.1:9400");
+  app->add_option("--db", f->db_path,
+                  "SQLite database file: created if missing; checked (PRAGMA quick_check) at "
+                  "start, and a damaged one is refused")
+      ->capture_default_str();
+  app->add_flag("--init", f->db_options.init_empty_file,
+                "accept an existing empty (0-byte) --db file and create the database in it; "
+                "without it an empty file is refused, as a truncated database looks the same");
+  app->add_option("--scorer", f->scorer, "scorer gRPC address")->capture_default_str();
+  app->add_option("--scorer-port-file", f->scorer_port_file,
+                  "wait for this file (the scorer's --port-file) before serving and call the "
+                  "port it holds on --scorer's host: how `memaudit run` starts the coordinator "
+                  "while the scorer is still starting");
+  app->add_option("--lease-ttl-ms", f->lease_ttl_ms,
+                  "a lease not renewed for this long is taken back")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
+  app->add_option("--heartbeat-ms", f->heartbeat_ms, "heartbeat interval workers are told to use")
+      ->capture_default_str()
+      ->check(CLI::Range(10u, 600000u));
+  app->add_option(
+      "--data-root", f->data_roots,
+      absl::StrCat(kDataRootFlagHelp, "; Submit refuses a spec naming a file elsewhere (default: ",
+                   absl::StrJoin(kDefaultDataRoots, ", "), ", those present)"));
+  AddQuotasFlag(app, &f->quotas_path);
+  AddCapabilityKeyFlag(app, &f->capability_key_file);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,77 +137,44 @@ int main(int argc, char** argv) {
   CLI::App app{
       "memaudit coordinator: plans audits into tasks, leases them to workers, "
       "re-queues tasks whose lease expires, and streams progress to clients."};
-  ServingFlags serving_flags;
-  AddServingFlags(&app, &serving_flags, "127.0.0.1:7400", "127.0.0.1:9400");
-  std::string db_path = "memaudit-coordinator.db";
-  std::string scorer = "127.0.0.1:7401";
-  int64_t lease_ttl_ms = 10000;
-  uint32_t heartbeat_ms = 1000;
-  sql::OpenOptions db_options;
-  app.add_option("--db", db_path,
-                 "SQLite database file: created if missing; checked (PRAGMA quick_check) at "
-                 "start, and a damaged one is refused")
-      ->capture_default_str();
-  app.add_flag("--init", db_options.init_empty_file,
-               "accept an existing empty (0-byte) --db file and create the database in it; "
-               "without it an empty file is refused, as a truncated database looks the same");
-  app.add_option("--scorer", scorer, "scorer gRPC address")->capture_default_str();
-  std::string scorer_port_file;
-  app.add_option("--scorer-port-file", scorer_port_file,
-                 "wait for this file (the scorer's --port-file) before serving and call the "
-                 "port it holds on --scorer's host: how `memaudit run` starts the coordinator "
-                 "while the scorer is still starting");
-  app.add_option("--lease-ttl-ms", lease_ttl_ms, "a lease not renewed for this long is taken back")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
-  app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval workers are told to use")
-      ->capture_default_str()
-      ->check(CLI::Range(10u, 600000u));
-  std::vector<std::string> data_root_flags;
-  app.add_option(
-      "--data-root", data_root_flags,
-      absl::StrCat(kDataRootFlagHelp, "; Submit refuses a spec naming a file elsewhere (default: ",
-                   absl::StrJoin(kDefaultDataRoots, ", "), ", those present)"));
-  std::string quotas_path;
-  AddQuotasFlag(&app, &quotas_path);
-  std::string capability_key_file;
-  AddCapabilityKeyFlag(&app, &capability_key_file);
+  CoordinatorFlags flags;
+  AddCoordinatorFlags(&app, &flags);
   CLI11_PARSE(app, argc, argv);
   InitLogging("coordinator");
   coordinator::SchedulerOptions options;
-  if (!LoadQuotas(quotas_path, &options)) return 1;
-  absl::StatusOr<DataRoots> data_roots = DataRoots::FromFlag(data_root_flags);
+  if (!LoadQuotas(flags.quotas_path, &options)) return 1;
+  absl::StatusOr<DataRoots> data_roots = DataRoots::FromFlag(flags.data_roots);
   if (!data_roots.ok()) {
     spdlog::critical("--data-root: {}", std::string(data_roots.status().message()));
     return 1;
   }
   spdlog::info("data roots: {}", DescribeDataRoots(*data_roots));
 
-  auto store = coordinator::SqliteStore::Open(db_path, db_options);
+  auto store = coordinator::SqliteStore::Open(flags.db_path, flags.db_options);
   if (!store.ok()) {
     spdlog::critical("{}", store.status().ToString());
     return 1;
   }
   prometheus::Registry registry;
-  options.lease_ttl_ms = lease_ttl_ms;
+  options.lease_ttl_ms = flags.lease_ttl_ms;
   auto scheduler =
       coordinator::Scheduler::Create(store->get(), RealClock::Get(), options, &registry);
   if (!scheduler.ok()) {
     spdlog::critical("{}", scheduler.status().ToString());
     return 1;
   }
-  auto auth = MakeAuthenticator(serving_flags);
+  auto auth = MakeAuthenticator(flags.serving);
   if (!auth.ok()) {
     spdlog::critical("{}", auth.status().ToString());
     return 1;
   }
-  auto capability_key = LoadCapabilityKey(capability_key_file, serving_flags.tls);
+  auto capability_key = LoadCapabilityKey(flags.capability_key_file, flags.serving.tls);
   if (!capability_key.ok()) {
     spdlog::critical("{}", capability_key.status().ToString());
     return 1;
   }
-  if (!scorer_port_file.empty()) {
-    absl::StatusOr<std::string> address = ScorerFromPortFile(scorer, scorer_port_file);
+  if (!flags.scorer_port_file.empty()) {
+    absl::StatusOr<std::string> address = ScorerFromPortFile(flags.scorer, flags.scorer_port_file);
     if (!address.ok()) {
       if (address.status().code() == absl::StatusCode::kCancelled) {
         spdlog::info("signal before the scorer was up: exiting");
@@ -172,10 +183,10 @@ int main(int argc, char** argv) {
       spdlog::critical("--scorer-port-file: {}", address.status().ToString());
       return 1;
     }
-    scorer = *std::move(address);
+    flags.scorer = *std::move(address);
   }
   // The coordinator's own certificate is its identity at the scorer.
-  auto channel = MakeChannel(scorer, ClientCredentials{serving_flags.tls, ""});
+  auto channel = MakeChannel(flags.scorer, ClientCredentials{flags.serving.tls, ""});
   if (!channel.ok()) {
     spdlog::critical("{}", channel.status().ToString());
     return 1;
@@ -183,17 +194,18 @@ int main(int argc, char** argv) {
   coordinator::AuditServiceImpl audit_service(
       auth->get(), scheduler->get(), v1::ScorerService::NewStub(*channel), *std::move(data_roots));
   // A worker silent for a lease TTL has lost its lease: count it gone too.
-  coordinator::WorkerPresence presence(RealClock::Get(), lease_ttl_ms, &registry);
+  coordinator::WorkerPresence presence(RealClock::Get(), flags.lease_ttl_ms, &registry);
   coordinator::WorkerServiceImpl worker_service(
-      auth->get(), scheduler->get(), scorer, heartbeat_ms, static_cast<uint32_t>(lease_ttl_ms),
-      *std::move(capability_key), v1::ScorerService::NewStub(*channel), &presence);
-  auto serving = StartServing(serving_flags, {&audit_service, &worker_service}, &registry);
+      auth->get(), scheduler->get(), flags.scorer, flags.heartbeat_ms,
+      static_cast<uint32_t>(flags.lease_ttl_ms), *std::move(capability_key),
+      v1::ScorerService::NewStub(*channel), &presence);
+  auto serving = StartServing(flags.serving, {&audit_service, &worker_service}, &registry);
   if (!serving.ok()) {
     spdlog::critical("{}", serving.status().ToString());
     return 1;
   }
   spdlog::info("serving on port {} (metrics on {}), database {}, scorer {}", serving->port,
-               serving->metrics->port(), db_path, scorer);
+               serving->metrics->port(), flags.db_path, flags.scorer);
 
   ServeUntilSignal(scheduler->get(), &presence, &*serving);
   return 0;

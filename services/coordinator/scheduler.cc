@@ -799,7 +799,7 @@ absl::Status Scheduler::ExpireLeases() {
   // One expiry written at a time: those before a failed write stand, the
   // rest wait for the next sweep. Expiries are rare; a sync each is cheap.
   while (true) {
-    const absl::Status written = Await([&](Done done) {
+    absl::Status written = Await([&](Done done) {
       Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
         for (size_t pos : index_.ExpiredLeases(clock_->NowMs())) {
           const TaskRecord& t = index_.task(pos);

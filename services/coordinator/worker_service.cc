@@ -310,7 +310,8 @@ void WorkerServiceImpl::CompleteAfterScorer(const LeaseBinding& lease,
   check->ctx.set_deadline(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(kScorerDeadlineMs));
   scorer_->async()->CheckTask(
-      &check->ctx, &check->req, &check->resp, [this, check, lease, reactor](grpc::Status status) {
+      &check->ctx, &check->req, &check->resp,
+      [this, check, lease, reactor](const grpc::Status& status) {
         ScorerVerdict verdict = JudgeScorerAnswer(lease, status, std::move(check->resp));
         if (verdict.answer.ok()) {
           return scheduler_->Complete(lease.lease_id, FinishWith(reactor));
