@@ -13,6 +13,7 @@ void DeadlineTimer::Stop() {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
+    wake_.Signal();
   }
   thread_.join();
 }
@@ -20,8 +21,10 @@ void DeadlineTimer::Stop() {
 DeadlineTimer::Id DeadlineTimer::At(absl::Time when, Callback fn) {
   absl::MutexLock lock(&mu_);
   const Id id = next_id_++;
+  const bool earliest = due_.empty() || when < due_.begin()->first.first;
   due_.emplace(std::make_pair(when, id), std::move(fn));
   when_.emplace(id, when);
+  if (earliest) wake_.Signal();  // the thread sleeps until a later deadline
   return id;
 }
 
@@ -44,16 +47,12 @@ void DeadlineTimer::Run() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      auto earliest = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return due_.empty() ? absl::InfiniteFuture() : due_.begin()->first.first;
-      };
-      // Sleeps until the earliest deadline, or until it changes (an earlier
-      // one was added) or the timer stops.
-      for (absl::Time next = earliest(); !stopping_ && next > absl::Now(); next = earliest()) {
-        auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return stopping_ || earliest() != next;
-        };
-        mu_.AwaitWithDeadline(absl::Condition(&changed), next);
+      // Sleeps until the earliest deadline; At signals an earlier one, Stop
+      // the end.
+      while (!stopping_) {
+        const absl::Time next = due_.empty() ? absl::InfiniteFuture() : due_.begin()->first.first;
+        if (next <= absl::Now()) break;
+        wake_.WaitWithDeadline(&mu_, next);
       }
       const absl::Time now = absl::Now();
       while (!due_.empty() && due_.begin()->first.first <= now) {

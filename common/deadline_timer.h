@@ -48,6 +48,7 @@ class DeadlineTimer {
 
   mutable absl::Mutex mu_;
   Id next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::CondVar wake_;  // a new earliest deadline, or Stop
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::pair<absl::Time, Id>, Callback> due_ ABSL_GUARDED_BY(mu_);
   std::map<Id, absl::Time> when_ ABSL_GUARDED_BY(mu_);

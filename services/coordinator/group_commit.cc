@@ -16,6 +16,7 @@ void GroupCommit::Enqueue(Mutation m, Done done) {
   absl::MutexLock lock(&mu_);
   queued_.push_back(std::move(m));
   waiting_.push_back(std::move(done));
+  queued_changed_.Signal();
 }
 
 void GroupCommit::DiscardQueued() {
@@ -30,6 +31,7 @@ void GroupCommit::Stop() {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
+    queued_changed_.Signal();
   }
   writer_.join();
   answerer_.join();
@@ -51,11 +53,10 @@ void GroupCommit::Write() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queued_.empty() || stopping_; };
-      mu_.Await(absl::Condition(&ready));
+      while (queued_.empty() && !stopping_) queued_changed_.Wait(&mu_);
       if (queued_.empty()) {  // stopping, and everything written
         written_all_ = true;
+        written_.Signal();
         return;
       }
       group.swap(queued_);
@@ -75,6 +76,7 @@ void GroupCommit::Write() {
     discarded_.clear();
     to_answer_.emplace_back(written, std::move(answers));
     answers.clear();  // moved from
+    written_.Signal();
     group.clear();
   }
 }
@@ -84,10 +86,7 @@ void GroupCommit::Answer() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !to_answer_.empty() || written_all_;
-      };
-      mu_.Await(absl::Condition(&ready));
+      while (to_answer_.empty() && !written_all_) written_.Wait(&mu_);
       if (to_answer_.empty()) return;  // the writer ended and all is answered
       answering.swap(to_answer_);
     }

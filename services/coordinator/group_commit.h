@@ -77,6 +77,8 @@ class GroupCommit {
   std::vector<Mutation> queued_ ABSL_GUARDED_BY(mu_);
   std::vector<Done> waiting_ ABSL_GUARDED_BY(mu_);    // one per queued_ entry
   std::vector<Done> discarded_ ABSL_GUARDED_BY(mu_);  // answered after a failure
+  absl::CondVar queued_changed_;                      // something queued, or Stop
+  absl::CondVar written_;                             // a group written, or the writer ended
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Groups written, with the outcome, waiting for the answering thread.
   std::vector<std::pair<absl::Status, std::vector<Done>>> to_answer_ ABSL_GUARDED_BY(mu_);

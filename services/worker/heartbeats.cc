@@ -15,6 +15,7 @@ Heartbeats::~Heartbeats() {
   {
     absl::MutexLock lock(&mu_);
     done_ = true;
+    wake_.Signal();
   }
   thread_.join();
 }
@@ -42,7 +43,10 @@ void Heartbeats::Loop() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&done_), interval_)) return;
+      const absl::Time next = absl::Now() + interval_;
+      bool timed_out = false;
+      while (!done_ && !timed_out) timed_out = wake_.WaitWithDeadline(&mu_, next);
+      if (done_) return;
     }
     // Nothing may leave a thread's function: an exception (bad_alloc) costs
     // one round.

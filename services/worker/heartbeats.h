@@ -73,6 +73,7 @@ class Heartbeats {
   const absl::Duration interval_;
   const Send send_;
   mutable absl::Mutex mu_;
+  absl::CondVar wake_;  // the destructor
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Held> held_ ABSL_GUARDED_BY(mu_);
