@@ -5,7 +5,11 @@
 # bounded time on its seed corpus. Any sanitizer report fails the run.
 # The engine (LibTorch) and the worker are not built here.
 #   MEMAUDIT_FUZZ_SECONDS  seconds per harness (default 60; 0 skips fuzzing)
-#   MEMAUDIT_SANITIZE      sanitizers (default address,undefined; "thread" for TSan)
+#   MEMAUDIT_SANITIZE      sanitizers (default address,undefined; "thread" for TSan,
+#                          which cannot see Debian's Abseil (built without TSan): it
+#                          reports every absl::Mutex-guarded access as a race, even
+#                          in a 9-line correct program; lock discipline is checked by
+#                          clang's -Wthread-safety instead, scripts/check.sh)
 #   MEMAUDIT_SANITIZE_BUILD_DIR  build directory (default build-asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
