@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_server_metrics.h"
 #include "common/metrics.h"
+#include "common/testing/async_streams.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -148,98 +149,17 @@ TEST(RequestIdTest, UpTo128PrintableCharactersWithoutSpaces) {
   }
 }
 
-// Threads of this process now.
-int ThreadCount() {
-  int threads = 0;
-  for ([[maybe_unused]] const auto& task : fs::directory_iterator("/proc/self/task")) ++threads;
-  return threads;
-}
-
-// Server streams followed from the test's thread alone, through one
-// completion queue: the client adds no thread per stream.
-class AsyncWatches {
+// Watch streams followed from the test's thread alone (async_streams.h).
+class AsyncWatches : public memaudit::testing::AsyncStreams<v1::AuditEvent> {
  public:
-  struct Stream {
-    grpc::ClientContext ctx;
-    std::unique_ptr<grpc::ClientAsyncReader<v1::AuditEvent>> reader;
-    v1::AuditEvent incoming;
-    std::vector<v1::AuditEvent> received;
-    grpc::Status status;
-    bool done = false;
-  };
-
-  // Cancels the streams still open and waits for their ends.
-  ~AsyncWatches() {
-    for (auto& s : streams_) {
-      if (!s->done) s->ctx.TryCancel();
-    }
-    Pump([&] { return AllDone(); }, std::chrono::seconds(10));
-    cq_.Shutdown();
-    void* tag;
-    bool ok;
-    while (cq_.Next(&tag, &ok)) {
-    }
-  }
-
   void Watch(v1::AuditService::Stub* stub, const std::string& audit_id, uint64_t after) {
-    auto stream = std::make_unique<Stream>();
     v1::WatchRequest req;
     req.set_audit_id(audit_id);
     req.set_after_sequence(after);
-    stream->reader = stub->AsyncWatch(&stream->ctx, req, &cq_, Tag(streams_.size(), kStarted));
-    streams_.push_back(std::move(stream));
+    Start([&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq, void* tag) {
+      return stub->AsyncWatch(ctx, req, cq, tag);
+    });
   }
-
-  // Handles what arrives until `until` holds (true) or `timeout` passes;
-  // `until` is checked at least every 10 ms.
-  bool Pump(const std::function<bool()>& until, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::system_clock::now() + timeout;
-    while (!until()) {
-      const auto now = std::chrono::system_clock::now();
-      if (now >= deadline) return false;
-      void* tag;
-      bool ok;
-      const grpc::CompletionQueue::NextStatus next =
-          cq_.AsyncNext(&tag, &ok, std::min(deadline, now + std::chrono::milliseconds(10)));
-      if (next == grpc::CompletionQueue::SHUTDOWN) return until();
-      if (next == grpc::CompletionQueue::TIMEOUT) continue;
-      const uintptr_t bits = reinterpret_cast<uintptr_t>(tag);
-      Stream& s = *streams_[bits >> 2];
-      const size_t i = bits >> 2;
-      if ((bits & 3) == kRead && ok) s.received.push_back(s.incoming);
-      if ((bits & 3) == kFinished) {
-        s.done = true;
-      } else if (ok) {
-        s.reader->Read(&s.incoming, Tag(i, kRead));
-      } else {
-        s.reader->Finish(&s.status, Tag(i, kFinished));
-      }
-    }
-    return true;
-  }
-
-  bool EachReceived(size_t messages) const {
-    for (const auto& s : streams_) {
-      if (s->received.size() < messages) return false;
-    }
-    return true;
-  }
-  bool AllDone() const {
-    for (const auto& s : streams_) {
-      if (!s->done) return false;
-    }
-    return true;
-  }
-  std::vector<std::unique_ptr<Stream>>& streams() { return streams_; }
-
- private:
-  enum Op : uintptr_t { kStarted = 0, kRead = 1, kFinished = 2 };
-  static void* Tag(size_t stream, Op op) {
-    return reinterpret_cast<void*>((static_cast<uintptr_t>(stream) << 2) | op);
-  }
-
-  grpc::CompletionQueue cq_;
-  std::vector<std::unique_ptr<Stream>> streams_;
 };
 
 class AuditWatchTest : public SchedulerFixture {
@@ -309,7 +229,7 @@ TEST_F(AuditWatchTest, WaitingWatchesHoldNoThreadAndEachSeesTheChange) {
   watches.Watch(stub_.get(), "a", last);
   ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(10)));
   ASSERT_TRUE(AwaitSubscribers(watches, 1));
-  const int threads_before = ThreadCount();
+  const int threads_before = memaudit::testing::ThreadCount();
 
   for (int i = 1; i < kWatchers; ++i) watches.Watch(stub_.get(), "a", last);
   // Nothing was logged after `last`: each stream's first message is the
@@ -317,7 +237,7 @@ TEST_F(AuditWatchTest, WaitingWatchesHoldNoThreadAndEachSeesTheChange) {
   ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(30)));
   ASSERT_TRUE(AwaitSubscribers(watches, kWatchers))
       << scheduler_->changes().subscribers() << " of " << kWatchers << " watches wait";
-  const int threads_waiting = ThreadCount();
+  const int threads_waiting = memaudit::testing::ThreadCount();
   EXPECT_LT(threads_waiting - threads_before, kWatchers / 10)
       << threads_before << " threads with one watch waiting, " << threads_waiting << " with "
       << kWatchers;

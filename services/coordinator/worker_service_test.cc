@@ -7,7 +7,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/testing/async_streams.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -319,15 +319,6 @@ struct WaitingLease {
   grpc::Status status;
 };
 
-size_t ThreadsOfThisProcess() {
-  size_t n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
-    (void)entry;
-    ++n;
-  }
-  return n;
-}
-
 class WorkerServiceWaitTest : public WorkerServiceTest {
  protected:
   // Leases every queued task (no wait), so later calls have to wait.
@@ -413,11 +404,11 @@ TEST_F(WorkerServiceWaitTest, HundredsOfWaitingLeasesHoldNoThreadAndAreServedInO
   const std::string worker = Register();
   DrainQueue(worker);
   constexpr size_t kWaiting = 300;
-  const size_t threads_before = ThreadsOfThisProcess();
+  const size_t threads_before = memaudit::testing::ThreadCount();
   std::vector<std::unique_ptr<WaitingLease>> waiting;
   for (size_t i = 0; i < kWaiting; ++i) waiting.push_back(StartWaiting(worker, 30000));
   ASSERT_TRUE(WaitForWaiters(kWaiting));
-  const size_t threads_waiting = ThreadsOfThisProcess();
+  const size_t threads_waiting = memaudit::testing::ThreadCount();
   EXPECT_LT(threads_waiting, threads_before + 20)
       << "threads grew from " << threads_before << " to " << threads_waiting << " for " << kWaiting
       << " waiting calls";

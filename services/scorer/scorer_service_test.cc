@@ -7,13 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/seeding.h"
+#include "common/testing/async_streams.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -186,100 +186,17 @@ TEST_F(ScorerIngestTest, CheckTaskCountsWhatIsMissing) {
   EXPECT_EQ(stub_->CheckTask(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
-// Threads of this process now.
-int ThreadCount() {
-  int threads = 0;
-  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    ++threads;
-  }
-  return threads;
-}
-
-// WatchResults streams followed from the test's thread alone, through one
-// completion queue: the client adds no thread per stream.
-class AsyncWatches {
+// WatchResults streams followed from the test's thread alone
+// (async_streams.h).
+class AsyncWatches : public memaudit::testing::AsyncStreams<v1::AuditResults> {
  public:
-  struct Stream {
-    grpc::ClientContext ctx;
-    std::unique_ptr<grpc::ClientAsyncReader<v1::AuditResults>> reader;
-    v1::AuditResults incoming;
-    std::vector<v1::AuditResults> received;
-    grpc::Status status;
-    bool done = false;
-  };
-
-  // Cancels the streams still open and waits for their ends.
-  ~AsyncWatches() {
-    for (auto& s : streams_) {
-      if (!s->done) s->ctx.TryCancel();
-    }
-    Pump([&] { return AllDone(); }, std::chrono::seconds(10));
-    cq_.Shutdown();
-    void* tag;
-    bool ok;
-    while (cq_.Next(&tag, &ok)) {
-    }
-  }
-
   void Watch(v1::ScorerService::Stub* stub, const std::string& audit_id) {
-    auto stream = std::make_unique<Stream>();
     v1::GetResultsRequest req;
     req.set_audit_id(audit_id);
-    stream->reader =
-        stub->AsyncWatchResults(&stream->ctx, req, &cq_, Tag(streams_.size(), kStarted));
-    streams_.push_back(std::move(stream));
+    Start([&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq, void* tag) {
+      return stub->AsyncWatchResults(ctx, req, cq, tag);
+    });
   }
-
-  // Handles what arrives until `until` holds (true) or `timeout` passes;
-  // `until` is checked at least every 10 ms.
-  bool Pump(const std::function<bool()>& until, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::system_clock::now() + timeout;
-    while (!until()) {
-      const auto now = std::chrono::system_clock::now();
-      if (now >= deadline) return false;
-      void* tag;
-      bool ok;
-      const grpc::CompletionQueue::NextStatus next =
-          cq_.AsyncNext(&tag, &ok, std::min(deadline, now + std::chrono::milliseconds(10)));
-      if (next == grpc::CompletionQueue::SHUTDOWN) return until();
-      if (next == grpc::CompletionQueue::TIMEOUT) continue;
-      const uintptr_t bits = reinterpret_cast<uintptr_t>(tag);
-      const size_t i = bits >> 2;
-      Stream& s = *streams_[i];
-      if ((bits & 3) == kRead && ok) s.received.push_back(s.incoming);
-      if ((bits & 3) == kFinished) {
-        s.done = true;
-      } else if (ok) {
-        s.reader->Read(&s.incoming, Tag(i, kRead));
-      } else {
-        s.reader->Finish(&s.status, Tag(i, kFinished));
-      }
-    }
-    return true;
-  }
-
-  bool EachReceived(size_t messages) const {
-    for (const auto& s : streams_) {
-      if (s->received.size() < messages) return false;
-    }
-    return true;
-  }
-  bool AllDone() const {
-    for (const auto& s : streams_) {
-      if (!s->done) return false;
-    }
-    return true;
-  }
-  std::vector<std::unique_ptr<Stream>>& streams() { return streams_; }
-
- private:
-  enum Op : uintptr_t { kStarted = 0, kRead = 1, kFinished = 2 };
-  static void* Tag(size_t stream, Op op) {
-    return reinterpret_cast<void*>((static_cast<uintptr_t>(stream) << 2) | op);
-  }
-
-  grpc::CompletionQueue cq_;
-  std::vector<std::unique_ptr<Stream>> streams_;
 };
 
 // WatchResults of audit "w", whose observations the test stores itself.
@@ -345,14 +262,14 @@ TEST_F(ScorerWatchTest, WaitingWatchesHoldNoThreadAndEachGetsTheResults) {
   watches.Watch(stub_.get(), "w");
   ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(10)));
   ASSERT_TRUE(AwaitSubscribers(watches, 1));
-  const int threads_before = ThreadCount();
+  const int threads_before = memaudit::testing::ThreadCount();
 
   for (int i = 1; i < kWatchers; ++i) watches.Watch(stub_.get(), "w");
   // Each gets the results as they are (nothing scored yet), then waits.
   ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(30)));
   ASSERT_TRUE(AwaitSubscribers(watches, kWatchers))
       << scorer_->results_changes().subscribers() << " of " << kWatchers << " watches wait";
-  const int threads_waiting = ThreadCount();
+  const int threads_waiting = memaudit::testing::ThreadCount();
   EXPECT_LT(threads_waiting - threads_before, kWatchers / 10)
       << threads_before << " threads with one watch waiting, " << threads_waiting << " with "
       << kWatchers;
