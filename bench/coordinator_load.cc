@@ -97,29 +97,15 @@ namespace v1 = memaudit::v1;
 // ---------------------------------------------------------------------------
 // Process figures from /proc.
 
+using memaudit::bench::Percentile;
 using memaudit::bench::ProcCpuSeconds;
 using memaudit::bench::ProcStatus;
 using memaudit::bench::ReadProcStatus;
+using memaudit::bench::RemovedDir;
+using memaudit::bench::Reproduce;
 using memaudit::bench::ScrapeMetrics;
+using memaudit::bench::ScratchDir;
 using memaudit::bench::SelfCpuSeconds;
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
-  return v[i];
-}
-
-// Removes a directory this program made when it goes out of scope (declared
-// before the cluster, so after the cluster's processes have stopped).
-struct RemovedDir {
-  std::string path;
-  ~RemovedDir() {
-    if (path.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 // ---------------------------------------------------------------------------
 // The audits under load.
@@ -828,7 +814,6 @@ int main(int argc, char** argv) {
   const uint32_t max_attempts = static_cast<uint32_t>(FlagInt(argc, argv, "max-attempts", 100));
   const uint32_t retire_at = static_cast<uint32_t>(FlagInt(argc, argv, "retire-at", 90));
   const double max_submit_s = std::atof(Flag(argc, argv, "max-submit-seconds", "900").c_str());
-  const bool keep_dir = FlagInt(argc, argv, "keep-dir", 0) != 0;
   // Audits of ~1/16 of the stored tasks, 4 to 1024 (even): small enough that
   // retiring one leaves most tasks live, and that the scorer takes each within
   // the coordinator's 5 s deadline for OpenAudit (it commits a content key
@@ -843,21 +828,11 @@ int main(int argc, char** argv) {
   const double rate = static_cast<double>(FlagInt(argc, argv, "rate", 0));
   const uint64_t active_tasks = static_cast<uint64_t>(FlagInt(argc, argv, "active-tasks", 0));
 
-  std::string dir = Flag(argc, argv, "dir", "");
-  bool made_dir = false;
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/coordinator_load.XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) {
-      std::perror("mkdtemp");
-      return 1;
-    }
-    dir = tmpl;
-    made_dir = true;
-  }
-  RemovedDir removed{made_dir && !keep_dir ? dir : ""};
+  RemovedDir removed;
+  const std::string dir = ScratchDir(argc, argv, "coordinator_load", &removed);
+  if (dir.empty()) return 1;
 
-  std::string reproduce = "build/bin/coordinator_load";
-  for (int i = 1; i < argc; ++i) absl::StrAppend(&reproduce, " ", argv[i]);
+  const std::string reproduce = Reproduce("build/bin/coordinator_load", argc, argv);
   std::printf(
       "coordinator load: %u workers (baseline %u) x %.0f s (baseline %.0f s), %lu stored tasks "
       "wanted, audits of %u tasks, Lease wait %u ms, lease TTL %ld ms, max_attempts %u, audits "

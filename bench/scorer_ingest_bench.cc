@@ -75,27 +75,14 @@ std::vector<std::string> RequiredSignals(const v1::MembershipAudit& m) {
   return signals;
 }
 
+using memaudit::bench::Percentile;
 using memaudit::bench::ProcCpuSeconds;
 using memaudit::bench::ProcStatus;
 using memaudit::bench::ReadProcStatus;
+using memaudit::bench::RemovedDir;
+using memaudit::bench::Reproduce;
+using memaudit::bench::ScratchDir;
 using memaudit::bench::SelfCpuSeconds;
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
-}
-
-// Removes a directory this program made when it goes out of scope (declared
-// before the cluster, so after the cluster's processes have stopped).
-struct RemovedDir {
-  std::string path;
-  ~RemovedDir() {
-    if (path.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 v1::AuditSpec IngestSpec(uint32_t models, uint32_t pool, uint32_t models_per_task, uint64_t seed) {
   v1::AuditSpec spec;
@@ -334,21 +321,10 @@ int main(int argc, char** argv) {
       static_cast<uint32_t>(FlagInt(argc, argv, "models-per-audit", 1024));
   const uint64_t max_observations =
       static_cast<uint64_t>(FlagInt(argc, argv, "max-observations", 30000));
-  const bool keep_dir = FlagInt(argc, argv, "keep-dir", 0) != 0;
-  std::string dir = Flag(argc, argv, "dir", "");
-  bool made_dir = false;
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/scorer_ingest.XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) {
-      std::perror("mkdtemp");
-      return 1;
-    }
-    dir = tmpl;
-    made_dir = true;
-  }
-  RemovedDir removed{made_dir && !keep_dir ? dir : ""};
-  std::string reproduce = "build/bin/scorer_ingest_bench";
-  for (int i = 1; i < argc; ++i) absl::StrAppend(&reproduce, " ", argv[i]);
+  RemovedDir removed;
+  const std::string dir = ScratchDir(argc, argv, "scorer_ingest", &removed);
+  if (dir.empty()) return 1;
+  const std::string reproduce = Reproduce("build/bin/scorer_ingest_bench", argc, argv);
 
   memaudit::cli::ClusterOptions cluster_options;
   cluster_options.dir = dir;
