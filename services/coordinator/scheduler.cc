@@ -577,10 +577,14 @@ Scheduler::LeaseAnswer Scheduler::TakeWaiter(uint64_t wait) {
   auto at = waiter_at_.find(wait);
   if (at == waiter_at_.end()) return nullptr;
   LeaseAnswer answer = std::move(at->second->answer);
-  timer_.Cancel(at->second->timeout);
-  waiters_.erase(at->second);
-  waiter_at_.erase(at);
+  RemoveWaiter(at->second);
   return answer;
+}
+
+std::list<Scheduler::Waiter>::iterator Scheduler::RemoveWaiter(std::list<Waiter>::iterator it) {
+  timer_.Cancel(it->timeout);
+  waiter_at_.erase(it->id);
+  return waiters_.erase(it);
 }
 
 bool Scheduler::TryGrant(const std::string& worker_id, const std::optional<WorkerOffer>& offer,
@@ -632,9 +636,7 @@ void Scheduler::WakeFor(size_t audit, size_t tasks) {
     }
     // Fair share may pick another audit's task that fits: as good.
     if (!TryGrant(w.worker_id, w.offer, &w.answer)) break;
-    timer_.Cancel(w.timeout);
-    waiter_at_.erase(w.id);
-    it = waiters_.erase(it);
+    it = RemoveWaiter(it);
     --tasks;
   }
 }
@@ -642,13 +644,7 @@ void Scheduler::WakeFor(size_t audit, size_t tasks) {
 void Scheduler::WakeFitting() {
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     Waiter& w = *it;
-    if (!TryGrant(w.worker_id, w.offer, &w.answer)) {
-      ++it;
-      continue;
-    }
-    timer_.Cancel(w.timeout);
-    waiter_at_.erase(w.id);
-    it = waiters_.erase(it);
+    it = TryGrant(w.worker_id, w.offer, &w.answer) ? RemoveWaiter(it) : std::next(it);
   }
 }
 

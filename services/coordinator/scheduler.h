@@ -280,6 +280,9 @@ class Scheduler {
                 LeaseAnswer* answer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes wait `wait` off the waiters; its answer, or null if it has none.
   LeaseAnswer TakeWaiter(uint64_t wait) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes a waiter off the list, its index and the timer; the next one.
+  std::list<Waiter>::iterator RemoveWaiter(std::list<Waiter>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The audit `caller` may see, or NOT_FOUND (the same for one it may not).
   absl::StatusOr<const AuditEntry*> Visible(const std::string& audit_id, const Caller& caller) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
