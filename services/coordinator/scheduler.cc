@@ -787,6 +787,17 @@ void Scheduler::Release(const std::string& lease_id, const std::string& reason, 
   });
 }
 
+void Scheduler::ReleaseAll(const std::string& worker_id, const std::string& reason,
+                           uint32_t* released, Done done) {
+  Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+    Mutation m;
+    const std::vector<size_t> held = index_.LeasedBy(worker_id);
+    for (size_t pos : held) GiveBack(index_.task(pos), reason, /*expired=*/false, &m);
+    if (released != nullptr) *released = static_cast<uint32_t>(held.size());
+    return m;
+  });
+}
+
 absl::Status Scheduler::ExpireLeases() {
   {
     absl::MutexLock lock(&mu_);

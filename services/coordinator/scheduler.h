@@ -214,6 +214,10 @@ class Scheduler {
   // FAILED_PRECONDITION if the lease is not held.
   absl::Status Release(const std::string& lease_id, const std::string& reason);
   void Release(const std::string& lease_id, const std::string& reason, Done done);
+  // Release of every lease `worker_id` holds, for `reason`; `released`
+  // (may be null) gets their number once durable.
+  void ReleaseAll(const std::string& worker_id, const std::string& reason, uint32_t* released,
+                  Done done);
   // Takes back every lease whose deadline has passed on the clock (re-queued
   // with the attempt given back, within max_expiries_per_task), and forgets
   // expired worker registrations.

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -395,6 +396,40 @@ TEST_F(SchedulerTest, ReleaseOfALeaseNotHeldIsRefused) {
   EXPECT_THAT(scheduler_->Release(g.task.lease_id, "shutting down"),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(EventsOfType(*scheduler_, "a", "task_released").size(), 1u);
+}
+
+// A worker that leaves gives back every lease it holds, and no one else's.
+TEST_F(SchedulerTest, ReleaseAllGivesBackOnlyThatWorkersLeases) {
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  const LeaseGrant a1 = MustLease("w-1");
+  const LeaseGrant b = MustLease("w-2");
+  const LeaseGrant a2 = MustLease("w-1");
+  auto release_all = [&](const std::string& worker) {
+    uint32_t released = 99;
+    absl::Notification written;
+    absl::Status status;
+    scheduler_->ReleaseAll(worker, "worker left", &released, [&](const absl::Status& s) {
+      status = s;
+      written.Notify();
+    });
+    written.WaitForNotification();
+    EXPECT_TRUE(status.ok()) << status;
+    return released;
+  };
+  EXPECT_EQ(release_all("w-1"), 2u);
+  auto audit = scheduler_->Get("a");
+  EXPECT_EQ(audit->tasks().queued(), 3u);
+  EXPECT_EQ(audit->tasks().running(), 1u);
+  EXPECT_TRUE(scheduler_->Heartbeat(a1.task.lease_id, 1)->stop);
+  EXPECT_TRUE(scheduler_->Heartbeat(a2.task.lease_id, 1)->stop);
+  EXPECT_FALSE(scheduler_->Heartbeat(b.task.lease_id, 1)->stop);
+  const std::vector<EventRecord> released = EventsOfType(*scheduler_, "a", "task_released");
+  ASSERT_EQ(released.size(), 2u);
+  EXPECT_THAT(released[0].message, HasSubstr("worker left (released by w-1; attempt not counted"));
+  // Nothing held: nothing written, nothing refused.
+  EXPECT_EQ(release_all("w-1"), 0u);
+  EXPECT_EQ(release_all("w-unknown"), 0u);
+  EXPECT_EQ(EventsOfType(*scheduler_, "a", "task_released").size(), 2u);
 }
 
 // Releases and attempts are in the store: a restarted coordinator neither

@@ -150,6 +150,14 @@ void TaskIndex::Renew(size_t pos, uint64_t steps_done, int64_t lease_deadline_ms
   t.lease_deadline_ms = lease_deadline_ms;
 }
 
+std::vector<size_t> TaskIndex::LeasedBy(const std::string& worker_id) const {
+  std::vector<size_t> out;
+  for (const auto& [deadline, pos] : by_deadline_) {
+    if (task(pos).worker_id == worker_id) out.push_back(pos);
+  }
+  return out;
+}
+
 std::vector<size_t> TaskIndex::ExpiredLeases(int64_t now_ms) const {
   std::vector<size_t> out;
   for (auto it = by_deadline_.begin(); it != by_deadline_.end() && it->first <= now_ms; ++it) {

@@ -105,6 +105,8 @@ class TaskIndex {
   size_t records() const { return by_id_.size(); }
   // A leased task's heartbeat: its progress and lease deadline, in memory.
   void Renew(size_t pos, uint64_t steps_done, int64_t lease_deadline_ms);
+  // The tasks `worker_id` holds a lease on (a scan of every lease: rare).
+  std::vector<size_t> LeasedBy(const std::string& worker_id) const;
   // Leased tasks whose deadline is at or before `now_ms`, earliest first.
   std::vector<size_t> ExpiredLeases(int64_t now_ms) const;
   // The unfinished (queued or leased) tasks of `audit`, in position order.

@@ -140,9 +140,10 @@ Scheduler::Done FinishWith(grpc::ServerUnaryReactor* reactor) {
 // when the wait ends, or when the client goes away (OnCancel).
 class WorkerServiceImpl::LeaseCall final : public grpc::ServerUnaryReactor {
  public:
-  LeaseCall(WorkerServiceImpl* service, Identity caller, std::string worker_id,
-            v1::LeaseResponse* resp)
+  LeaseCall(WorkerServiceImpl* service, const grpc::CallbackServerContext* ctx, Identity caller,
+            std::string worker_id, v1::LeaseResponse* resp)
       : service_(service),
+        ctx_(ctx),
         caller_(std::move(caller)),
         worker_id_(std::move(worker_id)),
         resp_(resp) {}
@@ -156,7 +157,19 @@ class WorkerServiceImpl::LeaseCall final : public grpc::ServerUnaryReactor {
   }
 
   void OnCancel() override { service_->scheduler_->CancelLeaseWait(wait_); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    // A task granted as the worker cancelled the call (it is shutting down,
+    // or gone) never reached it: hand it back now rather than a TTL later.
+    if (!granted_lease_.empty() && ctx_->IsCancelled()) {
+      service_->scheduler_->Release(
+          granted_lease_,
+          absl::StrCat(
+              "worker ", worker_id_,
+              " cancelled its Lease call before the grant arrived (shutting down or gone)"),
+          [](const absl::Status&) {});
+    }
+    delete this;
+  }
 
  private:
   void Answer(absl::StatusOr<std::optional<LeaseGrant>> grant) {
@@ -177,15 +190,18 @@ class WorkerServiceImpl::LeaseCall final : public grpc::ServerUnaryReactor {
       resp_->set_lease_id(BindLease(service_->key_, {t.lease_id, t.audit_id, ref}, caller_));
       resp_->set_lease_ttl_ms(service_->lease_ttl_ms_);
       resp_->set_capability(TaskCapability(service_->key_, t.audit_id, ref));
+      granted_lease_ = t.lease_id;
     }
     Finish(grpc::Status::OK);
   }
 
   WorkerServiceImpl* service_;
+  const grpc::CallbackServerContext* ctx_;
   const Identity caller_;
   const std::string worker_id_;  // the scheduler's
   v1::LeaseResponse* resp_;
-  uint64_t wait_ = 0;  // set before the handler returns, so before OnCancel
+  std::string granted_lease_;  // the scheduler's lease id, once a task is granted
+  uint64_t wait_ = 0;          // set before the handler returns, so before OnCancel
 };
 
 absl::Status WorkerServiceImpl::DoRegister(const grpc::CallbackServerContext& ctx,
@@ -236,7 +252,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Lease(grpc::CallbackServerContext* 
     }
     offer = WorkerOffer{req->capabilities(), free};
   }
-  auto* call = new LeaseCall(this, *std::move(caller), *id, resp);
+  auto* call = new LeaseCall(this, ctx, *std::move(caller), *id, resp);
   call->Start(std::min(req->wait_ms(), kMaxLeaseWaitMs), offer);
   return call;
 }
@@ -359,6 +375,29 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Fail(grpc::CallbackServerContext* c
     default:  // FAILURE_KIND_UNSPECIFIED (an older worker) or a kind newer than this coordinator
       scheduler_->Fail(id, req->error(), req->retryable(), FinishWith(reactor));
   }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Leave(grpc::CallbackServerContext* ctx,
+                                                   const v1::LeaveRequest* req,
+                                                   v1::LeaveResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  auto caller = auth_->Require(*ctx, {Role::kWorker});
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpc(caller.status()));
+    return reactor;
+  }
+  auto id = UnbindWorkerId(key_, req->worker_id(), *caller);
+  if (!id.ok()) {
+    reactor->Finish(ToGrpc(id.status()));
+    return reactor;
+  }
+  auto released = std::make_shared<uint32_t>(0);
+  scheduler_->ReleaseAll(*id, absl::StrCat("worker ", *id, " left (shutting down)"), released.get(),
+                         [reactor, resp, released](const absl::Status& written) {
+                           resp->set_released(*released);
+                           reactor->Finish(ToGrpc(written));
+                         });
   return reactor;
 }
 

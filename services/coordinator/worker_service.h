@@ -87,6 +87,9 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
                                      v1::CompleteResponse* resp) override;
   grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* ctx, const v1::FailRequest* req,
                                  v1::FailResponse* resp) override;
+  // Releases every lease the caller's worker holds ("worker … left").
+  grpc::ServerUnaryReactor* Leave(grpc::CallbackServerContext* ctx, const v1::LeaveRequest* req,
+                                  v1::LeaveResponse* resp) override;
 
  private:
   class LeaseCall;

@@ -183,6 +183,28 @@ TEST_F(WorkerServiceTest, ALeaseCarriesItsTasksCapabilityAndIdsBoundToTheCaller)
   EXPECT_EQ(Complete(worker, bound->lease_id).error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
+// Leave gives back what the caller's worker holds; a forged worker id
+// releases nothing.
+TEST_F(WorkerServiceTest, LeaveGivesBackTheWorkersLeases) {
+  const std::string worker = Register();
+  ASSERT_TRUE(Lease(worker).has_task());
+  ASSERT_TRUE(Lease(worker).has_task());
+  auto leave = [&](const std::string& id, v1::LeaveResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::LeaveRequest req;
+    req.set_worker_id(id);
+    return stub_->Leave(&ctx, req, resp);
+  };
+  v1::LeaveResponse forged;
+  EXPECT_EQ(leave("w-0123456789abcdef0123456789abcdef.00", &forged).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(scheduler_->Get("a-1")->tasks().running(), 2u);
+  v1::LeaveResponse resp;
+  ASSERT_TRUE(leave(worker, &resp).ok());
+  EXPECT_EQ(resp.released(), 2u);
+  EXPECT_EQ(scheduler_->Get("a-1")->tasks().queued(), 4u);
+}
+
 // A worker's claims are bounded and checked before they are used: a free
 // capacity above the offer, or a hostname no DNS name has, is refused by name.
 TEST_F(WorkerServiceTest, CapabilitiesOutOfBoundsAreRefusedByName) {

@@ -26,6 +26,9 @@
 namespace memaudit::worker {
 namespace {
 
+// How long a stopping worker waits for Leave's answer.
+constexpr int kLeaveDeadlineMs = 1000;
+
 std::shared_ptr<grpc::Channel> Channel(const std::string& address,
                                        const ClientCredentials& credentials) {
   grpc::ChannelArguments args;
@@ -212,6 +215,22 @@ void WorkerLoop::Reap(bool all) {
   for (auto& task : ended) task->thread.join();  // never under mu_: it takes mu_ to end
 }
 
+void WorkerLoop::Leave() {
+  v1::LeaveRequest req;
+  req.set_worker_id(worker_id_);
+  v1::LeaveResponse resp;
+  grpc::ClientContext ctx;
+  // Shutting down: a coordinator out of reach costs this wait at most, and
+  // the lease then expires as if the worker had crashed.
+  Deadline(&ctx, kLeaveDeadlineMs);
+  const grpc::Status status = coordinator_->Leave(&ctx, req, &resp);
+  if (!status.ok()) {
+    spdlog::warn("leave: {} (any lease still held expires)", status.error_message());
+  } else if (resp.released() > 0) {
+    spdlog::info("leave: {} lease(s) granted as the worker stopped given back", resp.released());
+  }
+}
+
 absl::Status WorkerLoop::Run() {
   if (absl::Status s = Register(); !s.ok()) return s;
   {
@@ -219,6 +238,7 @@ absl::Status WorkerLoop::Run() {
     last_busy_ = absl::Now();
   }
   uint32_t leased = 0;
+  bool lease_cut_short = false;
   while (!stopping_) {
     Reap(/*all=*/false);
     {
@@ -250,8 +270,12 @@ absl::Status WorkerLoop::Run() {
       status = coordinator_->Lease(&ctx, req, &resp);
     }
     // Cancelled by Stop(). A task granted just before still starts, and
-    // is released at once (its training checks `stopping_`).
-    if (!status.ok() && stopping_) break;
+    // is released at once (its training checks `stopping_`); one granted as
+    // the call was cancelled is given back by Leave below.
+    if (!status.ok() && stopping_) {
+      lease_cut_short = true;
+      break;
+    }
     if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
       // The coordinator no longer takes this worker id (its capability key
       // changed): register again, which fails if this worker may not lease.
@@ -287,6 +311,7 @@ absl::Status WorkerLoop::Run() {
     }
   }
   Reap(/*all=*/true);
+  if (lease_cut_short) Leave();
   absl::MutexLock lock(&mu_);
   if (!device_error_.ok()) {
     // The task is reported (and retried elsewhere); this process's CUDA

@@ -83,6 +83,9 @@ class WorkerLoop {
   class StoppableCall;
 
   absl::Status Register();
+  // Tells the coordinator this worker is going away, so a lease granted to a
+  // Lease call Stop() cancelled goes back to the queue at once.
+  void Leave();
   // What is free now: the options less the needs of the running tasks.
   v1::WorkerCapabilities Free() const;
   // Starts `lease`'s task on a thread of its own.
