@@ -6,8 +6,8 @@ Fashion-MNIST, each on its own random half of a pool of N training images, momen
 SGD (lr 0.05, momentum 0.9), batch B, E epochs, one thread everywhere.
 
   memaudit  `memaudit run SPEC -w 1` on a membership spec of that recipe
-            (threads_per_task 1; the one worker offers 1 thread), once with
-            models_per_task 1 and once with models_per_task K (one packed ensemble).
+            (threads_per_task 1; the one worker offers 1 thread), with models_per_task
+            auto (the default: the coordinator decides), 1 and K (one packed ensemble).
             End to end: starting the scorer, coordinator and worker, training,
             evaluating every model on the pool, the LiRA/loss signals, scoring,
             the report, shutdown.
@@ -103,6 +103,12 @@ membership:
 """)
 
 
+def variants_of(shape):
+    """models_per_task values run: the default (auto, the coordinator's choice), one
+    model per task, and every model in one task."""
+    return list(dict.fromkeys(["auto", 1, min(shape.models, MAX_MODELS_PER_TASK)]))
+
+
 def run_timed(argv, log_prefix):
     """Runs argv to completion: (wall s, CPU s of it and of every process it reaped,
     stdout + stderr). Separate files, so a line on stderr is never cut into stdout's."""
@@ -173,6 +179,12 @@ def summarize(shape, variants, peer, mem):
               f"{peer_wall / wall:>12.2f}x  {spread:<13} "
               f"{statistics.median(r.cpu for r in runs):>14.2f} "
               f"{statistics.median(r.cpu for r in peer):>10.2f}")
+    if "auto" in mem and 1 in mem:
+        one = statistics.median(r.wall for r in mem[1])
+        auto = statistics.median(r.wall for r in mem["auto"])
+        per_rep = [b.wall / a.wall for a, b in zip(mem["auto"], mem[1])]
+        print(f"  auto against one model per task (models_per_task=1 / auto, > 1: auto faster): "
+              f"{one / auto:.2f}x, per rep {min(per_rep):.2f}-{max(per_rep):.2f}x")
     for p in variants:
         keys = list(dict.fromkeys(k for r in mem[p] for k in r.extra))
         if keys:
@@ -216,7 +228,7 @@ def main():
         results = {}
         for rep in range(a.reps):
             for shape in shapes:
-                variants = sorted({1, min(shape.models, MAX_MODELS_PER_TASK)})
+                variants = variants_of(shape)
                 peer, mem = results.setdefault(shape.name, ([], {p: [] for p in variants}))
                 order = ["peer"] + variants
                 for who in order if rep % 2 == 0 else reversed(order):
@@ -232,7 +244,7 @@ def main():
                           f"cpu {r.cpu:6.2f} s", flush=True)
         for shape in shapes:
             peer, mem = results[shape.name]
-            summarize(shape, sorted(mem), peer, mem)
+            summarize(shape, variants_of(shape), peer, mem)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -40,8 +40,44 @@ const std::vector<ExplicitZero>& ExplicitZeroRefused() {
        "must be in [1, 18] (got 0); leave it out for the default"},
       {{"forgetting", "canaries", "canary", "digits"},
        "must be in [1, 18] (got 0); leave it out for the default"},
+      {{"resources", "models_per_task"}, "must be in [1, 64] or auto (got 0)"},
   };
   return *fields;
+}
+
+// Fields whose proto3 zero means "memaudit decides", spelled as a word in
+// YAML (`models_per_task: auto`): the word leaves the field unset.
+struct ZeroKeyword {
+  std::vector<const char*> path;
+  const char* word;
+};
+const std::vector<ZeroKeyword>& ZeroKeywords() {
+  static const auto* fields = new std::vector<ZeroKeyword>{
+      {{"resources", "models_per_task"}, "auto"},
+  };
+  return *fields;
+}
+
+// The node at `path` in `root`, or null (Json: const or not).
+template <typename Json>
+Json* Find(Json& root, const std::vector<const char*>& path) {
+  Json* node = &root;
+  for (const char* key : path) {
+    if (!node->is_object() || !node->contains(key)) return nullptr;
+    node = &(*node)[key];
+  }
+  return node;
+}
+
+// Removes every field of ZeroKeywords() spelled as its word.
+void DropZeroKeywords(nlohmann::json& root) {
+  for (const ZeroKeyword& field : ZeroKeywords()) {
+    std::vector<const char*> parent(field.path.begin(), field.path.end() - 1);
+    nlohmann::json* node = Find(root, parent);
+    if (node == nullptr || !node->is_object()) continue;
+    auto it = node->find(field.path.back());
+    if (it != node->end() && it->is_string() && *it == field.word) node->erase(it);
+  }
 }
 
 // `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, without std::regex (whose
@@ -349,17 +385,10 @@ absl::StatusOr<std::string> BoundedYamlToJson(absl::string_view yaml, size_t tot
 // An explicit 0 for a field listed in ExplicitZeroRefused.
 absl::Status CheckExplicitZeros(const nlohmann::json& root) {
   for (const ExplicitZero& field : ExplicitZeroRefused()) {
-    const nlohmann::json* node = &root;
-    std::string path;
-    for (const char* key : field.path) {
-      if (!node->is_object() || !node->contains(key)) {
-        node = nullptr;
-        break;
-      }
-      node = &(*node)[key];
-      absl::StrAppend(&path, path.empty() ? "" : ".", key);
-    }
+    const nlohmann::json* node = Find(root, field.path);
     if (node != nullptr && node->is_number() && *node == 0) {
+      std::string path;
+      for (const char* key : field.path) absl::StrAppend(&path, path.empty() ? "" : ".", key);
       return absl::InvalidArgumentError(absl::StrCat(path, ": ", field.rule));
     }
   }
@@ -383,7 +412,7 @@ absl::StatusOr<v1::AuditSpec> ParseBounded(absl::string_view yaml, size_t total,
   absl::StatusOr<std::string> json = BoundedYamlToJson(yaml, total, total_known);
   if (!json.ok())
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", json.status().message()));
-  const nlohmann::json tree = nlohmann::json::parse(*json);
+  nlohmann::json tree = nlohmann::json::parse(*json);
   if (!tree.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": a spec is a map of fields (name, seed, one audit kind, ...)"));
@@ -397,10 +426,11 @@ absl::StatusOr<v1::AuditSpec> ParseBounded(absl::string_view yaml, size_t total,
   if (absl::Status s = CheckExplicitZeros(tree); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
   }
+  DropZeroKeywords(tree);
   v1::AuditSpec spec;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
-  auto status = google::protobuf::util::JsonStringToMessage(*json, &spec, options);
+  auto status = google::protobuf::util::JsonStringToMessage(tree.dump(), &spec, options);
   if (!status.ok()) {
     std::string message(status.message());
     if (message.size() > kMaxParserMessageBytes) {

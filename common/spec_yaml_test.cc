@@ -158,6 +158,24 @@ TEST(SpecYamlTest, ExplicitZeroDigitsAreRefused) {
   MEMAUDIT_EXPECT_OK(ParseSpecYaml("name: x\nexposure: {canary: {digits: 3}}\n", "x.yaml"));
 }
 
+// `models_per_task: auto` leaves the field unset (the coordinator picks);
+// an explicit 0 would read as auto by accident, so it is refused.
+TEST(SpecYamlTest, ModelsPerTaskAutoLeavesTheFieldUnset) {
+  auto spec = ParseSpecYaml("name: x\nresources: {models_per_task: auto}\n", "x.yaml");
+  MEMAUDIT_ASSERT_OK(spec);
+  EXPECT_TRUE(spec->has_resources());
+  EXPECT_EQ(spec->resources().models_per_task(), 0u);
+  spec = ParseSpecYaml("name: x\nresources: {models_per_task: 8}\n", "x.yaml");
+  MEMAUDIT_ASSERT_OK(spec);
+  EXPECT_EQ(spec->resources().models_per_task(), 8u);
+  EXPECT_THAT(ParseSpecYaml("name: x\nresources: {models_per_task: 0}\n", "x.yaml"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("resources.models_per_task: must be in [1, 64] or auto (got 0)")));
+  // Any other word is the parser's error, naming the field.
+  EXPECT_THAT(ParseSpecYaml("name: x\nresources: {models_per_task: many}\n", "x.yaml"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("models_per_task")));
+}
+
 TEST(SpecYamlTest, InvalidUtf8IsRefused) {
   EXPECT_THAT(YamlToJson("name: \"a\\xff\"\nb: \"\xc3\"\n"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("b: not valid UTF-8")));

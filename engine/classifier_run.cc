@@ -3,8 +3,10 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/steps.h"
 #include "engine/dataset.h"
@@ -59,6 +61,46 @@ torch::Tensor MemberForward(const std::vector<torch::Tensor>& params, torch::Ten
   return x;
 }
 
+// FromLabeledImages(data, rows), kept for the next call with the same rows:
+// every task of a membership audit evaluates on the same pool, so a worker
+// converts it once, not once per task. One entry (the latest), shared by
+// concurrent tasks; tensors are reference-counted, so a caller's copy stays
+// valid when the entry is replaced.
+TensorDataset CachedRows(const LabeledImages& data, const std::vector<uint32_t>& rows) {
+  static absl::Mutex mu(absl::kConstInit);
+  struct Entry {
+    const LabeledImages* data = nullptr;
+    std::vector<uint32_t> rows;
+    TensorDataset tensors;
+  };
+  static auto* latest = new Entry();  // guarded by mu; never freed
+  {
+    absl::MutexLock lock(&mu);
+    if (latest->data == &data && latest->rows == rows) return latest->tensors;
+  }
+  TensorDataset tensors = FromLabeledImages(data, rows);
+  absl::MutexLock lock(&mu);
+  *latest = Entry{&data, rows, tensors};
+  return tensors;
+}
+
+// Where each of `rows` sits in `indexed` (positions into it), or nothing
+// when one of them is not there. `at`: row -> position in `indexed`, -1.
+std::optional<std::vector<int64_t>> PositionsIn(const std::vector<int64_t>& at,
+                                                const std::vector<uint32_t>& rows) {
+  std::vector<int64_t> positions;
+  positions.reserve(rows.size());
+  for (uint32_t r : rows) {
+    if (at[r] < 0) return std::nullopt;
+    positions.push_back(at[r]);
+  }
+  return positions;
+}
+
+double Accuracy(const torch::Tensor& logits, const torch::Tensor& labels) {
+  return logits.argmax(1).eq(labels).to(torch::kFloat64).mean().item<double>();
+}
+
 }  // namespace
 
 absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,
@@ -87,7 +129,23 @@ absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
   }
   std::sort(rows.begin(), rows.end());
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-  const TensorDataset train = FromLabeledImages(data, rows);
+  // The evaluation rows (a membership audit's pool) usually hold every
+  // training row: then the training tensors are gathered from them, the
+  // same floats without converting pixels again.
+  TensorDataset eval;
+  std::vector<int64_t> eval_at(data.count, -1);
+  if (!recipe.eval_indices.empty()) eval = CachedRows(data, recipe.eval_indices);
+  for (size_t i = 0; i < recipe.eval_indices.size(); ++i) {
+    eval_at[recipe.eval_indices[i]] = static_cast<int64_t>(i);
+  }
+  const std::optional<std::vector<int64_t>> train_in_eval = PositionsIn(eval_at, rows);
+  TensorDataset train;
+  if (train_in_eval.has_value()) {
+    Batch gathered = eval.Gather(*train_in_eval);
+    train = TensorDataset(std::move(gathered.x), std::move(gathered.y));
+  } else {
+    train = FromLabeledImages(data, rows);
+  }
   std::vector<EnsembleMember> members(runs.size());
   for (size_t k = 0; k < runs.size(); ++k) {
     members[k].init_seed = runs[k].init_seed;
@@ -123,8 +181,6 @@ absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
   }
 
   torch::NoGradGuard no_grad;
-  TensorDataset eval;
-  if (!recipe.eval_indices.empty()) eval = FromLabeledImages(data, recipe.eval_indices);
   std::vector<ClassifierRunResult> results(runs.size());
   for (size_t k = 0; k < runs.size(); ++k) {
     ClassifierRunResult& result = results[k];
@@ -135,15 +191,27 @@ absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
     for (const torch::Tensor& p : trainer->model().MemberParameters(static_cast<int64_t>(k))) {
       params.push_back(p.detach().clone());
     }
-    const Batch own = train.Gather(pools[k]);
-    result.train_accuracy =
-        MemberForward(params, own.x).argmax(1).eq(own.y).to(torch::kFloat64).mean().item<double>();
-    if (eval.size() == 0) continue;
-    torch::Tensor logits = MemberForward(params, eval.x());
-    torch::Tensor phi = LogitScaledConfidence(logits, eval.y()).contiguous();
-    torch::Tensor loss = CrossEntropyPerExample(logits, eval.y()).contiguous();
-    result.phi.assign(phi.data_ptr<double>(), phi.data_ptr<double>() + phi.numel());
-    result.loss.assign(loss.data_ptr<double>(), loss.data_ptr<double>() + loss.numel());
+    torch::Tensor logits;
+    if (eval.size() > 0) {
+      logits = MemberForward(params, eval.x());
+      torch::Tensor phi = LogitScaledConfidence(logits, eval.y()).contiguous();
+      torch::Tensor loss = CrossEntropyPerExample(logits, eval.y()).contiguous();
+      result.phi.assign(phi.data_ptr<double>(), phi.data_ptr<double>() + phi.numel());
+      result.loss.assign(loss.data_ptr<double>(), loss.data_ptr<double>() + loss.numel());
+    }
+    // The member's own rows: their logits are among the evaluation's when
+    // every training row is (a forward pass saved), else computed here.
+    if (train_in_eval.has_value()) {
+      std::vector<int64_t> own;
+      own.reserve(pools[k].size());
+      for (int64_t p : pools[k]) own.push_back((*train_in_eval)[p]);
+      const torch::Tensor index = torch::tensor(own, torch::kLong);
+      result.train_accuracy =
+          Accuracy(logits.index_select(0, index), eval.y().index_select(0, index));
+    } else {
+      const Batch own = train.Gather(pools[k]);
+      result.train_accuracy = Accuracy(MemberForward(params, own.x), own.y);
+    }
   }
   return results;
 }

@@ -1,5 +1,6 @@
 #include "engine/dataset.h"
 
+#include <array>
 #include <cmath>
 
 #include "common/seeding.h"
@@ -25,9 +26,14 @@ TensorDataset FromLabeledImages(const LabeledImages& data, const std::vector<uin
   torch::Tensor y = torch::empty({n}, torch::kLong);
   float* xp = x.data_ptr<float>();
   int64_t* yp = y.data_ptr<int64_t>();
+  // The 256 values a pixel can scale to, each computed as `v / 255.0f`
+  // once: a lookup gives the same floats as dividing every pixel, faster.
+  std::array<float, 256> scaled;
+  for (int v = 0; v < 256; ++v) scaled[v] = static_cast<float>(v) / 255.0f;
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* src = data.pixels.data() + static_cast<size_t>(rows[i]) * data.features;
-    for (uint32_t f = 0; f < data.features; ++f) xp[i * data.features + f] = src[f] / 255.0f;
+    float* dst = xp + i * data.features;
+    for (uint32_t f = 0; f < data.features; ++f) dst[f] = scaled[src[f]];
     yp[i] = data.labels[rows[i]];
   }
   return TensorDataset(x, y);

@@ -8,6 +8,7 @@
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/steps.h"
+#include "services/coordinator/membership_packing.h"
 #include "services/coordinator/spec_rules.h"
 
 namespace memaudit::coordinator {
@@ -106,8 +107,6 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
 class Membership final : public KindHandler {
  public:
   void ApplyDefaults(v1::AuditSpec* spec) const override {
-    v1::Resources* r = spec->mutable_resources();
-    if (r->models_per_task() == 0) r->set_models_per_task(1);
     v1::MembershipAudit* m = spec->mutable_membership();
     if (m->dataset().name().empty()) m->mutable_dataset()->set_name("fashion_mnist");
     if (m->model().architecture().empty()) m->mutable_model()->set_architecture("mlp");
@@ -125,6 +124,9 @@ class Membership final : public KindHandler {
         std::find(m->attacks().begin(), m->attacks().end(), "rmia") != m->attacks().end()) {
       m->set_population_size(1000);
     }
+    // Last: auto weighs the recipe as defaulted above.
+    v1::Resources* r = spec->mutable_resources();
+    if (r->models_per_task() == 0) r->set_models_per_task(AutoModelsPerTask(*spec));
   }
 
   void Validate(const v1::AuditSpec& spec, std::vector<SpecProblem>* problems) const override {

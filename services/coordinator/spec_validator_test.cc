@@ -97,9 +97,8 @@ TEST(SpecValidatorTest, PriorityIsBounded) {
               HasSubstr("resources.priority: must be in [-100, 100] (got -101)"));
 }
 
-TEST(SpecValidatorTest, ModelsPerTaskDefaultsToOneAndIsBounded) {
+TEST(SpecValidatorTest, ModelsPerTaskIsBounded) {
   v1::AuditSpec spec = SmallMembershipSpec();
-  EXPECT_EQ(spec.resources().models_per_task(), 1u);
   spec.mutable_resources()->set_models_per_task(64);
   MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
   spec.mutable_resources()->set_models_per_task(65);

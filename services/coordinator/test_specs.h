@@ -19,6 +19,9 @@ inline v1::AuditSpec SmallMembershipSpec(uint32_t models = 4) {
   m->mutable_training()->set_epochs(2);
   m->mutable_training()->set_batch_size(10);
   m->set_reference_models(models);
+  // One task per model (auto would pack these small models): the tests
+  // count and lease tasks one model at a time.
+  spec.mutable_resources()->set_models_per_task(1);
   ApplyDefaults(&spec);
   return spec;
 }

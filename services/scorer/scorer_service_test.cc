@@ -56,6 +56,8 @@ class ScorerServiceTest : public ::testing::Test {
     m->mutable_dataset()->set_pool_size(200);
     m->mutable_training()->set_learning_rate(0.1);
     m->mutable_training()->set_epochs(1);
+    // One task per model (auto would pack these): the tests check tasks by index.
+    spec.mutable_resources()->set_models_per_task(1);
     coordinator::ApplyDefaults(&spec);
     return spec;
   }

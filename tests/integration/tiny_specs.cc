@@ -18,6 +18,9 @@ v1::AuditSpec TinyMembershipSpec(uint32_t models, uint32_t epochs) {
   m->mutable_training()->set_epochs(epochs);
   m->mutable_training()->set_batch_size(16);
   m->set_reference_models(models);
+  // One task per model (auto would pack these small models): the tests
+  // count, lease and interrupt tasks one model at a time.
+  spec.mutable_resources()->set_models_per_task(1);
   return spec;
 }
 
