@@ -323,7 +323,11 @@ absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_st
         all_x.index_select(0, index).reshape({k_members, static_cast<int64_t>(width), -1});
     torch::Tensor y = all_y.index_select(0, index);
     SetLearningRate(*optimizer_, LearningRateAt(options_.optimizer, options_.schedule, step_));
-    optimizer_->zero_grad();
+    // Gradients set to none, not zeroed: backward's result then becomes the
+    // gradient as it is, where zero_grad's 0 + g cost a pass to zero and one
+    // to add, over every parameter, every step (the same values: 0 + g = g;
+    // every stacked parameter gets a gradient each step).
+    for (torch::Tensor& p : model_->parameters()) p.mutable_grad().reset();
     model_->train();
     model_->SetDropout(&dropout_gens_, std::move(rows));
     torch::Tensor logits = model_->Forward(x);
