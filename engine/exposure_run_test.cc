@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/testing/status_matchers.h"
+#include "engine/lm_search.h"
 #include "engine/text_corpus.h"
 #include "gtest/gtest.h"
 
@@ -101,9 +102,12 @@ TEST(ExposureRunTest, EnumeratedSpaceHoldsEveryCanaryAtItsIndex) {
     // Lexicographic over "0123456789": the index is the secret's value.
     EXPECT_EQ(result->space_index[i], std::stoull(c.secret)) << c.secret;
     EXPECT_NEAR(result->space_px[result->space_index[i]], c.px_bits, 1e-4) << c.secret;
-    // The exact rank counts the same space (ties within kPxTieBits).
-    uint64_t rank = 0;
-    for (double px : result->space_px) rank += px <= c.px_bits + 1e-6 ? 1 : 0;
+    // The exact rank counts the same space: the canary, and the others
+    // within kPxTieBits of it or below.
+    uint64_t rank = 1;
+    for (size_t j = 0; j < result->space_px.size(); ++j) {
+      rank += j != result->space_index[i] && result->space_px[j] <= c.px_bits + kPxTieBits;
+    }
     EXPECT_EQ(rank, c.rank) << c.secret;
   }
   // A reference model (Px only, its own seed) enumerates the same order.

@@ -83,11 +83,9 @@ absl::StatusOr<CanaryExposures> Measure(Trainer& trainer, const TokenFormat& for
     MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> all, EnumerateAllPx(scorer, format));
     for (const std::vector<int64_t>& canary : canaries) {
       // The same rank EnumerationRank gives, without enumerating per canary.
-      const double threshold = PathPxBits(scorer, format, canary) + kPxTieBits;
-      uint64_t rank = 0;
-      for (double v : all) rank += v <= threshold;
-      out.exposure.push_back(log2_space -
-                             std::log2(static_cast<double>(std::max<uint64_t>(rank, 1))));
+      MEMAUDIT_ASSIGN_OR_RETURN(const uint64_t index, CandidateIndex(format, canary));
+      const uint64_t rank = RankAmong(all, index, PathPxBits(scorer, format, canary));
+      out.exposure.push_back(log2_space - std::log2(static_cast<double>(rank)));
       out.exact.push_back(1);
     }
   } else {

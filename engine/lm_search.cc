@@ -144,18 +144,27 @@ absl::StatusOr<uint64_t> CandidateIndex(const TokenFormat& f, const std::vector<
   return index;
 }
 
+uint64_t RankAmong(const std::vector<double>& px, uint64_t canary_index, double canary_px) {
+  const double threshold = canary_px + kPxTieBits;
+  uint64_t rank = 1;
+  for (uint64_t i = 0; i < px.size(); ++i) rank += i != canary_index && px[i] <= threshold;
+  return rank;
+}
+
 absl::StatusOr<RankResult> EnumerationRank(LmScorer& scorer, const TokenFormat& f,
                                            const std::vector<int64_t>& canary, size_t max_states) {
-  MEMAUDIT_RETURN_IF_ERROR(CandidateIndex(f, canary).status());
+  MEMAUDIT_ASSIGN_OR_RETURN(const uint64_t canary_index, CandidateIndex(f, canary));
   const uint64_t start = scorer.queries();
   RankResult r;
   r.canary_px = PathPxBits(scorer, f, canary);
   const double threshold = r.canary_px + kPxTieBits;
+  r.rank = 1;  // the canary, by identity; the others by Px below
   MEMAUDIT_RETURN_IF_ERROR(
-      EnumeratePx(scorer, f, max_states, [&](uint64_t, const std::vector<double>& px) {
-        for (double v : px) r.rank += v <= threshold;
+      EnumeratePx(scorer, f, max_states, [&](uint64_t first, const std::vector<double>& px) {
+        for (uint64_t i = 0; i < px.size(); ++i) {
+          r.rank += first + i != canary_index && px[i] <= threshold;
+        }
       }));
-  r.rank = std::max<uint64_t>(r.rank, 1);  // the canary counts itself
   r.exact = true;
   r.queries = scorer.queries() - start;
   return r;
@@ -165,25 +174,38 @@ absl::StatusOr<RankResult> BranchAndBoundRank(LmScorer& scorer, const TokenForma
                                               const std::vector<int64_t>& canary,
                                               uint64_t query_budget, size_t max_states) {
   MEMAUDIT_RETURN_IF_ERROR(CandidateIndex(f, canary).status());
+  max_states = std::max<size_t>(max_states, 1);
   const uint64_t start = scorer.queries();
   RankResult r;
   r.canary_px = PathPxBits(scorer, f, canary);
   const double threshold = r.canary_px + kPxTieBits;
   r.exact = true;
-  std::vector<Frontier> stack;
-  stack.push_back(Root(scorer, f));
+  r.rank = 1;  // the canary, by identity; the others by Px below
+  // The canary's own leaf is left out of the count: `on_path` is the row of
+  // each frontier that is a prefix of the canary (-1: none), so it is known
+  // without trusting the trie's Px of it.
+  struct Group {
+    Frontier fr;
+    int64_t on_path;
+  };
+  std::vector<Group> stack;
+  stack.push_back({Root(scorer, f), 0});
   while (!stack.empty()) {
-    Frontier fr = std::move(stack.back());
+    Group g = std::move(stack.back());
     stack.pop_back();
+    const Frontier& fr = g.fr;
     std::vector<double> px;
     std::vector<int64_t> rows, tokens;
     Children(f, fr, &px, &rows, &tokens);
+    auto is_canary_prefix = [&](size_t i) {
+      return rows[i] == g.on_path && tokens[i] == canary[fr.depth];
+    };
     std::vector<size_t> keep;
     for (size_t i = 0; i < px.size(); ++i) {
       if (px[i] <= threshold) keep.push_back(i);  // terms are >= 0: the rest are pruned
     }
     if (fr.depth + 1 == f.length()) {
-      r.rank += keep.size();
+      for (size_t i : keep) r.rank += !is_canary_prefix(i);
       continue;
     }
     if (keep.empty()) continue;
@@ -192,9 +214,15 @@ absl::StatusOr<RankResult> BranchAndBoundRank(LmScorer& scorer, const TokenForma
       break;
     }
     std::vector<Frontier> groups = ExpandGroups(scorer, fr, px, rows, tokens, keep, max_states, 0);
-    for (auto& g : groups) stack.push_back(std::move(g));
+    // Group j holds keep[j * max_states ...]: find the canary's prefix there.
+    for (size_t j = 0; j < groups.size(); ++j) {
+      int64_t on_path = -1;
+      for (size_t k = j * max_states; k < std::min(keep.size(), (j + 1) * max_states); ++k) {
+        if (is_canary_prefix(keep[k])) on_path = static_cast<int64_t>(k - j * max_states);
+      }
+      stack.push_back({std::move(groups[j]), on_path});
+    }
   }
-  if (r.exact) r.rank = std::max<uint64_t>(r.rank, 1);
   r.queries = scorer.queries() - start;
   return r;
 }

@@ -32,11 +32,21 @@ absl::StatusOr<uint64_t> CandidateIndex(const TokenFormat& format,
                                         const std::vector<int64_t>& tokens);
 
 // Px values within this many bits of the canary's count as ties (against the
-// canary): float32 models reproduce a Px only to ~1e-6 bits across batch shapes.
-inline constexpr double kPxTieBits = 1e-6;
+// canary). A float32 model reproduces a Px only to ~1e-5 bits across batch
+// shapes (the trie's batches against the canary's own path walk), so the band
+// is ten times that: a near-tie is counted whichever computation scored it.
+inline constexpr double kPxTieBits = 1e-4;
+
+// The rank among `px` (every candidate's Px, the canary's at `canary_index`)
+// of a canary whose Px is `canary_px`: the canary itself, counted once
+// whatever its entry in `px` says, plus every other candidate within
+// kPxTieBits of it or below. Counting the canary by identity, not by its Px,
+// is what keeps two computations of its Px from dropping it.
+uint64_t RankAmong(const std::vector<double>& px, uint64_t canary_index, double canary_px);
 
 struct RankResult {
-  uint64_t rank = 0;     // |{r : Px(r) <= Px(canary)}|, >= 1 when exact
+  // 1 (the canary) + |{r != canary : Px(r) <= Px(canary) + kPxTieBits}|
+  uint64_t rank = 0;
   bool exact = false;    // false: the budget ran out and rank is a lower bound
   uint64_t queries = 0;  // model steps spent
   double canary_px = 0;  // bits

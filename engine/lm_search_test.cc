@@ -1,5 +1,9 @@
 #include "engine/lm_search.h"
 
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
 #include "common/testing/status_matchers.h"
 #include "engine/lm_dataset.h"
 #include "engine/test_util.h"
@@ -91,6 +95,77 @@ TEST_F(LmSearchTest, BranchAndBoundRankEqualsEnumerationRank) {
   LmScorer poor(lm());
   auto cut = BranchAndBoundRank(poor, f, Tokens("907"), 5);
   EXPECT_FALSE(cut->exact);
+}
+
+// Every candidate of the 3-digit space taken as the canary, both exact ranks
+// against a brute force over the path walk's Px (a computation independent
+// of the trie): never below the count of the others under the tie band less
+// the two computations' disagreement, never above it plus that. `model`: the
+// trained LSTM, and an untrained one whose near-uniform digits make the
+// space full of near-ties.
+void ExpectEveryRankBracketed(CharLm& model, const TokenFormat& f,
+                              const std::function<std::vector<int64_t>(int)>& tokens) {
+  // The trie and the path walk agree to ~1e-5 bits (TrieEnumerationEqualsNaiveScoring).
+  constexpr double kDisagreement = 3e-5;
+  LmScorer walk(model);
+  std::vector<double> path(1000);
+  for (int i = 0; i < 1000; ++i) path[i] = PathPxBits(walk, f, tokens(i));
+  int near_ties = 0;
+  for (int c = 0; c < 1000; ++c) {
+    uint64_t surely = 1, maybe = 1;  // the canary itself, then the others
+    for (int r = 0; r < 1000; ++r) {
+      if (r == c) continue;
+      surely += path[r] <= path[c] + kPxTieBits - kDisagreement;
+      maybe += path[r] <= path[c] + kPxTieBits + kDisagreement;
+      near_ties += r < c && std::abs(path[r] - path[c]) <= kPxTieBits;
+    }
+    LmScorer a(model);
+    auto bnb =
+        BranchAndBoundRank(a, f, tokens(c), 1 << 20, /*max_states=*/c % 3 == 0 ? 7 : 1 << 15);
+    MEMAUDIT_ASSERT_OK(bnb);
+    ASSERT_TRUE(bnb->exact);
+    ASSERT_GE(bnb->rank, surely) << "candidate " << c;
+    ASSERT_LE(bnb->rank, maybe) << "candidate " << c;
+    if (c % 10 == 0) {  // enumeration costs the whole trie each time
+      LmScorer b(model);
+      auto en = EnumerationRank(b, f, tokens(c));
+      MEMAUDIT_ASSERT_OK(en);
+      ASSERT_GE(en->rank, surely) << "candidate " << c;
+      ASSERT_LE(en->rank, maybe) << "candidate " << c;
+    }
+  }
+  ::testing::Test::RecordProperty("near_ties", near_ties);
+}
+
+TEST_F(LmSearchTest, EveryRankOfASpaceMatchesABruteForce) {
+  auto tokens = [&](int i) {
+    char buf[4];
+    std::snprintf(buf, sizeof(buf), "%03d", i);
+    return Tokens(buf);
+  };
+  ExpectEveryRankBracketed(lm(), Format(), tokens);
+  // Untrained: every digit about equally likely, Px values bunched together.
+  ModelSpec spec;
+  spec.kind = ModelKind::kLstmLm;
+  spec.vocab = vocab_->size();
+  spec.embedding = 16;
+  spec.units = 64;
+  auto fresh = BuildModel(spec, 5);
+  MEMAUDIT_ASSERT_OK(fresh);
+  (*fresh)->eval();
+  ExpectEveryRankBracketed(static_cast<CharLm&>(**fresh), Format(), tokens);
+}
+
+// The canary counts once by identity, whatever Px its own entry holds.
+TEST(RankAmongTest, CountsTheCanaryOnceAndTiesAgainstIt) {
+  const std::vector<double> px = {5.0, 3.0, 7.0, 3.0 + kPxTieBits, 3.0 + 2 * kPxTieBits};
+  EXPECT_EQ(RankAmong(px, 1, 3.0), 2u) << "itself, and index 3 at the band's edge";
+  // Its entry computed a little higher than its own Px: still counted.
+  std::vector<double> drifted = px;
+  drifted[1] = 3.0 + 5 * kPxTieBits;
+  EXPECT_EQ(RankAmong(drifted, 1, 3.0), 2u);
+  EXPECT_EQ(RankAmong(px, 2, 7.0), 5u) << "the highest Px ranks last";
+  EXPECT_EQ(RankAmong({}, 0, 1.0), 1u);
 }
 
 TEST_F(LmSearchTest, ExtractionFindsTheLowestPxCandidate) {
