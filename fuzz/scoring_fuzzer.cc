@@ -41,8 +41,9 @@ v1::AuditSpec Spec() {
   m->set_population_size(kPopulation);
   m->mutable_training()->set_learning_rate(0.1);
   m->mutable_training()->set_epochs(1);
-  for (const char* attack : {"lira_online", "lira_offline", "lira_online_fixed_variance",
-                             "lira_offline_fixed_variance", "rmia", "loss"}) {
+  for (const char* attack :
+       {"lira_online", "lira_offline", "lira_online_fixed_variance", "lira_offline_fixed_variance",
+        "lira_offline_two_sided", "rmia", "loss"}) {
     m->add_attacks(attack);
   }
   m->add_fpr_points(0.001);

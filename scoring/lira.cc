@@ -53,11 +53,13 @@ double PooledSigma(double count, double sum, double sq) {
 
 // σ_in / σ_out are already floored; `in` is ignored offline.
 double Score(double x, const SetStats& in, const SetStats& out, double sd_in, double sd_out,
-             bool online, size_t* skipped) {
+             const LiraOptions& options, size_t* skipped) {
+  const bool online = options.online;
   if (out.n == 0 || (online && in.n == 0)) {
     ++*skipped;
     return 0.0;
   }
+  if (!online && options.two_sided) return -LogNormalPdf(x, out.centre, sd_out);
   if (!online) return LogNormalCdf((x - out.centre) / sd_out);
   return LogNormalPdf(x, in.centre, sd_in) - LogNormalPdf(x, out.centre, sd_out);
 }
@@ -249,8 +251,8 @@ absl::StatusOr<std::vector<double>> LiraScores(const Matrix& phi, const KeepMatr
   for (size_t j = 0; j < m; ++j) {
     const double sd_in = options.fixed_variance ? pooled_in : Floored(in_stats[j].sd);
     const double sd_out = options.fixed_variance ? pooled_out : Floored(out_stats[j].sd);
-    scores[j] = Score(phi.at(target, j), in_stats[j], out_stats[j], sd_in, sd_out, options.online,
-                      &skipped);
+    scores[j] =
+        Score(phi.at(target, j), in_stats[j], out_stats[j], sd_in, sd_out, options, &skipped);
   }
   if (diagnostics != nullptr) {
     diagnostics->skipped = skipped;
@@ -307,7 +309,7 @@ absl::StatusOr<std::vector<double>> LiraScoresAllTargets(const Matrix& phi, cons
           auto [si, so] = stats_for(t, k, in, out);
           const double sd_in = options.fixed_variance ? sigma_in[t] : Floored(si.sd);
           const double sd_out = options.fixed_variance ? sigma_out[t] : Floored(so.sd);
-          block[b * n + t] = Score(x[t], si, so, sd_in, sd_out, options.online, &skipped);
+          block[b * n + t] = Score(x[t], si, so, sd_in, sd_out, options, &skipped);
         }
       },
       [&](size_t j0, size_t width) {

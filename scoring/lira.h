@@ -18,6 +18,11 @@ struct LiraOptions {
   // Online: log N(φ; μ_in, σ_in) − log N(φ; μ_out, σ_out).
   // Offline: log Φ((φ − μ_out) / σ_out), one-sided against OUT.
   bool online = true;
+  // Offline only: score −log N(φ; μ_out, σ_out) instead, the density test of
+  // the LiRA reference code (`-scipy.stats.norm.logpdf(φ, μ_out, σ_out)`):
+  // φ far from OUT on either side scores as a member. For comparison with
+  // published numbers; the one-sided test is the paper's.
+  bool two_sided = false;
   // Replace per-example σ by one σ_in and one σ_out per target, each the
   // population std of the residuals (value − that example's centre) pooled
   // over all examples. (The reference code instead pools raw values and

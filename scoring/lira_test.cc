@@ -77,6 +77,31 @@ TEST(LiraTest, OfflineIsLogNormalCdfAgainstOut) {
   EXPECT_NEAR((*far)[0], -804.6084420137538, 1e-9);
 }
 
+// The reference code's offline test: −log N(φ; μ_out, σ_out). OUT = {0, −2}:
+// median −1, std 1, so the score is (φ + 1)² / 2 + log √(2π), the same on
+// both sides of OUT's centre (where the one-sided test is not).
+TEST(LiraTest, OfflineTwoSidedIsTheNegatedOutDensity) {
+  LiraOptions two;
+  two.online = false;
+  two.two_sided = true;
+  for (double x : {-3.0, -1.0, 0.5, 2.0}) {
+    auto s = LiraScores(OneColumn(x), OneColumnKeep(), 0, two);
+    MEMAUDIT_ASSERT_OK(s);
+    EXPECT_NEAR((*s)[0], -LogGauss(x, -1.0, 1.0), 1e-12) << x;
+    EXPECT_NEAR((*s)[0], 0.5 * (x + 1) * (x + 1) + 0.5 * std::log(2 * M_PI), 1e-12) << x;
+  }
+  auto below = LiraScores(OneColumn(-3.0), OneColumnKeep(), 0, two);
+  auto above = LiraScores(OneColumn(1.0), OneColumnKeep(), 0, two);
+  EXPECT_DOUBLE_EQ((*below)[0], (*above)[0]) << "symmetric about μ_out = −1";
+  // All targets at once equals the direct per-target computation.
+  auto all = LiraScoresAllTargets(OneColumn(0.5), OneColumnKeep(), two);
+  MEMAUDIT_ASSERT_OK(all);
+  for (size_t t = 0; t < 5; ++t) {
+    auto direct = LiraScores(OneColumn(0.5), OneColumnKeep(), t, two);
+    EXPECT_NEAR((*all)[t], (*direct)[0], 1e-12) << t;
+  }
+}
+
 TEST(LiraTest, FixedVariancePoolsResidualsHandComputed) {
   // Target 0. IN residuals about medians: ex0 {1,3}→±1, ex1 {10,14}→±2, so
   // σ_in = √(10/4). OUT: ex0 {0,−2}→±1, ex1 {5,5}→0,0, so σ_out = √(2/4).
@@ -151,8 +176,13 @@ TEST(LiraTest, PropertyAllTargetsEqualsPerTargetDirect) {
     for (size_t r = 0; r < n; ++r) keep.at(r, 4) = r == 2;  // IN = one model
     for (Center c : {Center::kMedian, Center::kMean}) {
       for (bool fixed : {false, true}) {
-        for (bool online : {true, false}) {
-          LiraOptions o{online, fixed, c};
+        for (int variant : {0, 1, 2}) {  // online, offline, offline two-sided
+          const bool online = variant == 0;
+          LiraOptions o;
+          o.online = online;
+          o.two_sided = variant == 2;
+          o.fixed_variance = fixed;
+          o.center = c;
           LiraDiagnostics fast_diag;
           auto all = LiraScoresAllTargets(phi, keep, o, &fast_diag);
           MEMAUDIT_ASSERT_OK(all);

@@ -114,7 +114,7 @@ class Membership final : public KindHandler {
     if (t->optimizer().empty()) t->set_optimizer("sgd");
     if (t->batch_size() == 0) t->set_batch_size(64);
     if (m->attacks().empty()) {
-      for (const std::string& a : KnownMembershipAttacks()) m->add_attacks(a);
+      for (const std::string& a : DefaultMembershipAttacks()) m->add_attacks(a);
     }
     if (m->fpr_points().empty()) {
       m->add_fpr_points(0.01);
@@ -161,10 +161,19 @@ class Membership final : public KindHandler {
 
 }  // namespace
 
-const std::vector<std::string>& KnownMembershipAttacks() {
+const std::vector<std::string>& DefaultMembershipAttacks() {
   static const auto* attacks = new std::vector<std::string>{
       "lira_online", "lira_offline", "lira_online_fixed_variance", "lira_offline_fixed_variance",
       "rmia",        "loss"};
+  return *attacks;
+}
+
+const std::vector<std::string>& KnownMembershipAttacks() {
+  static const auto* attacks = [] {
+    auto* all = new std::vector<std::string>(DefaultMembershipAttacks());
+    all->push_back("lira_offline_two_sided");  // the LiRA reference code's offline test
+    return all;
+  }();
   return *attacks;
 }
 

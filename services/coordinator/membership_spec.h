@@ -10,7 +10,10 @@
 
 namespace memaudit::coordinator {
 
-// The attacks a membership spec may name, in the order the defaults list them.
+// The attacks a spec that names none gets, in order.
+const std::vector<std::string>& DefaultMembershipAttacks();
+// The attacks a membership spec may name: the defaults, then the reference
+// code's variants (named to compare with published numbers).
 const std::vector<std::string>& KnownMembershipAttacks();
 
 const KindHandler& MembershipHandler();

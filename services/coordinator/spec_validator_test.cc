@@ -97,6 +97,20 @@ TEST(SpecValidatorTest, PriorityIsBounded) {
               HasSubstr("resources.priority: must be in [-100, 100] (got -101)"));
 }
 
+// The reference code's variant is accepted when named, never added by default.
+TEST(SpecValidatorTest, ReferenceAttackVariantsAreNamedNotDefault) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  EXPECT_EQ(spec.membership().attacks_size(), 6);
+  for (const std::string& a : spec.membership().attacks()) {
+    EXPECT_NE(a, "lira_offline_two_sided");
+  }
+  spec.mutable_membership()->add_attacks("lira_offline_two_sided");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  spec.mutable_membership()->add_attacks("lira_offline_three_sided");
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("membership.attacks[7]: unknown attack \"lira_offline_three_sided\""));
+}
+
 TEST(SpecValidatorTest, ModelsPerTaskIsBounded) {
   v1::AuditSpec spec = SmallMembershipSpec();
   spec.mutable_resources()->set_models_per_task(64);

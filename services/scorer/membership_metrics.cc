@@ -87,6 +87,7 @@ absl::StatusOr<std::vector<double>> AttackScores(const std::string& attack,
   scoring::LiraOptions options;
   options.online = attack.rfind("lira_online", 0) == 0;
   options.fixed_variance = attack.find("fixed_variance") != std::string::npos;
+  options.two_sided = attack == "lira_offline_two_sided";
   return scoring::LiraScoresAllTargets(phi, keep, options);
 }
 

@@ -117,6 +117,30 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   EXPECT_GT(results->most_vulnerable(0).detected(), 0u);
 }
 
+// The reference code's offline test, named: scored next to the paper's, and
+// different from it (φ below OUT's centre also reads as a member).
+TEST_F(ScorerTest, TheReferenceOfflineVariantIsScoredWhenNamed) {
+  v1::AuditSpec spec = Spec();
+  spec.mutable_membership()->clear_attacks();
+  spec.mutable_membership()->add_attacks("lira_offline");
+  spec.mutable_membership()->add_attacks("lira_offline_two_sided");
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("b", spec));
+  for (uint32_t r = 0; r < kModels; ++r) {
+    for (const char* signal : {"phi", "loss"}) {
+      v1::Observation o = Observe(r, signal);
+      o.set_audit_id("b");
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
+    }
+  }
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("b"));
+  auto results = scorer_->GetResults("b");
+  ASSERT_TRUE(results->complete());
+  ASSERT_EQ(results->attacks_size(), 2);
+  EXPECT_EQ(results->attacks(1).attack(), "lira_offline_two_sided");
+  EXPECT_GT(results->attacks(1).auc(), 0.5);
+  EXPECT_NE(results->attacks(1).auc(), results->attacks(0).auc());
+}
+
 // Forged values past what any model gives would overflow the scoring
 // (exp(-loss) of a loss of -1000 is inf): refused at Ingest, naming the value.
 TEST_F(ScorerTest, SignalsOutsideTheirRangeAreRefused) {
