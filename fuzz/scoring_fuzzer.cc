@@ -43,7 +43,7 @@ v1::AuditSpec Spec() {
   m->mutable_training()->set_epochs(1);
   for (const char* attack :
        {"lira_online", "lira_offline", "lira_online_fixed_variance", "lira_offline_fixed_variance",
-        "lira_offline_two_sided", "rmia", "loss"}) {
+        "lira_offline_two_sided", "lira_fixed_variance_reference", "rmia", "loss"}) {
     m->add_attacks(attack);
   }
   m->add_fpr_points(0.001);

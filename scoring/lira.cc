@@ -176,6 +176,39 @@ struct Pool {
   double Sigma(size_t t) const { return PooledSigma(count[t], sum[t], sq[t]); }
 };
 
+// Per target t, the population std of every IN value of the models other
+// than t (reference_variance): each model's IN count, sum and square sum
+// about the mean of all IN values, summed over every model but t.
+std::vector<double> ReferenceSigmas(const Matrix& phi, const KeepMatrix& keep) {
+  const size_t n = phi.rows, m = phi.cols;
+  double shift = 0.0, all = 0.0;
+  for (size_t r = 0; r < n; ++r) {
+    for (size_t j = 0; j < m; ++j) {
+      if (keep.at(r, j)) {
+        shift += phi.at(r, j);
+        all += 1.0;
+      }
+    }
+  }
+  if (all > 0) shift /= all;
+  std::vector<double> count(n, 0.0), sum(n, 0.0), sq(n, 0.0);
+  for (size_t r = 0; r < n; ++r) {
+    for (size_t j = 0; j < m; ++j) {
+      if (!keep.at(r, j)) continue;
+      const double y = phi.at(r, j) - shift;
+      count[r] += 1.0;
+      sum[r] += y;
+      sq[r] += y * y;
+    }
+  }
+  const double c = std::accumulate(count.begin(), count.end(), 0.0);
+  const double s = std::accumulate(sum.begin(), sum.end(), 0.0);
+  const double q = std::accumulate(sq.begin(), sq.end(), 0.0);
+  std::vector<double> sigma(n);
+  for (size_t t = 0; t < n; ++t) sigma[t] = PooledSigma(c - count[t], s - sum[t], q - sq[t]);
+  return sigma;
+}
+
 // Columns are processed in blocks gathered into a column-major scratch
 // buffer: phi is row-major (model-major), so reading one example's N values
 // directly would touch N cache lines per example.
@@ -242,15 +275,24 @@ absl::StatusOr<std::vector<double>> LiraScores(const Matrix& phi, const KeepMatr
     }
   }
   double pooled_in = 0.0, pooled_out = 0.0;
-  if (options.fixed_variance) {
+  if (options.reference_variance) {
+    std::vector<double> raw_in;  // every IN value of the references
+    for (size_t j = 0; j < m; ++j) {
+      for (size_t r = 0; r < n; ++r) {
+        if (r != target && keep.at(r, j)) raw_in.push_back(phi.at(r, j));
+      }
+    }
+    pooled_in = pooled_out = DirectPooledSigma(raw_in);
+  } else if (options.fixed_variance) {
     pooled_in = DirectPooledSigma(in_res);
     pooled_out = DirectPooledSigma(out_res);
   }
+  const bool one_sigma = options.fixed_variance || options.reference_variance;
   size_t skipped = 0;
   std::vector<double> scores(m);
   for (size_t j = 0; j < m; ++j) {
-    const double sd_in = options.fixed_variance ? pooled_in : Floored(in_stats[j].sd);
-    const double sd_out = options.fixed_variance ? pooled_out : Floored(out_stats[j].sd);
+    const double sd_in = one_sigma ? pooled_in : Floored(in_stats[j].sd);
+    const double sd_out = one_sigma ? pooled_out : Floored(out_stats[j].sd);
     scores[j] =
         Score(phi.at(target, j), in_stats[j], out_stats[j], sd_in, sd_out, options, &skipped);
   }
@@ -258,7 +300,7 @@ absl::StatusOr<std::vector<double>> LiraScores(const Matrix& phi, const KeepMatr
     diagnostics->skipped = skipped;
     diagnostics->pooled_sigma_in.clear();
     diagnostics->pooled_sigma_out.clear();
-    if (options.fixed_variance) {
+    if (one_sigma) {
       diagnostics->pooled_sigma_in.push_back(pooled_in);
       diagnostics->pooled_sigma_out.push_back(pooled_out);
     }
@@ -298,6 +340,8 @@ absl::StatusOr<std::vector<double>> LiraScoresAllTargets(const Matrix& phi, cons
     sigma_in[t] = pool_in.Sigma(t);
     sigma_out[t] = pool_out.Sigma(t);
   }
+  if (options.reference_variance) sigma_in = sigma_out = ReferenceSigmas(phi, keep);
+  const bool one_sigma = options.fixed_variance || options.reference_variance;
 
   std::vector<double> scores(n * m);
   std::vector<double> block(kBlock * n);
@@ -307,8 +351,8 @@ absl::StatusOr<std::vector<double>> LiraScoresAllTargets(const Matrix& phi, cons
       [&](size_t b, const double* x, const uint8_t* k, const LooSet& in, const LooSet& out) {
         for (size_t t = 0; t < n; ++t) {
           auto [si, so] = stats_for(t, k, in, out);
-          const double sd_in = options.fixed_variance ? sigma_in[t] : Floored(si.sd);
-          const double sd_out = options.fixed_variance ? sigma_out[t] : Floored(so.sd);
+          const double sd_in = one_sigma ? sigma_in[t] : Floored(si.sd);
+          const double sd_out = one_sigma ? sigma_out[t] : Floored(so.sd);
           block[b * n + t] = Score(x[t], si, so, sd_in, sd_out, options, &skipped);
         }
       },
@@ -322,7 +366,7 @@ absl::StatusOr<std::vector<double>> LiraScoresAllTargets(const Matrix& phi, cons
     diagnostics->skipped = skipped;
     diagnostics->pooled_sigma_in.clear();
     diagnostics->pooled_sigma_out.clear();
-    if (options.fixed_variance) {
+    if (one_sigma) {
       diagnostics->pooled_sigma_in = sigma_in;
       diagnostics->pooled_sigma_out = sigma_out;
     }

@@ -28,6 +28,11 @@ struct LiraOptions {
   // over all examples. (The reference code instead pools raw values and
   // reuses the IN std for OUT; see docs/scoring.md.)
   bool fixed_variance = false;
+  // Instead of fixed_variance: one σ per target for IN and OUT alike, the
+  // population std of its references' raw IN values pooled over every
+  // example — the LiRA reference code's fix_variance (`np.std(dat_in)` for
+  // both sets), for comparison with published numbers.
+  bool reference_variance = false;
   enum class Center { kMedian, kMean };
   // kMedian matches the reference code; σ is always the population std
   // (ddof 0) about the mean, as np.std.

@@ -102,6 +102,42 @@ TEST(LiraTest, OfflineTwoSidedIsTheNegatedOutDensity) {
   }
 }
 
+// The reference code's fix_variance: one σ, the std of every raw IN value
+// of the references (not residuals), for IN and OUT alike.
+TEST(LiraTest, ReferenceVarianceIsTheStdOfRawInValuesHandComputed) {
+  // 5 models × 2 examples; target 0. IN of the references (models 1-4):
+  // example 0 {1, 3}, example 1 {5, 7}: raw values {1, 3, 5, 7}, mean 4,
+  // population std √5 (residual pooling would give 1).
+  Matrix phi(5, 2,
+             {2.0, 6.0,  //
+              1.0, 5.0,  //
+              3.0, 7.0,  //
+              0.0, 4.0,  //
+              -2.0, 2.0});
+  KeepMatrix keep(5, 2,
+                  {1, 1,  //
+                   1, 1,  //
+                   1, 1,  //
+                   0, 0,  //
+                   0, 0});
+  LiraOptions ref;
+  ref.reference_variance = true;
+  LiraDiagnostics diag;
+  auto s = LiraScores(phi, keep, 0, ref, &diag);
+  MEMAUDIT_ASSERT_OK(s);
+  const double sigma = std::sqrt(5.0);
+  ASSERT_EQ(diag.pooled_sigma_in.size(), 1u);
+  EXPECT_NEAR(diag.pooled_sigma_in[0], sigma, 1e-12);
+  EXPECT_NEAR(diag.pooled_sigma_out[0], sigma, 1e-12);
+  // Example 0: IN median 2, OUT {0, −2} median −1; example 1: IN 6, OUT 3.
+  EXPECT_NEAR((*s)[0], LogGauss(2.0, 2.0, sigma) - LogGauss(2.0, -1.0, sigma), 1e-12);
+  EXPECT_NEAR((*s)[1], LogGauss(6.0, 6.0, sigma) - LogGauss(6.0, 3.0, sigma), 1e-12);
+  auto all = LiraScoresAllTargets(phi, keep, ref);
+  MEMAUDIT_ASSERT_OK(all);
+  EXPECT_NEAR((*all)[0], (*s)[0], 1e-12);
+  EXPECT_NEAR((*all)[1], (*s)[1], 1e-12);
+}
+
 TEST(LiraTest, FixedVariancePoolsResidualsHandComputed) {
   // Target 0. IN residuals about medians: ex0 {1,3}→±1, ex1 {10,14}→±2, so
   // σ_in = √(10/4). OUT: ex0 {0,−2}→±1, ex1 {5,5}→0,0, so σ_out = √(2/4).
@@ -176,11 +212,13 @@ TEST(LiraTest, PropertyAllTargetsEqualsPerTargetDirect) {
     for (size_t r = 0; r < n; ++r) keep.at(r, 4) = r == 2;  // IN = one model
     for (Center c : {Center::kMedian, Center::kMean}) {
       for (bool fixed : {false, true}) {
-        for (int variant : {0, 1, 2}) {  // online, offline, offline two-sided
-          const bool online = variant == 0;
+        // online, offline, offline two-sided, online with the reference σ
+        for (int variant : {0, 1, 2, 3}) {
+          const bool online = variant == 0 || variant == 3;
           LiraOptions o;
           o.online = online;
           o.two_sided = variant == 2;
+          o.reference_variance = variant == 3;
           o.fixed_variance = fixed;
           o.center = c;
           LiraDiagnostics fast_diag;

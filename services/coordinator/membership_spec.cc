@@ -171,7 +171,9 @@ const std::vector<std::string>& DefaultMembershipAttacks() {
 const std::vector<std::string>& KnownMembershipAttacks() {
   static const auto* attacks = [] {
     auto* all = new std::vector<std::string>(DefaultMembershipAttacks());
-    all->push_back("lira_offline_two_sided");  // the LiRA reference code's offline test
+    // The LiRA reference code's offline test and its fixed variance.
+    all->push_back("lira_offline_two_sided");
+    all->push_back("lira_fixed_variance_reference");
     return all;
   }();
   return *attacks;

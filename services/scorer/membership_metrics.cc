@@ -85,8 +85,11 @@ absl::StatusOr<std::vector<double>> AttackScores(const std::string& attack,
   if (attack == "loss") return scoring::LossScores(loss.data);
   if (attack == "rmia") return RmiaTargets(loss, population_loss, first_row, target_rows);
   scoring::LiraOptions options;
-  options.online = attack.rfind("lira_online", 0) == 0;
-  options.fixed_variance = attack.find("fixed_variance") != std::string::npos;
+  // The reference code's variants (docs/scoring.md) are named in full.
+  options.reference_variance = attack == "lira_fixed_variance_reference";
+  options.online = attack.rfind("lira_online", 0) == 0 || options.reference_variance;
+  options.fixed_variance =
+      !options.reference_variance && attack.find("fixed_variance") != std::string::npos;
   options.two_sided = attack == "lira_offline_two_sided";
   return scoring::LiraScoresAllTargets(phi, keep, options);
 }

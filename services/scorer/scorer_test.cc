@@ -117,13 +117,16 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   EXPECT_GT(results->most_vulnerable(0).detected(), 0u);
 }
 
-// The reference code's offline test, named: scored next to the paper's, and
-// different from it (φ below OUT's centre also reads as a member).
-TEST_F(ScorerTest, TheReferenceOfflineVariantIsScoredWhenNamed) {
+// The reference code's variants, named: scored next to the paper's, and
+// different from them (two-sided: φ below OUT's centre also reads as a
+// member; reference variance: one σ of raw IN values).
+TEST_F(ScorerTest, TheReferenceCodesVariantsAreScoredWhenNamed) {
   v1::AuditSpec spec = Spec();
   spec.mutable_membership()->clear_attacks();
   spec.mutable_membership()->add_attacks("lira_offline");
   spec.mutable_membership()->add_attacks("lira_offline_two_sided");
+  spec.mutable_membership()->add_attacks("lira_online_fixed_variance");
+  spec.mutable_membership()->add_attacks("lira_fixed_variance_reference");
   MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("b", spec));
   for (uint32_t r = 0; r < kModels; ++r) {
     for (const char* signal : {"phi", "loss"}) {
@@ -135,10 +138,13 @@ TEST_F(ScorerTest, TheReferenceOfflineVariantIsScoredWhenNamed) {
   MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("b"));
   auto results = scorer_->GetResults("b");
   ASSERT_TRUE(results->complete());
-  ASSERT_EQ(results->attacks_size(), 2);
+  ASSERT_EQ(results->attacks_size(), 4);
   EXPECT_EQ(results->attacks(1).attack(), "lira_offline_two_sided");
   EXPECT_GT(results->attacks(1).auc(), 0.5);
   EXPECT_NE(results->attacks(1).auc(), results->attacks(0).auc());
+  EXPECT_EQ(results->attacks(3).attack(), "lira_fixed_variance_reference");
+  EXPECT_GT(results->attacks(3).auc(), 0.8) << "online: calibrated per example";
+  EXPECT_NE(results->attacks(3).auc(), results->attacks(2).auc());
 }
 
 // Forged values past what any model gives would overflow the scoring
