@@ -21,12 +21,18 @@ std::string CurveTable(const std::string& title, double fpr,
       absl::StrFormat("%-12s %-22s %-22s %-22s %-10s %-8s", "steps_since", "MI accuracy [95%]",
                       "AUC [95%]", tpr + " [95%]", "precision", "epsilon");
   std::string out = absl::StrCat(title, "\n", header, "\n", std::string(header.size(), '-'), "\n");
+  std::string degenerate;
   for (const v1::ForgettingCurvePoint& p : curve) {
+    // A degenerate point is marked, and why is said once under the table.
+    const std::string steps =
+        absl::StrCat(p.steps_since_injection(), p.degenerate().empty() ? "" : " *");
+    if (!p.degenerate().empty()) degenerate = p.degenerate();
     absl::StrAppend(
-        &out, absl::StrFormat("%-12d %-22s %-22s %-22s %-10.3f %-8.3f\n", p.steps_since_injection(),
+        &out, absl::StrFormat("%-12s %-22s %-22s %-22s %-10.3f %-8.3f\n", steps,
                               WithInterval(p.accuracy()), WithInterval(p.auc()),
                               WithInterval(p.tpr()), p.precision().mean(), p.epsilon().mean()));
   }
+  if (!degenerate.empty()) absl::StrAppend(&out, "* ", degenerate, "\n");
   return out;
 }
 
@@ -37,15 +43,20 @@ std::string HtmlCurveTable(
       "<th>95%% interval</th><th>AUC</th><th>TPR at FPR %g</th><th>precision</th>"
       "<th>&epsilon;</th></tr>",
       fpr);
+  std::string degenerate;
   for (const v1::ForgettingCurvePoint& p : curve) {
+    if (!p.degenerate().empty()) degenerate = p.degenerate();
     absl::StrAppend(
-        &html, absl::StrFormat("<tr><td>%d</td><td>%.4f</td><td>[%.4f, %.4f]</td><td>%.4f</td>"
-                               "<td>%.4f</td><td>%.4f</td><td>%.3f</td></tr>",
-                               p.steps_since_injection(), p.accuracy().mean(), p.accuracy().low(),
-                               p.accuracy().high(), p.auc().mean(), p.tpr().mean(),
-                               p.precision().mean(), p.epsilon().mean()));
+        &html,
+        absl::StrFormat("<tr><td>%d%s</td><td>%.4f</td><td>[%.4f, %.4f]</td><td>%.4f</td>"
+                        "<td>%.4f</td><td>%.4f</td><td>%.3f</td></tr>",
+                        p.steps_since_injection(), p.degenerate().empty() ? "" : " *",
+                        p.accuracy().mean(), p.accuracy().low(), p.accuracy().high(),
+                        p.auc().mean(), p.tpr().mean(), p.precision().mean(), p.epsilon().mean()));
   }
   absl::StrAppend(&html, "</table>");
+  if (!degenerate.empty())
+    absl::StrAppend(&html, "<p class=\"note\">* ", HtmlEscape(degenerate), "</p>");
   return html;
 }
 

@@ -71,6 +71,9 @@ absl::StatusOr<std::vector<ForgettingCurvePoint>> ForgettingCurve(
       eps.push_back(m->epsilon_clamped);
       out.epsilon_clamped_trials += m->epsilon_fpr_zero ? 1 : 0;
       out.precision_undefined_trials += m->precision_defined ? 0 : 1;
+      const std::vector<double>& base = p.trials[t].baseline;
+      out.tied_baseline_trials +=
+          std::all_of(base.begin(), base.end(), [&](double v) { return v == base.front(); });
     }
     struct {
       const std::vector<double>* values;

@@ -53,6 +53,11 @@ struct ForgettingCurvePoint {
   MeanSummary epsilon;  // of epsilon_clamped, so one FPR = 0 trial stays finite
   size_t epsilon_clamped_trials = 0;
   size_t precision_undefined_trials = 0;
+  // Trials whose non-members (baseline arm) all share one score: the attack
+  // cannot rank them, so their accuracy, AUC and FPR measure ties. Every
+  // trial at k = 0 of a checkpoint-calibrated attack, where the baseline arm
+  // is the checkpoint and every calibrated score is exactly 0.
+  size_t tied_baseline_trials = 0;
 };
 
 absl::StatusOr<TrialMetrics> ForgettingTrialMetrics(const TrialScores& trial,

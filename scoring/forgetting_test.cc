@@ -59,6 +59,18 @@ TEST(ForgettingTest, CurveIsSortedAndAveragedAcrossTrials) {
   EXPECT_DOUBLE_EQ(late.tpr.mean, 0.0);
 }
 
+// k = 0 of a checkpoint-calibrated attack: every non-member's score is 0,
+// so the point is counted as tied in every trial; a spread baseline is not.
+TEST(ForgettingTest, TiedBaselinesAreCountedPerTrial) {
+  TrialScores tied = {{0.3, -0.1, 0.2}, {0.0, 0.0, 0.0}};
+  TrialScores spread = {{0.3, -0.1, 0.2}, {0.0, 0.1, 0.0}};
+  auto curve =
+      ForgettingCurve(std::vector<ForgettingEvalPoint>{{0, {tied, tied}}, {10, {tied, spread}}});
+  MEMAUDIT_ASSERT_OK(curve);
+  EXPECT_EQ((*curve)[0].tied_baseline_trials, 2u);
+  EXPECT_EQ((*curve)[1].tied_baseline_trials, 1u);
+}
+
 TEST(ForgettingTest, RejectsBadInput) {
   EXPECT_FALSE(ForgettingCurve({}).ok());
   std::vector<ForgettingEvalPoint> dup = {{5, {HandTrial()}}, {5, {HandTrial()}}};

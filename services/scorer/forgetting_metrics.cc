@@ -129,6 +129,11 @@ void AddCurve(const std::vector<scoring::ForgettingCurvePoint>& curve,
     *p->mutable_epsilon() = ToProto(c.epsilon);
     p->set_epsilon_clamped_trials(static_cast<uint32_t>(c.epsilon_clamped_trials));
     p->set_precision_undefined_trials(static_cast<uint32_t>(c.precision_undefined_trials));
+    if (!c.trials.empty() && c.tied_baseline_trials == c.trials.size()) {
+      p->set_degenerate(
+          "every non-member scores the same in every trial (at k = 0 the baseline arm is the "
+          "calibration checkpoint): accuracy, AUC and FPR count ties here, not forgetting");
+    }
   }
 }
 

@@ -71,6 +71,25 @@ TEST(ForgettingMetricsTest, CurveSeparatesThenForgets) {
   EXPECT_NEAR(f.curve(1).auc().mean(), 0.5, 1e-12);
 }
 
+// At k = 0 the baseline arm is the checkpoint: every calibrated non-member
+// score is 0, and the point says it measures ties; later points do not.
+TEST(ForgettingMetricsTest, APointWhoseNonMembersAllTieIsMarked) {
+  ForgettingSignals s = HandBuilt();
+  for (uint32_t t = 0; t < 2; ++t) {
+    s[{"0", forgetting::kPhiBaseline}][t] =
+        s[{forgetting::kCheckpointPoint, forgetting::kPhiCheckpoint}][t];
+  }
+  auto results = ScoreForgetting(Spec(), s);
+  MEMAUDIT_ASSERT_OK(results);
+  const v1::ForgettingResults& f = results->forgetting();
+  EXPECT_THAT(f.curve(0).degenerate(), HasSubstr("count ties here, not forgetting"));
+  EXPECT_EQ(f.curve(1).degenerate(), "");
+  // The hand-built point 0 (a baseline that moved) is a regular point.
+  auto regular = ScoreForgetting(Spec(), HandBuilt());
+  MEMAUDIT_ASSERT_OK(regular);
+  EXPECT_EQ(regular->forgetting().curve(0).degenerate(), "");
+}
+
 TEST(ForgettingMetricsTest, AttackChoiceMatters) {
   v1::AuditSpec spec = Spec();
   spec.mutable_forgetting()->set_attack("calibrated_loss");

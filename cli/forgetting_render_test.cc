@@ -1,0 +1,48 @@
+#include "cli/forgetting_render.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memaudit::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Two curve points, the first marked degenerate by the scorer.
+v1::AuditResults WithADegeneratePoint() {
+  v1::AuditResults r;
+  r.set_audit_id("a-1");
+  r.set_kind("forgetting");
+  r.set_complete(true);
+  v1::ForgettingResults* f = r.mutable_forgetting();
+  f->set_strategy("inject");
+  f->set_attack("checkpoint_calibrated");
+  f->set_fpr_target(0.1);
+  f->set_trials(2);
+  for (uint64_t steps : {0, 100}) {
+    v1::ForgettingCurvePoint* p = f->add_curve();
+    p->set_steps_since_injection(steps);
+    p->mutable_accuracy()->set_mean(steps == 0 ? 0.748 : 0.6);
+  }
+  f->mutable_curve(0)->set_degenerate("every non-member scores the same");
+  return r;
+}
+
+TEST(ForgettingRenderTest, ADegeneratePointIsMarkedWithItsReason) {
+  const v1::AuditResults r = WithADegeneratePoint();
+  const std::string table = ForgettingTable(r);
+  EXPECT_THAT(table, HasSubstr("0 *"));
+  EXPECT_THAT(table, HasSubstr("* every non-member scores the same"));
+  EXPECT_THAT(table, Not(HasSubstr("100 *")));
+  const std::string html = ForgettingHtmlSection(r);
+  EXPECT_THAT(html, HasSubstr("<td>0 *</td>"));
+  EXPECT_THAT(html, HasSubstr("* every non-member scores the same</p>"));
+  // Without a degenerate point, no mark and no note.
+  v1::AuditResults plain = r;
+  plain.mutable_forgetting()->mutable_curve(0)->clear_degenerate();
+  EXPECT_THAT(ForgettingTable(plain), Not(HasSubstr("*")));
+}
+
+}  // namespace
+}  // namespace memaudit::cli
