@@ -1,14 +1,17 @@
 // memaudit: the command-line client. Parses flags and dispatches to a command.
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "common/data_roots.h"
+#include "common/version.h"
 
 namespace {
 
@@ -120,6 +123,7 @@ int main(int argc, char** argv) {
       "Start here:  memaudit run examples/quickstart.yaml\n"
       "Docs:        docs/ (spec fields: docs/spec.md)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "memaudit " + memaudit::CodeVersion());
 
   RemoteOptions remote;
   const char* env = std::getenv("MEMAUDIT_COORDINATOR");
@@ -150,7 +154,7 @@ int main(int argc, char** argv) {
   CLI::App* report_cmd = AddReportCommand(&app, &audit_id, &report_files);
   AddRemoteFlags(report_cmd, &remote, true);
 
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   if (*run_cmd) return RunCommand(run);
   if (*validate_cmd) return ValidateCommand(spec_path, validate_roots);
   if (absl::Status s = ResolveCredentials(&remote); !s.ok()) {

@@ -25,6 +25,12 @@ grpc::Status Bounded(const grpc::Status& status) {
 }
 grpc::Status Bounded(const absl::Status& status) { return Bounded(ToGrpc(status)); }
 
+// An empty id is a malformed request, not an audit that is not there.
+absl::Status CheckAuditId(const std::string& audit_id) {
+  if (audit_id.empty()) return absl::InvalidArgumentError("audit_id: required");
+  return absl::OkStatus();
+}
+
 // A team, or an administrator, who may call every AuditService RPC; what it
 // submits is owned by its name.
 absl::StatusOr<Caller> Authorize(Authenticator* auth, const grpc::ServerContextBase& ctx) {
@@ -170,6 +176,7 @@ grpc::Status AuditServiceImpl::Get(grpc::ServerContext* ctx, const v1::GetReques
                                    v1::Audit* resp) {
   absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
   if (!caller.ok()) return Bounded(caller.status());
+  if (absl::Status s = CheckAuditId(req->audit_id()); !s.ok()) return Bounded(s);
   auto audit = scheduler_->Get(req->audit_id(), *caller);
   if (!audit.ok()) return Bounded(audit.status());
   *resp = std::move(*audit);
@@ -190,6 +197,9 @@ grpc::ServerWriteReactor<v1::AuditEvent>* AuditServiceImpl::Watch(grpc::Callback
                                                                   const v1::WatchRequest* req) {
   absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
   if (!caller.ok()) return new FinishedWriteReactor<v1::AuditEvent>(Bounded(caller.status()));
+  if (absl::Status s = CheckAuditId(req->audit_id()); !s.ok()) {
+    return new FinishedWriteReactor<v1::AuditEvent>(Bounded(s));
+  }
   // The owner never changes: checked once, before the first event.
   auto first = scheduler_->Get(req->audit_id(), *caller);
   if (!first.ok()) return new FinishedWriteReactor<v1::AuditEvent>(Bounded(first.status()));
@@ -202,6 +212,7 @@ grpc::Status AuditServiceImpl::Cancel(grpc::ServerContext* ctx, const v1::Cancel
                                       v1::Audit* resp) {
   absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
   if (!caller.ok()) return Bounded(caller.status());
+  if (absl::Status s = CheckAuditId(req->audit_id()); !s.ok()) return Bounded(s);
   auto audit = scheduler_->Cancel(req->audit_id(), *caller);
   if (!audit.ok()) return Bounded(audit.status());
   *resp = std::move(*audit);
@@ -212,6 +223,7 @@ grpc::Status AuditServiceImpl::GetReport(grpc::ServerContext* ctx, const v1::Get
                                          v1::AuditResults* resp) {
   absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
   if (!caller.ok()) return Bounded(caller.status());
+  if (absl::Status s = CheckAuditId(req->audit_id()); !s.ok()) return Bounded(s);
   auto audit = scheduler_->Get(req->audit_id(), *caller);
   if (!audit.ok()) return Bounded(audit.status());
   v1::GetResultsRequest get;

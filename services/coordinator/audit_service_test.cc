@@ -321,5 +321,34 @@ TEST_F(AuditWatchTest, ReplaysAnEndedAuditAndRefusesAnUnknownOne) {
   EXPECT_EQ(WatchesHandled("NOT_FOUND"), "1");
 }
 
+// An empty audit id is a malformed request (INVALID_ARGUMENT naming the
+// field) for every call that takes one, not an audit that is not there.
+TEST_F(AuditWatchTest, AnEmptyAuditIdIsInvalidEverywhere) {
+  auto expect_invalid = [](const grpc::Status& status, const char* call) {
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << call;
+    EXPECT_EQ(status.error_message(), "audit_id: required") << call;
+  };
+  {
+    grpc::ClientContext ctx;
+    v1::Audit audit;
+    expect_invalid(stub_->Get(&ctx, v1::GetRequest(), &audit), "Get");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::Audit audit;
+    expect_invalid(stub_->Cancel(&ctx, v1::CancelRequest(), &audit), "Cancel");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::AuditResults results;
+    expect_invalid(stub_->GetReport(&ctx, v1::GetReportRequest(), &results), "GetReport");
+  }
+  grpc::ClientContext ctx;
+  auto reader = stub_->Watch(&ctx, v1::WatchRequest());
+  v1::AuditEvent event;
+  EXPECT_FALSE(reader->Read(&event));
+  expect_invalid(reader->Finish(), "Watch");
+}
+
 }  // namespace
 }  // namespace memaudit::coordinator
