@@ -66,9 +66,8 @@ absl::StatusOr<std::vector<CanaryExposure>> MeasureCanaries(
     }
     MEMAUDIT_ASSIGN_OR_RETURN(RankResult rank,
                               BranchAndBoundRank(scorer, tokens, ids, spec.rank_query_budget));
-    out.push_back({c.secret, c.repeats, rank.canary_px, std::max<uint64_t>(rank.rank, 1),
-                   rank.exact, log2_space - std::log2(std::max<uint64_t>(rank.rank, 1)),
-                   rank.queries});
+    out.push_back({c.secret, c.repeats, rank.canary_px, rank.rank, rank.exact,
+                   log2_space - std::log2(static_cast<double>(rank.rank)), rank.queries});
   }
   if (was_training) lm.train();
   return out;

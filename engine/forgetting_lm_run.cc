@@ -91,8 +91,7 @@ absl::StatusOr<CanaryExposures> Measure(Trainer& trainer, const TokenFormat& for
   } else {
     for (const std::vector<int64_t>& canary : canaries) {
       MEMAUDIT_ASSIGN_OR_RETURN(RankResult r, BranchAndBoundRank(scorer, format, canary, budget));
-      out.exposure.push_back(log2_space -
-                             std::log2(static_cast<double>(std::max<uint64_t>(r.rank, 1))));
+      out.exposure.push_back(log2_space - std::log2(static_cast<double>(r.rank)));
       out.exact.push_back(r.exact ? 1 : 0);
     }
   }

@@ -144,11 +144,21 @@ absl::StatusOr<uint64_t> CandidateIndex(const TokenFormat& f, const std::vector<
   return index;
 }
 
+namespace {
+
+// The others among `px` (candidates first, first + 1, ...) at or below
+// `threshold`, the canary at `canary_index` left out.
+uint64_t OthersAtOrBelow(const std::vector<double>& px, uint64_t first, uint64_t canary_index,
+                         double threshold) {
+  uint64_t n = 0;
+  for (uint64_t i = 0; i < px.size(); ++i) n += first + i != canary_index && px[i] <= threshold;
+  return n;
+}
+
+}  // namespace
+
 uint64_t RankAmong(const std::vector<double>& px, uint64_t canary_index, double canary_px) {
-  const double threshold = canary_px + kPxTieBits;
-  uint64_t rank = 1;
-  for (uint64_t i = 0; i < px.size(); ++i) rank += i != canary_index && px[i] <= threshold;
-  return rank;
+  return 1 + OthersAtOrBelow(px, 0, canary_index, canary_px + kPxTieBits);
 }
 
 absl::StatusOr<RankResult> EnumerationRank(LmScorer& scorer, const TokenFormat& f,
@@ -161,9 +171,7 @@ absl::StatusOr<RankResult> EnumerationRank(LmScorer& scorer, const TokenFormat& 
   r.rank = 1;  // the canary, by identity; the others by Px below
   MEMAUDIT_RETURN_IF_ERROR(
       EnumeratePx(scorer, f, max_states, [&](uint64_t first, const std::vector<double>& px) {
-        for (uint64_t i = 0; i < px.size(); ++i) {
-          r.rank += first + i != canary_index && px[i] <= threshold;
-        }
+        r.rank += OthersAtOrBelow(px, first, canary_index, threshold);
       }));
   r.exact = true;
   r.queries = scorer.queries() - start;
