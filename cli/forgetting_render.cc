@@ -14,6 +14,16 @@ std::string WithInterval(const v1::TrialMean& m) {
   return absl::StrFormat("%.3f [%.3f, %.3f]", m.mean(), m.low(), m.high());
 }
 
+// Why the curve's degenerate points (marked "*") measure ties; empty when
+// it has none. The scorer gives every such point the same reason.
+std::string DegenerateReason(
+    const google::protobuf::RepeatedPtrField<v1::ForgettingCurvePoint>& curve) {
+  for (const v1::ForgettingCurvePoint& p : curve) {
+    if (!p.degenerate().empty()) return p.degenerate();
+  }
+  return "";
+}
+
 std::string CurveTable(const std::string& title, double fpr,
                        const google::protobuf::RepeatedPtrField<v1::ForgettingCurvePoint>& curve) {
   const std::string tpr = absl::StrFormat("TPR@%gFPR", fpr);
@@ -21,18 +31,18 @@ std::string CurveTable(const std::string& title, double fpr,
       absl::StrFormat("%-12s %-22s %-22s %-22s %-10s %-8s", "steps_since", "MI accuracy [95%]",
                       "AUC [95%]", tpr + " [95%]", "precision", "epsilon");
   std::string out = absl::StrCat(title, "\n", header, "\n", std::string(header.size(), '-'), "\n");
-  std::string degenerate;
   for (const v1::ForgettingCurvePoint& p : curve) {
     // A degenerate point is marked, and why is said once under the table.
     const std::string steps =
         absl::StrCat(p.steps_since_injection(), p.degenerate().empty() ? "" : " *");
-    if (!p.degenerate().empty()) degenerate = p.degenerate();
     absl::StrAppend(
         &out, absl::StrFormat("%-12s %-22s %-22s %-22s %-10.3f %-8.3f\n", steps,
                               WithInterval(p.accuracy()), WithInterval(p.auc()),
                               WithInterval(p.tpr()), p.precision().mean(), p.epsilon().mean()));
   }
-  if (!degenerate.empty()) absl::StrAppend(&out, "* ", degenerate, "\n");
+  if (const std::string why = DegenerateReason(curve); !why.empty()) {
+    absl::StrAppend(&out, "* ", why, "\n");
+  }
   return out;
 }
 
@@ -43,9 +53,7 @@ std::string HtmlCurveTable(
       "<th>95%% interval</th><th>AUC</th><th>TPR at FPR %g</th><th>precision</th>"
       "<th>&epsilon;</th></tr>",
       fpr);
-  std::string degenerate;
   for (const v1::ForgettingCurvePoint& p : curve) {
-    if (!p.degenerate().empty()) degenerate = p.degenerate();
     absl::StrAppend(
         &html,
         absl::StrFormat("<tr><td>%d%s</td><td>%.4f</td><td>[%.4f, %.4f]</td><td>%.4f</td>"
@@ -55,8 +63,9 @@ std::string HtmlCurveTable(
                         p.auc().mean(), p.tpr().mean(), p.precision().mean(), p.epsilon().mean()));
   }
   absl::StrAppend(&html, "</table>");
-  if (!degenerate.empty())
-    absl::StrAppend(&html, "<p class=\"note\">* ", HtmlEscape(degenerate), "</p>");
+  if (const std::string why = DegenerateReason(curve); !why.empty()) {
+    absl::StrAppend(&html, "<p class=\"note\">* ", HtmlEscape(why), "</p>");
+  }
   return html;
 }
 
