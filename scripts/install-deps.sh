@@ -25,6 +25,8 @@ packages=(
   # TorchScript export test and the Python peer benchmark; numpy reads the
   # ML Privacy Meter export back in its test
   python3-torch python3-numpy
+  # the Python client (clients/python, docs/python-client.md)
+  python3-grpcio python3-protobuf python3-yaml
   # the HTML report is tested in headless Chromium
   chromium
   # data
