@@ -28,6 +28,11 @@ constexpr const char* kRed = "#d1495b";
 constexpr const char* kOrange = "#e08e0b";
 constexpr const char* kDark = "#4a4a4a";
 
+// The report's page is a text column of 70em (about 1,120 px): each plot is
+// drawn that wide, its plot area on the left and the legend in the right
+// margin, outside the data, and scales down with a narrower page.
+svg::Frame PageFrame() { return svg::Frame{1100, 410, 64, 300, 20, 50}; }
+
 // Numbers in titles and labels: "n/a" rather than "nan" (a dot can be
 // finite while its interval is not).
 std::string Fixed(double v, int decimals) {
@@ -75,10 +80,11 @@ std::string GroupedBars(const UnlearningGrid& grid, const std::vector<std::strin
                         const std::string& value_name, double y_hi, double reference,
                         const std::string& reference_label, const std::string& css_class) {
   if (grid.defenses.empty() || features.empty()) return "";
-  svg::Frame frame;
+  svg::Frame frame = PageFrame();
   // Wide enough for about 14 px per bar.
   const double plot_w =
-      std::max(420.0, 14.0 * static_cast<double>(grid.defenses.size() * (features.size() + 1)));
+      std::max(frame.width - frame.left - frame.right,
+               14.0 * static_cast<double>(grid.defenses.size() * (features.size() + 1)));
   frame.width = frame.left + plot_w + frame.right;
   const double groups = static_cast<double>(grid.defenses.size());
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLinear, 0, groups),
@@ -163,7 +169,9 @@ bool AnyPoints(const std::vector<std::vector<const v1::RelationalPoint*>>& curve
 }  // namespace
 
 std::string RocSvg(const v1::AuditResults& r) {
-  const svg::Frame frame{520, 420, 60, 40, 20, 60};
+  // A square plot area, 112 px per decade on both axes, so the low-FPR region
+  // (1e-4 to 1e-2) is 224 px wide; the legend to its right.
+  const svg::Frame frame{920, 640, 70, 290, 20, 60};
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLog10, 1e-5, 1),
             Plot::YAxisFor(frame, Scale::kLog10, 1e-5, 1), "ROC curves, log-log", "roc");
   plot.XTicks(svg::DecadeTicks(1e-5, 1), "false positive rate");
@@ -186,7 +194,7 @@ std::string RocSvg(const v1::AuditResults& r) {
     legend.push_back(
         {absl::StrFormat("%s (AUC %s)", a.attack(), Fixed(a.auc(), 3)), svg::Color(i)});
   }
-  plot.Legend(legend, Corner::kTopLeft);
+  plot.Legend(legend, Corner::kOutsideRight);
   return plot.Finish();
 }
 
@@ -196,7 +204,7 @@ std::string ForgettingCurvesSvg(const v1::ForgettingResults& f) {
   for (const v1::ForgettingCurvePoint& p : f.curve()) {
     max_step = std::max(max_step, static_cast<double>(p.steps_since_injection()));
   }
-  svg::Frame frame;
+  const svg::Frame frame = PageFrame();
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLog1p, 0, max_step),
             Plot::YAxisFor(frame, Scale::kLinear, 0, 1),
             "membership inference against steps since injection", "forgetting");
@@ -275,7 +283,7 @@ std::string SweepVsInsertionsSvg(const v1::ExposureResults& x) {
     for (const v1::CanaryResult& c : v.results().canaries()) heights.push_back(c.exposure());
   }
   const double y_hi = svg::NiceRange(0, MaxFinite(heights, 1)).second;
-  svg::Frame frame;
+  const svg::Frame frame = PageFrame();
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLog1p, 0, max_r),
             Plot::YAxisFor(frame, Scale::kLinear, 0, y_hi),
             "exposure against insertions by sweep variant", "exposure");
@@ -351,7 +359,7 @@ std::string ExposureVsInsertionsSvg(const v1::ExposureResults& x) {
     heights.push_back(c.exposure());
   }
   const double y_hi = svg::NiceRange(0, MaxFinite(heights, 1)).second;
-  svg::Frame frame;
+  const svg::Frame frame = PageFrame();
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLog1p, 0, max_r),
             Plot::YAxisFor(frame, Scale::kLinear, 0, y_hi), "exposure against insertions",
             "exposure");
@@ -459,7 +467,7 @@ std::string ReferencePxSvg(const v1::ExposureResults& x) {
     }
   }
   const double y_hi = svg::NiceRange(0, MaxFinite(heights, 1), 5).second;
-  svg::Frame frame;
+  const svg::Frame frame = PageFrame();
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLinear, x_lo, x_hi),
             Plot::YAxisFor(frame, Scale::kLinear, 0, y_hi),
             "reference Px histogram with the skew-normal fit", "px-histogram");
@@ -530,7 +538,7 @@ std::string RelationalRmNormSvg(const v1::RelationalResults& r, const std::strin
   }
   const auto [y_lo, y_hi] = svg::NiceRange(lo, MaxFinite(values, 0.1), 5);
   const double max_step = MaxStep(curves);
-  svg::Frame frame;
+  const svg::Frame frame = PageFrame();
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLog1p, 0, max_step),
             Plot::YAxisFor(frame, Scale::kLinear, y_lo, y_hi),
             absl::StrCat("RM_norm over training, ", metric), "relational-rm");
@@ -562,7 +570,7 @@ std::string RelationalSuccessSvg(const v1::RelationalResults& r, const std::stri
   const auto curves = PointsFor(r, metric);
   if (!AnyPoints(curves)) return "";
   const double max_step = MaxStep(curves);
-  svg::Frame frame;
+  const svg::Frame frame = PageFrame();
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLog1p, 0, max_step),
             Plot::YAxisFor(frame, Scale::kLinear, 0, 1),
             absl::StrCat("reconstruction success over training, ", metric), "relational-success");
@@ -603,7 +611,7 @@ std::string ForgettingExposureSvg(const v1::ForgettingResults& f) {
   const double ceiling = f.log2_space() > 0 ? f.log2_space() : 1;
   const double y_hi = ceiling * 1.05;
   auto clamp = [&](double v) { return std::isfinite(v) ? std::clamp(v, 0.0, ceiling) : v; };
-  svg::Frame frame;
+  const svg::Frame frame = PageFrame();
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLog1p, 0, max_step),
             Plot::YAxisFor(frame, Scale::kLinear, 0, y_hi),
             "canary exposure against steps since injection", "forgetting-exposure");
@@ -675,7 +683,7 @@ std::string ExposureCurveSvg(const v1::ExposureResults& x) {
   const double max_step = std::max<double>(1, static_cast<double>(x.curve().rbegin()->step()));
   const double ceiling = x.log2_space() > 0 ? x.log2_space() : 1;
   const double y_hi = ceiling * 1.05;
-  svg::Frame frame;
+  const svg::Frame frame = PageFrame();
   Plot plot(frame, Plot::XAxisFor(frame, Scale::kLinear, 0, max_step),
             Plot::YAxisFor(frame, Scale::kLinear, 0, y_hi), "canary exposure during training",
             "exposure-curve");

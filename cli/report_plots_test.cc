@@ -2,8 +2,11 @@
 // its results hold, and nothing non-finite reaches the SVG.
 #include "cli/report_plots.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <ostream>
 #include <regex>
 #include <string>
 
@@ -30,6 +33,94 @@ void ExpectNoBadNumbers(const std::string& svg) {
   // As printf writes them ("nan", "-inf"), not inside words like "inference".
   static const std::regex kBad("(^|[^a-z])-?(nan|inf)([^a-z]|$)", std::regex::icase);
   EXPECT_FALSE(std::regex_search(svg, kBad)) << svg;
+}
+
+// Geometry read back from a plot's SVG, in its own pixel units.
+struct Rect {
+  double x0, y0, x1, y1;
+  bool Intersects(const Rect& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+};
+
+std::ostream& operator<<(std::ostream& os, const Rect& r) {
+  return os << "[" << r.x0 << ", " << r.x1 << "] x [" << r.y0 << ", " << r.y1 << "]";
+}
+
+double Attr(const std::string& element, const std::string& name) {
+  const std::regex re(absl::StrCat("[ <]", name, "=\"(-?[0-9.]+)\""));
+  std::smatch m;
+  return std::regex_search(element, m, re) ? std::stod(m[1]) : kNaN;
+}
+
+// The axes box: the frame drawn around the data region.
+std::optional<Rect> AxesBox(const std::string& svg) {
+  static const std::regex kBorder("<rect [^>]*fill=\"none\" stroke=\"#999\"/>");
+  std::smatch m;
+  if (!std::regex_search(svg, m, kBorder)) return std::nullopt;
+  const std::string rect = m[0];
+  const double x = Attr(rect, "x"), y = Attr(rect, "y");
+  return Rect{x, y, x + Attr(rect, "width"), y + Attr(rect, "height")};
+}
+
+// The legend's bounding box from its elements: swatches exactly, text at
+// 0.56 em per character (DejaVu Sans, Chromium's sans-serif on Debian,
+// measures 0.49 em on these labels).
+std::optional<Rect> LegendBox(const std::string& svg) {
+  const size_t begin = svg.find("<g class=\"legend\">");
+  if (begin == std::string::npos) return std::nullopt;
+  const std::string legend = svg.substr(begin, svg.find("</g>", begin) - begin);
+  Rect box{1e300, 1e300, -1e300, -1e300};
+  auto add = [&](double x0, double y0, double x1, double y1) {
+    box = {std::min(box.x0, x0), std::min(box.y0, y0), std::max(box.x1, x1), std::max(box.y1, y1)};
+  };
+  static const std::regex kElement("<(line|rect|circle|text)[^>]*>([^<]*)");
+  for (std::sregex_iterator it(legend.begin(), legend.end(), kElement), end; it != end; ++it) {
+    const std::string e = (*it)[0], tag = (*it)[1], text = (*it)[2];
+    if (tag == "line") {
+      add(Attr(e, "x1"), Attr(e, "y1"), Attr(e, "x2"), Attr(e, "y2"));
+    } else if (tag == "rect") {
+      add(Attr(e, "x"), Attr(e, "y"), Attr(e, "x") + Attr(e, "width"),
+          Attr(e, "y") + Attr(e, "height"));
+    } else if (tag == "circle") {
+      const double r = Attr(e, "r");
+      add(Attr(e, "cx") - r, Attr(e, "cy") - r, Attr(e, "cx") + r, Attr(e, "cy") + r);
+    } else {
+      const double size = Attr(e, "font-size");
+      add(Attr(e, "x"), Attr(e, "y") - size, Attr(e, "x") + 0.56 * size * text.size(),
+          Attr(e, "y") + 0.3 * size);
+    }
+  }
+  return box;
+}
+
+// The x pixel of a tick labelled `label`.
+double TickX(const std::string& svg, const std::string& label) {
+  const std::regex re(absl::StrCat("<text x=\"([0-9.]+)\"[^>]*>", label, "</text>"));
+  std::smatch m;
+  return std::regex_search(svg, m, re) ? std::stod(m[1]) : kNaN;
+}
+
+// A plot that fits the page: sized by a viewBox at 100% of the column's width
+// (never wider than drawn, so text is never scaled up), its height following
+// from the viewBox; the legend outside the axes box and inside the picture.
+void ExpectLegendOutsideAndSizedToThePage(const std::string& svg) {
+  SCOPED_TRACE(svg.substr(0, svg.find('>') + 1));
+  const std::string open = svg.substr(0, svg.find('>') + 1);
+  static const std::regex kViewBox("viewBox=\"0 0 ([0-9.]+) ([0-9.]+)\"");
+  std::smatch view;
+  ASSERT_TRUE(std::regex_search(open, view, kViewBox)) << open;
+  const double width = std::stod(view[1]), height = std::stod(view[2]);
+  EXPECT_THAT(open, HasSubstr(" width=\"100%\""));
+  EXPECT_THAT(open, HasSubstr(absl::StrCat("style=\"max-width:", view[1].str(), "px")));
+  EXPECT_THAT(open, Not(HasSubstr(" height=\"")));
+  const std::optional<Rect> axes = AxesBox(svg);
+  const std::optional<Rect> legend = LegendBox(svg);
+  ASSERT_TRUE(axes.has_value());
+  ASSERT_TRUE(legend.has_value());
+  EXPECT_FALSE(legend->Intersects(*axes)) << "legend " << *legend << ", axes " << *axes;
+  EXPECT_GE(legend->x0, 0);
+  EXPECT_GE(legend->y0, 0);
+  EXPECT_LE(legend->x1, width) << *legend;
+  EXPECT_LE(legend->y1, height) << *legend;
 }
 
 v1::TrialMean Mean(double mean, double half_width) {
@@ -190,8 +281,100 @@ TEST(RocSvgTest, OneCurvePerAttackWithChanceAndOperatingPoints) {
   EXPECT_THAT(svg, HasSubstr(">1e-5</text>"));
   EXPECT_THAT(svg, HasSubstr(">false positive rate</text>"));
   // The origin is left out: (1e-4, 1e-2), (1e-2, 1e-1), (1, 1) remain.
-  EXPECT_THAT(svg, HasSubstr("points=\"144.0,156.0 312.0,88.0 480.0,20.0\""));
+  EXPECT_THAT(svg, HasSubstr("points=\"182.0,244.0 406.0,132.0 630.0,20.0\""));
   ExpectNoBadNumbers(svg);
+}
+
+v1::AuditResults Membership() {
+  v1::AuditResults r;
+  r.set_kind("membership");
+  r.set_complete(true);
+  for (const char* name : {"lira_online", "lira_offline", "lira_online_fixed_variance",
+                           "lira_offline_fixed_variance", "rmia", "loss"}) {
+    v1::AttackResult* a = r.add_attacks();
+    a->set_attack(name);
+    a->set_auc(0.7);
+    for (int i = 0; i <= 100; ++i) {
+      const double fpr = std::pow(10.0, -5 + 0.05 * i);
+      v1::RocPoint* p = a->add_roc();
+      p->set_fpr(fpr);
+      p->set_tpr(std::min(1.0, 8 * fpr));
+    }
+    a->add_operating_points()->set_fpr_target(0.01);
+    a->add_operating_points()->set_fpr_target(0.001);
+  }
+  return r;
+}
+
+TEST(RocSvgTest, LegendLeavesTheLowFprRegionClearAndThePlotFitsThePage) {
+  const std::string svg = RocSvg(Membership());
+  const std::optional<Rect> axes = AxesBox(svg);
+  const std::optional<Rect> legend = LegendBox(svg);
+  ASSERT_TRUE(axes.has_value());
+  ASSERT_TRUE(legend.has_value());
+  // The region the low-FPR operating points live in: FPR 1e-4 to 2e-2, at
+  // every TPR.
+  const double x4 = TickX(svg, "1e-4"), x2 = TickX(svg, "1e-2"), x1 = TickX(svg, "1e-1");
+  ASSERT_TRUE(std::isfinite(x4) && std::isfinite(x2) && std::isfinite(x1));
+  const Rect low_fpr{x4, axes->y0, x2 + std::log10(2.0) * (x1 - x2), axes->y1};
+  EXPECT_FALSE(legend->Intersects(low_fpr)) << "legend " << *legend << ", low FPR " << low_fpr;
+  ExpectLegendOutsideAndSizedToThePage(svg);
+  // Every attack is named in the legend, and the plot area is at least
+  // 500 px on each side: five decades of at least 100 px.
+  EXPECT_THAT(svg, HasSubstr(">lira_offline_fixed_variance (AUC 0.700)</text>"));
+  EXPECT_GE(axes->x1 - axes->x0, 500);
+  EXPECT_GE(axes->y1 - axes->y0, 500);
+}
+
+TEST(ReportPlotsTest, EveryPlotKeepsItsLegendOutsideTheAxesAndFitsThePage) {
+  const v1::AuditResults forgetting = Forgetting(), exposure = Exposure(),
+                         unlearning = Unlearning(), relational = Relational();
+  v1::ForgettingResults canaries;
+  canaries.set_trials(2);
+  canaries.set_log2_space(16.6);
+  for (uint32_t repeats : {64u, 0u}) {
+    v1::ForgettingExposureCurve* c = canaries.add_exposure_curves();
+    c->set_repeats(repeats);
+    for (uint64_t k : {0, 100, 2000}) {
+      v1::ForgettingExposurePoint* p = c->add_points();
+      p->set_steps_since_injection(k);
+      *p->mutable_exposure() = Mean(repeats == 0 ? 1.4 : 15.0 - k / 200.0, 0.5);
+      *p->mutable_baseline_exposure() = Mean(1.2, 0.3);
+    }
+  }
+  v1::ExposureResults during = exposure.exposure();
+  for (uint64_t step : {10, 20}) {
+    v1::ExposureCurvePoint* p = during.add_curve();
+    p->set_step(step);
+    for (uint32_t repeats : {0, 16}) {
+      v1::ExposureByRepeats* g = p->add_by_repeats();
+      g->set_repeats(repeats);
+      g->set_mean_exposure(static_cast<double>(step) / 10 + repeats);
+    }
+  }
+  v1::ExposureResults sweep = exposure.exposure();
+  for (const char* name : {"batch=8", "batch=64"}) {
+    v1::ExposureVariantResult* v = sweep.add_variants();
+    v->set_name(name);
+    *v->mutable_results() = exposure.exposure();
+  }
+  const std::string plots[] = {
+      RocSvg(Membership()),
+      ForgettingCurvesSvg(forgetting.forgetting()),
+      ForgettingExposureSvg(canaries),
+      ExposureVsInsertionsSvg(exposure.exposure()),
+      ExposureVsInsertionsSvg(sweep),
+      ReferencePxSvg(exposure.exposure()),
+      ExposureCurveSvg(during),
+      UnlearningAucSvg(unlearning.unlearning()),
+      UnlearningDegCountSvg(unlearning.unlearning()),
+      RelationalRmNormSvg(relational.relational(), "exact_match"),
+      RelationalSuccessSvg(relational.relational(), "digit_f1"),
+  };
+  for (const std::string& svg : plots) {
+    ASSERT_FALSE(svg.empty());
+    ExpectLegendOutsideAndSizedToThePage(svg);
+  }
 }
 
 TEST(ForgettingPlotTest, CurvesBandsAndChance) {

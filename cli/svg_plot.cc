@@ -149,7 +149,13 @@ std::vector<Tick> Log1pTicks(double hi) {
 
 Plot::Plot(const Frame& frame, const Axis& x, const Axis& y, absl::string_view label,
            absl::string_view css_class)
-    : frame_(frame), x_(x), y_(y), label_(label), css_class_(css_class), width_(frame.width) {
+    : frame_(frame),
+      x_(x),
+      y_(y),
+      label_(label),
+      css_class_(css_class),
+      width_(frame.width),
+      height_(frame.height) {
   svg_ = absl::StrFormat("<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"#fff\"/>",
                          frame_.left, frame_.top, frame_.width - frame_.left - frame_.right,
                          frame_.height - frame_.top - frame_.bottom);
@@ -293,21 +299,16 @@ void Plot::Legend(const std::vector<LegendEntry>& entries, Corner corner) {
   for (const LegendEntry& e : entries) chars = std::max(chars, e.label.size());
   const double box_w = 30 + kCharWidth * static_cast<double>(chars);
   const double box_h = 6 + kRowHeight * static_cast<double>(entries.size());
-  const double plot_right = frame_.width - frame_.right;
-  const double plot_bottom = frame_.height - frame_.bottom;
-  double x0 = frame_.left + 8, y0 = frame_.top + 8;
-  if (corner == Corner::kTopRight) x0 = plot_right - 8 - box_w;
-  if (corner == Corner::kBottomLeft) y0 = plot_bottom - 8 - box_h;
-  if (corner == Corner::kOutsideRight) {
-    x0 = plot_right + 10;
-    y0 = frame_.top;
-    // Long labels widen the picture rather than run off its edge.
-    width_ = std::max(width_, std::ceil(x0 + box_w));
-  } else {
-    // Keeps the curves behind it from running through the text.
-    absl::StrAppend(&svg_, "<rect x=\"", Px(x0), "\" y=\"", Px(y0), "\" width=\"", Px(box_w),
-                    "\" height=\"", Px(box_h), "\" fill=\"#fff\" fill-opacity=\"0.85\"/>");
+  double x0 = 0, y0 = 0;
+  switch (corner) {
+    case Corner::kOutsideRight:
+      x0 = frame_.width - frame_.right + 10;
+      y0 = frame_.top;
+      break;
   }
+  // Long labels or many entries enlarge the picture rather than run off it.
+  width_ = std::max(width_, std::ceil(x0 + box_w));
+  height_ = std::max(height_, std::ceil(y0 + box_h));
   absl::StrAppend(&svg_, "<g class=\"legend\">");
   for (size_t i = 0; i < entries.size(); ++i) {
     const LegendEntry& e = entries[i];
@@ -341,9 +342,10 @@ void Plot::Legend(const std::vector<LegendEntry>& entries, Corner corner) {
 std::string Plot::Finish() {
   // The border last, so bars and bands do not paint over it.
   return absl::StrCat(
-      absl::StrFormat("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
-                      "height=\"%g\" role=\"img\" aria-label=\"%s\"%s>",
-                      width_, frame_.height, Escape(label_), ClassAttribute(css_class_)),
+      absl::StrFormat("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %g %g\" "
+                      "width=\"100%%\" style=\"max-width:%gpx\" role=\"img\" "
+                      "aria-label=\"%s\"%s>",
+                      width_, height_, width_, Escape(label_), ClassAttribute(css_class_)),
       svg_, "<rect x=\"", Px(frame_.left), "\" y=\"", Px(frame_.top), "\" width=\"",
       Px(frame_.width - frame_.left - frame_.right), "\" height=\"",
       Px(frame_.height - frame_.top - frame_.bottom), "\" fill=\"none\" stroke=\"#999\"/></svg>");

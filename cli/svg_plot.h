@@ -83,10 +83,13 @@ struct LegendEntry {
   std::string dash = {};  // for kLine
 };
 
-// Where a legend goes; kOutsideRight uses the frame's right margin.
-enum class Corner { kTopLeft, kTopRight, kBottomLeft, kOutsideRight };
+// Where a legend goes: always outside the plot area, so it never hides data.
+// kOutsideRight starts at the top of the frame's right margin; the picture
+// grows wider or taller when the legend needs more room than the margin.
+enum class Corner { kOutsideRight };
 
-// Pixel size of the whole picture and the margins around the plot area.
+// Size of the whole picture and the margins around the plot area, in SVG
+// user units: pixels when the page shows the picture at its drawn size.
 struct Frame {
   double width = 640, height = 340;
   double left = 60, right = 180, top = 20, bottom = 50;
@@ -139,15 +142,18 @@ class Plot {
              absl::string_view color = "#222", double dx = 0, double dy = 0);
   void Legend(const std::vector<LegendEntry>& entries, Corner corner);
 
-  // The finished <svg> element (wider than the frame if the legend needs it).
+  // The finished <svg> element (larger than the frame if the legend needs
+  // it). It scales with the page: a viewBox of its drawn size, width 100% of
+  // its container and at most its drawn width (text is never enlarged), the
+  // height following from the viewBox.
   std::string Finish();
 
  private:
   Frame frame_;
   Axis x_, y_;
   std::string label_, css_class_;
-  double width_;     // the frame's, or wider for an outside legend
-  std::string svg_;  // the elements; Finish() wraps them in <svg>
+  double width_, height_;  // the frame's, or larger for the legend
+  std::string svg_;        // the elements; Finish() wraps them in <svg>
 };
 
 }  // namespace memaudit::cli::svg

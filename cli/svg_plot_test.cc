@@ -4,6 +4,7 @@
 #include <limits>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -141,7 +142,9 @@ TEST(PlotTest, FrameAxesAndTitles) {
   plot.XTicks(LinearTicks(0, 10), "steps <x>");
   plot.YTicks(LinearTicks(0, 1, 5), "rate");
   const std::string svg = plot.Finish();
-  EXPECT_THAT(svg, StartsWith("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" "));
+  // Sized by its viewBox: as wide as the page allows, never wider than drawn.
+  EXPECT_THAT(svg, StartsWith("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 640 340\" "
+                              "width=\"100%\" style=\"max-width:640px\" "));
   EXPECT_THAT(svg, HasSubstr("aria-label=\"a &quot;test&quot; plot\" class=\"test\""));
   EXPECT_THAT(svg, HasSubstr(">steps &lt;x&gt;</text>"));
   EXPECT_THAT(svg, HasSubstr(">0.6</text>"));
@@ -198,32 +201,56 @@ TEST(PlotTest, BandDotBoxAndReferenceLinesSkipBadNumbers) {
 }
 
 TEST(PlotTest, LegendListsEveryEntryEscaped) {
-  for (Corner corner :
-       {Corner::kTopLeft, Corner::kTopRight, Corner::kBottomLeft, Corner::kOutsideRight}) {
-    Plot plot = UnitPlot();
-    plot.Legend({{"line & more", "#111"},
-                 {"box", "#222", LegendEntry::Kind::kBox},
-                 {"dot", "#333", LegendEntry::Kind::kDot},
-                 {"hollow", "#444", LegendEntry::Kind::kHollowDot},
-                 {"dashed", "#555", LegendEntry::Kind::kLine, "4 4"}},
-                corner);
-    const std::string svg = plot.Finish();
-    EXPECT_THAT(svg, HasSubstr(">line &amp; more</text>"));
-    EXPECT_THAT(svg, HasSubstr(">hollow</text>"));
-    EXPECT_THAT(svg, HasSubstr("stroke=\"#555\" stroke-width=\"2\" stroke-dasharray=\"4 4\""));
-    EXPECT_EQ(Count(svg, "<g class=\"legend\">"), 1);
-    // Inside the plot the legend gets a backdrop; outside it needs none.
-    EXPECT_EQ(Count(svg, "fill-opacity=\"0.85\""), corner == Corner::kOutsideRight ? 0 : 1);
-    ExpectNoBadNumbers(svg);
+  Plot plot = UnitPlot();
+  plot.Legend({{"line & more", "#111"},
+               {"box", "#222", LegendEntry::Kind::kBox},
+               {"dot", "#333", LegendEntry::Kind::kDot},
+               {"hollow", "#444", LegendEntry::Kind::kHollowDot},
+               {"dashed", "#555", LegendEntry::Kind::kLine, "4 4"}},
+              Corner::kOutsideRight);
+  const std::string svg = plot.Finish();
+  EXPECT_THAT(svg, HasSubstr(">line &amp; more</text>"));
+  EXPECT_THAT(svg, HasSubstr(">hollow</text>"));
+  EXPECT_THAT(svg, HasSubstr("stroke=\"#555\" stroke-width=\"2\" stroke-dasharray=\"4 4\""));
+  EXPECT_EQ(Count(svg, "<g class=\"legend\">"), 1);
+  ExpectNoBadNumbers(svg);
+  Plot empty = UnitPlot();
+  empty.Legend({}, Corner::kOutsideRight);
+  EXPECT_THAT(empty.Finish(), Not(HasSubstr("legend")));
+}
+
+// Every x coordinate the legend draws at (swatches and text starts).
+std::vector<double> LegendXs(const std::string& svg) {
+  const size_t begin = svg.find("<g class=\"legend\">");
+  const std::string legend = svg.substr(begin, svg.find("</g>", begin) - begin);
+  static const std::regex kX(" (x|x1|x2|cx)=\"([0-9.]+)\"");
+  std::vector<double> xs;
+  for (std::sregex_iterator it(legend.begin(), legend.end(), kX), end; it != end; ++it) {
+    xs.push_back(std::stod((*it)[2]));
   }
+  return xs;
+}
+
+TEST(PlotTest, LegendStaysOutsideThePlotAreaAndThePictureGrowsToHoldIt) {
+  // The plot area ends at x = 460; the legend starts 10 px right of it.
+  Plot plot = UnitPlot();
+  plot.Legend({{"a", "#111"}, {"b", "#222", LegendEntry::Kind::kBox}}, Corner::kOutsideRight);
+  const std::string svg = plot.Finish();
+  for (double x : LegendXs(svg)) EXPECT_GE(x, 470) << svg;
+  // No backdrop: nothing behind it to hide.
+  EXPECT_THAT(svg, Not(HasSubstr("fill-opacity=\"0.85\"")));
+  EXPECT_THAT(svg, HasSubstr("viewBox=\"0 0 640 340\""));
+
   // A label longer than the right margin widens the picture.
   Plot wide = UnitPlot();
   wide.Legend({{std::string(60, 'w'), "#111"}}, Corner::kOutsideRight);
-  EXPECT_THAT(wide.Finish(), StartsWith("<svg xmlns=\"http://www.w3.org/2000/svg\" "
-                                        "width=\"872\" "));
-  Plot empty = UnitPlot();
-  empty.Legend({}, Corner::kTopLeft);
-  EXPECT_THAT(empty.Finish(), Not(HasSubstr("legend")));
+  EXPECT_THAT(wide.Finish(), HasSubstr("viewBox=\"0 0 872 340\" width=\"100%\" "
+                                       "style=\"max-width:872px\""));
+  // More entries than the frame is tall makes it taller: 30 rows of 15 px
+  // from y = 20, plus 6 px of padding.
+  Plot tall = UnitPlot();
+  tall.Legend(std::vector<LegendEntry>(30, {"row", "#111"}), Corner::kOutsideRight);
+  EXPECT_THAT(tall.Finish(), HasSubstr("viewBox=\"0 0 640 476\""));
 }
 
 TEST(PlotTest, ColorsCycle) {
