@@ -160,7 +160,8 @@ void Scheduler::Add(AuditRecord audit, std::vector<TaskRecord> tasks) {
   index_.Retire(number);  // a finished audit keeps only its counts in memory
   fair_.AddAudit(number, e.record.team, PriorityOf(e.record.spec));
   fair_.SetReady(number, index_.audit(number).leasable());
-  metrics_.AuditKnown(id, e.record.kind);
+  metrics_.AuditKnown(e.record);
+  metrics_.AuditProgress(id, index_.audit(number));
 }
 
 void Scheduler::PublishGauges(const std::string& owner) {
@@ -211,6 +212,7 @@ void Scheduler::Apply(Mutation m, Done done) {
   for (size_t audit : touched) {
     fair_.SetReady(audit, index_.audit(audit).leasable());
     PublishGauges(audit_order_[audit]->record.team);
+    metrics_.AuditProgress(audit_order_[audit]->record.audit_id, index_.audit(audit));
     // Finished: no later decision reads its tasks (no lease is held, Cancel
     // is a no-op), so only its counts stay in memory.
     index_.Retire(audit);
@@ -668,6 +670,7 @@ absl::StatusOr<HeartbeatVerdict> Scheduler::Heartbeat(const std::string& lease_i
   index_.Renew(*pos, steps_done, clock_->NowMs() + options_.lease_ttl_ms);
   if (progressed) {  // what Get and Watch show changed
     changes_.Bump();
+    metrics_.AuditProgress(t.audit_id, index_.audit(index_.audit_of(*pos)));
   }
   return HeartbeatVerdict{};
 }

@@ -1,6 +1,10 @@
 #include "services/coordinator/scheduler_metrics.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "services/coordinator/quotas.h"
 
@@ -31,6 +35,60 @@ const char* RetryReason(const std::string& reason) {
   return reason.rfind("lease expired", 0) == 0 ? "lease_expired" : "worker_error";
 }
 
+// The code point that starts at s[*i], advancing *i past it; -1 (advancing
+// one byte) when no valid UTF-8 sequence starts there: a stray continuation
+// byte, a cut sequence, an overlong form, a surrogate, or past U+10FFFF.
+int32_t NextCodePoint(absl::string_view s, size_t* i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char lead = byte(*i);
+  size_t length = 1;
+  int32_t cp = lead;
+  int32_t smallest = 0;
+  if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4, cp = lead & 0x07, smallest = 0x10000;
+  } else if ((lead & 0xF0) == 0xE0) {
+    length = 3, cp = lead & 0x0F, smallest = 0x800;
+  } else if ((lead & 0xE0) == 0xC0) {
+    length = 2, cp = lead & 0x1F, smallest = 0x80;
+  } else if (lead >= 0x80) {
+    length = 0;
+  }
+  bool valid = length > 0 && *i + length <= s.size();
+  for (size_t k = 1; valid && k < length; ++k) {
+    valid = (byte(*i + k) & 0xC0) == 0x80;
+    cp = (cp << 6) | (byte(*i + k) & 0x3F);
+  }
+  valid = valid && cp >= smallest && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+  *i += valid ? length : 1;
+  return valid ? cp : -1;
+}
+
+void AppendUtf8(int32_t cp, std::string* out) {
+  const auto add = [&](int value) { out->push_back(static_cast<char>(value)); };
+  if (cp < 0x80) {
+    add(cp);
+  } else if (cp < 0x800) {
+    add(0xC0 | (cp >> 6)), add(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    add(0xE0 | (cp >> 12)), add(0x80 | ((cp >> 6) & 0x3F)), add(0x80 | (cp & 0x3F));
+  } else {
+    add(0xF0 | (cp >> 18)), add(0x80 | ((cp >> 12) & 0x3F)), add(0x80 | ((cp >> 6) & 0x3F));
+    add(0x80 | (cp & 0x3F));
+  }
+}
+
+// What a code point of a caller's text is shown as (-1: as is).
+int32_t Displayed(int32_t cp) {
+  constexpr int32_t kReplacement = 0xFFFD;
+  if (cp < 0) return kReplacement;
+  if (cp == '\t' || cp == '\n' || cp == '\r' || cp == 0x2028 || cp == 0x2029) return ' ';
+  if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) return kReplacement;  // C0, DEL, C1
+  // Bidirectional embeddings, overrides and isolates: they reorder what
+  // follows them on screen (a name could show as another's).
+  if ((cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069)) return kReplacement;
+  return -1;
+}
+
 const char* LeaseOutcome(const TaskRecord& before, const TaskRecord& after) {
   switch (after.state) {
     case TaskState::kSucceeded:
@@ -45,6 +103,35 @@ const char* LeaseOutcome(const TaskRecord& before, const TaskRecord& after) {
 }
 
 }  // namespace
+
+std::string LabelText(absl::string_view text, size_t max_chars) {
+  std::vector<int32_t> chars;
+  for (size_t i = 0; i < text.size() && chars.size() <= max_chars;) {
+    const int32_t cp = NextCodePoint(text, &i);
+    const int32_t shown = Displayed(cp);
+    chars.push_back(shown >= 0 ? shown : cp);
+  }
+  if (chars.size() > max_chars) {
+    chars.resize(max_chars > 0 ? max_chars - 1 : 0);
+    if (max_chars > 0) chars.push_back(0x2026);  // …
+  }
+  std::string out;
+  out.reserve(std::min(text.size(), 4 * max_chars) + 3);
+  for (int32_t cp : chars) AppendUtf8(cp, &out);
+  return out;
+}
+
+double AuditProgressRatio(const AuditTasks& tasks) {
+  if (tasks.steps_total > 0) {
+    return std::min(1.0,
+                    static_cast<double>(tasks.steps_done) / static_cast<double>(tasks.steps_total));
+  }
+  if (tasks.total > 0) {
+    return static_cast<double>(tasks.by_state[static_cast<size_t>(TaskState::kSucceeded)]) /
+           static_cast<double>(tasks.total);
+  }
+  return tasks.state == v1::SUCCEEDED ? 1.0 : 0.0;
+}
 
 SchedulerMetrics::SchedulerMetrics(prometheus::Registry* registry) : registry_(registry) {
   if (registry_ == nullptr) return;
@@ -73,8 +160,14 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry* registry) : registry_(r
   queue_depth_ = &metrics::AddGauge(*registry_, "memaudit_coordinator_queue_depth",
                                     "Tasks waiting for a worker (queued, in audits still running).")
                       .Add({});
-  audit_info_ = &metrics::AddGauge(*registry_, "memaudit_coordinator_audit_info",
-                                   "Always 1; labels map each audit id to its kind.");
+  audit_info_ = &metrics::AddGauge(
+      *registry_, "memaudit_coordinator_audit_info",
+      "Always 1; labels map each audit id to its kind, name and team (name and team at most 64 "
+      "characters, control characters replaced).");
+  audit_progress_ = &metrics::AddGauge(
+      *registry_, "memaudit_coordinator_audit_progress_ratio",
+      "Training steps done / steps planned of an audit (succeeded / all tasks when its tasks "
+      "have no steps).");
   team_audits_ =
       &metrics::AddGauge(*registry_, kTeamAudits, "Audits known, by owning team and state.");
   team_unfinished_ =
@@ -153,9 +246,19 @@ void SchedulerMetrics::SetTeam(const std::string& team, const OwnerUsage& usage)
   gauges.unfinished_tasks->Set(static_cast<double>(usage.unfinished_tasks));
 }
 
-void SchedulerMetrics::AuditKnown(const std::string& audit_id, const std::string& kind) {
+void SchedulerMetrics::AuditKnown(const AuditRecord& audit) {
   if (registry_ == nullptr) return;
-  audit_info_->Add({{"audit", audit_id}, {"kind", kind}}).Set(1);
+  audit_info_
+      ->Add({{"audit", audit.audit_id},
+             {"kind", audit.kind},
+             {"name", LabelText(audit.name)},
+             {"team", LabelText(audit.team)}})
+      .Set(1);
+}
+
+void SchedulerMetrics::AuditProgress(const std::string& audit_id, const AuditTasks& tasks) {
+  if (registry_ == nullptr) return;
+  audit_progress_->Add({{"audit", audit_id}}).Set(AuditProgressRatio(tasks));
 }
 
 void SchedulerMetrics::TaskRetried(const std::string& reason) {

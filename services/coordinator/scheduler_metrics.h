@@ -5,7 +5,8 @@
 //   memaudit_coordinator_tasks{state}                  gauge
 //   memaudit_coordinator_queue_depth                   gauge
 //   memaudit_coordinator_audits{state}                 gauge
-//   memaudit_coordinator_audit_info{audit,kind}        gauge, always 1
+//   memaudit_coordinator_audit_info{audit,name,team,kind} gauge, always 1
+//   memaudit_coordinator_audit_progress_ratio{audit}   gauge
 //   memaudit_coordinator_leases                        gauge
 //   memaudit_coordinator_task_duration_seconds{outcome} histogram
 //   memaudit_coordinator_task_retries_total{reason}    counter
@@ -25,12 +26,31 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/metrics.h"
 #include "services/coordinator/records.h"
 #include "services/coordinator/task_index.h"
 
 namespace memaudit::coordinator {
+
+// The longest name or team audit_info shows, in characters.
+inline constexpr size_t kMaxLabelChars = 64;
+
+// A caller's text (an audit's name, a team) as a label value a dashboard
+// shows: valid UTF-8 (each byte that starts no valid sequence becomes
+// U+FFFD), without control characters (tab, newline, carriage return, and
+// the line and paragraph separators become a space; others U+FFFD) or the
+// bidirectional controls that reorder what is displayed (U+FFFD), and at most
+// `max_chars` characters (a longer text is cut and ends in "…"). Quotes and
+// backslashes stay: the exposition format escapes them.
+std::string LabelText(absl::string_view text, size_t max_chars = kMaxLabelChars);
+
+// memaudit_coordinator_audit_progress_ratio: steps_done / steps_total as Get
+// reports them (every step of a succeeded task, the last reported step of a
+// running one); for an audit whose tasks have no steps, succeeded tasks /
+// tasks; without tasks, 1 once succeeded and 0 before.
+double AuditProgressRatio(const AuditTasks& tasks);
 
 class SchedulerMetrics {
  public:
@@ -51,8 +71,11 @@ class SchedulerMetrics {
   // tasks. Audits owned by "" (from before owners were kept) are in the
   // totals only: nothing is set for "".
   void SetTeam(const std::string& team, const OwnerUsage& usage);
-  // memaudit_coordinator_audit_info for an audit.
-  void AuditKnown(const std::string& audit_id, const std::string& kind);
+  // memaudit_coordinator_audit_info for an audit: its id, kind, and its name
+  // and team through LabelText.
+  void AuditKnown(const AuditRecord& audit);
+  // memaudit_coordinator_audit_progress_ratio of an audit, from its counts.
+  void AuditProgress(const std::string& audit_id, const AuditTasks& tasks);
 
   // `reason` is the scheduler's free text; it is mapped to a bounded label.
   void TaskRetried(const std::string& reason);
@@ -81,6 +104,7 @@ class SchedulerMetrics {
   prometheus::Counter* store_decisions_ = nullptr;
   prometheus::Histogram* store_write_seconds_ = nullptr;
   prometheus::Family<prometheus::Gauge>* audit_info_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* audit_progress_ = nullptr;
   prometheus::Family<prometheus::Gauge>* team_audits_ = nullptr;
   prometheus::Family<prometheus::Gauge>* team_unfinished_ = nullptr;
   absl::Mutex mu_;

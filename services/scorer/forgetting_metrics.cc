@@ -535,6 +535,14 @@ void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& re
       *metrics, "memaudit_forgetting_epsilon_lower_bound",
       "Empirical epsilon ln(TPR/FPR) at the fpr operating point, mean over trials.");
   const std::string fpr = absl::StrFormat("%g", f.fpr_target());
+  // The curve's 95% interval over trials (Student t), as two gauges labelled
+  // like the mean, so a dashboard draws the band between them.
+  auto& accuracy_low = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_mi_accuracy_low_ratio",
+      "Low end of the 95% interval over trials of memaudit_forgetting_mi_accuracy_ratio.");
+  auto& accuracy_high = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_mi_accuracy_high_ratio",
+      "High end of the 95% interval over trials of memaudit_forgetting_mi_accuracy_ratio.");
   for (const v1::ForgettingCurvePoint& p : f.curve()) {
     prometheus::Labels labels = {
         {"audit", results.audit_id()},
@@ -542,6 +550,8 @@ void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& re
         {"strategy", f.strategy()},
         {"steps_since_injection", absl::StrCat(p.steps_since_injection())}};
     accuracy.Add(labels).Set(p.accuracy().mean());
+    accuracy_low.Add(labels).Set(p.accuracy().low());
+    accuracy_high.Add(labels).Set(p.accuracy().high());
     labels["fpr"] = fpr;
     tpr.Add(labels).Set(p.tpr().mean());
     if (std::isfinite(p.epsilon().mean())) epsilon.Add(labels).Set(p.epsilon().mean());
@@ -559,6 +569,12 @@ void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& re
                     "log2|R|, the largest exposure the canary space allows.")
       .Add({{"audit", results.audit_id()}, {"team", team}})
       .Set(f.log2_space());
+  auto& exposure_low = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_canary_exposure_low_log2",
+      "Low end of the 95% interval over trials of memaudit_forgetting_canary_exposure_log2.");
+  auto& exposure_high = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_canary_exposure_high_log2",
+      "High end of the 95% interval over trials of memaudit_forgetting_canary_exposure_log2.");
   for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
     for (const v1::ForgettingExposurePoint& p : c.points()) {
       prometheus::Labels labels = {
@@ -569,8 +585,12 @@ void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& re
           {"steps_since_injection", absl::StrCat(p.steps_since_injection())},
           {"arm", "injected"}};
       exposure.Add(labels).Set(p.exposure().mean());
+      exposure_low.Add(labels).Set(p.exposure().low());
+      exposure_high.Add(labels).Set(p.exposure().high());
       labels["arm"] = "baseline";
       exposure.Add(labels).Set(p.baseline_exposure().mean());
+      exposure_low.Add(labels).Set(p.baseline_exposure().low());
+      exposure_high.Add(labels).Set(p.baseline_exposure().high());
     }
   }
 }

@@ -54,11 +54,14 @@ absl::StatusOr<std::vector<double>> ForgettingLiraScores(
 uint64_t ForgettingProgress(const v1::AuditResults& results);
 
 // Gauges memaudit_forgetting_mi_accuracy_ratio{audit, team, strategy,
-// steps_since_injection}, memaudit_forgetting_tpr_ratio and
-// memaudit_forgetting_epsilon_lower_bound{audit, team, strategy, fpr,
-// steps_since_injection} (at most 64 points per audit). LM canaries instead:
-// memaudit_forgetting_canary_exposure_log2{audit, team, strategy, repeats, arm,
-// steps_since_injection} (arm injected or baseline; repeats 0 = controls) and
+// steps_since_injection} with its 95% interval over trials in
+// memaudit_forgetting_mi_accuracy_low_ratio and _high_ratio (same labels),
+// memaudit_forgetting_tpr_ratio and memaudit_forgetting_epsilon_lower_bound
+// {audit, team, strategy, fpr, steps_since_injection} (at most 64 points per
+// audit). LM canaries instead: memaudit_forgetting_canary_exposure_log2{audit,
+// team, strategy, repeats, arm, steps_since_injection} (arm injected or
+// baseline; repeats 0 = controls) with its interval in
+// memaudit_forgetting_canary_exposure_low_log2 and _high_log2, and
 // memaudit_forgetting_canary_space_log2{audit, team}.
 void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& results,
                        const std::string& team);

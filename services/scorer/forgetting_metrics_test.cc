@@ -71,6 +71,91 @@ TEST(ForgettingMetricsTest, CurveSeparatesThenForgets) {
   EXPECT_NEAR(f.curve(1).auc().mean(), 0.5, 1e-12);
 }
 
+// The value of `series` (its name and labels as exposed) in an exposition;
+// NaN when it is absent.
+double Sample(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(text.c_str() + at + series.size() + 2, nullptr);
+}
+
+// How many series of `family` an exposition holds.
+size_t SeriesOf(const std::string& text, const std::string& family) {
+  size_t series = 0;
+  for (size_t at = 0; (at = text.find("\n" + family + "{", at)) != std::string::npos; ++at) {
+    ++series;
+  }
+  return series;
+}
+
+TEST(ForgettingMetricsTest, CurveGaugesCarryTheIntervalAroundTheMean) {
+  v1::AuditResults results;
+  results.set_audit_id("a-1");
+  v1::ForgettingResults* f = results.mutable_forgetting();
+  f->set_strategy("inject");
+  f->set_fpr_target(0.1);
+  struct Point {
+    uint64_t steps;
+    double mean, low, high;
+  };
+  for (const Point& p :
+       {Point{0, 0.9, 0.8, 1.0}, Point{50, 0.7, 0.61, 0.79}, Point{400, 0.55, 0.5, 0.6}}) {
+    v1::ForgettingCurvePoint* c = f->add_curve();
+    c->set_steps_since_injection(p.steps);
+    c->mutable_accuracy()->set_mean(p.mean);
+    c->mutable_accuracy()->set_low(p.low);
+    c->mutable_accuracy()->set_high(p.high);
+  }
+  prometheus::Registry registry;
+  PublishForgetting(&registry, results, "t");
+  const std::string text = metrics::Exposition(registry);
+  const auto labels = [](uint64_t steps) {
+    return absl::StrCat("{audit=\"a-1\",steps_since_injection=\"", steps,
+                        "\",strategy=\"inject\",team=\"t\"}");
+  };
+  for (const v1::ForgettingCurvePoint& c : f->curve()) {
+    const std::string l = labels(c.steps_since_injection());
+    EXPECT_NEAR(Sample(text, "memaudit_forgetting_mi_accuracy_ratio" + l), c.accuracy().mean(),
+                1e-12);
+    EXPECT_NEAR(Sample(text, "memaudit_forgetting_mi_accuracy_low_ratio" + l), c.accuracy().low(),
+                1e-12);
+    EXPECT_NEAR(Sample(text, "memaudit_forgetting_mi_accuracy_high_ratio" + l), c.accuracy().high(),
+                1e-12);
+  }
+  for (const char* family :
+       {"memaudit_forgetting_mi_accuracy_ratio", "memaudit_forgetting_mi_accuracy_low_ratio",
+        "memaudit_forgetting_mi_accuracy_high_ratio"}) {
+    EXPECT_EQ(SeriesOf(text, family), 3u) << family;
+  }
+  const auto check = memaudit::testing::CheckMetricsWithPromtool(text);
+  if (!check.has_value()) GTEST_SKIP() << "promtool not installed";
+  EXPECT_EQ(check->status, 0) << check->output;
+  EXPECT_EQ(check->output, "");
+}
+
+// Scored from trials that differ, the interval is wider than a point and
+// holds the mean.
+TEST(ForgettingMetricsTest, ScoredCurveGaugesBracketTheMean) {
+  ForgettingSignals s = HandBuilt();
+  // Trial 1 separates only half of Dp at step 100.
+  std::vector<double>& phi = s[{"100", forgetting::kPhiInjected}][1];
+  for (size_t i = 0; i < phi.size(); i += 2) phi[i] += 5;
+  auto results = ScoreForgetting(Spec(), s);
+  MEMAUDIT_ASSERT_OK(results);
+  results->set_audit_id("a-1");
+  prometheus::Registry registry;
+  PublishForgetting(&registry, *results, "t");
+  const std::string text = metrics::Exposition(registry);
+  const std::string l =
+      "{audit=\"a-1\",steps_since_injection=\"100\",strategy=\"inject\",team=\"t\"}";
+  const double mean = Sample(text, "memaudit_forgetting_mi_accuracy_ratio" + l);
+  const double low = Sample(text, "memaudit_forgetting_mi_accuracy_low_ratio" + l);
+  const double high = Sample(text, "memaudit_forgetting_mi_accuracy_high_ratio" + l);
+  EXPECT_NEAR(mean, results->forgetting().curve(1).accuracy().mean(), 1e-12);
+  EXPECT_LT(low, mean);
+  EXPECT_GT(high, mean);
+}
+
 // At k = 0 the baseline arm is the checkpoint: every calibrated non-member
 // score is 0, and the point says it measures ties; later points do not.
 TEST(ForgettingMetricsTest, APointWhoseNonMembersAllTieIsMarked) {
@@ -553,6 +638,18 @@ TEST(ForgettingMetricsTest, CanaryExposureGaugesByRepeatsArmAndSteps) {
   }
   EXPECT_EQ(series, 12u);
   EXPECT_THAT(text, Not(HasSubstr("memaudit_forgetting_mi_accuracy_ratio{")));
+  // Every mean has its 95% interval over trials, labelled alike: for the x16
+  // group at step 0, trial means 11 and 11.5 (t with 1 degree of freedom).
+  EXPECT_EQ(SeriesOf(text, "memaudit_forgetting_canary_exposure_low_log2"), 12u);
+  EXPECT_EQ(SeriesOf(text, "memaudit_forgetting_canary_exposure_high_log2"), 12u);
+  const std::string x16 =
+      "{arm=\"injected\",audit=\"a-1\",repeats=\"16\",steps_since_injection=\"0\","
+      "strategy=\"poison\",team=\"t\"}";
+  const v1::TrialMean& e = results->forgetting().exposure_curves(1).points(0).exposure();
+  EXPECT_NEAR(Sample(text, "memaudit_forgetting_canary_exposure_low_log2" + x16), e.low(), 1e-12);
+  EXPECT_NEAR(Sample(text, "memaudit_forgetting_canary_exposure_high_log2" + x16), e.high(), 1e-12);
+  EXPECT_LT(e.low(), 11.25 - 3);
+  EXPECT_GT(e.high(), 11.25 + 3);
 
   // Prometheus' own linter, when installed (Debian `prometheus`).
   const auto check = memaudit::testing::CheckMetricsWithPromtool(text);

@@ -239,7 +239,15 @@ void Scorer::Publish(const v1::AuditResults& results) {
   const KindHandler* kind = HandlerFor(AuditKindByName(results.kind()));
   if (kind == nullptr) return;
   auto info = store_->GetAuditInfo(results.audit_id());
-  kind->Publish(*metrics_, results, info.ok() ? info->team : "");
+  const std::string team = info.ok() ? info->team : "";
+  kind->Publish(*metrics_, results, team);
+  // Every kind: how many warnings its results carry (0 included, so a
+  // dashboard tells "none" from "not scored yet").
+  metrics::AddGauge(*metrics_, "memaudit_scorer_audit_warnings",
+                    "Warnings in an audit's results: settings under which a number is undefined "
+                    "or too noisy to trust.")
+      .Add({{"audit", results.audit_id()}, {"team", team}})
+      .Set(static_cast<double>(results.warnings_size()));
   // A forgetting curve is published point by point; count the audit once.
   if (results.complete()) {
     metrics::AddCounter(*metrics_, "memaudit_scorer_audits_scored_total",

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "absl/strings/str_cat.h"
 #include "common/content_key.h"
 #include "common/seeding.h"
 #include "common/sqlite.h"
@@ -115,6 +116,32 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   }
   EXPECT_EQ(results->most_vulnerable(0).member_models(), kModels / 2);
   EXPECT_GT(results->most_vulnerable(0).detected(), 0u);
+}
+
+// memaudit_scorer_audit_warnings: the size of the results' warnings, set
+// wherever the results' gauges are, a restart's republishing included.
+TEST_F(ScorerTest, PublishesHowManyWarningsTheResultsCarry) {
+  IngestAll();
+  auto results = scorer_->GetResults("a");
+  MEMAUDIT_ASSERT_OK(results);
+  ASSERT_TRUE(results->complete());
+  EXPECT_THAT(metrics::Exposition(*registry_),
+              HasSubstr(absl::StrCat("memaudit_scorer_audit_warnings{audit=\"a\",team=\"\"} ",
+                                     results->warnings_size(), "\n")));
+  auto stored = store_->GetResults("a");
+  MEMAUDIT_ASSERT_OK(stored);
+  ASSERT_TRUE(stored->has_value());
+  v1::AuditResults warned = **stored;
+  warned.clear_warnings();
+  for (const char* code : {"few_reference_models", "few_trials"}) {
+    v1::ResultWarning* w = warned.add_warnings();
+    w->set_code(code);
+    w->set_message("test");
+  }
+  MEMAUDIT_ASSERT_OK(store_->PutResults(warned));
+  Restart();
+  EXPECT_THAT(metrics::Exposition(*registry_),
+              HasSubstr("memaudit_scorer_audit_warnings{audit=\"a\",team=\"\"} 2\n"));
 }
 
 // The reference code's variants, named: scored next to the paper's, and

@@ -47,7 +47,11 @@ TEST_F(MetricsLintTest, PromtoolAcceptsEveryEndpointDuringAndAfterAnAudit) {
       RunPromtool(dir_, "bad", "# HELP x_ms latency\n# TYPE x_ms counter\nx_ms 1\n");
   ASSERT_NE(bad.exit_code, 0) << bad.output;
 
-  auto submitted = client_->Submit(TinyMembershipSpec(4, /*epochs=*/20));
+  // A name with what the exposition format must escape (quotes, a
+  // backslash) and text beyond ASCII: audit_info carries it as a label.
+  v1::AuditSpec spec = TinyMembershipSpec(4, /*epochs=*/20);
+  spec.set_name("lint \"quoted\" back\\slash ünïcödé 🐦");
+  auto submitted = client_->Submit(spec);
   MEMAUDIT_ASSERT_OK(submitted);
   bool linted_during = false;
   absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
@@ -61,6 +65,8 @@ TEST_F(MetricsLintTest, PromtoolAcceptsEveryEndpointDuringAndAfterAnAudit) {
   EXPECT_TRUE(linted_during) << "the audit ended before any progress was reported";
   ASSERT_EQ(client_->Get(submitted->audit_id())->state(), v1::SUCCEEDED);
   LintAll("after");
+  EXPECT_THAT(HttpGet(cluster_->coordinator_metrics_port(), "/metrics"),
+              ::testing::HasSubstr("name=\"lint \\\"quoted\\\" back\\\\slash ünïcödé 🐦\""));
 }
 
 }  // namespace

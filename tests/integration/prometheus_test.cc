@@ -22,10 +22,17 @@ TEST_F(PrometheusTest, CoordinatorSeriesMatchTheAudit) {
   EXPECT_EQ(prometheus().WaitForValue("memaudit_coordinator_leases", 0), 0);
   EXPECT_EQ(prometheus().WaitForValue("memaudit_coordinator_workers_connected", kWorkers),
             kWorkers);
-  EXPECT_EQ(prometheus().WaitForValue(absl::StrCat("memaudit_coordinator_audit_info{audit=\"",
-                                                   audit_id(), "\",kind=\"membership\"}"),
-                                      1),
-            1);
+  // audit_info names the audit's kind, name and team; its progress is whole.
+  EXPECT_EQ(
+      prometheus().WaitForValue(absl::StrCat("memaudit_coordinator_audit_info{audit=\"", audit_id(),
+                                             "\",kind=\"membership\",name=\"", audit().name(),
+                                             "\",team=\"", audit().team(), "\"}"),
+                                1),
+      1);
+  EXPECT_EQ(
+      prometheus().WaitForValue(
+          absl::StrCat("memaudit_coordinator_audit_progress_ratio{audit=\"", audit_id(), "\"}"), 1),
+      1);
   EXPECT_EQ(
       prometheus().WaitForValue(
           "sum(memaudit_coordinator_task_duration_seconds_count{outcome=\"succeeded\"})", kModels),
@@ -71,6 +78,11 @@ TEST_F(PrometheusTest, ScorerGaugesEqualTheReport) {
   EXPECT_EQ(prometheus().WaitForValue(
                 "memaudit_scorer_scoring_duration_seconds_count{kind=\"membership\"}", 1),
             1);
+  const double warnings = report.warnings_size();
+  EXPECT_EQ(
+      prometheus().WaitForValue(
+          absl::StrCat("memaudit_scorer_audit_warnings{audit=\"", audit_id(), "\"}"), warnings),
+      warnings);
 }
 
 TEST_F(PrometheusTest, WorkerCountersAddUpToTheAudit) {
