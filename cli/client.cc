@@ -94,6 +94,10 @@ absl::StatusOr<v1::Audit> Client::Get(const std::string& audit_id) {
 absl::StatusOr<v1::ListResponse> Client::List(uint32_t limit) {
   v1::ListRequest req;
   req.set_limit(limit);
+  return List(req);
+}
+
+absl::StatusOr<v1::ListResponse> Client::List(const v1::ListRequest& req) {
   return Call<v1::ListRequest, v1::ListResponse>(stub_.get(), &v1::AuditService::Stub::List, req,
                                                  address_);
 }

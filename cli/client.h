@@ -34,6 +34,7 @@ class Client {
                                             const std::string& request_id = "");
   absl::StatusOr<v1::Audit> Get(const std::string& audit_id);
   absl::StatusOr<v1::ListResponse> List(uint32_t limit);
+  absl::StatusOr<v1::ListResponse> List(const v1::ListRequest& req);
   absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id);
   absl::StatusOr<v1::AuditResults> Report(const std::string& audit_id);
   // Streams events until the audit ends; `on_event` returning false stops early.

@@ -15,11 +15,6 @@ namespace memaudit::cli {
 // The exit status for input the CLI cannot use (a command, a flag, a spec).
 inline constexpr int kExitBadInput = 2;
 
-// The entry of `known` closest to `typed` by edit distance, if within 2
-// edits (or `typed` is a prefix of it); nullopt otherwise.
-std::optional<std::string> NearestCommand(const std::string& typed,
-                                          const std::vector<std::string>& known);
-
 // Parses argv into `app`. Returns nullopt to go on, or the exit status to
 // return at once: 0 after --help or --version, kExitBadInput after an
 // unknown command (with a suggestion) or any other parse error, its message

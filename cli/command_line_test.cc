@@ -1,5 +1,6 @@
 #include "cli/command_line.h"
 
+#include "common/nearest_name.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::cli {
@@ -9,12 +10,12 @@ const std::vector<std::string> kCommands = {"run",   "validate", "submit", "stat
                                             "watch", "cancel",   "report"};
 
 TEST(CommandLineTest, ATypoGetsTheNearestCommand) {
-  EXPECT_EQ(NearestCommand("runn", kCommands), "run");
-  EXPECT_EQ(NearestCommand("valdate", kCommands), "validate");
-  EXPECT_EQ(NearestCommand("stauts", kCommands), "status");
-  EXPECT_EQ(NearestCommand("rep", kCommands), "report") << "a prefix";
-  EXPECT_EQ(NearestCommand("deploy", kCommands), std::nullopt) << "nothing near";
-  EXPECT_EQ(NearestCommand("", kCommands), std::nullopt);
+  EXPECT_EQ(NearestName("runn", kCommands), "run");
+  EXPECT_EQ(NearestName("valdate", kCommands), "validate");
+  EXPECT_EQ(NearestName("stauts", kCommands), "status");
+  EXPECT_EQ(NearestName("rep", kCommands), "report") << "a prefix";
+  EXPECT_EQ(NearestName("deploy", kCommands), std::nullopt) << "nothing near";
+  EXPECT_EQ(NearestName("", kCommands), std::nullopt);
 }
 
 // Every parse error is bad input (2), never CLI11's 105 and up; --help is 0.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -11,8 +12,10 @@
 #include <memory>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cli/archived_results.h"
 #include "cli/client.h"
 #include "cli/csv_export.h"
 #include "cli/embedded_cluster.h"
@@ -20,7 +23,9 @@
 #include "cli/privacy_meter_export.h"
 #include "cli/render.h"
 #include "cli/run_timings.h"
+#include "common/audit_kinds.h"
 #include "common/device_name.h"
+#include "common/event_types.h"
 #include "common/process.h"
 #include "common/spec_yaml.h"
 #include "common/status_macros.h"
@@ -81,12 +86,6 @@ std::string DefaultRunDir() {
   return absl::StrCat("memaudit-runs/", stamp, "-", getpid());
 }
 
-// The event that ends an audit: nothing the CLI waits for comes after it.
-bool EndsTheAudit(const v1::AuditEvent& event) {
-  return event.type() == "audit_succeeded" || event.type() == "audit_failed" ||
-         event.type() == "audit_cancelled";
-}
-
 // Follows an audit to its end with a progress display, showing `observe`
 // each event too (if set); returns its last state. The watch is left as soon
 // as the audit's last event arrives: the server would end the stream only at
@@ -97,7 +96,7 @@ absl::StatusOr<v1::Audit> Follow(Client* client, const std::string& audit_id,
   absl::Status watched = client->Watch(audit_id, [&](const v1::AuditEvent& event) {
     progress.Update(event);
     if (observe) observe(event);
-    return !EndsTheAudit(event);
+    return !EndsTheAudit(event.type());  // nothing the CLI waits for comes after
   });
   progress.Finish();
   if (!watched.ok()) return watched;
@@ -134,12 +133,18 @@ absl::StatusOr<DataRoots> LocalDataRoots(const std::vector<std::string>& given,
 }
 
 int ValidateCommand(const std::string& spec_path, const std::vector<std::string>& data_roots) {
-  auto spec = LoadSpecFile(spec_path);
+  // Unknown keys are listed with every other problem, not one at a time.
+  std::vector<UnknownSpecField> unknown;
+  auto spec = LoadSpecFile(spec_path, &unknown);
   if (!spec.ok()) return PrintError(spec.status());
   auto roots = LocalDataRoots(data_roots, spec_path);
   if (!roots.ok()) return PrintError(roots.status());
   coordinator::ApplyDefaults(&*spec);
-  std::vector<coordinator::SpecProblem> problems = coordinator::FindProblems(*spec, *roots);
+  std::vector<coordinator::SpecProblem> found = coordinator::FindProblems(*spec, *roots);
+  std::vector<coordinator::SpecProblem> problems;
+  problems.reserve(unknown.size() + found.size());
+  for (UnknownSpecField& u : unknown) problems.push_back({std::move(u.field), std::move(u.rule)});
+  for (coordinator::SpecProblem& p : found) problems.push_back(std::move(p));
   if (problems.empty()) {
     std::printf("%s: valid %s audit\n", spec_path.c_str(), coordinator::KindName(*spec).c_str());
     return kOk;
@@ -172,6 +177,10 @@ int RunCommand(const RunOptions& options) {
   cluster_options.workers = options.workers;
   cluster_options.lease_ttl_ms = options.lease_ttl_ms;
   cluster_options.data_roots = roots->roots();
+  // Each worker offers what one task of this spec needs, or the audit would
+  // wait for a worker that can never come.
+  cluster_options.worker_args = {
+      "--threads", absl::StrCat(std::max<uint32_t>(1, spec->resources().threads_per_task()))};
   std::fprintf(stderr, "starting scorer, coordinator and %u worker(s) in %s\n", options.workers,
                cluster_options.dir.c_str());
   // Ctrl-C or a kill stops the local services too, instead of orphaning them.
@@ -273,7 +282,29 @@ int StatusCommand(const RemoteOptions& remote, const std::string& audit_id) {
   Client& client = *connected;
   std::vector<v1::Audit> audits;
   if (audit_id.empty()) {
-    auto list = client.List(100);
+    v1::ListRequest req;
+    req.set_limit(remote.limit);
+    if (!remote.kind_filter.empty()) {
+      const v1::AuditKind kind = ApiKind(AuditKindByName(remote.kind_filter));
+      if (kind == v1::AUDIT_KIND_UNSPECIFIED) {
+        return PrintError(absl::InvalidArgumentError(
+            absl::StrCat("--kind: no such kind \"", remote.kind_filter, "\"")));
+      }
+      req.set_kind(kind);
+    }
+    req.set_name_contains(remote.name_filter);
+    if (!remote.state_filter.empty()) {
+      v1::AuditState state = v1::AUDIT_STATE_UNSPECIFIED;
+      if (!v1::AuditState_Parse(absl::AsciiStrToUpper(remote.state_filter), &state)) {
+        return PrintError(absl::InvalidArgumentError(
+            absl::StrCat("--state: queued, running, succeeded, failed or cancelled (got \"",
+                         remote.state_filter, "\")")));
+      }
+      req.set_state(state);
+    }
+    // The table shows no spec: only JSON and YAML ask for it.
+    req.set_view(*format == OutputFormat::kTable ? v1::AUDIT_VIEW_SUMMARY : v1::AUDIT_VIEW_FULL);
+    auto list = client.List(req);
     if (!list.ok()) return PrintError(list.status());
     audits.assign(list->audits().begin(), list->audits().end());
   } else {
@@ -311,6 +342,14 @@ int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
                   const ReportFiles& files) {
   auto format = ParseOutputFormat(remote.output);
   if (!format.ok()) return PrintError(format.status());
+  if (NamesAResultsFile(audit_id)) {
+    // An archived results document: everything the report needs is in it.
+    auto results = ReadResultsFile(audit_id);
+    if (!results.ok()) return PrintError(results.status());
+    std::printf("%s", RenderResults(*results, *format).c_str());
+    const absl::Status written = WriteReportFiles(AuditOfResults(*results), *results, files);
+    return written.ok() ? kOk : PrintError(written);
+  }
   auto connected = Client::Connect(remote.coordinator, remote.credentials);
   if (!connected.ok()) return PrintError(connected.status());
   Client& client = *connected;

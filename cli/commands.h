@@ -29,6 +29,11 @@ struct RunOptions {
 struct RemoteOptions {
   std::string coordinator;
   std::string output = "table";
+  // `memaudit status` without an audit: the listing's filters (ListRequest).
+  std::string state_filter;
+  std::string kind_filter;
+  std::string name_filter;
+  uint32_t limit = 100;
   // TLS flags and the bearer token (ResolveCredentials fills what they
   // leave open from the environment).
   ClientCredentials credentials;

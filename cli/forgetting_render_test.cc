@@ -13,7 +13,7 @@ using ::testing::Not;
 v1::AuditResults WithADegeneratePoint() {
   v1::AuditResults r;
   r.set_audit_id("a-1");
-  r.set_kind("forgetting");
+  r.set_kind(v1::FORGETTING);
   r.set_complete(true);
   v1::ForgettingResults* f = r.mutable_forgetting();
   f->set_strategy("inject");

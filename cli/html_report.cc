@@ -25,26 +25,40 @@ std::string FormatTime(int64_t unix_ms) {
 
 std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) {
   // The audit names its kind even when the results are a placeholder.
-  const KindHandler* kind = HandlerFor(AuditKindByName(audit.kind()));
+  const KindHandler* kind = HandlerFor(KindOfApi(audit.kind()));
   std::string html = absl::StrCat(
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memaudit report ",
       HtmlEscape(audit.audit_id()),
       "</title><style>body{font-family:sans-serif;margin:2em;color:#222;max-width:70em}"
       "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
       "padding:.3em .6em;text-align:right}td:first-child,th:first-child{text-align:left}"
-      "pre{background:#f6f6f6;padding:1em;overflow:auto}</style></head><body>");
-  absl::StrAppend(&html, "<h1>memaudit: ", HtmlEscape(audit.kind()), " audit ",
+      "pre{background:#f6f6f6;padding:1em;overflow:auto}"
+      ".warnings{background:#fff4d6;border-left:4px solid #d89a00;padding:.2em "
+      "1em}</style></head><body>");
+  absl::StrAppend(&html, "<h1>memaudit: ", HtmlEscape(AuditKindName(audit.kind())), " audit ",
                   HtmlEscape(audit.name()), "</h1>");
   absl::StrAppend(
       &html, "<table class=\"meta\">",
       absl::StrFormat("<tr><th>audit</th><td>%s</td></tr>", HtmlEscape(audit.audit_id())),
       absl::StrFormat("<tr><th>state</th><td>%s</td></tr>", StateName(audit.state())),
       absl::StrFormat("<tr><th>seed</th><td>%d</td></tr>", audit.spec().seed()),
-      absl::StrFormat("<tr><th>submitted</th><td>%s</td></tr>",
-                      FormatTime(audit.created_unix_ms())),
+      // An archived results document (memaudit report FILE.json) has no time.
+      audit.created_unix_ms() == 0 ? ""
+                                   : absl::StrFormat("<tr><th>submitted</th><td>%s</td></tr>",
+                                                     FormatTime(audit.created_unix_ms())),
       kind != nullptr ? kind->HtmlSizeRows(results) : "",
-      absl::StrFormat("<tr><th>code version</th><td>%s</td></tr>", HtmlEscape(CodeVersion())),
+      // The code that scored the results, when they say; else this report's.
+      absl::StrFormat("<tr><th>code version</th><td>%s</td></tr>",
+                      HtmlEscape(results.version().empty() ? CodeVersion() : results.version())),
       "</table>");
+  if (results.warnings_size() > 0) {
+    absl::StrAppend(&html, "<div class=\"warnings\"><h2>Warnings</h2><ul>");
+    for (const v1::ResultWarning& w : results.warnings()) {
+      absl::StrAppend(&html, "<li><code>", HtmlEscape(w.code()),
+                      "</code>: ", HtmlEscape(w.message()), "</li>");
+    }
+    absl::StrAppend(&html, "</ul></div>");
+  }
   if (!results.error().empty()) {
     absl::StrAppend(&html, "<p><strong>The audit cannot be scored:</strong> ",
                     HtmlEscape(results.error()), "</p>");

@@ -101,8 +101,11 @@ CLI::App* AddSubmitCommand(CLI::App* app, std::string* spec_path, bool* watch,
 
 CLI::App* AddReportCommand(CLI::App* app, std::string* audit_id, ReportFiles* files) {
   CLI::App* cmd = app->add_subcommand(
-      "report", "Print an audit's scored results; optionally write JSON, HTML and CSV.");
-  cmd->add_option("audit", *audit_id, "audit id")->required();
+      "report",
+      "Print an audit's scored results; optionally write JSON, HTML and CSV. Given a "
+      "results file (results.json of `memaudit run`, or --json of an earlier report) "
+      "instead of an audit id, it needs no service.");
+  cmd->add_option("audit", *audit_id, "audit id, or a results JSON file")->required();
   cmd->add_option("--json", files->json_path, "write the results JSON here");
   cmd->add_option("--html", files->html_path,
                   "write a self-contained HTML report (inline SVG plots) here");
@@ -143,6 +146,14 @@ int main(int argc, char** argv) {
   CLI::App* status_cmd =
       app.add_subcommand("status", "Show one audit, or list recent audits when none is named.");
   status_cmd->add_option("audit", audit_id, "audit id");
+  status_cmd->add_option("--state", remote.state_filter,
+                         "list only audits in this state (queued, running, succeeded, failed, "
+                         "cancelled)");
+  status_cmd->add_option("--kind", remote.kind_filter, "list only audits of this kind");
+  status_cmd->add_option("--name", remote.name_filter, "list only audits whose name contains this");
+  status_cmd->add_option("--limit", remote.limit, "list at most this many audits")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1000u));
   AddRemoteFlags(status_cmd, &remote, true);
   CLI::App* watch_cmd = app.add_subcommand("watch", "Follow an audit's progress until it ends.");
   watch_cmd->add_option("audit", audit_id, "audit id")->required();

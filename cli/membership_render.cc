@@ -4,6 +4,8 @@
 #include "absl/strings/str_format.h"
 #include "cli/render.h"
 #include "cli/report_plots.h"
+#include "common/audit_kinds.h"
+#include "common/membership_attacks.h"
 #include "common/status_macros.h"
 
 namespace memaudit::cli {
@@ -12,7 +14,7 @@ namespace {
 std::string FormatPercent(double value) { return absl::StrFormat("%g%%", value * 100); }
 
 std::string NumbersTable(const v1::AuditResults& r) {
-  std::string out = "<table><tr><th>attack</th><th>AUC</th><th>balanced accuracy</th>";
+  std::string out = "<table><tr><th>attack</th><th>AUC [95% CI]</th><th>balanced accuracy</th>";
   if (r.attacks_size() > 0) {
     for (const v1::OperatingPoint& p : r.attacks(0).operating_points()) {
       absl::StrAppend(&out, absl::StrFormat("<th>TPR at FPR &le; %g [95%% CI]</th>"
@@ -22,8 +24,9 @@ std::string NumbersTable(const v1::AuditResults& r) {
   }
   absl::StrAppend(&out, "</tr>");
   for (const v1::AttackResult& a : r.attacks()) {
-    absl::StrAppend(&out, absl::StrFormat("<tr><td>%s</td><td>%.4f</td><td>%.4f</td>",
-                                          HtmlEscape(a.attack()), a.auc(), a.balanced_accuracy()));
+    absl::StrAppend(&out, absl::StrFormat("<tr><td>%s</td><td>%.4f [%.4f, %.4f]</td><td>%.4f</td>",
+                                          HtmlEscape(AttackName(a.attack())), a.auc(), a.auc_low(),
+                                          a.auc_high(), a.balanced_accuracy()));
     for (const v1::OperatingPoint& p : a.operating_points()) {
       absl::StrAppend(&out, absl::StrFormat("<td>%.4f [%.4f, %.4f]</td><td>%.5f</td>", p.tpr(),
                                             p.tpr_low(), p.tpr_high(), p.fpr()));
@@ -40,7 +43,7 @@ std::string VulnerableTable(const v1::AuditResults& r) {
       "example flag it as a member with <code>%s</code> at FPR &le; %g.</p><table><tr>"
       "<th>rank</th><th>pool index</th><th>dataset index</th><th>flagged / member models</th>"
       "<th>mean member score</th></tr>",
-      HtmlEscape(r.vulnerability_attack()), r.vulnerability_fpr());
+      HtmlEscape(AttackName(r.vulnerability_attack())), r.vulnerability_fpr());
   for (int i = 0; i < r.most_vulnerable_size(); ++i) {
     const v1::VulnerableExample& v = r.most_vulnerable(i);
     absl::StrAppend(&out, absl::StrFormat("<tr><td>%d</td><td>%u</td><td>%u</td><td>%u / %u</td>"
@@ -56,8 +59,10 @@ class Membership final : public KindHandler {
   std::string Table(const v1::AuditResults& r) const override {
     std::string out = absl::StrFormat(
         "audit %s (%s): %u models x %u examples, %u member / %u non-member scores\n\n",
-        r.audit_id(), r.kind(), r.models(), r.examples(), r.members(), r.non_members());
-    std::string header = absl::StrFormat("%-30s %8s %9s", "attack", "AUC", "bal.acc");
+        r.audit_id(), AuditKindName(r.kind()), r.models(), r.examples(), r.members(),
+        r.non_members());
+    std::string header =
+        absl::StrFormat("%-30s %8s %17s %9s", "attack", "AUC", "AUC 95% CI", "bal.acc");
     if (r.attacks_size() > 0) {
       for (const v1::OperatingPoint& p : r.attacks(0).operating_points()) {
         absl::StrAppend(&header,
@@ -67,7 +72,8 @@ class Membership final : public KindHandler {
     absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
     for (const v1::AttackResult& a : r.attacks()) {
       absl::StrAppend(
-          &out, absl::StrFormat("%-30s %8.4f %9.4f", a.attack(), a.auc(), a.balanced_accuracy()));
+          &out, absl::StrFormat("%-30s %8.4f  [%.4f, %.4f] %9.4f", AttackName(a.attack()), a.auc(),
+                                a.auc_low(), a.auc_high(), a.balanced_accuracy()));
       for (const v1::OperatingPoint& p : a.operating_points()) {
         absl::StrAppend(&out, absl::StrFormat(" %14.4f", p.tpr()));
       }
@@ -80,23 +86,24 @@ class Membership final : public KindHandler {
   }
 
   absl::Status WriteCsv(const v1::AuditResults& r, const std::string& dir) const override {
-    std::string attacks = "audit_id,attack,auc,balanced_accuracy\n";
+    std::string attacks = "audit_id,attack,auc,auc_low,auc_high,balanced_accuracy\n";
     std::string points =
         "audit_id,attack,fpr_target,tpr,tpr_low,tpr_high,fpr,fpr_low,fpr_high,threshold\n";
     std::string roc = "audit_id,attack,fpr,tpr\n";
     for (const v1::AttackResult& a : r.attacks()) {
-      absl::StrAppend(&attacks, absl::StrFormat("%s,%s,%.17g,%.17g\n", r.audit_id(), a.attack(),
-                                                a.auc(), a.balanced_accuracy()));
+      absl::StrAppend(&attacks, absl::StrFormat("%s,%s,%.17g,%.17g,%.17g,%.17g\n", r.audit_id(),
+                                                AttackName(a.attack()), a.auc(), a.auc_low(),
+                                                a.auc_high(), a.balanced_accuracy()));
       for (const v1::OperatingPoint& p : a.operating_points()) {
         absl::StrAppend(
             &points,
             absl::StrFormat("%s,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", r.audit_id(),
-                            a.attack(), p.fpr_target(), p.tpr(), p.tpr_low(), p.tpr_high(), p.fpr(),
-                            p.fpr_low(), p.fpr_high(), p.threshold()));
+                            AttackName(a.attack()), p.fpr_target(), p.tpr(), p.tpr_low(),
+                            p.tpr_high(), p.fpr(), p.fpr_low(), p.fpr_high(), p.threshold()));
       }
       for (const v1::RocPoint& p : a.roc()) {
-        absl::StrAppend(&roc, absl::StrFormat("%s,%s,%.17g,%.17g\n", r.audit_id(), a.attack(),
-                                              p.fpr(), p.tpr()));
+        absl::StrAppend(&roc, absl::StrFormat("%s,%s,%.17g,%.17g\n", r.audit_id(),
+                                              AttackName(a.attack()), p.fpr(), p.tpr()));
       }
     }
     MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/attacks.csv", attacks));

@@ -49,7 +49,7 @@ TEST(PrivacyMeterExportTest, NumpyReadsTheMembershipMatrix) {
   m->mutable_training()->set_epochs(3);
   m->set_reference_models(4);
   v1::AuditResults results;
-  results.set_kind("membership");
+  results.set_kind(v1::MEMBERSHIP);
 
   const std::string dir = ::testing::TempDir() + "/pm_export_" + std::to_string(getpid());
   MEMAUDIT_ASSERT_OK(WritePrivacyMeterExport(audit, results, dir));

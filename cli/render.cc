@@ -13,6 +13,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "cli/kind_handler.h"
+#include "common/audit_kinds.h"
+#include "common/event_types.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit::cli {
@@ -98,10 +100,15 @@ std::string ResultsTable(const v1::AuditResults& r) {
     return absl::StrCat("audit ", r.audit_id(), ": results not complete yet (", r.models(),
                         " models planned)\n");
   }
-  const KindHandler* kind = HandlerFor(AuditKindByName(r.kind()));
+  const KindHandler* kind = HandlerFor(KindOfApi(r.kind()));
   if (kind == nullptr)
-    return absl::StrCat("audit ", r.audit_id(), ": unknown kind \"", r.kind(), "\"\n");
-  return kind->Table(r);
+    return absl::StrCat("audit ", r.audit_id(), ": unknown kind ", static_cast<int>(r.kind()),
+                        "\n");
+  std::string table = kind->Table(r);
+  for (const v1::ResultWarning& w : r.warnings()) {
+    absl::StrAppend(&table, "warning (", w.code(), "): ", w.message(), "\n");
+  }
+  return table;
 }
 
 std::string RenderResults(const v1::AuditResults& results, OutputFormat format) {
@@ -126,8 +133,8 @@ std::string RenderAudits(const std::vector<v1::Audit>& audits, OutputFormat form
                                     "TASKS done/all", "STEPS", "NAME");
   for (const v1::Audit& a : audits) {
     absl::StrAppend(&out,
-                    absl::StrFormat("%-20s %-12s %-10s %-16s %-12s %s\n", a.audit_id(), a.kind(),
-                                    StateName(a.state()),
+                    absl::StrFormat("%-20s %-12s %-10s %-16s %-12s %s\n", a.audit_id(),
+                                    AuditKindName(a.kind()), StateName(a.state()),
                                     absl::StrCat(a.tasks().succeeded(), "/", a.tasks().total()),
                                     absl::StrCat(a.steps_done(), "/", a.steps_total()), a.name()));
     if (!a.error().empty()) absl::StrAppend(&out, "  error: ", a.error(), "\n");
@@ -144,13 +151,17 @@ ProgressPrinter::ProgressPrinter(std::FILE* out)
 void ProgressPrinter::Update(const v1::AuditEvent& event) {
   const v1::Audit& a = event.audit();
   if (!tty_) {
-    if (event.type() != "progress" && event.type() != "task_leased") {
-      std::fprintf(out_, "%s %s %s%s%s\n", a.audit_id().c_str(), event.type().c_str(),
-                   event.task_id().c_str(), event.message().empty() ? "" : ": ",
-                   event.message().c_str());
+    if (event.type() != v1::PROGRESS && event.type() != v1::TASK_LEASED) {
+      std::fprintf(out_, "%s %s %s%s%s\n", a.audit_id().c_str(),
+                   EventTypeName(event.type()).c_str(), event.task_id().c_str(),
+                   event.message().empty() ? "" : ": ", event.message().c_str());
       std::fflush(out_);
     }
     return;
+  }
+  // A warning goes on its own line above the bar, which stays.
+  if (event.type() == v1::AUDIT_WAITING) {
+    std::fprintf(out_, "\r\033[K%s: %s\n", a.audit_id().c_str(), event.message().c_str());
   }
   const auto now = std::chrono::steady_clock::now();
   const double dt = std::chrono::duration<double>(now - rate_time_).count();

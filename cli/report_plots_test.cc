@@ -12,6 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/html_report.h"
+#include "common/audit_kinds.h"
+#include "common/membership_attacks.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -133,7 +135,7 @@ v1::TrialMean Mean(double mean, double half_width) {
 
 v1::AuditResults Forgetting() {
   v1::AuditResults r;
-  r.set_kind("forgetting");
+  r.set_kind(v1::FORGETTING);
   r.set_complete(true);
   v1::ForgettingResults* f = r.mutable_forgetting();
   f->set_strategy("inject");
@@ -156,7 +158,7 @@ v1::AuditResults Forgetting() {
 
 v1::AuditResults Exposure() {
   v1::AuditResults r;
-  r.set_kind("exposure");
+  r.set_kind(v1::EXPOSURE);
   r.set_complete(true);
   v1::ExposureResults* x = r.mutable_exposure();
   x->set_log2_space(19.93);
@@ -204,7 +206,7 @@ v1::AuditResults Exposure() {
 
 v1::AuditResults Unlearning() {
   v1::AuditResults r;
-  r.set_kind("unlearning");
+  r.set_kind(v1::UNLEARNING);
   r.set_complete(true);
   v1::UnlearningResults* u = r.mutable_unlearning();
   u->set_method("scratch");
@@ -234,7 +236,7 @@ v1::AuditResults Unlearning() {
 
 v1::AuditResults Relational() {
   v1::AuditResults r;
-  r.set_kind("relational");
+  r.set_kind(v1::RELATIONAL);
   r.set_complete(true);
   v1::RelationalResults* rel = r.mutable_relational();
   rel->set_model("phone_book");
@@ -261,7 +263,7 @@ TEST(RocSvgTest, OneCurvePerAttackWithChanceAndOperatingPoints) {
   v1::AuditResults r;
   for (const char* name : {"lira_online", "loss"}) {
     v1::AttackResult* a = r.add_attacks();
-    a->set_attack(name);
+    a->set_attack(AttackByName(name));
     a->set_auc(0.7);
     for (double fpr : {0.0, 1e-4, 1e-2, 1.0}) {
       v1::RocPoint* p = a->add_roc();
@@ -287,12 +289,12 @@ TEST(RocSvgTest, OneCurvePerAttackWithChanceAndOperatingPoints) {
 
 v1::AuditResults Membership() {
   v1::AuditResults r;
-  r.set_kind("membership");
+  r.set_kind(v1::MEMBERSHIP);
   r.set_complete(true);
   for (const char* name : {"lira_online", "lira_offline", "lira_online_fixed_variance",
                            "lira_offline_fixed_variance", "rmia", "loss"}) {
     v1::AttackResult* a = r.add_attacks();
-    a->set_attack(name);
+    a->set_attack(AttackByName(name));
     a->set_auc(0.7);
     for (int i = 0; i <= 100; ++i) {
       const double fpr = std::pow(10.0, -5 + 0.05 * i);
@@ -416,7 +418,7 @@ TEST(ForgettingPlotTest, OneTrialAndMissingIntervalsStayFinite) {
 
 TEST(ForgettingPlotTest, CanaryExposureByInsertionCount) {
   v1::AuditResults r;
-  r.set_kind("forgetting");
+  r.set_kind(v1::FORGETTING);
   r.set_complete(true);
   v1::ForgettingResults* f = r.mutable_forgetting();
   f->set_trials(2);
@@ -661,7 +663,7 @@ TEST(RelationalPlotTest, LinearModelStepsAndNegativeRmNorm) {
 v1::Audit AuditOf(const std::string& kind) {
   v1::Audit audit;
   audit.set_audit_id("a-1");
-  audit.set_kind(kind);
+  audit.set_kind(ApiKind(AuditKindByName(kind)));
   audit.set_name("plots");
   return audit;
 }
@@ -685,7 +687,7 @@ TEST(HtmlReportPlotsTest, EveryKindGetsItsPlots) {
   const std::string membership = HtmlReport(AuditOf("membership"), [] {
     v1::AuditResults r;
     r.set_complete(true);
-    r.add_attacks()->set_attack("loss");
+    r.add_attacks()->set_attack(v1::LOSS);
     return r;
   }());
   EXPECT_THAT(membership, HasSubstr("class=\"roc\""));

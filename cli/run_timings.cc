@@ -25,12 +25,12 @@ std::string Field(const char* name, double seconds) {
 }  // namespace
 
 void RunTimings::Observe(const v1::AuditEvent& event) {
-  const std::string& type = event.type();
+  const v1::EventType type = event.type();
   const absl::Time at = absl::FromUnixMillis(event.unix_ms());
-  if (type == "task_leased") {
+  if (type == v1::TASK_LEASED) {
     if (!Known(first_lease) || at < first_lease) first_lease = at;
-  } else if (type == "task_succeeded" || type == "task_failed" || type == "task_retried" ||
-             type == "task_released") {
+  } else if (type == v1::TASK_SUCCEEDED || type == v1::TASK_FAILED || type == v1::TASK_RETRIED ||
+             type == v1::TASK_RELEASED) {
     if (!Known(last_task_end) || at > last_task_end) last_task_end = at;
   }
 }

@@ -1,5 +1,6 @@
 #include "cli/run_timings.h"
 
+#include "common/event_types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -8,7 +9,7 @@ namespace {
 
 v1::AuditEvent Event(const std::string& type, int64_t unix_ms) {
   v1::AuditEvent event;
-  event.set_type(type);
+  event.set_type(EventTypeByName(type));
   event.set_unix_ms(unix_ms);
   return event;
 }

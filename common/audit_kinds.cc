@@ -2,6 +2,8 @@
 
 #include <google/protobuf/descriptor.h>
 
+#include "common/enum_names.h"
+
 namespace memaudit {
 namespace {
 
@@ -38,6 +40,17 @@ AuditKind AuditKindByName(absl::string_view name) {
     return v1::AuditSpec::KIND_NOT_SET;
   }
   return static_cast<AuditKind>(field->number());
+}
+
+v1::AuditKind ApiKind(AuditKind kind) {
+  return static_cast<v1::AuditKind>(
+      ValueOfLowerCaseName(*v1::AuditKind_descriptor(), AuditKindName(kind)));
+}
+
+AuditKind KindOfApi(v1::AuditKind kind) { return AuditKindByName(AuditKindName(kind)); }
+
+std::string AuditKindName(v1::AuditKind kind) {
+  return LowerCaseName(*v1::AuditKind_descriptor(), kind);
 }
 
 }  // namespace memaudit

@@ -29,6 +29,15 @@ std::string AuditKindName(AuditKind kind);
 // The kind named `name`; KIND_NOT_SET when no kind has that name.
 AuditKind AuditKindByName(absl::string_view name);
 
+// The API's name of a kind (Audit.kind, AuditResults.kind: the enum value
+// named as the oneof field in upper case), and back. AUDIT_KIND_UNSPECIFIED
+// <-> KIND_NOT_SET.
+v1::AuditKind ApiKind(AuditKind kind);
+AuditKind KindOfApi(v1::AuditKind kind);
+// The lower-case name of an API kind ("membership"; "" when unspecified):
+// what tables, labels and reports print.
+std::string AuditKindName(v1::AuditKind kind);
+
 }  // namespace memaudit
 
 #endif  // MEMAUDIT_COMMON_AUDIT_KINDS_H_

@@ -25,6 +25,21 @@ TEST(AuditKindsTest, NamesRoundTrip) {
   EXPECT_EQ(AuditKindName(v1::AuditSpec::kUnlearning), "unlearning");
 }
 
+// The API's enum has one value per kind (a kind added to the oneof without
+// one fails here), and every value but unspecified is a kind.
+TEST(AuditKindsTest, EveryKindHasItsApiValue) {
+  for (AuditKind kind : AllAuditKinds()) {
+    EXPECT_NE(ApiKind(kind), v1::AUDIT_KIND_UNSPECIFIED) << AuditKindName(kind);
+    EXPECT_EQ(KindOfApi(ApiKind(kind)), kind);
+    EXPECT_EQ(AuditKindName(ApiKind(kind)), AuditKindName(kind));
+  }
+  EXPECT_EQ(ApiKind(v1::AuditSpec::kExposure), v1::EXPOSURE);
+  EXPECT_EQ(static_cast<size_t>(v1::AuditKind_descriptor()->value_count()),
+            AllAuditKinds().size() + 1);
+  EXPECT_EQ(KindOfApi(v1::AUDIT_KIND_UNSPECIFIED), v1::AuditSpec::KIND_NOT_SET);
+  EXPECT_EQ(AuditKindName(v1::AUDIT_KIND_UNSPECIFIED), "");
+}
+
 TEST(AuditKindsTest, OtherFieldsAndNamesAreNoKind) {
   EXPECT_EQ(AuditKindName(v1::AuditSpec::KIND_NOT_SET), "");
   EXPECT_EQ(AuditKindByName("seed"), v1::AuditSpec::KIND_NOT_SET);  // a field, not a kind

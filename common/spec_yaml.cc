@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec_unknown_fields.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit {
@@ -408,7 +409,8 @@ std::string NameFromSource(absl::string_view source) {
 }
 
 absl::StatusOr<v1::AuditSpec> ParseBounded(absl::string_view yaml, size_t total, bool total_known,
-                                           absl::string_view source) {
+                                           absl::string_view source,
+                                           std::vector<UnknownSpecField>* unknown) {
   absl::StatusOr<std::string> json = BoundedYamlToJson(yaml, total, total_known);
   if (!json.ok())
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", json.status().message()));
@@ -427,6 +429,14 @@ absl::StatusOr<v1::AuditSpec> ParseBounded(absl::string_view yaml, size_t total,
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
   }
   DropZeroKeywords(tree);
+  std::vector<UnknownSpecField> found = RemoveUnknownFields(&tree, v1::AuditSpec::descriptor());
+  if (!found.empty() && unknown == nullptr) {
+    std::string message = absl::StrCat(source, ": ", found.size(), " unknown field(s):");
+    for (const UnknownSpecField& f : found)
+      absl::StrAppend(&message, "\n  ", f.field, ": ", f.rule);
+    return absl::InvalidArgumentError(message);
+  }
+  if (unknown != nullptr) unknown->insert(unknown->end(), found.begin(), found.end());
   v1::AuditSpec spec;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
@@ -478,22 +488,24 @@ absl::StatusOr<std::string> YamlToJson(absl::string_view yaml) {
   return BoundedYamlToJson(yaml, yaml.size(), /*total_known=*/true);
 }
 
-absl::StatusOr<v1::AuditSpec> ParseSpecYaml(absl::string_view yaml, absl::string_view source) {
-  return ParseBounded(yaml, yaml.size(), /*total_known=*/true, source);
+absl::StatusOr<v1::AuditSpec> ParseSpecYaml(absl::string_view yaml, absl::string_view source,
+                                            std::vector<UnknownSpecField>* unknown) {
+  return ParseBounded(yaml, yaml.size(), /*total_known=*/true, source, unknown);
 }
 
-absl::StatusOr<v1::AuditSpec> LoadSpecFile(const std::string& path) {
+absl::StatusOr<v1::AuditSpec> LoadSpecFile(const std::string& path,
+                                           std::vector<UnknownSpecField>* unknown) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open spec file"));
   // Reads one byte past the limit, never the whole of a huge file.
   std::string head(kMaxSpecBytes + 1, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(in.gcount()));
-  if (head.size() <= kMaxSpecBytes) return ParseSpecYaml(head, path);
+  if (head.size() <= kMaxSpecBytes) return ParseSpecYaml(head, path, unknown);
   std::ifstream sized(path, std::ios::binary | std::ios::ate);
   const std::streamoff end = sized ? static_cast<std::streamoff>(sized.tellg()) : -1;
   const bool known = end > 0;
-  return ParseBounded(head, known ? static_cast<size_t>(end) : head.size(), known, path);
+  return ParseBounded(head, known ? static_cast<size_t>(end) : head.size(), known, path, unknown);
 }
 
 }  // namespace memaudit

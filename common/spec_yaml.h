@@ -13,9 +13,11 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/spec_unknown_fields.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit {
@@ -37,8 +39,13 @@ inline constexpr size_t kMaxQuotedBytes = 64;
 std::string QuoteValue(absl::string_view value);
 
 // `source` names the input in error messages (a file path, "<stdin>").
-absl::StatusOr<v1::AuditSpec> ParseSpecYaml(absl::string_view yaml, absl::string_view source);
-absl::StatusOr<v1::AuditSpec> LoadSpecFile(const std::string& path);
+// Keys that name no spec field are refused all at once, each with the
+// nearest field suggested; or, given `unknown`, appended to it and left out
+// so the rest of the spec can still be checked (`memaudit validate`).
+absl::StatusOr<v1::AuditSpec> ParseSpecYaml(absl::string_view yaml, absl::string_view source,
+                                            std::vector<UnknownSpecField>* unknown = nullptr);
+absl::StatusOr<v1::AuditSpec> LoadSpecFile(const std::string& path,
+                                           std::vector<UnknownSpecField>* unknown = nullptr);
 
 // YAML text -> JSON text, under the limits above; exposed for tests.
 absl::StatusOr<std::string> YamlToJson(absl::string_view yaml);

@@ -45,6 +45,33 @@ TEST(SpecYamlTest, UnknownFieldIsNamed) {
   EXPECT_NE(spec.status().message().find("reference_modelz"), std::string::npos);
 }
 
+// Every unknown key at once, at any depth, with the nearest field; with a
+// list to collect them, the rest of the spec still parses.
+TEST(SpecYamlTest, EveryUnknownFieldIsNamedWithTheNearestField) {
+  constexpr char kYaml[] =
+      "nam: x\n"
+      "membership:\n"
+      "  model: {hiden: [8]}\n"
+      "  reference_models: 8\n"
+      "  zzzzzzzz: 1\n"
+      "resources: {modelsPerTask: 2}\n";
+  auto refused = ParseSpecYaml(kYaml, "bad.yaml");
+  ASSERT_FALSE(refused.ok());
+  const std::string message(refused.status().message());
+  EXPECT_THAT(message, ::testing::HasSubstr("bad.yaml: 3 unknown field(s):"));
+  EXPECT_THAT(message, ::testing::HasSubstr("nam: unknown field; did you mean \"name\"?"));
+  EXPECT_THAT(message, ::testing::HasSubstr(
+                           "membership.model.hiden: unknown field; did you mean \"hidden\"?"));
+  EXPECT_THAT(message,
+              ::testing::HasSubstr("membership.zzzzzzzz: unknown field of MembershipAudit"));
+  std::vector<UnknownSpecField> unknown;
+  auto spec = ParseSpecYaml(kYaml, "bad.yaml", &unknown);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(unknown.size(), 3u);
+  EXPECT_EQ(spec->membership().reference_models(), 8u);
+  EXPECT_EQ(spec->resources().models_per_task(), 2u) << "a JSON name is a known field";
+}
+
 TEST(SpecYamlTest, BrokenYamlGivesLineNumber) {
   auto spec = ParseSpecYaml("membership: [1, 2\n", "broken.yaml");
   ASSERT_FALSE(spec.ok());

@@ -9,6 +9,11 @@
 
 namespace memaudit {
 
+// The absl::Status payload that travels as a gRPC status's error details
+// (the `grpc-status-details-bin` trailer: a serialized google.rpc.Status,
+// memaudit.v1.ErrorStatus).
+inline constexpr char kErrorDetailsPayload[] = "type.googleapis.com/google.rpc.Status";
+
 grpc::Status ToGrpc(const absl::Status& status);
 absl::Status FromGrpc(const grpc::Status& status);
 

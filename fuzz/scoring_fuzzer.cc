@@ -27,7 +27,7 @@ using memaudit::scorer::Scorer;
 using memaudit::scorer::ScorerStore;
 namespace v1 = memaudit::v1;
 
-constexpr uint32_t kModels = 4;
+constexpr uint32_t kModels = 6;  // per-example-variance LiRA needs 6
 constexpr uint32_t kPool = 16;
 constexpr uint32_t kPopulation = 8;
 

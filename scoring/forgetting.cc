@@ -78,13 +78,14 @@ absl::StatusOr<std::vector<ForgettingCurvePoint>> ForgettingCurve(
     struct {
       const std::vector<double>* values;
       MeanSummary* into;
-    } fields[] = {{&acc, &out.accuracy},
-                  {&auc, &out.auc},
-                  {&tpr, &out.tpr},
-                  {&prec, &out.precision},
-                  {&eps, &out.epsilon}};
+      Interval range;
+    } fields[] = {{&acc, &out.accuracy, kUnitInterval},
+                  {&auc, &out.auc, kUnitInterval},
+                  {&tpr, &out.tpr, kUnitInterval},
+                  {&prec, &out.precision, kUnitInterval},
+                  {&eps, &out.epsilon, kWholeLine}};
     for (auto& f : fields) {
-      MEMAUDIT_ASSIGN_OR_RETURN(auto s, SummarizeMean(*f.values, options.confidence));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto s, SummarizeMean(*f.values, options.confidence, f.range));
       *f.into = s;
     }
     curve.push_back(std::move(out));

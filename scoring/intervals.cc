@@ -1,5 +1,6 @@
 #include "scoring/intervals.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -41,7 +42,8 @@ absl::StatusOr<Interval> ClopperPearson(size_t successes, size_t trials, double 
   return ci;
 }
 
-absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values, double confidence) {
+absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values, double confidence,
+                                          Interval range) {
   MEMAUDIT_RETURN_IF_ERROR(CheckConfidence(confidence));
   MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("values", values.size()));
   MEMAUDIT_RETURN_IF_ERROR(CheckFinite("values", values));
@@ -58,7 +60,7 @@ absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values, doubl
   const double t = boost::math::quantile(boost::math::students_t_distribution<double>(n - 1.0),
                                          0.5 + confidence / 2.0);
   const double half = t * out.stddev / std::sqrt(n);
-  out.interval = {out.mean - half, out.mean + half};
+  out.interval = {std::max(range.lo, out.mean - half), std::min(range.hi, out.mean + half)};
   return out;
 }
 

@@ -4,6 +4,7 @@
 #define MEMAUDIT_SCORING_INTERVALS_H_
 
 #include <cstddef>
+#include <limits>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -21,6 +22,12 @@ struct Interval {
 // 0 < confidence < 1.
 absl::StatusOr<Interval> ClopperPearson(size_t successes, size_t trials, double confidence = 0.95);
 
+// No bound: a quantity that can take any real value.
+inline constexpr Interval kWholeLine{-std::numeric_limits<double>::infinity(),
+                                     std::numeric_limits<double>::infinity()};
+// A rate, an AUC, a probability.
+inline constexpr Interval kUnitInterval{0.0, 1.0};
+
 struct MeanSummary {
   double mean = 0.0;
   double stddev = 0.0;  // sample std (n − 1); 0 when n = 1
@@ -30,9 +37,11 @@ struct MeanSummary {
 
 // Mean with a Student-t interval. With few trials (the forgetting paper uses
 // 3) the t quantile, not the normal one, keeps the coverage honest.
+// The interval is cut to `range`, the values the quantity can take (a rate
+// is in [0, 1]): with two trials a t interval can reach far past it.
 // Needs >= 1 finite value and 0 < confidence < 1.
-absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values,
-                                          double confidence = 0.95);
+absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values, double confidence = 0.95,
+                                          Interval range = kWholeLine);
 
 }  // namespace memaudit::scoring
 

@@ -51,4 +51,18 @@ TEST(SummarizeMeanTest, StudentTInterval) {
 }
 
 }  // namespace
+// Two trials: mean 0.875, sd 0.106, t(1) = 12.706, so the unclipped
+// interval is 0.875 +- 0.953 = [-0.078, 1.828]; a rate's stays in [0, 1].
+TEST(SummarizeMeanTest, ARateIntervalStaysInsideItsRange) {
+  auto open = SummarizeMean(std::vector<double>{0.8, 0.95});
+  ASSERT_TRUE(open.ok());
+  EXPECT_NEAR(open->interval.lo, -0.078, 1e-3);
+  EXPECT_NEAR(open->interval.hi, 1.828, 1e-3);
+  auto rate = SummarizeMean(std::vector<double>{0.8, 0.95}, 0.95, kUnitInterval);
+  ASSERT_TRUE(rate.ok());
+  EXPECT_EQ(rate->interval.lo, 0.0);
+  EXPECT_EQ(rate->interval.hi, 1.0);
+  EXPECT_DOUBLE_EQ(rate->mean, 0.875);
+}
+
 }  // namespace memaudit::scoring

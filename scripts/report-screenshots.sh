@@ -46,12 +46,6 @@ for kind in "${kinds[@]}"; do
   }
   read -r -a args <<<"${audits[$kind]}"
   dir=$runs/$kind
-  # memaudit run's workers offer one thread each, so a task asking for more
-  # would never be leased: such a spec runs as a copy with one thread per task.
-  if grep -qE '^\s*threads_per_task:\s*0*([2-9]|[1-9][0-9]+)' "${args[0]}"; then
-    sed -E 's/^(\s*threads_per_task:\s*)[0-9]+/\11/' "${args[0]}" >"$runs/$kind.yaml"
-    args[0]=$runs/$kind.yaml
-  fi
   echo "== $kind: memaudit run ${args[*]}"
   start=$SECONDS
   # A stuck audit ends the script instead of hanging it (SIGTERM stops the

@@ -89,7 +89,8 @@ def main():
     if report["attacks"]:
         print(f"{'attack':<32} {'AUC':>8} {'bal.acc':>8}")
         for attack in report["attacks"]:
-            print(f"{attack['attack']:<32} {attack['auc']:8.4f} {attack['balanced_accuracy']:8.4f}")
+            # Enum names in the API; the spec's (and the CLI's) lower-case name here.
+            print(f"{attack['attack'].lower():<32} {attack['auc']:8.4f} {attack['balanced_accuracy']:8.4f}")
     else:
         print(f"audit {audit_id} ({report['kind']}): see the report for its results")
     if args.json:

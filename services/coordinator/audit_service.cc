@@ -2,7 +2,9 @@
 
 #include <chrono>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/audit_kinds.h"
 #include "common/spec_yaml.h"
 #include "common/status_grpc.h"
 #include "common/watch_reactor.h"
@@ -21,7 +23,8 @@ void SetDeadline(grpc::ClientContext* ctx, int ms) {
 // id or a spec's values).
 grpc::Status Bounded(const grpc::Status& status) {
   if (status.ok()) return status;
-  return grpc::Status(status.error_code(), BoundErrorMessage(status.error_message()));
+  return grpc::Status(status.error_code(), BoundErrorMessage(status.error_message()),
+                      status.error_details());
 }
 grpc::Status Bounded(const absl::Status& status) { return Bounded(ToGrpc(status)); }
 
@@ -88,7 +91,7 @@ class AuditWatch final : public WatchReactor<v1::AuditEvent> {
       v1::AuditEvent& progress = step.writes.emplace_back();
       progress.set_sequence(after_);
       progress.set_audit_id(audit_id_);
-      progress.set_type("progress");
+      progress.set_type(v1::PROGRESS);
       *progress.mutable_audit() = *audit;
     }
     last_steps_ = audit->steps_done();
@@ -108,6 +111,41 @@ class AuditWatch final : public WatchReactor<v1::AuditEvent> {
 };
 
 }  // namespace
+
+absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req) {
+  Scheduler::AuditQuery query;
+  query.limit = req.limit() == 0 ? kDefaultListLimit : req.limit();
+  if (query.limit > kMaxListLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit: must be at most ", kMaxListLimit, " (got ", req.limit(), ")"));
+  }
+  if (!req.page_token().empty()) {
+    // "p" and the submit-order number the next page starts below.
+    size_t before = 0;
+    if (req.page_token().size() > 21 || req.page_token()[0] != 'p' ||
+        !absl::SimpleAtoi(absl::string_view(req.page_token()).substr(1), &before)) {
+      return absl::InvalidArgumentError(absl::StrCat("page_token: not a token List answered (got ",
+                                                     QuoteValue(req.page_token()), ")"));
+    }
+    query.before = before;
+  }
+  if (!v1::AuditState_IsValid(req.state())) {
+    return absl::InvalidArgumentError(absl::StrCat("state: no such state (got ", req.state(), ")"));
+  }
+  query.state = req.state();
+  if (!v1::AuditKind_IsValid(req.kind())) {
+    return absl::InvalidArgumentError(absl::StrCat("kind: no such kind (got ", req.kind(), ")"));
+  }
+  query.kind = AuditKindName(req.kind());  // "" = any
+  if (req.name_contains().size() > kMaxNameFilterBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("name_contains: at most ", kMaxNameFilterBytes,
+                                                   " bytes (got ", req.name_contains().size(),
+                                                   ")"));
+  }
+  query.name_contains = req.name_contains();
+  query.with_spec = req.view() == v1::AUDIT_VIEW_FULL;
+  return query;
+}
 
 absl::Status CheckRequestId(const std::string& request_id) {
   bool printable = true;
@@ -187,9 +225,11 @@ grpc::Status AuditServiceImpl::List(grpc::ServerContext* ctx, const v1::ListRequ
                                     v1::ListResponse* resp) {
   absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
   if (!caller.ok()) return Bounded(caller.status());
-  for (v1::Audit& a : scheduler_->List(req->limit() == 0 ? 100 : req->limit(), *caller)) {
-    *resp->add_audits() = std::move(a);
-  }
+  absl::StatusOr<Scheduler::AuditQuery> query = ListQuery(*req);
+  if (!query.ok()) return Bounded(query.status());
+  Scheduler::AuditPage page = scheduler_->Query(*query, *caller);
+  for (v1::Audit& a : page.audits) *resp->add_audits() = std::move(a);
+  if (page.next_before) resp->set_next_page_token(absl::StrCat("p", *page.next_before));
   return grpc::Status::OK;
 }
 

@@ -20,6 +20,15 @@ inline constexpr size_t kMaxRequestIdBytes = 128;
 // ASCII characters other than space; else INVALID_ARGUMENT naming request_id.
 absl::Status CheckRequestId(const std::string& request_id);
 
+// ListRequest's bounds: audits per page (0 asks for the default) and the
+// name filter's length.
+inline constexpr size_t kDefaultListLimit = 100;
+inline constexpr size_t kMaxListLimit = 1000;
+inline constexpr size_t kMaxNameFilterBytes = 256;
+// The scheduler's query a ListRequest asks for; INVALID_ARGUMENT naming the
+// field for a limit, page token, state, kind or name filter out of bounds.
+absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req);
+
 // Every RPC first identifies its caller (UNAUTHENTICATED, PERMISSION_DENIED
 // for a role other than team or admin) before any work. A team sees only the
 // audits it submitted: another team's audit answers NOT_FOUND exactly as an

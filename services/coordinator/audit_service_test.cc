@@ -243,7 +243,7 @@ TEST_F(AuditWatchTest, WaitingWatchesHoldNoThreadAndEachSeesTheChange) {
       << kWatchers;
   for (const auto& s : watches.streams()) {
     ASSERT_EQ(s->received.size(), 1u);
-    EXPECT_EQ(s->received[0].type(), "progress");
+    EXPECT_EQ(s->received[0].type(), v1::PROGRESS);
     EXPECT_EQ(s->received[0].sequence(), last);
     EXPECT_FALSE(s->received[0].audit().has_spec());
   }
@@ -254,7 +254,7 @@ TEST_F(AuditWatchTest, WaitingWatchesHoldNoThreadAndEachSeesTheChange) {
   for (const auto& s : watches.streams()) {
     EXPECT_TRUE(s->status.ok()) << s->status.error_message();
     ASSERT_EQ(s->received.size(), 2u);
-    EXPECT_EQ(s->received[1].type(), "audit_cancelled");
+    EXPECT_EQ(s->received[1].type(), v1::AUDIT_CANCELLED);
     EXPECT_GT(s->received[1].sequence(), last);
     EXPECT_EQ(s->received[1].audit().state(), v1::CANCELLED);
   }
@@ -273,7 +273,7 @@ TEST_F(AuditWatchTest, AWatchCancelledWhileItWaitsEnds) {
   ASSERT_TRUE(watches.Pump([&] { return watches.AllDone(); }, std::chrono::seconds(10)));
   for (const auto& s : watches.streams()) {
     EXPECT_EQ(s->status.error_code(), grpc::StatusCode::CANCELLED);
-    EXPECT_EQ(s->received.front().type(), "submitted");
+    EXPECT_EQ(s->received.front().type(), v1::SUBMITTED);
   }
   // The subscriptions time out (500 ms) into finished streams.
   EXPECT_TRUE(AwaitSubscribers(watches, 0)) << scheduler_->changes().subscribers();
@@ -348,6 +348,79 @@ TEST_F(AuditWatchTest, AnEmptyAuditIdIsInvalidEverywhere) {
   v1::AuditEvent event;
   EXPECT_FALSE(reader->Read(&event));
   expect_invalid(reader->Finish(), "Watch");
+}
+
+using AuditListTest = AuditWatchTest;
+
+// Pages of `limit`, most recent first, filtered; a token from one page
+// starts the next; the summary view leaves the spec out.
+TEST_F(AuditListTest, PagesFiltersAndASummaryView) {
+  for (const char* id : {"a1", "a2", "a3", "a4", "a5"}) {
+    v1::AuditSpec spec = SmallMembershipSpec(4);
+    spec.set_name(absl::StrCat("nightly-", id));
+    MEMAUDIT_ASSERT_OK(scheduler_->Submit(id, spec));
+  }
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("e1", SmallExposureSpec()));
+  auto list = [&](const v1::ListRequest& req, v1::ListResponse* resp) {
+    grpc::ClientContext ctx;
+    return stub_->List(&ctx, req, resp);
+  };
+  std::vector<std::string> seen;
+  v1::ListRequest req;
+  req.set_limit(2);
+  req.set_kind(v1::MEMBERSHIP);
+  int pages = 0;
+  do {
+    v1::ListResponse resp;
+    ASSERT_TRUE(list(req, &resp).ok());
+    for (const v1::Audit& a : resp.audits()) {
+      seen.push_back(a.audit_id());
+      EXPECT_FALSE(a.has_spec()) << "the summary view is the default";
+    }
+    req.set_page_token(resp.next_page_token());
+    ++pages;
+  } while (!req.page_token().empty() && pages < 10);
+  EXPECT_THAT(seen, ::testing::ElementsAre("a5", "a4", "a3", "a2", "a1"));
+  EXPECT_EQ(pages, 3);
+
+  v1::ListRequest named;
+  named.set_name_contains("-a3");
+  named.set_view(v1::AUDIT_VIEW_FULL);
+  v1::ListResponse one;
+  ASSERT_TRUE(list(named, &one).ok());
+  ASSERT_EQ(one.audits_size(), 1);
+  EXPECT_EQ(one.audits(0).audit_id(), "a3");
+  EXPECT_EQ(one.audits(0).spec().name(), "nightly-a3");
+  EXPECT_TRUE(one.next_page_token().empty());
+
+  v1::ListRequest by_state;
+  by_state.set_state(v1::SUCCEEDED);
+  v1::ListResponse none;
+  ASSERT_TRUE(list(by_state, &none).ok());
+  EXPECT_EQ(none.audits_size(), 0);
+
+  // Each bound names its field.
+  auto refused = [&](v1::ListRequest bad) {
+    v1::ListResponse ignored;
+    grpc::Status s = list(bad, &ignored);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    return s.error_message();
+  };
+  v1::ListRequest bad;
+  bad.set_limit(1001);
+  EXPECT_THAT(refused(bad), ::testing::HasSubstr("limit: must be at most 1000 (got 1001)"));
+  bad = v1::ListRequest();
+  bad.set_page_token("x1");
+  EXPECT_THAT(refused(bad), ::testing::HasSubstr("page_token: not a token List answered"));
+  bad = v1::ListRequest();
+  bad.set_kind(static_cast<v1::AuditKind>(77));
+  EXPECT_THAT(refused(bad), ::testing::HasSubstr("kind: no such kind (got 77)"));
+  bad = v1::ListRequest();
+  bad.set_name_contains(std::string(257, 'n'));
+  EXPECT_THAT(refused(bad), ::testing::HasSubstr("name_contains: at most 256 bytes"));
+  bad = v1::ListRequest();
+  bad.set_state(static_cast<v1::AuditState>(42));
+  EXPECT_THAT(refused(bad), ::testing::HasSubstr("state: no such state (got 42)"));
 }
 
 }  // namespace

@@ -93,6 +93,7 @@ struct CoordinatorFlags {
   std::string scorer = "127.0.0.1:7401";
   std::string scorer_port_file;
   int64_t lease_ttl_ms = 10000;
+  int64_t waiting_warning_ms = 30000;
   uint32_t heartbeat_ms = 1000;
   std::vector<std::string> data_roots;
   std::string quotas_path;
@@ -118,6 +119,11 @@ void AddCoordinatorFlags(CLI::App* app, CoordinatorFlags* f) {
                   "a lease not renewed for this long is taken back")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
+  app->add_option("--waiting-warning-ms", f->waiting_warning_ms,
+                  "an audit no worker has taken a task of this long after its submission gets "
+                  "an audit_waiting event saying so")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{86400000}));
   app->add_option("--heartbeat-ms", f->heartbeat_ms, "heartbeat interval workers are told to use")
       ->capture_default_str()
       ->check(CLI::Range(10u, 600000u));
@@ -157,6 +163,7 @@ int main(int argc, char** argv) {
   }
   prometheus::Registry registry;
   options.lease_ttl_ms = flags.lease_ttl_ms;
+  options.waiting_warning_ms = flags.waiting_warning_ms;
   auto scheduler =
       coordinator::Scheduler::Create(store->get(), RealClock::Get(), options, &registry);
   if (!scheduler.ok()) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/datasets.h"
+#include "common/membership_attacks.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/steps.h"
@@ -76,6 +77,12 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
       add(absl::StrCat("attacks[", i, "]"),
           absl::StrCat("unknown attack ", QuoteValue(m.attacks(i)),
                        "; known: ", absl::StrJoin(known, ", ")));
+    } else if (const uint32_t needs = MinReferenceModels(m.attacks(i)); n >= 4 && n < needs) {
+      add(absl::StrCat("attacks[", i, "]"),
+          absl::StrCat(QuoteValue(m.attacks(i)),
+                       " fits a per-example variance to the N/2 - 1 reference models on one "
+                       "side of each example and needs at least 2: reference_models must be >= ",
+                       needs, " (got ", n, "); its fixed-variance form works with fewer"));
     }
   }
   const bool fprs_ok = CheckListSize("fpr_points", m.fpr_points_size(), 0, kMaxFprPoints, add);
@@ -114,7 +121,11 @@ class Membership final : public KindHandler {
     if (t->optimizer().empty()) t->set_optimizer("sgd");
     if (t->batch_size() == 0) t->set_batch_size(64);
     if (m->attacks().empty()) {
-      for (const std::string& a : DefaultMembershipAttacks()) m->add_attacks(a);
+      // An attack undefined at this many reference models is left out; the
+      // results' warnings name it.
+      for (const std::string& a : DefaultMembershipAttacks()) {
+        if (MinReferenceModels(a) <= m->reference_models()) m->add_attacks(a);
+      }
     }
     if (m->fpr_points().empty()) {
       m->add_fpr_points(0.01);
@@ -160,24 +171,6 @@ class Membership final : public KindHandler {
 };
 
 }  // namespace
-
-const std::vector<std::string>& DefaultMembershipAttacks() {
-  static const auto* attacks = new std::vector<std::string>{
-      "lira_online", "lira_offline", "lira_online_fixed_variance", "lira_offline_fixed_variance",
-      "rmia",        "loss"};
-  return *attacks;
-}
-
-const std::vector<std::string>& KnownMembershipAttacks() {
-  static const auto* attacks = [] {
-    auto* all = new std::vector<std::string>(DefaultMembershipAttacks());
-    // The LiRA reference code's offline test and its fixed variance.
-    all->push_back("lira_offline_two_sided");
-    all->push_back("lira_fixed_variance_reference");
-    return all;
-  }();
-  return *attacks;
-}
 
 const KindHandler& MembershipHandler() {
   static const Membership handler;

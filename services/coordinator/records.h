@@ -59,7 +59,7 @@ struct EventRecord {
   uint64_t sequence = 0;  // assigned by the store
   std::string audit_id;
   int64_t unix_ms = 0;
-  std::string type;
+  v1::EventType type = v1::EVENT_TYPE_UNSPECIFIED;  // stored by name (event_types.h)
   std::string task_id;
   std::string message;
 };

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "common/audit_kinds.h"
 #include "common/capability.h"
 #include "common/spec_yaml.h"
 #include "common/task_fit.h"
@@ -93,6 +96,7 @@ absl::Status Scheduler::LoadLocked() {
   if (!tasks.ok()) return tasks.status();
   audits_.clear();
   audit_order_.clear();
+  unwarned_.clear();
   by_request_.clear();
   // What memory knew of the leases the store holds too (after a failed
   // write): their deadlines and progress stand.
@@ -154,6 +158,7 @@ void Scheduler::Add(AuditRecord audit, std::vector<TaskRecord> tasks) {
   e.needs = NeedsOf(audit.spec.resources());
   e.record = std::move(audit);
   audit_order_.push_back(&e);
+  if (e.record.state == v1::QUEUED) unwarned_.push_back(e.number);
   if (!e.record.request_id.empty()) by_request_[{e.record.team, e.record.request_id}] = id;
   const size_t number = index_.AddAudit(e.record.team, e.record.state);
   for (TaskRecord& t : tasks) index_.AddTask(number, std::move(t));
@@ -169,12 +174,12 @@ void Scheduler::PublishGauges(const std::string& owner) {
   if (const OwnerUsage* usage = index_.usage(owner)) metrics_.SetTeam(owner, *usage);
 }
 
-EventRecord Scheduler::Event(const std::string& audit_id, std::string type, std::string task_id,
+EventRecord Scheduler::Event(const std::string& audit_id, v1::EventType type, std::string task_id,
                              std::string message) const {
   EventRecord e;
   e.audit_id = audit_id;
   e.unix_ms = clock_->NowMs();
-  e.type = std::move(type);
+  e.type = type;
   e.task_id = std::move(task_id);
   e.message = std::move(message);
   return e;
@@ -256,18 +261,18 @@ void Scheduler::Decide(Done done, absl::FunctionRef<absl::StatusOr<Mutation>()> 
   std::move(done)(refused);
 }
 
-v1::Audit Scheduler::Snapshot(const AuditEntry& e) const {
+v1::Audit Scheduler::Snapshot(const AuditEntry& e, bool with_spec) const {
   const AuditRecord& a = e.record;
   v1::Audit out;
   out.set_audit_id(a.audit_id);
   out.set_name(a.name);
-  out.set_kind(a.kind);
+  out.set_kind(ApiKind(AuditKindByName(a.kind)));
   out.set_state(a.state);
   out.set_created_unix_ms(a.created_ms);
   out.set_updated_unix_ms(a.updated_ms);
   out.set_error(a.error);
   out.set_team(a.team);
-  *out.mutable_spec() = a.spec;
+  if (with_spec) *out.mutable_spec() = a.spec;
   const AuditTasks& tasks = index_.audit(e.number);
   v1::TaskCounts* c = out.mutable_tasks();
   c->set_total(tasks.total);
@@ -363,7 +368,7 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const Submission& submission) {
     tasks.push_back(std::move(t));
   }
   std::vector<EventRecord> events = {
-      Event(audit_id, "submitted", "",
+      Event(audit_id, v1::SUBMITTED, "",
             absl::StrCat("submitted by ", submission.caller.description, ": ", tasks.size(),
                          " tasks planned"))};
   size_t reused_tasks = 0;
@@ -385,14 +390,14 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const Submission& submission) {
     TaskRecord& t = tasks[i];
     t.state = TaskState::kSucceeded;
     t.steps_done = t.steps_total;
-    events.push_back(Event(audit_id, "task_reused", t.task_id,
+    events.push_back(Event(audit_id, v1::TASK_REUSED, t.task_id,
                            absl::StrCat(p.models == 1 ? "model" : "models", " reused from audit ",
                                         absl::StrJoin(from, ", "))));
     ++reused_tasks;
   }
   if (reused_tasks == tasks.size()) {
     audit.state = v1::SUCCEEDED;
-    events.push_back(Event(audit_id, "audit_succeeded", "", "every model was reused"));
+    events.push_back(Event(audit_id, v1::AUDIT_SUCCEEDED, "", "every model was reused"));
   }
 
   absl::MutexLock lock(&mu_);
@@ -434,12 +439,27 @@ absl::StatusOr<v1::Audit> Scheduler::Get(const std::string& audit_id, const Call
 }
 
 std::vector<v1::Audit> Scheduler::List(size_t limit, const Caller& caller) const {
+  AuditQuery query;
+  query.limit = limit;
+  return Query(query, caller).audits;
+}
+
+Scheduler::AuditPage Scheduler::Query(const AuditQuery& query, const Caller& caller) const {
   absl::MutexLock lock(&mu_);
-  std::vector<v1::Audit> out;
-  for (auto it = audit_order_.rbegin(); it != audit_order_.rend() && out.size() < limit; ++it) {
-    if (caller.Sees((*it)->record)) out.push_back(Snapshot(**it));
+  AuditPage page;
+  for (size_t i = std::min(query.before, audit_order_.size()); i-- > 0;) {
+    const AuditRecord& a = audit_order_[i]->record;
+    if (!caller.Sees(a)) continue;
+    if (query.state != v1::AUDIT_STATE_UNSPECIFIED && a.state != query.state) continue;
+    if (!query.kind.empty() && a.kind != query.kind) continue;
+    if (!absl::StrContains(a.name, query.name_contains)) continue;
+    if (page.audits.size() == query.limit) {  // one more matches: a next page
+      page.next_before = i + 1;
+      break;
+    }
+    page.audits.push_back(Snapshot(*audit_order_[i], query.with_spec));
   }
-  return out;
+  return page;
 }
 
 void Scheduler::CancelRemaining(const AuditEntry& audit, const std::string& except_task,
@@ -470,7 +490,7 @@ absl::StatusOr<v1::Audit> Scheduler::Cancel(const std::string& audit_id, const C
       a.state = v1::CANCELLED;
       a.updated_ms = clock_->NowMs();
       m.audit = a;
-      m.events.push_back(Event(audit_id, "audit_cancelled", "",
+      m.events.push_back(Event(audit_id, v1::AUDIT_CANCELLED, "",
                                absl::StrCat("cancelled by ", caller.description)));
       return m;
     });
@@ -604,7 +624,7 @@ bool Scheduler::TryGrant(const std::string& worker_id, const std::optional<Worke
   t.lease_deadline_ms = clock_->NowMs() + options_.lease_ttl_ms;
   Mutation m;
   m.tasks.push_back(t);
-  m.events.push_back(Event(t.audit_id, "task_leased", t.task_id,
+  m.events.push_back(Event(t.audit_id, v1::TASK_LEASED, t.task_id,
                            absl::StrCat("attempt ", t.attempts, " on ", worker_id)));
   if (audit.record.state == v1::QUEUED) {
     AuditRecord a = audit.record;
@@ -690,7 +710,7 @@ void Scheduler::Complete(const std::string& lease_id, Done done) {
     t.lease_id.clear();
     Mutation m;
     m.tasks.push_back(t);
-    m.events.push_back(Event(t.audit_id, "task_succeeded", t.task_id, ""));
+    m.events.push_back(Event(t.audit_id, v1::TASK_SUCCEEDED, t.task_id, ""));
     // Every other task succeeded (this one is still leased).
     const AuditTasks& tasks = index_.audit(index_.audit_of(*pos));
     if (tasks.by_state[static_cast<size_t>(TaskState::kSucceeded)] + 1 == tasks.total) {
@@ -698,7 +718,7 @@ void Scheduler::Complete(const std::string& lease_id, Done done) {
       a.state = v1::SUCCEEDED;
       a.updated_ms = clock_->NowMs();
       m.audit = a;
-      m.events.push_back(Event(t.audit_id, "audit_succeeded", "", "every task succeeded"));
+      m.events.push_back(Event(t.audit_id, v1::AUDIT_SUCCEEDED, "", "every task succeeded"));
     }
     return m;
   });
@@ -713,19 +733,19 @@ void Scheduler::RetryOrFail(TaskRecord t, const std::string& reason, bool retrya
   if (retryable && t.attempts < budget) {
     t.state = TaskState::kQueued;
     t.steps_done = 0;
-    m->events.push_back(Event(t.audit_id, "task_retried", t.task_id,
+    m->events.push_back(Event(t.audit_id, v1::TASK_RETRIED, t.task_id,
                               absl::StrCat(reason, " (attempt ", t.attempts, " of ", budget, ")")));
     m->tasks.push_back(std::move(t));
     return;
   }
   t.state = TaskState::kFailed;
   const std::string task_id = t.task_id;
-  m->events.push_back(Event(t.audit_id, "task_failed", task_id, reason));
+  m->events.push_back(Event(t.audit_id, v1::TASK_FAILED, task_id, reason));
   AuditRecord a = audit.record;
   a.state = v1::FAILED;
   a.updated_ms = clock_->NowMs();
   a.error = absl::StrCat("task ", task_id, " failed after ", t.attempts, " attempt(s): ", reason);
-  m->events.push_back(Event(t.audit_id, "audit_failed", task_id, a.error));
+  m->events.push_back(Event(t.audit_id, v1::AUDIT_FAILED, task_id, a.error));
   m->tasks.push_back(std::move(t));
   CancelRemaining(audit, task_id, m);
   m->audit = std::move(a);
@@ -770,7 +790,7 @@ void Scheduler::GiveBack(TaskRecord t, const std::string& reason, bool expired, 
   t.lease_id.clear();
   t.worker_id.clear();
   t.error = reason;
-  m->events.push_back(Event(t.audit_id, "task_released", t.task_id, message));
+  m->events.push_back(Event(t.audit_id, v1::TASK_RELEASED, t.task_id, message));
   m->tasks.push_back(std::move(t));
 }
 
@@ -820,6 +840,38 @@ absl::Status Scheduler::ExpireLeases() {
           return m;
         }
         return absl::NotFoundError("");  // nothing (more) expired
+      });
+    });
+    if (absl::IsNotFound(written)) return WarnWaitingAudits();
+    if (!written.ok()) return written;
+  }
+}
+
+absl::Status Scheduler::WarnWaitingAudits() {
+  while (true) {
+    absl::Status written = Await([&](Done done) {
+      Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+        const int64_t now = clock_->NowMs();
+        while (!unwarned_.empty()) {
+          const AuditRecord& a = audit_order_[unwarned_.front()]->record;
+          if (a.state != v1::QUEUED) {  // a task was taken, or it ended
+            unwarned_.pop_front();
+            continue;
+          }
+          if (now - a.created_ms < options_.waiting_warning_ms) break;
+          unwarned_.pop_front();
+          Mutation m;
+          m.events.push_back(Event(
+              a.audit_id, v1::AUDIT_WAITING, "",
+              absl::StrCat("no worker has taken a task in ",
+                           absl::StrFormat("%.1f", (now - a.created_ms) / 1000.0),
+                           " s; workers connected: ", workers_.size(),
+                           workers_.empty() ? " (start one: memaudit-worker --coordinator ...)"
+                                            : " (none offers what the tasks need: "
+                                              "resources.threads_per_task, memory, device)")));
+          return m;
+        }
+        return absl::NotFoundError("");  // none due
       });
     });
     if (absl::IsNotFound(written)) return absl::OkStatus();

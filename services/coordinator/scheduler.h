@@ -19,6 +19,8 @@
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_SCHEDULER_H_
 
+#include <deque>
+#include <limits>
 #include <list>
 #include <map>
 #include <memory>
@@ -70,6 +72,10 @@ struct SchedulerOptions {
   uint32_t max_expiries_per_task = 10;
   // Per-owner limits checked at Submit (quotas.h); the default limits nothing.
   QuotaConfig quotas;
+  // An audit no worker has taken a task of this long after its submission
+  // gets one "audit_waiting" event saying so (and how many workers are
+  // connected): a client watching learns why nothing moves.
+  int64_t waiting_warning_ms = 30000;
 };
 
 // Who is asking. A team sees, watches and cancels only its own audits; an
@@ -166,6 +172,22 @@ class Scheduler {
   absl::StatusOr<v1::Audit> Get(const std::string& audit_id,
                                 const Caller& caller = Caller::Admin("")) const;
   std::vector<v1::Audit> List(size_t limit, const Caller& caller = Caller::Admin("")) const;
+  // One page of the audits `caller` sees that match `query`, most recent
+  // first, and where the next page starts (nullopt on the last page).
+  struct AuditQuery {
+    size_t limit = 100;
+    // Only audits submitted before the one with this submit-order number.
+    size_t before = std::numeric_limits<size_t>::max();
+    v1::AuditState state = v1::AUDIT_STATE_UNSPECIFIED;  // unspecified = any
+    std::string kind;                                    // "" = any
+    std::string name_contains;                           // "" = any
+    bool with_spec = true;
+  };
+  struct AuditPage {
+    std::vector<v1::Audit> audits;
+    std::optional<size_t> next_before;
+  };
+  AuditPage Query(const AuditQuery& query, const Caller& caller) const;
   // The `audit_cancelled` event names the caller.
   absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id,
                                    const Caller& caller = Caller::Admin(""));
@@ -221,6 +243,7 @@ class Scheduler {
   // Takes back every lease whose deadline has passed on the clock (re-queued
   // with the attempt given back, within max_expiries_per_task), and forgets
   // expired worker registrations.
+  // Also sends the "audit_waiting" events that are due (waiting_warning_ms).
   absl::Status ExpireLeases();
 
   absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
@@ -275,6 +298,8 @@ class Scheduler {
   // durable) or refuses (`done` answered with its error after the lock).
   void Decide(Done done, absl::FunctionRef<absl::StatusOr<Mutation>()> decide)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // One "audit_waiting" event for each queued audit past waiting_warning_ms.
+  absl::Status WarnWaitingAudits() ABSL_LOCKS_EXCLUDED(mu_);
   // A group failed to write (group_commit.h): memory back to the store.
   void WriteFailed(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
   // Leases the next task that fits `offer` to `worker_id`, answering
@@ -295,8 +320,9 @@ class Scheduler {
                                                        uint64_t planned_tasks,
                                                        uint64_t planned_models)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  v1::Audit Snapshot(const AuditEntry& audit) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  EventRecord Event(const std::string& audit_id, std::string type, std::string task_id,
+  v1::Audit Snapshot(const AuditEntry& audit, bool with_spec = true) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  EventRecord Event(const std::string& audit_id, v1::EventType type, std::string task_id,
                     std::string message) const;
   // Adds to `m` the requeue or terminal failure of a leased task.
   void RetryOrFail(TaskRecord task, const std::string& reason, bool retryable, Mutation* m)
@@ -356,6 +382,9 @@ class Scheduler {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, AuditEntry> audits_ ABSL_GUARDED_BY(mu_);
   std::vector<AuditEntry*> audit_order_ ABSL_GUARDED_BY(mu_);  // by number: submit order
+  // Queued audits not yet warned of as waiting (WarnWaitingAudits), in
+  // submit order, so only the front is ever due.
+  std::deque<size_t> unwarned_ ABSL_GUARDED_BY(mu_);
   // (owner, request_id) -> the audit that request created.
   std::map<std::pair<std::string, std::string>, std::string> by_request_ ABSL_GUARDED_BY(mu_);
   TaskIndex index_ ABSL_GUARDED_BY(mu_);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/event_types.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/fault_injecting_store.h"
 #include "services/coordinator/scheduler.h"
@@ -32,8 +33,8 @@ std::string Render(Scheduler& s) {
     auto events = s.EventsAfter(a.audit_id(), 0, 1000);
     if (!events.ok()) return absl::StrCat("events: ", events.status().ToString());
     for (const EventRecord& e : *events) {
-      absl::StrAppend(&out, "  event ", e.sequence, " ", e.unix_ms, " ", e.type, " ", e.task_id,
-                      " ", e.message, "\n");
+      absl::StrAppend(&out, "  event ", e.sequence, " ", e.unix_ms, " ", EventTypeName(e.type), " ",
+                      e.task_id, " ", e.message, "\n");
     }
   }
   return out;

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "common/event_types.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -24,7 +25,7 @@ std::vector<EventRecord> EventsOfType(Scheduler& s, const std::string& audit_id,
   EXPECT_TRUE(events.ok()) << events.status();
   if (!events.ok()) return of;
   for (const EventRecord& e : *events) {
-    if (e.type == type) of.push_back(e);
+    if (EventTypeName(e.type) == type) of.push_back(e);
   }
   return of;
 }
@@ -76,7 +77,7 @@ TEST_F(SchedulerTest, FinishedAuditsKeepOnlyTheirCountsInMemory) {
     // Events (what reports and Watch read) come from the store.
     auto events = scheduler_->EventsAfter("done", 0, 100);
     MEMAUDIT_ASSERT_OK(events);
-    EXPECT_EQ(events->back().type, "audit_succeeded");
+    EXPECT_EQ(events->back().type, v1::AUDIT_SUCCEEDED);
     // Cancelling a finished audit changes nothing and reads no task.
     EXPECT_EQ(scheduler_->Cancel("cancelled")->tasks().cancelled(), 4u);
   };
@@ -103,7 +104,7 @@ TEST_F(SchedulerTest, ReusedModelsAreNotTrainedAgain) {
   auto events = scheduler_->EventsAfter("a", 0, 100);
   MEMAUDIT_ASSERT_OK(events);
   int reused = 0;
-  for (const EventRecord& e : *events) reused += e.type == "task_reused";
+  for (const EventRecord& e : *events) reused += e.type == v1::TASK_REUSED;
   EXPECT_EQ(reused, 2);
 
   // Everything reused: the audit is done the moment it is submitted, and
@@ -135,7 +136,7 @@ TEST_F(SchedulerTest, PackedTaskIsReusedOnlyWhenAllItsModelsAre) {
   MEMAUDIT_ASSERT_OK(events);
   std::vector<std::string> reused;
   for (const EventRecord& e : *events) {
-    if (e.type == "task_reused") reused.push_back(e.task_id + " " + e.message);
+    if (e.type == v1::TASK_REUSED) reused.push_back(e.task_id + " " + e.message);
   }
   EXPECT_EQ(reused, std::vector<std::string>{"a/reference_model/0 models reused from audit x, y"});
   MEMAUDIT_ASSERT_OK(scheduler_->Complete(first.task.lease_id));
@@ -143,6 +144,28 @@ TEST_F(SchedulerTest, PackedTaskIsReusedOnlyWhenAllItsModelsAre) {
   audit = scheduler_->Get("a");
   EXPECT_EQ(audit->state(), v1::SUCCEEDED);
   EXPECT_EQ(audit->steps_done(), audit->steps_total());
+}
+
+// An audit no worker takes a task of within waiting_warning_ms gets one
+// "audit_waiting" event; one whose task was taken in time gets none.
+TEST_F(SchedulerTest, AnAuditNoWorkerTakesIsWarnedOfOnce) {
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  clock_.AdvanceMs(options_.waiting_warning_ms - 1);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("b", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  EXPECT_TRUE(EventsOfType(*scheduler_, "a", "audit_waiting").empty()) << "not yet";
+  clock_.AdvanceMs(1);
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  std::vector<EventRecord> waiting = EventsOfType(*scheduler_, "a", "audit_waiting");
+  ASSERT_EQ(waiting.size(), 1u);
+  EXPECT_THAT(waiting[0].message, HasSubstr("no worker has taken a task in 30.0 s; workers "
+                                            "connected: 0"));
+  // "b" (its first task is leased in time) is never warned of, "a" once.
+  while (scheduler_->Get("b")->state() == v1::QUEUED) MustLease("w");
+  clock_.AdvanceMs(options_.waiting_warning_ms);
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  EXPECT_EQ(EventsOfType(*scheduler_, "a", "audit_waiting").size(), 1u);
+  EXPECT_TRUE(EventsOfType(*scheduler_, "b", "audit_waiting").empty());
 }
 
 TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {

@@ -1,10 +1,13 @@
 #include "services/coordinator/spec_validator.h"
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/membership_tasks.h"
 #include "common/spec_paths.h"
+#include "common/status_grpc.h"
 #include "common/task_fit.h"
+#include "memaudit/v1/errors.pb.h"
 #include "services/coordinator/kind_handler.h"
 #include "services/coordinator/spec_rules.h"
 
@@ -99,6 +102,26 @@ std::string BoundErrorMessage(absl::string_view message) {
 namespace {
 
 // OK, or INVALID_ARGUMENT listing `problems` (see ValidateSpec).
+// The shown problems as data (errors.proto), within kMaxViolationBytes.
+absl::Cord ViolationsDetails(const std::vector<SpecProblem>& problems, size_t shown,
+                             const std::string& message) {
+  v1::FieldViolations violations;
+  size_t bytes = 0;
+  for (size_t i = 0; i < shown; ++i) {
+    bytes += problems[i].field.size() + problems[i].rule.size();
+    if (i > 0 && bytes > kMaxViolationBytes) break;
+    v1::FieldViolations::Violation* v = violations.add_violations();
+    v->set_field(problems[i].field);
+    v->set_description(problems[i].rule);
+  }
+  violations.set_more(static_cast<uint32_t>(problems.size()) - violations.violations_size());
+  v1::ErrorStatus status;
+  status.set_code(static_cast<int32_t>(absl::StatusCode::kInvalidArgument));
+  status.set_message(message);
+  status.add_details()->PackFrom(violations);
+  return absl::Cord(status.SerializeAsString());
+}
+
 absl::Status ProblemsStatus(const std::vector<SpecProblem>& problems) {
   if (problems.empty()) return absl::OkStatus();
   constexpr size_t kRoom = 100;  // for the count of the rest
@@ -106,7 +129,8 @@ absl::Status ProblemsStatus(const std::vector<SpecProblem>& problems) {
   size_t shown = 0;
   for (const SpecProblem& p : problems) {
     const std::string line = absl::StrCat(shown == 0 ? "" : "; ", p.field, ": ", p.rule);
-    if (shown > 0 && ErrorWireBytes(message) + ErrorWireBytes(line) > kMaxErrorWireBytes - kRoom) {
+    if (shown > 0 &&
+        ErrorWireBytes(message) + ErrorWireBytes(line) > kMaxProblemsWireBytes - kRoom) {
       break;
     }
     absl::StrAppend(&message, line);
@@ -116,7 +140,10 @@ absl::Status ProblemsStatus(const std::vector<SpecProblem>& problems) {
     absl::StrAppend(&message, "; and ", problems.size() - shown,
                     " more problem(s): `memaudit validate SPEC` lists them all");
   }
-  return absl::InvalidArgumentError(BoundErrorMessage(message));
+  absl::Status status = absl::InvalidArgumentError(BoundErrorMessage(message));
+  status.SetPayload(kErrorDetailsPayload,
+                    ViolationsDetails(problems, shown, std::string(status.message())));
+  return status;
 }
 
 }  // namespace

@@ -41,6 +41,11 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec, const DataRoots
 size_t ErrorWireBytes(absl::string_view message);
 // The most an error message of the services may take as sent.
 inline constexpr size_t kMaxErrorWireBytes = 6000;
+// A refused spec's problems take less: the same problems travel again as
+// FieldViolations (errors.proto, at most kMaxViolationBytes of text, base64
+// in the trailer), and all metadata of a response must fit 8 KiB.
+inline constexpr size_t kMaxProblemsWireBytes = 3000;
+inline constexpr size_t kMaxViolationBytes = 2500;
 // `message` cut (at a UTF-8 boundary, marked) to kMaxErrorWireBytes as sent.
 std::string BoundErrorMessage(absl::string_view message);
 

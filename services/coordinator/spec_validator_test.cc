@@ -28,13 +28,13 @@ TEST(SpecValidatorTest, DefaultsAreFilledIn) {
   EXPECT_EQ(spec.resources().threads_per_task(), 1u);
   EXPECT_EQ(spec.resources().max_attempts(), 3u);
   EXPECT_EQ(spec.membership().dataset().name(), "fashion_mnist");
-  EXPECT_EQ(spec.membership().attacks_size(), 6);
+  EXPECT_EQ(SmallMembershipSpec(6).membership().attacks_size(), 6);
   EXPECT_EQ(spec.membership().population_size(), 1000u) << "rmia is among the defaults";
   EXPECT_EQ(spec.membership().fpr_points_size(), 2);
 }
 
 TEST(SpecValidatorTest, EveryBadFieldIsNamedWithItsRule) {
-  v1::AuditSpec spec = SmallMembershipSpec();
+  v1::AuditSpec spec = SmallMembershipSpec(6);  // all six default attacks
   v1::MembershipAudit* m = spec.mutable_membership();
   m->set_reference_models(3);
   m->mutable_training()->set_learning_rate(-1);
@@ -99,7 +99,7 @@ TEST(SpecValidatorTest, PriorityIsBounded) {
 
 // The reference code's variant is accepted when named, never added by default.
 TEST(SpecValidatorTest, ReferenceAttackVariantsAreNamedNotDefault) {
-  v1::AuditSpec spec = SmallMembershipSpec();
+  v1::AuditSpec spec = SmallMembershipSpec(6);
   EXPECT_EQ(spec.membership().attacks_size(), 6);
   for (const std::string& a : spec.membership().attacks()) {
     EXPECT_NE(a, "lira_offline_two_sided");
@@ -109,6 +109,25 @@ TEST(SpecValidatorTest, ReferenceAttackVariantsAreNamedNotDefault) {
   spec.mutable_membership()->add_attacks("lira_offline_three_sided");
   EXPECT_THAT(std::string(ValidateSpec(spec).message()),
               HasSubstr("membership.attacks[7]: unknown attack \"lira_offline_three_sided\""));
+}
+
+// Per-example-variance LiRA needs two references on each side of every
+// example: N/2 - 1 >= 2. With fewer models the defaults leave it out, and a
+// spec that names it is refused, naming the attack and the minimum.
+TEST(SpecValidatorTest, AttacksUndefinedAtThisManyModelsAreLeftOutOrRefused) {
+  v1::AuditSpec four = SmallMembershipSpec(4);
+  EXPECT_THAT(four.membership().attacks(),
+              ::testing::ElementsAre("lira_online_fixed_variance", "lira_offline_fixed_variance",
+                                     "rmia", "loss"));
+  MEMAUDIT_EXPECT_OK(ValidateSpec(four));
+  four.mutable_membership()->add_attacks("lira_online");
+  EXPECT_THAT(std::string(ValidateSpec(four).message()),
+              HasSubstr("membership.attacks[4]: \"lira_online\" fits a per-example variance"));
+  EXPECT_THAT(std::string(ValidateSpec(four).message()),
+              HasSubstr("reference_models must be >= 6 (got 4)"));
+  v1::AuditSpec six = SmallMembershipSpec(6);
+  six.mutable_membership()->add_attacks("lira_offline_two_sided");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(six));
 }
 
 TEST(SpecValidatorTest, ModelsPerTaskIsBounded) {
@@ -447,6 +466,8 @@ TEST(SpecLimitsTest, OversizedModelAndCostAreRefused) {
                        HasSubstr("membership.cost: the audit trains 4096 models for")));
   // A tenth of the epochs of a thousandth of the models is a real audit.
   m->set_reference_models(4);
+  m->clear_attacks();  // the defaults for 4096 models: two need 6
+  m->add_attacks("loss");
   m->mutable_training()->set_epochs(1000);
   MEMAUDIT_EXPECT_OK(ValidateSpec(costly));
 }

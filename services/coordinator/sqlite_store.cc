@@ -1,6 +1,7 @@
 #include "services/coordinator/sqlite_store.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/event_types.h"
 #include "common/status_macros.h"
 
 namespace memaudit::coordinator {
@@ -128,7 +129,7 @@ absl::Status SqliteStore::AppendEvent(const EventRecord& e) {
       sql::Statement * stmt,
       Cached(&append_event_,
              "INSERT INTO events (audit_id, unix_ms, type, task_id, message) VALUES (?,?,?,?,?)"));
-  stmt->Bind(1, e.audit_id).Bind(2, e.unix_ms).Bind(3, e.type).Bind(4, e.task_id);
+  stmt->Bind(1, e.audit_id).Bind(2, e.unix_ms).Bind(3, EventTypeName(e.type)).Bind(4, e.task_id);
   stmt->Bind(5, e.message);
   return stmt->Run();
 }
@@ -248,7 +249,7 @@ absl::StatusOr<std::vector<EventRecord>> SqliteStore::EventsAfter(const std::str
     e.sequence = static_cast<uint64_t>(stmt->Int(0));
     e.audit_id = stmt->Text(1);
     e.unix_ms = stmt->Int(2);
-    e.type = stmt->Text(3);
+    e.type = EventTypeByName(stmt->Text(3));
     e.task_id = stmt->Text(4);
     e.message = stmt->Text(5);
     out.push_back(std::move(e));

@@ -43,7 +43,7 @@ TEST(SqliteStoreTest, RoundTripsAuditsTasksAndEventsAcrossReopen) {
   {
     auto store = SqliteStore::Open(path);
     MEMAUDIT_ASSERT_OK(store);
-    EventRecord e{0, "a-1", 9, "submitted", "", "2 tasks"};
+    EventRecord e{0, "a-1", 9, v1::SUBMITTED, "", "2 tasks"};
     MEMAUDIT_ASSERT_OK((*store)->CreateAudit(SomeAudit(), {SomeTask(0), SomeTask(1)}, {e}));
     TaskRecord leased = SomeTask(1);
     leased.state = TaskState::kLeased;
@@ -54,7 +54,7 @@ TEST(SqliteStoreTest, RoundTripsAuditsTasksAndEventsAcrossReopen) {
     leased.steps_done = 17;
     Mutation m;
     m.tasks.push_back(leased);
-    m.events.push_back({0, "a-1", 10, "task_leased", leased.task_id, "attempt 2"});
+    m.events.push_back({0, "a-1", 10, v1::TASK_LEASED, leased.task_id, "attempt 2"});
     MEMAUDIT_ASSERT_OK((*store)->Commit(m));
   }
   auto store = SqliteStore::Open(path);
@@ -76,7 +76,7 @@ TEST(SqliteStoreTest, RoundTripsAuditsTasksAndEventsAcrossReopen) {
   auto events = (*store)->EventsAfter("a-1", 0, 10);
   MEMAUDIT_ASSERT_OK(events);
   ASSERT_EQ(events->size(), 2u);
-  EXPECT_EQ((*events)[1].type, "task_leased");
+  EXPECT_EQ((*events)[1].type, v1::TASK_LEASED);
   auto later = (*store)->EventsAfter("a-1", (*events)[0].sequence, 10);
   EXPECT_EQ(later->size(), 1u);
   unlink(path.c_str());

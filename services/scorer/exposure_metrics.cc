@@ -613,7 +613,7 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpe
   }
 
   v1::AuditResults results;
-  results.set_kind("exposure");
+  results.set_kind(v1::EXPOSURE);
   results.set_complete(true);
   results.set_models(ExposureModels(e));
   results.set_examples(static_cast<uint32_t>(CanaryCount(e)));
@@ -844,7 +844,7 @@ class Exposure final : public KindHandler {
 
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
     v1::AuditResults partial;
-    partial.set_kind("exposure");
+    partial.set_kind(v1::EXPOSURE);
     partial.set_models(ExposureModels(spec.exposure()));
     partial.set_examples(spec.exposure().repeats_size() + spec.exposure().controls());
     return partial;

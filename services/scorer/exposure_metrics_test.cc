@@ -93,7 +93,7 @@ TEST_F(ExposureScorerTest, ScoresOnceEverySignalIsIn) {
     MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("x"));
     EXPECT_FALSE(scorer_->GetResults("x")->complete()) << "after " << all[i].signal();
   }
-  EXPECT_EQ(scorer_->GetResults("x")->kind(), "exposure");
+  EXPECT_EQ(scorer_->GetResults("x")->kind(), v1::EXPOSURE);
   MEMAUDIT_ASSERT_OK(scorer_->Ingest(all.back()));
   MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("x"));
   auto results = scorer_->GetResults("x");

@@ -14,6 +14,7 @@
 #include "scoring/forgetting.h"
 #include "scoring/intervals.h"
 #include "scoring/lira.h"
+#include "services/scorer/result_warnings.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -167,7 +168,7 @@ absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
   if (c.controls() > 0) groups.push_back({0, inserted, inserted + c.controls()});
 
   v1::AuditResults results;
-  results.set_kind("forgetting");
+  results.set_kind(v1::FORGETTING);
   results.set_models(2 * f.trials());
   results.set_examples(forgetting::CanaryCount(f));
   v1::ForgettingResults* out = results.mutable_forgetting();
@@ -226,8 +227,10 @@ absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
         injected.push_back(inj / (g.end - g.begin));
         baseline.push_back(base / (g.end - g.begin));
       }
-      MEMAUDIT_ASSIGN_OR_RETURN(auto inj, scoring::SummarizeMean(injected));
-      MEMAUDIT_ASSIGN_OR_RETURN(auto base, scoring::SummarizeMean(baseline));
+      // Exposure is log2(|R| / rank): its interval stays in [0, log2 |R|].
+      const scoring::Interval range{0.0, log2_space};
+      MEMAUDIT_ASSIGN_OR_RETURN(auto inj, scoring::SummarizeMean(injected, 0.95, range));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto base, scoring::SummarizeMean(baseline, 0.95, range));
       v1::ForgettingExposurePoint* point = out->mutable_exposure_curves(gi)->add_points();
       point->set_steps_since_injection(p);
       *point->mutable_exposure() = ToProto(inj);
@@ -460,7 +463,7 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
     }
   }
   v1::AuditResults results;
-  results.set_kind("forgetting");
+  results.set_kind(v1::FORGETTING);
   results.set_complete(complete);
   MEMAUDIT_ASSIGN_OR_RETURN(auto curve, Curve(f.attack(), f, steps, reached_points));
   results.set_models(2 * f.trials());
@@ -650,10 +653,14 @@ class Forgetting final : public KindHandler {
 
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
     v1::AuditResults partial;
-    partial.set_kind("forgetting");
+    partial.set_kind(v1::FORGETTING);
     partial.set_models(2 * spec.forgetting().trials());
     partial.set_examples(spec.forgetting().injected().size());
     return partial;
+  }
+
+  std::vector<v1::ResultWarning> Warnings(const v1::AuditSpec& spec) const override {
+    return ForgettingWarnings(spec.forgetting());
   }
 
   void Publish(prometheus::Registry& registry, const v1::AuditResults& results,

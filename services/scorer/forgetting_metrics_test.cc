@@ -57,7 +57,7 @@ ForgettingSignals HandBuilt() {
 TEST(ForgettingMetricsTest, CurveSeparatesThenForgets) {
   auto results = ScoreForgetting(Spec(), HandBuilt());
   MEMAUDIT_ASSERT_OK(results);
-  EXPECT_EQ(results->kind(), "forgetting");
+  EXPECT_EQ(results->kind(), v1::FORGETTING);
   const v1::ForgettingResults& f = results->forgetting();
   ASSERT_EQ(f.curve_size(), 2);
   EXPECT_EQ(f.curve(0).steps_since_injection(), 0u);
@@ -577,6 +577,17 @@ TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
   EXPECT_EQ(p16.steps_since_injection(), 0u);
   EXPECT_DOUBLE_EQ(p16.exposure().mean(), 11.25);  // trial means 11 and 11.5
   EXPECT_DOUBLE_EQ(p16.baseline_exposure().mean(), 1);
+  // Two trials (11, 11.5): t(1) puts 11.25 +- 3.18 past log2 |R| = 13.29;
+  // exposure's interval stays in [0, log2 |R|].
+  EXPECT_NEAR(p16.exposure().low(), 11.25 - 12.7062 * 0.25, 1e-3);
+  EXPECT_DOUBLE_EQ(p16.exposure().high(), r.log2_space());
+  for (const v1::ForgettingExposureCurve& c : r.exposure_curves()) {
+    for (const v1::ForgettingExposurePoint& p : c.points()) {
+      EXPECT_GE(p.exposure().low(), 0.0);
+      EXPECT_LE(p.exposure().high(), r.log2_space());
+      EXPECT_GE(p.baseline_exposure().low(), 0.0);
+    }
+  }
   EXPECT_DOUBLE_EQ(r.exposure_curves(0).points(0).exposure().mean(), 3);
   EXPECT_DOUBLE_EQ(r.exposure_curves(1).points(1).exposure().mean(), 6);
   EXPECT_DOUBLE_EQ(r.exposure_curves(1).points(1).baseline_exposure().mean(), 1.5);
@@ -649,7 +660,7 @@ TEST(ForgettingMetricsTest, CanaryExposureGaugesByRepeatsArmAndSteps) {
   EXPECT_NEAR(Sample(text, "memaudit_forgetting_canary_exposure_low_log2" + x16), e.low(), 1e-12);
   EXPECT_NEAR(Sample(text, "memaudit_forgetting_canary_exposure_high_log2" + x16), e.high(), 1e-12);
   EXPECT_LT(e.low(), 11.25 - 3);
-  EXPECT_GT(e.high(), 11.25 + 3);
+  EXPECT_DOUBLE_EQ(e.high(), results->forgetting().log2_space()) << "cut at log2 |R|";
 
   // Prometheus' own linter, when installed (Debian `prometheus`).
   const auto check = memaudit::testing::CheckMetricsWithPromtool(text);

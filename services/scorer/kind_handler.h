@@ -39,6 +39,12 @@ class KindHandler {
   // the kind and the sizes the spec plans.
   virtual v1::AuditResults Placeholder(const v1::AuditSpec& spec) const = 0;
 
+  // What the results of `spec` should warn of (result_warnings.h): settings
+  // under which a number is undefined or too noisy to trust. None by default.
+  virtual std::vector<v1::ResultWarning> Warnings(const v1::AuditSpec& /*spec*/) const {
+    return {};
+  }
+
   // Sets the kind's result gauges from `results`; every series carries the
   // labels audit and team (the team that submitted the audit).
   virtual void Publish(prometheus::Registry& registry, const v1::AuditResults& results,

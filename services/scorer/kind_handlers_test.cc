@@ -30,7 +30,7 @@ TEST(ScorerKindHandlersTest, EveryPlaceholderNamesItsOwnKind) {
         v1::AuditSpec::descriptor()->FindFieldByNumber(static_cast<int>(kind));
     spec.GetReflection()->MutableMessage(&spec, field);  // selects the kind
     const v1::AuditResults placeholder = HandlerFor(kind)->Placeholder(spec);
-    EXPECT_EQ(placeholder.kind(), AuditKindName(kind));
+    EXPECT_EQ(placeholder.kind(), ApiKind(kind));
     EXPECT_FALSE(placeholder.complete());
   }
 }
@@ -45,6 +45,7 @@ TEST(ScorerKindHandlersTest, TaskObservationsAndTaskOfAgreeWithThePlan) {
   MEMAUDIT_ASSERT_OK(store);
   std::set<AuditKind> kinds;
   for (const auto& entry : std::filesystem::directory_iterator(MEMAUDIT_SOURCE_DIR "/examples")) {
+    if (entry.path().extension() != ".yaml") continue;  // examples/python/, ...
     SCOPED_TRACE(entry.path().string());
     auto spec = LoadSpecFile(entry.path().string());
     MEMAUDIT_ASSERT_OK(spec);

@@ -9,13 +9,16 @@
 #include "absl/strings/str_join.h"
 #include "common/content_key.h"
 #include "common/datasets.h"
+#include "common/membership_attacks.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
+#include "scoring/auc_interval.h"
 #include "scoring/intervals.h"
 #include "scoring/lira.h"
 #include "scoring/rmia.h"
 #include "scoring/roc.h"
+#include "services/scorer/result_warnings.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -214,7 +217,7 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
                            keep.data.begin() + (first_row + target_rows) * examples));
 
   v1::AuditResults results;
-  results.set_kind("membership");
+  results.set_kind(v1::MEMBERSHIP);
   results.set_complete(true);
   results.set_models(runs);
   results.set_examples(examples);
@@ -223,6 +226,11 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
   results.set_members(members);
   results.set_non_members(truth.data.size() - members);
 
+  // Pair (t, j) belongs to example j: the AUC's interval treats an example's
+  // pairs as one cluster.
+  std::vector<uint32_t> example_of(truth.data.size());
+  for (size_t i = 0; i < example_of.size(); ++i)
+    example_of[i] = static_cast<uint32_t>(i % examples);
   for (const std::string& attack : m.attacks()) {
     // Row t of the score matrix scores every example against target t, so
     // the keep-matrix, flattened the same way, holds the truth.
@@ -233,8 +241,13 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
                                      all_scores.begin() + (first_row + target_rows) * examples);
     MEMAUDIT_ASSIGN_OR_RETURN(auto roc, scoring::ComputeRoc(scores, truth.data));
     v1::AttackResult* out = results.add_attacks();
-    out->set_attack(attack);
+    out->set_attack(AttackByName(attack));
     out->set_auc(scoring::Auc(roc));
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        const scoring::ClusteredAuc clustered,
+        scoring::ClusteredAucInterval(scores, truth.data, example_of, examples));
+    out->set_auc_low(clustered.interval.lo);
+    out->set_auc_high(clustered.interval.hi);
     out->set_balanced_accuracy(scoring::BalancedAccuracy(roc));
     for (double fpr : m.fpr_points()) {
       MEMAUDIT_RETURN_IF_ERROR(AddOperatingPoint(roc, fpr, out));
@@ -245,7 +258,7 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
     if (results.most_vulnerable().empty() && !m.fpr_points().empty()) {
       const double fpr = *std::min_element(m.fpr_points().begin(), m.fpr_points().end());
       MEMAUDIT_ASSIGN_OR_RETURN(auto point, scoring::TprAtFpr(roc, fpr));
-      results.set_vulnerability_attack(attack);
+      results.set_vulnerability_attack(AttackByName(attack));
       results.set_vulnerability_fpr(fpr);
       AddMostVulnerable(spec, scores, truth, point.threshold, &results);
     }
@@ -322,23 +335,35 @@ class Membership final : public KindHandler {
 
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
     v1::AuditResults partial;
-    partial.set_kind("membership");
+    partial.set_kind(v1::MEMBERSHIP);
     partial.set_models(spec.membership().reference_models());
     partial.set_examples(spec.membership().dataset().pool_size());
     return partial;
+  }
+
+  std::vector<v1::ResultWarning> Warnings(const v1::AuditSpec& spec) const override {
+    return MembershipWarnings(spec.membership());
   }
 
   void Publish(prometheus::Registry& registry, const v1::AuditResults& results,
                const std::string& team) const override {
     auto& auc = metrics::AddGauge(registry, "memaudit_membership_auc_ratio",
                                   "Membership-inference ROC AUC, pooled over target models.");
+    auto& auc_low =
+        metrics::AddGauge(registry, "memaudit_membership_auc_low_ratio",
+                          "Lower end of the membership AUC's 95% interval (clustered by example).");
+    auto& auc_high =
+        metrics::AddGauge(registry, "memaudit_membership_auc_high_ratio",
+                          "Upper end of the membership AUC's 95% interval (clustered by example).");
     auto& tpr = metrics::AddGauge(
         registry, "memaudit_membership_tpr_ratio",
         "Membership-inference TPR at the largest threshold whose FPR <= the fpr label.");
     for (const v1::AttackResult& a : results.attacks()) {
       prometheus::Labels labels = {
-          {"audit", results.audit_id()}, {"team", team}, {"attack", a.attack()}};
+          {"audit", results.audit_id()}, {"team", team}, {"attack", AttackName(a.attack())}};
       auc.Add(labels).Set(a.auc());
+      auc_low.Add(labels).Set(a.auc_low());
+      auc_high.Add(labels).Set(a.auc_high());
       for (const v1::OperatingPoint& p : a.operating_points()) {
         prometheus::Labels with_fpr = labels;
         with_fpr["fpr"] = absl::StrFormat("%g", p.fpr_target());

@@ -299,7 +299,7 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreRelationalFromStore(
 v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec) {
   const v1::RelationalAudit& r = spec.relational();
   v1::AuditResults results;
-  results.set_kind("relational");
+  results.set_kind(v1::RELATIONAL);
   results.set_complete(false);
   results.set_models(static_cast<uint32_t>(relational::Variants(r).size()));
   // Training records (samples) are the members, held-out ones the non-members.

@@ -64,7 +64,7 @@ TEST(RelationalMetricsTest, PhoneBookCurvesUseTheSuccessMetrics) {
   auto results = ScoreRelational(PhoneBookSpec(), PhoneBookSignals(3));
   MEMAUDIT_ASSERT_OK(results);
   EXPECT_TRUE(results->complete());
-  EXPECT_EQ(results->kind(), "relational");
+  EXPECT_EQ(results->kind(), v1::RELATIONAL);
   EXPECT_EQ(results->models(), 2u);
   const v1::RelationalResults& r = results->relational();
   EXPECT_EQ(r.model(), "phone_book");

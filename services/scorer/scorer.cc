@@ -12,6 +12,7 @@
 #include "common/audit_kinds.h"
 #include "common/identity.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -193,6 +194,8 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
     return MarkUnscorable(audit_id, results.status());
   }
   if (!results->has_value()) return absl::OkStatus();
+  for (v1::ResultWarning& w : (*kind)->Warnings(spec)) *(*results)->add_warnings() = std::move(w);
+  (*results)->set_version(CodeVersion());
   ObserveScoringSeconds(metrics_, AuditKindName(spec.kind_case()), scoring_started);
   return Finish(audit_id, **std::move(results));
 }
@@ -231,12 +234,14 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
     results.set_audit_id(audit_id);
   }
   if (!info.error.empty()) results.set_error(info.error);
+  // Stored once with the audit, not in every stored version of its results.
+  *results.mutable_spec() = std::move(spec);
   return results;
 }
 
 void Scorer::Publish(const v1::AuditResults& results) {
   if (metrics_ == nullptr) return;
-  const KindHandler* kind = HandlerFor(AuditKindByName(results.kind()));
+  const KindHandler* kind = HandlerFor(KindOfApi(results.kind()));
   if (kind == nullptr) return;
   auto info = store_->GetAuditInfo(results.audit_id());
   const std::string team = info.ok() ? info->team : "";

@@ -102,6 +102,15 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   // Calibrating per example (LiRA) must beat the raw loss on this data.
   EXPECT_GT(results->attacks(0).auc(), 0.8);
   EXPECT_GT(results->attacks(0).auc(), results->attacks(2).auc());
+  // Each AUC comes with its interval (clustered by example), and the gauges
+  // carry it.
+  for (const v1::AttackResult& a : results->attacks()) {
+    EXPECT_LE(a.auc_low(), a.auc());
+    EXPECT_GE(a.auc_high(), a.auc());
+    EXPECT_LT(a.auc_low(), a.auc_high());
+  }
+  EXPECT_THAT(metrics::Exposition(*registry_),
+              HasSubstr("memaudit_membership_auc_low_ratio{attack=\"lira_online\",audit=\"a\""));
   EXPECT_EQ(results->attacks(0).operating_points(0).fpr_target(), 0.01);
   EXPECT_LE(results->attacks(0).operating_points(0).fpr(), 0.01);
   EXPECT_THAT(
@@ -109,7 +118,7 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
       HasSubstr("memaudit_membership_auc_ratio{attack=\"lira_online\",audit=\"a\",team=\"\"}"));
   // The ranking puts the examples flagged most often first.
   ASSERT_EQ(results->most_vulnerable_size(), 20);
-  EXPECT_EQ(results->vulnerability_attack(), "lira_online");
+  EXPECT_EQ(results->vulnerability_attack(), v1::LIRA_ONLINE);
   EXPECT_EQ(results->vulnerability_fpr(), 0.01);
   for (int i = 1; i < 20; ++i) {
     EXPECT_GE(results->most_vulnerable(i - 1).detected(), results->most_vulnerable(i).detected());
@@ -166,10 +175,10 @@ TEST_F(ScorerTest, TheReferenceCodesVariantsAreScoredWhenNamed) {
   auto results = scorer_->GetResults("b");
   ASSERT_TRUE(results->complete());
   ASSERT_EQ(results->attacks_size(), 4);
-  EXPECT_EQ(results->attacks(1).attack(), "lira_offline_two_sided");
+  EXPECT_EQ(results->attacks(1).attack(), v1::LIRA_OFFLINE_TWO_SIDED);
   EXPECT_GT(results->attacks(1).auc(), 0.5);
   EXPECT_NE(results->attacks(1).auc(), results->attacks(0).auc());
-  EXPECT_EQ(results->attacks(3).attack(), "lira_fixed_variance_reference");
+  EXPECT_EQ(results->attacks(3).attack(), v1::LIRA_FIXED_VARIANCE_REFERENCE);
   EXPECT_GT(results->attacks(3).auc(), 0.8) << "online: calibrated per example";
   EXPECT_NE(results->attacks(3).auc(), results->attacks(2).auc());
 }
@@ -362,7 +371,7 @@ TEST_F(ScorerTest, RmiaUsesThePopulationAndATargetCanBeChosen) {
     EXPECT_EQ(results->members() + results->non_members(),
               (one_target ? 1 : kModels) * uint64_t{kPool});
     const v1::AttackResult& rmia = results->attacks(results->attacks_size() - 1);
-    ASSERT_EQ(rmia.attack(), "rmia");
+    ASSERT_EQ(rmia.attack(), v1::RMIA);
     // Members carry a +1 on phi that the population never has.
     EXPECT_GT(rmia.auc(), 0.7);
   }

@@ -173,7 +173,7 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
     return absl::FailedPreconditionError("unlearning: not every task has reported");
   }
   v1::AuditResults results;
-  results.set_kind("unlearning");
+  results.set_kind(v1::UNLEARNING);
   results.set_complete(true);
   v1::UnlearningResults* out = results.mutable_unlearning();
   out->set_method(u.method());
@@ -348,7 +348,7 @@ class Unlearning final : public KindHandler {
 
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
     v1::AuditResults partial;
-    partial.set_kind("unlearning");
+    partial.set_kind(v1::UNLEARNING);
     const v1::UnlearningAudit& u = spec.unlearning();
     partial.set_models(u.shadow().originals() + u.target().originals());
     return partial;

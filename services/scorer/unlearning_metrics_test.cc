@@ -136,7 +136,7 @@ TEST(UnlearningMetricsTest, AttackBeatsTheBaselineWhichLabelsOnlyDefeat) {
   ASSERT_TRUE(UnlearningSignalsComplete(spec.unlearning(), signals));
   auto results = ScoreUnlearning(spec, signals);
   MEMAUDIT_ASSERT_OK(results);
-  EXPECT_EQ(results->kind(), "unlearning");
+  EXPECT_EQ(results->kind(), v1::UNLEARNING);
   EXPECT_TRUE(results->complete());
   const v1::UnlearningResults& u = results->unlearning();
   EXPECT_EQ(u.method(), "scratch");
@@ -251,7 +251,7 @@ TEST(UnlearningMetricsTest, ScorerScoresOnceEveryTaskIsInAndPublishesGauges) {
   auto partial = (*scorer)->GetResults("u");
   MEMAUDIT_ASSERT_OK(partial);
   EXPECT_FALSE(partial->complete());
-  EXPECT_EQ(partial->kind(), "unlearning");
+  EXPECT_EQ(partial->kind(), v1::UNLEARNING);
   MEMAUDIT_ASSERT_OK((*scorer)->Ingest(all.back()));
   MEMAUDIT_ASSERT_OK((*scorer)->ScoreIfComplete("u"));
   auto results = (*scorer)->GetResults("u");

@@ -59,10 +59,45 @@ TEST(CliRunTest, TwoRunsWithTheSameSeedPrintIdenticalNumbers) {
   a.erase("audit_id");
   b.erase("audit_id");
   EXPECT_EQ(a, b) << "same spec and seed must give the same numbers, whatever the worker count";
-  EXPECT_EQ(a["attacks"].size(), 6u);
+  // Four models: per-example-variance LiRA is undefined and left out, and
+  // the results say why, in the JSON and under the table.
+  EXPECT_EQ(a["attacks"].size(), 4u);
+  ASSERT_EQ(a["warnings"].size(), 2u);
+  EXPECT_EQ(a["warnings"][0]["code"], "few_reference_models");
+  EXPECT_THAT(first.text, HasSubstr("warning (attacks_left_out): lira_online, lira_offline not "
+                                    "run: undefined with 4 reference models"));
   // The run directory keeps the databases, the logs and the results.
   EXPECT_TRUE(std::ifstream(dir + "/one/results.json").good());
   EXPECT_TRUE(std::ifstream(dir + "/one/coordinator.log").good());
+
+  // The archived results rebuild the report with no service running (the
+  // coordinator address points at nothing).
+  Output offline =
+      Shell(absl::StrCat("MEMAUDIT_COORDINATOR=127.0.0.1:1 ", Memaudit(), " report ", dir,
+                         "/one.json --html ", dir, "/offline.html --csv ", dir, "/csv"));
+  ASSERT_EQ(offline.exit_code, 0) << offline.text;
+  EXPECT_THAT(offline.text, HasSubstr("lira_online_fixed_variance"));
+  EXPECT_THAT(offline.text, HasSubstr("warning (few_reference_models)"));
+  std::stringstream html;
+  html << std::ifstream(dir + "/offline.html").rdbuf();
+  EXPECT_THAT(html.str(), HasSubstr("<h2>Warnings</h2>"));
+  EXPECT_THAT(html.str(), HasSubstr("tiny-cli"));
+  EXPECT_TRUE(std::ifstream(dir + "/csv/attacks.csv").good());
+  // Something else than a results document is refused, naming the file.
+  Output wrong = Shell(absl::StrCat(Memaudit(), " report ", spec));
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.text;
+  EXPECT_THAT(wrong.text, HasSubstr("not a memaudit results document"));
+}
+
+// The workers `run` starts offer the threads a task of the spec needs: a
+// spec asking for 2 per task (examples/secret-sharer.yaml does) runs.
+TEST(CliRunTest, AnAuditOfTwoThreadsPerTaskRuns) {
+  const std::string dir = FreshTestDir();
+  const std::string spec =
+      WriteSpec(dir, absl::StrCat(kTinySpec, "resources: {threads_per_task: 2}\n"));
+  Output out = Shell(absl::StrCat(Memaudit(), " run ", spec, " -w 1 --dir ", dir, "/run"));
+  ASSERT_EQ(out.exit_code, 0) << out.text;
+  EXPECT_THAT(out.text, HasSubstr("lira_online_fixed_variance"));
 }
 
 TEST(CliRunTest, TimingsPrintsOneLineOfEveryPhase) {
@@ -196,10 +231,18 @@ TEST(CliRunTest, ValidateExplainsEveryProblem) {
 
 TEST(CliRunTest, ValidateNamesUnknownFieldsAndQuickstartIsValid) {
   const std::string dir = FreshTestDir();
-  const std::string spec = WriteSpec(dir, "membership:\n  refrence_models: 4\n");
+  // An unknown field is listed with the spec's other problems, and the
+  // nearest real field suggested.
+  const std::string spec =
+      WriteSpec(dir,
+                "membership:\n  dataset: {pool_size: 200}\n  training: {learning_rate: 0.1, "
+                "epochs: 1}\n  refrence_models: 4\n  reference_models: 5\n");
   Output out = Shell(absl::StrCat(Memaudit(), " validate ", spec));
   EXPECT_EQ(out.exit_code, 2);
-  EXPECT_THAT(out.text, HasSubstr("refrence_models"));
+  EXPECT_THAT(out.text, HasSubstr("2 problem(s)"));
+  EXPECT_THAT(out.text, HasSubstr("membership.refrence_models: unknown field; did you mean "
+                                  "\"reference_models\"?"));
+  EXPECT_THAT(out.text, HasSubstr("membership.reference_models: must be an even number"));
   Output quickstart = Shell(
       absl::StrCat(Memaudit(), " validate ", MEMAUDIT_SOURCE_DIR, "/examples/quickstart.yaml"));
   EXPECT_EQ(quickstart.exit_code, 0) << quickstart.text;

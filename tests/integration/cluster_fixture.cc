@@ -58,6 +58,7 @@ std::string Chromium(const std::string& profile) {
 
 std::string Numbers(v1::AuditResults results) {
   results.clear_audit_id();
+  results.clear_spec();
   return results.SerializeAsString();
 }
 

@@ -221,6 +221,20 @@ std::vector<KeyedAudit> Audits(Observed* observed) {
   return out;
 }
 
+// A trend panel's data once it has `points` steps (or after 30 s): a curve is
+// published point by point, and Prometheus may not have scraped the last yet.
+absl::StatusOr<TrendData> QueryTrendOf(const nlohmann::json& panel, PrometheusServer& prometheus,
+                                       const Substitute& substitute, size_t points) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
+    absl::StatusOr<TrendData> data = QueryTrend(panel, prometheus, substitute);
+    if (!data.ok() || data->x.size() >= points || std::chrono::steady_clock::now() > deadline) {
+      return data;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 TEST_F(EveryKindObservedTest, EveryDashboardPanelShowsData) {
   nlohmann::json dashboard;
   ASSERT_NO_FATAL_FAILURE(Prepare(observed_, &dashboard));
@@ -299,7 +313,7 @@ TEST_F(EveryKindObservedTest, ForgettingCurveIsBandedAndOrderedByStepsNumericall
   ASSERT_NE(mi, panels.end());
   EXPECT_EQ(mi->value("type", ""), "trend") << "a bar chart orders steps as text";
   EXPECT_THAT(BandsOf(*mi), Contains(std::pair<std::string, std::string>("high", "low")));
-  auto data = QueryTrend(*mi, prometheus(), sub);
+  auto data = QueryTrendOf(*mi, prometheus(), sub, curve.size());
   MEMAUDIT_ASSERT_OK(data);
   ASSERT_EQ(data->x.size(), static_cast<size_t>(curve.size()));
   std::map<std::string, std::vector<double>> curves(data->curves.begin(), data->curves.end());
@@ -331,7 +345,7 @@ TEST_F(EveryKindObservedTest, ForgettingCurveIsBandedAndOrderedByStepsNumericall
       }
     }
     ASSERT_NE(group, nullptr);
-    auto canary = QueryTrend(panel, prometheus(), sub);
+    auto canary = QueryTrendOf(panel, prometheus(), sub, group->points_size());
     MEMAUDIT_ASSERT_OK(canary);
     ASSERT_EQ(canary->x.size(), static_cast<size_t>(group->points_size()));
     std::map<std::string, std::vector<double>> c(canary->curves.begin(), canary->curves.end());

@@ -36,7 +36,7 @@ TEST_F(ExposureAuditTest, MostInsertedCanaryIsExposedAndExtracted) {
   auto results = client_->Report(submitted->audit_id());
   MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
-  EXPECT_EQ(results->kind(), "exposure");
+  EXPECT_EQ(results->kind(), v1::EXPOSURE);
   const v1::ExposureResults& x = results->exposure();
   // The planner's step count is exact for an inline corpus.
   EXPECT_EQ(x.training_steps(), audit.steps_total());
@@ -276,12 +276,12 @@ TEST_F(ExposureAuditTest, KilledWorkerMidCanaryModelReproducesTheUndisturbedResu
   bool retried = false;
   absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
     // Re-queued without an attempt spent: a silent worker may have been preempted.
-    if (e.type() == "task_released") {
+    if (e.type() == v1::TASK_RELEASED) {
       retried = true;
       EXPECT_THAT(e.message(), HasSubstr("lease expired"));
       EXPECT_THAT(e.message(), HasSubstr("attempt not counted"));
     }
-    EXPECT_NE(e.type(), "task_retried");
+    EXPECT_NE(e.type(), v1::TASK_RETRIED);
     // Mid-way through the first canary model: a heartbeat reported steps and
     // nothing has finished yet.
     if (!killed && e.audit().tasks().succeeded() == 0 && e.audit().tasks().running() == 1 &&

@@ -74,7 +74,7 @@ TEST_F(ForgettingAuditTest, InjectedExamplesAreDetectedThenForgotten) {
   auto results = client_->Report(submitted->audit_id());
   MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
-  EXPECT_EQ(results->kind(), "forgetting");
+  EXPECT_EQ(results->kind(), v1::FORGETTING);
   const v1::ForgettingResults& f = results->forgetting();
   // The planner's step count is exact: 2 trials x (200 + 1 + 2 x 400).
   EXPECT_EQ(audit.steps_total(), 2u * f.training_steps());
@@ -375,12 +375,12 @@ TEST_F(ForgettingAuditTest, KilledWorkerMidTrialGivesTheSameCurve) {
   bool retried = false;
   MEMAUDIT_ASSERT_OK(client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
     // Re-queued without an attempt spent: a silent worker may have been preempted.
-    if (e.type() == "task_released") {
+    if (e.type() == v1::TASK_RELEASED) {
       retried = true;
       EXPECT_THAT(e.message(), HasSubstr("lease expired"));
       EXPECT_THAT(e.message(), HasSubstr("attempt not counted"));
     }
-    EXPECT_NE(e.type(), "task_retried");
+    EXPECT_NE(e.type(), v1::TASK_RETRIED);
     return true;
   }));
   EXPECT_TRUE(retried) << "the dead worker's trial must be re-queued";

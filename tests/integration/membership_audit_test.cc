@@ -4,8 +4,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_grpc.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
+#include "memaudit/v1/errors.pb.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace memaudit::testing {
@@ -27,11 +29,25 @@ TEST_F(MembershipAuditTest, CompletesAndScoresEveryAttack) {
   auto results = client_->Report(submitted->audit_id());
   MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
-  ASSERT_EQ(results->attacks_size(), 6);
+  // Four models: the per-example-variance LiRA attacks are undefined and
+  // left out, and the results say the rest are noisy.
+  ASSERT_EQ(results->attacks_size(), 4);
+  ASSERT_EQ(results->warnings_size(), 2);
+  EXPECT_EQ(results->warnings(0).code(), "few_reference_models");
+  EXPECT_THAT(results->warnings(0).message(), HasSubstr("4 reference models"));
+  EXPECT_EQ(results->warnings(1).code(), "attacks_left_out");
+  EXPECT_THAT(results->warnings(1).message(), HasSubstr("lira_online, lira_offline"));
+  // Results carry what produced them: an archived document is complete.
+  EXPECT_EQ(results->spec().membership().reference_models(), 4u);
+  EXPECT_THAT(results->version(), HasSubstr("commit"));
   EXPECT_EQ(results->members() + results->non_members(), 4u * 200u);
   for (const v1::AttackResult& a : results->attacks()) {
     EXPECT_GE(a.auc(), 0.0) << a.attack();
     EXPECT_LE(a.auc(), 1.0) << a.attack();
+    // The AUC's interval (clustered by example) brackets it.
+    EXPECT_LE(a.auc_low(), a.auc()) << a.attack();
+    EXPECT_GE(a.auc_high(), a.auc()) << a.attack();
+    EXPECT_LT(a.auc_low(), a.auc_high()) << a.attack();
     ASSERT_EQ(a.operating_points_size(), 2);
   }
   // A listing shows the audit.
@@ -146,13 +162,13 @@ TEST_F(MembershipAuditTest, KilledWorkerTaskIsReleasedAndResultsAreUnchanged) {
   uint64_t steps_when_first_done = 0;
   absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
     // Re-queued without an attempt spent: a silent worker may have been preempted.
-    if (e.type() == "task_released") {
+    if (e.type() == v1::TASK_RELEASED) {
       retried = true;
       EXPECT_THAT(e.message(), HasSubstr("lease expired"));
       EXPECT_THAT(e.message(), HasSubstr("attempt not counted"));
     }
-    EXPECT_NE(e.type(), "task_retried");
-    if (e.type() == "task_succeeded" && e.audit().tasks().succeeded() == 1) {
+    EXPECT_NE(e.type(), v1::TASK_RETRIED);
+    if (e.type() == v1::TASK_SUCCEEDED && e.audit().tasks().succeeded() == 1) {
       steps_when_first_done = e.audit().steps_done();
     }
     // A heartbeat has reported steps of the second model: it is mid-task.
@@ -212,6 +228,20 @@ TEST_F(MembershipAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
   EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("membership.reference_models"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("membership.training.epochs"));
+  // The same problems as data, in the status's details (errors.proto).
+  auto details = refused.status().GetPayload(kErrorDetailsPayload);
+  ASSERT_TRUE(details.has_value());
+  v1::ErrorStatus status;
+  ASSERT_TRUE(status.ParseFromString(std::string(*details)));
+  EXPECT_EQ(status.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  ASSERT_EQ(status.details_size(), 1);
+  v1::FieldViolations violations;
+  ASSERT_TRUE(status.details(0).UnpackTo(&violations));
+  std::vector<std::string> fields;
+  for (const auto& v : violations.violations()) fields.push_back(v.field());
+  EXPECT_THAT(fields, ::testing::UnorderedElementsAre("membership.reference_models",
+                                                      "membership.training.epochs"));
+  EXPECT_THAT(violations.violations(0).description(), HasSubstr("(got "));
 
   v1::AuditSpec unlearning;
 

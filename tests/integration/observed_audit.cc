@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/audit_kinds.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace memaudit::testing {
@@ -130,9 +131,9 @@ std::unique_ptr<Observed> ObserveAudits(const std::string& name,
     }
     o.audits.push_back(*audit);
     o.results.push_back(*results);
-    o.ids[audit->kind()] = id;
-    settled.push_back(
-        absl::StrCat("count(", ResultFamily(audit->kind()), "{audit=\"", id, "\"}) > 0"));
+    o.ids[AuditKindName(audit->kind())] = id;
+    settled.push_back(absl::StrCat("count(", ResultFamily(AuditKindName(audit->kind())),
+                                   "{audit=\"", id, "\"}) > 0"));
   }
   // Let Prometheus scrape the final state of every process once, so each
   // test starts from a settled view (tests still poll for what they check).

@@ -55,7 +55,7 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
   auto results = client_->Report(submitted->audit_id());
   MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
-  EXPECT_EQ(results->kind(), "relational");
+  EXPECT_EQ(results->kind(), v1::RELATIONAL);
   const v1::RelationalResults& r = results->relational();
   EXPECT_EQ(r.model(), "phone_book");
   ASSERT_EQ(r.curves_size(), 1);

@@ -19,7 +19,7 @@ TEST_F(ScorerRestartTest, SigkillMidAuditGivesIdenticalResults) {
   int succeeded = 0;
   bool crashed = false;
   absl::Status watched = client_->Watch(submitted->audit_id(), [&](const v1::AuditEvent& e) {
-    if (e.type() == "task_succeeded" && ++succeeded == 2 && !crashed) {
+    if (e.type() == v1::TASK_SUCCEEDED && ++succeeded == 2 && !crashed) {
       crashed = true;
       MEMAUDIT_EXPECT_OK(cluster_->RestartScorer(SIGKILL));
     }

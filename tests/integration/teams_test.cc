@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/event_types.h"
 #include "common/identity.h"
 #include "common/testing/status_matchers.h"
 #include "common/tls.h"
@@ -93,7 +94,8 @@ class TeamsTest : public ClusterTest {
   std::vector<std::string> Events(cli::Client* client, const std::string& audit_id) {
     std::vector<std::string> events;
     absl::Status watched = client->Watch(audit_id, [&](const v1::AuditEvent& e) {
-      if (e.type() != "progress") events.push_back(absl::StrCat(e.type(), ": ", e.message()));
+      if (e.type() != v1::PROGRESS)
+        events.push_back(absl::StrCat(EventTypeName(e.type()), ": ", e.message()));
       return true;
     });
     EXPECT_THAT(watched, IsOk());
@@ -151,7 +153,7 @@ TEST_F(TeamsTest, ATeamCannotSeeWatchCancelOrReadAnotherTeamsAudit) {
     MEMAUDIT_EXPECT_OK(admin_->Report(id));
     bool saw_submitted = false;
     MEMAUDIT_EXPECT_OK(admin_->Watch(id, [&](const v1::AuditEvent& e) {
-      saw_submitted = e.type() == "submitted";
+      saw_submitted = e.type() == v1::SUBMITTED;
       return false;  // one event is enough: the audit never ends
     }));
     EXPECT_TRUE(saw_submitted) << id;

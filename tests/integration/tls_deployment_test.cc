@@ -2,11 +2,13 @@
 // certificates made by scripts/make-certs.sh (Debian's openssl), a scorer, a
 // coordinator and a worker as separate processes over mutual TLS, and the
 // memaudit CLI submitting with a team certificate from the environment.
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -83,6 +85,8 @@ TEST_F(TlsDeploymentTest, OpensslCertificatesRunAnAuditEndToEnd) {
   std::vector<std::string> coordinator_args = Tls("coordinator");
   coordinator_args.push_back("--scorer");
   coordinator_args.push_back(absl::StrCat("localhost:", scorer_port));
+  coordinator_args.push_back("--waiting-warning-ms");
+  coordinator_args.push_back("300");
   const int coordinator_port = Start("coordinator", coordinator_args, &coordinator);
   ASSERT_NE(coordinator_port, 0);
   std::vector<std::string> worker_args = Tls("worker");
@@ -90,12 +94,20 @@ TEST_F(TlsDeploymentTest, OpensslCertificatesRunAnAuditEndToEnd) {
   worker_args.push_back(absl::StrCat("localhost:", coordinator_port));
   worker_args.push_back("--metrics-listen");
   worker_args.push_back("127.0.0.1:0");
-  Start("worker", worker_args, &worker);
+  // The worker comes late: the watching CLI is told that no worker has taken
+  // a task (audit_waiting), then the audit runs to its end.
+  std::thread late_worker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    Start("worker", worker_args, &worker);
+  });
 
   const std::string coordinator_flag = absl::StrCat(" --coordinator localhost:", coordinator_port);
   const std::string submitted =
       Cli(absl::StrCat("submit ", dir_, "/spec.yaml --watch", coordinator_flag));
+  late_worker.join();
   EXPECT_THAT(submitted, HasSubstr("exit=0")) << submitted << Slurp(dir_ + "/worker.log");
+  EXPECT_THAT(submitted, HasSubstr("audit_waiting : no worker has taken a task in "));
+  EXPECT_THAT(submitted, HasSubstr("s; workers connected: 0 (start one"));
   EXPECT_THAT(Cli(absl::StrCat("status -o json", coordinator_flag)), HasSubstr("SUCCEEDED"));
   // The services said they serve TLS, not plain text.
   EXPECT_THAT(Slurp(dir_ + "/coordinator.log"), ::testing::Not(HasSubstr("INSECURE")));

@@ -85,7 +85,7 @@ TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
   auto results = client_->Report(submitted->audit_id());
   MEMAUDIT_ASSERT_OK(results);
   ASSERT_TRUE(results->complete());
-  EXPECT_EQ(results->kind(), "unlearning");
+  EXPECT_EQ(results->kind(), v1::UNLEARNING);
   const v1::UnlearningResults& u = results->unlearning();
   EXPECT_EQ(u.method(), "scratch");
   EXPECT_EQ(u.seed_policy(), "shared");

@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/event_types.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "services/worker/kind_handler.h"
@@ -208,7 +209,8 @@ class WorkerFaultTest : public ClusterTest {
                                             const std::string& task_id = "") {
     std::vector<v1::AuditEvent> of;
     for (const v1::AuditEvent& e : o.events) {
-      if (e.type() == type && (task_id.empty() || e.task_id() == task_id)) of.push_back(e);
+      if (EventTypeName(e.type()) == type && (task_id.empty() || e.task_id() == task_id))
+        of.push_back(e);
     }
     return of;
   }
@@ -302,7 +304,7 @@ TEST_F(WorkerFaultTest, AWorkerStoppedMidTaskReleasesItAndTheAuditSucceedsOnAnot
   v1::AuditSpec spec = TinyMembershipSpec();
   spec.mutable_resources()->set_max_attempts(1);
   const Outcome outcome = RunAudit(spec, [&](const v1::AuditEvent& e) {
-    if (e.type() != "task_leased" || loops_.size() > 1) return;
+    if (e.type() != v1::TASK_LEASED || loops_.size() > 1) return;
     ASSERT_TRUE(training.WaitForNotificationWithTimeout(absl::Seconds(60)));
     first->Stop();
     StartLoop(&engine);
@@ -333,7 +335,7 @@ TEST_F(WorkerFaultTest, ASigtermedWorkerProcessReleasesItsTaskAndExitsCleanly) {
   spec.mutable_resources()->set_max_attempts(1);
   int exit_code = -1;
   const Outcome outcome = RunAudit(spec, [&](const v1::AuditEvent& e) {
-    if (e.type() != "task_leased" || exit_code != -1) return;
+    if (e.type() != v1::TASK_LEASED || exit_code != -1) return;
     cluster_->worker(0)->Signal(SIGTERM);
     exit_code = cluster_->worker(0)->Wait();
     MEMAUDIT_EXPECT_OK(cluster_->AddWorker());

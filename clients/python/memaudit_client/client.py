@@ -276,7 +276,7 @@ class Client:
         coordinator's default, 100).
 
         filters: further fields of memaudit.v1.ListRequest by name, as the
-        coordinator knows them (e.g. state="RUNNING", kind="membership",
+        coordinator knows them (e.g. state="RUNNING", kind="MEMBERSHIP",
         name_contains="sweep", page_token=...); a name ListRequest lacks is
         a TypeError."""
         response = self._call(self._stub.List, self._list_request(limit, filters))

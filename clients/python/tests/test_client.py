@@ -264,7 +264,7 @@ class ClientTest(unittest.TestCase):
         # and each model in turn is the target.
         self.assertEqual(report["members"], TINY_MODELS * TINY_POOL // 2)
         self.assertEqual(report["non_members"], TINY_MODELS * TINY_POOL // 2)
-        self.assertEqual([a["attack"] for a in report["attacks"]], TINY_ATTACKS)
+        self.assertEqual([a["attack"].lower() for a in report["attacks"]], TINY_ATTACKS)
         for attack in report["attacks"]:
             with self.subTest(attack=attack["attack"]):
                 self.assertTrue(0.0 <= attack["auc"] <= 1.0, attack["auc"])

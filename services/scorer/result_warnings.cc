@@ -1,0 +1,65 @@
+#include "services/scorer/result_warnings.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/membership_attacks.h"
+
+namespace memaudit::scorer {
+namespace {
+
+v1::ResultWarning Warning(std::string code, std::string message) {
+  v1::ResultWarning w;
+  w.set_code(std::move(code));
+  w.set_message(std::move(message));
+  return w;
+}
+
+}  // namespace
+
+std::vector<v1::ResultWarning> MembershipWarnings(const v1::MembershipAudit& m) {
+  std::vector<v1::ResultWarning> out;
+  const uint32_t n = m.reference_models();
+  if (n < kFewReferenceModels) {
+    out.push_back(Warning(
+        "few_reference_models",
+        absl::StrCat("with ", n,
+                     " reference models LiRA fits each example's IN and OUT "
+                     "distributions to ",
+                     n / 2 - 1, " or ", n / 2, " values: its numbers are noisy; use ",
+                     kFewReferenceModels,
+                     " or more (Membership Inference Attacks From First Principles trains 64)")));
+  }
+  std::vector<std::string> left_out;
+  for (const std::string& a : DefaultMembershipAttacks()) {
+    const bool run = std::find(m.attacks().begin(), m.attacks().end(), a) != m.attacks().end();
+    if (!run && MinReferenceModels(a) > n) left_out.push_back(a);
+  }
+  if (!left_out.empty()) {
+    out.push_back(
+        Warning("attacks_left_out",
+                absl::StrCat(absl::StrJoin(left_out, ", "), " not run: undefined with ", n,
+                             " reference models (a per-example variance needs reference_models >= ",
+                             MinReferenceModels(left_out.front()), ")")));
+  }
+  return out;
+}
+
+std::vector<v1::ResultWarning> ForgettingWarnings(const v1::ForgettingAudit& f) {
+  std::vector<v1::ResultWarning> out;
+  if (f.trials() == 1) {
+    out.push_back(Warning("few_trials", absl::StrCat("one trial: every interval is the point "
+                                                     "itself; use trials >= ",
+                                                     kFewTrials)));
+  } else if (f.trials() < kFewTrials) {
+    out.push_back(Warning(
+        "few_trials",
+        absl::StrCat("intervals across ", f.trials(), " trials are wide (Student's t with ",
+                     f.trials() - 1, " degree(s) of freedom); use trials >= ", kFewTrials)));
+  }
+  return out;
+}
+
+}  // namespace memaudit::scorer
