@@ -276,7 +276,7 @@ absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& di
   std::string csv =
       "audit_id,strategy,attack,steps_since_injection,accuracy,accuracy_low,accuracy_high,auc,"
       "auc_low,auc_high,fpr_target,tpr,tpr_low,tpr_high,precision,epsilon,"
-      "epsilon_clamped_trials,selection\n";
+      "epsilon_clamped_trials,selection,degenerate\n";
   const v1::ForgettingResults& f = r.forgetting();
   // A replay or LiRA audit's standard curve (and lira_online's offline
   // curve) follow as rows with their own attack.
@@ -286,13 +286,15 @@ absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& di
     for (const v1::ForgettingCurvePoint& p : *curve) {
       absl::StrAppend(
           &csv, absl::StrFormat("%s,%s,%s,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,"
-                                "%.17g,%.17g,%.17g,%u,%s\n",
+                                "%.17g,%.17g,%.17g,%u,%s,%d\n",
                                 r.audit_id(), f.strategy(), attack, p.steps_since_injection(),
                                 p.accuracy().mean(), p.accuracy().low(), p.accuracy().high(),
                                 p.auc().mean(), p.auc().low(), p.auc().high(), f.fpr_target(),
                                 p.tpr().mean(), p.tpr().low(), p.tpr().high(), p.precision().mean(),
                                 p.epsilon().mean(), p.epsilon_clamped_trials(),
-                                f.selection().empty() ? "random" : f.selection()));
+                                f.selection().empty() ? "random" : f.selection(),
+                                // The reason is in the results JSON.
+                                p.degenerate().empty() ? 0 : 1));
     }
   }
   return WriteFile(dir + "/forgetting_curve.csv", csv);

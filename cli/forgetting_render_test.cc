@@ -1,5 +1,8 @@
 #include "cli/forgetting_render.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -42,6 +45,23 @@ TEST(ForgettingRenderTest, ADegeneratePointIsMarkedWithItsReason) {
   v1::AuditResults plain = r;
   plain.mutable_forgetting()->mutable_curve(0)->clear_degenerate();
   EXPECT_THAT(ForgettingTable(plain), Not(HasSubstr("*")));
+}
+
+// The CSV flags a degenerate point in its last column (the reason is in the
+// results JSON).
+TEST(ForgettingRenderTest, TheCsvFlagsADegeneratePoint) {
+  const std::string dir = ::testing::TempDir() + "/forgetting-csv";
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(WriteForgettingCsv(WithADegeneratePoint(), dir).ok());
+  std::ifstream in(dir + "/forgetting_curve.csv");
+  std::string header, first, second;
+  std::getline(in, header);
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_THAT(header, ::testing::EndsWith(",selection,degenerate"));
+  EXPECT_THAT(first, ::testing::StartsWith("a-1,inject,checkpoint_calibrated,0,"));
+  EXPECT_THAT(first, ::testing::EndsWith(",random,1"));
+  EXPECT_THAT(second, ::testing::EndsWith(",random,0"));
 }
 
 }  // namespace
