@@ -350,7 +350,7 @@ membership:
     epochs: 500
     batch_size: 64
   reference_models: 4
-  attacks: [lira_online, lira_offline, rmia, loss]
+  attacks: [lira_online_fixed_variance, lira_offline_fixed_variance, rmia, loss]
   population_size: 1000
   fpr_points: [0.01, 0.001]
 EOF
