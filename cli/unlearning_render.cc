@@ -32,15 +32,17 @@ std::string Summary(const v1::UnlearningResults& u) {
 std::string UnlearningTable(const v1::AuditResults& r) {
   const v1::UnlearningResults& u = r.unlearning();
   std::string out = absl::StrCat("audit ", r.audit_id(), " (unlearning): ", Summary(u), "\n");
-  const std::string header = absl::StrFormat("%-12s %-20s %-20s %8s %9s %9s", "defense", "feature",
-                                             "classifier", "AUC", "DegCount", "DegRate");
+  const std::string header =
+      absl::StrFormat("%-12s %-20s %-20s %8s %17s %9s %9s", "defense", "feature", "classifier",
+                      "AUC", "AUC 95% CI", "DegCount", "DegRate");
   absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
   for (const v1::UnlearningAttackResult& a : u.attacks()) {
     const bool baseline = a.feature() == "baseline";
-    absl::StrAppend(&out, absl::StrFormat("%-12s %-20s %-20s %8.4f %9s %9s\n", a.defense(),
-                                          a.feature(), a.classifier(), a.auc(),
-                                          baseline ? "-" : absl::StrFormat("%.4f", a.deg_count()),
-                                          baseline ? "-" : absl::StrFormat("%.4f", a.deg_rate())));
+    absl::StrAppend(&out,
+                    absl::StrFormat("%-12s %-20s %-20s %8.4f  [%.4f, %.4f] %9s %9s\n", a.defense(),
+                                    a.feature(), a.classifier(), a.auc(), a.auc_low(), a.auc_high(),
+                                    baseline ? "-" : absl::StrFormat("%.4f", a.deg_count()),
+                                    baseline ? "-" : absl::StrFormat("%.4f", a.deg_rate())));
   }
   absl::StrAppend(&out,
                   "\nAUC on target-side rows (deleted samples vs samples in neither model) of an "
@@ -55,16 +57,16 @@ std::string UnlearningHtmlSection(const v1::AuditResults& r) {
   std::string html = absl::StrCat(
       "<h2>Unlearning attack</h2><p>", HtmlEscape(Summary(u)),
       "</p><table class=\"numbers\"><tr><th>defense</th><th>feature</th><th>classifier</th>"
-      "<th>AUC</th><th>DegCount</th><th>DegRate</th></tr>");
+      "<th>AUC [95% CI]</th><th>DegCount</th><th>DegRate</th></tr>");
   for (const v1::UnlearningAttackResult& a : u.attacks()) {
     const bool baseline = a.feature() == "baseline";
-    absl::StrAppend(&html,
-                    absl::StrFormat("<tr><td>%s</td><td>%s</td><td>%s</td><td>%.4f</td><td>%s</td>"
-                                    "<td>%s</td></tr>",
-                                    HtmlEscape(a.defense()), HtmlEscape(a.feature()),
-                                    HtmlEscape(a.classifier()), a.auc(),
-                                    baseline ? "&ndash;" : absl::StrFormat("%.4f", a.deg_count()),
-                                    baseline ? "&ndash;" : absl::StrFormat("%.4f", a.deg_rate())));
+    absl::StrAppend(
+        &html, absl::StrFormat("<tr><td>%s</td><td>%s</td><td>%s</td><td>%.4f [%.4f, %.4f]</td>"
+                               "<td>%s</td><td>%s</td></tr>",
+                               HtmlEscape(a.defense()), HtmlEscape(a.feature()),
+                               HtmlEscape(a.classifier()), a.auc(), a.auc_low(), a.auc_high(),
+                               baseline ? "&ndash;" : absl::StrFormat("%.4f", a.deg_count()),
+                               baseline ? "&ndash;" : absl::StrFormat("%.4f", a.deg_rate())));
   }
   absl::StrAppend(&html,
                   "</table><p>AUC: the attack, trained on shadow models, telling deleted samples "
@@ -77,11 +79,13 @@ std::string UnlearningHtmlSection(const v1::AuditResults& r) {
 
 absl::Status WriteUnlearningCsv(const v1::AuditResults& r, const std::string& dir) {
   const v1::UnlearningResults& u = r.unlearning();
-  std::string attacks = "audit_id,defense,feature,classifier,auc,deg_count,deg_rate\n";
+  std::string attacks =
+      "audit_id,defense,feature,classifier,auc,auc_low,auc_high,deg_count,deg_rate\n";
   for (const v1::UnlearningAttackResult& a : u.attacks()) {
-    absl::StrAppend(&attacks, absl::StrFormat("%s,%s,%s,%s,%.17g,%.17g,%.17g\n", r.audit_id(),
-                                              a.defense(), a.feature(), a.classifier(), a.auc(),
-                                              a.deg_count(), a.deg_rate()));
+    absl::StrAppend(&attacks,
+                    absl::StrFormat("%s,%s,%s,%s,%.17g,%.17g,%.17g,%.17g,%.17g\n", r.audit_id(),
+                                    a.defense(), a.feature(), a.classifier(), a.auc(), a.auc_low(),
+                                    a.auc_high(), a.deg_count(), a.deg_rate()));
   }
   const std::string summary = absl::StrCat(
       "audit_id,method,deletion,group_size,seed_policy,shadow_rows,target_rows,"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -10,6 +11,7 @@
 #include "common/status_macros.h"
 #include "common/unlearning_signals.h"
 #include "scoring/attack_evaluation.h"
+#include "scoring/auc_interval.h"
 #include "scoring/degradation.h"
 #include "scoring/unlearning_features.h"
 
@@ -213,6 +215,8 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
     }
     out->set_shadow_rows(static_cast<uint32_t>(shadow.labels.size()));
     out->set_target_rows(static_cast<uint32_t>(target.labels.size()));
+    std::vector<uint32_t> row_clusters(target.labels.size());
+    std::iota(row_clusters.begin(), row_clusters.end(), 0u);
     // The baseline's target confidences per classifier, for DegCount/DegRate.
     std::map<std::string, std::vector<double>> baseline;
     for (const std::string& feature : features) {
@@ -234,6 +238,13 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
         a->set_feature(feature);
         a->set_classifier(classifier);
         a->set_auc(eval->auc);
+        // Each target row is one pair: its own cluster.
+        MEMAUDIT_ASSIGN_OR_RETURN(
+            const scoring::ClusteredAuc interval,
+            scoring::ClusteredAucInterval(eval->target_probabilities, target.labels, row_clusters,
+                                          static_cast<uint32_t>(row_clusters.size())));
+        a->set_auc_low(interval.interval.lo);
+        a->set_auc_high(interval.interval.hi);
         if (feature == unlearning::kBaselineFeature) {
           baseline[classifier] = eval->target_probabilities;
           continue;

@@ -163,6 +163,11 @@ TEST(UnlearningMetricsTest, AttackBeatsTheBaselineWhichLabelsOnlyDefeat) {
     const auto* dist = Find(*results, "none", "euclidean_distance", classifier);
     ASSERT_TRUE(base && diff && dist);
     EXPECT_NEAR(base->auc(), 0.5, 0.15) << classifier;
+    // The baseline is noise: its interval holds chance; the leak's does not.
+    EXPECT_LT(base->auc_low(), 0.5) << classifier;
+    EXPECT_GT(base->auc_high(), 0.5) << classifier;
+    EXPECT_GT(diff->auc_low(), 0.5) << classifier;
+    EXPECT_LE(diff->auc_low(), diff->auc());
     EXPECT_EQ(base->deg_count(), 0);
     EXPECT_GT(diff->auc(), 0.9) << classifier;
     EXPECT_GT(dist->auc(), 0.9) << classifier;

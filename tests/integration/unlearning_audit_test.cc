@@ -123,6 +123,12 @@ TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
     EXPECT_EQ(lint.output, "");
   }
 
+  // Every AUC comes with its 95% interval over the target rows.
+  for (const v1::UnlearningAttackResult& a : results->unlearning().attacks()) {
+    EXPECT_LE(a.auc_low(), a.auc()) << a.feature();
+    EXPECT_GE(a.auc_high(), a.auc()) << a.feature();
+    EXPECT_LT(a.auc_low(), a.auc_high()) << a.feature();
+  }
   // The CLI's renderings.
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("sorted_diff"));
   EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("Unlearning attack"));
