@@ -384,13 +384,17 @@ class ClientTest(unittest.TestCase):
             MEMAUDIT_TLS_KEY=str(c.certs / "team-alpha.key"),
         )
         script = SOURCE_DIR / "examples" / "python" / "submit_and_watch.py"
-        run = subprocess.run(
-            [sys.executable, str(script), str(spec), "--json", str(results)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=AUDIT_TIMEOUT_S,
-        )
+
+        def run_script(*args):
+            return subprocess.run(
+                [sys.executable, str(script), str(spec), *args],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=AUDIT_TIMEOUT_S,
+            )
+
+        run = run_script("--json", str(results))
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         self.assertIn("SUCCEEDED", run.stderr)
         aucs = {}
@@ -406,13 +410,7 @@ class ClientTest(unittest.TestCase):
         # --cancel-after: cancelled while it trains, exit 1 as for any audit
         # that did not succeed.
         spec.write_text(json.dumps(LONG_SPEC))  # JSON is YAML
-        run = subprocess.run(
-            [sys.executable, str(script), str(spec), "--cancel-after", "1"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=AUDIT_TIMEOUT_S,
-        )
+        run = run_script("--cancel-after", "1")
         self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
         self.assertIn("CANCELLED", run.stderr)
 
