@@ -143,6 +143,9 @@ absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req) {
                                                    ")"));
   }
   query.name_contains = req.name_contains();
+  if (!v1::AuditView_IsValid(req.view())) {
+    return absl::InvalidArgumentError(absl::StrCat("view: no such view (got ", req.view(), ")"));
+  }
   query.with_spec = req.view() == v1::AUDIT_VIEW_FULL;
   return query;
 }

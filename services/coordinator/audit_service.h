@@ -26,7 +26,8 @@ inline constexpr size_t kDefaultListLimit = 100;
 inline constexpr size_t kMaxListLimit = 1000;
 inline constexpr size_t kMaxNameFilterBytes = 256;
 // The scheduler's query a ListRequest asks for; INVALID_ARGUMENT naming the
-// field for a limit, page token, state, kind or name filter out of bounds.
+// field for a limit, page token, state, kind, name filter or view out of
+// bounds.
 absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req);
 
 // Every RPC first identifies its caller (UNAUTHENTICATED, PERMISSION_DENIED

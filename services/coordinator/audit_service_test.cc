@@ -421,6 +421,9 @@ TEST_F(AuditListTest, PagesFiltersAndASummaryView) {
   bad = v1::ListRequest();
   bad.set_state(static_cast<v1::AuditState>(42));
   EXPECT_THAT(refused(bad), ::testing::HasSubstr("state: no such state (got 42)"));
+  bad = v1::ListRequest();
+  bad.set_view(static_cast<v1::AuditView>(9));
+  EXPECT_THAT(refused(bad), ::testing::HasSubstr("view: no such view (got 9)"));
 }
 
 }  // namespace
