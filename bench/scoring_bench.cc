@@ -1,7 +1,9 @@
 // bench/scoring: LiRA and RMIA at scale on one core, and the sorted RMIA
-// against the dense O(n^2) comparison it replaces, measured in the same run.
+// against the dense O(n^2) comparison it replaces, measured in the same run;
+// then the balanced accuracy's bootstrap interval over every pair.
 //
 //   build/bin/scoring_bench [models=256] [examples=50000] [repeats=3]
+//   build/bin/scoring_bench 32 2000     # the quickstart's shape
 //
 // Prints median wall times and the ratio dense / sorted.
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "common/seeding.h"
+#include "scoring/balanced_accuracy_interval.h"
 #include "scoring/lira.h"
 #include "scoring/rmia.h"
 
@@ -88,6 +91,18 @@ int main(int argc, char** argv) {
   std::printf("RMIA dense O(n^2), same inputs:          %8.3f s\n", rmia_dense);
   std::printf("total LiRA + RMIA:                       %8.3f s (target < 2 s)\n", lira + rmia);
   std::printf("ratio dense / sorted RMIA:               %8.1fx\n", rmia_dense / rmia);
+
+  // One attack's interval over all (model, example) pairs, clustered by
+  // example, as the scorer computes it.
+  std::vector<uint32_t> example_of(models * examples);
+  for (size_t i = 0; i < example_of.size(); ++i) example_of[i] = i % examples;
+  const double interval = MedianSeconds(repeats, [&] {
+    auto ba = memaudit::scoring::BalancedAccuracyInterval(phi.data, keep.data, example_of,
+                                                          static_cast<uint32_t>(examples), 1);
+    if (!ba.ok()) std::abort();
+  });
+  std::printf("balanced-accuracy interval, %u resamples over %zu pairs: %8.3f s\n",
+              memaudit::scoring::kBalancedAccuracyResamples, models * examples, interval);
   std::printf("inputs: %.1f MiB (models x examples x 8 bytes, linear in both)\n",
               models * examples * 8.0 / (1 << 20));
   return 0;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/export_arrays.h"
 #include "common/serving.h"
 #include "common/status_grpc.h"
 
@@ -16,6 +17,8 @@ namespace memaudit::cli {
 namespace {
 
 constexpr int kCallDeadlineMs = 30000;
+// An export recomputes every score on the scorer: allow minutes.
+constexpr int kExportDeadlineMs = 600000;
 // Before the one resend of a Submit whose answer was lost.
 constexpr int kSubmitRetryDelayMs = 1000;
 // How long a dropped Watch is resumed for without news.
@@ -114,6 +117,28 @@ absl::StatusOr<v1::AuditResults> Client::Report(const std::string& audit_id) {
   req.set_audit_id(audit_id);
   return Call<v1::GetReportRequest, v1::AuditResults>(
       stub_.get(), &v1::AuditService::Stub::GetReport, req, address_);
+}
+
+absl::StatusOr<std::vector<v1::ExportArray>> Client::Export(const std::string& audit_id) {
+  v1::ExportRequest req;
+  req.set_audit_id(audit_id);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kExportDeadlineMs));
+  std::unique_ptr<grpc::ClientReader<v1::ExportArray>> reader = stub_->Export(&ctx, req);
+  ExportAssembler assembler;
+  v1::ExportArray piece;
+  absl::Status bad;
+  while (reader->Read(&piece)) {
+    bad = assembler.Add(std::move(piece));
+    if (!bad.ok()) {
+      ctx.TryCancel();
+      break;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (!bad.ok()) return bad;
+  if (!status.ok()) return Explain(status, address_);
+  return std::move(assembler).Finish();
 }
 
 absl::Status Client::Watch(const std::string& audit_id,

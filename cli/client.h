@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/tls.h"
@@ -37,6 +38,9 @@ class Client {
   absl::StatusOr<v1::ListResponse> List(const v1::ListRequest& req);
   absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id);
   absl::StatusOr<v1::AuditResults> Report(const std::string& audit_id);
+  // The audit's per-example arrays (docs/export.md), put back together from
+  // their pieces (common/export_arrays.h checks each before it allocates).
+  absl::StatusOr<std::vector<v1::ExportArray>> Export(const std::string& audit_id);
   // Streams events until the audit ends; `on_event` returning false stops early.
   absl::Status Watch(const std::string& audit_id,
                      const std::function<bool(const v1::AuditEvent&)>& on_event);

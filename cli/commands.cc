@@ -19,6 +19,7 @@
 #include "cli/client.h"
 #include "cli/csv_export.h"
 #include "cli/embedded_cluster.h"
+#include "cli/export_files.h"
 #include "cli/html_report.h"
 #include "cli/privacy_meter_export.h"
 #include "cli/render.h"
@@ -26,6 +27,7 @@
 #include "common/audit_kinds.h"
 #include "common/device_name.h"
 #include "common/event_types.h"
+#include "common/export_arrays.h"
 #include "common/process.h"
 #include "common/spec_yaml.h"
 #include "common/status_macros.h"
@@ -55,6 +57,28 @@ absl::Status WriteReportFiles(const v1::Audit& audit, const v1::AuditResults& re
     return WritePrivacyMeterExport(audit, results, files.privacy_meter_dir);
   }
   return absl::OkStatus();
+}
+
+// Writes the per-example arrays where `files` asks.
+absl::Status WriteExportFiles(const v1::AuditResults& results,
+                              const std::vector<v1::ExportArray>& arrays,
+                              const ReportFiles& files) {
+  const std::string kind = AuditKindName(results.kind());
+  if (!files.export_dir.empty()) {
+    MEMAUDIT_RETURN_IF_ERROR(
+        WriteExportDirectory(files.export_dir, results.audit_id(), kind, arrays));
+  }
+  if (!files.npz_path.empty()) return WriteNpz(files.npz_path, arrays);
+  return absl::OkStatus();
+}
+
+// The archive beside a results file, or the one `files` names.
+std::string PerExamplePath(const std::string& results_path, const ReportFiles& files) {
+  if (!files.per_example_path.empty()) return files.per_example_path;
+  const size_t slash = results_path.rfind('/');
+  return slash == std::string::npos
+             ? kPerExampleFile
+             : absl::StrCat(results_path.substr(0, slash + 1), kPerExampleFile);
 }
 
 int ExitCodeFor(const absl::Status& status) {
@@ -219,6 +243,15 @@ int RunCommand(const RunOptions& options) {
   files.json_path = cluster_options.dir + "/results.json";
   files.html_path = cluster_options.dir + "/report.html";
   if (absl::Status s = WriteReportFiles(*audit, *results, files); !s.ok()) return PrintError(s);
+  // The per-example arrays, so `memaudit report results.json --export` needs
+  // no service later. The results stand without them: a failure only warns.
+  const std::string per_example = cluster_options.dir + "/" + kPerExampleFile;
+  auto arrays = client->Export(submitted->audit_id());
+  absl::Status archived = arrays.ok() ? WriteExportFile(per_example, *arrays) : arrays.status();
+  if (!archived.ok()) {
+    std::fprintf(stderr, "warning: per-example data not archived: %s\n",
+                 std::string(archived.message()).c_str());
+  }
   if (!options.json_path.empty()) {
     if (absl::Status s = WriteFile(options.json_path, ToJson(*results)); !s.ok()) {
       return PrintError(s);
@@ -348,7 +381,12 @@ int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
     if (!results.ok()) return PrintError(results.status());
     std::printf("%s", RenderResults(*results, *format).c_str());
     const absl::Status written = WriteReportFiles(AuditOfResults(*results), *results, files);
-    return written.ok() ? kOk : PrintError(written);
+    if (!written.ok()) return PrintError(written);
+    if (!files.WantsExport()) return kOk;
+    auto arrays = ReadExportFile(PerExamplePath(audit_id, files));
+    if (!arrays.ok()) return PrintError(arrays.status());
+    const absl::Status exported = WriteExportFiles(*results, *arrays, files);
+    return exported.ok() ? kOk : PrintError(exported);
   }
   auto connected = Client::Connect(remote.coordinator, remote.credentials);
   if (!connected.ok()) return PrintError(connected.status());
@@ -359,6 +397,10 @@ int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
   if (!results.ok()) return PrintError(results.status());
   std::printf("%s", RenderResults(*results, *format).c_str());
   if (absl::Status s = WriteReportFiles(*audit, *results, files); !s.ok()) return PrintError(s);
+  if (!files.WantsExport()) return kOk;
+  auto arrays = client.Export(audit_id);
+  if (!arrays.ok()) return PrintError(arrays.status());
+  if (absl::Status s = WriteExportFiles(*results, *arrays, files); !s.ok()) return PrintError(s);
   return kOk;
 }
 

@@ -69,7 +69,18 @@ struct ReportFiles {
   std::string csv_dir;
   // Membership audits: the layout ML Privacy Meter reads (privacy_meter_export.h).
   std::string privacy_meter_dir;
+  // The per-example arrays (docs/export.md): .npy and CSV files in a
+  // directory, or one .npz.
+  std::string export_dir;
+  std::string npz_path;
+  // Reporting a results file: the per-example archive `memaudit run` wrote
+  // beside it (default: per_example.pb in the results file's directory).
+  std::string per_example_path;
+  bool WantsExport() const { return !export_dir.empty() || !npz_path.empty(); }
 };
+// The file `memaudit run` archives an audit's per-example arrays in, beside
+// results.json.
+inline constexpr char kPerExampleFile[] = "per_example.pb";
 int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
                   const ReportFiles& files);
 

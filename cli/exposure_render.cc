@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "cli/exposure_replicates_render.h"
 #include "cli/render.h"
 #include "cli/report_plots.h"
 #include "common/status_macros.h"
@@ -164,6 +165,7 @@ std::string CanaryTable(const v1::ExposureResults& x) {
     }
     absl::StrAppend(&out, absl::StrFormat("  (%u canaries)\n", g.canaries()));
   }
+  absl::StrAppend(&out, ReplicatesText(x));
   absl::StrAppend(
       &out, absl::StrFormat("control median exposure: %.2f bits\n", x.control_median_exposure()));
   if (baseline) {
@@ -320,7 +322,7 @@ std::string HtmlCanaryTable(const v1::ExposureResults& x) {
                     " Baseline sampled / extrapolated: the baseline model's Px against its "
                     "own Px of S (the same S).");
   }
-  absl::StrAppend(&html, "</p>");
+  absl::StrAppend(&html, "</p>", ReplicatesHtml(x));
   return html;
 }
 
@@ -462,6 +464,7 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
   if (x.variants_size() > 0) {
     MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/exposure_variants.csv", variants));
   }
+  MEMAUDIT_RETURN_IF_ERROR(WriteReplicatesCsv(r.audit_id(), VariantsOf(x), dir));
   return WriteFile(dir + "/exposure_by_repeats.csv", groups);
 }
 

@@ -20,7 +20,9 @@ std::string ExposureTable(const v1::AuditResults& results);
 // The body of the report for complete exposure results (no <html> wrapper).
 std::string ExposureHtmlSection(const v1::AuditResults& results);
 // canaries.csv and exposure_by_repeats.csv in `dir` (which exists), rows of
-// every variant; with a sweep also exposure_variants.csv, one per variant.
+// every variant; with a sweep also exposure_variants.csv, one per variant;
+// with replicates also exposure_replicates.csv and
+// exposure_replicate_canaries.csv (exposure_replicates_render.h).
 absl::Status WriteExposureCsv(const v1::AuditResults& results, const std::string& dir);
 
 // The exposure audit's table, CSV files and report sections (kind_handler.h).

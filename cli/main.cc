@@ -114,6 +114,14 @@ CLI::App* AddReportCommand(CLI::App* app, std::string* audit_id, ReportFiles* fi
   cmd->add_option("--privacy-meter", files->privacy_meter_dir,
                   "membership audits: write models/models_metadata.json and "
                   "models/memberships.npy (ML Privacy Meter's layout) into this directory");
+  cmd->add_option("--export", files->export_dir,
+                  "write the per-example data (scores, signals, posteriors, per-trial metrics; "
+                  "docs/export.md) as <name>.npy and <name>.csv files with schema.json into "
+                  "this directory");
+  cmd->add_option("--npz", files->npz_path, "write the per-example data as one .npz file");
+  cmd->add_option("--per-example", files->per_example_path,
+                  "with a results file: the per-example archive `memaudit run` wrote (default: "
+                  "per_example.pb beside the results file)");
   return cmd;
 }
 

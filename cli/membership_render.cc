@@ -14,7 +14,8 @@ namespace {
 std::string FormatPercent(double value) { return absl::StrFormat("%g%%", value * 100); }
 
 std::string NumbersTable(const v1::AuditResults& r) {
-  std::string out = "<table><tr><th>attack</th><th>AUC [95% CI]</th><th>balanced accuracy</th>";
+  std::string out =
+      "<table><tr><th>attack</th><th>AUC [95% CI]</th><th>balanced accuracy [95% CI]</th>";
   if (r.attacks_size() > 0) {
     for (const v1::OperatingPoint& p : r.attacks(0).operating_points()) {
       absl::StrAppend(&out, absl::StrFormat("<th>TPR at FPR &le; %g [95%% CI]</th>"
@@ -24,9 +25,11 @@ std::string NumbersTable(const v1::AuditResults& r) {
   }
   absl::StrAppend(&out, "</tr>");
   for (const v1::AttackResult& a : r.attacks()) {
-    absl::StrAppend(&out, absl::StrFormat("<tr><td>%s</td><td>%.4f [%.4f, %.4f]</td><td>%.4f</td>",
+    absl::StrAppend(&out, absl::StrFormat("<tr><td>%s</td><td>%.4f [%.4f, %.4f]</td>"
+                                          "<td>%.4f [%.4f, %.4f]</td>",
                                           HtmlEscape(AttackName(a.attack())), a.auc(), a.auc_low(),
-                                          a.auc_high(), a.balanced_accuracy()));
+                                          a.auc_high(), a.balanced_accuracy(),
+                                          a.balanced_accuracy_low(), a.balanced_accuracy_high()));
     for (const v1::OperatingPoint& p : a.operating_points()) {
       absl::StrAppend(&out, absl::StrFormat("<td>%.4f [%.4f, %.4f]</td><td>%.5f</td>", p.tpr(),
                                             p.tpr_low(), p.tpr_high(), p.fpr()));
@@ -61,8 +64,8 @@ class Membership final : public KindHandler {
         "audit %s (%s): %u models x %u examples, %u member / %u non-member scores\n\n",
         r.audit_id(), AuditKindName(r.kind()), r.models(), r.examples(), r.members(),
         r.non_members());
-    std::string header =
-        absl::StrFormat("%-30s %8s %17s %9s", "attack", "AUC", "AUC 95% CI", "bal.acc");
+    std::string header = absl::StrFormat("%-30s %8s %17s %9s %17s", "attack", "AUC", "AUC 95% CI",
+                                         "bal.acc", "bal.acc 95% CI");
     if (r.attacks_size() > 0) {
       for (const v1::OperatingPoint& p : r.attacks(0).operating_points()) {
         absl::StrAppend(&header,
@@ -71,9 +74,10 @@ class Membership final : public KindHandler {
     }
     absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
     for (const v1::AttackResult& a : r.attacks()) {
-      absl::StrAppend(
-          &out, absl::StrFormat("%-30s %8.4f  [%.4f, %.4f] %9.4f", AttackName(a.attack()), a.auc(),
-                                a.auc_low(), a.auc_high(), a.balanced_accuracy()));
+      absl::StrAppend(&out, absl::StrFormat("%-30s %8.4f  [%.4f, %.4f] %9.4f  [%.4f, %.4f]",
+                                            AttackName(a.attack()), a.auc(), a.auc_low(),
+                                            a.auc_high(), a.balanced_accuracy(),
+                                            a.balanced_accuracy_low(), a.balanced_accuracy_high()));
       for (const v1::OperatingPoint& p : a.operating_points()) {
         absl::StrAppend(&out, absl::StrFormat(" %14.4f", p.tpr()));
       }
@@ -86,14 +90,18 @@ class Membership final : public KindHandler {
   }
 
   absl::Status WriteCsv(const v1::AuditResults& r, const std::string& dir) const override {
-    std::string attacks = "audit_id,attack,auc,auc_low,auc_high,balanced_accuracy\n";
+    std::string attacks =
+        "audit_id,attack,auc,auc_low,auc_high,balanced_accuracy,balanced_accuracy_low,"
+        "balanced_accuracy_high\n";
     std::string points =
         "audit_id,attack,fpr_target,tpr,tpr_low,tpr_high,fpr,fpr_low,fpr_high,threshold\n";
     std::string roc = "audit_id,attack,fpr,tpr\n";
     for (const v1::AttackResult& a : r.attacks()) {
-      absl::StrAppend(&attacks, absl::StrFormat("%s,%s,%.17g,%.17g,%.17g,%.17g\n", r.audit_id(),
-                                                AttackName(a.attack()), a.auc(), a.auc_low(),
-                                                a.auc_high(), a.balanced_accuracy()));
+      absl::StrAppend(&attacks,
+                      absl::StrFormat("%s,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", r.audit_id(),
+                                      AttackName(a.attack()), a.auc(), a.auc_low(), a.auc_high(),
+                                      a.balanced_accuracy(), a.balanced_accuracy_low(),
+                                      a.balanced_accuracy_high()));
       for (const v1::OperatingPoint& p : a.operating_points()) {
         absl::StrAppend(
             &points,
@@ -118,7 +126,8 @@ class Membership final : public KindHandler {
         "<h2>Numbers</h2>", NumbersTable(results),
         "<p>TPR at FPR &le; x is the largest TPR over thresholds whose FPR is at most "
         "x, with 95% Clopper&ndash;Pearson intervals, pooled over every (target model, "
-        "example) pair.</p>",
+        "example) pair. The balanced accuracy's interval is a bootstrap over examples that "
+        "allows for the threshold being chosen on the same scores.</p>",
         VulnerableTable(results));
   }
 };

@@ -66,8 +66,9 @@ std::string RelationalTable(const v1::AuditResults& r) {
   std::string title = absl::StrFormat("%-12s %10s", "", "");
   std::string header = absl::StrFormat("%-12s %10s", "variant", linear ? "step" : "epoch");
   for (const std::string& m : rel.metrics()) {
-    absl::StrAppend(&title, absl::StrFormat("  %-26s", m));
-    absl::StrAppend(&header, absl::StrFormat("  %8s %8s %8s", "s_train", "s_val", "RM_norm"));
+    absl::StrAppend(&title, absl::StrFormat("  %-46s", m));
+    absl::StrAppend(&header, absl::StrFormat("  %8s %8s %8s %19s", "s_train", "s_val", "RM_norm",
+                                             "RM_norm 95% CI"));
   }
   absl::StrAppend(&header, absl::StrFormat("  %10s %10s", linear ? "mse_train" : "acc_train",
                                            linear ? "mse_val" : "acc_val"));
@@ -82,12 +83,14 @@ std::string RelationalTable(const v1::AuditResults& r) {
       for (const std::string& m : rel.metrics()) {
         auto it = metrics.find(m);
         if (it == metrics.end()) {
-          absl::StrAppend(&out, absl::StrFormat("  %8s %8s %8s", "-", "-", "-"));
+          absl::StrAppend(&out, absl::StrFormat("  %8s %8s %8s %19s", "-", "-", "-", "-"));
           continue;
         }
         any = it->second;
-        absl::StrAppend(&out, absl::StrFormat("  %8.3f %8.3f %+8.3f", any->success_train(),
-                                              any->success_val(), any->rm_norm()));
+        absl::StrAppend(&out, absl::StrFormat("  %8.3f %8.3f %+8.3f %19s", any->success_train(),
+                                              any->success_val(), any->rm_norm(),
+                                              absl::StrFormat("[%+.3f, %+.3f]", any->rm_norm_low(),
+                                                              any->rm_norm_high())));
       }
       if (any != nullptr) {
         absl::StrAppend(&out,
@@ -98,7 +101,8 @@ std::string RelationalTable(const v1::AuditResults& r) {
   }
   absl::StrAppend(&out,
                   "\nRM_norm near 0: no relation recovered beyond what held-out records "
-                  "allow; near 1: x works as a key to y.\n",
+                  "allow; near 1: x works as a key to y. 95% CI: Newcombe's for 0/1 metrics, "
+                  "else MOVER from Student t.\n",
                   linear ? "" : "acc = next-character accuracy on the clean records.\n");
   return out;
 }
@@ -118,23 +122,26 @@ std::string RelationalHtmlSection(const v1::AuditResults& r) {
   // The latest RM_norm per variant and metric first: the audit's answer.
   absl::StrAppend(&html, "<table class=\"numbers\"><tr><th>variant</th>");
   for (const std::string& m : rel.metrics()) {
-    absl::StrAppend(&html, absl::StrFormat("<th>latest RM<sub>norm</sub> (%s)</th>", m));
+    absl::StrAppend(&html, absl::StrFormat("<th>latest RM<sub>norm</sub> (%s) [95%% CI]</th>", m));
   }
   absl::StrAppend(&html, "</tr>");
   for (const v1::RelationalCurve& c : rel.curves()) {
     absl::StrAppend(&html, "<tr><td>", c.variant(), "</td>");
     for (const std::string& m : rel.metrics()) {
       const v1::RelationalPoint* p = Latest(c, m);
-      absl::StrAppend(&html, p == nullptr ? "<td>&ndash;</td>"
-                                          : absl::StrFormat("<td>%.4f</td>", p->rm_norm()));
+      absl::StrAppend(&html, p == nullptr
+                                 ? "<td>&ndash;</td>"
+                                 : absl::StrFormat("<td>%.4f [%.4f, %.4f]</td>", p->rm_norm(),
+                                                   p->rm_norm_low(), p->rm_norm_high()));
     }
     absl::StrAppend(&html, "</tr>");
   }
   absl::StrAppend(&html, "</table>");
   absl::StrAppend(
       &html, absl::StrFormat("<h2>RM<sub>norm</sub> by %s</h2><table class=\"numbers\"><tr>"
-                             "<th>variant</th><th>%s</th><th>metric</th><th>s<sub>train</sub></th>"
-                             "<th>s<sub>val</sub></th><th>RM<sub>norm</sub></th><th>%s train</th>"
+                             "<th>variant</th><th>%s</th><th>metric</th>"
+                             "<th>s<sub>train</sub> [95%% CI]</th><th>s<sub>val</sub> [95%% CI]"
+                             "</th><th>RM<sub>norm</sub> [95%% CI]</th><th>%s train</th>"
                              "<th>%s held-out</th></tr>",
                              linear ? "step" : "epoch", linear ? "step" : "epoch",
                              linear ? "MSE" : "next-char accuracy",
@@ -142,28 +149,40 @@ std::string RelationalHtmlSection(const v1::AuditResults& r) {
   for (const v1::RelationalCurve& c : rel.curves()) {
     for (const v1::RelationalPoint& p : c.points()) {
       absl::StrAppend(
-          &html, absl::StrFormat("<tr><td>%s</td><td>%d</td><td>%s</td><td>%.4f</td>"
-                                 "<td>%.4f</td><td>%.4f</td><td>%.4g</td><td>%.4g</td>"
-                                 "</tr>",
-                                 c.variant(), p.step(), p.metric(), p.success_train(),
-                                 p.success_val(), p.rm_norm(), p.clean_train(), p.clean_val()));
+          &html,
+          absl::StrFormat("<tr><td>%s</td><td>%d</td><td>%s</td><td>%.4f [%.4f, %.4f]</td>"
+                          "<td>%.4f [%.4f, %.4f]</td><td>%.4f [%.4f, %.4f]</td><td>%.4g</td>"
+                          "<td>%.4g</td></tr>",
+                          c.variant(), p.step(), p.metric(), p.success_train(),
+                          p.success_train_low(), p.success_train_high(), p.success_val(),
+                          p.success_val_low(), p.success_val_high(), p.rm_norm(), p.rm_norm_low(),
+                          p.rm_norm_high(), p.clean_train(), p.clean_val()));
     }
   }
-  absl::StrAppend(&html, "</table>");
+  absl::StrAppend(&html,
+                  "</table><p>95% intervals: Clopper&ndash;Pearson for a rate whose records "
+                  "score 0 or 1 (exact match, within tolerance), Student t on the per-record "
+                  "values otherwise (digit F1); RM<sub>norm</sub>: Newcombe's hybrid score "
+                  "interval for 0/1 metrics, MOVER from the Student t intervals otherwise.</p>");
   return html;
 }
 
 absl::Status WriteRelationalCsv(const v1::AuditResults& r, const std::string& dir) {
   std::string csv =
       "audit_id,model,variant,step,metric,success_train,success_val,rm_norm,clean_train,"
-      "clean_val\n";
+      "clean_val,success_train_low,success_train_high,success_val_low,success_val_high,"
+      "rm_norm_low,rm_norm_high\n";
   const v1::RelationalResults& rel = r.relational();
   for (const v1::RelationalCurve& c : rel.curves()) {
     for (const v1::RelationalPoint& p : c.points()) {
       absl::StrAppend(
-          &csv, absl::StrFormat("%s,%s,%s,%d,%s,%.17g,%.17g,%.17g,%.17g,%.17g\n", r.audit_id(),
-                                rel.model(), c.variant(), p.step(), p.metric(), p.success_train(),
-                                p.success_val(), p.rm_norm(), p.clean_train(), p.clean_val()));
+          &csv, absl::StrFormat(
+                    "%s,%s,%s,%d,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,"
+                    "%.17g\n",
+                    r.audit_id(), rel.model(), c.variant(), p.step(), p.metric(), p.success_train(),
+                    p.success_val(), p.rm_norm(), p.clean_train(), p.clean_val(),
+                    p.success_train_low(), p.success_train_high(), p.success_val_low(),
+                    p.success_val_high(), p.rm_norm_low(), p.rm_norm_high()));
     }
   }
   return WriteFile(dir + "/relational_curve.csv", csv);

@@ -34,10 +34,12 @@ inline std::string ReferencePoint(uint32_t j) { return absl::StrCat(kReferencePo
 // every point but the final model's (which is kCanaryPoint).
 inline constexpr char kStepPointPrefix[] = "step/";
 inline std::string StepPoint(uint64_t n) { return absl::StrCat(kStepPointPrefix, n); }
-// n of "step/<n>" (decimal, no leading zero, n >= 1), or 0 for any other point.
-inline uint64_t StepOfPoint(const std::string& point) {
-  const size_t p = sizeof(kStepPointPrefix) - 1;
-  if (point.compare(0, p, kStepPointPrefix) != 0 || point.size() == p || point.size() > p + 19 ||
+// n of "<prefix><n>" (decimal, no leading zero, n >= 1), or 0 for any other
+// point.
+template <size_t N>
+uint64_t NumberOfPoint(const std::string& point, const char (&prefix)[N]) {
+  const size_t p = N - 1;
+  if (point.compare(0, p, prefix) != 0 || point.size() == p || point.size() > p + 19 ||
       point[p] == '0') {
     return 0;
   }
@@ -48,8 +50,44 @@ inline uint64_t StepOfPoint(const std::string& point) {
   }
   return n;
 }
+// n of "step/<n>", or 0 for any other point.
+inline uint64_t StepOfPoint(const std::string& point) {
+  return NumberOfPoint(point, kStepPointPrefix);
+}
 inline bool HasEvalPoints(const v1::ExposureAudit& e) {
   return e.has_eval_every_steps() || e.eval_every_epoch();
+}
+
+// Replicate canary models (spec replicates = k): replicate 0 is the canary
+// model above (kCanaryRole, kCanaryPoint, its seed unchanged, so k = 1 is the
+// audit without replicates); replicate r in 1 ... k-1 of variant v is task
+// kReplicateRole with index v * (k - 1) + r - 1, reporting at run v, point
+// "replicate/<r>", trained from DeriveSeed(seed, kReplicateRole, r) (shared
+// by replicate r of every variant, so variants stay paired).
+inline constexpr char kReplicateRole[] = "canary_replicate";
+inline constexpr char kReplicatePointPrefix[] = "replicate/";
+inline std::string ReplicatePoint(uint32_t r) { return absl::StrCat(kReplicatePointPrefix, r); }
+// r of "replicate/<r>", or 0 for any other point.
+inline uint64_t ReplicateOfPoint(const std::string& point) {
+  return NumberOfPoint(point, kReplicatePointPrefix);
+}
+// Canary models per variant: the spec's replicates, 1 when unset (an
+// explicit 0 is refused at Submit).
+inline uint32_t Replicates(const v1::ExposureAudit& e) {
+  return e.has_replicates() && e.replicates() > 1 ? e.replicates() : 1;
+}
+// The kReplicateRole task index of replicate r >= 1 of variant v, and back.
+inline uint32_t ReplicateTaskIndex(const v1::ExposureAudit& e, uint32_t v, uint32_t r) {
+  return v * (Replicates(e) - 1) + r - 1;
+}
+struct ReplicateOf {
+  uint32_t variant = 0;
+  uint32_t replicate = 0;  // >= 1
+};
+// Needs Replicates(e) > 1.
+inline ReplicateOf ReplicateOfTask(const v1::ExposureAudit& e, uint32_t index) {
+  const uint32_t others = Replicates(e) - 1;
+  return {index / others, index % others + 1};
 }
 
 // One value per canary, in canary order (inserted canaries in spec order,
@@ -218,6 +256,13 @@ inline std::vector<std::string> SignalsAt(const v1::ExposureAudit& e, const std:
     // The canary model mid-training: its canaries' Px and exact ranks.
     return {kPxBits, kRank, kExact, kRankQueries};
   }
+  if (ReplicateOfPoint(point) > 0) {
+    // A replicate canary model: what the estimators need, without
+    // extraction, DP accounting (the seed does not change epsilon) or R.
+    std::vector<std::string> out = {kPxBits, kRank, kExact, kRankQueries, kSecretsUtf8, kModel};
+    if (NeedsReferences(e.estimator())) out.push_back(kReferencePxBits);
+    return out;
+  }
   // A reference model: Px of the canaries and of S (and of all of R with
   // exact calibration), for calibration.
   std::vector<std::string> out = {kPxBits, kSecretsUtf8, kReferencePxBits, kModel};
@@ -230,6 +275,7 @@ inline std::vector<std::string> PointsOf(const v1::ExposureAudit& e) {
   std::vector<std::string> out = {kCanaryPoint};
   if (e.baseline()) out.push_back(kBaselinePoint);
   for (uint32_t j = 0; j < e.reference_models(); ++j) out.push_back(ReferencePoint(j));
+  for (uint32_t r = 1; r < Replicates(e); ++r) out.push_back(ReplicatePoint(r));
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "scoring/degradation.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "scoring/validation.h"
@@ -21,7 +23,8 @@ absl::Status CheckUnit(absl::string_view name, absl::Span<const double> p) {
 
 absl::StatusOr<Degradation> ComputeDegradation(absl::Span<const uint8_t> is_member,
                                                absl::Span<const double> p_attack,
-                                               absl::Span<const double> p_classical) {
+                                               absl::Span<const double> p_classical,
+                                               double confidence) {
   MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty("is_member", is_member.size()));
   MEMAUDIT_RETURN_IF_ERROR(
       CheckSameLength("is_member", is_member.size(), "p_attack", p_attack.size()));
@@ -30,19 +33,32 @@ absl::StatusOr<Degradation> ComputeDegradation(absl::Span<const uint8_t> is_memb
   MEMAUDIT_RETURN_IF_ERROR(CheckBinary("is_member", is_member));
   MEMAUDIT_RETURN_IF_ERROR(CheckUnit("p_attack", p_attack));
   MEMAUDIT_RETURN_IF_ERROR(CheckUnit("p_classical", p_classical));
-  double count = 0.0, rate = 0.0;
+  size_t count = 0;
+  double rate = 0.0;
+  std::vector<double> gains(is_member.size());
   for (size_t i = 0; i < is_member.size(); ++i) {
     const double pu = p_attack[i], pm = p_classical[i];
     if (is_member[i]) {
-      count += pu > pm ? 1.0 : 0.0;
-      rate += pu - pm;
+      count += pu > pm ? 1 : 0;
+      gains[i] = pu - pm;
     } else {
-      count += pu < pm ? 1.0 : 0.0;
-      rate += pm - pu;
+      count += pu < pm ? 1 : 0;
+      gains[i] = pm - pu;
     }
+    rate += gains[i];
   }
+  constexpr Interval kGainRange{-1.0, 1.0};
+  MEMAUDIT_ASSIGN_OR_RETURN(const MeanSummary gain, SummarizeMean(gains, confidence, kGainRange));
   const double n = static_cast<double>(is_member.size());
-  return Degradation{count / n, rate / n};
+  Degradation out;
+  out.deg_count = static_cast<double>(count) / n;
+  out.deg_rate = rate / n;
+  MEMAUDIT_ASSIGN_OR_RETURN(out.deg_count_interval,
+                            ClopperPearson(count, is_member.size(), confidence));
+  // SummarizeMean's one-value interval is the value itself: one row says
+  // nothing about the spread.
+  out.deg_rate_interval = gain.n > 1 ? gain.interval : kGainRange;
+  return out;
 }
 
 }  // namespace memaudit::scoring

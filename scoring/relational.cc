@@ -119,6 +119,19 @@ absl::StatusOr<double> AnswerSuccess(absl::string_view prediction,
   return best;
 }
 
+absl::StatusOr<std::vector<double>> RecordSuccesses(absl::Span<const QaPrediction> set,
+                                                    SuccessMetric metric) {
+  std::vector<double> out;
+  out.reserve(set.size());
+  for (size_t i = 0; i < set.size(); ++i) {
+    auto s = AnswerSuccess(set[i].prediction, set[i].references, metric);
+    if (!s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("[", i, "]: ", s.status().message()));
+    out.push_back(*s);
+  }
+  return out;
+}
+
 absl::StatusOr<RelationalMemorization> ComputeRelationalMemorization(
     absl::Span<const QaPrediction> train, absl::Span<const QaPrediction> validation,
     SuccessMetric metric) {

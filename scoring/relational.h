@@ -48,6 +48,11 @@ struct RelationalMemorization {
   double rm_norm = 0.0;        // success_train − success_val, in [−1, 1]
 };
 
+// Each prediction's AnswerSuccess, in order: what the means above average,
+// for their intervals (difference_intervals.h). Needs non-empty references.
+absl::StatusOr<std::vector<double>> RecordSuccesses(absl::Span<const QaPrediction> set,
+                                                    SuccessMetric metric);
+
 absl::StatusOr<RelationalMemorization> ComputeRelationalMemorization(
     absl::Span<const QaPrediction> train, absl::Span<const QaPrediction> validation,
     SuccessMetric metric);

@@ -58,5 +58,19 @@ TEST(RelationalTest, RmNormIsTrainMinusValidation) {
   EXPECT_FALSE(ComputeRelationalMemorization(train, no_refs, SuccessMetric::kDigitF1).ok());
 }
 
+TEST(RelationalTest, RecordSuccessesAreWhatTheMeansAverage) {
+  std::vector<QaPrediction> train = {
+      {"555 1234", {"555 1234"}}, {"555 1200", {"555 1234"}}, {"", {"911"}}, {"42", {"42"}}};
+  auto em = RecordSuccesses(train, SuccessMetric::kExactMatch);
+  MEMAUDIT_ASSERT_OK(em);
+  EXPECT_EQ(*em, (std::vector<double>{1, 0, 0, 1}));
+  auto f1 = RecordSuccesses(train, SuccessMetric::kDigitF1);
+  MEMAUDIT_ASSERT_OK(f1);
+  ASSERT_EQ(f1->size(), 4u);
+  EXPECT_NEAR((*f1)[1], 5.0 / 7.0, 1e-15);
+  std::vector<QaPrediction> no_refs = {{"1", {}}};
+  EXPECT_FALSE(RecordSuccesses(no_refs, SuccessMetric::kDigitF1).ok());
+}
+
 }  // namespace
 }  // namespace memaudit::scoring

@@ -14,6 +14,7 @@ namespace memaudit::coordinator {
 namespace {
 
 constexpr int kScorerDeadlineMs = 10000;
+constexpr int kScorerExportDeadlineMs = 600000;
 
 void SetDeadline(grpc::ClientContext* ctx, int ms) {
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
@@ -274,6 +275,29 @@ grpc::Status AuditServiceImpl::GetReport(grpc::ServerContext* ctx, const v1::Get
   grpc::ClientContext scorer_ctx;
   SetDeadline(&scorer_ctx, kScorerDeadlineMs);
   return Bounded(scorer_->GetResults(&scorer_ctx, get, resp));
+}
+
+grpc::Status AuditServiceImpl::Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,
+                                      grpc::ServerWriter<v1::ExportArray>* writer) {
+  absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
+  if (!caller.ok()) return Bounded(caller.status());
+  if (absl::Status s = CheckAuditId(req->audit_id()); !s.ok()) return Bounded(s);
+  auto audit = scheduler_->Get(req->audit_id(), *caller);
+  if (!audit.ok()) return Bounded(audit.status());
+  grpc::ClientContext scorer_ctx;
+  // An export recomputes every score from the stored signals: minutes for
+  // the largest audits, not the seconds a results read takes.
+  SetDeadline(&scorer_ctx, kScorerExportDeadlineMs);
+  std::unique_ptr<grpc::ClientReaderInterface<v1::ExportArray>> reader =
+      scorer_->Export(&scorer_ctx, *req);
+  v1::ExportArray piece;
+  while (reader->Read(&piece)) {
+    if (!writer->Write(piece)) {
+      scorer_ctx.TryCancel();
+      break;
+    }
+  }
+  return Bounded(reader->Finish());
 }
 
 }  // namespace memaudit::coordinator

@@ -67,6 +67,9 @@ class AuditServiceImpl final
                       v1::Audit* resp) override;
   grpc::Status GetReport(grpc::ServerContext* ctx, const v1::GetReportRequest* req,
                          v1::AuditResults* resp) override;
+  // The scorer's export of the audit, piece by piece as it arrives.
+  grpc::Status Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,
+                      grpc::ServerWriter<v1::ExportArray>* writer) override;
 
  private:
   Authenticator* auth_;

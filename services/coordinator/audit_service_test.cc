@@ -343,6 +343,13 @@ TEST_F(AuditWatchTest, AnEmptyAuditIdIsInvalidEverywhere) {
     v1::AuditResults results;
     expect_invalid(stub_->GetReport(&ctx, v1::GetReportRequest(), &results), "GetReport");
   }
+  {
+    grpc::ClientContext ctx;
+    auto pieces = stub_->Export(&ctx, v1::ExportRequest());
+    v1::ExportArray piece;
+    EXPECT_FALSE(pieces->Read(&piece));
+    expect_invalid(pieces->Finish(), "Export");
+  }
   grpc::ClientContext ctx;
   auto reader = stub_->Watch(&ctx, v1::WatchRequest());
   v1::AuditEvent event;

@@ -22,6 +22,8 @@ constexpr double kDefaultDpDelta = 1e-5;
 // Bounds the tasks of one audit and the `variant` label's cardinality.
 constexpr int kMaxVariants = 16;
 constexpr uint32_t kMaxReferenceModels = 64;
+// Canary models per variant: 16 variants x 16 replicates bound the tasks.
+constexpr uint32_t kMaxReplicates = 16;
 
 // Utf8Chars(text).size() without building the characters.
 size_t CodePoints(const std::string& text) {
@@ -242,13 +244,16 @@ void CheckExposureCost(const v1::ExposureAudit& e, const AddProblem& add) {
         (e.extraction() ? static_cast<double>(e.extraction_query_budget()) : 0.0);
     groups.push_back(
         {1, parameters, static_cast<double>(canary_steps) + canary_queries / kQueriesPerStep});
+    // Replicates rank at the end only and extract nothing.
+    groups.push_back({static_cast<double>(exposure::Replicates(e) - 1), parameters,
+                      static_cast<double>(canary_steps) + rank_queries / kQueriesPerStep});
     groups.push_back(
         {(e.baseline() ? 1.0 : 0.0) + e.reference_models(), parameters,
          static_cast<double>(ExposureTaskSteps(e, v, false)) + rank_queries / kQueriesPerStep});
   }
   CheckCost(groups, "model.units",
-            "training.epochs, corpus.max_chars, model.units, sweep, reference_models, "
-            "rank_query_budget or extraction_query_budget",
+            "training.epochs, corpus.max_chars, model.units, sweep, replicates, "
+            "reference_models, rank_query_budget or extraction_query_budget",
             add);
 }
 
@@ -360,6 +365,14 @@ void ValidateEstimators(const v1::ExposureAudit& e, const AddProblem& add) {
   }
 }
 
+// replicates: canary models per variant, each on its own seed.
+void ValidateReplicates(const v1::ExposureAudit& e, const AddProblem& add) {
+  if (e.has_replicates() && (e.replicates() == 0 || e.replicates() > kMaxReplicates)) {
+    add("replicates",
+        absl::StrCat("must be in [1, ", kMaxReplicates, "] (got ", e.replicates(), ")"));
+  }
+}
+
 // rank_query_budget and extraction_query_budget: model steps per search.
 void ValidateBudgets(const v1::ExposureAudit& e, const AddProblem& add) {
   if (e.rank_query_budget() == 0 || e.rank_query_budget() > kMaxQueryBudget) {
@@ -406,6 +419,7 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
   ValidateExactCalibration(e, add);
   ValidateEvalPoints(e, add);
   ValidateBudgets(e, add);
+  ValidateReplicates(e, add);
   // The estimate needs every field in range: only then is it the audit's.
   if (problems->size() == before) CheckExposureCost(e, add);
 }
@@ -465,13 +479,21 @@ class Exposure final : public KindHandler {
   }
 
   std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {
-    // A canary model per variant first (the headline numbers), then the
-    // canary-free baselines and reference models (common/exposure_signals.h).
+    // A canary model per variant first (the headline numbers), then their
+    // replicates, then the canary-free baselines and reference models
+    // (common/exposure_signals.h).
     std::vector<PlannedTask> tasks;
     const v1::ExposureAudit& e = spec.exposure();
     const uint32_t variants = exposure::VariantCount(e);
     for (uint32_t v = 0; v < variants; ++v) {
       tasks.push_back({exposure::kCanaryRole, v, ExposureTaskSteps(e, v, true)});
+    }
+    // The other replicates of each canary model: the headline's interval.
+    for (uint32_t v = 0; v < variants; ++v) {
+      for (uint32_t r = 1; r < exposure::Replicates(e); ++r) {
+        tasks.push_back({exposure::kReplicateRole, exposure::ReplicateTaskIndex(e, v, r),
+                         ExposureTaskSteps(e, v, true)});
+      }
     }
     for (uint32_t v = 0; v < variants; ++v) {
       const uint64_t steps = ExposureTaskSteps(e, v, false);

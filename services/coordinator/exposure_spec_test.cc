@@ -161,5 +161,62 @@ TEST(ExposureSpecTest, ExactCalibrationDefaultsOnWhereRIsSmallAndIsRefusedWhereN
               HasSubstr("|R| x 34 models <= 33554432 (|R| = 1000000)"));
 }
 
+// replicates: k canary models per variant, planned after the canary
+// models; out of [1, 16] refused with the field named; counted in the cost.
+TEST(ExposureSpecTest, ReplicatesPlanCanaryModelsAndAreBoundedAndCosted) {
+  v1::AuditSpec spec = SmallExposureSpec(/*with_defaults=*/false);
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->add_sweep();
+  e->add_sweep()->set_epochs(7);
+  e->set_baseline(true);
+  e->set_replicates(3);
+  ApplyDefaults(&spec);
+  MEMAUDIT_ASSERT_OK(ValidateSpec(spec));
+  auto plan = PlanAudit(spec);
+  MEMAUDIT_ASSERT_OK(plan);
+  std::vector<std::string> tasks;
+  for (const PlannedTask& t : plan->tasks) {
+    tasks.push_back(absl::StrCat(t.role, "/", t.index, ":", t.steps_total));
+  }
+  // Replicate r of variant v: index v * (k - 1) + r - 1, the variant's steps.
+  EXPECT_THAT(tasks,
+              ElementsAre("canary_model/0:9", "canary_model/1:21", "canary_replicate/0:9",
+                          "canary_replicate/1:9", "canary_replicate/2:21", "canary_replicate/3:21",
+                          "baseline_model/0:6", "baseline_model/1:14"));
+
+  // Unset is one replicate: the plan and the defaulted spec are today's.
+  v1::AuditSpec single = SmallExposureSpec();
+  EXPECT_FALSE(single.exposure().has_replicates());
+  EXPECT_EQ(exposure::Replicates(single.exposure()), 1u);
+  EXPECT_EQ(PlanAudit(single)->tasks.size(), 1u);
+
+  for (uint32_t bad : {0u, 17u}) {
+    v1::AuditSpec refused = SmallExposureSpec();
+    refused.mutable_exposure()->set_replicates(bad);
+    EXPECT_THAT(ValidateSpec(refused),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(absl::StrCat("exposure.replicates: must be in [1, 16] (got ",
+                                                bad, ")"))));
+  }
+  v1::AuditSpec most = SmallExposureSpec();
+  most.mutable_exposure()->set_replicates(16);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(most));
+
+  // A recipe whose one canary model fits the cost limit but 16 do not.
+  v1::AuditSpec costly = SmallExposureSpec(/*with_defaults=*/false);
+  costly.mutable_exposure()->mutable_corpus()->clear_text();
+  costly.mutable_exposure()->mutable_corpus()->set_max_chars(1'000'000'000);
+  costly.mutable_exposure()->mutable_model()->set_units(4096);
+  costly.mutable_exposure()->mutable_training()->set_batch_size(64);
+  costly.mutable_exposure()->mutable_training()->set_window(64);
+  costly.mutable_exposure()->mutable_training()->set_epochs(10);
+  ApplyDefaults(&costly);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(costly));
+  costly.mutable_exposure()->set_replicates(16);
+  EXPECT_THAT(ValidateSpec(costly),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("exposure.cost:"), HasSubstr("replicates"))));
+}
+
 }  // namespace
 }  // namespace memaudit::coordinator

@@ -12,6 +12,8 @@
 #include "scoring/exposure.h"
 #include "scoring/matrix.h"
 #include "scoring/skew_normal.h"
+#include "services/scorer/exposure_replicates.h"
+#include "services/scorer/result_warnings.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -467,6 +469,26 @@ void AddByRepeats(v1::ExposureResults* out) {
   }
 }
 
+// Replicate canary models 1 ... k-1 (spec replicates), each scored as the
+// canary model is, on the canary model's repeats and extraction (they insert
+// the same canaries and extract nothing); then the interval across all k.
+absl::Status AddReplicates(const v1::ExposureAudit& e, const ModelSignals& canary_model,
+                           const std::vector<ModelSignals>& replicates,
+                           const std::vector<std::string>& secrets, v1::ExposureResults* x) {
+  std::vector<v1::ExposureResults> scored = {*x};
+  for (size_t r = 0; r < replicates.size(); ++r) {
+    const std::string model = absl::StrCat("replicate model ", r + 1);
+    MEMAUDIT_RETURN_IF_ERROR(SameSecrets(replicates[r], secrets, model));
+    ModelSignals m = replicates[r];
+    m[exposure::kRepeats] = canary_model.at(exposure::kRepeats);
+    m[exposure::kExtraction] = canary_model.at(exposure::kExtraction);
+    std::vector<std::string> own;
+    MEMAUDIT_ASSIGN_OR_RETURN(v1::ExposureResults y, ScoreCanaryModel(e, m, &own));
+    scored.push_back(std::move(y));
+  }
+  return AddAcrossReplicates(scored, x);
+}
+
 // The signals of model `point` of variant `v`, or nullopt while one is missing.
 std::optional<ModelSignals> ModelAt(const v1::ExposureAudit& e, const ExposureSignals& signals,
                                     const std::string& point, uint32_t v) {
@@ -493,7 +515,8 @@ std::vector<std::pair<std::string, const v1::ExposureResults*>> Named(
 }  // namespace
 
 uint32_t ExposureModels(const v1::ExposureAudit& e) {
-  return exposure::VariantCount(e) * (1 + (e.baseline() ? 1 : 0) + e.reference_models());
+  return exposure::VariantCount(e) *
+         (exposure::Replicates(e) + (e.baseline() ? 1 : 0) + e.reference_models());
 }
 
 absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::Observation& o) {
@@ -580,6 +603,12 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpe
       if (!r) return std::nullopt;
       references.push_back(*std::move(r));
     }
+    std::vector<ModelSignals> replicates;
+    for (uint32_t r = 1; r < exposure::Replicates(e); ++r) {
+      std::optional<ModelSignals> m = ModelAt(e, signals, exposure::ReplicatePoint(r), v);
+      if (!m) return std::nullopt;
+      replicates.push_back(*std::move(m));
+    }
     std::vector<std::string> secrets;
     MEMAUDIT_ASSIGN_OR_RETURN(v1::ExposureResults x, ScoreCanaryModel(e, *canary, &secrets));
     if (baseline) {
@@ -590,6 +619,9 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpe
           AddCalibration(*canary, references, secrets, exposure::ExactCalibration(e), &x));
     }
     AddByRepeats(&x);
+    if (!replicates.empty()) {
+      MEMAUDIT_RETURN_IF_ERROR(AddReplicates(e, *canary, replicates, secrets, &x));
+    }
     if (exposure::HasEvalPoints(e)) {
       MEMAUDIT_ASSIGN_OR_RETURN(bool curve, AddCurve(e, signals, v, &x));
       if (!curve) return std::nullopt;
@@ -658,7 +690,9 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
       }
     }
     for (const std::string& point : exposure::PointsOf(e)) {
-      if (point == exposure::kBaselinePoint) continue;  // it scores no R
+      const std::vector<std::string> sent = exposure::SignalsAt(e, point, 0);
+      // The baseline and replicate models score no R.
+      if (std::find(sent.begin(), sent.end(), exposure::kSpacePxBits) == sent.end()) continue;
       MEMAUDIT_ASSIGN_OR_RETURN(auto runs,
                                 store.LoadSignal(audit_id, point, exposure::kSpacePxBits));
       if (!runs.empty()) signals[{point, exposure::kSpacePxBits}] = std::move(runs);
@@ -753,6 +787,7 @@ void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& resu
       }
     }
   }
+  PublishExposureReplicates(*metrics, results.audit_id(), team, Named(top));
   metrics::AddGauge(*metrics, "memaudit_exposure_space_log2",
                     "log2|R|, the largest exposure the canary space allows.")
       .Add({{"audit", results.audit_id()}, {"team", team}})
@@ -773,6 +808,12 @@ class Exposure final : public KindHandler {
                                                         const v1::AuditSpec& spec) const override {
     // Scored once, when every model of every sweep variant has reported.
     return ScoreExposureFromStore(store, audit_id, spec);
+  }
+
+  absl::StatusOr<std::vector<v1::ExportArray>> Export(ScorerStore& store,
+                                                      const std::string& audit_id,
+                                                      const v1::AuditSpec& spec) const override {
+    return ExposureExport(store, audit_id, spec);
   }
 
   // The point names the model (common/exposure_signals.h): the canary
@@ -797,6 +838,11 @@ class Exposure final : public KindHandler {
         return TaskRef{exposure::kReferenceRole, o.run() * e.reference_models() + j};
       }
     }
+    const uint64_t r = exposure::ReplicateOfPoint(o.point());
+    if (r > 0 && r < exposure::Replicates(e)) {
+      return TaskRef{exposure::kReplicateRole,
+                     exposure::ReplicateTaskIndex(e, o.run(), static_cast<uint32_t>(r))};
+    }
     return absl::InvalidArgumentError(
         absl::StrCat("observation.point: \"", o.point(), "\" is not a model of this audit"));
   }
@@ -816,6 +862,10 @@ class Exposure final : public KindHandler {
     } else if (task.role == exposure::kReferenceRole && e.reference_models() > 0) {
       v = task.index / e.reference_models();
       point = exposure::ReferencePoint(task.index % e.reference_models());
+    } else if (task.role == exposure::kReplicateRole && exposure::Replicates(e) > 1) {
+      const exposure::ReplicateOf of = exposure::ReplicateOfTask(e, task.index);
+      v = of.variant;
+      point = exposure::ReplicatePoint(of.replicate);
     }
     if (point.empty() || v >= variants) {
       return absl::InvalidArgumentError(
@@ -853,6 +903,10 @@ class Exposure final : public KindHandler {
   void Publish(prometheus::Registry& registry, const v1::AuditResults& results,
                const std::string& team) const override {
     PublishExposure(&registry, results, team);
+  }
+
+  std::vector<v1::ResultWarning> Warnings(const v1::AuditSpec& spec) const override {
+    return ExposureWarnings(spec.exposure());
   }
 };
 

@@ -3,7 +3,8 @@
 // exposure per canary, exposure against insertions, controls and extraction;
 // with a baseline model, each canary's exposure without the canaries in the
 // corpus (every estimator the spec asks for); with reference models,
-// reference-calibrated exposure (sampled, and exact over all of R).
+// reference-calibrated exposure (sampled, and exact over all of R); with
+// replicates, exposure across them (exposure_replicates.h).
 #ifndef MEMAUDIT_SERVICES_SCORER_EXPOSURE_METRICS_H_
 #define MEMAUDIT_SERVICES_SCORER_EXPOSURE_METRICS_H_
 
@@ -17,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/metrics.h"
+#include "memaudit/v1/export.pb.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -25,8 +27,8 @@
 
 namespace memaudit::scorer {
 
-// Models an exposure audit trains: per variant, the canary model, the
-// baseline and the reference models.
+// Models an exposure audit trains: per variant, the canary model and its
+// replicates, the baseline and the reference models.
 uint32_t ExposureModels(const v1::ExposureAudit& e);
 
 // INVALID_ARGUMENT naming the field when `o` cannot belong to the audit.
@@ -42,6 +44,13 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpe
 absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerStore& store,
                                                                        const std::string& audit_id,
                                                                        const v1::AuditSpec& spec);
+
+// The per-example arrays of a complete exposure audit (docs/export.md):
+// each model's Px of the canaries and of S, ranks, per variant
+// (exposure_export.cc).
+absl::StatusOr<std::vector<v1::ExportArray>> ExposureExport(ScorerStore& store,
+                                                            const std::string& audit_id,
+                                                            const v1::AuditSpec& spec);
 
 // Gauges memaudit_exposure_log2{audit, team, variant, insertions, estimator} (the
 // median per insertion count, 0 = controls; estimator exact, sampled,

@@ -9,12 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/forgetting_signals.h"
+#include "common/export_arrays.h"
 #include "common/status_macros.h"
 #include "scoring/calibrated_scores.h"
 #include "scoring/forgetting.h"
 #include "scoring/intervals.h"
 #include "scoring/lira.h"
 #include "services/scorer/result_warnings.h"
+#include "services/scorer/trial_mean.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -38,15 +40,6 @@ bool IsPointSignal(const v1::ForgettingAudit& f, const std::string& s) {
     if (s == forgetting::PhiInReferenceSignal(j)) return true;
   }
   return false;
-}
-
-v1::TrialMean ToProto(const scoring::MeanSummary& m) {
-  v1::TrialMean out;
-  out.set_mean(m.mean);
-  out.set_low(m.interval.lo);
-  out.set_high(m.interval.hi);
-  out.set_stddev(m.stddev);
-  return out;
 }
 
 // One trial's signals at one evaluation point (phi_replay null without a
@@ -123,11 +116,11 @@ void AddCurve(const std::vector<scoring::ForgettingCurvePoint>& curve,
   for (const scoring::ForgettingCurvePoint& c : curve) {
     v1::ForgettingCurvePoint* p = out->Add();
     p->set_steps_since_injection(static_cast<uint64_t>(c.steps_since_seen));
-    *p->mutable_accuracy() = ToProto(c.accuracy);
-    *p->mutable_auc() = ToProto(c.auc);
-    *p->mutable_tpr() = ToProto(c.tpr);
-    *p->mutable_precision() = ToProto(c.precision);
-    *p->mutable_epsilon() = ToProto(c.epsilon);
+    *p->mutable_accuracy() = TrialMeanOf(c.accuracy);
+    *p->mutable_auc() = TrialMeanOf(c.auc);
+    *p->mutable_tpr() = TrialMeanOf(c.tpr);
+    *p->mutable_precision() = TrialMeanOf(c.precision);
+    *p->mutable_epsilon() = TrialMeanOf(c.epsilon);
     p->set_epsilon_clamped_trials(static_cast<uint32_t>(c.epsilon_clamped_trials));
     p->set_precision_undefined_trials(static_cast<uint32_t>(c.precision_undefined_trials));
     if (!c.trials.empty() && c.tied_baseline_trials == c.trials.size()) {
@@ -233,8 +226,8 @@ absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
       MEMAUDIT_ASSIGN_OR_RETURN(auto base, scoring::SummarizeMean(baseline, 0.95, range));
       v1::ForgettingExposurePoint* point = out->mutable_exposure_curves(gi)->add_points();
       point->set_steps_since_injection(p);
-      *point->mutable_exposure() = ToProto(inj);
-      *point->mutable_baseline_exposure() = ToProto(base);
+      *point->mutable_exposure() = TrialMeanOf(inj);
+      *point->mutable_baseline_exposure() = TrialMeanOf(base);
       point->set_bounded(bounded);
     }
   }
@@ -517,6 +510,143 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
   return results;
 }
 
+namespace {
+
+// One curve's per-trial metrics, [point, trial] each, names prefixed.
+void AddTrialMetrics(const std::string& prefix, const std::string& attack,
+                     const std::vector<scoring::ForgettingCurvePoint>& curve, uint64_t trials,
+                     std::vector<v1::ExportArray>* out) {
+  struct Field {
+    const char* name;
+    const char* description;
+    double (*get)(const scoring::TrialMetrics&);
+  };
+  static const Field kFields[] = {
+      {"accuracy", "balanced accuracy, max over thresholds",
+       [](const scoring::TrialMetrics& m) { return m.accuracy; }},
+      {"auc", "ROC AUC, ties counted 1/2", [](const scoring::TrialMetrics& m) { return m.auc; }},
+      {"tpr", "TPR at the largest-TPR threshold with FPR <= fpr_target",
+       [](const scoring::TrialMetrics& m) { return m.tpr; }},
+      {"fpr", "FPR at that threshold", [](const scoring::TrialMetrics& m) { return m.fpr; }},
+      {"threshold", "that threshold (member when score >= threshold)",
+       [](const scoring::TrialMetrics& m) { return m.threshold; }},
+      {"precision", "precision at that threshold; 0 when nothing is predicted a member",
+       [](const scoring::TrialMetrics& m) { return m.precision; }},
+      {"epsilon", "ln(TPR / FPR) at that threshold, FPR clamped to 1/|Dp| when 0",
+       [](const scoring::TrialMetrics& m) { return m.epsilon_clamped; }},
+  };
+  const uint64_t points = curve.size();
+  for (const Field& field : kFields) {
+    std::vector<double> values;
+    values.reserve(points * trials);
+    for (const scoring::ForgettingCurvePoint& p : curve) {
+      for (const scoring::TrialMetrics& m : p.trials) values.push_back(field.get(m));
+    }
+    out->push_back(MakeExportArray(absl::StrCat(prefix, field.name), {"point", "trial"},
+                                   {points, trials}, v1::FLOAT64,
+                                   absl::StrCat(attack, ": ", field.description),
+                                   std::move(values)));
+  }
+}
+
+// LM canaries: each trial's per-canary values at each evaluation point.
+absl::StatusOr<std::vector<v1::ExportArray>> ExportCanaries(const v1::ForgettingAudit& f,
+                                                            const ForgettingSignals& signals) {
+  const uint64_t trials = f.trials(), canaries = forgetting::CanaryCount(f);
+  const uint64_t points = f.eval_points_size();
+  std::vector<v1::ExportArray> out;
+  std::vector<double> steps(f.eval_points().begin(), f.eval_points().end());
+  out.push_back(MakeExportArray("steps_since_injection", {"point"}, {points}, v1::INT64,
+                                "clean training steps since the injection", std::move(steps)));
+  std::vector<double> repeats;
+  const v1::ForgettingCanaries& c = f.canaries();
+  for (int g = 0; g < c.repeats_size(); ++g) repeats.insert(repeats.end(), c.per_group(), c.repeats(g));
+  repeats.resize(canaries, 0);  // the controls
+  out.push_back(MakeExportArray("canary_repeats", {"canary"}, {canaries}, v1::INT64,
+                                "copies of the canary in the injection batch; 0 = a control",
+                                std::move(repeats)));
+  const struct {
+    const char* signal;
+    const char* name;
+    v1::ExportDtype dtype;
+    const char* description;
+  } kArrays[] = {
+      {forgetting::kExposureInjected, "exposure_injected", v1::FLOAT64,
+       "exposure of the canary in the injected arm, bits"},
+      {forgetting::kExposureBaseline, "exposure_baseline", v1::FLOAT64,
+       "exposure of the canary in the baseline arm (never saw it), bits"},
+      {forgetting::kExactInjected, "exact_injected", v1::UINT8,
+       "1 when the injected arm's rank is exact, 0 when it hit rank_query_budget (a bound)"},
+      {forgetting::kExactBaseline, "exact_baseline", v1::UINT8,
+       "1 when the baseline arm's rank is exact"},
+  };
+  for (const auto& a : kArrays) {
+    std::vector<double> values;
+    values.reserve(points * trials * canaries);
+    for (uint64_t p : f.eval_points()) {
+      for (uint32_t t = 0; t < trials; ++t) {
+        MEMAUDIT_ASSIGN_OR_RETURN(const std::vector<double>* v,
+                                  FindSignal(signals, absl::StrCat(p), a.signal, t));
+        if (v->size() != canaries) {
+          return absl::FailedPreconditionError(absl::StrCat(a.signal, " has the wrong length"));
+        }
+        values.insert(values.end(), v->begin(), v->end());
+      }
+    }
+    out.push_back(MakeExportArray(a.name, {"point", "trial", "canary"}, {points, trials, canaries},
+                                  a.dtype, a.description, std::move(values)));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::ExportArray>> ForgettingExport(const v1::AuditSpec& spec,
+                                                              const ForgettingSignals& signals) {
+  const v1::ForgettingAudit& f = spec.forgetting();
+  if (forgetting::Canaries(f)) return ExportCanaries(f, signals);
+  const ReachedPoints reached = Reached(f, signals);
+  if (!reached.all) return absl::FailedPreconditionError("forgetting: evaluation points missing");
+  const uint64_t points = reached.steps.size(), trials = f.trials();
+  const uint64_t examples = f.injected().size();
+  std::vector<v1::ExportArray> out;
+  out.push_back(MakeExportArray("steps_since_injection", {"point"}, {points}, v1::INT64,
+                                "clean training steps since the injection (Poison: since Dp was "
+                                "removed)",
+                                std::vector<double>(reached.steps.begin(), reached.steps.end())));
+  // Each arm's attack scores of Dp: what every per-trial metric is computed from.
+  for (const bool injected_arm : {true, false}) {
+    std::vector<double> values;
+    values.reserve(points * trials * examples);
+    for (const std::vector<TrialSignals>& point : reached.trials) {
+      for (const TrialSignals& t : point) {
+        MEMAUDIT_ASSIGN_OR_RETURN(auto scores, ArmScores(f.attack(), t, injected_arm,
+                                                         f.lira_per_example_variance()));
+        values.insert(values.end(), scores.begin(), scores.end());
+      }
+    }
+    out.push_back(MakeExportArray(
+        injected_arm ? "score_injected" : "score_baseline", {"point", "trial", "example"},
+        {points, trials, examples}, v1::FLOAT64,
+        absl::StrCat(f.attack(), " score of each Dp example under the ",
+                     injected_arm ? "injected arm (members)" : "baseline arm (non-members)"),
+        std::move(values)));
+  }
+  MEMAUDIT_ASSIGN_OR_RETURN(auto curve, Curve(f.attack(), f, reached.steps, reached.trials));
+  AddTrialMetrics("", f.attack(), curve, trials, &out);
+  if (forgetting::Replays(f) || forgetting::LiraAttack(f)) {
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto standard, Curve(forgetting::kStandardAttack, f, reached.steps, reached.trials));
+    AddTrialMetrics("standard_", forgetting::kStandardAttack, standard, trials, &out);
+  }
+  if (f.attack() == forgetting::kLiraOnlineAttack) {
+    MEMAUDIT_ASSIGN_OR_RETURN(auto offline,
+                              Curve(forgetting::kLiraAttack, f, reached.steps, reached.trials));
+    AddTrialMetrics("offline_", forgetting::kLiraAttack, offline, trials, &out);
+  }
+  return out;
+}
+
 uint64_t ForgettingProgress(const v1::AuditResults& results) {
   const v1::ForgettingResults& f = results.forgetting();
   uint64_t points = f.curve_size();
@@ -600,6 +730,17 @@ void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& re
 
 namespace {
 
+absl::StatusOr<ForgettingSignals> LoadForgettingSignals(ScorerStore& store,
+                                                        const std::string& audit_id,
+                                                        const v1::AuditSpec& spec) {
+  ForgettingSignals signals;
+  for (const auto& [point, name] : RequiredForgettingSignals(spec.forgetting())) {
+    MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, point, name));
+    if (!runs.empty()) signals[{point, name}] = std::move(runs);
+  }
+  return signals;
+}
+
 class Forgetting final : public KindHandler {
  public:
   absl::Status ValidateObservation(const v1::AuditSpec& spec,
@@ -611,11 +752,7 @@ class Forgetting final : public KindHandler {
                                                         const std::string& audit_id,
                                                         const v1::AuditSpec& spec) const override {
     // Whatever has arrived: the curve covers every point all trials have reached.
-    ForgettingSignals signals;
-    for (const auto& [point, name] : RequiredForgettingSignals(spec.forgetting())) {
-      MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, point, name));
-      if (!runs.empty()) signals[{point, name}] = std::move(runs);
-    }
+    MEMAUDIT_ASSIGN_OR_RETURN(ForgettingSignals signals, LoadForgettingSignals(store, audit_id, spec));
     MEMAUDIT_ASSIGN_OR_RETURN(auto results, ScoreForgetting(spec, signals));
     if (ForgettingProgress(results) == 0) return std::nullopt;
     MEMAUDIT_ASSIGN_OR_RETURN(auto stored, store.GetResults(audit_id));
@@ -623,6 +760,13 @@ class Forgetting final : public KindHandler {
       return std::nullopt;  // no new point since the last computation
     }
     return results;
+  }
+
+  absl::StatusOr<std::vector<v1::ExportArray>> Export(ScorerStore& store,
+                                                      const std::string& audit_id,
+                                                      const v1::AuditSpec& spec) const override {
+    MEMAUDIT_ASSIGN_OR_RETURN(ForgettingSignals signals, LoadForgettingSignals(store, audit_id, spec));
+    return ForgettingExport(spec, signals);
   }
 
   // One task per trial, run = the trial.

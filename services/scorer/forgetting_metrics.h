@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/metrics.h"
+#include "memaudit/v1/export.pb.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -51,6 +52,12 @@ absl::StatusOr<std::vector<double>> ForgettingLiraScores(
 // How far scored results have come: curve points (LM canaries: exposure
 // points over every group), plus 1 once complete; 0 = nothing to store yet.
 // The scorer stores a new version only when this grows.
+// The per-example arrays of a complete forgetting audit (docs/export.md):
+// steps, each arm's attack scores of Dp and every trial's metrics per point;
+// LM canaries: each trial's per-canary exposure per point.
+absl::StatusOr<std::vector<v1::ExportArray>> ForgettingExport(const v1::AuditSpec& spec,
+                                                              const ForgettingSignals& signals);
+
 uint64_t ForgettingProgress(const v1::AuditResults& results);
 
 // Gauges memaudit_forgetting_mi_accuracy_ratio{audit, team, strategy,

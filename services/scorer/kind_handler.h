@@ -13,6 +13,7 @@
 #include "common/audit_kinds.h"
 #include "common/capability.h"
 #include "common/metrics.h"
+#include "memaudit/v1/export.pb.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -44,6 +45,13 @@ class KindHandler {
   virtual std::vector<v1::ResultWarning> Warnings(const v1::AuditSpec& /*spec*/) const {
     return {};
   }
+
+  // The audit's per-example arrays (docs/export.md) from what `store` holds;
+  // called only for complete results. The same spec and observations give
+  // the same arrays.
+  virtual absl::StatusOr<std::vector<v1::ExportArray>> Export(ScorerStore& store,
+                                                              const std::string& audit_id,
+                                                              const v1::AuditSpec& spec) const = 0;
 
   // Sets the kind's result gauges from `results`; every series carries the
   // labels audit and team (the team that submitted the audit).

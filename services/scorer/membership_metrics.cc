@@ -14,6 +14,7 @@
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "scoring/auc_interval.h"
+#include "scoring/balanced_accuracy_interval.h"
 #include "scoring/intervals.h"
 #include "scoring/lira.h"
 #include "scoring/rmia.h"
@@ -183,38 +184,81 @@ void AddMostVulnerable(const v1::AuditSpec& spec, const std::vector<double>& sco
 
 }  // namespace
 
-std::vector<std::string> RequiredMembershipSignals(const v1::MembershipAudit& m) {
-  std::vector<std::string> signals = {kPhiSignal, kLossSignal};
-  if (m.population_size() > 0) signals.push_back(kPopulationLossSignal);
-  return signals;
-}
-
-absl::StatusOr<v1::AuditResults> ScoreMembership(
+absl::StatusOr<MembershipMatrices> BuildMembershipMatrices(
     const v1::AuditSpec& spec, const std::map<uint32_t, std::vector<double>>& phi_by_run,
     const std::map<uint32_t, std::vector<double>>& loss_by_run,
     const std::map<uint32_t, std::vector<double>>& population_loss_by_run) {
   const v1::MembershipAudit& m = spec.membership();
   const uint32_t runs = m.reference_models();
   const uint32_t examples = m.dataset().pool_size();
-  MEMAUDIT_ASSIGN_OR_RETURN(auto phi, ToMatrix(phi_by_run, runs, examples, kPhiSignal));
-  MEMAUDIT_ASSIGN_OR_RETURN(auto loss, ToMatrix(loss_by_run, runs, examples, kLossSignal));
-  absl::StatusOr<scoring::Matrix> population_loss = scoring::Matrix(runs, 0);
+  MembershipMatrices out;
+  MEMAUDIT_ASSIGN_OR_RETURN(out.phi, ToMatrix(phi_by_run, runs, examples, kPhiSignal));
+  MEMAUDIT_ASSIGN_OR_RETURN(out.loss, ToMatrix(loss_by_run, runs, examples, kLossSignal));
+  out.population_loss = scoring::Matrix(runs, 0);
   if (m.population_size() > 0) {
-    population_loss =
-        ToMatrix(population_loss_by_run, runs, m.population_size(), kPopulationLossSignal);
-    if (!population_loss.ok()) return population_loss.status();
+    MEMAUDIT_ASSIGN_OR_RETURN(out.population_loss, ToMatrix(population_loss_by_run, runs,
+                                                            m.population_size(),
+                                                            kPopulationLossSignal));
   }
-  const KeepMatrix keep_bits = BuildKeepMatrix(spec.seed(), runs, examples);
-  scoring::KeepMatrix keep(runs, examples, keep_bits.bits);
-  // A chosen target: keep only its row of every score matrix (its
-  // references are still all the other models).
-  const bool one_target = m.has_target_model();
-  const size_t first_row = one_target ? m.target_model() : 0;
-  const size_t target_rows = one_target ? 1 : runs;
-  scoring::KeepMatrix truth(
-      target_rows, examples,
-      std::vector<uint8_t>(keep.data.begin() + first_row * examples,
-                           keep.data.begin() + (first_row + target_rows) * examples));
+  out.keep = scoring::KeepMatrix(runs, examples, BuildKeepMatrix(spec.seed(), runs, examples).bits);
+  // A chosen target: only its row is scored (its references are still all
+  // the other models).
+  out.first_target = m.has_target_model() ? m.target_model() : 0;
+  out.targets = m.has_target_model() ? 1 : runs;
+  return out;
+}
+
+scoring::KeepMatrix TargetTruth(const MembershipMatrices& m) {
+  const size_t cols = m.keep.cols;
+  return scoring::KeepMatrix(
+      m.targets, cols,
+      std::vector<uint8_t>(m.keep.data.begin() + m.first_target * cols,
+                           m.keep.data.begin() + (m.first_target + m.targets) * cols));
+}
+
+absl::StatusOr<std::vector<double>> MembershipTargetScores(const std::string& attack,
+                                                           const MembershipMatrices& m) {
+  // Row t of the score matrix scores every example against target t, so
+  // the keep-matrix, flattened the same way, holds the truth.
+  MEMAUDIT_ASSIGN_OR_RETURN(auto all, AttackScores(attack, m.phi, m.keep, m.loss,
+                                                   m.population_loss, m.first_target, m.targets));
+  const size_t cols = m.keep.cols;
+  return std::vector<double>(all.begin() + m.first_target * cols,
+                             all.begin() + (m.first_target + m.targets) * cols);
+}
+
+absl::StatusOr<std::optional<MembershipMatrices>> LoadMembershipMatrices(
+    ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) {
+  const v1::MembershipAudit& m = spec.membership();
+  // Ingest admits only these signals of these runs, so a count short of all
+  // of them means incomplete: no need to decode every stored vector per batch.
+  const std::vector<std::string> required = RequiredMembershipSignals(m);
+  MEMAUDIT_ASSIGN_OR_RETURN(auto count, store.CountObservations(audit_id));
+  if (count < static_cast<int64_t>(required.size()) * m.reference_models()) {
+    return std::nullopt;
+  }
+  std::map<std::string, std::map<uint32_t, std::vector<double>>> signals;
+  for (const std::string& name : required) {
+    MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, kFinalPoint, name));
+    if (runs.size() < m.reference_models()) return std::nullopt;
+    signals[name] = std::move(runs);
+  }
+  return BuildMembershipMatrices(spec, signals[kPhiSignal], signals[kLossSignal],
+                                 signals[kPopulationLossSignal]);
+}
+
+std::vector<std::string> RequiredMembershipSignals(const v1::MembershipAudit& m) {
+  std::vector<std::string> signals = {kPhiSignal, kLossSignal};
+  if (m.population_size() > 0) signals.push_back(kPopulationLossSignal);
+  return signals;
+}
+
+absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
+                                                 const MembershipMatrices& matrices) {
+  const v1::MembershipAudit& m = spec.membership();
+  const uint32_t runs = m.reference_models();
+  const uint32_t examples = m.dataset().pool_size();
+  const scoring::KeepMatrix truth = TargetTruth(matrices);
 
   v1::AuditResults results;
   results.set_kind(v1::MEMBERSHIP);
@@ -231,14 +275,12 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
   std::vector<uint32_t> example_of(truth.data.size());
   for (size_t i = 0; i < example_of.size(); ++i)
     example_of[i] = static_cast<uint32_t>(i % examples);
+  // One seed for every attack: each attack's balanced accuracy is resampled
+  // over the same draws of examples, so their intervals compare like for like.
+  const uint64_t bootstrap_seed = DeriveSeed(spec.seed(), "balanced_accuracy_bootstrap", 0);
   for (const std::string& attack : m.attacks()) {
-    // Row t of the score matrix scores every example against target t, so
-    // the keep-matrix, flattened the same way, holds the truth.
-    MEMAUDIT_ASSIGN_OR_RETURN(
-        auto all_scores,
-        AttackScores(attack, phi, keep, loss, *population_loss, first_row, target_rows));
-    const std::vector<double> scores(all_scores.begin() + first_row * examples,
-                                     all_scores.begin() + (first_row + target_rows) * examples);
+    MEMAUDIT_ASSIGN_OR_RETURN(const std::vector<double> scores,
+                              MembershipTargetScores(attack, matrices));
     MEMAUDIT_ASSIGN_OR_RETURN(auto roc, scoring::ComputeRoc(scores, truth.data));
     v1::AttackResult* out = results.add_attacks();
     out->set_attack(AttackByName(attack));
@@ -249,6 +291,11 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(
     out->set_auc_low(clustered.interval.lo);
     out->set_auc_high(clustered.interval.hi);
     out->set_balanced_accuracy(scoring::BalancedAccuracy(roc));
+    MEMAUDIT_ASSIGN_OR_RETURN(const scoring::BootstrapInterval balanced,
+                              scoring::BalancedAccuracyInterval(scores, truth.data, example_of,
+                                                                examples, bootstrap_seed));
+    out->set_balanced_accuracy_low(balanced.interval.lo);
+    out->set_balanced_accuracy_high(balanced.interval.hi);
     for (double fpr : m.fpr_points()) {
       MEMAUDIT_RETURN_IF_ERROR(AddOperatingPoint(roc, fpr, out));
     }
@@ -315,22 +362,15 @@ class Membership final : public KindHandler {
   absl::StatusOr<std::optional<v1::AuditResults>> Score(ScorerStore& store,
                                                         const std::string& audit_id,
                                                         const v1::AuditSpec& spec) const override {
-    const v1::MembershipAudit& m = spec.membership();
-    // Ingest admits only these signals of these runs, so a count short of all
-    // of them means incomplete: no need to decode every stored vector per batch.
-    const std::vector<std::string> required = RequiredMembershipSignals(m);
-    MEMAUDIT_ASSIGN_OR_RETURN(auto count, store.CountObservations(audit_id));
-    if (count < static_cast<int64_t>(required.size()) * m.reference_models()) {
-      return std::nullopt;
-    }
-    std::map<std::string, std::map<uint32_t, std::vector<double>>> signals;
-    for (const std::string& name : required) {
-      MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, kFinalPoint, name));
-      if (runs.size() < m.reference_models()) return std::nullopt;
-      signals[name] = std::move(runs);
-    }
-    return ScoreMembership(spec, signals[kPhiSignal], signals[kLossSignal],
-                           signals[kPopulationLossSignal]);
+    MEMAUDIT_ASSIGN_OR_RETURN(auto matrices, LoadMembershipMatrices(store, audit_id, spec));
+    if (!matrices.has_value()) return std::nullopt;
+    return ScoreMembership(spec, *matrices);
+  }
+
+  absl::StatusOr<std::vector<v1::ExportArray>> Export(ScorerStore& store,
+                                                      const std::string& audit_id,
+                                                      const v1::AuditSpec& spec) const override {
+    return MembershipExport(store, audit_id, spec);
   }
 
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {

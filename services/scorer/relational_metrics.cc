@@ -1,11 +1,14 @@
 #include "services/scorer/relational_metrics.h"
 
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/export_arrays.h"
 #include "common/relational_signals.h"
 #include "common/status_macros.h"
+#include "scoring/difference_intervals.h"
 #include "scoring/relational.h"
 
 namespace memaudit::scorer {
@@ -96,6 +99,15 @@ double WithinTolerance(const std::vector<double>& estimates, const std::vector<d
   return truth.empty() ? 0.0 : static_cast<double>(hits) / static_cast<double>(truth.size());
 }
 
+// Per sample, 1 when the estimate is within the tolerance: what
+// WithinTolerance averages, for the intervals.
+std::vector<double> ToleranceHits(const std::vector<double>& estimates,
+                                  const std::vector<double>& truth, double tolerance) {
+  std::vector<double> hits(truth.size());
+  for (size_t i = 0; i < truth.size(); ++i) hits[i] = std::abs(estimates[i] - truth[i]) < tolerance;
+  return hits;
+}
+
 size_t TotalPoints(const v1::AuditResults& results) {
   size_t n = 0;
   for (const v1::RelationalCurve& c : results.relational().curves()) n += c.points_size();
@@ -181,14 +193,25 @@ absl::Status ValidateRelationalObservation(const v1::RelationalAudit& r, const v
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
-                                                 const RelationalSignals& signals) {
-  const v1::RelationalAudit& r = spec.relational();
-  v1::AuditResults results = RelationalPlaceholder(spec);
-  v1::RelationalResults* out = results.mutable_relational();
-  out->set_model(IsLinear(r) ? "linear" : "phone_book");
+namespace {
+
+// One metric at one reached point of one variant: every record's success,
+// and the rates the results report.
+struct PointRecords {
+  uint32_t variant = 0;
+  uint64_t step = 0;
+  std::string metric;
+  double success_train = 0, success_val = 0;
+  std::vector<double> train, val;
+  double clean_train = 0, clean_val = 0;
+};
+
+// Calls `visit` for each metric at each point each variant has reached, in
+// order; returns whether every variant reached every point.
+absl::StatusOr<bool> VisitReachedPoints(
+    const v1::RelationalAudit& r, const RelationalSignals& signals,
+    const std::function<absl::Status(const PointRecords&)>& visit) {
   const std::vector<std::string> metric_names = relational::MetricNames(r);
-  for (const std::string& m : metric_names) out->add_metrics(m);
   std::vector<scoring::SuccessMetric> metrics;
   if (!IsLinear(r)) {
     for (const std::string& m : metric_names) {
@@ -209,8 +232,6 @@ absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
   const std::vector<std::string> point_names = PointSignals(r);
   bool complete = true;
   for (uint32_t v = 0; v < variants.size(); ++v) {
-    v1::RelationalCurve* curve = out->add_curves();
-    curve->set_variant(variants[v]);
     const std::vector<double>* truth_train = find(relational::kTruthPoint, truth_names[0], v);
     const std::vector<double>* truth_val = find(relational::kTruthPoint, truth_names[1], v);
     if (truth_train == nullptr || truth_val == nullptr) {
@@ -234,24 +255,23 @@ absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
       for (const std::string& s : point_names) got.push_back(find(key, s, v));
       if (got[0] == nullptr || got[1] == nullptr || got[2] == nullptr || got[3] == nullptr) break;
       ++reached;
-      auto add_point = [&](const std::string& metric, double s_train, double s_val) {
-        v1::RelationalPoint* p = curve->add_points();
-        p->set_step(step);
-        p->set_metric(metric);
-        p->set_success_train(s_train);
-        p->set_success_val(s_val);
-        p->set_rm_norm(s_train - s_val);
-        p->set_clean_train(got[2]->at(0));
-        p->set_clean_val(got[3]->at(0));
-      };
+      PointRecords point;
+      point.variant = v;
+      point.step = step;
+      point.clean_train = got[2]->at(0);
+      point.clean_val = got[3]->at(0);
       if (IsLinear(r)) {
         if (got[0]->size() != truth_train->size() || got[1]->size() != truth_val->size()) {
           return absl::FailedPreconditionError(
               absl::StrCat("variant ", variants[v], " point ", key, ": estimate counts differ"));
         }
         const double tol = r.linear().tolerance();
-        add_point(relational::kWithinTolerance, WithinTolerance(*got[0], *truth_train, tol),
-                  WithinTolerance(*got[1], *truth_val, tol));
+        point.metric = relational::kWithinTolerance;
+        point.success_train = WithinTolerance(*got[0], *truth_train, tol);
+        point.success_val = WithinTolerance(*got[1], *truth_val, tol);
+        point.train = ToleranceHits(*got[0], *truth_train, tol);
+        point.val = ToleranceHits(*got[1], *truth_val, tol);
+        MEMAUDIT_RETURN_IF_ERROR(visit(point));
         continue;
       }
       auto predicted_train = DecodeLines(*got[0]);
@@ -268,23 +288,112 @@ absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
       for (size_t m = 0; m < metrics.size(); ++m) {
         MEMAUDIT_ASSIGN_OR_RETURN(auto rm,
                                   scoring::ComputeRelationalMemorization(train, val, metrics[m]));
-        add_point(metric_names[m], rm.success_train, rm.success_val);
+        point.metric = metric_names[m];
+        point.success_train = rm.success_train;
+        point.success_val = rm.success_val;
+        MEMAUDIT_ASSIGN_OR_RETURN(point.train, scoring::RecordSuccesses(train, metrics[m]));
+        MEMAUDIT_ASSIGN_OR_RETURN(point.val, scoring::RecordSuccesses(val, metrics[m]));
+        MEMAUDIT_RETURN_IF_ERROR(visit(point));
       }
     }
     if (reached < points.size()) complete = false;
   }
+  return complete;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
+                                                 const RelationalSignals& signals) {
+  const v1::RelationalAudit& r = spec.relational();
+  v1::AuditResults results = RelationalPlaceholder(spec);
+  v1::RelationalResults* out = results.mutable_relational();
+  out->set_model(IsLinear(r) ? "linear" : "phone_book");
+  for (const std::string& m : relational::MetricNames(r)) out->add_metrics(m);
+  for (const std::string& variant : relational::Variants(r))
+    out->add_curves()->set_variant(variant);
+  // The rates, and the per-record successes they average for their intervals.
+  auto add_point = [&](const PointRecords& point) -> absl::Status {
+    MEMAUDIT_ASSIGN_OR_RETURN(const scoring::SuccessIntervals ci,
+                              scoring::SuccessRateIntervals(point.train, point.val));
+    v1::RelationalPoint* p = out->mutable_curves(point.variant)->add_points();
+    p->set_step(point.step);
+    p->set_metric(point.metric);
+    p->set_success_train(point.success_train);
+    p->set_success_val(point.success_val);
+    p->set_rm_norm(point.success_train - point.success_val);
+    p->set_success_train_low(ci.first.lo);
+    p->set_success_train_high(ci.first.hi);
+    p->set_success_val_low(ci.second.lo);
+    p->set_success_val_high(ci.second.hi);
+    p->set_rm_norm_low(ci.difference.lo);
+    p->set_rm_norm_high(ci.difference.hi);
+    p->set_clean_train(point.clean_train);
+    p->set_clean_val(point.clean_val);
+    return absl::OkStatus();
+  };
+  MEMAUDIT_ASSIGN_OR_RETURN(const bool complete, VisitReachedPoints(r, signals, add_point));
   results.set_complete(complete);
   return results;
 }
 
-absl::StatusOr<std::optional<v1::AuditResults>> ScoreRelationalFromStore(
-    ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) {
-  // Whatever has arrived: each curve covers the points its variant reached.
+absl::StatusOr<std::vector<v1::ExportArray>> RelationalExport(const v1::AuditSpec& spec,
+                                                              const RelationalSignals& signals) {
+  const v1::RelationalAudit& r = spec.relational();
+  const std::vector<std::string> metrics = relational::MetricNames(r);
+  const uint64_t variants = relational::Variants(r).size();
+  const std::vector<uint64_t> steps = relational::Points(r);
+  // [metric] -> records of every (variant, point), in visiting order.
+  std::map<std::string, std::vector<double>> train, val;
+  uint64_t train_records = 0, val_records = 0;
+  auto collect = [&](const PointRecords& point) -> absl::Status {
+    if (train[point.metric].empty() && val[point.metric].empty()) {
+      train_records = point.train.size();
+      val_records = point.val.size();
+    }
+    if (point.train.size() != train_records || point.val.size() != val_records) {
+      return absl::FailedPreconditionError("relational: variants differ in their records");
+    }
+    train[point.metric].insert(train[point.metric].end(), point.train.begin(), point.train.end());
+    val[point.metric].insert(val[point.metric].end(), point.val.begin(), point.val.end());
+    return absl::OkStatus();
+  };
+  MEMAUDIT_ASSIGN_OR_RETURN(const bool complete, VisitReachedPoints(r, signals, collect));
+  if (!complete) return absl::FailedPreconditionError("relational: points missing");
+  const uint64_t points = steps.size();
+  std::vector<v1::ExportArray> out;
+  out.push_back(MakeExportArray("step", {"point"}, {points}, v1::INT64,
+                                IsLinear(r) ? "gradient steps" : "epochs",
+                                std::vector<double>(steps.begin(), steps.end())));
+  for (const std::string& m : metrics) {
+    out.push_back(MakeExportArray(absl::StrCat("success_train_", m), {"variant", "point", "record"},
+                                  {variants, points, train_records}, v1::FLOAT64,
+                                  absl::StrCat(m, " success of the corrupted training record"),
+                                  std::move(train[m])));
+    out.push_back(MakeExportArray(absl::StrCat("success_val_", m), {"variant", "point", "record"},
+                                  {variants, points, val_records}, v1::FLOAT64,
+                                  absl::StrCat(m, " success of the corrupted held-out record"),
+                                  std::move(val[m])));
+  }
+  return out;
+}
+
+absl::StatusOr<RelationalSignals> LoadRelationalSignals(ScorerStore& store,
+                                                        const std::string& audit_id,
+                                                        const v1::AuditSpec& spec) {
   RelationalSignals signals;
   for (const auto& [point, name] : RequiredRelationalSignals(spec.relational())) {
     MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, point, name));
     if (!runs.empty()) signals[{point, name}] = std::move(runs);
   }
+  return signals;
+}
+
+absl::StatusOr<std::optional<v1::AuditResults>> ScoreRelationalFromStore(
+    ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) {
+  // Whatever has arrived: each curve covers the points its variant reached.
+  MEMAUDIT_ASSIGN_OR_RETURN(RelationalSignals signals,
+                            LoadRelationalSignals(store, audit_id, spec));
   MEMAUDIT_ASSIGN_OR_RETURN(auto results, ScoreRelational(spec, signals));
   const size_t points = TotalPoints(results);
   if (points == 0) return std::nullopt;
@@ -323,6 +432,21 @@ void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& re
       *metrics, "memaudit_relational_success_ratio",
       "Reconstruction success on corrupted training (split=train) or held-out (split=val) "
       "records at each variant's latest point: the two rates RM_norm is made of.");
+  // The 95% intervals' ends, labelled like the numbers they bound.
+  auto& rm_low = metrics::AddGauge(
+      *metrics, "memaudit_relational_rm_norm_low_ratio",
+      "Lower end of RM_norm's 95% interval (Newcombe for 0/1 metrics, else MOVER).");
+  auto& rm_high = metrics::AddGauge(
+      *metrics, "memaudit_relational_rm_norm_high_ratio",
+      "Upper end of RM_norm's 95% interval (Newcombe for 0/1 metrics, else MOVER).");
+  auto& success_low = metrics::AddGauge(
+      *metrics, "memaudit_relational_success_low_ratio",
+      "Lower end of the success rate's 95% interval (Clopper-Pearson for 0/1 metrics, else "
+      "Student t).");
+  auto& success_high = metrics::AddGauge(
+      *metrics, "memaudit_relational_success_high_ratio",
+      "Upper end of the success rate's 95% interval (Clopper-Pearson for 0/1 metrics, else "
+      "Student t).");
   for (const v1::RelationalCurve& c : results.relational().curves()) {
     if (c.points().empty()) continue;
     const uint64_t latest = c.points(c.points_size() - 1).step();
@@ -333,10 +457,16 @@ void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& re
                                    {"variant", c.variant()},
                                    {"metric", p.metric()}};
       rm.Add(labels).Set(p.rm_norm());
+      rm_low.Add(labels).Set(p.rm_norm_low());
+      rm_high.Add(labels).Set(p.rm_norm_high());
       labels["split"] = "train";
       success.Add(labels).Set(p.success_train());
+      success_low.Add(labels).Set(p.success_train_low());
+      success_high.Add(labels).Set(p.success_train_high());
       labels["split"] = "val";
       success.Add(labels).Set(p.success_val());
+      success_low.Add(labels).Set(p.success_val_low());
+      success_high.Add(labels).Set(p.success_val_high());
     }
   }
 }
@@ -355,6 +485,14 @@ class Relational final : public KindHandler {
                                                         const v1::AuditSpec& spec) const override {
     // Curves fill in point by point, like forgetting's.
     return ScoreRelationalFromStore(store, audit_id, spec);
+  }
+
+  absl::StatusOr<std::vector<v1::ExportArray>> Export(ScorerStore& store,
+                                                      const std::string& audit_id,
+                                                      const v1::AuditSpec& spec) const override {
+    MEMAUDIT_ASSIGN_OR_RETURN(RelationalSignals signals,
+                              LoadRelationalSignals(store, audit_id, spec));
+    return RelationalExport(spec, signals);
   }
 
   // One task per variant, run = the variant.

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/metrics.h"
+#include "memaudit/v1/export.pb.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -38,6 +39,16 @@ using RelationalSignals =
 // measure in ascending order); complete once every variant reached them all.
 absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
                                                  const RelationalSignals& signals);
+
+// The per-example arrays of a complete relational audit (docs/export.md):
+// every record's success per variant, point and metric.
+absl::StatusOr<std::vector<v1::ExportArray>> RelationalExport(const v1::AuditSpec& spec,
+                                                              const RelationalSignals& signals);
+
+// What has arrived for `audit_id`.
+absl::StatusOr<RelationalSignals> LoadRelationalSignals(ScorerStore& store,
+                                                        const std::string& audit_id,
+                                                        const v1::AuditSpec& spec);
 
 // Loads what has arrived for `audit_id` and scores it. nullopt when there is
 // nothing new to store: no point yet, or the same points as the stored

@@ -5,6 +5,7 @@
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scoring/difference_intervals.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -78,6 +79,14 @@ TEST(RelationalMetricsTest, PhoneBookCurvesUseTheSuccessMetrics) {
   EXPECT_DOUBLE_EQ(em1.success_val(), 0.0);
   EXPECT_DOUBLE_EQ(em1.rm_norm(), 0.5);
   EXPECT_DOUBLE_EQ(em1.clean_train(), 0.6);
+  // Exact match is 0/1 per record: Clopper–Pearson for 2/4 and 0/4,
+  // Newcombe's interval for the difference.
+  EXPECT_EQ(em1.success_train_low(), scoring::ClopperPearson(2, 4)->lo);
+  EXPECT_EQ(em1.success_train_high(), scoring::ClopperPearson(2, 4)->hi);
+  EXPECT_EQ(em1.success_val_low(), 0.0);
+  EXPECT_EQ(em1.success_val_high(), scoring::ClopperPearson(0, 4)->hi);
+  EXPECT_EQ(em1.rm_norm_low(), scoring::NewcombeDifference(2, 4, 0, 4)->lo);
+  EXPECT_EQ(em1.rm_norm_high(), scoring::NewcombeDifference(2, 4, 0, 4)->hi);
   const v1::RelationalPoint& em3 = r.curves(1).points(4);
   EXPECT_EQ(em3.step(), 3u);
   EXPECT_DOUBLE_EQ(em3.rm_norm(), 1.0);
@@ -86,6 +95,13 @@ TEST(RelationalMetricsTest, PhoneBookCurvesUseTheSuccessMetrics) {
   EXPECT_EQ(f1.metric(), "digit_f1");
   EXPECT_NEAR(f1.success_val(), 1.0 / 3.0, 1e-12);
   EXPECT_NEAR(f1.rm_norm(), 1.0 - 1.0 / 3.0, 1e-12);
+  // Digit F1 at epoch 3: training all 1 (a count, 4/4), held-out all 1/3
+  // (no spread): the difference keeps the training split's Wilson width.
+  EXPECT_EQ(f1.success_train_low(), scoring::ClopperPearson(4, 4)->lo);
+  EXPECT_NEAR(f1.success_val_low(), 1.0 / 3.0, 1e-12);
+  EXPECT_NEAR(f1.success_val_high(), 1.0 / 3.0, 1e-12);
+  EXPECT_NEAR(f1.rm_norm_low(), 2.0 / 3.0 - (1.0 - scoring::WilsonScore(4, 4)->lo), 1e-12);
+  EXPECT_NEAR(f1.rm_norm_high(), 2.0 / 3.0, 1e-12);
   // Variant 0 recalls nothing: RM_norm <= 0 for exact match.
   EXPECT_DOUBLE_EQ(r.curves(0).points(4).rm_norm(), 0.0);
 }
@@ -140,6 +156,10 @@ TEST(RelationalMetricsTest, LinearSuccessIsWithinTolerance) {
   EXPECT_DOUBLE_EQ(p.success_val(), 0.25);
   EXPECT_DOUBLE_EQ(p.rm_norm(), 0.0);
   EXPECT_DOUBLE_EQ(p.clean_val(), 0.9);
+  // 1 of 4 samples within the tolerance on each side.
+  EXPECT_EQ(p.success_train_high(), scoring::ClopperPearson(1, 4)->hi);
+  EXPECT_EQ(p.rm_norm_low(), scoring::NewcombeDifference(1, 4, 1, 4)->lo);
+  EXPECT_DOUBLE_EQ(p.rm_norm_high(), -p.rm_norm_low());
 }
 
 v1::Observation Obs(const std::string& point, const std::string& signal, std::vector<double> values,
@@ -200,6 +220,13 @@ TEST(RelationalMetricsTest, GaugeHoldsTheLatestPointPerVariantAndMetric) {
   EXPECT_THAT(text, HasSubstr("metric=\"digit_f1\",team=\"t\",variant=\"units=8\"}"));
   EXPECT_THAT(text, HasSubstr("memaudit_relational_success_ratio{audit=\"a-1\",metric=\"exact_"
                               "match\",split=\"train\",team=\"t\",variant=\"units=64\"} 0.75"));
+  // The intervals' ends, labelled like the values.
+  EXPECT_THAT(text, HasSubstr("memaudit_relational_rm_norm_low_ratio{audit=\"a-1\",metric=\"exact_"
+                              "match\",team=\"t\",variant=\"units=64\"}"));
+  EXPECT_THAT(text, HasSubstr("memaudit_relational_rm_norm_high_ratio{audit=\"a-1\""));
+  EXPECT_THAT(text, HasSubstr("memaudit_relational_success_low_ratio{audit=\"a-1\",metric=\"exact_"
+                              "match\",split=\"val\",team=\"t\",variant=\"units=64\"} 0"));
+  EXPECT_THAT(text, HasSubstr("memaudit_relational_success_high_ratio{audit=\"a-1\""));
 }
 
 }  // namespace

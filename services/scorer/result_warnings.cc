@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/exposure_signals.h"
 #include "common/membership_attacks.h"
 
 namespace memaudit::scorer {
@@ -58,6 +59,18 @@ std::vector<v1::ResultWarning> ForgettingWarnings(const v1::ForgettingAudit& f) 
         "few_trials",
         absl::StrCat("intervals across ", f.trials(), " trials are wide (Student's t with ",
                      f.trials() - 1, " degree(s) of freedom); use trials >= ", kFewTrials)));
+  }
+  return out;
+}
+
+std::vector<v1::ResultWarning> ExposureWarnings(const v1::ExposureAudit& e) {
+  std::vector<v1::ResultWarning> out;
+  const uint32_t k = exposure::Replicates(e);
+  if (k > 1 && k < kFewTrials) {
+    out.push_back(
+        Warning("few_replicates",
+                absl::StrCat("intervals across ", k, " replicates are wide (Student's t with ",
+                             k - 1, " degree(s) of freedom); use replicates >= ", kFewTrials)));
   }
   return out;
 }

@@ -239,6 +239,36 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
   return results;
 }
 
+absl::StatusOr<std::vector<v1::ExportArray>> Scorer::Export(const std::string& audit_id) {
+  MEMAUDIT_ASSIGN_OR_RETURN(v1::AuditResults results, GetResults(audit_id));
+  if (!results.error().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("audit ", audit_id, " cannot be scored: ", results.error()));
+  }
+  if (!results.complete()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("audit ", audit_id, " is not scored yet: its per-example data follows its "
+                     "complete results"));
+  }
+  {
+    absl::MutexLock lock(&exports_mu_);
+    if (exports_running_ >= kMaxConcurrentExports) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          kMaxConcurrentExports, " exports are running; retry when one has finished"));
+    }
+    ++exports_running_;
+  }
+  absl::StatusOr<std::vector<v1::ExportArray>> arrays;
+  try {
+    arrays = HandlerFor(results.spec().kind_case())->Export(*store_, audit_id, results.spec());
+  } catch (const std::exception& e) {
+    arrays = absl::InternalError(absl::StrCat("export threw: ", e.what()));
+  }
+  absl::MutexLock lock(&exports_mu_);
+  --exports_running_;
+  return arrays;
+}
+
 void Scorer::Publish(const v1::AuditResults& results) {
   if (metrics_ == nullptr) return;
   const KindHandler* kind = HandlerFor(KindOfApi(results.kind()));

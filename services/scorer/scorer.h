@@ -73,6 +73,13 @@ class Scorer {
   // The stored results, or the placeholder before scoring; `error` set for an
   // audit that cannot be scored.
   absl::StatusOr<v1::AuditResults> GetResults(const std::string& audit_id);
+  // The per-example arrays of a complete audit (KindHandler::Export).
+  // NOT_FOUND for an audit never opened, FAILED_PRECONDITION while it is not
+  // scored (or cannot be), RESOURCE_EXHAUSTED while kMaxConcurrentExports
+  // others run: an export reads every stored observation and recomputes.
+  absl::StatusOr<std::vector<v1::ExportArray>> Export(const std::string& audit_id);
+  static constexpr int kMaxConcurrentExports = 2;
+
   // A counter bumped whenever any audit's results change; WaitForResults
   // blocks until it passes `seen` or `timeout_ms` elapses, and returns it.
   // Streams subscribe to results_changes() instead, holding no thread while
@@ -104,6 +111,8 @@ class Scorer {
   prometheus::Registry* metrics_;
   const ScorerOptions options_;
   absl::Mutex scoring_mu_;  // one audit scored at a time, never twice
+  absl::Mutex exports_mu_;
+  int exports_running_ ABSL_GUARDED_BY(exports_mu_) = 0;
   // Runs the callbacks of results_changes_'s subscribers. Last, with it: the
   // subscribers still waiting are called back (results_changes_ stops)
   // before anything else here goes.

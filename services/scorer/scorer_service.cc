@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/export_arrays.h"
 #include "common/status_grpc.h"
 #include "common/watch_reactor.h"
 #include "services/coordinator/spec_validator.h"
@@ -139,6 +140,22 @@ grpc::Status ScorerServiceImpl::CheckTask(grpc::ServerContext* ctx, const v1::Ch
     resp->add_missing(check->missing[i].ToString());
   }
   resp->set_audit_error(check->audit_error);
+  return grpc::Status::OK;
+}
+
+grpc::Status ScorerServiceImpl::Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,
+                                       grpc::ServerWriter<v1::ExportArray>* writer) {
+  if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
+    return ToGrpc(caller.status());
+  }
+  auto arrays = scorer_->Export(req->audit_id());
+  if (!arrays.ok()) return ToGrpc(arrays.status());
+  for (const v1::ExportArray& array : *arrays) {
+    for (const v1::ExportArray& piece : SplitExportArray(array)) {
+      if (!writer->Write(piece))
+        return grpc::Status(grpc::StatusCode::CANCELLED, "export: the reader went away");
+    }
+  }
   return grpc::Status::OK;
 }
 

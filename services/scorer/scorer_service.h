@@ -39,6 +39,10 @@ class ScorerServiceImpl final
       grpc::CallbackServerContext* ctx, const v1::GetResultsRequest* req) override;
   grpc::Status CheckTask(grpc::ServerContext* ctx, const v1::CheckTaskRequest* req,
                          v1::CheckTaskResponse* resp) override;
+  // The coordinator (or an administrator) only: the audit's per-example
+  // arrays, in pieces (common/export_arrays.h).
+  grpc::Status Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,
+                      grpc::ServerWriter<v1::ExportArray>* writer) override;
 
  private:
   Authenticator* auth_;

@@ -108,6 +108,12 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
     EXPECT_LE(a.auc_low(), a.auc());
     EXPECT_GE(a.auc_high(), a.auc());
     EXPECT_LT(a.auc_low(), a.auc_high());
+    // The balanced accuracy's bootstrap interval holds it, within [0.5, 1].
+    EXPECT_GE(a.balanced_accuracy_low(), 0.5);
+    EXPECT_LE(a.balanced_accuracy_low(), a.balanced_accuracy());
+    EXPECT_GE(a.balanced_accuracy_high(), a.balanced_accuracy());
+    EXPECT_LE(a.balanced_accuracy_high(), 1.0);
+    EXPECT_LT(a.balanced_accuracy_low(), a.balanced_accuracy_high());
   }
   EXPECT_THAT(metrics::Exposition(*registry_),
               HasSubstr("memaudit_membership_auc_low_ratio{attack=\"lira_online\",audit=\"a\""));
@@ -125,6 +131,31 @@ TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   }
   EXPECT_EQ(results->most_vulnerable(0).member_models(), kModels / 2);
   EXPECT_GT(results->most_vulnerable(0).detected(), 0u);
+}
+
+// The export follows the complete results, from the same stored signals:
+// refused before, and the same arrays every time after.
+TEST_F(ScorerTest, ExportsThePerExampleDataOfScoredAuditsOnly) {
+  EXPECT_THAT(scorer_->Export("nobody"), StatusIs(absl::StatusCode::kNotFound));
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(Observe(0, "phi")));
+  EXPECT_THAT(scorer_->Export("a"),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not scored yet")));
+  IngestAll();
+  auto arrays = scorer_->Export("a");
+  MEMAUDIT_ASSERT_OK(arrays);
+  std::vector<std::string> names;
+  for (const v1::ExportArray& a : *arrays) names.push_back(a.name());
+  EXPECT_THAT(names, ::testing::ElementsAre("keep", "phi", "loss", "target_model",
+                                            "score_lira_online", "score_lira_offline",
+                                            "score_loss", "dataset_index"));
+  // phi as it was ingested, row by row.
+  const v1::Observation phi = Observe(5, "phi");
+  EXPECT_EQ((*arrays)[1].values(5 * kPool + 7), phi.values(7));
+  auto again = scorer_->Export("a");
+  MEMAUDIT_ASSERT_OK(again);
+  for (size_t i = 0; i < arrays->size(); ++i) {
+    EXPECT_EQ((*arrays)[i].SerializeAsString(), (*again)[i].SerializeAsString());
+  }
 }
 
 // memaudit_scorer_audit_warnings: the size of the results' warnings, set

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/export_arrays.h"
 #include "common/status_macros.h"
 #include "common/unlearning_signals.h"
 #include "scoring/attack_evaluation.h"
@@ -70,6 +71,54 @@ absl::StatusOr<SideRows> BuildSide(const v1::UnlearningAudit& u, bool target,
     }
   }
   out.original.rows = out.unlearned.rows = out.labels.size();
+  return out;
+}
+
+// One attack (feature, classifier) of one defense, trained on the shadow
+// side and evaluated on the target side.
+struct DefenseCell {
+  std::string feature;
+  std::string classifier;
+  scoring::AttackEvaluation evaluation;
+};
+
+// Every attack of one defense, the baseline feature first: its target
+// rows, and shadow rows counted.
+struct DefenseEvaluation {
+  SideRows target;
+  size_t shadow_rows = 0;
+  std::vector<DefenseCell> cells;
+};
+
+absl::StatusOr<DefenseEvaluation> EvaluateDefense(const v1::UnlearningAudit& u,
+                                                  const std::string& defense,
+                                                  const UnlearningSignals& signals) {
+  MEMAUDIT_ASSIGN_OR_RETURN(SideRows shadow, BuildSide(u, false, defense, signals));
+  DefenseEvaluation out;
+  MEMAUDIT_ASSIGN_OR_RETURN(out.target, BuildSide(u, true, defense, signals));
+  if (shadow.original.cols != out.target.original.cols) {
+    return absl::InvalidArgumentError("shadow and target posteriors have different classes");
+  }
+  out.shadow_rows = shadow.labels.size();
+  std::vector<std::string> features = {unlearning::kBaselineFeature};
+  features.insert(features.end(), u.features().begin(), u.features().end());
+  for (const std::string& feature : features) {
+    MEMAUDIT_ASSIGN_OR_RETURN(scoring::UnlearningFeature kind, FeatureKind(feature));
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto shadow_x, scoring::UnlearningFeatureMatrix(shadow.original, shadow.unlearned, kind));
+    MEMAUDIT_ASSIGN_OR_RETURN(auto target_x, scoring::UnlearningFeatureMatrix(
+                                                 out.target.original, out.target.unlearned, kind));
+    for (const std::string& classifier : u.attack_classifiers()) {
+      auto eval =
+          scoring::EvaluateAttack(classifier, shadow_x, shadow.labels, target_x, out.target.labels);
+      if (!eval.ok()) {
+        return absl::Status(
+            eval.status().code(),
+            absl::StrCat(defense, "/", feature, "/", classifier, ": ", eval.status().message()));
+      }
+      out.cells.push_back({feature, classifier, *std::move(eval)});
+    }
+  }
   return out;
 }
 
@@ -205,56 +254,44 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
   }
   out->set_models_trained(models);
 
-  std::vector<std::string> features = {unlearning::kBaselineFeature};
-  features.insert(features.end(), u.features().begin(), u.features().end());
   for (const std::string& defense : u.defenses()) {
-    MEMAUDIT_ASSIGN_OR_RETURN(SideRows shadow, BuildSide(u, false, defense, signals));
-    MEMAUDIT_ASSIGN_OR_RETURN(SideRows target, BuildSide(u, true, defense, signals));
-    if (shadow.original.cols != target.original.cols) {
-      return absl::InvalidArgumentError("shadow and target posteriors have different classes");
-    }
-    out->set_shadow_rows(static_cast<uint32_t>(shadow.labels.size()));
+    MEMAUDIT_ASSIGN_OR_RETURN(DefenseEvaluation evaluation, EvaluateDefense(u, defense, signals));
+    const SideRows& target = evaluation.target;
+    out->set_shadow_rows(static_cast<uint32_t>(evaluation.shadow_rows));
     out->set_target_rows(static_cast<uint32_t>(target.labels.size()));
     std::vector<uint32_t> row_clusters(target.labels.size());
     std::iota(row_clusters.begin(), row_clusters.end(), 0u);
     // The baseline's target confidences per classifier, for DegCount/DegRate.
     std::map<std::string, std::vector<double>> baseline;
-    for (const std::string& feature : features) {
-      MEMAUDIT_ASSIGN_OR_RETURN(scoring::UnlearningFeature kind, FeatureKind(feature));
+    for (const DefenseCell& cell : evaluation.cells) {
+      const std::string& feature = cell.feature;
+      const std::string& classifier = cell.classifier;
+      const scoring::AttackEvaluation* eval = &cell.evaluation;
+      v1::UnlearningAttackResult* a = out->add_attacks();
+      a->set_defense(defense);
+      a->set_feature(feature);
+      a->set_classifier(classifier);
+      a->set_auc(eval->auc);
+      // Each target row is one pair: its own cluster.
       MEMAUDIT_ASSIGN_OR_RETURN(
-          auto shadow_x, scoring::UnlearningFeatureMatrix(shadow.original, shadow.unlearned, kind));
-      MEMAUDIT_ASSIGN_OR_RETURN(
-          auto target_x, scoring::UnlearningFeatureMatrix(target.original, target.unlearned, kind));
-      for (const std::string& classifier : u.attack_classifiers()) {
-        auto eval =
-            scoring::EvaluateAttack(classifier, shadow_x, shadow.labels, target_x, target.labels);
-        if (!eval.ok()) {
-          return absl::Status(
-              eval.status().code(),
-              absl::StrCat(defense, "/", feature, "/", classifier, ": ", eval.status().message()));
-        }
-        v1::UnlearningAttackResult* a = out->add_attacks();
-        a->set_defense(defense);
-        a->set_feature(feature);
-        a->set_classifier(classifier);
-        a->set_auc(eval->auc);
-        // Each target row is one pair: its own cluster.
-        MEMAUDIT_ASSIGN_OR_RETURN(
-            const scoring::ClusteredAuc interval,
-            scoring::ClusteredAucInterval(eval->target_probabilities, target.labels, row_clusters,
-                                          static_cast<uint32_t>(row_clusters.size())));
-        a->set_auc_low(interval.interval.lo);
-        a->set_auc_high(interval.interval.hi);
-        if (feature == unlearning::kBaselineFeature) {
-          baseline[classifier] = eval->target_probabilities;
-          continue;
-        }
-        MEMAUDIT_ASSIGN_OR_RETURN(
-            auto deg, scoring::ComputeDegradation(target.labels, eval->target_probabilities,
-                                                  baseline.at(classifier)));
-        a->set_deg_count(deg.deg_count);
-        a->set_deg_rate(deg.deg_rate);
+          const scoring::ClusteredAuc interval,
+          scoring::ClusteredAucInterval(eval->target_probabilities, target.labels, row_clusters,
+                                        static_cast<uint32_t>(row_clusters.size())));
+      a->set_auc_low(interval.interval.lo);
+      a->set_auc_high(interval.interval.hi);
+      if (feature == unlearning::kBaselineFeature) {
+        baseline[classifier] = eval->target_probabilities;
+        continue;
       }
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          auto deg, scoring::ComputeDegradation(target.labels, eval->target_probabilities,
+                                                baseline.at(classifier)));
+      a->set_deg_count(deg.deg_count);
+      a->set_deg_rate(deg.deg_rate);
+      a->set_deg_count_low(deg.deg_count_interval.lo);
+      a->set_deg_count_high(deg.deg_count_interval.hi);
+      a->set_deg_rate_low(deg.deg_rate_interval.lo);
+      a->set_deg_rate_high(deg.deg_rate_interval.hi);
     }
   }
   results.set_models(static_cast<uint32_t>(std::min<uint64_t>(models, UINT32_MAX)));
@@ -264,15 +301,65 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
   return results;
 }
 
-absl::StatusOr<std::optional<v1::AuditResults>> ScoreUnlearningFromStore(
-    ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) {
+absl::StatusOr<std::vector<v1::ExportArray>> UnlearningExport(const v1::AuditSpec& spec,
+                                                              const UnlearningSignals& signals) {
+  const v1::UnlearningAudit& u = spec.unlearning();
+  if (!UnlearningSignalsComplete(u, signals)) {
+    return absl::FailedPreconditionError("unlearning: not every task has reported");
+  }
+  std::vector<v1::ExportArray> out;
+  for (const std::string& defense : u.defenses()) {
+    MEMAUDIT_ASSIGN_OR_RETURN(DefenseEvaluation evaluation, EvaluateDefense(u, defense, signals));
+    const SideRows& target = evaluation.target;
+    const uint64_t rows = target.labels.size(), classes = target.original.cols;
+    // Defense names are lower case with digits and '_' (top_k as "top_2").
+    const std::string suffix = absl::StrCat("_", defense);
+    if (out.empty()) {
+      out.push_back(MakeExportArray("member", {"row"}, {rows}, v1::UINT8,
+                                    "1 when the target row's example was deleted (the attack's "
+                                    "positives), 0 for a non-member",
+                                    std::vector<double>(target.labels.begin(),
+                                                        target.labels.end())));
+    }
+    out.push_back(MakeExportArray(absl::StrCat("posterior_original", suffix), {"row", "class"},
+                                  {rows, classes}, v1::FLOAT64,
+                                  absl::StrCat("the original model's released posterior under ",
+                                               defense),
+                                  target.original.data));
+    out.push_back(MakeExportArray(absl::StrCat("posterior_unlearned", suffix), {"row", "class"},
+                                  {rows, classes}, v1::FLOAT64,
+                                  absl::StrCat("the unlearned model's released posterior under ",
+                                               defense),
+                                  target.unlearned.data));
+    for (const DefenseCell& cell : evaluation.cells) {
+      out.push_back(MakeExportArray(
+          absl::StrCat("probability", suffix, "_", cell.feature, "_", cell.classifier), {"row"},
+          {rows}, v1::FLOAT64,
+          absl::StrCat("the ", cell.classifier, " attack's probability that the row is a member, "
+                       "from feature ", cell.feature, " under ", defense),
+          cell.evaluation.target_probabilities));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<UnlearningSignals> LoadUnlearningSignals(ScorerStore& store,
+                                                        const std::string& audit_id,
+                                                        const v1::AuditSpec& spec) {
   UnlearningSignals signals;
   for (const RequiredSignal& r : RequiredUnlearningSignals(spec.unlearning())) {
     MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, r.point, r.signal));
-    // Tasks report whole: one missing signal means the audit is not done.
-    if (runs.size() < r.runs) return std::nullopt;
     signals[{r.point, r.signal}] = std::move(runs);
   }
+  return signals;
+}
+
+absl::StatusOr<std::optional<v1::AuditResults>> ScoreUnlearningFromStore(
+    ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) {
+  MEMAUDIT_ASSIGN_OR_RETURN(UnlearningSignals signals,
+                            LoadUnlearningSignals(store, audit_id, spec));
+  // Tasks report whole: one missing signal means the audit is not done.
+  if (!UnlearningSignalsComplete(spec.unlearning(), signals)) return std::nullopt;
   MEMAUDIT_ASSIGN_OR_RETURN(auto results, ScoreUnlearning(spec, signals));
   return std::optional<v1::AuditResults>(std::move(results));
 }
@@ -292,6 +379,19 @@ void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& re
       *metrics, "memaudit_unlearning_degrate_ratio",
       "DegRate: mean confidence gain in the truth of the unlearning attack over the baseline "
       "with the same defense and classifier.");
+  // The 95% intervals' ends, labelled like the numbers they bound.
+  auto& deg_count_low = metrics::AddGauge(
+      *metrics, "memaudit_unlearning_degcount_low_ratio",
+      "Lower end of DegCount's 95% interval over the target rows (Clopper-Pearson).");
+  auto& deg_count_high = metrics::AddGauge(
+      *metrics, "memaudit_unlearning_degcount_high_ratio",
+      "Upper end of DegCount's 95% interval over the target rows (Clopper-Pearson).");
+  auto& deg_rate_low = metrics::AddGauge(
+      *metrics, "memaudit_unlearning_degrate_low_ratio",
+      "Lower end of DegRate's 95% interval over the target rows (paired Student t).");
+  auto& deg_rate_high = metrics::AddGauge(
+      *metrics, "memaudit_unlearning_degrate_high_ratio",
+      "Upper end of DegRate's 95% interval over the target rows (paired Student t).");
   for (const v1::UnlearningAttackResult& a : results.unlearning().attacks()) {
     const prometheus::Labels labels = {{"audit", results.audit_id()},
                                        {"team", team},
@@ -302,6 +402,10 @@ void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& re
     if (a.feature() == unlearning::kBaselineFeature) continue;
     deg_count.Add(labels).Set(a.deg_count());
     deg_rate.Add(labels).Set(a.deg_rate());
+    deg_count_low.Add(labels).Set(a.deg_count_low());
+    deg_count_high.Add(labels).Set(a.deg_count_high());
+    deg_rate_low.Add(labels).Set(a.deg_rate_low());
+    deg_rate_high.Add(labels).Set(a.deg_rate_high());
   }
 }
 
@@ -319,6 +423,14 @@ class Unlearning final : public KindHandler {
                                                         const v1::AuditSpec& spec) const override {
     // Scored once, when every task's observations are in.
     return ScoreUnlearningFromStore(store, audit_id, spec);
+  }
+
+  absl::StatusOr<std::vector<v1::ExportArray>> Export(ScorerStore& store,
+                                                      const std::string& audit_id,
+                                                      const v1::AuditSpec& spec) const override {
+    MEMAUDIT_ASSIGN_OR_RETURN(UnlearningSignals signals,
+                              LoadUnlearningSignals(store, audit_id, spec));
+    return UnlearningExport(spec, signals);
   }
 
   // One task per original model and side: run = the original, the point's

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/metrics.h"
+#include "memaudit/v1/export.pb.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -46,6 +47,18 @@ bool UnlearningSignalsComplete(const v1::UnlearningAudit& u, const UnlearningSig
 // when a signal is missing.
 absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
                                                  const UnlearningSignals& signals);
+
+// Every signal of the audit stored so far (a side's map empty or partial
+// while its tasks have not reported).
+absl::StatusOr<UnlearningSignals> LoadUnlearningSignals(ScorerStore& store,
+                                                        const std::string& audit_id,
+                                                        const v1::AuditSpec& spec);
+
+// The per-example arrays of a complete unlearning audit (docs/export.md):
+// per defense, the target rows' released posteriors of the original and the
+// unlearned model, and every attack's member probability per row.
+absl::StatusOr<std::vector<v1::ExportArray>> UnlearningExport(const v1::AuditSpec& spec,
+                                                              const UnlearningSignals& signals);
 
 // Loads the audit's signals; nullopt until every task has reported, then
 // ScoreUnlearning's results.

@@ -173,6 +173,15 @@ TEST(UnlearningMetricsTest, AttackBeatsTheBaselineWhichLabelsOnlyDefeat) {
     EXPECT_GT(dist->auc(), 0.9) << classifier;
     EXPECT_GT(diff->deg_count(), 0.5) << classifier;
     EXPECT_GT(diff->deg_rate(), 0.1) << classifier;
+    // Their intervals over the target rows: around the value, and clear of
+    // "no difference" for a leak this strong.
+    EXPECT_LE(diff->deg_count_low(), diff->deg_count()) << classifier;
+    EXPECT_GE(diff->deg_count_high(), diff->deg_count()) << classifier;
+    EXPECT_GT(diff->deg_count_low(), 0.5) << classifier;
+    EXPECT_LE(diff->deg_rate_low(), diff->deg_rate()) << classifier;
+    EXPECT_GE(diff->deg_rate_high(), diff->deg_rate()) << classifier;
+    EXPECT_GT(diff->deg_rate_low(), 0.0) << classifier;
+    EXPECT_EQ(base->deg_count_low(), 0) << "the baseline has none";
     // Only the deletions that flip the label remain visible.
     const auto* label = Find(*results, "label_only", "sorted_diff", classifier);
     ASSERT_TRUE(label);
@@ -275,6 +284,14 @@ TEST(UnlearningMetricsTest, ScorerScoresOnceEveryTaskIsInAndPublishesGauges) {
                               "\"baseline\",team=\"\"}"));
   EXPECT_THAT(text, HasSubstr("memaudit_unlearning_degcount_ratio{audit=\"u\""));
   EXPECT_THAT(text, HasSubstr("memaudit_unlearning_degrate_ratio{audit=\"u\""));
+  // The intervals' ends, labelled like the value.
+  const std::string cell =
+      "{audit=\"u\",classifier=\"gradient_boosting\",defense=\"none\",feature=\"sorted_diff\","
+      "team=\"\"} ";
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("memaudit_unlearning_degcount_low_ratio", cell)));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("memaudit_unlearning_degcount_high_ratio", cell)));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("memaudit_unlearning_degrate_low_ratio", cell)));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("memaudit_unlearning_degrate_high_ratio", cell)));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("degcount_ratio{audit=\"u\",classifier="
                                              "\"gradient_boosting\",defense=\"none\",feature="
                                              "\"baseline\",team=\"\"}")));

@@ -17,7 +17,9 @@ namespace {
 // The variant a task trains, and which of its models it is.
 struct TaskModel {
   uint32_t variant = 0;
-  std::string point;  // exposure::kCanaryPoint, kBaselinePoint or ReferencePoint(j)
+  // exposure::kCanaryPoint, kBaselinePoint, ReferencePoint(j) or ReplicatePoint(r)
+  std::string point;
+  uint32_t replicate = 0;  // r of a replicate canary model; 0 otherwise
 };
 
 absl::StatusOr<TaskModel> ModelOf(const v1::Task& task) {
@@ -31,6 +33,11 @@ absl::StatusOr<TaskModel> ModelOf(const v1::Task& task) {
   } else if (task.role() == exposure::kReferenceRole && e.reference_models() > 0) {
     m.variant = task.index() / e.reference_models();
     m.point = exposure::ReferencePoint(task.index() % e.reference_models());
+  } else if (task.role() == exposure::kReplicateRole && exposure::Replicates(e) > 1) {
+    const exposure::ReplicateOf of = exposure::ReplicateOfTask(e, task.index());
+    m.variant = of.variant;
+    m.replicate = of.replicate;
+    m.point = exposure::ReplicatePoint(m.replicate);
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("task.role: \"", task.role(), "\" is not a model of this exposure audit"));
@@ -106,14 +113,17 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   // and baseline model trains from that same seed, and reference model j of
   // every variant from its own, so two models differ only in what the spec
   // varies (recipe, canaries) and not in init, order, dropout or DP noise.
+  // Replicate r >= 1 of the canary model changes only the model seed, the
+  // same for replicate r of every variant.
   run.seed = DeriveSeed(spec.seed(), exposure::kCanaryRole, 0);
   run.model_seed =
       task.role() == exposure::kReferenceRole
           ? DeriveSeed(spec.seed(), exposure::kReferenceRole, task.index() % e.reference_models())
-          : run.seed;
+      : model.replicate > 0 ? DeriveSeed(spec.seed(), exposure::kReplicateRole, model.replicate)
+                            : run.seed;
   const bool canary_model = task.role() == exposure::kCanaryRole;
   const bool reference_model = task.role() == exposure::kReferenceRole;
-  run.insert_canaries = canary_model;
+  run.insert_canaries = canary_model || model.replicate > 0;
   run.rank_canaries = !reference_model;
   run.rank_query_budget = e.rank_query_budget();
   run.extraction_query_budget = e.extraction_query_budget();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/exposure_signals.h"
+#include "common/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "engine/text_corpus.h"
 #include "gmock/gmock.h"
@@ -118,6 +119,40 @@ TEST(ExposureTaskTest, EachVariantTrainsItsOwnEpochsAndLearningRate) {
   EXPECT_NE(models[2][2], models[0][2]);
   // The baselines (no canaries) follow their variant's epochs too.
   EXPECT_EQ(models[4][1], 2 * models[3][1]);
+}
+
+// Replicate r of a canary model: the canaries, their positions and S of the
+// audit, its own model seed (shared by replicate r of every variant), no
+// extraction; it reports at "replicate/<r>" of its variant's run.
+TEST(ExposureTaskTest, ReplicatesTrainTheCanaryModelOnTheirOwnSeeds) {
+  v1::AuditSpec spec = SweepSpec();
+  spec.mutable_exposure()->set_extraction(true);
+  spec.mutable_exposure()->set_replicates(3);
+  MEMAUDIT_ASSERT_OK(coordinator::ValidateSpec(spec));
+  auto canary = ExposureRunSpecFor(TaskOf(spec, exposure::kCanaryRole, 1));
+  auto first = ExposureRunSpecFor(TaskOf(spec, exposure::kReplicateRole, 2));   // v1, r1
+  auto second = ExposureRunSpecFor(TaskOf(spec, exposure::kReplicateRole, 3));  // v1, r2
+  auto base_first = ExposureRunSpecFor(TaskOf(spec, exposure::kReplicateRole, 0));
+  MEMAUDIT_ASSERT_OK(canary);
+  MEMAUDIT_ASSERT_OK(first);
+  MEMAUDIT_ASSERT_OK(second);
+  MEMAUDIT_ASSERT_OK(base_first);
+  EXPECT_EQ(first->epochs, 4u) << "variant 1's recipe";
+  EXPECT_EQ(first->seed, canary->seed) << "the same canaries, positions and S";
+  EXPECT_NE(first->model_seed, canary->model_seed);
+  EXPECT_NE(second->model_seed, first->model_seed);
+  EXPECT_EQ(base_first->model_seed, first->model_seed) << "paired across variants";
+  EXPECT_EQ(*first->model_seed, DeriveSeed(spec.seed(), exposure::kReplicateRole, 1));
+  EXPECT_TRUE(first->insert_canaries);
+  EXPECT_TRUE(first->rank_canaries);
+  EXPECT_TRUE(canary->extract);
+  EXPECT_FALSE(first->extract);
+  EXPECT_THAT(ExposureRunSpecFor(TaskOf(spec, exposure::kReplicateRole, 6)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("task.index")));
+
+  v1::AuditSpec single = SweepSpec();
+  EXPECT_THAT(ExposureRunSpecFor(TaskOf(single, exposure::kReplicateRole, 0)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("task.role")));
 }
 
 TEST(ExposureTaskTest, BadEpochsOrLearningRateNameTheSweepField) {

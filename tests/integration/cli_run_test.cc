@@ -83,6 +83,39 @@ TEST(CliRunTest, TwoRunsWithTheSameSeedPrintIdenticalNumbers) {
   EXPECT_THAT(html.str(), HasSubstr("<h2>Warnings</h2>"));
   EXPECT_THAT(html.str(), HasSubstr("tiny-cli"));
   EXPECT_TRUE(std::ifstream(dir + "/csv/attacks.csv").good());
+  // The per-example data archived beside results.json, the same for the same
+  // spec and seed, exports with no service too; NumPy recomputes every
+  // attack's AUC from it alone.
+  EXPECT_EQ(Slurp(dir + "/one/per_example.pb"), Slurp(dir + "/two/per_example.pb"));
+  Output exported = Shell(absl::StrCat("MEMAUDIT_COORDINATOR=127.0.0.1:1 ", Memaudit(), " report ",
+                                       dir, "/one/results.json --export ", dir, "/arrays --npz ",
+                                       dir, "/arrays.npz"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.text;
+  EXPECT_TRUE(std::ifstream(dir + "/arrays/schema.json").good());
+  EXPECT_TRUE(std::ifstream(dir + "/arrays/keep.csv").good());
+  std::ofstream(dir + "/auc.py") << R"PY(
+import json, sys, numpy as np
+z = np.load(sys.argv[1])
+results = json.load(open(sys.argv[2]))
+truth = z['keep'][z['target_model']]
+for a in results['attacks']:
+    s = z['score_' + a['attack'].lower()]
+    m, n = s[truth == 1], s[truth == 0]
+    auc = ((m[:, None] > n[None, :]).sum() + 0.5 * (m[:, None] == n[None, :]).sum()) / (m.size * n.size)
+    print(a['attack'].lower(), 'agrees' if abs(auc - a['auc']) < 1e-12 else f'{auc} != {a["auc"]}')
+)PY";
+  Output numpy = Shell(absl::StrCat("/usr/bin/python3 ", dir, "/auc.py ", dir, "/arrays.npz ", dir,
+                                    "/one/results.json"));
+  ASSERT_EQ(numpy.exit_code, 0) << numpy.text;
+  EXPECT_EQ(numpy.text,
+            "lira_online_fixed_variance agrees\nlira_offline_fixed_variance agrees\nrmia agrees\n"
+            "loss agrees\n");
+  // Without the archive, the export says which file it needs.
+  Output no_archive = Shell(absl::StrCat(Memaudit(), " report ", dir, "/one.json --export ", dir,
+                                         "/nothing"));
+  EXPECT_EQ(no_archive.exit_code, 2) << no_archive.text;
+  EXPECT_THAT(no_archive.text, HasSubstr("per_example.pb"));
+
   // Something else than a results document is refused, naming the file.
   Output wrong = Shell(absl::StrCat(Memaudit(), " report ", spec));
   EXPECT_EQ(wrong.exit_code, 2) << wrong.text;

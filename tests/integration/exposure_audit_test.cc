@@ -304,6 +304,113 @@ TEST_F(ExposureAuditTest, KilledWorkerMidCanaryModelReproducesTheUndisturbedResu
       << "a re-leased canary model must reproduce its signals bit for bit";
 }
 
+class ExposureReplicatesAuditTest : public ClusterTest {
+ protected:
+  // Submits `spec`, waits for it to succeed and fetches its results.
+  void RunAudit(const v1::AuditSpec& spec, uint32_t tasks, v1::Audit* audit,
+                v1::AuditResults* results) {
+    auto submitted = client_->Submit(spec);
+    MEMAUDIT_ASSERT_OK(submitted);
+    EXPECT_EQ(submitted->tasks(), tasks);
+    *audit = WaitForEnd(submitted->audit_id());
+    ASSERT_EQ(audit->state(), v1::SUCCEEDED) << audit->error();
+    auto r = client_->Report(submitted->audit_id());
+    MEMAUDIT_ASSERT_OK(r);
+    ASSERT_TRUE(r->complete());
+    *results = *std::move(r);
+  }
+};
+
+// replicates: 3 trains the canary model from three seeds: replicate 0 is the
+// audit without replicates bit for bit, each group's interval holds its
+// mean across replicates, and the same seed gives the same numbers.
+TEST_F(ExposureReplicatesAuditTest, ReplicateZeroIsTheSingleRunAndTheIntervalHoldsTheMean) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  v1::Audit single_audit, audit, again_audit;
+  v1::AuditResults single, results, again;
+  ASSERT_NO_FATAL_FAILURE(RunAudit(TinyExposureSpec(), 1, &single_audit, &single));
+  v1::AuditSpec spec = TinyExposureSpec();
+  spec.mutable_exposure()->set_replicates(3);
+  ASSERT_NO_FATAL_FAILURE(RunAudit(spec, 3, &audit, &results));
+  EXPECT_EQ(audit.steps_total(), 3 * single_audit.steps_total());
+  EXPECT_EQ(results.models(), 3u);
+
+  // Without what replication adds, the exposure results are the single run's.
+  const v1::ExposureResults& x = results.exposure();
+  v1::ExposureResults replicate0 = x;
+  replicate0.clear_replicates();
+  for (v1::ExposureByRepeats& g : *replicate0.mutable_by_repeats()) g.clear_across_replicates();
+  EXPECT_EQ(replicate0.SerializeAsString(), single.exposure().SerializeAsString());
+  EXPECT_FALSE(single.exposure().has_replicates());
+
+  ASSERT_EQ(x.replicates().count(), 3u);
+  ASSERT_EQ(x.replicates().models_size(), 3);
+  bool differ = false;
+  for (int i = 0; i < x.canaries_size(); ++i) {
+    EXPECT_EQ(x.replicates().models(0).px_bits(i), x.canaries(i).px_bits());
+    EXPECT_EQ(x.replicates().models(0).exposure(i), x.canaries(i).exposure());
+    differ = differ || x.replicates().models(1).px_bits(i) != x.canaries(i).px_bits();
+  }
+  EXPECT_TRUE(differ) << "replicate 1 trains from another seed";
+  for (const v1::ExposureByRepeats& g : x.by_repeats()) {
+    SCOPED_TRACE(absl::StrCat("x", g.repeats()));
+    const v1::ExposureAcrossReplicates& a = g.across_replicates();
+    EXPECT_EQ(a.replicates(), 3u);
+    ASSERT_TRUE(a.has_exposure());
+    ASSERT_TRUE(a.has_sampled_exposure());
+    double sum = 0;
+    for (const v1::ExposureReplicate& m : x.replicates().models()) {
+      double group = 0;
+      int n = 0;
+      for (int i = 0; i < x.canaries_size(); ++i) {
+        if (x.canaries(i).repeats() != g.repeats()) continue;
+        group += m.exposure(i);
+        ++n;
+      }
+      sum += group / n;
+    }
+    EXPECT_NEAR(a.exposure().mean(), sum / 3, 1e-12);
+    for (const v1::TrialMean* m : {&a.exposure(), &a.sampled_exposure()}) {
+      EXPECT_LE(m->low(), m->mean());
+      EXPECT_LE(m->mean(), m->high());
+    }
+    EXPECT_GE(a.exposure().low(), 0);
+    EXPECT_LE(a.exposure().high(), x.log2_space());
+  }
+  EXPECT_TRUE(results.warnings().empty());
+
+  // Shown in the table, the report, the CSV and the gauges.
+  EXPECT_THAT(cli::ResultsTable(results), HasSubstr("exposure across 3 replicates"));
+  EXPECT_THAT(cli::ResultsTable(single), ::testing::Not(HasSubstr("replicates")));
+  EXPECT_THAT(cli::HtmlReport(audit, results), HasSubstr("Exposure across 3 replicates"));
+  const std::string csv_dir = dir_ + "/replicates-csv";
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(results, csv_dir));
+  const std::string csv = Slurp(csv_dir + "/exposure_replicates.csv");
+  EXPECT_THAT(csv, HasSubstr(",base,40,exact,3,"));
+  const std::string per_model = Slurp(csv_dir + "/exposure_replicate_canaries.csv");
+  EXPECT_EQ(std::count(per_model.begin(), per_model.end(), '\n'), 1 + 3 * x.canaries_size());
+  const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
+  for (const char* family :
+       {"memaudit_exposure_replicated_log2", "memaudit_exposure_replicated_low_log2",
+        "memaudit_exposure_replicated_high_log2"}) {
+    EXPECT_TRUE(HasSeries(metrics, family,
+                          {{"audit", results.audit_id()},
+                           {"estimator", "exact"},
+                           {"insertions", "40"},
+                           {"variant", "base"}}))
+        << family;
+  }
+  if (access(kPromtoolBinary, X_OK) == 0) {
+    const PromtoolLint lint = RunPromtool(dir_, "exposure-replicates-scorer", metrics);
+    EXPECT_EQ(lint.exit_code, 0) << lint.output;
+    EXPECT_EQ(lint.output, "");
+  }
+
+  // The same seed, the same numbers.
+  ASSERT_NO_FATAL_FAILURE(RunAudit(spec, 3, &again_audit, &again));
+  EXPECT_EQ(Numbers(again), Numbers(results));
+}
+
 TEST_F(ExposureAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
   v1::AuditSpec spec = TinyExposureSpec();
@@ -327,6 +434,12 @@ TEST_F(ExposureAuditTest, BadSpecIsRefusedWithTheFieldNamed) {
   EXPECT_THAT(std::string(refused.status().message()),
               HasSubstr("exposure.sweep[1].learning_rate: must be > 0 (got -1)"));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("exposure.reference_models"));
+  v1::AuditSpec replicated = TinyExposureSpec();
+  replicated.mutable_exposure()->set_replicates(17);
+  refused = client_->Submit(replicated);
+  ASSERT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("exposure.replicates: must be in [1, 16] (got 17)"));
 }
 
 }  // namespace

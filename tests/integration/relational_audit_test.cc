@@ -69,6 +69,16 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
   EXPECT_GT(final.rm_norm(), first.rm_norm());
   EXPECT_LE(final.success_val(), 0.125) << "unseen names give their number away only by chance";
   EXPECT_GT(final.clean_train(), final.clean_val());
+  // Every number with its 95% interval; the final RM_norm's is clear of 0.
+  for (const v1::RelationalPoint& p : r.curves(0).points()) {
+    EXPECT_LE(p.success_train_low(), p.success_train()) << p.step() << " " << p.metric();
+    EXPECT_GE(p.success_train_high(), p.success_train()) << p.step() << " " << p.metric();
+    EXPECT_LE(p.success_val_low(), p.success_val()) << p.step() << " " << p.metric();
+    EXPECT_GE(p.success_val_high(), p.success_val()) << p.step() << " " << p.metric();
+    EXPECT_LE(p.rm_norm_low(), p.rm_norm()) << p.step() << " " << p.metric();
+    EXPECT_GE(p.rm_norm_high(), p.rm_norm()) << p.step() << " " << p.metric();
+  }
+  EXPECT_GT(final.rm_norm_low(), 0.0);
 
   // The gauge, lint-clean.
   const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
@@ -76,6 +86,9 @@ TEST_F(RelationalAuditTest, PhoneBookIsMemorizedAndTheCurveFillsInWhileTraining)
       metrics, "memaudit_relational_rm_norm_ratio",
       {{"audit", submitted->audit_id()}, {"metric", "exact_match"}, {"variant", "units=64"}}))
       << metrics;
+  EXPECT_TRUE(HasSeries(
+      metrics, "memaudit_relational_rm_norm_low_ratio",
+      {{"audit", submitted->audit_id()}, {"metric", "exact_match"}, {"variant", "units=64"}}));
   if (access(kPromtoolBinary, X_OK) == 0) {
     const PromtoolLint lint = RunPromtool(dir_, "relational-scorer", metrics);
     EXPECT_EQ(lint.exit_code, 0) << lint.output;

@@ -136,6 +136,7 @@ TEST_F(TeamsTest, ATeamCannotSeeWatchCancelOrReadAnotherTeamsAudit) {
   hidden(beta_->Watch(mine, [](const v1::AuditEvent&) { return true; }), "Watch");
   hidden(beta_->Cancel(mine).status(), "Cancel");
   hidden(beta_->Report(mine).status(), "GetReport");
+  hidden(beta_->Export(mine).status(), "Export");
   EXPECT_THAT(Ids(beta_->List(100)), ElementsAre(theirs));
   EXPECT_THAT(Ids(client_->List(100)), ElementsAre(mine));
   // Beta's Cancel changed nothing.
@@ -145,6 +146,7 @@ TEST_F(TeamsTest, ATeamCannotSeeWatchCancelOrReadAnotherTeamsAudit) {
   EXPECT_THAT(client_->Get(theirs), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(client_->Cancel(theirs), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(client_->Report(theirs), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(client_->Export(theirs), StatusIs(absl::StatusCode::kNotFound));
 
   // The administrator sees both.
   EXPECT_THAT(Ids(admin_->List(100)), ElementsAre(theirs, mine));

@@ -128,13 +128,23 @@ TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
     EXPECT_LE(a.auc_low(), a.auc()) << a.feature();
     EXPECT_GE(a.auc_high(), a.auc()) << a.feature();
     EXPECT_LT(a.auc_low(), a.auc_high()) << a.feature();
+    if (a.feature() == "baseline") continue;
+    // And DegCount / DegRate with theirs (Clopper–Pearson, paired t).
+    EXPECT_LE(a.deg_count_low(), a.deg_count()) << a.feature();
+    EXPECT_GE(a.deg_count_high(), a.deg_count()) << a.feature();
+    EXPECT_LT(a.deg_count_low(), a.deg_count_high()) << a.feature();
+    EXPECT_LE(a.deg_rate_low(), a.deg_rate()) << a.feature();
+    EXPECT_GE(a.deg_rate_high(), a.deg_rate()) << a.feature();
   }
+  EXPECT_THAT(metrics, HasSubstr("memaudit_unlearning_degcount_low_ratio{audit="));
+  EXPECT_THAT(metrics, HasSubstr("memaudit_unlearning_degrate_high_ratio{audit="));
   // The CLI's renderings.
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("sorted_diff"));
   EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("Unlearning attack"));
   const std::string csv_dir = dir_ + "/csv";
   MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   const std::string csv = Slurp(csv_dir + "/unlearning_attacks.csv");
+  EXPECT_THAT(csv, HasSubstr("deg_count_low,deg_count_high,deg_rate_low,deg_rate_high\n"));
   EXPECT_THAT(csv,
               HasSubstr(absl::StrCat(submitted->audit_id(), ",none,sorted_diff,random_forest,")));
 }

@@ -7,7 +7,7 @@ tree: they follow the protos they were generated from.
 """
 
 try:
-    from memaudit.v1 import audit_pb2, audit_pb2_grpc, results_pb2, spec_pb2
+    from memaudit.v1 import audit_pb2, audit_pb2_grpc, export_pb2, results_pb2, spec_pb2
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError(
         "memaudit_client needs the Python modules generated from proto/memaudit/v1 "
@@ -16,4 +16,4 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         f"(see docs/python-client.md); import failed with: {error}"
     ) from error
 
-__all__ = ["audit_pb2", "audit_pb2_grpc", "results_pb2", "spec_pb2"]
+__all__ = ["audit_pb2", "audit_pb2_grpc", "export_pb2", "results_pb2", "spec_pb2"]

@@ -8,7 +8,7 @@ import time
 import grpc
 from google.protobuf import json_format
 
-from ._proto import audit_pb2, audit_pb2_grpc
+from ._proto import audit_pb2, audit_pb2_grpc, export_pb2
 from .convert import to_dict, to_json
 from .errors import MemauditError
 from .spec import to_spec
@@ -18,6 +18,10 @@ from .spec import to_spec
 MAX_MESSAGE_BYTES = 256 << 20
 # Deadline of one unary call, as the CLI's.
 CALL_TIMEOUT_S = 30.0
+# Deadline of an export: the scorer recomputes every score, as the CLI's.
+EXPORT_TIMEOUT_S = 600.0
+# NumPy's type of each ExportDtype.
+_EXPORT_DTYPES = {1: "float64", 2: "uint8", 3: "int64"}
 # How long a dropped Watch is resumed for without news, as the CLI's.
 WATCH_RECONNECT_S = 30.0
 
@@ -363,3 +367,43 @@ class Client:
             with open(json_path, "w", encoding="utf-8") as f:
                 f.write(to_json(results))
         return to_dict(results)
+
+    def export(self, audit_id, timeout=None):
+        """The audit's per-example data (docs/export.md) as a dict from array
+        name to numpy.ndarray, each with the shape and dtype the export
+        states, e.g. {"keep": uint8[models, examples], "phi": ...,
+        "score_lira_online": float64[targets, examples]}. Raises
+        MemauditError FAILED_PRECONDITION before the audit is scored."""
+        return {a["name"]: a["array"] for a in self.export_arrays(audit_id, timeout)}
+
+    def export_arrays(self, audit_id, timeout=None):
+        """As `export`, each array with its schema: a list of dicts with
+        name, axes, shape, dtype, description and array (numpy.ndarray)."""
+        import numpy  # only exports need it (Debian: python3-numpy)
+
+        request = export_pb2.ExportRequest(audit_id=audit_id)
+        out = []
+        try:
+            for piece in self._stub.Export(request, timeout=timeout or EXPORT_TIMEOUT_S):
+                if piece.offset == 0:
+                    out.append(
+                        {
+                            "name": piece.name,
+                            "axes": list(piece.axes),
+                            "shape": tuple(piece.shape),
+                            "dtype": _EXPORT_DTYPES.get(piece.dtype, "float64"),
+                            "description": piece.description,
+                            "values": [],
+                        }
+                    )
+                elif not out or out[-1]["name"] != piece.name:
+                    raise MemauditError(
+                        grpc.StatusCode.INTERNAL, f"export: a piece of {piece.name} out of order"
+                    )
+                out[-1]["values"].append(numpy.array(piece.values, dtype=numpy.float64))
+        except grpc.RpcError as error:
+            raise MemauditError.from_rpc_error(error, self.address) from None
+        for a in out:
+            values = numpy.concatenate(a.pop("values")) if a["values"] else numpy.zeros(0)
+            a["array"] = values.astype(a["dtype"]).reshape(a["shape"])
+        return out

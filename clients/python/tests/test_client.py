@@ -283,6 +283,28 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(written["members"], str(report["members"]))
         self.assertEqual([a["auc"] for a in written["attacks"]], [a["auc"] for a in report["attacks"]])
 
+        # The per-example data as NumPy arrays: the AUC follows from the
+        # exported scores and the keep-matrix alone.
+        arrays = client.export(audit_id)
+        keep = arrays["keep"]
+        self.assertEqual(keep.shape, (TINY_MODELS, TINY_POOL))
+        self.assertEqual(str(keep.dtype), "uint8")
+        self.assertEqual(arrays["phi"].shape, (TINY_MODELS, TINY_POOL))
+        targets = arrays["target_model"]
+        for attack in report["attacks"]:
+            with self.subTest(export=attack["attack"]):
+                scores = arrays["score_" + attack["attack"].lower()]
+                truth = keep[targets]
+                members, non_members = scores[truth == 1], scores[truth == 0]
+                # Mann-Whitney with mid-ranks, ties counted 1/2.
+                greater = (members[:, None] > non_members[None, :]).sum()
+                ties = (members[:, None] == non_members[None, :]).sum()
+                auc = (greater + 0.5 * ties) / (members.size * non_members.size)
+                self.assertAlmostEqual(auc, attack["auc"], places=12)
+        with self.assertRaises(memaudit_client.MemauditError) as missing:
+            client.export("a-00000000000000000000000000000000")
+        self.assertEqual(missing.exception.code, grpc.StatusCode.NOT_FOUND)
+
         listed = {a["audit_id"]: a for a in client.list()}
         self.assertIn(audit_id, listed)
         self.assertEqual(listed[audit_id]["state"], "SUCCEEDED")

@@ -1,0 +1,229 @@
+#include "scoring/balanced_accuracy_interval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/seeding.h"
+#include "common/status_macros.h"
+#include "scoring/validation.h"
+
+namespace memaudit::scoring {
+namespace {
+
+constexpr uint32_t kMemberBit = 1u << 31;
+constexpr uint32_t kGroupEndBit = 1u << 30;
+constexpr uint32_t kClusterMask = kGroupEndBit - 1;
+
+absl::Status CheckInputs(absl::Span<const double> scores, absl::Span<const uint8_t> is_member,
+                         absl::Span<const uint32_t> cluster, uint32_t clusters, uint32_t resamples,
+                         double confidence) {
+  MEMAUDIT_RETURN_IF_ERROR(CheckLabeledScores(scores, is_member));
+  if (cluster.size() != scores.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster must have one entry per pair (got ",
+                                                   cluster.size(), " for ", scores.size(), ")"));
+  }
+  if (clusters > kClusterMask) {
+    return absl::InvalidArgumentError(absl::StrCat("clusters = ", clusters, " is too many"));
+  }
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    if (cluster[i] >= clusters) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster[", i, "] = ", cluster[i], " is not < clusters = ", clusters));
+    }
+  }
+  if (resamples == 0) return absl::InvalidArgumentError("resamples must be >= 1");
+  if (!(confidence > 0 && confidence < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("confidence must be in (0, 1) (got ", confidence, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// The pairs in decreasing score order, each as its dense cluster index
+// with a member bit and a bit on the last pair of each tie group (the ROC's
+// points, where a threshold can fall), and each cluster's class counts.
+struct SortedPairs {
+  std::vector<uint32_t> code;
+  std::vector<int64_t> members, non_members;  // per dense cluster
+};
+
+SortedPairs Sort(absl::Span<const double> scores, absl::Span<const uint8_t> is_member,
+                 absl::Span<const uint32_t> cluster, uint32_t clusters) {
+  // Dense indices for the non-empty clusters: only they are resampled.
+  std::vector<uint32_t> dense(clusters, kClusterMask);
+  SortedPairs out;
+  for (uint32_t c : cluster) {
+    if (dense[c] != kClusterMask) continue;
+    dense[c] = static_cast<uint32_t>(out.members.size());
+    out.members.push_back(0);
+    out.non_members.push_back(0);
+  }
+  const size_t n = scores.size();
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return scores[a] > scores[b]; });
+  out.code.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t i = order[k];
+    const uint32_t d = dense[cluster[i]];
+    (is_member[i] ? out.members : out.non_members)[d] += 1;
+    const bool end = k + 1 == n || scores[order[k + 1]] != scores[i];
+    out.code[k] = d | (is_member[i] ? kMemberBit : 0) | (end ? kGroupEndBit : 0);
+  }
+  return out;
+}
+
+// The deviations of one resample's curve J*(τ) = TPR* − FPR* from the
+// data's J(τ), at ROC points τ (the origin included, where both are 0).
+struct Deviations {
+  double selected = 0;  // at the resample's own maximizer τ̂*
+  double at = 0;        // at the data's maximizer τ̂
+  double min = 0;       // inf over τ; computed only when asked for
+};
+
+// With cluster d counted weight[d] times; false when the weights leave a
+// class empty. `best` indexes the data's maximizing ROC point among the
+// tie-group ends, -1 for the origin. This pass is the interval's whole
+// cost (resamples × pairs), so it stays in integers: the maximizer of
+// TPR* − FPR* is that of tp·N − fp·P.
+bool ResampleDeviations(const SortedPairs& pairs, const std::vector<double>& curve, int64_t best,
+                        bool with_min, const std::vector<int64_t>& weight, Deviations* out) {
+  int64_t positives = 0, negatives = 0;
+  for (size_t d = 0; d < weight.size(); ++d) {
+    positives += weight[d] * pairs.members[d];
+    negatives += weight[d] * pairs.non_members[d];
+  }
+  if (positives == 0 || negatives == 0) return false;
+  const double p = static_cast<double>(positives), q = static_cast<double>(negatives);
+  auto j_at = [&](int64_t tp, int64_t fp) {
+    return static_cast<double>(tp) / p - static_cast<double>(fp) / q;
+  };
+  Deviations dev;
+  int64_t tp = 0, fp = 0, g = 0;
+  int64_t top = 0, top_g = -1;  // the origin's 0 first
+  int64_t at_tp = 0, at_fp = 0;
+  for (const uint32_t c : pairs.code) {
+    // Branch-free: in score order the classes alternate at random, and a
+    // mispredicted branch per pair would cost more than the rest.
+    const int64_t w = weight[c & kClusterMask];
+    const int64_t member = -static_cast<int64_t>(c >> 31);  // all ones for a member
+    tp += w & member;
+    fp += w & ~member;
+    if (c & kGroupEndBit) {
+      const int64_t score = tp * negatives - fp * positives;
+      if (score > top) {  // the first (highest) threshold reaching the max
+        top = score;
+        top_g = g;
+      }
+      if (g == best) {
+        at_tp = tp;
+        at_fp = fp;
+      }
+      if (with_min) dev.min = std::min(dev.min, j_at(tp, fp) - curve[g]);
+      ++g;
+    }
+  }
+  if (top_g >= 0) dev.selected = static_cast<double>(top) / (p * q) - curve[top_g];
+  if (best >= 0) dev.at = j_at(at_tp, at_fp) - curve[best];
+  *out = dev;
+  return true;
+}
+
+// numpy.percentile's default: linear between the order statistics.
+double Percentile(const std::vector<double>& sorted, double q) {
+  const double at = q * static_cast<double>(sorted.size() - 1);
+  const size_t below = static_cast<size_t>(std::floor(at));
+  const size_t above = std::min(below + 1, sorted.size() - 1);
+  return sorted[below] + (at - static_cast<double>(below)) * (sorted[above] - sorted[below]);
+}
+
+// The data's J(τ) = TPR − FPR at each tie-group end, in order, and its
+// balanced accuracy computed as BalancedAccuracy(RocCurve) does, so the two
+// agree to the bit.
+struct DataCurve {
+  std::vector<double> j;
+  double balanced_accuracy = 0.5;
+};
+
+DataCurve Curve(const SortedPairs& pairs) {
+  int64_t positives = 0, negatives = 0;
+  for (size_t d = 0; d < pairs.members.size(); ++d) {
+    positives += pairs.members[d];
+    negatives += pairs.non_members[d];
+  }
+  const double p = static_cast<double>(positives), q = static_cast<double>(negatives);
+  DataCurve out;
+  int64_t tp = 0, fp = 0;
+  for (const uint32_t c : pairs.code) {
+    ++((c & kMemberBit) ? tp : fp);
+    if (c & kGroupEndBit) {
+      const double tpr = static_cast<double>(tp) / p, fpr = static_cast<double>(fp) / q;
+      out.j.push_back(tpr - fpr);
+      out.balanced_accuracy = std::max(out.balanced_accuracy, 0.5 * (tpr + 1.0 - fpr));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const double> scores,
+                                                           absl::Span<const uint8_t> is_member,
+                                                           absl::Span<const uint32_t> cluster,
+                                                           uint32_t clusters, uint64_t seed,
+                                                           uint32_t resamples, double confidence) {
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckInputs(scores, is_member, cluster, clusters, resamples, confidence));
+  const SortedPairs pairs = Sort(scores, is_member, cluster, clusters);
+  const uint32_t used = static_cast<uint32_t>(pairs.members.size());
+  if (used < 2) {
+    return absl::InvalidArgumentError("a bootstrap needs pairs in at least 2 clusters");
+  }
+  // The data's curve and its maximizer: the first (highest) threshold
+  // that reaches the max, -1 when no threshold beats the origin.
+  const DataCurve data = Curve(pairs);
+  const std::vector<double>& curve = data.j;
+  int64_t best = -1;
+  double j_hat = 0;
+  for (size_t g = 0; g < curve.size(); ++g) {
+    if (curve[g] > j_hat) {
+      j_hat = curve[g];
+      best = static_cast<int64_t>(g);
+    }
+  }
+  SplitMix64 rng(seed);
+  std::vector<int64_t> weight(used);
+  std::vector<double> above, below;  // the low and the high end's deviations
+  above.reserve(resamples);
+  below.reserve(resamples);
+  for (uint32_t b = 0; b < resamples; ++b) {
+    std::fill(weight.begin(), weight.end(), 0);
+    for (uint32_t k = 0; k < used; ++k) ++weight[rng.Uniform(used)];
+    Deviations dev;
+    if (!ResampleDeviations(pairs, curve, best, /*with_min=*/best < 0, weight, &dev)) continue;
+    above.push_back(dev.selected);
+    // Without a maximizer to hold on to, the whole curve's lower deviation.
+    below.push_back(best >= 0 ? dev.at : dev.min);
+  }
+  BootstrapInterval out;
+  out.estimate = data.balanced_accuracy;
+  out.resamples_used = static_cast<uint32_t>(above.size());
+  if (above.empty()) {
+    out.interval = {0.5, 1.0};  // no resample had both classes: nothing to go on
+    return out;
+  }
+  std::sort(above.begin(), above.end());
+  std::sort(below.begin(), below.end());
+  const double alpha = 1.0 - confidence;
+  // Balanced accuracy = (1 + J) / 2, so deviations in J halve.
+  const double ba = data.balanced_accuracy;
+  out.interval = {std::max(0.5, ba - 0.5 * Percentile(above, 1.0 - alpha / 2)),
+                  std::min(1.0, std::max(ba, ba - 0.5 * Percentile(below, alpha / 2)))};
+  return out;
+}
+
+}  // namespace memaudit::scoring

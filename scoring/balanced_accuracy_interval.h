@@ -1,0 +1,59 @@
+// A confidence interval for the balanced accuracy BA = (1 + J) / 2, J the
+// max over thresholds τ of J(τ) = TPR(τ) − FPR(τ), of pooled membership
+// scores whose pairs come in clusters (an example's pairs across target
+// models are correlated, as in auc_interval.h).
+//
+// A max over thresholds is biased upward (the best threshold is chosen on
+// the same data) and its percentile bootstrap undercovers: 74–86% for a
+// nominal 95% at a few hundred examples, 0% when the scores carry no
+// signal. So each end bounds its own side, τ̂ the data's maximizer and τ*
+// the population's:
+// - low: Ĵ − J <= Ĵ(τ̂) − J(τ̂), the optimism at the chosen threshold. The
+//   bootstrap repeats the choice: its 97.5% quantile is estimated by that
+//   of J*(τ̂*) − Ĵ(τ̂*), τ̂* each resample's own maximizer.
+// - high: J − Ĵ <= J(τ*) − Ĵ(τ*), one threshold's deviation, estimated at
+//   τ̂ by the 2.5% quantile of J*(τ̂) − Ĵ(τ̂) (of the whole curve's
+//   infimum when no threshold beats chance).
+// Coverage in the tests: 93–98% on independent, clustered and signal-free
+// scores. Seeded: the same inputs and seed give the same interval.
+#ifndef MEMAUDIT_SCORING_BALANCED_ACCURACY_INTERVAL_H_
+#define MEMAUDIT_SCORING_BALANCED_ACCURACY_INTERVAL_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "scoring/intervals.h"
+
+namespace memaudit::scoring {
+
+// Each resample is one pass over the sorted pairs: 500 keep a 6-attack
+// audit of 64,000 pairs at about half a second on one core, while the 2.5% and
+// 97.5% quantiles (12 resamples beyond each) move between seeds by a small
+// part of the interval's width.
+inline constexpr uint32_t kBalancedAccuracyResamples = 500;
+
+struct BootstrapInterval {
+  double estimate = 0.5;  // BalancedAccuracy(ComputeRoc(scores, is_member)), to the bit
+  Interval interval;      // holds the estimate, within [0.5, 1]
+  // Resamples that held both classes; the others have no balanced accuracy
+  // and are left out (none when every cluster holds both, as in a
+  // membership audit).
+  uint32_t resamples_used = 0;
+};
+
+// Pair i belongs to cluster[i] (< clusters). Each resample draws as many
+// clusters as are non-empty, uniformly with replacement, from SplitMix64
+// seeded with `seed`; quantiles interpolate linearly between order
+// statistics (numpy's default). The scores are sorted once; each resample
+// is one O(pairs) pass with the clusters' multiplicities as weights. Needs matching lengths, no NaN
+// score, both classes present, at least 2 non-empty clusters, resamples >= 1 and 0 < confidence
+// < 1.
+absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(
+    absl::Span<const double> scores, absl::Span<const uint8_t> is_member,
+    absl::Span<const uint32_t> cluster, uint32_t clusters, uint64_t seed,
+    uint32_t resamples = kBalancedAccuracyResamples, double confidence = 0.95);
+
+}  // namespace memaudit::scoring
+
+#endif  // MEMAUDIT_SCORING_BALANCED_ACCURACY_INTERVAL_H_
