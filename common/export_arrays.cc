@@ -44,7 +44,7 @@ bool RepresentableAs(double v, v1::ExportDtype dtype) {
 }  // namespace
 
 v1::ExportArray MakeExportArray(std::string name, std::vector<std::string> axes,
-                                std::vector<uint64_t> shape, v1::ExportDtype dtype,
+                                const std::vector<uint64_t>& shape, v1::ExportDtype dtype,
                                 std::string description, std::vector<double> values) {
   v1::ExportArray a;
   a.set_name(std::move(name));
@@ -116,7 +116,7 @@ absl::Status ExportAssembler::StartArray(const v1::ExportArray& piece) {
   return absl::OkStatus();
 }
 
-absl::Status ExportAssembler::Add(v1::ExportArray piece) {
+absl::Status ExportAssembler::Add(const v1::ExportArray& piece) {
   const bool continues = !arrays_.empty() && arrays_.back().name() == piece.name() &&
                          static_cast<uint64_t>(arrays_.back().values_size()) < expected_;
   if (continues) {

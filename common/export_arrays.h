@@ -26,7 +26,7 @@ inline constexpr size_t kMaxExportNameBytes = 64;
 
 // A whole array. `values` must hold the product of `shape` elements.
 v1::ExportArray MakeExportArray(std::string name, std::vector<std::string> axes,
-                                std::vector<uint64_t> shape, v1::ExportDtype dtype,
+                                const std::vector<uint64_t>& shape, v1::ExportDtype dtype,
                                 std::string description, std::vector<double> values);
 
 // `whole` as pieces of at most `max_values` values (one piece for an empty
@@ -40,7 +40,7 @@ class ExportAssembler {
   // INVALID_ARGUMENT (naming the array and the field) for a piece that is not
   // the next one of the current array or the first of a new one, a bad name,
   // shape or value, or one past the limits above.
-  absl::Status Add(v1::ExportArray piece);
+  absl::Status Add(const v1::ExportArray& piece);
   // The arrays; INVALID_ARGUMENT when the last one is incomplete.
   absl::StatusOr<std::vector<v1::ExportArray>> Finish() &&;
 

@@ -145,9 +145,9 @@ TEST_F(ScorerTest, ExportsThePerExampleDataOfScoredAuditsOnly) {
   MEMAUDIT_ASSERT_OK(arrays);
   std::vector<std::string> names;
   for (const v1::ExportArray& a : *arrays) names.push_back(a.name());
-  EXPECT_THAT(names, ::testing::ElementsAre("keep", "phi", "loss", "target_model",
-                                            "score_lira_online", "score_lira_offline",
-                                            "score_loss", "dataset_index"));
+  EXPECT_THAT(names,
+              ::testing::ElementsAre("keep", "phi", "loss", "target_model", "score_lira_online",
+                                     "score_lira_offline", "score_loss", "dataset_index"));
   // phi as it was ingested, row by row.
   const v1::Observation phi = Observe(5, "phi");
   EXPECT_EQ((*arrays)[1].values(5 * kPool + 7), phi.values(7));
