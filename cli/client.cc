@@ -129,7 +129,7 @@ absl::StatusOr<std::vector<v1::ExportArray>> Client::Export(const std::string& a
   v1::ExportArray piece;
   absl::Status bad;
   while (reader->Read(&piece)) {
-    bad = assembler.Add(std::move(piece));
+    bad = assembler.Add(piece);
     if (!bad.ok()) {
       ctx.TryCancel();
       break;

@@ -30,6 +30,11 @@ std::string Sampled(const v1::CanaryResult& c) {
   return absl::StrFormat("%s%.2f", c.sampled_lower_bound() ? ">=" : "", c.sampled_exposure());
 }
 
+// The sampled estimate's 95% interval (Clopper-Pearson through -log2).
+std::string SampledInterval(const v1::CanaryResult& c) {
+  return absl::StrFormat("[%.2f, %.2f]", c.sampled_exposure_low(), c.sampled_exposure_high());
+}
+
 // Under the baseline model a budget-bounded rank makes the exposure an upper
 // bound.
 std::string Baseline(const v1::CanaryResult& c) {
@@ -116,8 +121,10 @@ std::string CurveTable(const v1::ExposureResults& x) {
 // One model's canary table, exposure by insertions, controls and extraction.
 std::string CanaryTable(const v1::ExposureResults& x) {
   const bool baseline = x.baseline_model(), calibrated = HasCalibration(x);
-  std::string header = absl::StrFormat("%-20s %8s %9s %12s %9s %10s %12s", "secret", "inserted",
-                                       "Px bits", "rank", "exposure", "sampled", "extrapolated");
+  const bool sampled = HasEstimator(x, "sampled");
+  std::string header = absl::StrFormat(
+      "%-20s %8s %9s %12s %9s %10s %s%12s", "secret", "inserted", "Px bits", "rank", "exposure",
+      "sampled", sampled ? absl::StrFormat("%16s ", "sampled 95% CI") : "", "extrapolated");
   const bool b_sampled = BaselineSampledColumn(x), b_extrapolated = BaselineExtrapolatedColumn(x);
   const bool calibrated_exact = x.calibrated_exact();
   if (baseline) absl::StrAppend(&header, absl::StrFormat(" %9s", "baseline"));
@@ -127,14 +134,14 @@ std::string CanaryTable(const v1::ExposureResults& x) {
   if (calibrated_exact) absl::StrAppend(&header, absl::StrFormat(" %9s", "cal.exact"));
   std::string out = absl::StrCat(header, "\n", std::string(header.size(), '-'), "\n");
   for (const v1::CanaryResult& c : x.canaries()) {
-    absl::StrAppend(&out,
-                    absl::StrFormat("%-20s %8s %9.2f %12s %9.2f %10s %12s", c.secret(),
-                                    InsertedLabel(c.repeats()), c.px_bits(),
-                                    absl::StrCat(c.exact() ? "" : ">=", c.rank()), c.exposure(),
-                                    HasEstimator(x, "sampled") ? Sampled(c) : "-",
-                                    HasEstimator(x, "extrapolated")
-                                        ? absl::StrFormat("%.2f", c.extrapolated_exposure())
-                                        : "-"));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat(
+            "%-20s %8s %9.2f %12s %9.2f %10s %s%12s", c.secret(), InsertedLabel(c.repeats()),
+            c.px_bits(), absl::StrCat(c.exact() ? "" : ">=", c.rank()), c.exposure(),
+            sampled ? Sampled(c) : "-", sampled ? absl::StrFormat("%16s ", SampledInterval(c)) : "",
+            HasEstimator(x, "extrapolated") ? absl::StrFormat("%.2f", c.extrapolated_exposure())
+                                            : "-"));
     if (baseline) absl::StrAppend(&out, absl::StrFormat(" %9s", Baseline(c)));
     if (b_sampled) absl::StrAppend(&out, absl::StrFormat(" %9s", BaselineSampled(c)));
     if (b_extrapolated) {
@@ -272,12 +279,15 @@ std::string HtmlCanaryTable(const v1::ExposureResults& x) {
       calibrated ? "<th>calibrated</th>" : "",
       calibrated_exact ? "<th>calibrated rank</th><th>calibrated exact</th>" : "", "</tr>");
   for (const v1::CanaryResult& c : x.canaries()) {
-    absl::StrAppend(&html,
-                    absl::StrFormat("<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%s%d</td>"
-                                    "<td>%.3f</td><td>%s</td><td>%.3f</td>",
-                                    HtmlEscape(c.secret()), InsertedLabel(c.repeats()), c.px_bits(),
-                                    c.exact() ? "" : "&ge;", c.rank(), c.exposure(),
-                                    HtmlEscape(Sampled(c)), c.extrapolated_exposure()));
+    absl::StrAppend(
+        &html, absl::StrFormat("<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%s%d</td>"
+                               "<td>%.3f</td><td>%s</td><td>%.3f</td>",
+                               HtmlEscape(c.secret()), InsertedLabel(c.repeats()), c.px_bits(),
+                               c.exact() ? "" : "&ge;", c.rank(), c.exposure(),
+                               HtmlEscape(HasEstimator(x, "sampled")
+                                              ? absl::StrCat(Sampled(c), " ", SampledInterval(c))
+                                              : Sampled(c)),
+                               c.extrapolated_exposure()));
     if (baseline) absl::StrAppend(&html, "<td>", HtmlEscape(Baseline(c)), "</td>");
     if (b_sampled) absl::StrAppend(&html, "<td>", HtmlEscape(BaselineSampled(c)), "</td>");
     if (b_extrapolated) {
@@ -397,7 +407,9 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
       "sampled_lower_bound,extrapolated_exposure,rank_queries,variant,baseline_px_bits,"
       "baseline_rank,baseline_exact,baseline_exposure,calibrated_px_bits,calibrated_exposure,"
       "calibrated_lower_bound,baseline_sampled_exposure,baseline_sampled_lower_bound,"
-      "baseline_extrapolated_exposure,calibrated_rank,calibrated_exact_exposure\n";
+      "baseline_extrapolated_exposure,calibrated_rank,calibrated_exact_exposure,"
+      "sampled_exposure_low,sampled_exposure_high,baseline_sampled_exposure_low,"
+      "baseline_sampled_exposure_high,calibrated_exposure_low,calibrated_exposure_high\n";
   std::string groups =
       "audit_id,repeats,canaries,mean_exposure,median_exposure,mean_sampled_exposure,"
       "mean_extrapolated_exposure,log2_space,variant,mean_baseline_exposure,"
@@ -425,7 +437,8 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
       absl::StrAppend(
           &canaries,
           absl::StrFormat("%s,%s,%u,%.17g,%u,%d,%.17g,%.17g,%d,%.17g,%u,%s,%.17g,%u,%d,%.17g,"
-                          "%.17g,%.17g,%d,%.17g,%d,%.17g,%u,%.17g\n",
+                          "%.17g,%.17g,%d,%.17g,%d,%.17g,%u,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,"
+                          "%.17g\n",
                           r.audit_id(), c.secret(), c.repeats(), c.px_bits(), c.rank(), c.exact(),
                           c.exposure(), c.sampled_exposure(), c.sampled_lower_bound(),
                           c.extrapolated_exposure(), c.rank_queries(), v.name(),
@@ -433,7 +446,10 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
                           c.baseline_exposure(), c.calibrated_px_bits(), c.calibrated_exposure(),
                           c.calibrated_lower_bound(), c.baseline_sampled_exposure(),
                           c.baseline_sampled_lower_bound(), c.baseline_extrapolated_exposure(),
-                          c.calibrated_rank(), c.calibrated_exact_exposure()));
+                          c.calibrated_rank(), c.calibrated_exact_exposure(),
+                          c.sampled_exposure_low(), c.sampled_exposure_high(),
+                          c.baseline_sampled_exposure_low(), c.baseline_sampled_exposure_high(),
+                          c.calibrated_exposure_low(), c.calibrated_exposure_high()));
     }
     for (const v1::ExposureByRepeats& g : vx.by_repeats()) {
       absl::StrAppend(&groups,

@@ -202,7 +202,7 @@ absl::StatusOr<std::vector<v1::ExportArray>> ReadExportFile(const std::string& p
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": piece ", piece_index, " is cut or not an export array"));
     }
-    if (absl::Status s = assembler.Add(std::move(piece)); !s.ok()) {
+    if (absl::Status s = assembler.Add(piece); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
     }
   }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "scoring/intervals.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
@@ -57,6 +59,11 @@ absl::StatusOr<ExposureResult> SampledExposure(absl::Span<const double> referenc
   r.rank = at_most + 1;
   r.exposure = r.log2_space - std::log2(static_cast<double>(r.rank));
   r.lower_bound = at_most == 0;
+  MEMAUDIT_ASSIGN_OR_RETURN(const Interval fraction, ClopperPearson(at_most, reference_px.size()));
+  // At most the estimate: with every reference below the secret the
+  // estimate, log2(|S| / (|S| + 1)), dips just under 0.
+  r.low = std::min(std::max(0.0, -std::log2(fraction.hi)), r.exposure);
+  r.high = fraction.lo > 0 ? -std::log2(fraction.lo) : std::numeric_limits<double>::infinity();
   return r;
 }
 

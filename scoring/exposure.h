@@ -21,6 +21,12 @@ struct ExposureResult {
   // Sampled only: no reference had Px <= the secret's, so the true exposure
   // is at least `exposure` (= log2|S|): report it as "≥ log2|S|".
   bool lower_bound = false;
+  // Sampled only: 95% interval of the exposure S estimates, -log2 of the
+  // fraction of R at most as likely as the secret, from the Clopper-Pearson
+  // interval of that fraction (|{s <= secret}| of |S|). `high` is +infinity
+  // when no reference was as likely: nothing bounds it but log2|R|.
+  double low = 0.0;
+  double high = 0.0;
 };
 
 // Exact exposure over the full candidate space R, given as the Px of every

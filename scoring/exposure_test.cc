@@ -1,6 +1,7 @@
 #include "scoring/exposure.h"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "common/testing/status_matchers.h"
@@ -39,6 +40,29 @@ TEST(SampledExposureTest, PinnedVectors) {
   auto above_all = SampledExposure(refs, 20.0);  // rank 17
   EXPECT_NEAR(above_all->exposure, -0.0875, 5e-5);
   EXPECT_DOUBLE_EQ(above_all->exposure, 4.0 - std::log2(17.0));
+}
+
+// The interval: Clopper-Pearson on |{s <= secret}| of |S| (computed
+// independently by bisection on the binomial CDF), through -log2.
+TEST(SampledExposureTest, IntervalFromTheClopperPearsonFraction) {
+  const std::vector<double> refs = OneToSixteen();
+  auto mid = SampledExposure(refs, 3.5);  // 3 of 16: p in [0.040474, 0.456457]
+  MEMAUDIT_ASSERT_OK(mid);
+  EXPECT_NEAR(mid->low, 1.1314506, 1e-6);
+  EXPECT_NEAR(mid->high, 4.6268702, 1e-6);
+  auto below_all = SampledExposure(refs, 0.0);  // 0 of 16: p in [0, 0.205907]
+  EXPECT_NEAR(below_all->low, 2.2799337, 1e-6);
+  EXPECT_EQ(below_all->high, std::numeric_limits<double>::infinity());
+  // 16 of 16: p in [0.794093, 1]; the interval still holds the estimate,
+  // which dips just below 0.
+  auto above_all = SampledExposure(refs, 20.0);
+  EXPECT_EQ(above_all->low, above_all->exposure);
+  EXPECT_NEAR(above_all->high, 0.3326205, 1e-6);
+  for (double secret : {0.5, 1.0, 2.5, 7.0, 15.5}) {
+    auto e = SampledExposure(refs, secret);
+    EXPECT_LE(e->low, e->exposure) << secret;
+    EXPECT_GE(e->high, e->exposure) << secret;
+  }
 }
 
 TEST(ExactExposureTest, CanaryCountsItselfAndTiesCountAgainstIt) {

@@ -264,6 +264,8 @@ absl::StatusOr<v1::ExposureResults> ScoreCanaryModel(const v1::ExposureAudit& e,
       MEMAUDIT_ASSIGN_OR_RETURN(scoring::ExposureResult s, scoring::SampledExposure(refs, px[i]));
       c->set_sampled_exposure(s.exposure);
       c->set_sampled_lower_bound(s.lower_bound);
+      c->set_sampled_exposure_low(std::min(s.low, log2_space));
+      c->set_sampled_exposure_high(std::min(s.high, log2_space));
     }
     c->set_extrapolated_exposure(!extrapolated ? 0
                                  : fitted      ? scoring::ExtrapolatedExposure(fit, px[i])
@@ -319,6 +321,8 @@ absl::Status AddBaseline(const ModelSignals& signals, const std::vector<std::str
       MEMAUDIT_ASSIGN_OR_RETURN(scoring::ExposureResult b, scoring::SampledExposure(refs, px[i]));
       c->set_baseline_sampled_exposure(b.exposure);
       c->set_baseline_sampled_lower_bound(b.lower_bound);
+      c->set_baseline_sampled_exposure_low(std::min(b.low, out->log2_space()));
+      c->set_baseline_sampled_exposure_high(std::min(b.high, out->log2_space()));
     }
     if (extrapolated) {
       c->set_baseline_extrapolated_exposure(fitted ? scoring::ExtrapolatedExposure(fit, px[i])
@@ -388,6 +392,8 @@ absl::Status AddCalibration(const ModelSignals& canary_model,
                               scoring::SampledExposure(sample, canaries[i]));
     c->set_calibrated_exposure(s.exposure);
     c->set_calibrated_lower_bound(s.lower_bound);
+    c->set_calibrated_exposure_low(std::min(s.low, out->log2_space()));
+    c->set_calibrated_exposure_high(std::min(s.high, out->log2_space()));
   }
   if (!exact_calibration) return absl::OkStatus();
   const std::vector<double>& space = canary_model.at(exposure::kSpacePxBits);

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/forgetting_signals.h"
 #include "common/export_arrays.h"
+#include "common/forgetting_signals.h"
 #include "common/status_macros.h"
 #include "scoring/calibrated_scores.h"
 #include "scoring/forgetting.h"
@@ -542,10 +542,9 @@ void AddTrialMetrics(const std::string& prefix, const std::string& attack,
     for (const scoring::ForgettingCurvePoint& p : curve) {
       for (const scoring::TrialMetrics& m : p.trials) values.push_back(field.get(m));
     }
-    out->push_back(MakeExportArray(absl::StrCat(prefix, field.name), {"point", "trial"},
-                                   {points, trials}, v1::FLOAT64,
-                                   absl::StrCat(attack, ": ", field.description),
-                                   std::move(values)));
+    out->push_back(MakeExportArray(
+        absl::StrCat(prefix, field.name), {"point", "trial"}, {points, trials}, v1::FLOAT64,
+        absl::StrCat(attack, ": ", field.description), std::move(values)));
   }
 }
 
@@ -560,7 +559,8 @@ absl::StatusOr<std::vector<v1::ExportArray>> ExportCanaries(const v1::Forgetting
                                 "clean training steps since the injection", std::move(steps)));
   std::vector<double> repeats;
   const v1::ForgettingCanaries& c = f.canaries();
-  for (int g = 0; g < c.repeats_size(); ++g) repeats.insert(repeats.end(), c.per_group(), c.repeats(g));
+  for (int g = 0; g < c.repeats_size(); ++g)
+    repeats.insert(repeats.end(), c.per_group(), c.repeats(g));
   repeats.resize(canaries, 0);  // the controls
   out.push_back(MakeExportArray("canary_repeats", {"canary"}, {canaries}, v1::INT64,
                                 "copies of the canary in the injection batch; 0 = a control",
@@ -620,8 +620,8 @@ absl::StatusOr<std::vector<v1::ExportArray>> ForgettingExport(const v1::AuditSpe
     values.reserve(points * trials * examples);
     for (const std::vector<TrialSignals>& point : reached.trials) {
       for (const TrialSignals& t : point) {
-        MEMAUDIT_ASSIGN_OR_RETURN(auto scores, ArmScores(f.attack(), t, injected_arm,
-                                                         f.lira_per_example_variance()));
+        MEMAUDIT_ASSIGN_OR_RETURN(
+            auto scores, ArmScores(f.attack(), t, injected_arm, f.lira_per_example_variance()));
         values.insert(values.end(), scores.begin(), scores.end());
       }
     }
@@ -635,8 +635,8 @@ absl::StatusOr<std::vector<v1::ExportArray>> ForgettingExport(const v1::AuditSpe
   MEMAUDIT_ASSIGN_OR_RETURN(auto curve, Curve(f.attack(), f, reached.steps, reached.trials));
   AddTrialMetrics("", f.attack(), curve, trials, &out);
   if (forgetting::Replays(f) || forgetting::LiraAttack(f)) {
-    MEMAUDIT_ASSIGN_OR_RETURN(
-        auto standard, Curve(forgetting::kStandardAttack, f, reached.steps, reached.trials));
+    MEMAUDIT_ASSIGN_OR_RETURN(auto standard,
+                              Curve(forgetting::kStandardAttack, f, reached.steps, reached.trials));
     AddTrialMetrics("standard_", forgetting::kStandardAttack, standard, trials, &out);
   }
   if (f.attack() == forgetting::kLiraOnlineAttack) {
@@ -752,7 +752,8 @@ class Forgetting final : public KindHandler {
                                                         const std::string& audit_id,
                                                         const v1::AuditSpec& spec) const override {
     // Whatever has arrived: the curve covers every point all trials have reached.
-    MEMAUDIT_ASSIGN_OR_RETURN(ForgettingSignals signals, LoadForgettingSignals(store, audit_id, spec));
+    MEMAUDIT_ASSIGN_OR_RETURN(ForgettingSignals signals,
+                              LoadForgettingSignals(store, audit_id, spec));
     MEMAUDIT_ASSIGN_OR_RETURN(auto results, ScoreForgetting(spec, signals));
     if (ForgettingProgress(results) == 0) return std::nullopt;
     MEMAUDIT_ASSIGN_OR_RETURN(auto stored, store.GetResults(audit_id));
@@ -765,7 +766,8 @@ class Forgetting final : public KindHandler {
   absl::StatusOr<std::vector<v1::ExportArray>> Export(ScorerStore& store,
                                                       const std::string& audit_id,
                                                       const v1::AuditSpec& spec) const override {
-    MEMAUDIT_ASSIGN_OR_RETURN(ForgettingSignals signals, LoadForgettingSignals(store, audit_id, spec));
+    MEMAUDIT_ASSIGN_OR_RETURN(ForgettingSignals signals,
+                              LoadForgettingSignals(store, audit_id, spec));
     return ForgettingExport(spec, signals);
   }
 

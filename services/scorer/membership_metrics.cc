@@ -196,9 +196,9 @@ absl::StatusOr<MembershipMatrices> BuildMembershipMatrices(
   MEMAUDIT_ASSIGN_OR_RETURN(out.loss, ToMatrix(loss_by_run, runs, examples, kLossSignal));
   out.population_loss = scoring::Matrix(runs, 0);
   if (m.population_size() > 0) {
-    MEMAUDIT_ASSIGN_OR_RETURN(out.population_loss, ToMatrix(population_loss_by_run, runs,
-                                                            m.population_size(),
-                                                            kPopulationLossSignal));
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        out.population_loss,
+        ToMatrix(population_loss_by_run, runs, m.population_size(), kPopulationLossSignal));
   }
   out.keep = scoring::KeepMatrix(runs, examples, BuildKeepMatrix(spec.seed(), runs, examples).bits);
   // A chosen target: only its row is scored (its references are still all
@@ -220,8 +220,8 @@ absl::StatusOr<std::vector<double>> MembershipTargetScores(const std::string& at
                                                            const MembershipMatrices& m) {
   // Row t of the score matrix scores every example against target t, so
   // the keep-matrix, flattened the same way, holds the truth.
-  MEMAUDIT_ASSIGN_OR_RETURN(auto all, AttackScores(attack, m.phi, m.keep, m.loss,
-                                                   m.population_loss, m.first_target, m.targets));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto all, AttackScores(attack, m.phi, m.keep, m.loss, m.population_loss,
+                                                   m.first_target, m.targets));
   const size_t cols = m.keep.cols;
   return std::vector<double>(all.begin() + m.first_target * cols,
                              all.begin() + (m.first_target + m.targets) * cols);

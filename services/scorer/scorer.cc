@@ -247,14 +247,15 @@ absl::StatusOr<std::vector<v1::ExportArray>> Scorer::Export(const std::string& a
   }
   if (!results.complete()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("audit ", audit_id, " is not scored yet: its per-example data follows its "
+        absl::StrCat("audit ", audit_id,
+                     " is not scored yet: its per-example data follows its "
                      "complete results"));
   }
   {
     absl::MutexLock lock(&exports_mu_);
     if (exports_running_ >= kMaxConcurrentExports) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          kMaxConcurrentExports, " exports are running; retry when one has finished"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(kMaxConcurrentExports, " exports are running; retry when one has finished"));
     }
     ++exports_running_;
   }

@@ -315,28 +315,28 @@ absl::StatusOr<std::vector<v1::ExportArray>> UnlearningExport(const v1::AuditSpe
     // Defense names are lower case with digits and '_' (top_k as "top_2").
     const std::string suffix = absl::StrCat("_", defense);
     if (out.empty()) {
-      out.push_back(MakeExportArray("member", {"row"}, {rows}, v1::UINT8,
-                                    "1 when the target row's example was deleted (the attack's "
-                                    "positives), 0 for a non-member",
-                                    std::vector<double>(target.labels.begin(),
-                                                        target.labels.end())));
+      out.push_back(
+          MakeExportArray("member", {"row"}, {rows}, v1::UINT8,
+                          "1 when the target row's example was deleted (the attack's "
+                          "positives), 0 for a non-member",
+                          std::vector<double>(target.labels.begin(), target.labels.end())));
     }
-    out.push_back(MakeExportArray(absl::StrCat("posterior_original", suffix), {"row", "class"},
-                                  {rows, classes}, v1::FLOAT64,
-                                  absl::StrCat("the original model's released posterior under ",
-                                               defense),
-                                  target.original.data));
-    out.push_back(MakeExportArray(absl::StrCat("posterior_unlearned", suffix), {"row", "class"},
-                                  {rows, classes}, v1::FLOAT64,
-                                  absl::StrCat("the unlearned model's released posterior under ",
-                                               defense),
-                                  target.unlearned.data));
+    out.push_back(MakeExportArray(
+        absl::StrCat("posterior_original", suffix), {"row", "class"}, {rows, classes}, v1::FLOAT64,
+        absl::StrCat("the original model's released posterior under ", defense),
+        target.original.data));
+    out.push_back(MakeExportArray(
+        absl::StrCat("posterior_unlearned", suffix), {"row", "class"}, {rows, classes}, v1::FLOAT64,
+        absl::StrCat("the unlearned model's released posterior under ", defense),
+        target.unlearned.data));
     for (const DefenseCell& cell : evaluation.cells) {
       out.push_back(MakeExportArray(
           absl::StrCat("probability", suffix, "_", cell.feature, "_", cell.classifier), {"row"},
           {rows}, v1::FLOAT64,
-          absl::StrCat("the ", cell.classifier, " attack's probability that the row is a member, "
-                       "from feature ", cell.feature, " under ", defense),
+          absl::StrCat("the ", cell.classifier,
+                       " attack's probability that the row is a member, "
+                       "from feature ",
+                       cell.feature, " under ", defense),
           cell.evaluation.target_probabilities));
     }
   }

@@ -87,9 +87,9 @@ TEST(CliRunTest, TwoRunsWithTheSameSeedPrintIdenticalNumbers) {
   // spec and seed, exports with no service too; NumPy recomputes every
   // attack's AUC from it alone.
   EXPECT_EQ(Slurp(dir + "/one/per_example.pb"), Slurp(dir + "/two/per_example.pb"));
-  Output exported = Shell(absl::StrCat("MEMAUDIT_COORDINATOR=127.0.0.1:1 ", Memaudit(), " report ",
-                                       dir, "/one/results.json --export ", dir, "/arrays --npz ",
-                                       dir, "/arrays.npz"));
+  Output exported =
+      Shell(absl::StrCat("MEMAUDIT_COORDINATOR=127.0.0.1:1 ", Memaudit(), " report ", dir,
+                         "/one/results.json --export ", dir, "/arrays --npz ", dir, "/arrays.npz"));
   ASSERT_EQ(exported.exit_code, 0) << exported.text;
   EXPECT_TRUE(std::ifstream(dir + "/arrays/schema.json").good());
   EXPECT_TRUE(std::ifstream(dir + "/arrays/keep.csv").good());
@@ -111,8 +111,8 @@ for a in results['attacks']:
             "lira_online_fixed_variance agrees\nlira_offline_fixed_variance agrees\nrmia agrees\n"
             "loss agrees\n");
   // Without the archive, the export says which file it needs.
-  Output no_archive = Shell(absl::StrCat(Memaudit(), " report ", dir, "/one.json --export ", dir,
-                                         "/nothing"));
+  Output no_archive =
+      Shell(absl::StrCat(Memaudit(), " report ", dir, "/one.json --export ", dir, "/nothing"));
   EXPECT_EQ(no_archive.exit_code, 2) << no_archive.text;
   EXPECT_THAT(no_archive.text, HasSubstr("per_example.pb"));
 
