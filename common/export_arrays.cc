@@ -178,6 +178,11 @@ absl::Status WriteExportFile(const std::string& path, const std::vector<v1::Expo
 absl::StatusOr<std::vector<v1::ExportArray>> ReadExportFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot be read"));
+  return ReadExportStream(in, path);
+}
+
+absl::StatusOr<std::vector<v1::ExportArray>> ReadExportStream(std::istream& in,
+                                                              const std::string& path) {
   google::protobuf::io::IstreamInputStream stream(&in);
   ExportAssembler assembler;
   for (size_t piece_index = 0;; ++piece_index) {

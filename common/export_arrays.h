@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,9 @@ class ExportAssembler {
 // archives next to results.json), and back.
 absl::Status WriteExportFile(const std::string& path, const std::vector<v1::ExportArray>& arrays);
 absl::StatusOr<std::vector<v1::ExportArray>> ReadExportFile(const std::string& path);
+// The same from a stream; errors name `source`.
+absl::StatusOr<std::vector<v1::ExportArray>> ReadExportStream(std::istream& in,
+                                                              const std::string& source);
 
 }  // namespace memaudit
 

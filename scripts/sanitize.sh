@@ -27,7 +27,7 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 tests=(common_test security_test scoring_test coordinator_test worker_service_test exposure_spec_test relational_spec_test
   scorer_test relational_metrics_test unlearning_metrics_test)
 fuzzers=()
-[ "$fuzz" = ON ] && fuzzers=(spec_fuzzer observation_fuzzer scoring_fuzzer report_fuzzer)
+[ "$fuzz" = ON ] && fuzzers=(spec_fuzzer observation_fuzzer scoring_fuzzer report_fuzzer export_fuzzer)
 ninja -C "$build_dir" -j "$jobs" "${tests[@]}" "${fuzzers[@]}"
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
@@ -46,6 +46,7 @@ seeds_of() {
     observation_fuzzer) echo fuzz/corpus/observation ;;
     scoring_fuzzer) echo fuzz/corpus/scoring ;;
     report_fuzzer) echo fuzz/corpus/report ;;
+    export_fuzzer) echo fuzz/corpus/export ;;
   esac
 }
 if [ "$fuzz_seconds" -gt 0 ]; then
