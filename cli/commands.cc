@@ -383,8 +383,14 @@ int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
     const absl::Status written = WriteReportFiles(AuditOfResults(*results), *results, files);
     if (!written.ok()) return PrintError(written);
     if (!files.WantsExport()) return kOk;
-    auto arrays = ReadExportFile(PerExamplePath(audit_id, files));
+    const std::string archive = PerExamplePath(audit_id, files);
+    auto arrays = ReadExportFile(archive);
     if (!arrays.ok()) return PrintError(arrays.status());
+    if (!arrays->empty() && arrays->front().audit_id() != results->audit_id()) {
+      return PrintError(absl::InvalidArgumentError(absl::StrCat(
+          archive, ": the per-example data of audit ", arrays->front().audit_id(), ", not of ",
+          results->audit_id(), " (", audit_id, "); name the right one with --per-example")));
+    }
     const absl::Status exported = WriteExportFiles(*results, *arrays, files);
     return exported.ok() ? kOk : PrintError(exported);
   }

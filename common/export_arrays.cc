@@ -24,6 +24,7 @@ bool ValidName(const std::string& name) {
 
 bool SameHeader(const v1::ExportArray& a, const v1::ExportArray& b) {
   return a.name() == b.name() && a.dtype() == b.dtype() && a.description() == b.description() &&
+         a.audit_id() == b.audit_id() &&
          std::equal(a.axes().begin(), a.axes().end(), b.axes().begin(), b.axes().end()) &&
          std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end());
 }
@@ -82,6 +83,10 @@ absl::Status ExportAssembler::StartArray(const v1::ExportArray& piece) {
     if (a.name() == piece.name()) {
       return absl::InvalidArgumentError(absl::StrCat(where, "name appears twice"));
     }
+  }
+  if (!arrays_.empty() && arrays_.front().audit_id() != piece.audit_id()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "belongs to another audit than the arrays before it"));
   }
   if (arrays_.size() >= kMaxExportArrays) {
     return absl::InvalidArgumentError(

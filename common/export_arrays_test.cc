@@ -84,6 +84,17 @@ TEST(ExportArraysTest, RefusesPiecesOutOfOrderOrMalformed) {
 
   EXPECT_THAT(Reassemble({Ramp("phi", 1, 1), Ramp("phi", 1, 1)}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("twice")));
+
+  // Arrays of two audits do not mix, in one array or across arrays.
+  v1::ExportArray mine = Ramp("phi", 1, 1), theirs = Ramp("loss", 1, 1);
+  mine.set_audit_id("a-1");
+  theirs.set_audit_id("a-2");
+  EXPECT_THAT(Reassemble({mine, theirs}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("another audit")));
+  std::vector<v1::ExportArray> split = SplitExportArray(Ramp("phi", 3, 7), 4);
+  for (v1::ExportArray& piece : split) piece.set_audit_id("a-1");
+  split[2].set_audit_id("a-2");
+  EXPECT_THAT(Reassemble(split), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("header")));
 }
 
 TEST(ExportArraysTest, AFileRoundTripsAndACutFileIsRefused) {

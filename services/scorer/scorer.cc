@@ -265,6 +265,9 @@ absl::StatusOr<std::vector<v1::ExportArray>> Scorer::Export(const std::string& a
   } catch (const std::exception& e) {
     arrays = absl::InternalError(absl::StrCat("export threw: ", e.what()));
   }
+  if (arrays.ok()) {
+    for (v1::ExportArray& a : *arrays) a.set_audit_id(audit_id);
+  }
   absl::MutexLock lock(&exports_mu_);
   --exports_running_;
   return arrays;

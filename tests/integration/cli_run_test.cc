@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/export_arrays.h"
 #include "common/tls.h"
 #include "gmock/gmock.h"
 #include "memaudit/v1/audit.grpc.pb.h"
@@ -56,6 +57,7 @@ TEST(CliRunTest, TwoRunsWithTheSameSeedPrintIdenticalNumbers) {
   nlohmann::json a = ReadJson(dir + "/one.json");
   nlohmann::json b = ReadJson(dir + "/two.json");
   EXPECT_NE(a["audit_id"], b["audit_id"]);
+  const std::string a_id = a["audit_id"];
   a.erase("audit_id");
   b.erase("audit_id");
   EXPECT_EQ(a, b) << "same spec and seed must give the same numbers, whatever the worker count";
@@ -86,7 +88,16 @@ TEST(CliRunTest, TwoRunsWithTheSameSeedPrintIdenticalNumbers) {
   // The per-example data archived beside results.json, the same for the same
   // spec and seed, exports with no service too; NumPy recomputes every
   // attack's AUC from it alone.
-  EXPECT_EQ(Slurp(dir + "/one/per_example.pb"), Slurp(dir + "/two/per_example.pb"));
+  auto one = ReadExportFile(dir + "/one/per_example.pb");
+  auto two = ReadExportFile(dir + "/two/per_example.pb");
+  ASSERT_TRUE(one.ok() && two.ok()) << one.status() << two.status();
+  ASSERT_EQ(one->size(), two->size());
+  for (size_t i = 0; i < one->size(); ++i) {
+    EXPECT_EQ((*one)[i].audit_id(), a_id);
+    (*one)[i].clear_audit_id();
+    (*two)[i].clear_audit_id();
+    EXPECT_EQ((*one)[i].SerializeAsString(), (*two)[i].SerializeAsString()) << (*one)[i].name();
+  }
   Output exported =
       Shell(absl::StrCat("MEMAUDIT_COORDINATOR=127.0.0.1:1 ", Memaudit(), " report ", dir,
                          "/one/results.json --export ", dir, "/arrays --npz ", dir, "/arrays.npz"));
@@ -110,6 +121,11 @@ for a in results['attacks']:
   EXPECT_EQ(numpy.text,
             "lira_online_fixed_variance agrees\nlira_offline_fixed_variance agrees\nrmia agrees\n"
             "loss agrees\n");
+  // Another audit's archive is refused, naming both audits.
+  Output mismatched = Shell(absl::StrCat(Memaudit(), " report ", dir, "/one/results.json --npz ",
+                                         dir, "/x.npz --per-example ", dir, "/two/per_example.pb"));
+  EXPECT_EQ(mismatched.exit_code, 2) << mismatched.text;
+  EXPECT_THAT(mismatched.text, HasSubstr("the per-example data of audit"));
   // Without the archive, the export says which file it needs.
   Output no_archive =
       Shell(absl::StrCat(Memaudit(), " report ", dir, "/one.json --export ", dir, "/nothing"));

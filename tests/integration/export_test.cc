@@ -179,7 +179,10 @@ TEST_F(ExportTest, EveryKindExportsItsPerExampleDataAndItsNumbersFollowFromIt) {
     MEMAUDIT_ASSERT_OK(results);
     const Arrays arrays = Export(id);
     ASSERT_FALSE(arrays.empty());
-    for (const auto& [name, a] : arrays) EXPECT_FALSE(a.description().empty()) << name;
+    for (const auto& [name, a] : arrays) {
+      EXPECT_FALSE(a.description().empty()) << name;
+      EXPECT_EQ(a.audit_id(), id) << name;
+    }
     switch (results->kind()) {
       case v1::MEMBERSHIP:
         CheckMembership(*results, arrays);
