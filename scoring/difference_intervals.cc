@@ -11,23 +11,6 @@
 namespace memaudit::scoring {
 namespace {
 
-absl::Status CheckConfidence(double confidence) {
-  if (!(confidence > 0.0 && confidence < 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("confidence = ", confidence, "; must lie strictly between 0 and 1"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckCount(size_t successes, size_t trials) {
-  if (trials == 0) return absl::InvalidArgumentError("trials must be >= 1");
-  if (successes > trials) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("successes = ", successes, " must be <= trials = ", trials));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckUnitValues(absl::string_view name, absl::Span<const double> values) {
   MEMAUDIT_RETURN_IF_ERROR(CheckNonEmpty(name, values.size()));
   for (size_t i = 0; i < values.size(); ++i) {

@@ -10,25 +10,10 @@
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
-namespace {
-
-absl::Status CheckConfidence(double confidence) {
-  if (!(confidence > 0.0 && confidence < 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("confidence = ", confidence, "; must lie strictly between 0 and 1"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<Interval> ClopperPearson(size_t successes, size_t trials, double confidence) {
   MEMAUDIT_RETURN_IF_ERROR(CheckConfidence(confidence));
-  if (trials == 0) return absl::InvalidArgumentError("trials must be >= 1");
-  if (successes > trials) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("successes = ", successes, " must be <= trials = ", trials));
-  }
+  MEMAUDIT_RETURN_IF_ERROR(CheckCount(successes, trials));
   const double alpha = 1.0 - confidence;
   const double k = static_cast<double>(successes), n = static_cast<double>(trials);
   Interval ci{0.0, 1.0};

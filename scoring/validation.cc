@@ -57,6 +57,23 @@ absl::Status CheckProbability(absl::string_view name, double p) {
   return absl::OkStatus();
 }
 
+absl::Status CheckConfidence(double confidence) {
+  if (!(confidence > 0.0 && confidence < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("confidence = ", confidence, "; must lie strictly between 0 and 1"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCount(size_t successes, size_t trials) {
+  if (trials == 0) return absl::InvalidArgumentError("trials must be >= 1");
+  if (successes > trials) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("successes = ", successes, " must be <= trials = ", trials));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckLabeledScores(absl::Span<const double> scores,
                                 absl::Span<const uint8_t> is_member) {
   MEMAUDIT_RETURN_IF_ERROR(CheckSameLength("scores", scores.size(), "is_member", is_member.size()));

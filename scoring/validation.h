@@ -23,6 +23,10 @@ absl::Status CheckSameLength(absl::string_view name_a, size_t size_a, absl::stri
                              size_t size_b);
 // A probability in [0, 1] (NaN rejected).
 absl::Status CheckProbability(absl::string_view name, double p);
+// An interval's confidence level, strictly between 0 and 1.
+absl::Status CheckConfidence(double confidence);
+// A binomial count: trials >= 1 and successes <= trials.
+absl::Status CheckCount(size_t successes, size_t trials);
 
 // The standard check for (scores, is_member): equal lengths, no NaN score,
 // binary labels, and at least one member and one non-member.
