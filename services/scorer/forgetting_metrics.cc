@@ -88,7 +88,8 @@ absl::StatusOr<std::vector<double>> ArmScores(const std::string& attack, const T
   return scoring::CheckpointCalibratedScores(phi, *t.phi_ckpt);
 }
 
-absl::StatusOr<std::vector<scoring::ForgettingCurvePoint>> Curve(
+// Each trial's attack scores of Dp under both arms at every reached point.
+absl::StatusOr<std::vector<scoring::ForgettingEvalPoint>> ArmPoints(
     const std::string& attack, const v1::ForgettingAudit& f, const std::vector<uint64_t>& steps,
     const std::vector<std::vector<TrialSignals>>& signals) {
   std::vector<scoring::ForgettingEvalPoint> points;
@@ -105,10 +106,22 @@ absl::StatusOr<std::vector<scoring::ForgettingCurvePoint>> Curve(
       trial.baseline = std::move(baseline);
     }
   }
+  return points;
+}
+
+absl::StatusOr<std::vector<scoring::ForgettingCurvePoint>> CurveOf(
+    const v1::ForgettingAudit& f, const std::vector<scoring::ForgettingEvalPoint>& points) {
   if (points.empty()) return std::vector<scoring::ForgettingCurvePoint>();
   scoring::ForgettingOptions options;
   options.fpr_target = f.fpr();
   return scoring::ForgettingCurve(points, options);
+}
+
+absl::StatusOr<std::vector<scoring::ForgettingCurvePoint>> Curve(
+    const std::string& attack, const v1::ForgettingAudit& f, const std::vector<uint64_t>& steps,
+    const std::vector<std::vector<TrialSignals>>& signals) {
+  MEMAUDIT_ASSIGN_OR_RETURN(auto points, ArmPoints(attack, f, steps, signals));
+  return CurveOf(f, points);
 }
 
 void AddCurve(const std::vector<scoring::ForgettingCurvePoint>& curve,
@@ -615,13 +628,14 @@ absl::StatusOr<std::vector<v1::ExportArray>> ForgettingExport(const v1::AuditSpe
                                 "removed)",
                                 std::vector<double>(reached.steps.begin(), reached.steps.end())));
   // Each arm's attack scores of Dp: what every per-trial metric is computed from.
+  MEMAUDIT_ASSIGN_OR_RETURN(const auto scored,
+                            ArmPoints(f.attack(), f, reached.steps, reached.trials));
   for (const bool injected_arm : {true, false}) {
     std::vector<double> values;
     values.reserve(points * trials * examples);
-    for (const std::vector<TrialSignals>& point : reached.trials) {
-      for (const TrialSignals& t : point) {
-        MEMAUDIT_ASSIGN_OR_RETURN(
-            auto scores, ArmScores(f.attack(), t, injected_arm, f.lira_per_example_variance()));
+    for (const scoring::ForgettingEvalPoint& point : scored) {
+      for (const scoring::TrialScores& t : point.trials) {
+        const std::vector<double>& scores = injected_arm ? t.injected : t.baseline;
         values.insert(values.end(), scores.begin(), scores.end());
       }
     }
@@ -632,7 +646,7 @@ absl::StatusOr<std::vector<v1::ExportArray>> ForgettingExport(const v1::AuditSpe
                      injected_arm ? "injected arm (members)" : "baseline arm (non-members)"),
         std::move(values)));
   }
-  MEMAUDIT_ASSIGN_OR_RETURN(auto curve, Curve(f.attack(), f, reached.steps, reached.trials));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto curve, CurveOf(f, scored));
   AddTrialMetrics("", f.attack(), curve, trials, &out);
   if (forgetting::Replays(f) || forgetting::LiraAttack(f)) {
     MEMAUDIT_ASSIGN_OR_RETURN(auto standard,
