@@ -15,8 +15,8 @@
 #include "bench/bench_util.h"
 #include "common/seeding.h"
 #include "common/steps.h"
+#include "data/labeled_examples.h"
 #include "engine/ensemble.h"
-#include "engine/labeled_images.h"
 #include "engine/trainer.h"
 
 using namespace memaudit;          // NOLINT
@@ -61,10 +61,10 @@ int main(int argc, char** argv) {
   const uint32_t n = 2 * pool;
   TensorDataset data;
   std::string source = "Fashion-MNIST";
-  if (auto images = LoadMnistLayout(kFashionMnistDir, "train"); images.ok()) {
+  if (auto images = data::LoadMnistLayout(data::kFashionMnistDir, "train"); images.ok()) {
     std::vector<uint32_t> rows(n);
     for (uint32_t i = 0; i < n; ++i) rows[i] = i;
-    data = FromLabeledImages(**images, rows);
+    data = FromLabeledExamples(**images, rows);
   } else {
     data = SyntheticBlobs(n, 784, 10, 1.0, 1);
     source = "synthetic";

@@ -11,8 +11,8 @@
 #include <cstdio>
 
 #include "bench/bench_util.h"
+#include "data/labeled_examples.h"
 #include "engine/forgetting_run.h"
-#include "engine/labeled_images.h"
 
 using namespace memaudit;          // NOLINT
 using namespace memaudit::engine;  // NOLINT
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--hidden: at most 64 (wider arms are not packed)\n");
     return 2;
   }
-  auto images = LoadMnistLayout(kFashionMnistDir, "train");
+  auto images = data::LoadMnistLayout(data::kFashionMnistDir, "train");
   if (!images.ok()) {
     std::fprintf(stderr, "Fashion-MNIST: %s\n", images.status().ToString().c_str());
     return 1;

@@ -163,8 +163,7 @@ int ValidateCommand(const std::string& spec_path, const std::vector<std::string>
   if (!spec.ok()) return PrintError(spec.status());
   auto roots = LocalDataRoots(data_roots, spec_path);
   if (!roots.ok()) return PrintError(roots.status());
-  coordinator::ApplyDefaults(&*spec);
-  std::vector<coordinator::SpecProblem> found = coordinator::FindProblems(*spec, *roots);
+  std::vector<coordinator::SpecProblem> found = coordinator::PrepareSpecProblems(&*spec, *roots);
   std::vector<coordinator::SpecProblem> problems;
   problems.reserve(unknown.size() + found.size());
   for (UnknownSpecField& u : unknown) problems.push_back({std::move(u.field), std::move(u.rule)});
@@ -187,8 +186,7 @@ int RunCommand(const RunOptions& options) {
   auto roots = LocalDataRoots(options.data_roots, options.spec_path);
   if (!roots.ok()) return PrintError(roots.status());
   // Check offline first: a bad spec should not cost a cluster start.
-  coordinator::ApplyDefaults(&*spec);
-  if (absl::Status s = coordinator::ValidateSpec(*spec, *roots); !s.ok()) return PrintError(s);
+  if (absl::Status s = coordinator::PrepareSpec(&*spec, *roots); !s.ok()) return PrintError(s);
 
   if (absl::Status s = CheckDeviceName(options.device); !s.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());

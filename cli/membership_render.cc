@@ -64,6 +64,14 @@ class Membership final : public KindHandler {
         "audit %s (%s): %u models x %u examples, %u member / %u non-member scores\n\n",
         r.audit_id(), AuditKindName(r.kind()), r.models(), r.examples(), r.members(),
         r.non_members());
+    if (r.spec().membership().has_target()) {
+      // The models above are the references; the scores are the given model's.
+      const v1::TargetModelSpec& t = r.spec().membership().target();
+      out.insert(
+          out.size() - 1,
+          absl::StrFormat("target: %s, trained on %u rows listed in %s (%s)\n",
+                          t.torchscript_path(), t.members(), t.members_path(), t.content_hash()));
+    }
     std::string header = absl::StrFormat("%-30s %8s %17s %9s %17s", "attack", "AUC", "AUC 95% CI",
                                          "bal.acc", "bal.acc 95% CI");
     if (r.attacks_size() > 0) {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/render.h"
-#include "common/datasets.h"
+#include "common/dataset_facts.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -97,8 +97,7 @@ absl::Status WritePrivacyMeterExport(const v1::Audit& audit, const v1::AuditResu
   std::string bits(keep.bits.begin(), keep.bits.end());
   MEMAUDIT_RETURN_IF_ERROR(
       WriteBytes(root / "models" / "memberships.npy", NpyFile("|b1", {models, examples}, bits)));
-  const uint32_t dataset_size =
-      m.dataset().path().empty() ? kFashionMnistTrainExamples : 0;  // unknown elsewhere
+  const uint32_t dataset_size = DatasetRows(m.dataset());
   if (dataset_size > 0) {
     const std::vector<uint32_t> pool = AuditPool(spec.seed(), dataset_size, examples);
     MEMAUDIT_RETURN_IF_ERROR(WriteBytes(root / "pool_indices.npy",

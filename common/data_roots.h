@@ -20,10 +20,10 @@
 
 namespace memaudit {
 
-// The directories the engine reads when a spec leaves a path empty: Debian's
-// Fashion-MNIST and fortune packages (engine/labeled_images.h's
+// The directories read when a spec leaves a path empty: Debian's
+// Fashion-MNIST and fortune packages (data/labeled_examples.h's
 // kFashionMnistDir and engine/text_corpus.h's kFortunesDir; common/ does not
-// include engine/, so services/worker/task_runner_test.cc checks they agree).
+// include those, so services/worker/task_runner_test.cc checks they agree).
 inline constexpr const char* kDefaultDataRoots[] = {"/usr/share/datasets/fashion-mnist",
                                                     "/usr/share/games/fortunes"};
 

@@ -3,6 +3,9 @@
 // resources.models_per_task: ranges aligned to multiples of P, so growing N
 // leaves the earlier tasks' ranges as they were and stored models can stand
 // in for whole tasks. Observations keep run = model index whatever P is.
+// With a `target` (a model trained outside memaudit), one more task of role
+// kTargetRole evaluates it as model N = reference_models, and adds the
+// signal kMemberSignal: which pool examples it trained on.
 // Header-only and torch-free so planner, scheduler and worker agree.
 #ifndef MEMAUDIT_COMMON_MEMBERSHIP_TASKS_H_
 #define MEMAUDIT_COMMON_MEMBERSHIP_TASKS_H_
@@ -15,6 +18,9 @@
 namespace memaudit::membership {
 
 inline constexpr char kModelRole[] = "reference_model";
+inline constexpr char kTargetRole[] = "target_model";
+// Per pool example of the target: 1 when the target trained on it, else 0.
+inline constexpr char kMemberSignal[] = "member";
 inline constexpr uint32_t kMaxModelsPerTask = 64;
 
 struct ModelRange {
@@ -22,6 +28,15 @@ struct ModelRange {
   uint32_t count = 0;
   uint32_t end() const { return first + count; }
 };
+
+// The models whose signals the scorer reads: the reference models, then the
+// given target as model N.
+inline uint32_t MembershipModels(const v1::MembershipAudit& m) {
+  return m.reference_models() + (m.has_target() ? 1 : 0);
+}
+
+// The given target's model index (its observations' run).
+inline uint32_t TargetRun(const v1::MembershipAudit& m) { return m.reference_models(); }
 
 // 0 (unset) means 1.
 inline uint32_t ModelsPerTask(const v1::AuditSpec& spec) {

@@ -68,11 +68,14 @@ inline std::string TemplateProblem(const std::string& tmpl) {
   return "";
 }
 
-// Variant labels, one task each: "units=64" or "d_x=95".
+// Variant labels, one task each: "units=64", "d_x=95" or "torchscript" (a
+// team's module, whose width the spec does not set).
 inline std::vector<std::string> Variants(const v1::RelationalAudit& r) {
   std::vector<std::string> out;
   if (r.has_linear()) {
     for (uint32_t d : r.linear().key_dims()) out.push_back(absl::StrCat("d_x=", d));
+  } else if (r.phone_book().model().architecture() == "torchscript") {
+    out.push_back("torchscript");
   } else if (r.phone_book().units_sweep().empty()) {
     out.push_back(absl::StrCat("units=", r.phone_book().model().units()));
   } else {

@@ -4,13 +4,6 @@
 
 namespace memaudit::engine {
 
-LmState LmState::Select(const torch::Tensor& index) const {
-  LmState out;
-  if (h.defined()) out.h = h.index_select(1, index);
-  if (c.defined()) out.c = c.index_select(1, index);
-  return out;
-}
-
 CharLm::CharLm(bool lstm, int64_t vocab, int64_t embedding, int64_t layers, int64_t units,
                double dropout)
     : lstm_(lstm), vocab_(vocab), layers_(layers), units_(units), dropout_(dropout) {
@@ -63,30 +56,6 @@ torch::Tensor CharLm::Run(const torch::Tensor& tokens, LmState* state) {
   state->h = torch::cat(hs, 0);
   state->c = lstm_ ? torch::cat(cs, 0) : torch::Tensor();
   return head_->forward(x);
-}
-
-torch::Tensor CharLm::Forward(const torch::Tensor& x) {
-  LmState state;
-  return Run(x, &state);
-}
-
-torch::Tensor CharLm::PerExampleLoss(const torch::Tensor& x, const torch::Tensor& y) {
-  torch::Tensor logits = Forward(x);
-  torch::Tensor nll = torch::nn::functional::cross_entropy(
-      logits.reshape({-1, vocab_}), y.reshape({-1}),
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-  return nll.reshape({x.size(0), x.size(1)}).mean(1);
-}
-
-torch::Tensor CharLm::BatchLoss(const torch::Tensor& x, const torch::Tensor& y) {
-  torch::Tensor logits = Forward(x);
-  return torch::nn::functional::cross_entropy(logits.reshape({-1, vocab_}), y.reshape({-1}));
-}
-
-torch::Tensor CharLm::StepLogProbs(const torch::Tensor& tokens, LmState* state) {
-  torch::NoGradGuard no_grad;
-  torch::Tensor logits = Run(tokens.unsqueeze(1), state).squeeze(1);
-  return torch::log_softmax(logits.to(torch::kFloat64), 1);
 }
 
 }  // namespace memaudit::engine

@@ -8,38 +8,20 @@
 
 #include <vector>
 
-#include "engine/model.h"
+#include "engine/language_model.h"
 
 namespace memaudit::engine {
 
-// Recurrent state of a batch: h (and c for LSTM), each [layers, B, units].
-// An undefined h means the zero initial state.
-struct LmState {
-  torch::Tensor h;
-  torch::Tensor c;
-  // Selects batch rows (index: int64 [M]) of a state; keeps zero state zero.
-  LmState Select(const torch::Tensor& index) const;
-};
-
-class CharLm : public Model {
+class CharLm : public LanguageModel {
  public:
   CharLm(bool lstm, int64_t vocab, int64_t embedding, int64_t layers, int64_t units,
          double dropout);
 
-  // x [B, T] int64 -> logits [B, T, vocab], from the zero state.
-  torch::Tensor Forward(const torch::Tensor& x) override;
-  torch::Tensor PerExampleLoss(const torch::Tensor& x, const torch::Tensor& y) override;
-  torch::Tensor BatchLoss(const torch::Tensor& x, const torch::Tensor& y) override;
+  // Runs tokens [B, T] from the recurrent state h (and c) of `state` (zero
+  // if undefined); returns logits [B, T, vocab] and writes the final state.
+  torch::Tensor Run(const torch::Tensor& tokens, LmState* state) override;
 
-  // Runs tokens [B, T] from `state` (zero if undefined); returns logits
-  // [B, T, vocab] and writes the final state.
-  torch::Tensor Run(const torch::Tensor& tokens, LmState* state);
-
-  // Log-softmax (float64) of the next token after feeding tokens [B] from
-  // `state`, which is advanced in place. No autograd.
-  torch::Tensor StepLogProbs(const torch::Tensor& tokens, LmState* state);
-
-  int64_t vocab() const { return vocab_; }
+  int64_t vocab() const override { return vocab_; }
   int64_t layers() const { return layers_; }
   int64_t units() const { return units_; }
 

@@ -6,17 +6,20 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/steps.h"
 #include "engine/dataset.h"
 #include "engine/ensemble.h"
+#include "engine/schedule.h"
 #include "engine/signals.h"
+#include "engine/trainer.h"
 
 namespace memaudit::engine {
 namespace {
 
-absl::Status CheckSpec(const LabeledImages& data, const ClassifierRunSpec& spec, size_t k) {
+absl::Status CheckSpec(const data::LabeledExamples& data, const ClassifierRunSpec& spec, size_t k) {
   if (spec.train_indices.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("runs[", k, "].train_indices: empty"));
   }
@@ -35,7 +38,8 @@ absl::Status CheckSpec(const LabeledImages& data, const ClassifierRunSpec& spec,
 // An ensemble shares everything but the seeds and the training rows, and
 // equal sizes keep every member's batches unpadded (padding is not exact).
 absl::Status CheckPackable(const ClassifierRunSpec& a, const ClassifierRunSpec& b, size_t k) {
-  if (a.hidden != b.hidden || a.learning_rate != b.learning_rate || a.momentum != b.momentum ||
+  if (a.model.has_value() != b.model.has_value() || a.hidden != b.hidden ||
+      a.learning_rate != b.learning_rate || a.momentum != b.momentum ||
       a.weight_decay != b.weight_decay || a.epochs != b.epochs || a.batch_size != b.batch_size ||
       a.threads != b.threads || a.eval_indices != b.eval_indices) {
     return absl::InvalidArgumentError(
@@ -61,15 +65,15 @@ torch::Tensor MemberForward(const std::vector<torch::Tensor>& params, torch::Ten
   return x;
 }
 
-// FromLabeledImages(data, rows), kept for the next call with the same rows:
+// FromLabeledExamples(data, rows), kept for the next call with the same rows:
 // every task of a membership audit evaluates on the same pool, so a worker
 // converts it once, not once per task. One entry (the latest), shared by
 // concurrent tasks; tensors are reference-counted, so a caller's copy stays
 // valid when the entry is replaced.
-TensorDataset CachedRows(const LabeledImages& data, const std::vector<uint32_t>& rows) {
+TensorDataset CachedRows(const data::LabeledExamples& data, const std::vector<uint32_t>& rows) {
   static absl::Mutex mu(absl::kConstInit);
   struct Entry {
-    const LabeledImages* data = nullptr;
+    const data::LabeledExamples* data = nullptr;
     std::vector<uint32_t> rows;
     TensorDataset tensors;
   };
@@ -78,7 +82,7 @@ TensorDataset CachedRows(const LabeledImages& data, const std::vector<uint32_t>&
     absl::MutexLock lock(&mu);
     if (latest->data == &data && latest->rows == rows) return latest->tensors;
   }
-  TensorDataset tensors = FromLabeledImages(data, rows);
+  TensorDataset tensors = FromLabeledExamples(data, rows);
   absl::MutexLock lock(&mu);
   *latest = Entry{&data, rows, tensors};
   return tensors;
@@ -101,9 +105,80 @@ double Accuracy(const torch::Tensor& logits, const torch::Tensor& labels) {
   return logits.argmax(1).eq(labels).to(torch::kFloat64).mean().item<double>();
 }
 
+// Rows per forward pass when evaluating a CNN or TorchScript model.
+constexpr int64_t kEvalBatch = 4096;
+
+// One CNN or TorchScript model with the generic Trainer: the epochs of
+// EpochSchedule over its training rows, then phi and loss on the evaluation
+// rows in eval mode.
+absl::StatusOr<ClassifierRunResult> RunOneModel(const data::LabeledExamples& data,
+                                                const ClassifierRunSpec& spec,
+                                                const StepCallback& on_step) {
+  ModelSpec model = *spec.model;
+  model.inputs = data.features;
+  model.classes = data.classes;
+  TrainerOptions options = SeededTrainerOptions({}, spec.threads, spec.init_seed);
+  options.optimizer.kind = OptimizerKind::kMomentum;  // momentum 0 is plain SGD
+  options.optimizer.learning_rate = spec.learning_rate;
+  options.optimizer.momentum = spec.momentum;
+  options.optimizer.weight_decay = spec.weight_decay;
+  const uint64_t init = spec.init_seed;
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto trainer, Trainer::Create([model, init] { return BuildModel(model, init); }, options));
+  // The training rows in train_indices order, indexed 0..n-1 by the schedule.
+  const TensorDataset train = FromLabeledExamples(data, spec.train_indices);
+  std::vector<int64_t> positions(spec.train_indices.size());
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int64_t>(i);
+  const EpochSchedule schedule(std::move(positions), spec.batch_size, spec.order_seed);
+  const uint64_t steps = schedule.steps_per_epoch() * spec.epochs;
+  absl::Status trained;
+  try {
+    trained = trainer->Train(train, schedule, steps, [&](uint64_t done, double /*loss*/) {
+      return !on_step || on_step(done);
+    });
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model: training failed: ", e.what_without_backtrace()));
+  }
+  MEMAUDIT_RETURN_IF_ERROR(trained);
+
+  Model& trained_model = trainer->model();
+  trained_model.eval();
+  torch::NoGradGuard no_grad;
+  const torch::Device device = trainer->device();
+  auto logits_of = [&](const TensorDataset& rows) -> absl::StatusOr<torch::Tensor> {
+    std::vector<torch::Tensor> parts;
+    for (int64_t begin = 0; begin < rows.size(); begin += kEvalBatch) {
+      const int64_t end = std::min(rows.size(), begin + kEvalBatch);
+      torch::Tensor out = trained_model.Forward(rows.x().slice(0, begin, end).to(device));
+      if (out.dim() != 2 || out.size(0) != end - begin || out.size(1) != data.classes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "model: returns shape [", absl::StrJoin(out.sizes(), ", "), "] for ", end - begin,
+            " inputs; expected [", end - begin, ", ", data.classes, "] logits"));
+      }
+      parts.push_back(out.to(torch::kCPU));
+    }
+    return parts.empty() ? torch::empty({0, static_cast<int64_t>(data.classes)})
+                         : torch::cat(parts, 0);
+  };
+  ClassifierRunResult result;
+  result.steps = steps;
+  if (!spec.eval_indices.empty()) {
+    const TensorDataset eval = CachedRows(data, spec.eval_indices);
+    MEMAUDIT_ASSIGN_OR_RETURN(torch::Tensor logits, logits_of(eval));
+    const torch::Tensor phi = LogitScaledConfidence(logits, eval.y()).contiguous();
+    const torch::Tensor loss = CrossEntropyPerExample(logits, eval.y()).contiguous();
+    result.phi.assign(phi.data_ptr<double>(), phi.data_ptr<double>() + phi.numel());
+    result.loss.assign(loss.data_ptr<double>(), loss.data_ptr<double>() + loss.numel());
+  }
+  MEMAUDIT_ASSIGN_OR_RETURN(torch::Tensor train_logits, logits_of(train));
+  result.train_accuracy = Accuracy(train_logits, train.y());
+  return result;
+}
+
 }  // namespace
 
-absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,
+absl::StatusOr<ClassifierRunResult> RunClassifier(const data::LabeledExamples& data,
                                                   const ClassifierRunSpec& spec,
                                                   const StepCallback& on_step) {
   MEMAUDIT_ASSIGN_OR_RETURN(auto results, RunClassifiers(data, {spec}, on_step));
@@ -111,7 +186,7 @@ absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,
 }
 
 absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
-    const LabeledImages& data, const std::vector<ClassifierRunSpec>& runs,
+    const data::LabeledExamples& data, const std::vector<ClassifierRunSpec>& runs,
     const StepCallback& on_step) {
   if (runs.empty()) return absl::InvalidArgumentError("runs: empty");
   for (size_t k = 0; k < runs.size(); ++k) {
@@ -119,6 +194,20 @@ absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
     MEMAUDIT_RETURN_IF_ERROR(CheckPackable(runs[0], runs[k], k));
   }
   const ClassifierRunSpec& recipe = runs[0];
+  if (recipe.model.has_value()) {
+    // No batched form: the models train one after another, and on_step
+    // counts steps of the whole task.
+    std::vector<ClassifierRunResult> results;
+    uint64_t before = 0;
+    for (const ClassifierRunSpec& run : runs) {
+      MEMAUDIT_ASSIGN_OR_RETURN(ClassifierRunResult r, RunOneModel(data, run, [&](uint64_t done) {
+                                  return !on_step || on_step(before + done);
+                                }));
+      before += r.steps;
+      results.push_back(std::move(r));
+    }
+    return results;
+  }
 
   // One tensor holds the union of the members' training rows; each member's
   // pool lists its rows in train_indices order, the order EpochSchedule
@@ -144,7 +233,7 @@ absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
     Batch gathered = eval.Gather(*train_in_eval);
     train = TensorDataset(std::move(gathered.x), std::move(gathered.y));
   } else {
-    train = FromLabeledImages(data, rows);
+    train = FromLabeledExamples(data, rows);
   }
   std::vector<EnsembleMember> members(runs.size());
   for (size_t k = 0; k < runs.size(); ++k) {

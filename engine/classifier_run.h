@@ -1,7 +1,9 @@
-// Trains classifiers on subsets of LabeledImages and measures per-example
-// signals on an evaluation subset. One model or several at once: both run
-// the batched ensemble (engine/ensemble.h), one model being an ensemble of
-// one, so packing models changes speed and never the numbers. The interface
+// Trains classifiers on subsets of a dataset and measures per-example
+// signals on an evaluation subset. Logistic regression and MLPs, one model or
+// several at once, run the batched ensemble (engine/ensemble.h), one model
+// being an ensemble of one, so packing models changes speed and never the
+// numbers. A CNN or a TorchScript model trains one model after another with
+// the generic Trainer. The interface
 // is free of LibTorch types so the worker can call it without compiling
 // torch headers.
 #ifndef MEMAUDIT_ENGINE_CLASSIFIER_RUN_H_
@@ -9,16 +11,24 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/steps.h"
-#include "engine/labeled_images.h"
+#include "data/labeled_examples.h"
+#include "engine/model_spec.h"
 
 namespace memaudit::engine {
 
 struct ClassifierRunSpec {
   std::vector<uint32_t> hidden;  // MLP hidden widths; empty = logistic regression
+  // Set (kCnn, kTorchScript): this model instead of the logistic regression
+  // or MLP of `hidden`; inputs and classes come from the data. Such models
+  // train one after another with the generic Trainer. A TorchScript module's
+  // reset_parameters(), when it has one, draws each model's initial weights
+  // from its init_seed (engine/torchscript_model.h).
+  std::optional<ModelSpec> model;
   double learning_rate = 0.05;
   double momentum = 0.9;
   double weight_decay = 0.0;
@@ -28,7 +38,7 @@ struct ClassifierRunSpec {
   uint32_t threads = 1;
   uint64_t init_seed = 0;
   uint64_t order_seed = 0;
-  std::vector<uint32_t> train_indices;  // rows of the LabeledImages
+  std::vector<uint32_t> train_indices;  // rows of the dataset
   std::vector<uint32_t> eval_indices;
 };
 
@@ -46,18 +56,19 @@ struct ClassifierRunResult {
 using StepCallback = std::function<bool(uint64_t steps_done)>;
 
 // RunClassifiers({spec})[0].
-absl::StatusOr<ClassifierRunResult> RunClassifier(const LabeledImages& data,
+absl::StatusOr<ClassifierRunResult> RunClassifier(const data::LabeledExamples& data,
                                                   const ClassifierRunSpec& spec,
                                                   const StepCallback& on_step);
 
-// Trains `runs` as one batched ensemble and returns their results in order.
+// Trains `runs` (kLayered: as one batched ensemble; otherwise one after
+// another) and returns their results in order.
 // The runs must differ only in init_seed, order_seed and train_indices, and
 // their training sets must have one size: then no member's batch is padded,
 // which keeps members exact (docs/engine.md, "Determinism guarantees"). Each
 // result is bit-identical to RunClassifier(runs[k]) alone. `on_step` gets
 // ensemble steps: one step advances every member.
 absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
-    const LabeledImages& data, const std::vector<ClassifierRunSpec>& runs,
+    const data::LabeledExamples& data, const std::vector<ClassifierRunSpec>& runs,
     const StepCallback& on_step);
 
 }  // namespace memaudit::engine

@@ -11,8 +11,8 @@ namespace {
 using ::memaudit::testing::StatusIs;
 
 // Two Gaussian-ish blobs in 16 dimensions, separable by the first pixel.
-LabeledImages SyntheticBlobs(uint32_t count) {
-  LabeledImages data;
+data::LabeledExamples SyntheticBlobs(uint32_t count) {
+  data::LabeledExamples data;
   data.count = count;
   data.features = 16;
   data.classes = 2;
@@ -42,7 +42,7 @@ ClassifierRunSpec SmallSpec() {
 }
 
 TEST(ClassifierRunTest, LearnsSeparableData) {
-  LabeledImages data = SyntheticBlobs(200);
+  data::LabeledExamples data = SyntheticBlobs(200);
   auto result = RunClassifier(data, SmallSpec(), nullptr);
   MEMAUDIT_ASSERT_OK(result);
   EXPECT_GT(result->train_accuracy, 0.95);
@@ -52,7 +52,7 @@ TEST(ClassifierRunTest, LearnsSeparableData) {
 }
 
 TEST(ClassifierRunTest, SameSeedsGiveBitIdenticalSignals) {
-  LabeledImages data = SyntheticBlobs(200);
+  data::LabeledExamples data = SyntheticBlobs(200);
   auto a = RunClassifier(data, SmallSpec(), nullptr);
   auto b = RunClassifier(data, SmallSpec(), nullptr);
   MEMAUDIT_ASSERT_OK(a);
@@ -66,7 +66,7 @@ TEST(ClassifierRunTest, SameSeedsGiveBitIdenticalSignals) {
 }
 
 TEST(ClassifierRunTest, StepCallbackCanStopTraining) {
-  LabeledImages data = SyntheticBlobs(200);
+  data::LabeledExamples data = SyntheticBlobs(200);
   uint64_t seen = 0;
   auto result = RunClassifier(data, SmallSpec(), [&](uint64_t steps) {
     seen = steps;
@@ -81,7 +81,7 @@ TEST(ClassifierRunTest, StepCallbackCanStopTraining) {
 // its model trained alone, for logistic regression and MLPs, including
 // widths whose GEMMs take LibTorch's naive small-matrix kernel (hidden 8).
 TEST(ClassifierRunTest, PackedMembersEqualSingleRunsBitExact) {
-  LabeledImages data = SyntheticBlobs(300);
+  data::LabeledExamples data = SyntheticBlobs(300);
   const KeepMatrix keep = BuildKeepMatrix(3, 4, 200);
   for (uint32_t threads : {2u, 1u}) {
     for (const std::vector<uint32_t>& hidden : std::vector<std::vector<uint32_t>>{{}, {8}, {64}}) {
@@ -129,7 +129,7 @@ TEST(ClassifierRunTest, PackedMembersEqualSingleRunsBitExact) {
 }
 
 TEST(ClassifierRunTest, PackingRefusesWhatIsNotExact) {
-  LabeledImages data = SyntheticBlobs(200);
+  data::LabeledExamples data = SyntheticBlobs(200);
   ClassifierRunSpec a = SmallSpec();
   ClassifierRunSpec b = SmallSpec();
   b.train_indices.pop_back();  // unequal sizes would pad batches
@@ -141,7 +141,7 @@ TEST(ClassifierRunTest, PackingRefusesWhatIsNotExact) {
 }
 
 TEST(ClassifierRunTest, RejectsIndicesOutsideTheData) {
-  LabeledImages data = SyntheticBlobs(50);
+  data::LabeledExamples data = SyntheticBlobs(50);
   auto result = RunClassifier(data, SmallSpec(), nullptr);
   EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument));
 }

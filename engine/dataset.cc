@@ -1,5 +1,6 @@
 #include "engine/dataset.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -20,20 +21,27 @@ TensorDataset TensorDataset::Concat(const TensorDataset& other) const {
   return TensorDataset(torch::cat({x_, other.x_}, 0), torch::cat({y_, other.y_}, 0));
 }
 
-TensorDataset FromLabeledImages(const LabeledImages& data, const std::vector<uint32_t>& rows) {
+TensorDataset FromLabeledExamples(const data::LabeledExamples& data,
+                                  const std::vector<uint32_t>& rows) {
   const int64_t n = static_cast<int64_t>(rows.size());
   torch::Tensor x = torch::empty({n, static_cast<int64_t>(data.features)}, torch::kFloat32);
   torch::Tensor y = torch::empty({n}, torch::kLong);
   float* xp = x.data_ptr<float>();
   int64_t* yp = y.data_ptr<int64_t>();
+  const bool float_values = !data.values.empty();
   // The 256 values a pixel can scale to, each computed as `v / 255.0f`
   // once: a lookup gives the same floats as dividing every pixel, faster.
   std::array<float, 256> scaled;
   for (int v = 0; v < 256; ++v) scaled[v] = static_cast<float>(v) / 255.0f;
   for (int64_t i = 0; i < n; ++i) {
-    const uint8_t* src = data.pixels.data() + static_cast<size_t>(rows[i]) * data.features;
+    const size_t at = static_cast<size_t>(rows[i]) * data.features;
     float* dst = xp + i * data.features;
-    for (uint32_t f = 0; f < data.features; ++f) dst[f] = scaled[src[f]];
+    if (float_values) {
+      std::copy_n(data.values.data() + at, data.features, dst);
+    } else {
+      const uint8_t* src = data.pixels.data() + at;
+      for (uint32_t f = 0; f < data.features; ++f) dst[f] = scaled[src[f]];
+    }
     yp[i] = data.labels[rows[i]];
   }
   return TensorDataset(x, y);

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/labeled_images.h"
+#include "data/labeled_examples.h"
 
 namespace memaudit::engine {
 
@@ -35,8 +35,11 @@ class TensorDataset {
   torch::Tensor y_;
 };
 
-// LabeledImages rows scaled to [0, 1] floats with int64 labels, as RunClassifier does.
-TensorDataset FromLabeledImages(const LabeledImages& data, const std::vector<uint32_t>& rows);
+// Rows of `data` as float32 x [rows, features] and int64 y: uint8 pixels
+// scaled to [0, 1] (v / 255.0f, as RunClassifier always has), float values
+// copied unchanged.
+TensorDataset FromLabeledExamples(const data::LabeledExamples& data,
+                                  const std::vector<uint32_t>& rows);
 
 // A synthetic classification task for tests: `classes` Gaussian blobs in
 // `features` dimensions whose means differ by `separation`; pure function of seed.

@@ -12,6 +12,7 @@
 #include "engine/lm_search.h"
 #include "engine/rdp_accountant.h"
 #include "engine/text_corpus.h"
+#include "engine/torchscript_lm.h"
 #include "engine/trainer.h"
 
 namespace memaudit::engine {
@@ -50,8 +51,9 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> DrawReferences(
 // under `lm`, in eval mode without gradients; the model's train/eval mode is
 // restored, so measuring between training steps leaves training unchanged.
 absl::StatusOr<std::vector<CanaryExposure>> MeasureCanaries(
-    CharLm& lm, const CharVocab& vocab, const CanaryFormat& format, const TokenFormat& tokens,
-    const std::vector<Canary>& canaries, const ExposureRunSpec& spec, double log2_space) {
+    LanguageModel& lm, const CharVocab& vocab, const CanaryFormat& format,
+    const TokenFormat& tokens, const std::vector<Canary>& canaries, const ExposureRunSpec& spec,
+    double log2_space) {
   torch::NoGradGuard no_grad;
   const bool was_training = lm.is_training();
   LmScorer scorer(lm);  // switches to eval mode
@@ -103,9 +105,10 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   }
   // A model with and one without canaries share one vocabulary (the ids of
   // S and of the canaries agree across an audit's models).
-  const CharVocab vocab = CanaryVocab(text, format);
-  const ModelSpec model =
-      CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
+  MEMAUDIT_ASSIGN_OR_RETURN(const CharVocab vocab,
+                            LmVocabulary(spec.lm, spec.torchscript_path, text, format));
+  const ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
+                                     spec.dropout, spec.torchscript_path);
   const uint64_t model_seed = spec.model_seed.value_or(spec.seed);
   TrainerOptions options;
   options.optimizer = spec.optimizer;
@@ -148,8 +151,8 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
     if (next_eval < eval_steps.size() && done == eval_steps[next_eval]) {
       ++next_eval;
       absl::StatusOr<std::vector<CanaryExposure>> measured =
-          MeasureCanaries(static_cast<CharLm&>(trainer->model()), vocab, format, tokens, canaries,
-                          spec, result.log2_space);
+          MeasureCanaries(static_cast<LanguageModel&>(trainer->model()), vocab, format, tokens,
+                          canaries, spec, result.log2_space);
       if (!measured.ok()) {
         point_status = measured.status();
         return false;
@@ -168,7 +171,7 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   const uint64_t last_epoch_steps = (steps - 1) % schedule.steps_per_epoch() + 1;
   result.final_loss = epoch_loss / static_cast<double>(last_epoch_steps);
 
-  CharLm& lm = static_cast<CharLm&>(trainer->model());
+  LanguageModel& lm = static_cast<LanguageModel&>(trainer->model());
   MEMAUDIT_ASSIGN_OR_RETURN(
       std::vector<CanaryExposure> final_canaries,
       MeasureCanaries(lm, vocab, format, tokens, canaries, spec, result.log2_space));

@@ -28,7 +28,11 @@ struct ExposureRunSpec {
   std::vector<std::string> alphabets;
   std::vector<uint32_t> repeats = {1, 4, 16, 64};  // one inserted canary per entry
   uint32_t controls = 2;                           // never-inserted canaries
-  ModelKind lm = ModelKind::kLstmLm;               // or kGruLm
+  // kLstmLm, kGruLm, or kTorchScript: a team's module at torchscript_path
+  // (torchscript_lm.h), whose vocabulary must hold every canary character;
+  // layers, units, embedding and dropout then unused.
+  ModelKind lm = ModelKind::kLstmLm;
+  std::string torchscript_path;
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;

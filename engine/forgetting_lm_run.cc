@@ -10,13 +10,14 @@
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
-#include "engine/char_lm.h"
+#include "engine/language_model.h"
 #include "engine/lm_dataset.h"
 #include "engine/lm_scorer.h"
 #include "engine/lm_search.h"
 #include "engine/model.h"
 #include "engine/schedule.h"
 #include "engine/text_corpus.h"
+#include "engine/torchscript_lm.h"
 #include "engine/trainer.h"
 
 namespace memaudit::engine {
@@ -77,7 +78,7 @@ absl::StatusOr<CanaryExposures> Measure(Trainer& trainer, const TokenFormat& for
   torch::NoGradGuard no_grad;
   const bool was_training = trainer.model().is_training();
   trainer.model().eval();
-  LmScorer scorer(static_cast<CharLm&>(trainer.model()));
+  LmScorer scorer(static_cast<LanguageModel&>(trainer.model()));
   CanaryExposures out;
   if (TrieSteps(format) <= budget) {
     MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> all, EnumerateAllPx(scorer, format));
@@ -125,7 +126,8 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   MEMAUDIT_ASSIGN_OR_RETURN(
       std::vector<std::string> secrets,
       DrawSecrets(format, spec.copies.size() + spec.controls, spec.canary_seed));
-  const CharVocab vocab = CanaryVocab(text, format);
+  MEMAUDIT_ASSIGN_OR_RETURN(const CharVocab vocab,
+                            LmVocabulary(spec.lm, spec.torchscript_path, text, format));
   const std::vector<int64_t> tokens = vocab.Encode(text);
   TensorDataset clean = LmWindows(tokens, spec.window);
   if (clean.size() == 0) return absl::InvalidArgumentError("corpus: shorter than one window");
@@ -177,8 +179,8 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
     p_ids.push_back(clean.size() + static_cast<int64_t>(i));
   }
 
-  const ModelSpec model =
-      CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
+  const ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
+                                     spec.dropout, spec.torchscript_path);
   const uint64_t init_seed = spec.init_seed;
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.order_seed);

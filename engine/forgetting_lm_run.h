@@ -35,7 +35,11 @@ struct ForgettingLmRunSpec {
   // then `controls` never-inserted canaries from the same space.
   std::vector<uint32_t> copies;
   uint32_t controls = 8;
-  ModelKind lm = ModelKind::kLstmLm;  // or kGruLm
+  // kLstmLm, kGruLm, or kTorchScript: a team's module at torchscript_path
+  // (torchscript_lm.h), whose vocabulary must hold every canary character;
+  // layers, units, embedding and dropout then unused.
+  ModelKind lm = ModelKind::kLstmLm;
+  std::string torchscript_path;
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;

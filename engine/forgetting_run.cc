@@ -28,7 +28,7 @@ InjectOptions InjectOptionsFor(const ForgettingRunSpec& spec) {
   return o;
 }
 
-absl::Status CheckSpec(const LabeledImages& data, const ForgettingRunSpec& spec) {
+absl::Status CheckSpec(const data::LabeledExamples& data, const ForgettingRunSpec& spec) {
   if (spec.clean_rows.empty()) return absl::InvalidArgumentError("clean_rows: empty");
   if (spec.injected_rows.empty()) return absl::InvalidArgumentError("injected_rows: empty");
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
@@ -97,8 +97,16 @@ std::vector<ArmOutputs> OutputsOf(ForgettingPoint& point, const ForgettingRunSpe
   return out;
 }
 
-// Logistic regression (no hidden layers) or an MLP over the images.
-ModelSpec ImageModelSpec(const LabeledImages& data, const std::vector<uint32_t>& hidden) {
+// Logistic regression (no hidden layers), an MLP, or the spec's own model
+// over the dataset's examples.
+ModelSpec ImageModelSpec(const data::LabeledExamples& data, const std::vector<uint32_t>& hidden,
+                         const std::optional<ModelSpec>& own) {
+  if (own.has_value()) {
+    ModelSpec model = *own;
+    model.inputs = data.features;
+    model.classes = data.classes;
+    return model;
+  }
   ModelSpec model;
   model.kind = hidden.empty() ? ModelKind::kLogReg : ModelKind::kMlp;
   model.inputs = data.features;
@@ -113,6 +121,7 @@ ModelSpec ImageModelSpec(const LabeledImages& data, const std::vector<uint32_t>&
 // and 1.15x with 32 hidden units, but 0.93x with 128 (2 vCPU, one thread).
 bool PackingPays(const ForgettingRunSpec& spec) {
   constexpr uint32_t kWidestPackedLayer = 64;
+  if (spec.model.has_value()) return false;  // only logreg and MLPs stack
   return std::all_of(spec.hidden.begin(), spec.hidden.end(),
                      [](uint32_t units) { return units <= kWidestPackedLayer; });
 }
@@ -135,14 +144,14 @@ uint64_t ForgettingTrialSteps(const ForgettingRunSpec& spec) {
          arms * after;
 }
 
-absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
+absl::StatusOr<ForgettingRunResult> RunForgetting(const data::LabeledExamples& data,
                                                   const ForgettingRunSpec& spec,
                                                   const ForgettingStepCallback& on_step,
                                                   const ForgettingPointCallback& on_point) {
   MEMAUDIT_RETURN_IF_ERROR(CheckSpec(data, spec));
   // Rows 0..|D|-1 are D, then Dp with its injection labels.
-  TensorDataset clean = FromLabeledImages(data, spec.clean_rows);
-  TensorDataset injected = FromLabeledImages(data, spec.injected_rows);
+  TensorDataset clean = FromLabeledExamples(data, spec.clean_rows);
+  TensorDataset injected = FromLabeledExamples(data, spec.injected_rows);
   if (!spec.injected_labels.empty()) {
     std::vector<int64_t> labels(spec.injected_labels.begin(), spec.injected_labels.end());
     injected = TensorDataset(injected.x(), torch::tensor(labels, torch::kLong));
@@ -153,7 +162,7 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
   for (size_t i = 0; i < d_ids.size(); ++i) d_ids[i] = static_cast<int64_t>(i);
   for (size_t i = 0; i < p_ids.size(); ++i) p_ids[i] = static_cast<int64_t>(d_ids.size() + i);
 
-  const ModelSpec model = ImageModelSpec(data, spec.hidden);
+  const ModelSpec model = ImageModelSpec(data, spec.hidden, spec.model);
   const uint64_t init_seed = spec.init_seed;
   ModelFactory factory = [model, init_seed] { return BuildModel(model, init_seed); };
   const TrainerOptions options =
@@ -291,7 +300,7 @@ absl::StatusOr<ForgettingRunResult> RunForgetting(const LabeledImages& data,
 }
 
 absl::StatusOr<std::vector<double>> ForgettingCandidateLosses(
-    const LabeledImages& data, const ForgettingReferenceSpec& spec,
+    const data::LabeledExamples& data, const ForgettingReferenceSpec& spec,
     const ForgettingStepCallback& on_step) {
   if (spec.clean_rows.empty()) return absl::InvalidArgumentError("clean_rows: empty");
   if (spec.candidate_rows.empty()) return absl::InvalidArgumentError("candidate_rows: empty");
@@ -304,11 +313,11 @@ absl::StatusOr<std::vector<double>> ForgettingCandidateLosses(
       }
     }
   }
-  const TensorDataset clean = FromLabeledImages(data, spec.clean_rows);
-  const TensorDataset candidates = FromLabeledImages(data, spec.candidate_rows);
+  const TensorDataset clean = FromLabeledExamples(data, spec.clean_rows);
+  const TensorDataset candidates = FromLabeledExamples(data, spec.candidate_rows);
   std::vector<int64_t> ids(spec.clean_rows.size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
-  const ModelSpec model = ImageModelSpec(data, spec.hidden);
+  const ModelSpec model = ImageModelSpec(data, spec.hidden, spec.model);
   const uint64_t init_seed = spec.init_seed;
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.order_seed);

@@ -16,10 +16,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/labeled_images.h"
+#include "data/labeled_examples.h"
+#include "engine/model_spec.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {
@@ -27,12 +29,16 @@ namespace memaudit::engine {
 enum class ForgettingStrategy { kInject, kPoison };
 
 struct ForgettingRunSpec {
-  std::vector<uint32_t> clean_rows;     // D: rows of the LabeledImages
+  std::vector<uint32_t> clean_rows;     // D: rows of the LabeledExamples
   std::vector<uint32_t> injected_rows;  // Dp
   // Labels Dp is injected (and scored) with, one per injected row; empty =
   // the dataset's labels.
   std::vector<uint8_t> injected_labels;
   std::vector<uint32_t> hidden;  // empty = logistic regression
+  // Set (kCnn, kTorchScript): this model instead of the logistic regression
+  // or MLP of `hidden`; inputs and classes come from the dataset. Its arms
+  // train one at a time.
+  std::optional<ModelSpec> model;
   OptimizerSpec optimizer;
   uint32_t batch_size = 64;
   uint64_t steps_before = 100;  // T_I
@@ -95,8 +101,8 @@ using ForgettingStepCallback = std::function<bool(uint64_t steps_done)>;
 using ForgettingPointCallback = std::function<void(const ForgettingRunResult& so_far)>;
 
 absl::StatusOr<ForgettingRunResult> RunForgetting(
-    const LabeledImages& data, const ForgettingRunSpec& spec, const ForgettingStepCallback& on_step,
-    const ForgettingPointCallback& on_point = nullptr);
+    const data::LabeledExamples& data, const ForgettingRunSpec& spec,
+    const ForgettingStepCallback& on_step, const ForgettingPointCallback& on_point = nullptr);
 
 // Hardness selection (the paper's ImageNet Dp: held-out points ranked by
 // loss on a trained model). One reference model trains on D for `steps`
@@ -105,6 +111,7 @@ struct ForgettingReferenceSpec {
   std::vector<uint32_t> clean_rows;      // D
   std::vector<uint32_t> candidate_rows;  // scored with their true labels
   std::vector<uint32_t> hidden;          // empty = logistic regression
+  std::optional<ModelSpec> model;        // as ForgettingRunSpec::model
   OptimizerSpec optimizer;
   uint32_t batch_size = 64;
   uint64_t steps = 100;
@@ -116,7 +123,7 @@ struct ForgettingReferenceSpec {
 // Cross-entropy (float64) of each candidate under the reference model, in
 // candidate order; `on_step` counts its optimizer steps.
 absl::StatusOr<std::vector<double>> ForgettingCandidateLosses(
-    const LabeledImages& data, const ForgettingReferenceSpec& spec,
+    const data::LabeledExamples& data, const ForgettingReferenceSpec& spec,
     const ForgettingStepCallback& on_step);
 
 enum class ForgettingSelection { kRandom, kEasy, kMedium, kHard };

@@ -15,8 +15,8 @@ namespace {
 using ::memaudit::testing::StatusIs;
 
 // 10 classes of 16-pixel images: class c lights pixels around c, plus noise.
-LabeledImages TinyImages(uint32_t count, uint32_t features = 16) {
-  LabeledImages data;
+data::LabeledExamples TinyImages(uint32_t count, uint32_t features = 16) {
+  data::LabeledExamples data;
   data.count = count;
   data.features = features;
   data.classes = 10;
@@ -51,7 +51,7 @@ ForgettingRunSpec Spec() {
 }
 
 TEST(ForgettingRunTest, ArmsMatchBeforeInjectionAndDifferRightAfter) {
-  const LabeledImages data = TinyImages(240);
+  const data::LabeledExamples data = TinyImages(240);
   uint64_t reported = 0;
   auto result = RunForgetting(data, Spec(), [&](uint64_t steps) {
     reported = steps;
@@ -76,7 +76,7 @@ TEST(ForgettingRunTest, ArmsMatchBeforeInjectionAndDifferRightAfter) {
 }
 
 TEST(ForgettingRunTest, DeterministicAndPairingOnlyMovesTheBaselineOrder) {
-  const LabeledImages data = TinyImages(240);
+  const data::LabeledExamples data = TinyImages(240);
   auto a = RunForgetting(data, Spec(), nullptr);
   auto b = RunForgetting(data, Spec(), nullptr);
   MEMAUDIT_ASSERT_OK(a);
@@ -92,7 +92,7 @@ TEST(ForgettingRunTest, DeterministicAndPairingOnlyMovesTheBaselineOrder) {
 }
 
 TEST(ForgettingRunTest, PoisonTrainsBothArmsFromTheSameInit) {
-  const LabeledImages data = TinyImages(240);
+  const data::LabeledExamples data = TinyImages(240);
   ForgettingRunSpec spec = Spec();
   spec.strategy = ForgettingStrategy::kPoison;
   auto result = RunForgetting(data, spec, nullptr);
@@ -103,7 +103,7 @@ TEST(ForgettingRunTest, PoisonTrainsBothArmsFromTheSameInit) {
 }
 
 TEST(ForgettingRunTest, ReplayReproducesTheBaselineArmBitForBit) {
-  const LabeledImages data = TinyImages(240);
+  const data::LabeledExamples data = TinyImages(240);
   for (ForgettingStrategy strategy : {ForgettingStrategy::kInject, ForgettingStrategy::kPoison}) {
     ForgettingRunSpec spec = Spec();
     spec.strategy = strategy;
@@ -133,7 +133,7 @@ TEST(ForgettingRunTest, ReplayReproducesTheBaselineArmBitForBit) {
 }
 
 TEST(ForgettingRunTest, ReferenceModelsForkWithTheBaselineButTakeTheirOwnOrder) {
-  const LabeledImages data = TinyImages(240);
+  const data::LabeledExamples data = TinyImages(240);
   for (ForgettingStrategy strategy : {ForgettingStrategy::kInject, ForgettingStrategy::kPoison}) {
     ForgettingRunSpec spec = Spec();
     spec.strategy = strategy;
@@ -184,7 +184,7 @@ double Mean(const std::vector<double>& v) {
 }
 
 TEST(ForgettingRunTest, InReferenceModelsForkWithTheInjectedArmButTakeTheirOwnOrder) {
-  const LabeledImages data = TinyImages(240);
+  const data::LabeledExamples data = TinyImages(240);
   for (ForgettingStrategy strategy : {ForgettingStrategy::kInject, ForgettingStrategy::kPoison}) {
     const bool poison = strategy == ForgettingStrategy::kPoison;
     ForgettingRunSpec spec = Spec();
@@ -252,7 +252,7 @@ TEST(ForgettingRunTest, InReferenceModelsForkWithTheInjectedArmButTakeTheirOwnOr
 }
 
 TEST(ForgettingRunTest, InReferencesFillDupInBatchInjectionsFromTheirOwnSeed) {
-  const LabeledImages data = TinyImages(240);
+  const data::LabeledExamples data = TinyImages(240);
   ForgettingRunSpec spec = Spec();
   spec.dup_in_batch = true;  // 16 Dp rows x 2 copies per batch of 32: 2 steps
   spec.in_reference_models = 1;
@@ -268,12 +268,12 @@ TEST(ForgettingRunTest, InReferencesFillDupInBatchInjectionsFromTheirOwnSeed) {
 TEST(ForgettingRunTest, PackedArmsEqualArmsTrainedOneAtATime) {
   // 784 features and 64 hidden units put the GEMMs on the blocked kernels
   // Fashion-MNIST runs use.
-  const LabeledImages small = TinyImages(240), wide = TinyImages(240, 784);
+  const data::LabeledExamples small = TinyImages(240), wide = TinyImages(240, 784);
   for (ForgettingStrategy strategy : {ForgettingStrategy::kInject, ForgettingStrategy::kPoison}) {
     for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kMomentum, OptimizerKind::kAdam,
                                OptimizerKind::kRmsProp}) {
       const bool is_wide = kind == OptimizerKind::kMomentum;
-      const LabeledImages& data = is_wide ? wide : small;
+      const data::LabeledExamples& data = is_wide ? wide : small;
       ForgettingRunSpec spec = Spec();
       if (is_wide) spec.batch_size = 64;
       spec.strategy = strategy;
@@ -336,7 +336,7 @@ TEST(ForgettingRunTest, PickByLossTakesTheLowestMiddleOrHighestLosses) {
 }
 
 TEST(ForgettingRunTest, CandidateLossesComeFromOneSeededReferenceModel) {
-  const LabeledImages data = TinyImages(300);
+  const data::LabeledExamples data = TinyImages(300);
   ForgettingReferenceSpec spec;
   for (uint32_t i = 0; i < 200; ++i) spec.clean_rows.push_back(i);
   for (uint32_t i = 200; i < 300; ++i) spec.candidate_rows.push_back(i);
@@ -461,7 +461,7 @@ TEST(ForgettingLmRunTest, BadInputsAreRefused) {
 }
 
 TEST(ForgettingRunTest, BadInputsAreRefused) {
-  const LabeledImages data = TinyImages(240);
+  const data::LabeledExamples data = TinyImages(240);
   ForgettingRunSpec spec = Spec();
   spec.eval_points = {5, 2};
   EXPECT_THAT(RunForgetting(data, spec, nullptr), StatusIs(absl::StatusCode::kInvalidArgument));

@@ -48,7 +48,7 @@ absl::StatusOr<std::vector<int64_t>> SecretTokens(const CharVocab& vocab,
   return ids;
 }
 
-LmScorer::LmScorer(CharLm& model)
+LmScorer::LmScorer(LanguageModel& model)
     : model_(model),
       device_(model.parameters().empty() ? torch::kCPU : model.parameters()[0].device()) {
   model_.eval();
@@ -140,7 +140,7 @@ Completion BeamComplete(LmScorer& scorer, const TokenFormat& format, size_t widt
       rows.push_back(h.row);
       tokens.push_back(h.tokens.back());
     }
-    state = state.Select(torch::tensor(rows, torch::kLong).to(state.h.device()));
+    state = state.Select(torch::tensor(rows, torch::kLong));
     lp = scorer.Step(tokens, &state);
   }
   return {beam[0].tokens, beam[0].px};

@@ -1,4 +1,4 @@
-// Scoring sequences with a character LM: log-perplexity Px in bits,
+// Scoring sequences with a character LM (any LanguageModel): log-perplexity Px in bits,
 // Px(x) = sum_i -log2 Pr(x_i | x_<i), of canary candidates given a context,
 // plus greedy and beam completion. Every model step is counted as a query.
 #ifndef MEMAUDIT_ENGINE_LM_SCORER_H_
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/char_lm.h"
+#include "engine/language_model.h"
 #include "engine/text_corpus.h"
 
 namespace memaudit::engine {
@@ -37,7 +37,7 @@ inline constexpr double kLn2 = 0.69314718055994530942;
 
 class LmScorer {
  public:
-  explicit LmScorer(CharLm& model);
+  explicit LmScorer(LanguageModel& model);
 
   // Feeds `context` from the zero state; returns next-token log-probs [1, V]
   // (float64, CPU) and the state. Counts one query.
@@ -48,10 +48,10 @@ class LmScorer {
 
   uint64_t queries() const { return queries_; }
   void reset_queries() { queries_ = 0; }
-  CharLm& model() { return model_; }
+  LanguageModel& model() { return model_; }
 
  private:
-  CharLm& model_;
+  LanguageModel& model_;
   torch::Device device_;
   uint64_t queries_ = 0;
 };

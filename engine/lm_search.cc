@@ -58,7 +58,7 @@ std::vector<Frontier> ExpandGroups(LmScorer& scorer, const Frontier& fr,
       sel.push_back(rows[keep[k]]);
       toks.push_back(tokens[keep[k]]);
     }
-    child.state = fr.state.Select(torch::tensor(sel, torch::kLong).to(fr.state.h.device()));
+    child.state = fr.state.Select(torch::tensor(sel, torch::kLong));
     child.lp = scorer.Step(toks, &child.state);
     out.push_back(std::move(child));
   }
@@ -288,21 +288,17 @@ ExtractionResult ShortestPathExtract(LmScorer& scorer, const TokenFormat& f, uin
     if (m > 1 && first_leaf_iteration > 0 && result.iterations >= 2 * first_leaf_iteration) break;
     if (expand.empty()) continue;
     if (scorer.queries() - start + expand.size() > max_queries) break;
-    std::vector<torch::Tensor> hs, cs;
+    std::vector<LmState> parents;
     std::vector<int64_t> tokens;
     for (int64_t id : expand) {
-      const Node& parent = nodes[nodes[id].parent];
-      hs.push_back(parent.state.h);
-      if (parent.state.c.defined()) cs.push_back(parent.state.c);
+      parents.push_back(nodes[nodes[id].parent].state);
       tokens.push_back(nodes[id].token);
     }
-    LmState state{torch::cat(hs, 1), cs.empty() ? torch::Tensor() : torch::cat(cs, 1)};
+    LmState state = LmState::Cat(parents);
     torch::Tensor lp = scorer.Step(tokens, &state);
     for (size_t k = 0; k < expand.size(); ++k) {
       Node& n = nodes[expand[k]];
-      torch::Tensor row =
-          torch::tensor({static_cast<int64_t>(k)}, torch::kLong).to(state.h.device());
-      n.state = state.Select(row);
+      n.state = state.Select(torch::tensor({static_cast<int64_t>(k)}, torch::kLong));
       n.lp = lp[k];
       push_children(expand[k]);
     }

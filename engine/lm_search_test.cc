@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "common/testing/status_matchers.h"
+#include "engine/char_lm.h"
 #include "engine/lm_dataset.h"
 #include "engine/test_util.h"
 #include "engine/trainer.h"

@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "engine/char_lm.h"
 #include "engine/classifier_models.h"
+#include "engine/torchscript_lm.h"
 #include "engine/torchscript_model.h"
 
 namespace memaudit::engine {
@@ -65,14 +66,18 @@ absl::Status ValidateModelSpec(const ModelSpec& spec) {
   return absl::OkStatus();
 }
 
+std::mutex& GlobalGeneratorMutex() {
+  static std::mutex* const mutex = new std::mutex;
+  return *mutex;
+}
+
 absl::StatusOr<std::shared_ptr<Model>> BuildModel(const ModelSpec& spec, uint64_t init_seed) {
   MEMAUDIT_RETURN_IF_ERROR(ValidateModelSpec(spec));
   // LibTorch's modules draw their initial weights from its one global
   // generator: seeding it and building must not interleave with another
   // thread's (a worker runs several tasks at once), or neither model is the
   // one its seed names.
-  static std::mutex* const seeded_init = new std::mutex;
-  std::lock_guard<std::mutex> lock(*seeded_init);
+  std::lock_guard<std::mutex> lock(GlobalGeneratorMutex());
   torch::manual_seed(init_seed);
   switch (spec.kind) {
     case ModelKind::kLogReg:
@@ -98,7 +103,18 @@ absl::StatusOr<std::shared_ptr<Model>> BuildModel(const ModelSpec& spec, uint64_
           std::make_shared<CharLm>(spec.kind == ModelKind::kLstmLm, spec.vocab, spec.embedding,
                                    spec.layers, spec.units, spec.dropout));
     case ModelKind::kTorchScript:
-      return LoadTorchScriptModel(spec.torchscript_path);
+      if (spec.language_model) {
+        MEMAUDIT_ASSIGN_OR_RETURN(
+            std::shared_ptr<TorchScriptLm> lm,
+            LoadTorchScriptLm(spec.torchscript_path, /*redraw_weights=*/true));
+        if (spec.vocab > 0 && lm->vocab() != spec.vocab) {
+          return absl::InvalidArgumentError(absl::StrCat("model.torchscript_path: the module has ",
+                                                         lm->vocab(), " symbols, not ",
+                                                         spec.vocab));
+        }
+        return std::shared_ptr<Model>(std::move(lm));
+      }
+      return LoadTorchScriptClassifierForTraining(spec.torchscript_path);
   }
   return absl::InvalidArgumentError("model.kind: unknown");
 }

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "absl/status/statusor.h"
@@ -34,10 +35,16 @@ class Model : public torch::nn::Module {
   // Inverted dropout with a mask drawn on the CPU from dropout_gen_, so masks
   // are identical on every device and are captured by checkpoints.
   torch::Tensor Dropout(const torch::Tensor& x, double p);
+  at::Generator* dropout_generator() const { return dropout_gen_; }
 
  private:
   at::Generator* dropout_gen_ = nullptr;
 };
+
+// Held while LibTorch's global generator is seeded and drawn from (model
+// init, a TorchScript module's own dropout), since a worker runs several
+// tasks at once.
+std::mutex& GlobalGeneratorMutex();
 
 // Builds the model with parameters initialised from LibTorch's global
 // generator reseeded to `init_seed` (the same scheme RunClassifier uses), on

@@ -71,16 +71,24 @@ struct ModelSpec {
   // kTorchScript: a file written by torch.jit.save. Its forward must map a
   // batch of inputs to logits (classifiers) like the built-in models.
   std::string torchscript_path;
+  // kTorchScript: the module is a character language model under the
+  // contract of torchscript_lm.h (docs/language-models.md), of `vocab`
+  // symbols when that is > 0. The LSTM/GRU kinds are LMs regardless.
+  bool language_model = false;
 };
 
 absl::Status ValidateModelSpec(const ModelSpec& spec);
 
-// A character language model of `kind` (kLstmLm or kGruLm) over `vocab`
-// symbols.
+// A character language model of `kind` over `vocab` symbols: kLstmLm or
+// kGruLm of the given sizes, or kTorchScript loaded from `torchscript_path`
+// (the sizes and dropout then unused: the module has its own).
 inline ModelSpec CharLmSpec(ModelKind kind, int64_t vocab, int64_t embedding, int64_t layers,
-                            int64_t units, double dropout) {
+                            int64_t units, double dropout,
+                            const std::string& torchscript_path = "") {
   ModelSpec model;
   model.kind = kind;
+  model.language_model = true;
+  model.torchscript_path = torchscript_path;
   model.vocab = vocab;
   model.embedding = embedding;
   model.layers = layers;

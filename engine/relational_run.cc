@@ -11,9 +11,10 @@
 #include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
 #include "common/steps.h"
-#include "engine/char_lm.h"
+#include "engine/language_model.h"
 #include "engine/schedule.h"
 #include "engine/text_corpus.h"
+#include "engine/torchscript_lm.h"
 #include "engine/trainer.h"
 
 namespace memaudit::engine {
@@ -79,7 +80,7 @@ TensorDataset RecordSequences(const CharVocab& vocab, const std::vector<std::str
 }
 
 // Next-character accuracy (argmax) over every non-ignored target.
-double NextCharAccuracy(CharLm& lm, const TensorDataset& data, torch::Device device) {
+double NextCharAccuracy(LanguageModel& lm, const TensorDataset& data, torch::Device device) {
   torch::NoGradGuard no_grad;
   int64_t correct = 0, total = 0;
   constexpr int64_t kChunk = 256;
@@ -98,7 +99,7 @@ double NextCharAccuracy(CharLm& lm, const TensorDataset& data, torch::Device dev
 // Greedy completion of every prompt with `digits` digits: prompts of equal
 // length run as one batch from the zero state (the way records start in
 // training), then each step takes the most likely digit.
-std::vector<std::string> GreedyDigits(CharLm& lm, const CharVocab& vocab,
+std::vector<std::string> GreedyDigits(LanguageModel& lm, const CharVocab& vocab,
                                       const std::vector<std::string>& prompts, uint32_t digits,
                                       torch::Device device) {
   torch::NoGradGuard no_grad;
@@ -273,12 +274,21 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
   }
   // Held-out names share the syllable alphabet; building the vocabulary over
   // them too only keeps rare letters from mapping to the unknown symbol.
-  const CharVocab vocab = CharVocab::Build(all);
+  CharVocab vocab = CharVocab::Build(all);
+  if (spec.lm == ModelKind::kTorchScript) {
+    MEMAUDIT_ASSIGN_OR_RETURN(vocab, TorchScriptLmVocabulary(spec.torchscript_path));
+    // The adversary reads digits after the template's text: those must be
+    // symbols of their own, not the unknown one.
+    MEMAUDIT_RETURN_IF_ERROR(RequireCharacters(
+        vocab,
+        absl::StrCat(kDigits, "\n", absl::StrReplaceAll(spec.tmpl, {{kName, ""}, {kNumber, ""}})),
+        "model.torchscript_path", "the phone book (digits, newline, template)"));
+  }
   const TensorDataset train = RecordSequences(vocab, train_text);
   const TensorDataset validation = RecordSequences(vocab, val_text);
 
-  const ModelSpec model =
-      CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units, spec.dropout);
+  const ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
+                                     spec.dropout, spec.torchscript_path);
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.model_seed);
   const uint64_t init = DeriveSeed(spec.model_seed, "init", 0);
@@ -288,7 +298,7 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
   for (int64_t i = 0; i < train.size(); ++i) pool[i] = i;
   EpochSchedule schedule(pool, spec.batch_size, DeriveSeed(spec.model_seed, "order", 0));
   const uint64_t per_epoch = schedule.steps_per_epoch();
-  CharLm& lm = static_cast<CharLm&>(trainer->model());
+  LanguageModel& lm = static_cast<LanguageModel&>(trainer->model());
   const torch::Device device = trainer->device();
 
   for (uint32_t e = 1; e <= spec.epochs; ++e) {

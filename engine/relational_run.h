@@ -57,7 +57,12 @@ struct PhoneBookRunSpec {
   uint32_t validation_records = 128;
   std::string tmpl = "{name}'s number is {number}.";
   uint32_t digits = 7;
-  ModelKind lm = ModelKind::kLstmLm;  // or kGruLm
+  // kLstmLm, kGruLm, or kTorchScript: a team's module at torchscript_path
+  // (torchscript_lm.h), whose vocabulary must hold the digits, the newline
+  // and the template's own characters (name letters it lacks become the
+  // unknown symbol); layers, units, embedding and dropout then unused.
+  ModelKind lm = ModelKind::kLstmLm;
+  std::string torchscript_path;
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,6 +14,17 @@
 
 namespace memaudit::engine {
 namespace fs = std::filesystem;
+namespace {
+
+// "'x' (U+0078)", the newline shown as '\n', for messages.
+std::string CodePointName(char32_t c) {
+  char hex[16];
+  std::snprintf(hex, sizeof(hex), "U+%04X", static_cast<unsigned>(c));
+  const std::string shown = c == U'\n' ? "\\n" : EncodeUtf8({c});
+  return absl::StrCat("'", shown, "' (", hex, ")");
+}
+
+}  // namespace
 
 std::vector<char32_t> DecodeUtf8(const std::string& s) {
   std::vector<char32_t> out;
@@ -116,6 +128,22 @@ CharVocab CharVocab::Build(const std::string& utf8_text) {
   return v;
 }
 
+absl::StatusOr<CharVocab> CharVocab::FromSymbols(const std::vector<char32_t>& symbols) {
+  if (symbols.empty() || symbols[0] != 0xFFFD) {
+    return absl::InvalidArgumentError("vocabulary: the first symbol must be U+FFFD (unknown)");
+  }
+  CharVocab v;
+  v.symbols_ = symbols;
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    if (!v.ids_.emplace(symbols[i], static_cast<int64_t>(i)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("vocabulary: ", CodePointName(symbols[i]),
+                                                     " appears twice (ids ", v.ids_[symbols[i]],
+                                                     " and ", i, ")"));
+    }
+  }
+  return v;
+}
+
 int64_t CharVocab::Id(char32_t cp) const {
   auto it = ids_.find(cp);
   return it == ids_.end() ? 0 : it->second;
@@ -154,6 +182,23 @@ CharVocab CanaryVocab(const std::string& text, const CanaryFormat& format) {
   std::string symbols = "0123456789\n" + format.prefix + format.suffix;
   for (const std::string& a : format.alphabets) symbols += a;
   return CharVocab::Build(text + symbols);
+}
+
+absl::Status RequireCharacters(const CharVocab& vocab, const std::string& utf8,
+                               const std::string& field, const std::string& what) {
+  for (char32_t c : DecodeUtf8(utf8)) {
+    if (vocab.Id(c) != 0 || c == 0xFFFD) continue;
+    return absl::InvalidArgumentError(absl::StrCat(field, ": the model's vocabulary lacks ",
+                                                   CodePointName(c), ", which ", what,
+                                                   " needs; add it to the model's vocabulary"));
+  }
+  return absl::OkStatus();
+}
+
+std::string CanaryCharacters(const CanaryFormat& format) {
+  std::string out = "\n" + format.prefix + format.suffix;
+  for (const std::string& a : format.alphabets) out += a;
+  return out;
 }
 
 CanaryFormat DigitsFormat(const std::string& prefix, int digits) {

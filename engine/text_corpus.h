@@ -36,6 +36,9 @@ std::string SyntheticText(size_t chars, uint64_t seed);
 class CharVocab {
  public:
   static CharVocab Build(const std::string& utf8_text);
+  // A model's own vocabulary, id i = symbols[i]: symbols[0] must be U+FFFD
+  // (the unknown symbol) and no symbol may repeat; any order otherwise.
+  static absl::StatusOr<CharVocab> FromSymbols(const std::vector<char32_t>& symbols);
   int64_t size() const { return static_cast<int64_t>(symbols_.size()); }
   std::vector<int64_t> Encode(const std::string& utf8) const;
   std::string Decode(const std::vector<int64_t>& ids) const;
@@ -70,6 +73,17 @@ CanaryFormat FormatFor(const std::string& prefix, uint32_t digits,
 // hold (digits, newline, prefix, hole alphabets), so a canary can always be
 // spelled and models trained with and without canaries share their ids.
 CharVocab CanaryVocab(const std::string& text, const CanaryFormat& format);
+
+// OK when `vocab` holds every character of `utf8`; else INVALID_ARGUMENT,
+// "<field>: the model's vocabulary lacks 'x' (U+0078), which <what> needs".
+// A character a canary needs cannot map to the unknown symbol: candidates
+// would collide and their ranks would be meaningless.
+absl::Status RequireCharacters(const CharVocab& vocab, const std::string& utf8,
+                               const std::string& field, const std::string& what);
+
+// The characters every canary of `format` is spelled with: the newline it
+// starts after, the prefix, every hole's alphabet and the suffix.
+std::string CanaryCharacters(const CanaryFormat& format);
 
 // log2 |R|.
 double Log2SpaceSize(const CanaryFormat& format);

@@ -28,6 +28,22 @@ class TorchScriptModel : public Model {
 };
 
 absl::StatusOr<std::shared_ptr<Model>> LoadTorchScriptModel(const std::string& path);
+// Each model of an audit needs its own initial weights: a module with a
+// reset_parameters() method redraws them from LibTorch's generator, which
+// BuildModel has seeded with the model's init seed. Without the method the
+// file's weights are every model's start. Errors name model.torchscript_path.
+absl::Status RedrawScriptedWeights(torch::jit::Module& module);
+// LoadTorchScriptModel for a model memaudit trains: RedrawScriptedWeights.
+absl::StatusOr<std::shared_ptr<Model>> LoadTorchScriptClassifierForTraining(
+    const std::string& path);
+
+// Shared by every TorchScript model kind (torchscript_lm.h too).
+// torch::jit::load on the CPU within model_limits.h's file and parameter
+// bounds; errors name model.torchscript_path.
+absl::StatusOr<torch::jit::Module> LoadBoundedModule(const std::string& path);
+// Registers the module's parameters and buffers with `owner` as aliases
+// (dots become underscores), so optimizers, checkpoints and Fork() see them.
+void RegisterScriptedTensors(const torch::jit::Module& module, torch::nn::Module& owner);
 
 }  // namespace memaudit::engine
 

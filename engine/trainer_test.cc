@@ -140,7 +140,7 @@ TEST(TrainerTest, DropoutHasItsOwnSeed) {
 // GEMM has in x batch x out >= 400; below, LibTorch's bmm takes a naive
 // kernel (docs/engine.md), hence hidden 32 and full batches of 16.
 TEST(TrainerTest, MatchesRunClassifierExactly) {
-  LabeledImages images;
+  data::LabeledExamples images;
   images.count = 120;
   images.features = 16;
   images.classes = 2;
@@ -172,10 +172,10 @@ TEST(TrainerTest, MatchesRunClassifierExactly) {
   o.optimizer.momentum = 0.9;
   auto trainer = Trainer::Create(Factory(m, 11), o);
   MEMAUDIT_ASSERT_OK(trainer);
-  TensorDataset train = FromLabeledImages(images, spec.train_indices);
+  TensorDataset train = FromLabeledExamples(images, spec.train_indices);
   EpochSchedule schedule(Range(96), 16, 12);
   MEMAUDIT_ASSERT_OK((*trainer)->Train(train, schedule, expected->steps));
-  TensorDataset eval = FromLabeledImages(images, spec.eval_indices);
+  TensorDataset eval = FromLabeledExamples(images, spec.eval_indices);
   torch::NoGradGuard no_grad;
   (*trainer)->model().eval();
   torch::Tensor phi = LogitScaledConfidence((*trainer)->model().Forward(eval.x()), eval.y());

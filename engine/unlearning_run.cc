@@ -132,7 +132,7 @@ std::vector<std::vector<double>> Release(const LogitsFn& logits, const Batch& qu
   return out;
 }
 
-absl::Status CheckSpec(const LabeledImages& data, const UnlearningRunSpec& spec) {
+absl::Status CheckSpec(const data::LabeledExamples& data, const UnlearningRunSpec& spec) {
   if (spec.train_rows.empty()) return absl::InvalidArgumentError("train_rows: empty");
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
   if (spec.epochs == 0) return absl::InvalidArgumentError("epochs: must be > 0");
@@ -191,8 +191,8 @@ double DpEpsilonOfPhases(const std::vector<std::pair<uint64_t, uint64_t>>& phase
   return std::max(0.0, best);
 }
 
-absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
-                                                  const LabeledImages* test,
+absl::StatusOr<UnlearningRunResult> RunUnlearning(const data::LabeledExamples& data,
+                                                  const data::LabeledExamples* test,
                                                   const UnlearningRunSpec& spec,
                                                   const UnlearningStepCallback& on_step) {
   MEMAUDIT_RETURN_IF_ERROR(CheckSpec(data, spec));
@@ -217,7 +217,7 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
     for (uint32_t r : of) out.push_back(local.at(r));
     return out;
   };
-  const TensorDataset all = FromLabeledImages(data, rows);
+  const TensorDataset all = FromLabeledExamples(data, rows);
   const std::vector<int64_t> train_ids = ids(spec.train_rows);
   const Batch train_batch = all.Gather(train_ids);
   const Batch original_validation = all.Gather(ids(spec.validation_rows));
@@ -225,7 +225,7 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
   if (test != nullptr && test->count > 0) {
     std::vector<uint32_t> test_rows(test->count);
     for (uint32_t i = 0; i < test->count; ++i) test_rows[i] = i;
-    const TensorDataset t = FromLabeledImages(*test, test_rows);
+    const TensorDataset t = FromLabeledExamples(*test, test_rows);
     test_batch = {t.x(), t.y()};
   }
 

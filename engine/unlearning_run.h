@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/labeled_images.h"
+#include "data/labeled_examples.h"
 #include "engine/model_spec.h"
 #include "engine/optimizer_spec.h"
 #include "engine/release_policy.h"
@@ -88,8 +88,8 @@ struct UnlearningRunResult {
 using UnlearningStepCallback = std::function<bool(uint64_t steps_done)>;
 
 // `test` may be null (test_accuracy stays 0).
-absl::StatusOr<UnlearningRunResult> RunUnlearning(const LabeledImages& data,
-                                                  const LabeledImages* test,
+absl::StatusOr<UnlearningRunResult> RunUnlearning(const data::LabeledExamples& data,
+                                                  const data::LabeledExamples* test,
                                                   const UnlearningRunSpec& spec,
                                                   const UnlearningStepCallback& on_step);
 

@@ -14,8 +14,8 @@ using ::memaudit::testing::StatusIs;
 
 // 4 classes of 16-pixel images: a class lights its own block of pixels,
 // plus seeded noise, so a small model learns it without memorizing it all.
-LabeledImages Blobs(uint32_t count, uint64_t seed) {
-  LabeledImages d;
+data::LabeledExamples Blobs(uint32_t count, uint64_t seed) {
+  data::LabeledExamples d;
   d.count = count;
   d.features = 16;
   d.classes = 4;
@@ -63,7 +63,7 @@ UnlearningRunSpec Spec() {
 }
 
 TEST(UnlearningRunTest, ScratchReleasesBothVersionsPerPolicy) {
-  const LabeledImages data = Blobs(200, 7), test = Blobs(50, 8);
+  const data::LabeledExamples data = Blobs(200, 7), test = Blobs(50, 8);
   auto run = RunUnlearning(data, &test, Spec(), nullptr);
   MEMAUDIT_ASSERT_OK(run);
   EXPECT_EQ(run->classes, 4u);
@@ -102,7 +102,7 @@ TEST(UnlearningRunTest, ScratchReleasesBothVersionsPerPolicy) {
 }
 
 TEST(UnlearningRunTest, SharedOrderMeansTheOriginalLessTheDeletion) {
-  const LabeledImages data = Blobs(200, 7);
+  const data::LabeledExamples data = Blobs(200, 7);
   UnlearningRunSpec spec = Spec();
   // A child that deletes nothing is the original, bit for bit.
   spec.children[0].removed.clear();
@@ -125,7 +125,7 @@ TEST(UnlearningRunTest, SharedOrderMeansTheOriginalLessTheDeletion) {
 }
 
 TEST(UnlearningRunTest, SisaRetrainsOnlyAffectedShardsAndAddsOnline) {
-  const LabeledImages data = Blobs(200, 7);
+  const data::LabeledExamples data = Blobs(200, 7);
   UnlearningRunSpec spec = Spec();
   spec.method = UnlearningMethod::kSisa;
   spec.shards = 4;
@@ -154,7 +154,7 @@ TEST(UnlearningRunTest, SisaRetrainsOnlyAffectedShardsAndAddsOnline) {
 }
 
 TEST(UnlearningRunTest, DpSgdReportsEpsilonAndStops) {
-  const LabeledImages data = Blobs(200, 7);
+  const data::LabeledExamples data = Blobs(200, 7);
   UnlearningRunSpec spec = Spec();
   spec.dp = true;
   spec.noise_multiplier = 1.1;

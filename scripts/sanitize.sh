@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # AddressSanitizer + UndefinedBehaviorSanitizer (clang) over what parses
-# untrusted input and holds state: the unit tests of common/, scoring/, the
-# coordinator and the scorer, then each libFuzzer harness of fuzz/ for a
+# untrusted input and holds state: the unit tests of common/, data/, scoring/,
+# the coordinator and the scorer, then each libFuzzer harness of fuzz/ for a
 # bounded time on its seed corpus. Any sanitizer report fails the run.
 # The engine (LibTorch) and the worker are not built here.
 #   MEMAUDIT_FUZZ_SECONDS  seconds per harness (default 60; 0 skips fuzzing)
@@ -24,10 +24,11 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMEMAUDIT_PCH=OFF \
   -DMEMAUDIT_SANITIZE="$sanitizers" -DMEMAUDIT_FUZZ="$fuzz" -DMEMAUDIT_BUILD_BENCH=OFF >/dev/null
 
-tests=(common_test security_test scoring_test coordinator_test worker_service_test exposure_spec_test relational_spec_test
+tests=(common_test data_test security_test scoring_test coordinator_test worker_service_test exposure_spec_test relational_spec_test
   scorer_test relational_metrics_test unlearning_metrics_test)
 fuzzers=()
-[ "$fuzz" = ON ] && fuzzers=(spec_fuzzer observation_fuzzer scoring_fuzzer report_fuzzer export_fuzzer)
+[ "$fuzz" = ON ] && fuzzers=(spec_fuzzer observation_fuzzer scoring_fuzzer report_fuzzer export_fuzzer
+  data_source_fuzzer)
 ninja -C "$build_dir" -j "$jobs" "${tests[@]}" "${fuzzers[@]}"
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
@@ -47,6 +48,7 @@ seeds_of() {
     scoring_fuzzer) echo fuzz/corpus/scoring ;;
     report_fuzzer) echo fuzz/corpus/report ;;
     export_fuzzer) echo fuzz/corpus/export ;;
+    data_source_fuzzer) echo fuzz/corpus/data_source ;;
   esac
 }
 if [ "$fuzz_seconds" -gt 0 ]; then

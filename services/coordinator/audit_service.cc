@@ -173,8 +173,7 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext* ctx, const v1::Submit
   submission.request_id = req->request_id();
   submission.spec_bytes = req->spec().ByteSizeLong();
   submission.spec = req->spec();
-  ApplyDefaults(&submission.spec);
-  if (absl::Status s = ValidateSpec(submission.spec, data_roots_); !s.ok()) return Bounded(s);
+  if (absl::Status s = PrepareSpec(&submission.spec, data_roots_); !s.ok()) return Bounded(s);
 
   // A resend answers what the first request did; quotas refuse before the
   // scorer hears of the audit.

@@ -61,10 +61,18 @@ void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
     if (v.has_batch_size() && (v.batch_size() == 0 || v.batch_size() > 65536)) {
       add(field("batch_size"), absl::StrCat("must be in [1, 65536] (got ", v.batch_size(), ")"));
     }
-    if (v.has_units() && (v.units() == 0 || v.units() > 4096)) {
+    // A TorchScript module's width and dropout are its own: a variant
+    // cannot change them.
+    const bool torchscript =
+        e.model().architecture() == engine::ModelKindName(engine::ModelKind::kTorchScript);
+    if (torchscript && v.has_units()) {
+      add(field("units"), "cannot vary with model.architecture \"torchscript\"");
+    } else if (v.has_units() && (v.units() == 0 || v.units() > 4096)) {
       add(field("units"), absl::StrCat("must be in [1, 4096] (got ", v.units(), ")"));
     }
-    if (v.has_dropout() && !(v.dropout() >= 0 && v.dropout() < 1)) {
+    if (torchscript && v.has_dropout()) {
+      add(field("dropout"), "cannot vary with model.architecture \"torchscript\"");
+    } else if (v.has_dropout() && !(v.dropout() >= 0 && v.dropout() < 1)) {
       add(field("dropout"), absl::StrCat("must be in [0, 1) (got ", v.dropout(), ")"));
     }
     // The base recipe's rules (spec_rules.h), under the entry's field name.
@@ -198,6 +206,7 @@ namespace {
 // points, step counts, the canary space). Returns whether all fit.
 bool ValidateSizes(const v1::ExposureAudit& e, const AddProblem& add) {
   bool ok = CheckLength("corpus.path", e.corpus().path(), kMaxPathBytes, add);
+  ok &= CheckLength("model.torchscript_path", e.model().torchscript_path(), kMaxPathBytes, add);
   ok &= CheckLength("corpus.text", e.corpus().text(), kMaxTextBytes, add);
   ok &= CheckLength("canary.prefix", e.canary().prefix(), kMaxPrefixBytes, add);
   if (CheckListSize("canary.alphabets", e.canary().alphabets_size(), 0, kMaxAlphabets, add)) {
@@ -271,19 +280,21 @@ void ValidateRecipe(const v1::ExposureAudit& e, const AddProblem& add) {
     add("corpus.max_chars", absl::StrCat("must be <= 1000000000 (got ", c.max_chars(), ")"));
   }
   const v1::LanguageModelSpec& m = e.model();
-  CheckArchitecture("model.architecture", m.architecture(),
-                    {engine::ModelKind::kLstmLm, engine::ModelKind::kGruLm}, add);
-  if (m.layers() == 0 || m.layers() > 8) {
-    add("model.layers", absl::StrCat("must be in [1, 8] (got ", m.layers(), ")"));
-  }
-  if (m.units() == 0 || m.units() > 4096) {
-    add("model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
-  }
-  if (m.embedding() == 0 || m.embedding() > 4096) {
-    add("model.embedding", absl::StrCat("must be in [1, 4096] (got ", m.embedding(), ")"));
-  }
-  if (!(m.dropout() >= 0 && m.dropout() < 1)) {
-    add("model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+  // A TorchScript module has its own sizes: layers, units and embedding are
+  // not checked (nor used) for it.
+  if (CheckLanguageModel("model.", m, add)) {
+    if (m.layers() == 0 || m.layers() > 8) {
+      add("model.layers", absl::StrCat("must be in [1, 8] (got ", m.layers(), ")"));
+    }
+    if (m.units() == 0 || m.units() > 4096) {
+      add("model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
+    }
+    if (m.embedding() == 0 || m.embedding() > 4096) {
+      add("model.embedding", absl::StrCat("must be in [1, 4096] (got ", m.embedding(), ")"));
+    }
+    if (!(m.dropout() >= 0 && m.dropout() < 1)) {
+      add("model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+    }
   }
   const v1::LanguageModelTraining& t = e.training();
   CheckOneOf("training.optimizer", t.optimizer(), {"adam", "sgd", "momentum", "rmsprop"}, add);

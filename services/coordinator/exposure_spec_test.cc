@@ -218,5 +218,32 @@ TEST(ExposureSpecTest, ReplicatesPlanCanaryModelsAndAreBoundedAndCosted) {
                        ::testing::AllOf(HasSubstr("exposure.cost:"), HasSubstr("replicates"))));
 }
 
+// A team's TorchScript LM: its path is required (and refused for lstm/gru),
+// its sizes are its own, so neither model dropout nor a sweep may set them.
+TEST(ExposureSpecTest, TorchScriptModelNeedsItsPathAndTakesNoSizes) {
+  v1::AuditSpec spec = SmallExposureSpec(/*with_defaults=*/false);
+  v1::LanguageModelSpec* m = spec.mutable_exposure()->mutable_model();
+  m->set_architecture("torchscript");
+  ApplyDefaults(&spec);
+  m->set_layers(99);  // lstm/gru sizes: ignored for torchscript, not refused
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("exposure.model.torchscript_path: required for \"torchscript\""));
+  m->set_torchscript_path("/models/char_gru.pt");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  m->set_dropout(0.1);
+  spec.mutable_exposure()->add_sweep()->set_units(64);
+  spec.mutable_exposure()->add_sweep()->set_dropout(0.2);
+  const std::string message(ValidateSpec(spec).message());
+  EXPECT_THAT(message, HasSubstr("exposure.model.dropout: must be 0 for \"torchscript\""));
+  EXPECT_THAT(message, HasSubstr("exposure.sweep[0].units: cannot vary with model.architecture "
+                                 "\"torchscript\""));
+  EXPECT_THAT(message, HasSubstr("exposure.sweep[1].dropout: cannot vary"));
+  v1::AuditSpec lstm = SmallExposureSpec();
+  lstm.mutable_exposure()->mutable_model()->set_torchscript_path("/models/char_gru.pt");
+  EXPECT_THAT(std::string(ValidateSpec(lstm).message()),
+              HasSubstr("exposure.model.torchscript_path: applies to architecture "
+                        "\"torchscript\" only"));
+}
+
 }  // namespace
 }  // namespace memaudit::coordinator

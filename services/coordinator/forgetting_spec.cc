@@ -5,8 +5,9 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
-#include "common/datasets.h"
+#include "common/dataset_facts.h"
 #include "common/forgetting_signals.h"
+#include "services/coordinator/dataset_rules.h"
 #include "services/coordinator/exposure_spec.h"
 #include "services/coordinator/spec_rules.h"
 
@@ -91,8 +92,13 @@ void ApplyForgettingDefaults(v1::ForgettingAudit* f) {
     return;
   }
   v1::DatasetSpec* d = f->mutable_dataset();
-  if (d->name().empty()) d->set_name("fashion_mnist");
-  if (d->pool_size() == 0) d->set_pool_size(10000);
+  v1::InjectedSetSpec* in = f->mutable_injected();
+  if (in->size() == 0) in->set_size(100);
+  const uint32_t rows = DatasetRows(*d);
+  // 10000 clean rows, or what a smaller dataset leaves beside Dp.
+  if (d->pool_size() == 0) {
+    d->set_pool_size(rows > in->size() ? std::min<uint32_t>(10000, rows - in->size()) : 10000);
+  }
   v1::ModelSpec* m = f->mutable_model();
   if (m->architecture().empty()) m->set_architecture("logreg");
   v1::ForgettingTraining* t = f->mutable_training();
@@ -105,16 +111,12 @@ void ApplyForgettingDefaults(v1::ForgettingAudit* f) {
   if (f->strategy().empty()) f->set_strategy("inject");
   if (f->repeats() == 0) f->set_repeats(1);
   if (f->inject_mode().empty()) f->set_inject_mode("k_steps");
-  v1::InjectedSetSpec* in = f->mutable_injected();
-  if (in->size() == 0) in->set_size(100);
   if (in->selection().empty()) in->set_selection("random");
   const bool by_loss = in->selection() != "random";
   // Hardness is a property of the true label, so selection by loss keeps it.
   if (!in->has_flip_labels()) in->set_flip_labels(!by_loss);
   if (by_loss && in->candidates() == 0) {
-    const uint64_t left = kFashionMnistTrainExamples > d->pool_size()
-                              ? kFashionMnistTrainExamples - d->pool_size()
-                              : 0;
+    const uint64_t left = rows > d->pool_size() ? rows - d->pool_size() : 0;
     in->set_candidates(
         static_cast<uint32_t>(std::min<uint64_t>(10ull * in->size(), std::max<uint64_t>(left, 1))));
   }
@@ -137,18 +139,17 @@ namespace {
 
 using AddFn = AddProblem;
 
-// Fashion-MNIST: dataset, Dp, model, optimizer, strategy and attack.
+// A classifier dataset: dataset, Dp, model, optimizer, strategy and attack.
 void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   const v1::DatasetSpec& d = f.dataset();
-  if (d.name() != "fashion_mnist") {
-    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got ", QuoteValue(d.name()), ")"));
-  }
+  const uint32_t rows = CheckDataset(d, add);
   const v1::InjectedSetSpec& in = f.injected();
   const bool by_loss = forgetting::SelectsByLoss(f);
   const uint64_t drawn = static_cast<uint64_t>(d.pool_size()) + in.size();
-  if (d.pool_size() < 8 || drawn > kFashionMnistTrainExamples) {
-    add("dataset.pool_size", absl::StrCat("must be in [8, ", kFashionMnistTrainExamples,
-                                          " - injected.size] (got ", d.pool_size(), ")"));
+  if (rows > 0 && (d.pool_size() < 8 || drawn > rows)) {
+    add("dataset.pool_size",
+        absl::StrCat("must be in [8, ", rows, " - injected.size], from the dataset's ", rows,
+                     " rows (got ", d.pool_size(), ")"));
   }
   if (!OneOf(in.selection(), {"random", "easy", "medium", "hard"})) {
     add("injected.selection", absl::StrCat("must be \"random\", \"easy\", \"medium\" or "
@@ -156,10 +157,9 @@ void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
                                            QuoteValue(in.selection()), ")"));
   } else if (by_loss) {
     if (in.candidates() < in.size() ||
-        static_cast<uint64_t>(d.pool_size()) + in.candidates() > kFashionMnistTrainExamples) {
-      add("injected.candidates",
-          absl::StrCat("must be in [injected.size, ", kFashionMnistTrainExamples,
-                       " - dataset.pool_size] (got ", in.candidates(), ")"));
+        (rows > 0 && static_cast<uint64_t>(d.pool_size()) + in.candidates() > rows)) {
+      add("injected.candidates", absl::StrCat("must be in [injected.size, ", rows,
+                                              " - dataset.pool_size] (got ", in.candidates(), ")"));
     }
     if (in.selection_steps() == 0 || in.selection_steps() > kMaxSteps) {
       add("injected.selection_steps",
@@ -180,8 +180,11 @@ void ValidateImages(const v1::ForgettingAudit& f, const AddFn& add) {
   if (in.size() == 0 || in.size() > 10000) {
     add("injected.size", absl::StrCat("must be in [1, 10000] (got ", in.size(), ")"));
   }
-  CheckImageModel(f.model(), {engine::ModelKind::kLogReg, engine::ModelKind::kMlp},
+  CheckImageModel(f.model(),
+                  {engine::ModelKind::kLogReg, engine::ModelKind::kMlp, engine::ModelKind::kCnn,
+                   engine::ModelKind::kTorchScript},
                   /*dropout=*/false, add);
+  CheckModelFitsDataset(f.model(), d, add);
   const v1::ForgettingTraining& t = f.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum"})) {
     add("training.optimizer",
@@ -245,19 +248,22 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
         absl::StrCat("must be <= ", kMaxCorpusChars, " (got ", corpus.max_chars(), ")"));
   }
   const v1::LanguageModelSpec& m = c.model();
-  CheckArchitecture("canaries.model.architecture", m.architecture(),
-                    {engine::ModelKind::kLstmLm, engine::ModelKind::kGruLm}, add);
-  if (m.layers() == 0 || m.layers() > 4) {
-    add("canaries.model.layers", absl::StrCat("must be in [1, 4] (got ", m.layers(), ")"));
-  }
-  if (m.units() == 0 || m.units() > 4096) {
-    add("canaries.model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
-  }
-  if (m.embedding() == 0 || m.embedding() > 1024) {
-    add("canaries.model.embedding", absl::StrCat("must be in [1, 1024] (got ", m.embedding(), ")"));
-  }
-  if (!(m.dropout() >= 0 && m.dropout() < 1)) {
-    add("canaries.model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+  // A TorchScript module has its own sizes: layers, units and embedding are
+  // not checked (nor used) for it.
+  if (CheckLanguageModel("canaries.model.", m, add)) {
+    if (m.layers() == 0 || m.layers() > 4) {
+      add("canaries.model.layers", absl::StrCat("must be in [1, 4] (got ", m.layers(), ")"));
+    }
+    if (m.units() == 0 || m.units() > 4096) {
+      add("canaries.model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
+    }
+    if (m.embedding() == 0 || m.embedding() > 1024) {
+      add("canaries.model.embedding",
+          absl::StrCat("must be in [1, 1024] (got ", m.embedding(), ")"));
+    }
+    if (!(m.dropout() >= 0 && m.dropout() < 1)) {
+      add("canaries.model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+    }
   }
   const v1::CanaryFormatSpec& format = c.canary();
   double log2_space = 0;
@@ -334,6 +340,8 @@ bool ValidateSizes(const v1::ForgettingAudit& f, const AddFn& add) {
   ok &= CheckLength("model.torchscript_path", f.model().torchscript_path(), kMaxPathBytes, add);
   const v1::ForgettingCanaries& c = f.canaries();
   ok &= CheckLength("canaries.corpus.path", c.corpus().path(), kMaxPathBytes, add);
+  ok &= CheckLength("canaries.model.torchscript_path", c.model().torchscript_path(), kMaxPathBytes,
+                    add);
   ok &= CheckLength("canaries.corpus.text", c.corpus().text(), kMaxTextBytes, add);
   ok &= CheckLength("canaries.canary.prefix", c.canary().prefix(), kMaxPrefixBytes, add);
   if (CheckListSize("canaries.canary.alphabets", c.canary().alphabets_size(), 0, kMaxAlphabets,
@@ -380,7 +388,7 @@ void CheckForgettingCost(const v1::ForgettingAudit& f, const AddFn& add) {
               add);
     return;
   }
-  trials.parameters = ImageModelParameters(f.model());
+  trials.parameters = ClassifierParameters(f.model(), f.dataset());
   CheckCost({trials}, "model.hidden",
             "trials, reference_models, training.steps_before_injection, "
             "training.steps_after_injection or model.hidden",
@@ -443,6 +451,12 @@ namespace {
 
 class Forgetting final : public KindHandler {
  public:
+  void ReadFiles(v1::AuditSpec* spec, std::vector<SpecProblem>* problems) const override {
+    // LM canaries train on a corpus; `dataset` is unused then.
+    if (spec->forgetting().has_canaries()) return;
+    ReadDatasetFiles(spec->mutable_forgetting()->mutable_dataset(), "forgetting.dataset", problems);
+  }
+
   void ApplyDefaults(v1::AuditSpec* spec) const override {
     ApplyForgettingDefaults(spec->mutable_forgetting());
   }

@@ -43,8 +43,8 @@ TEST(ForgettingSpecTest, DefaultEvalPointsAreDenseThenSpaced) {
 TEST(ForgettingSpecTest, EveryBadFieldIsNamedWithItsRule) {
   v1::AuditSpec spec = Defaulted();
   v1::ForgettingAudit* f = spec.mutable_forgetting();
-  f->mutable_dataset()->set_name("cifar10");
-  f->mutable_model()->set_architecture("cnn");
+  f->mutable_dataset()->set_format("cifar10");
+  f->mutable_model()->set_architecture("resnet");
   f->mutable_training()->set_optimizer("adam");
   f->mutable_training()->set_learning_rate(-1);
   f->set_strategy("finetune");
@@ -58,10 +58,10 @@ TEST(ForgettingSpecTest, EveryBadFieldIsNamedWithItsRule) {
   ASSERT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
   const std::string message(status.message());
   for (const char* field :
-       {"forgetting.dataset.name", "forgetting.model.architecture", "forgetting.training.optimizer",
-        "forgetting.training.learning_rate", "forgetting.strategy", "forgetting.inject_mode",
-        "forgetting.injected.size", "forgetting.trials", "forgetting.eval_points[1]",
-        "forgetting.attack", "forgetting.fpr"}) {
+       {"forgetting.dataset.format", "forgetting.model.architecture",
+        "forgetting.training.optimizer", "forgetting.training.learning_rate", "forgetting.strategy",
+        "forgetting.inject_mode", "forgetting.injected.size", "forgetting.trials",
+        "forgetting.eval_points[1]", "forgetting.attack", "forgetting.fpr"}) {
     EXPECT_THAT(message, HasSubstr(field));
   }
 }
@@ -344,6 +344,23 @@ TEST(ForgettingSpecTest, BadCanaryFieldsAreNamed) {
   images.mutable_forgetting()->mutable_training()->set_optimizer("adam");
   EXPECT_THAT(std::string(ValidateSpec(images).message()),
               HasSubstr("forgetting.training.optimizer"));
+}
+
+TEST(ForgettingSpecTest, CanaryTorchScriptModelNeedsItsPath) {
+  v1::AuditSpec spec;
+  spec.set_name("test");
+  spec.set_seed(9);
+  v1::LanguageModelSpec* m = spec.mutable_forgetting()->mutable_canaries()->mutable_model();
+  m->set_architecture("torchscript");
+  ApplyDefaults(&spec);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("forgetting.canaries.model.torchscript_path: required for"));
+  m->set_torchscript_path("/models/char_gru.pt");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  m->set_architecture("gru");
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("forgetting.canaries.model.torchscript_path: applies to architecture "
+                        "\"torchscript\" only"));
 }
 
 }  // namespace

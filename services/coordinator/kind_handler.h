@@ -17,6 +17,12 @@ class KindHandler {
  public:
   virtual ~KindHandler() = default;
 
+  // Reads what the spec's files hold into the spec (a dataset's facts and
+  // content hash, a target model's hash) before defaults are applied: only
+  // Submit and the CLI call it, after every path passed the data roots.
+  // One problem per file that cannot be used.
+  virtual void ReadFiles(v1::AuditSpec* /*spec*/, std::vector<SpecProblem>* /*problems*/) const {}
+
   // Fills the kind's unset fields with their documented defaults.
   virtual void ApplyDefaults(v1::AuditSpec* spec) const = 0;
 

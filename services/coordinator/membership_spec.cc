@@ -4,11 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/datasets.h"
+#include "common/dataset_facts.h"
 #include "common/membership_attacks.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/steps.h"
+#include "services/coordinator/dataset_rules.h"
 #include "services/coordinator/membership_packing.h"
 #include "services/coordinator/spec_rules.h"
 
@@ -17,7 +18,6 @@ namespace {
 
 constexpr uint32_t kMaxReferenceModels = 4096;
 
-constexpr int kMaxHidden = 8;
 constexpr int kMaxFprPoints = 64;
 
 // Every model trains on half the pool (the keep-matrix): models x parameters
@@ -25,7 +25,7 @@ constexpr int kMaxFprPoints = 64;
 void CheckMembershipCost(const v1::MembershipAudit& m, const AddProblem& add) {
   ModelGroup models;
   models.models = m.reference_models();
-  models.parameters = ImageModelParameters(m.model());
+  models.parameters = ClassifierParameters(m.model(), m.dataset());
   models.steps = static_cast<double>(
                      StepsPerEpoch((m.dataset().pool_size() + 1) / 2, m.training().batch_size())) *
                  m.training().epochs();
@@ -33,28 +33,41 @@ void CheckMembershipCost(const v1::MembershipAudit& m, const AddProblem& add) {
             "reference_models, model.hidden, training.epochs or dataset.pool_size", add);
 }
 
+// An already-trained target: its files recorded by ReadFiles, and scored as
+// model N, so target_model cannot pick another.
+void ValidateTarget(const v1::MembershipAudit& m, const AddProblem& add) {
+  const v1::TargetModelSpec& t = m.target();
+  CheckLength("target.torchscript_path", t.torchscript_path(), kMaxPathBytes, add);
+  CheckLength("target.members_path", t.members_path(), kMaxPathBytes, add);
+  if (t.torchscript_path().empty()) add("target.torchscript_path", "required with a target");
+  if (t.members_path().empty()) add("target.members_path", "required with a target");
+  if (t.content_hash().empty() || t.members() == 0) {
+    add("target.content_hash", kNotRecorded);
+  }
+  if (m.has_target_model()) {
+    add("target_model", "must be unset with a target: the target is the given model");
+  }
+}
+
 void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* problems) {
   const size_t before = problems->size();
   const AddProblem add = [&](const std::string& field, std::string rule) {
     problems->push_back({absl::StrCat("membership.", field), std::move(rule)});
   };
-  if (m.dataset().name() != "fashion_mnist") {
-    add("dataset.name",
-        absl::StrCat("must be \"fashion_mnist\" (got ", QuoteValue(m.dataset().name()), ")"));
-  }
-  CheckLength("dataset.path", m.dataset().path(), kMaxPathBytes, add);
-  if (m.dataset().pool_size() < 8 || m.dataset().pool_size() > kFashionMnistTrainExamples) {
-    add("dataset.pool_size", absl::StrCat("must be in [8, ", kFashionMnistTrainExamples, "] (got ",
+  const uint32_t rows = CheckDataset(m.dataset(), add);
+  if (rows > 0 && (m.dataset().pool_size() < 8 || m.dataset().pool_size() > rows)) {
+    add("dataset.pool_size", absl::StrCat("must be in [8, ", rows, "], the dataset's rows (got ",
                                           m.dataset().pool_size(), ")"));
   }
-  CheckArchitecture("model.architecture", m.model().architecture(), {engine::ModelKind::kMlp}, add);
-  const bool hidden_ok = CheckListSize("model.hidden", m.model().hidden_size(), 0, kMaxHidden, add);
-  for (int i = 0; hidden_ok && i < m.model().hidden_size(); ++i) {
-    if (m.model().hidden(i) == 0 || m.model().hidden(i) > 65536) {
-      add(absl::StrCat("model.hidden[", i, "]"),
-          absl::StrCat("must be in [1, 65536] (got ", m.model().hidden(i), ")"));
-    }
-  }
+  // Membership's "mlp" without hidden layers has always meant logistic
+  // regression (the default hidden is []).
+  v1::ModelSpec model = m.model();
+  if (model.architecture() == "mlp" && model.hidden().empty()) model.set_architecture("logreg");
+  CheckImageModel(model,
+                  {engine::ModelKind::kLogReg, engine::ModelKind::kMlp, engine::ModelKind::kCnn,
+                   engine::ModelKind::kTorchScript},
+                  /*dropout=*/false, add);
+  CheckModelFitsDataset(m.model(), m.dataset(), add);
   const v1::TrainingSpec& t = m.training();
   if (t.optimizer() != "sgd") {
     add("training.optimizer",
@@ -97,13 +110,14 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
     add("population_size", "must be >= 1 when the \"rmia\" attack is requested (got 0)");
   }
   // Only when the pool itself fits: one oversized pool is one problem.
-  if (m.dataset().pool_size() <= kFashionMnistTrainExamples &&
-      uint64_t{m.dataset().pool_size()} + m.population_size() > kFashionMnistTrainExamples) {
+  if (rows > 0 && m.dataset().pool_size() <= rows &&
+      uint64_t{m.dataset().pool_size()} + m.population_size() > rows) {
     add("population_size",
-        absl::StrCat("pool_size + population_size must be <= ", kFashionMnistTrainExamples,
-                     " (got ", m.dataset().pool_size(), " + ", m.population_size(), ")"));
+        absl::StrCat("pool_size + population_size must be <= ", rows, ", the dataset's rows (got ",
+                     m.dataset().pool_size(), " + ", m.population_size(), ")"));
   }
-  if (m.has_target_model() && m.target_model() >= n) {
+  if (m.has_target()) ValidateTarget(m, add);
+  if (m.has_target_model() && !m.has_target() && m.target_model() >= n) {
     add("target_model",
         absl::StrCat("must be < reference_models = ", n, " (got ", m.target_model(), ")"));
   }
@@ -113,17 +127,32 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
 
 class Membership final : public KindHandler {
  public:
+  void ReadFiles(v1::AuditSpec* spec, std::vector<SpecProblem>* problems) const override {
+    v1::MembershipAudit* m = spec->mutable_membership();
+    ReadDatasetFiles(m->mutable_dataset(), "membership.dataset", problems);
+    if (problems->empty() && m->has_target()) {
+      if (absl::Status s =
+              ResolveTarget(m->mutable_target(), m->dataset().rows(), "membership.target");
+          !s.ok()) {
+        problems->push_back(ProblemOf(s));
+      }
+    }
+  }
+
   void ApplyDefaults(v1::AuditSpec* spec) const override {
     v1::MembershipAudit* m = spec->mutable_membership();
-    if (m->dataset().name().empty()) m->mutable_dataset()->set_name("fashion_mnist");
     if (m->model().architecture().empty()) m->mutable_model()->set_architecture("mlp");
     v1::TrainingSpec* t = m->mutable_training();
     if (t->optimizer().empty()) t->set_optimizer("sgd");
     if (t->batch_size() == 0) t->set_batch_size(64);
+    // Rows outside the pool: RMIA's population comes from them.
+    const uint32_t rows = DatasetRows(m->dataset());
+    const uint32_t left = rows > m->dataset().pool_size() ? rows - m->dataset().pool_size() : 0;
     if (m->attacks().empty()) {
-      // An attack undefined at this many reference models is left out; the
-      // results' warnings name it.
+      // An attack undefined at this many reference models, or RMIA where
+      // the pool takes every row, is left out; the results' warnings name it.
       for (const std::string& a : DefaultMembershipAttacks()) {
+        if (a == "rmia" && rows > 0 && left == 0) continue;
         if (MinReferenceModels(a) <= m->reference_models()) m->add_attacks(a);
       }
     }
@@ -133,7 +162,8 @@ class Membership final : public KindHandler {
     }
     if (m->population_size() == 0 &&
         std::find(m->attacks().begin(), m->attacks().end(), "rmia") != m->attacks().end()) {
-      m->set_population_size(1000);
+      // 1000 rows, or what a smaller dataset leaves beside the pool.
+      m->set_population_size(rows == 0 ? 1000 : std::min<uint32_t>(1000, left));
     }
     // Last: auto weighs the recipe as defaulted above.
     v1::Resources* r = spec->mutable_resources();
@@ -163,6 +193,11 @@ class Membership final : public KindHandler {
         task.steps_total += StepsPerEpoch(train_size, batch) * m.training().epochs();
       }
       tasks.push_back(std::move(task));
+    }
+    if (m.has_target()) {
+      // Evaluating the given model is one step of work; it trains nothing,
+      // so no stored model can stand in for it (models = 0).
+      tasks.push_back({membership::kTargetRole, 0, 1, membership::TargetRun(m), 0});
     }
     return tasks;
   }

@@ -74,20 +74,27 @@ void ValidatePhoneBook(const v1::PhoneBookSpec& p, const Add& add) {
     add("phone_book.digits", absl::StrCat("must be in [1, 20] (got ", p.digits(), ")"));
   }
   const v1::LanguageModelSpec& m = p.model();
-  CheckArchitecture("phone_book.model.architecture", m.architecture(),
-                    {engine::ModelKind::kLstmLm, engine::ModelKind::kGruLm}, add);
-  if (m.layers() == 0 || m.layers() > 8) {
-    add("phone_book.model.layers", absl::StrCat("must be in [1, 8] (got ", m.layers(), ")"));
+  // A TorchScript module has its own sizes: layers, units and embedding are
+  // not checked (nor used) for it, and no units_sweep can vary them.
+  const bool built_in = CheckLanguageModel("phone_book.model.", m, add);
+  if (built_in) {
+    if (m.layers() == 0 || m.layers() > 8) {
+      add("phone_book.model.layers", absl::StrCat("must be in [1, 8] (got ", m.layers(), ")"));
+    }
+    if (m.units() == 0 || m.units() > 4096) {
+      add("phone_book.model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
+    }
+    if (m.embedding() == 0 || m.embedding() > 4096) {
+      add("phone_book.model.embedding",
+          absl::StrCat("must be in [1, 4096] (got ", m.embedding(), ")"));
+    }
+    if (!(m.dropout() >= 0 && m.dropout() < 1)) {
+      add("phone_book.model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+    }
   }
-  if (m.units() == 0 || m.units() > 4096) {
-    add("phone_book.model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
-  }
-  if (m.embedding() == 0 || m.embedding() > 4096) {
-    add("phone_book.model.embedding",
-        absl::StrCat("must be in [1, 4096] (got ", m.embedding(), ")"));
-  }
-  if (!(m.dropout() >= 0 && m.dropout() < 1)) {
-    add("phone_book.model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+  if (m.architecture() == engine::ModelKindName(engine::ModelKind::kTorchScript) &&
+      p.units_sweep_size() > 0) {
+    add("phone_book.units_sweep", "cannot vary units with model.architecture \"torchscript\"");
   }
   const v1::LanguageModelTraining& t = p.training();
   const AddProblem in_book = [&](const std::string& field, std::string rule) {

@@ -124,5 +124,18 @@ TEST(RelationalSpecTest, PlanIsOneTaskPerVariantWithExactSteps) {
               ::testing::ElementsAre("d_x=20", "d_x=95", "d_x=1000"));
 }
 
+TEST(RelationalSpecTest, TorchScriptModelNeedsItsPathAndNoUnitsSweep) {
+  v1::AuditSpec spec = PhoneBook();
+  v1::PhoneBookSpec* p = spec.mutable_relational()->mutable_phone_book();
+  p->mutable_model()->set_architecture("torchscript");
+  EXPECT_THAT(Problems(spec),
+              HasSubstr("relational.phone_book.model.torchscript_path: required for"));
+  p->mutable_model()->set_torchscript_path("/models/char_gru.pt");
+  EXPECT_EQ(Problems(spec), "");
+  EXPECT_THAT(relational::Variants(spec.relational()), ::testing::ElementsAre("torchscript"));
+  p->add_units_sweep(32);
+  EXPECT_THAT(Problems(spec), HasSubstr("relational.phone_book.units_sweep: cannot vary units"));
+}
+
 }  // namespace
 }  // namespace memaudit::coordinator

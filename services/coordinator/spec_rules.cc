@@ -66,6 +66,29 @@ void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind
   }
 }
 
+bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& m,
+                        const AddProblem& add) {
+  const std::string path_field = prefix + "torchscript_path";
+  CheckLength(path_field, m.torchscript_path(), kMaxPathBytes, add);
+  const bool known = CheckArchitecture(
+      prefix + "architecture", m.architecture(),
+      {engine::ModelKind::kLstmLm, engine::ModelKind::kGruLm, engine::ModelKind::kTorchScript},
+      add);
+  if (m.architecture() != engine::ModelKindName(engine::ModelKind::kTorchScript)) {
+    if (known && !m.torchscript_path().empty()) {
+      add(path_field, "applies to architecture \"torchscript\" only");
+    }
+    return true;
+  }
+  if (m.torchscript_path().empty()) add(path_field, "required for \"torchscript\"");
+  if (m.dropout() != 0) {
+    add(prefix + "dropout",
+        absl::StrCat("must be 0 for \"torchscript\": the module's own dropout applies (got ",
+                     m.dropout(), ")"));
+  }
+  return false;
+}
+
 void CheckLearningRate(double learning_rate, const AddProblem& add) {
   if (!(learning_rate > 0) || !std::isfinite(learning_rate)) {
     add("training.learning_rate", absl::StrCat("must be > 0 (got ", learning_rate, ")"));
@@ -133,34 +156,9 @@ void CheckAuditName(const std::string& name, const AddProblem& add) {
   }
 }
 
-double ImageModelParameters(const v1::ModelSpec& m) {
-  constexpr double kInputs = 28 * 28, kClasses = 10;
-  const auto kind = engine::ParseModelKind(m.architecture(), "model.architecture");
-  if (!kind.ok()) return 0;
-  switch (*kind) {
-    case engine::ModelKind::kCnn: {
-      const double c1 = m.hidden_size() == 3 ? m.hidden(0) : 8;
-      const double c2 = m.hidden_size() == 3 ? m.hidden(1) : 16;
-      const double fc = m.hidden_size() == 3 ? m.hidden(2) : 64;
-      return (25 * c1 + c1) + (25 * c1 * c2 + c2) + (c2 * 7 * 7 * fc + fc) +
-             (fc * kClasses + kClasses);
-    }
-    case engine::ModelKind::kMlp:
-    case engine::ModelKind::kLogReg: {
-      double params = 0, width = kInputs;
-      for (uint32_t h : m.hidden()) {
-        params += (width + 1) * h;
-        width = h;
-      }
-      return params + (width + 1) * kClasses;
-    }
-    default:
-      return 0;
-  }
-}
-
 double CharLmParameters(const std::string& architecture, uint32_t layers, uint32_t units,
                         uint32_t embedding) {
+  if (architecture == engine::ModelKindName(engine::ModelKind::kTorchScript)) return 0;
   constexpr double kVocab = 256;
   const double gates = architecture == "gru" ? 3 : 4;
   const double h = units;

@@ -53,12 +53,20 @@ bool CheckListSize(const std::string& field, int size, int min, int max, const A
 // The name: 1 … kMaxNameBytes bytes, no control characters.
 void CheckAuditName(const std::string& name, const AddProblem& add);
 
-// Parameters of the image classifiers on 28 x 28 x 1 inputs and 10 classes
-// (logreg, mlp, cnn; 0 for torchscript, whose size the spec does not say).
-double ImageModelParameters(const v1::ModelSpec& m);
-// A character LM's parameters, with a vocabulary of 256 characters.
+// A character LM's parameters, with a vocabulary of 256 characters (0 for
+// torchscript, whose size the spec does not say; its load bounds it).
 double CharLmParameters(const std::string& architecture, uint32_t layers, uint32_t units,
                         uint32_t embedding);
+
+// A language model's architecture ("lstm", "gru" or "torchscript"), its
+// torchscript_path (required for, and only for, "torchscript") and, for
+// torchscript, dropout 0: the module's own dropout applies. `prefix` names
+// the message ("model.", "canaries.model."). Returns whether the LSTM/GRU
+// sizes apply, which the caller then checks: for every architecture but
+// "torchscript" (which ignores them), an unknown one too, so that all of a
+// bad spec's problems are reported at once.
+bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& m,
+                        const AddProblem& add);
 
 // One group of identical models for the cost estimate.
 struct ModelGroup {

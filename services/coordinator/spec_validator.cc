@@ -1,5 +1,7 @@
 #include "services/coordinator/spec_validator.h"
 
+#include <algorithm>
+
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -8,6 +10,7 @@
 #include "common/status_grpc.h"
 #include "common/task_fit.h"
 #include "memaudit/v1/errors.pb.h"
+#include "services/coordinator/dataset_rules.h"
 #include "services/coordinator/kind_handler.h"
 #include "services/coordinator/spec_rules.h"
 
@@ -81,6 +84,39 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec, const DataRoots
   return problems;
 }
 
+std::vector<SpecProblem> PrepareSpecProblems(v1::AuditSpec* spec, const DataRoots& roots) {
+  bool paths_ok = true;
+  for (const SpecPath& p : SpecPaths(*spec)) {
+    if (p.path.size() > kMaxPathBytes || !roots.Problem(p.path).empty()) paths_ok = false;
+  }
+  const KindHandler* kind = HandlerFor(spec->kind_case());
+  if (paths_ok && kind != nullptr) {
+    std::vector<SpecProblem> unreadable;
+    kind->ReadFiles(spec, &unreadable);
+    if (!unreadable.empty()) return unreadable;
+  }
+  ApplyDefaults(spec);
+  std::vector<SpecProblem> problems = FindProblems(*spec, roots);
+  if (!paths_ok) {
+    // Files outside the roots were not read: that they hold no recorded
+    // facts yet is no problem of its own.
+    problems.erase(std::remove_if(problems.begin(), problems.end(),
+                                  [](const SpecProblem& p) { return p.rule == kNotRecorded; }),
+                   problems.end());
+  }
+  return problems;
+}
+
+SpecProblem ProblemOf(const absl::Status& status) {
+  const absl::string_view message = status.message();
+  const size_t colon = message.find(": ");
+  if (colon == absl::string_view::npos ||
+      message.substr(0, colon).find(' ') != absl::string_view::npos) {
+    return {"", std::string(message)};
+  }
+  return {std::string(message.substr(0, colon)), std::string(message.substr(colon + 2))};
+}
+
 size_t ErrorWireBytes(absl::string_view message) {
   size_t bytes = 0;
   for (unsigned char c : message) bytes += c < 0x20 || c > 0x7E || c == '%' ? 3 : 1;
@@ -152,6 +188,10 @@ absl::Status ValidateSpec(const v1::AuditSpec& spec) { return ProblemsStatus(Fin
 
 absl::Status ValidateSpec(const v1::AuditSpec& spec, const DataRoots& roots) {
   return ProblemsStatus(FindProblems(spec, roots));
+}
+
+absl::Status PrepareSpec(v1::AuditSpec* spec, const DataRoots& roots) {
+  return ProblemsStatus(PrepareSpecProblems(spec, roots));
 }
 
 }  // namespace memaudit::coordinator

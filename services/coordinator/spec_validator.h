@@ -35,6 +35,18 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec);
 // once accepted stays valid whatever the roots become.
 std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec, const DataRoots& roots);
 
+// Submit's whole check: every path under `roots` first (no file outside them
+// is opened), then the kinds' ReadFiles (dataset facts, content hashes), then
+// ApplyDefaults and FindProblems(spec, roots). Empty when the spec, as
+// completed in place, is runnable.
+std::vector<SpecProblem> PrepareSpecProblems(v1::AuditSpec* spec, const DataRoots& roots);
+// OK, or INVALID_ARGUMENT listing PrepareSpecProblems' problems.
+absl::Status PrepareSpec(v1::AuditSpec* spec, const DataRoots& roots);
+
+// A status whose message is "<field>: <rule>" as a problem (the whole
+// message is the rule when it names no field).
+SpecProblem ProblemOf(const absl::Status& status);
+
 // An error message travels as gRPC metadata (grpc-message; 8 KiB by
 // default), which percent-encodes each byte outside printable ASCII as three:
 // its size as sent.

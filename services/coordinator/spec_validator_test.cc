@@ -27,7 +27,6 @@ TEST(SpecValidatorTest, DefaultsAreFilledIn) {
   v1::AuditSpec spec = SmallMembershipSpec();
   EXPECT_EQ(spec.resources().threads_per_task(), 1u);
   EXPECT_EQ(spec.resources().max_attempts(), 3u);
-  EXPECT_EQ(spec.membership().dataset().name(), "fashion_mnist");
   EXPECT_EQ(SmallMembershipSpec(6).membership().attacks_size(), 6);
   EXPECT_EQ(spec.membership().population_size(), 1000u) << "rmia is among the defaults";
   EXPECT_EQ(spec.membership().fpr_points_size(), 2);
@@ -41,7 +40,6 @@ TEST(SpecValidatorTest, EveryBadFieldIsNamedWithItsRule) {
   m->mutable_training()->set_momentum(1.5);
   m->mutable_training()->set_epochs(0);
   m->mutable_dataset()->set_pool_size(70000);
-  m->mutable_dataset()->set_name("cifar");
   m->mutable_model()->set_architecture("transformer");
   m->mutable_model()->add_hidden(0);
   m->add_attacks("magic");
@@ -55,12 +53,10 @@ TEST(SpecValidatorTest, EveryBadFieldIsNamedWithItsRule) {
   EXPECT_THAT(message, HasSubstr("membership.training.momentum"));
   EXPECT_THAT(message, HasSubstr("membership.training.epochs"));
   EXPECT_THAT(message, HasSubstr("membership.dataset.pool_size"));
-  EXPECT_THAT(message, HasSubstr("membership.dataset.name"));
   EXPECT_THAT(message, HasSubstr("membership.model.architecture"));
-  EXPECT_THAT(message, HasSubstr("membership.model.hidden[1]"));
   EXPECT_THAT(message, HasSubstr("membership.attacks[6]: unknown attack \"magic\""));
   EXPECT_THAT(message, HasSubstr("membership.fpr_points[2]"));
-  EXPECT_EQ(FindProblems(spec).size(), 10u);
+  EXPECT_EQ(FindProblems(spec).size(), 8u);
 }
 
 TEST(SpecValidatorTest, RmiaPopulationAndTargetModelAreChecked) {
@@ -386,8 +382,8 @@ TEST(SpecLimitsTest, EchoedValuesAreQuotedByAPrefix) {
   const absl::Status status = ValidateSpec(spec);
   EXPECT_THAT(status,
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr(absl::StrCat("membership.dataset.name: must be \"fashion_mnist\" "
-                                              "(got \"",
+                       HasSubstr(absl::StrCat("membership.dataset.name: must be at most 128 bytes "
+                                              "(got 1000000: \"",
                                               std::string(64, 'x'), "\"\u2026 (1000000 bytes))"))));
   EXPECT_LT(status.message().size(), 300u);
 }
@@ -480,7 +476,8 @@ TEST(SpecLimitsTest, UnlearningPoolSizeIsCheckedBeforeThePoolsAreBuilt) {
   const auto start = std::chrono::steady_clock::now();
   const std::string message(ValidateSpec(spec).message());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
-  EXPECT_THAT(message, HasSubstr("unlearning.dataset.pool_size: must be in [20, 60000] (got "
+  EXPECT_THAT(message, HasSubstr("unlearning.dataset.pool_size: must be in [20, 60000], the "
+                                 "dataset's rows (got "
                                  "1000000000)"));
   EXPECT_THAT(message, Not(HasSubstr("samples")));
 }

@@ -8,8 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/datasets.h"
+#include "common/dataset_facts.h"
 #include "common/unlearning_signals.h"
+#include "services/coordinator/dataset_rules.h"
 #include "services/coordinator/spec_rules.h"
 
 namespace memaudit::coordinator {
@@ -27,7 +28,7 @@ constexpr uint32_t kMinPool = 20;
 // original and, per child, the shards its deletions touch retrained from
 // their first slice (an upper bound).
 void CheckUnlearningCost(const v1::UnlearningAudit& u, const AddProblem& add) {
-  const double parameters = ImageModelParameters(u.model());
+  const double parameters = ClassifierParameters(u.model(), u.dataset());
   const uint64_t batch = std::max<uint32_t>(u.training().batch_size(), 1);
   const uint64_t epochs = u.training().epochs();
   std::vector<ModelGroup> groups;
@@ -98,8 +99,8 @@ void ValidateSide(const v1::UnlearningAudit& u, bool target,
 
 void ApplyUnlearningDefaults(v1::UnlearningAudit* u) {
   v1::DatasetSpec* d = u->mutable_dataset();
-  if (d->name().empty()) d->set_name("fashion_mnist");
-  if (d->pool_size() == 0) d->set_pool_size(6000);
+  // 6000 rows, or all of a smaller dataset.
+  if (d->pool_size() == 0) d->set_pool_size(std::min<uint32_t>(6000, DatasetRows(*d)));
   v1::ModelSpec* m = u->mutable_model();
   if (m->architecture().empty()) m->set_architecture("logreg");
   v1::UnlearningTraining* t = u->mutable_training();
@@ -141,20 +142,17 @@ namespace {
 // dataset, model and training: the recipe every model trains with.
 void ValidateRecipe(const v1::UnlearningAudit& u, const AddProblem& add) {
   const v1::DatasetSpec& d = u.dataset();
-  if (d.name() != "fashion_mnist") {
-    add("dataset.name", absl::StrCat("must be \"fashion_mnist\" (got ", QuoteValue(d.name()), ")"));
-  }
-  CheckLength("dataset.path", d.path(), kMaxPathBytes, add);
-  if (d.pool_size() < kMinPool || d.pool_size() > kFashionMnistTrainExamples) {
-    add("dataset.pool_size",
-        absl::StrCat("must be in [", kMinPool, ", ", kFashionMnistTrainExamples, "] (got ",
-                     d.pool_size(), ")"));
+  const uint32_t rows = CheckDataset(d, add);
+  if (rows > 0 && (d.pool_size() < kMinPool || d.pool_size() > rows)) {
+    add("dataset.pool_size", absl::StrCat("must be in [", kMinPool, ", ", rows,
+                                          "], the dataset's rows (got ", d.pool_size(), ")"));
   }
 
   CheckImageModel(u.model(),
                   {engine::ModelKind::kLogReg, engine::ModelKind::kMlp, engine::ModelKind::kCnn,
                    engine::ModelKind::kTorchScript},
                   /*dropout=*/true, add);
+  CheckModelFitsDataset(u.model(), d, add);
 
   const v1::UnlearningTraining& t = u.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum", "adam"})) {
@@ -292,7 +290,7 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
   ValidateMethod(u, add);
   // The sides' pools are built from dataset.pool_size: only once it is in range.
   const uint32_t pool = u.dataset().pool_size();
-  if (pool >= kMinPool && pool <= kFashionMnistTrainExamples) ValidateDeletion(u, add);
+  if (pool >= kMinPool && pool <= DatasetRows(u.dataset())) ValidateDeletion(u, add);
   ValidateAttack(u, add);
   ValidateDpSgd(u, add);
   // The estimate needs every field in range: only then is it the audit's.
@@ -307,6 +305,10 @@ namespace {
 
 class Unlearning final : public KindHandler {
  public:
+  void ReadFiles(v1::AuditSpec* spec, std::vector<SpecProblem>* problems) const override {
+    ReadDatasetFiles(spec->mutable_unlearning()->mutable_dataset(), "unlearning.dataset", problems);
+  }
+
   void ApplyDefaults(v1::AuditSpec* spec) const override {
     ApplyUnlearningDefaults(spec->mutable_unlearning());
   }

@@ -66,7 +66,7 @@ TEST(UnlearningSpecTest, DefaultsMakeARunnableSpec) {
 TEST(UnlearningSpecTest, EveryBadFieldIsNamedWithItsRule) {
   v1::AuditSpec spec = Defaulted();
   v1::UnlearningAudit* u = spec.mutable_unlearning();
-  u->mutable_dataset()->set_name("cifar10");
+  u->mutable_dataset()->set_label_column("species");
   u->mutable_model()->set_architecture("resnet");
   u->mutable_training()->set_optimizer("lbfgs");
   u->mutable_training()->set_learning_rate(-1);
@@ -86,12 +86,13 @@ TEST(UnlearningSpecTest, EveryBadFieldIsNamedWithItsRule) {
   u->mutable_dp_sgd()->set_delta(2);
   const std::string message = Problems(spec);
   for (const char* field :
-       {"unlearning.dataset.name", "unlearning.model.architecture", "unlearning.training.optimizer",
-        "unlearning.training.learning_rate", "unlearning.training.epochs",
-        "unlearning.training.batch_size", "unlearning.method", "unlearning.target.originals",
-        "unlearning.target.unlearned", "unlearning.deletion", "unlearning.seed_policy",
-        "unlearning.features[1]", "unlearning.attack_classifiers[3]", "unlearning.defenses[1]",
-        "unlearning.defenses[2]", "unlearning.dp_sgd.clip_norm", "unlearning.dp_sgd.delta"}) {
+       {"unlearning.dataset.label_column", "unlearning.model.architecture",
+        "unlearning.training.optimizer", "unlearning.training.learning_rate",
+        "unlearning.training.epochs", "unlearning.training.batch_size", "unlearning.method",
+        "unlearning.target.originals", "unlearning.target.unlearned", "unlearning.deletion",
+        "unlearning.seed_policy", "unlearning.features[1]", "unlearning.attack_classifiers[3]",
+        "unlearning.defenses[1]", "unlearning.defenses[2]", "unlearning.dp_sgd.clip_norm",
+        "unlearning.dp_sgd.delta"}) {
     EXPECT_THAT(message, HasSubstr(field));
   }
   EXPECT_THAT(message, HasSubstr("unlearning.shadow.samples: must be >= 2 (got 1)"));

@@ -5,8 +5,11 @@
 #include <set>
 #include <string>
 
+#include "common/data_roots.h"
 #include "common/spec_yaml.h"
+#include "common/testing/example_data.h"
 #include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/planner.h"
 #include "services/coordinator/spec_validator.h"
@@ -43,13 +46,19 @@ TEST(ScorerKindHandlersTest, EveryPlaceholderNamesItsOwnKind) {
 TEST(ScorerKindHandlersTest, TaskObservationsAndTaskOfAgreeWithThePlan) {
   auto store = ScorerStore::Open(":memory:");
   MEMAUDIT_ASSERT_OK(store);
+  // Submit reads the own-data examples' files: they must exist.
+  ASSERT_TRUE(::memaudit::testing::EnsureExampleData(MEMAUDIT_SOURCE_DIR));
+  std::vector<std::string> roots(std::begin(kDefaultDataRoots), std::end(kDefaultDataRoots));
+  roots.push_back(::memaudit::testing::kExampleDataDir);
+  auto data_roots = DataRoots::Create(roots);
+  MEMAUDIT_ASSERT_OK(data_roots);
   std::set<AuditKind> kinds;
   for (const auto& entry : std::filesystem::directory_iterator(MEMAUDIT_SOURCE_DIR "/examples")) {
     if (entry.path().extension() != ".yaml") continue;  // examples/python/, ...
     SCOPED_TRACE(entry.path().string());
     auto spec = LoadSpecFile(entry.path().string());
     MEMAUDIT_ASSERT_OK(spec);
-    coordinator::ApplyDefaults(&*spec);
+    ASSERT_THAT(coordinator::PrepareSpecProblems(&*spec, *data_roots), ::testing::IsEmpty());
     auto plan = coordinator::PlanAudit(*spec);
     MEMAUDIT_ASSERT_OK(plan);
     const KindHandler* kind = HandlerFor(spec->kind_case());

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/datasets.h"
+#include "common/dataset_facts.h"
 #include "common/export_arrays.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
@@ -56,13 +56,12 @@ absl::StatusOr<std::vector<v1::ExportArray>> MembershipExport(ScorerStore& store
                      "keep[target_model[target], example]"),
         std::move(scores)));
   }
-  if (spec.membership().dataset().path().empty()) {
-    const std::vector<uint32_t> pool =
-        AuditPool(spec.seed(), kFashionMnistTrainExamples, spec.membership().dataset().pool_size());
-    out.push_back(MakeExportArray("dataset_index", {"example"}, {examples}, v1::INT64,
-                                  "row of the pool example in Fashion-MNIST's training split",
-                                  std::vector<double>(pool.begin(), pool.end())));
-  }
+  const v1::DatasetSpec& dataset = spec.membership().dataset();
+  const std::vector<uint32_t> pool =
+      AuditPool(spec.seed(), DatasetRows(dataset), dataset.pool_size());
+  out.push_back(MakeExportArray("dataset_index", {"example"}, {examples}, v1::INT64,
+                                "row of the pool example in the dataset's training rows",
+                                std::vector<double>(pool.begin(), pool.end())));
   return out;
 }
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/content_key.h"
-#include "common/datasets.h"
+#include "common/dataset_facts.h"
 #include "common/membership_attacks.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
@@ -168,10 +168,8 @@ void AddMostVulnerable(const v1::AuditSpec& spec, const std::vector<double>& sco
                       return a.pool_index < b.pool_index;
                     });
   const v1::DatasetSpec& dataset = spec.membership().dataset();
-  std::vector<uint32_t> pool;
-  if (dataset.path().empty()) {
-    pool = AuditPool(spec.seed(), kFashionMnistTrainExamples, dataset.pool_size());
-  }
+  const std::vector<uint32_t> pool =
+      AuditPool(spec.seed(), DatasetRows(dataset), dataset.pool_size());
   for (size_t i = 0; i < top; ++i) {
     v1::VulnerableExample* v = results->add_most_vulnerable();
     v->set_pool_index(entries[i].pool_index);
@@ -187,9 +185,10 @@ void AddMostVulnerable(const v1::AuditSpec& spec, const std::vector<double>& sco
 absl::StatusOr<MembershipMatrices> BuildMembershipMatrices(
     const v1::AuditSpec& spec, const std::map<uint32_t, std::vector<double>>& phi_by_run,
     const std::map<uint32_t, std::vector<double>>& loss_by_run,
-    const std::map<uint32_t, std::vector<double>>& population_loss_by_run) {
+    const std::map<uint32_t, std::vector<double>>& population_loss_by_run,
+    const std::vector<double>& target_members) {
   const v1::MembershipAudit& m = spec.membership();
-  const uint32_t runs = m.reference_models();
+  const uint32_t runs = membership::MembershipModels(m);
   const uint32_t examples = m.dataset().pool_size();
   MembershipMatrices out;
   MEMAUDIT_ASSIGN_OR_RETURN(out.phi, ToMatrix(phi_by_run, runs, examples, kPhiSignal));
@@ -200,11 +199,23 @@ absl::StatusOr<MembershipMatrices> BuildMembershipMatrices(
         out.population_loss,
         ToMatrix(population_loss_by_run, runs, m.population_size(), kPopulationLossSignal));
   }
-  out.keep = scoring::KeepMatrix(runs, examples, BuildKeepMatrix(spec.seed(), runs, examples).bits);
-  // A chosen target: only its row is scored (its references are still all
-  // the other models).
-  out.first_target = m.has_target_model() ? m.target_model() : 0;
-  out.targets = m.has_target_model() ? 1 : runs;
+  std::vector<uint8_t> keep = BuildKeepMatrix(spec.seed(), m.reference_models(), examples).bits;
+  if (m.has_target()) {
+    // The given target's row: which pool examples it trained on.
+    if (target_members.size() != examples) {
+      return absl::FailedPreconditionError(absl::StrCat("signal ", membership::kMemberSignal,
+                                                        " is missing or has the wrong length"));
+    }
+    for (double v : target_members) keep.push_back(v != 0);
+  }
+  out.keep = scoring::KeepMatrix(runs, examples, std::move(keep));
+  // A chosen or given target: only its row is scored (its references are
+  // still all the other models).
+  const bool one = m.has_target_model() || m.has_target();
+  out.first_target = m.has_target()         ? membership::TargetRun(m)
+                     : m.has_target_model() ? m.target_model()
+                                            : 0;
+  out.targets = one ? 1 : runs;
   return out;
 }
 
@@ -233,23 +244,40 @@ absl::StatusOr<std::optional<MembershipMatrices>> LoadMembershipMatrices(
   // Ingest admits only these signals of these runs, so a count short of all
   // of them means incomplete: no need to decode every stored vector per batch.
   const std::vector<std::string> required = RequiredMembershipSignals(m);
+  const uint32_t models = membership::MembershipModels(m);
   MEMAUDIT_ASSIGN_OR_RETURN(auto count, store.CountObservations(audit_id));
-  if (count < static_cast<int64_t>(required.size()) * m.reference_models()) {
+  if (count < static_cast<int64_t>(required.size()) * models + (m.has_target() ? 1 : 0)) {
     return std::nullopt;
   }
   std::map<std::string, std::map<uint32_t, std::vector<double>>> signals;
   for (const std::string& name : required) {
     MEMAUDIT_ASSIGN_OR_RETURN(auto runs, store.LoadSignal(audit_id, kFinalPoint, name));
-    if (runs.size() < m.reference_models()) return std::nullopt;
+    if (runs.size() < models) return std::nullopt;
     signals[name] = std::move(runs);
   }
+  std::vector<double> target_members;
+  if (m.has_target()) {
+    MEMAUDIT_ASSIGN_OR_RETURN(auto runs,
+                              store.LoadSignal(audit_id, kFinalPoint, membership::kMemberSignal));
+    auto it = runs.find(membership::TargetRun(m));
+    if (it == runs.end()) return std::nullopt;
+    target_members = std::move(it->second);
+  }
   return BuildMembershipMatrices(spec, signals[kPhiSignal], signals[kLossSignal],
-                                 signals[kPopulationLossSignal]);
+                                 signals[kPopulationLossSignal], target_members);
 }
 
 std::vector<std::string> RequiredMembershipSignals(const v1::MembershipAudit& m) {
   std::vector<std::string> signals = {kPhiSignal, kLossSignal};
   if (m.population_size() > 0) signals.push_back(kPopulationLossSignal);
+  return signals;
+}
+
+std::vector<std::string> MembershipSignalsOf(const v1::MembershipAudit& m, uint32_t run) {
+  std::vector<std::string> signals = RequiredMembershipSignals(m);
+  if (m.has_target() && run == membership::TargetRun(m)) {
+    signals.push_back(membership::kMemberSignal);
+  }
   return signals;
 }
 
@@ -320,17 +348,17 @@ class Membership final : public KindHandler {
   absl::Status ValidateObservation(const v1::AuditSpec& spec,
                                    const v1::Observation& o) const override {
     const v1::MembershipAudit& m = spec.membership();
-    if (o.run() >= m.reference_models()) {
+    if (o.run() >= membership::MembershipModels(m)) {
       return absl::InvalidArgumentError(absl::StrCat("observation.run: ", o.run(),
                                                      " is outside the audit's ",
-                                                     m.reference_models(), " models"));
+                                                     membership::MembershipModels(m), " models"));
     }
     if (o.point() != kFinalPoint) {
       return absl::InvalidArgumentError(absl::StrCat("observation.point: \"", o.point(),
                                                      "\" is not an evaluation point of this audit "
                                                      "(expected \"final\")"));
     }
-    const std::vector<std::string> signals = RequiredMembershipSignals(m);
+    const std::vector<std::string> signals = MembershipSignalsOf(m, o.run());
     if (std::find(signals.begin(), signals.end(), o.signal()) == signals.end()) {
       return absl::InvalidArgumentError(absl::StrCat("observation.signal: \"", o.signal(),
                                                      "\" (expected one of ",
@@ -346,6 +374,15 @@ class Membership final : public KindHandler {
     // A loss is a cross-entropy (>= 0); phi a logit-scaled confidence. The
     // bounds lie far past any trained model's values and keep a forger's
     // from overflowing the scoring (exp(-loss), squares of phi).
+    if (o.signal() == membership::kMemberSignal) {
+      for (int i = 0; i < o.values_size(); ++i) {
+        if (o.values(i) != 0 && o.values(i) != 1) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "observation.values[", i, "]: membership must be 0 or 1 (got ", o.values(i), ")"));
+        }
+      }
+      return absl::OkStatus();
+    }
     const bool loss = o.signal() != kPhiSignal;
     const double low = loss ? 0 : -kMaxSignalMagnitude;
     for (int i = 0; i < o.values_size(); ++i) {
@@ -416,10 +453,14 @@ class Membership final : public KindHandler {
   // (common/membership_tasks.h).
   absl::StatusOr<TaskRef> TaskOf(const v1::AuditSpec& spec,
                                  const v1::Observation& o) const override {
-    if (o.run() >= spec.membership().reference_models()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("observation.run: ", o.run(), " is outside the audit's ",
-                       spec.membership().reference_models(), " models"));
+    const v1::MembershipAudit& m = spec.membership();
+    if (o.run() >= membership::MembershipModels(m)) {
+      return absl::InvalidArgumentError(absl::StrCat("observation.run: ", o.run(),
+                                                     " is outside the audit's ",
+                                                     membership::MembershipModels(m), " models"));
+    }
+    if (m.has_target() && o.run() == membership::TargetRun(m)) {
+      return TaskRef{membership::kTargetRole, 0};
     }
     return TaskRef{membership::kModelRole, o.run() / membership::ModelsPerTask(spec)};
   }
@@ -428,6 +469,14 @@ class Membership final : public KindHandler {
                                                                const std::string& /*audit_id*/,
                                                                const v1::AuditSpec& spec,
                                                                const TaskRef& task) const override {
+    const v1::MembershipAudit& m = spec.membership();
+    if (m.has_target() && task.role == membership::kTargetRole && task.index == 0) {
+      std::vector<ObservationKey> out;
+      for (const std::string& signal : MembershipSignalsOf(m, membership::TargetRun(m))) {
+        out.push_back({membership::TargetRun(m), kFinalPoint, signal});
+      }
+      return out;
+    }
     if (task.role != membership::kModelRole || task.index >= membership::TaskCount(spec)) {
       return absl::InvalidArgumentError(
           absl::StrCat("task ", task.ToString(), " is not a task of this membership audit"));

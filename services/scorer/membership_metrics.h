@@ -30,6 +30,8 @@ inline constexpr double kMaxSignalMagnitude = 1e6;
 
 // The signals every model of `spec` sends at kFinalPoint.
 std::vector<std::string> RequiredMembershipSignals(const v1::MembershipAudit& m);
+// Those of model `run`: a given target also sends kMemberSignal.
+std::vector<std::string> MembershipSignalsOf(const v1::MembershipAudit& m, uint32_t run);
 
 // A membership audit's signals as matrices (row = model), its keep-matrix,
 // and the rows scored as targets: every model, or spec's target_model.
@@ -44,11 +46,14 @@ struct MembershipMatrices {
 
 // `phi` and `loss` map run -> one value per pool example, `population_loss`
 // run -> one per population example (empty without a population); each must
-// hold every run 0..N-1.
+// hold every model (common/membership_tasks.h: MembershipModels). With a
+// given target, `target_members` is its kMemberSignal (0/1 per pool example),
+// its keep-matrix row.
 absl::StatusOr<MembershipMatrices> BuildMembershipMatrices(
     const v1::AuditSpec& spec, const std::map<uint32_t, std::vector<double>>& phi,
     const std::map<uint32_t, std::vector<double>>& loss,
-    const std::map<uint32_t, std::vector<double>>& population_loss);
+    const std::map<uint32_t, std::vector<double>>& population_loss,
+    const std::vector<double>& target_members = {});
 // The stored signals of `audit_id`; nullopt while any is missing.
 absl::StatusOr<std::optional<MembershipMatrices>> LoadMembershipMatrices(
     ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec);

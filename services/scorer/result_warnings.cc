@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/dataset_facts.h"
 #include "common/exposure_signals.h"
 #include "common/membership_attacks.h"
 
@@ -32,6 +33,15 @@ std::vector<v1::ResultWarning> MembershipWarnings(const v1::MembershipAudit& m) 
                      n / 2 - 1, " or ", n / 2, " values: its numbers are noisy; use ",
                      kFewReferenceModels,
                      " or more (Membership Inference Attacks From First Principles trains 64)")));
+  }
+  const uint32_t rows = DatasetRows(m.dataset());
+  const bool rmia = std::find(m.attacks().begin(), m.attacks().end(), "rmia") != m.attacks().end();
+  if (!rmia && rows > 0 && m.dataset().pool_size() >= rows) {
+    out.push_back(Warning("no_population",
+                          absl::StrCat("rmia not run: the pool takes all ", rows,
+                                       " rows of the dataset, leaving none for its population; "
+                                       "use pool_size < ",
+                                       rows)));
   }
   std::vector<std::string> left_out;
   for (const std::string& a : DefaultMembershipAttacks()) {

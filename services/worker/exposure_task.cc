@@ -86,6 +86,7 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
       engine::ModelKind lm,
       engine::ParseModelKind(e.model().architecture(), "exposure.model.architecture"));
   run.lm = lm;
+  run.torchscript_path = e.model().torchscript_path();
   run.layers = e.model().layers();
   run.units = variant.units;
   run.embedding = e.model().embedding();

@@ -1,10 +1,12 @@
 #include "services/worker/forgetting_task.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/dataset_facts.h"
 #include "common/forgetting_signals.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "engine/forgetting_lm_run.h"
+#include "services/worker/classifier_model.h"
 #include "services/worker/task_progress.h"
 
 namespace memaudit::worker {
@@ -22,11 +24,18 @@ absl::StatusOr<engine::OptimizerSpec> OptimizerFor(const v1::ForgettingTraining&
   return o;
 }
 
-std::vector<uint32_t> HiddenFor(const v1::ModelSpec& m) {
-  const absl::StatusOr<engine::ModelKind> kind =
-      engine::ParseModelKind(m.architecture(), "forgetting.model.architecture");
-  if (!kind.ok() || *kind != engine::ModelKind::kMlp) return {};  // logreg: no hidden layer
-  return std::vector<uint32_t>(m.hidden().begin(), m.hidden().end());
+// logreg or an MLP: their widths (the engine stacks them); any other
+// classifier as its own model.
+absl::Status SetModel(const v1::ForgettingAudit& f, std::vector<uint32_t>* hidden,
+                      std::optional<engine::ModelSpec>* own) {
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      engine::ModelSpec model,
+      ClassifierModelOf(f.model(), f.dataset(), "forgetting.model.architecture"));
+  *hidden = model.kind == engine::ModelKind::kMlp ? model.hidden : std::vector<uint32_t>{};
+  if (model.kind != engine::ModelKind::kLogReg && model.kind != engine::ModelKind::kMlp) {
+    *own = std::move(model);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<engine::ForgettingSelection> SelectionFor(const std::string& s) {
@@ -41,7 +50,7 @@ absl::StatusOr<engine::ForgettingSelection> SelectionFor(const std::string& s) {
 }  // namespace
 
 absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
-                                                 const engine::LabeledImages& data,
+                                                 const data::LabeledExamples& data,
                                                  const std::function<bool(uint64_t)>& on_step) {
   const v1::ForgettingAudit& f = spec.forgetting();
   MEMAUDIT_ASSIGN_OR_RETURN(engine::ForgettingSelection selection,
@@ -71,7 +80,7 @@ absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
     engine::ForgettingReferenceSpec ref;
     ref.clean_rows = out.clean_rows;
     ref.candidate_rows = candidate_rows;
-    ref.hidden = HiddenFor(f.model());
+    MEMAUDIT_RETURN_IF_ERROR(SetModel(f, &ref.hidden, &ref.model));
     MEMAUDIT_ASSIGN_OR_RETURN(engine::OptimizerSpec optimizer, OptimizerFor(f.training()));
     ref.optimizer = optimizer;
     ref.batch_size = f.training().batch_size();
@@ -109,7 +118,7 @@ absl::StatusOr<engine::ForgettingRunSpec> ForgettingRunSpecFor(const v1::Task& t
   run.clean_rows = std::move(sets.clean_rows);
   run.injected_rows = std::move(sets.injected_rows);
   run.injected_labels = std::move(sets.injected_labels);
-  run.hidden = HiddenFor(f.model());
+  MEMAUDIT_RETURN_IF_ERROR(SetModel(f, &run.hidden, &run.model));
   const v1::ForgettingTraining& t = f.training();
   MEMAUDIT_ASSIGN_OR_RETURN(engine::OptimizerSpec optimizer, OptimizerFor(t));
   run.optimizer = optimizer;
@@ -195,6 +204,7 @@ absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Tas
       engine::ModelKind lm,
       engine::ParseModelKind(c.model().architecture(), "forgetting.canaries.model.architecture"));
   run.lm = lm;
+  run.torchscript_path = c.model().torchscript_path();
   run.layers = c.model().layers();
   run.units = c.model().units();
   run.embedding = c.model().embedding();
@@ -272,9 +282,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
   const v1::ForgettingAudit& f = task.spec().forgetting();
   if (f.has_canaries()) return RunCanaryTrial(task, on_steps, send_early);
-  const std::string dir =
-      f.dataset().path().empty() ? engine::kFashionMnistDir : f.dataset().path();
-  MEMAUDIT_ASSIGN_OR_RETURN(auto data, engine::LoadMnistLayout(dir, "train"));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto data, LoadAuditDataset(f.dataset(), "forgetting.dataset"));
   const uint64_t batch = f.training().batch_size();
   // The selection reference model's steps come first; the trial's follow.
   uint64_t selection_steps = 0;

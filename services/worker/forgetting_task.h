@@ -33,7 +33,7 @@ struct ForgettingData {
 };
 // `on_step` (may be null) counts the reference model's steps; false stops.
 absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
-                                                 const engine::LabeledImages& data,
+                                                 const data::LabeledExamples& data,
                                                  const std::function<bool(uint64_t)>& on_step);
 
 // The engine run of one trial on `sets`; INVALID_ARGUMENT names a bad field.

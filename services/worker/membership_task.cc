@@ -3,15 +3,32 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/dataset_facts.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "engine/classifier_run.h"
-#include "engine/labeled_images.h"
+#include "services/worker/classifier_model.h"
+#include "services/worker/membership_target.h"
 #include "services/worker/task_progress.h"
 
 namespace memaudit::worker {
 namespace {
+
+// The spec's model and training as the engine's run recipe (seeds and rows
+// are set per model). Logistic regression and MLPs train as ensembles; other
+// models one after another.
+absl::StatusOr<engine::ClassifierRunSpec> RecipeOf(const v1::MembershipAudit& m) {
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      engine::ModelSpec model,
+      ClassifierModelOf(m.model(), m.dataset(), "membership.model.architecture"));
+  engine::ClassifierRunSpec recipe;
+  recipe.hidden = model.hidden;
+  if (model.kind != engine::ModelKind::kLogReg && model.kind != engine::ModelKind::kMlp) {
+    recipe.model = std::move(model);
+  }
+  return recipe;
+}
 
 // Trains the task's models (common/membership_tasks.h) in ensembles of
 // equal-size training sets: with an odd pool, even and odd models' halves
@@ -21,9 +38,8 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(const v1::Task&
                                                                  const StepCallback& on_steps) {
   const v1::AuditSpec& spec = task.spec();
   const v1::MembershipAudit& m = spec.membership();
-  const std::string dir =
-      m.dataset().path().empty() ? engine::kFashionMnistDir : m.dataset().path();
-  MEMAUDIT_ASSIGN_OR_RETURN(auto data, engine::LoadMnistLayout(dir, "train"));
+  MEMAUDIT_ASSIGN_OR_RETURN(const data::LabeledExamples* data,
+                            LoadAuditDataset(m.dataset(), "membership.dataset"));
 
   const std::vector<uint32_t> pool = AuditPool(spec.seed(), data->count, m.dataset().pool_size());
   const std::vector<uint32_t> population =
@@ -31,7 +47,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(const v1::Task&
   if (pool.size() + population.size() != m.dataset().pool_size() + m.population_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "membership.dataset.pool_size: ", m.dataset().pool_size(), " + population_size ",
-        m.population_size(), " exceeds the ", data->count, " examples in ", dir));
+        m.population_size(), " exceeds the dataset's ", data->count, " examples"));
   }
   const membership::ModelRange models = membership::TaskModels(spec, task.index());
   if (models.count == 0) {
@@ -39,8 +55,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(const v1::Task&
         absl::StrCat("task.index: ", task.index(), " is past the audit's models"));
   }
   const KeepMatrix keep = BuildKeepMatrix(spec.seed(), m.reference_models(), pool.size());
-  engine::ClassifierRunSpec recipe;
-  recipe.hidden.assign(m.model().hidden().begin(), m.model().hidden().end());
+  MEMAUDIT_ASSIGN_OR_RETURN(engine::ClassifierRunSpec recipe, RecipeOf(m));
   recipe.learning_rate = m.training().learning_rate();
   recipe.momentum = m.training().momentum();
   recipe.weight_decay = m.training().weight_decay();
@@ -79,11 +94,14 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(const v1::Task&
   for (size_t g = 0; g < groups.size(); ++g) {
     const uint64_t members = groups[g].size();
     const uint64_t train_size = groups[g][0].train_indices.size();
+    // An ensemble reports ensemble steps (each advances every member);
+    // models trained one after another report their steps summed.
+    const uint64_t per_step = recipe.model.has_value() ? 1 : members;
     MEMAUDIT_ASSIGN_OR_RETURN(
         auto results, engine::RunClassifiers(*data, groups[g], [&](uint64_t steps) {
           return on_steps(
-              before.steps + steps * members,
-              before.examples + ExamplesAfter(steps, train_size, recipe.batch_size) * members);
+              before.steps + steps * per_step,
+              before.examples + ExamplesAfter(steps, train_size, recipe.batch_size) * per_step);
         }));
     const uint64_t steps = results.front().steps;
     before.steps += steps * members;
@@ -116,6 +134,7 @@ class Membership final : public KindHandler {
   absl::StatusOr<std::vector<v1::Observation>> Run(const v1::Task& task,
                                                    const StepCallback& on_steps,
                                                    const ObservationSink&) const override {
+    if (task.role() == membership::kTargetRole) return RunMembershipTarget(task, on_steps);
     if (task.role() != membership::kModelRole) return UnknownRole(task);
     return RunMembershipModels(task, on_steps);
   }

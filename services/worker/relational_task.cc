@@ -54,6 +54,7 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
       engine::ModelKind lm,
       engine::ParseModelKind(p.model().architecture(), "relational.phone_book.model.architecture"));
   run.lm = lm;
+  run.torchscript_path = p.model().torchscript_path();
   run.layers = p.model().layers();
   run.units = relational::VariantUnits(p, task.index());
   run.embedding = p.model().embedding();

@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/testing/status_matchers.h"
-#include "engine/labeled_images.h"
+#include "data/labeled_examples.h"
 #include "engine/text_corpus.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -170,7 +170,7 @@ TEST(TaskDataRootsTest, APathOutsideTheRootsFailsTheTaskForGoodWithoutReadingIt)
 // common/ cannot include engine/: the default roots are the directories the
 // engine reads when a spec leaves a path empty.
 TEST(TaskDataRootsTest, TheDefaultRootsAreTheEnginesDefaultDirectories) {
-  EXPECT_STREQ(kDefaultDataRoots[0], engine::kFashionMnistDir);
+  EXPECT_STREQ(kDefaultDataRoots[0], data::kFashionMnistDir);
   EXPECT_STREQ(kDefaultDataRoots[1], engine::kFortunesDir);
   EXPECT_EQ(std::size(kDefaultDataRoots), 2u);
 }

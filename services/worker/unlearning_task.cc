@@ -1,9 +1,11 @@
 #include "services/worker/unlearning_task.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/dataset_facts.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "common/unlearning_signals.h"
+#include "services/worker/classifier_model.h"
 
 namespace memaudit::worker {
 namespace {
@@ -40,7 +42,7 @@ bool IsUnlearningTask(const v1::Task& task) {
 }
 
 absl::StatusOr<engine::UnlearningRunSpec> UnlearningRunSpecFor(const v1::Task& task,
-                                                               const engine::LabeledImages& data) {
+                                                               const data::LabeledExamples& data) {
   const v1::AuditSpec& spec = task.spec();
   const v1::UnlearningAudit& u = spec.unlearning();
   if (u.dataset().pool_size() > data.count) {
@@ -65,14 +67,8 @@ absl::StatusOr<engine::UnlearningRunSpec> UnlearningRunSpecFor(const v1::Task& t
   const unlearning::TaskPlan plan = unlearning::PlanTask(spec, target, task.index());
 
   engine::UnlearningRunSpec run;
-  const v1::ModelSpec& m = u.model();
   MEMAUDIT_ASSIGN_OR_RETURN(
-      engine::ModelKind kind,
-      engine::ParseModelKind(m.architecture(), "unlearning.model.architecture"));
-  run.model.kind = kind;
-  if (kind == engine::ModelKind::kTorchScript) run.model.torchscript_path = m.torchscript_path();
-  run.model.hidden.assign(m.hidden().begin(), m.hidden().end());
-  run.model.dropout = m.dropout();
+      run.model, ClassifierModelOf(u.model(), u.dataset(), "unlearning.model.architecture"));
 
   const v1::UnlearningTraining& t = u.training();
   auto optimizer =
@@ -154,10 +150,17 @@ std::vector<v1::Observation> UnlearningObservations(const v1::Task& task,
 absl::StatusOr<std::vector<v1::Observation>> RunUnlearningTask(
     const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps) {
   const v1::UnlearningAudit& u = task.spec().unlearning();
-  const std::string dir =
-      u.dataset().path().empty() ? engine::kFashionMnistDir : u.dataset().path();
-  MEMAUDIT_ASSIGN_OR_RETURN(auto data, engine::LoadMnistLayout(dir, "train"));
-  MEMAUDIT_ASSIGN_OR_RETURN(auto test, engine::LoadMnistLayout(dir, "t10k"));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto data, LoadAuditDataset(u.dataset(), "unlearning.dataset"));
+  // An MNIST-layout directory's test split measures the original's test
+  // accuracy; other sources have none (test_accuracy stays 0).
+  const data::LabeledExamples* test = nullptr;
+  const std::string& format = u.dataset().format();
+  if (format.empty() || format == "fashion_mnist" || format == "idx") {
+    const std::string dir =
+        u.dataset().path().empty() ? data::kFashionMnistDir : u.dataset().path();
+    absl::StatusOr<const data::LabeledExamples*> split = data::LoadMnistLayout(dir, "t10k");
+    if (split.ok()) test = *split;
+  }
   MEMAUDIT_ASSIGN_OR_RETURN(engine::UnlearningRunSpec run, UnlearningRunSpecFor(task, *data));
   const uint64_t batch = run.batch_size;
   MEMAUDIT_ASSIGN_OR_RETURN(auto result,

@@ -24,7 +24,7 @@ bool IsUnlearningTask(const v1::Task& task);
 // positions become dataset rows through the audit pool. INVALID_ARGUMENT
 // names a bad field.
 absl::StatusOr<engine::UnlearningRunSpec> UnlearningRunSpecFor(const v1::Task& task,
-                                                               const engine::LabeledImages& data);
+                                                               const data::LabeledExamples& data);
 
 // The summary at point "<side>" and, per child j and defense, the released
 // posteriors at point "<side>/<j>" (common/unlearning_signals.h).

@@ -94,7 +94,7 @@ TEST(UnlearningTaskTest, SisaOnlineDeletionReportsThePlannedWork) {
 
 TEST(UnlearningTaskTest, QueriesAreTheDeletedSamplesThenNegatives) {
   const v1::Task task = SmallTask("scratch", "group", false);
-  auto data = engine::LoadMnistLayout(engine::kFashionMnistDir, "train");
+  auto data = data::LoadMnistLayout(data::kFashionMnistDir, "train");
   MEMAUDIT_ASSERT_OK(data);
   auto run = UnlearningRunSpecFor(task, **data);
   MEMAUDIT_ASSERT_OK(run);

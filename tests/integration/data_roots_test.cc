@@ -77,6 +77,11 @@ TEST_F(DataRootsClusterTest, SubmitRefusesAPathOutsideItsRootsNamingTheField) {
 // again, refuses it without reading it, and the audit fails at once.
 TEST_F(DataRootsClusterTest, AWorkerRefusesASymlinkRetargetedAfterSubmit) {
   fs::create_directories(base_ + "/data/real");
+  // Submit reads the dataset: the directory holds Fashion-MNIST's files.
+  for (const char* file : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"}) {
+    fs::create_symlink(std::string("/usr/share/datasets/fashion-mnist/") + file,
+                       base_ + "/data/real/" + file);
+  }
   fs::create_directory_symlink(base_ + "/data/real", base_ + "/data/link");
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
   v1::AuditSpec spec = TinyUnlearningSpec();

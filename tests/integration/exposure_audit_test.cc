@@ -154,6 +154,54 @@ v1::AuditSpec TinySweepSpec() {
   return spec;
 }
 
+// A team's own language model: a character GRU exported as TorchScript by
+// examples/models/export_char_lm.py (Debian's python3-torch), its vocabulary
+// the corpus's characters plus the canary prefix's, audited end to end.
+TEST_F(ExposureAuditTest, TorchScriptGruExportedByTheExampleScript) {
+  const std::string model_dir = FreshTestDir("model");
+  v1::AuditSpec spec = TinyExposureSpec();
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  const std::string corpus = model_dir + "/corpus.txt";
+  const std::string model = model_dir + "/char_gru.pt";
+  ASSERT_EQ(Shell(absl::StrCat("mkdir -p ", model_dir)).exit_code, 0);
+  std::ofstream(corpus) << e->corpus().text();
+  const std::string export_cmd =
+      absl::StrCat("/usr/bin/python3 ", MEMAUDIT_SOURCE_DIR, "/examples/models/export_char_lm.py ",
+                   model, " --vocabulary-from ", corpus, " --extra-chars '", e->canary().prefix(),
+                   "' --cell gru --units 48 --embedding 16 --seed 1");
+  const Output exported = Shell(export_cmd);
+  if (exported.exit_code != 0) GTEST_SKIP() << "python3-torch: " << exported.text;
+  e->mutable_model()->set_architecture("torchscript");
+  e->mutable_model()->set_torchscript_path(model);
+  data_roots_ = {model_dir};  // the services may read the module there
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  auto submitted = client_->Submit(spec);
+  MEMAUDIT_ASSERT_OK(submitted);
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  MEMAUDIT_ASSERT_OK(results);
+  ASSERT_TRUE(results->complete());
+  const v1::ExposureResults& x = results->exposure();
+  EXPECT_EQ(x.training_steps(), audit.steps_total());
+  ASSERT_EQ(x.canaries_size(), 5);  // 2 inserted, 3 controls
+  for (const v1::CanaryResult& c : x.canaries()) {
+    EXPECT_TRUE(c.exact()) << c.secret();
+    EXPECT_GE(c.rank(), 1u);
+    EXPECT_NEAR(c.exposure(), x.log2_space() - std::log2(static_cast<double>(c.rank())), 1e-9);
+  }
+  // Inserted 40 times, its canary stands out as with the built-in LSTM.
+  EXPECT_GT(x.canaries(1).exposure(), x.control_median_exposure() + 3);
+  EXPECT_TRUE(x.extraction_attempted());
+
+  // lstm/gru sizes do not apply: a sweep over units is refused, naming it.
+  v1::AuditSpec sweep = spec;
+  sweep.mutable_exposure()->add_sweep()->set_units(64);
+  auto refused = client_->Submit(sweep);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("exposure.sweep[0].units: cannot vary")));
+}
+
 TEST_F(ExposureAuditTest, SweepWithBaselineAndReferenceModels) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
   auto submitted = client_->Submit(TinySweepSpec());

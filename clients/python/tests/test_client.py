@@ -78,6 +78,28 @@ LONG_SPEC = {
 }
 
 
+# The coordinator reads the files the own-data examples name at Submit
+# (examples/models/make_example_data.py writes them, once per host).
+EXAMPLE_DATA = "/tmp/memaudit-own-data"
+os.makedirs(EXAMPLE_DATA, exist_ok=True)  # a root must exist when a service starts
+DATA_ROOTS = [
+    root
+    for root in ("/usr/share/datasets/fashion-mnist", "/usr/share/games/fortunes", EXAMPLE_DATA)
+    if root == EXAMPLE_DATA or os.path.isdir(root)
+]
+
+
+def ensure_example_data():
+    marker = f"{EXAMPLE_DATA}/complete-v1"
+    script = SOURCE_DIR / "examples" / "models" / "make_example_data.py"
+    subprocess.run(
+        ["flock", f"{EXAMPLE_DATA}.lock", "sh", "-c",
+         f"test -f {marker} || {{ /usr/bin/python3 {script} {EXAMPLE_DATA} >/dev/null"
+         f" && touch {marker}; }}"],
+        check=True,
+    )
+
+
 class Cluster:
     """The services as separate processes, with their logs in `dir`."""
 
@@ -115,7 +137,8 @@ class Cluster:
             "coordinator",
             key
             + ["--lease-ttl-ms", "10000", "--heartbeat-ms", "1000", "--scorer", self.scorer]
-            + ["--token-hashes", str(hashes)],
+            + ["--token-hashes", str(hashes)]
+            + [arg for root in DATA_ROOTS for arg in ("--data-root", root)],
         )
         self.address = f"127.0.0.1:{coordinator_port}"
         if not worker:
@@ -446,6 +469,7 @@ class SpecReadingTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        ensure_example_data()
         cls.cluster = Cluster(worker=False)
         cls.addClassCleanup(cls.cluster.remove)
         cls.client = cls.cluster.client()

@@ -1,0 +1,71 @@
+// A team's own character language model, exported with torch.jit.save, in
+// the language-model audits (docs/language-models.md). The contract:
+//
+// - forward(tokens: Tensor) -> Tensor: int64 ids [B, T] -> float next-token
+//   logits [B, T, V], causal (position t sees tokens 0..t only), every
+//   sequence from the module's own initial state.
+// - vocabulary: str, an attribute listing the V symbols in id order (id i is
+//   its i-th code point): the first must be U+FFFD, the unknown symbol that
+//   characters outside the vocabulary map to; no repeats.
+// - train()/eval() switch its dropout; every parameter is trained.
+//
+// Memaudit registers the parameters as aliases (torchscript_model.h), so
+// the trainer, DP-SGD, checkpoints and Fork() work as on the built-ins. The
+// module has no step method: a search step re-runs forward over the whole
+// prefix (context + candidate so far), so a query costs O(prefix) where the
+// built-in LSTM/GRU's costs O(1).
+#ifndef MEMAUDIT_ENGINE_TORCHSCRIPT_LM_H_
+#define MEMAUDIT_ENGINE_TORCHSCRIPT_LM_H_
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/language_model.h"
+#include "engine/model_spec.h"
+#include "engine/text_corpus.h"
+
+namespace memaudit::engine {
+
+class TorchScriptLm : public LanguageModel {
+ public:
+  TorchScriptLm(torch::jit::Module module, CharVocab vocabulary);
+
+  // Recomputes from state->tokens + tokens and keeps both in the state.
+  torch::Tensor Run(const torch::Tensor& tokens, LmState* state) override;
+  int64_t vocab() const override { return vocabulary_.size(); }
+  const CharVocab& vocabulary() const { return vocabulary_; }
+  // Keeps the scripted module's own train/eval flag in step with ours.
+  void train(bool on = true) override;
+
+ private:
+  // The scripted forward on [B, T]; in training, its dropout masks are drawn
+  // from LibTorch's global generator reseeded from our dropout generator.
+  torch::Tensor Call(const torch::Tensor& tokens);
+
+  torch::jit::Module module_;
+  CharVocab vocabulary_;
+};
+
+// Loads `path` and checks the contract (the vocabulary, and forward's shape
+// and causality on a two-token probe); errors name model.torchscript_path.
+// `redraw_weights`: for a model memaudit trains (RedrawScriptedWeights).
+absl::StatusOr<std::shared_ptr<TorchScriptLm>> LoadTorchScriptLm(const std::string& path,
+                                                                 bool redraw_weights = false);
+
+// The vocabulary of the module at `path` (loaded and checked as above).
+absl::StatusOr<CharVocab> TorchScriptLmVocabulary(const std::string& path);
+
+// The vocabulary a canary audit encodes its text with: for the built-in
+// kinds CanaryVocab(text, format); for kTorchScript the module's own,
+// refused when it lacks a character the canaries are spelled with (corpus
+// characters it lacks become the unknown symbol).
+absl::StatusOr<CharVocab> LmVocabulary(ModelKind kind, const std::string& torchscript_path,
+                                       const std::string& text, const CanaryFormat& format);
+
+}  // namespace memaudit::engine
+
+#endif  // MEMAUDIT_ENGINE_TORCHSCRIPT_LM_H_
