@@ -344,6 +344,12 @@ std::string ExposureTable(const v1::AuditResults& r) {
       "audit %s (exposure): %u canaries, log2|R| = %.2f, estimators: %s, %u training steps\n\n",
       r.audit_id(), x.canaries_size(), x.log2_space(), absl::StrJoin(x.estimators(), ", "),
       x.training_steps());
+  if (r.spec().exposure().has_target()) {
+    // Nothing trained: the canaries are the team's, in the team's model.
+    const v1::ExposureTarget& t = r.spec().exposure().target();
+    out.insert(out.size() - 1, absl::StrFormat("target: %s (%s), trained outside memaudit\n",
+                                               t.torchscript_path(), t.content_hash()));
+  }
   if (x.variants_size() == 0) {
     absl::StrAppend(&out, CanaryTable(x));
   } else {

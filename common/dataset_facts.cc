@@ -134,6 +134,22 @@ absl::StatusOr<std::vector<uint32_t>> ReadMemberRows(const std::string& path, ui
   return members;
 }
 
+absl::StatusOr<std::string> FilesContentHash(
+    const std::vector<std::pair<std::string, std::string>>& field_paths) {
+  // Each file's length first: no two pairs of files hash alike by moving
+  // bytes from one to the other.
+  data::Sha256 hash;
+  for (const auto& [field, path] : field_paths) {
+    MEMAUDIT_ASSIGN_OR_RETURN(const std::string bytes, data::ReadFileBytes(path, field));
+    const uint64_t size = bytes.size();
+    char length[8];
+    for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((size >> (8 * i)) & 0xff);
+    hash.Update(length, 8);
+    hash.Update(bytes);
+  }
+  return absl::StrCat("sha256:", data::DigestHex(hash.Finish()));
+}
+
 absl::Status ResolveTarget(v1::TargetModelSpec* target, uint32_t rows, absl::string_view field) {
   const std::string model_field = absl::StrCat(field, ".torchscript_path");
   const std::string members_field = absl::StrCat(field, ".members_path");
@@ -145,22 +161,11 @@ absl::Status ResolveTarget(v1::TargetModelSpec* target, uint32_t rows, absl::str
   }
   MEMAUDIT_ASSIGN_OR_RETURN(std::vector<uint32_t> members,
                             ReadMemberRows(target->members_path(), rows, members_field));
-  MEMAUDIT_ASSIGN_OR_RETURN(std::string model,
-                            data::ReadFileBytes(target->torchscript_path(), model_field));
-  MEMAUDIT_ASSIGN_OR_RETURN(std::string listed,
-                            data::ReadFileBytes(target->members_path(), members_field));
-  // Each file's 8-byte little-endian length, then its bytes: no two pairs
-  // of files hash alike by moving bytes from one to the other.
-  data::Sha256 hash;
-  for (const std::string* bytes : {&model, &listed}) {
-    const uint64_t size = bytes->size();
-    char length[8];
-    for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((size >> (8 * i)) & 0xff);
-    hash.Update(length, 8);
-    hash.Update(*bytes);
-  }
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string hash,
+                            FilesContentHash({{model_field, target->torchscript_path()},
+                                              {members_field, target->members_path()}}));
   target->set_members(static_cast<uint32_t>(members.size()));
-  target->set_content_hash(absl::StrCat("sha256:", data::DigestHex(hash.Finish())));
+  target->set_content_hash(hash);
   return absl::OkStatus();
 }
 

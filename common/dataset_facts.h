@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -48,6 +49,11 @@ absl::StatusOr<const data::LabeledExamples*> LoadAuditDataset(const v1::DatasetS
 // repeats. At most `rows` entries are read. `field` names the file.
 absl::StatusOr<std::vector<uint32_t>> ReadMemberRows(const std::string& path, uint32_t rows,
                                                      absl::string_view field);
+
+// "sha256:<hex>" over each file (field, path) in order, each as its
+// 8-byte little-endian length then its bytes. Errors name the file's field.
+absl::StatusOr<std::string> FilesContentHash(
+    const std::vector<std::pair<std::string, std::string>>& field_paths);
 
 // Records the target's member count and the content hash of its model file
 // then its members file. `field` is the target's ("membership.target").

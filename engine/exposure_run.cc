@@ -75,6 +75,105 @@ absl::StatusOr<std::vector<CanaryExposure>> MeasureCanaries(
   return out;
 }
 
+// The audit's canaries: one per `repeats` entry, then `controls` (repeats
+// 0). Drawn from the seed, or for a given model its inserted secrets and
+// controls drawn among the other fillings.
+absl::StatusOr<std::vector<Canary>> AuditCanaries(const ExposureRunSpec& spec,
+                                                  const CanaryFormat& format) {
+  std::vector<Canary> canaries;
+  if (!spec.given_model) {
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<std::string> secrets,
+                              DrawSecrets(format, spec.repeats.size() + spec.controls, spec.seed));
+    for (size_t i = 0; i < secrets.size(); ++i) {
+      canaries.push_back({secrets[i], i < spec.repeats.size() ? spec.repeats[i] : 0});
+    }
+    return canaries;
+  }
+  if (spec.given_secrets.size() != spec.repeats.size()) {
+    return absl::InvalidArgumentError("given_secrets: one per repeats entry");
+  }
+  for (size_t i = 0; i < spec.given_secrets.size(); ++i) {
+    canaries.push_back({spec.given_secrets[i], spec.repeats[i]});
+  }
+  // Enough draws that `controls` of them differ from every given secret.
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      std::vector<std::string> drawn,
+      DrawSecrets(format, spec.given_secrets.size() + spec.controls, spec.seed));
+  for (const std::string& d : drawn) {
+    if (canaries.size() == spec.given_secrets.size() + spec.controls) break;
+    if (std::find(spec.given_secrets.begin(), spec.given_secrets.end(), d) ==
+        spec.given_secrets.end()) {
+      canaries.push_back({d, 0});
+    }
+  }
+  return canaries;
+}
+
+// What is measured on a finished model: each canary's Px and rank, the
+// reference sample's Px, all of R (enumerate_space) and the extraction.
+absl::Status MeasureFinalModel(LanguageModel& lm, const CharVocab& vocab,
+                               const CanaryFormat& format, const TokenFormat& tokens,
+                               const std::vector<Canary>& canaries, const ExposureRunSpec& spec,
+                               ExposureRunResult* out) {
+  ExposureRunResult& result = *out;
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      std::vector<CanaryExposure> final_canaries,
+      MeasureCanaries(lm, vocab, format, tokens, canaries, spec, result.log2_space));
+  result.canaries = std::move(final_canaries);
+  LmScorer scorer(lm);
+  if (spec.reference_samples > 0) {
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        std::vector<std::vector<int64_t>> references,
+        DrawReferences(vocab, format, tokens, canaries, spec.reference_samples,
+                       DeriveSeed(spec.seed, "references", 0)));
+    result.reference_px = NaivePxBits(scorer, tokens, references);
+  }
+  if (spec.enumerate_space) {
+    // Px of all of R by trie enumeration (one model step per internal node),
+    // for the exact calibrated rank, and where each canary sits in it.
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> space, EnumerateAllPx(scorer, tokens));
+    result.space_px = std::move(space);
+    for (const Canary& c : canaries) {
+      MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, format, c.secret));
+      MEMAUDIT_ASSIGN_OR_RETURN(uint64_t index, CandidateIndex(tokens, ids));
+      result.space_index.push_back(index);
+    }
+  }
+  // Extraction targets an inserted canary: pointless without insertions.
+  if (spec.extract && (spec.insert_canaries || spec.given_model) && !spec.repeats.empty()) {
+    const size_t most =
+        std::max_element(spec.repeats.begin(), spec.repeats.end()) - spec.repeats.begin();
+    ExtractionResult ex = ShortestPathExtract(scorer, tokens, spec.extraction_query_budget);
+    result.extraction_queries = ex.queries;
+    if (ex.found) {
+      result.extraction = vocab.Decode(ex.tokens);
+      result.extracted = result.extraction == canaries[most].secret;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A model trained outside memaudit, measured as it is (no corpus, no steps).
+absl::StatusOr<ExposureRunResult> MeasureGivenModel(const ExposureRunSpec& spec) {
+  if (spec.lm != ModelKind::kTorchScript) {
+    return absl::InvalidArgumentError("given_model: needs a TorchScript module");
+  }
+  const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<Canary> canaries, AuditCanaries(spec, format));
+  MEMAUDIT_ASSIGN_OR_RETURN(const CharVocab vocab,
+                            LmVocabulary(spec.lm, spec.torchscript_path, "", format));
+  if (spec.threads > 0) torch::set_num_threads(static_cast<int>(spec.threads));
+  // As trained: the file's weights, in eval mode.
+  MEMAUDIT_ASSIGN_OR_RETURN(std::shared_ptr<TorchScriptLm> lm,
+                            LoadTorchScriptLm(spec.torchscript_path));
+  lm->eval();
+  MEMAUDIT_ASSIGN_OR_RETURN(TokenFormat tokens, ToTokenFormat(vocab, format));
+  ExposureRunResult result;
+  result.log2_space = Log2SpaceSize(format);
+  MEMAUDIT_RETURN_IF_ERROR(MeasureFinalModel(*lm, vocab, format, tokens, canaries, spec, &result));
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
@@ -87,6 +186,7 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   if (spec.alphabets.empty() && (spec.digits == 0 || spec.digits > 18)) {
     return absl::InvalidArgumentError("digits: must be in [1, 18]");
   }
+  if (spec.given_model) return MeasureGivenModel(spec);
   if (spec.window < 2) return absl::InvalidArgumentError("window: must be >= 2");
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
   if (spec.epochs == 0) return absl::InvalidArgumentError("epochs: must be > 0");
@@ -94,12 +194,7 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
                             LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars));
   std::string text = std::move(corpus);
   const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
-  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<std::string> secrets,
-                            DrawSecrets(format, spec.repeats.size() + spec.controls, spec.seed));
-  std::vector<Canary> canaries;
-  for (size_t i = 0; i < secrets.size(); ++i) {
-    canaries.push_back({secrets[i], i < spec.repeats.size() ? spec.repeats[i] : 0});
-  }
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<Canary> canaries, AuditCanaries(spec, format));
   if (spec.insert_canaries) {
     text = InsertCanaries(text, format, canaries, DeriveSeed(spec.seed, "positions", 0));
   }
@@ -172,10 +267,7 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   result.final_loss = epoch_loss / static_cast<double>(last_epoch_steps);
 
   LanguageModel& lm = static_cast<LanguageModel&>(trainer->model());
-  MEMAUDIT_ASSIGN_OR_RETURN(
-      std::vector<CanaryExposure> final_canaries,
-      MeasureCanaries(lm, vocab, format, tokens, canaries, spec, result.log2_space));
-  result.canaries = std::move(final_canaries);
+  MEMAUDIT_RETURN_IF_ERROR(MeasureFinalModel(lm, vocab, format, tokens, canaries, spec, &result));
   if (spec.eval_every_steps > 0 || spec.eval_every_epoch) {
     // The final model is the curve's last point: measured once, above.
     ExposurePoint& point = result.points.emplace_back();
@@ -184,36 +276,6 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
     point.canaries = result.canaries;
     if (on_point) {
       MEMAUDIT_RETURN_IF_ERROR(on_point(point));
-    }
-  }
-  LmScorer scorer(lm);
-  if (spec.reference_samples > 0) {
-    MEMAUDIT_ASSIGN_OR_RETURN(
-        std::vector<std::vector<int64_t>> references,
-        DrawReferences(vocab, format, tokens, canaries, spec.reference_samples,
-                       DeriveSeed(spec.seed, "references", 0)));
-    result.reference_px = NaivePxBits(scorer, tokens, references);
-  }
-  if (spec.enumerate_space) {
-    // Px of all of R by trie enumeration (one model step per internal node),
-    // for the exact calibrated rank, and where each canary sits in it.
-    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> space, EnumerateAllPx(scorer, tokens));
-    result.space_px = std::move(space);
-    for (const Canary& c : canaries) {
-      MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, format, c.secret));
-      MEMAUDIT_ASSIGN_OR_RETURN(uint64_t index, CandidateIndex(tokens, ids));
-      result.space_index.push_back(index);
-    }
-  }
-  // Extraction targets an inserted canary: pointless without insertions.
-  if (spec.extract && spec.insert_canaries && !spec.repeats.empty()) {
-    const size_t most =
-        std::max_element(spec.repeats.begin(), spec.repeats.end()) - spec.repeats.begin();
-    ExtractionResult ex = ShortestPathExtract(scorer, tokens, spec.extraction_query_budget);
-    result.extraction_queries = ex.queries;
-    if (ex.found) {
-      result.extraction = vocab.Decode(ex.tokens);
-      result.extracted = result.extraction == canaries[most].secret;
     }
   }
   return result;

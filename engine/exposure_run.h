@@ -33,6 +33,13 @@ struct ExposureRunSpec {
   // layers, units, embedding and dropout then unused.
   ModelKind lm = ModelKind::kLstmLm;
   std::string torchscript_path;
+  // A model trained outside memaudit: torchscript_path (kTorchScript) is
+  // measured as it is, with no corpus and no training (steps 0), and the
+  // inserted canaries are these secrets (repeats[i] the times secrets[i]
+  // was in its training data); the controls are drawn from `seed` among the
+  // other fillings.
+  bool given_model = false;
+  std::vector<std::string> given_secrets;
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;

@@ -16,7 +16,7 @@ inline constexpr char kExampleDataDir[] = "/tmp/memaudit-own-data";
 // completed; returns whether the files are there.
 inline bool EnsureExampleData(const std::string& source_dir) {
   const std::string dir = kExampleDataDir;
-  const std::string marker = dir + "/complete-v1";
+  const std::string marker = dir + "/complete-v2";
   const std::string command =
       "flock " + dir + ".lock sh -c 'test -f " + marker + " || { /usr/bin/python3 " + source_dir +
       "/examples/models/make_example_data.py " + dir + " >/dev/null && touch " + marker + "; }'";

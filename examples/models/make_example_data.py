@@ -7,9 +7,12 @@
   mlp.pt           an untrained TorchScript MLP for blobs.csv (8 -> 32 -> 3)
   target.pt        an MLP trained outside memaudit on half of fashion.npz,
   members.txt      and the rows it trained on
+  lm.pt            a character GRU trained outside memaudit on fortunes with
+                   the canaries "my pin is 4821" (64 times) and "... 1907" (4)
 
   /usr/bin/python3 examples/models/make_example_data.py [DIR]
   memaudit run examples/target-model.yaml --data-root /tmp/memaudit-own-data
+  memaudit run examples/target-lm.yaml --data-root /tmp/memaudit-own-data
 """
 import gzip
 import os
@@ -48,6 +51,9 @@ def main():
     run("train_target.py", "--data", os.path.join(out, "fashion.npz"), "--hidden", "128",
         "--epochs", "60", "--out-model", os.path.join(out, "target.pt"),
         "--out-members", os.path.join(out, "members.txt"))
+    run("train_target_lm.py", "--corpus", "/usr/share/games/fortunes/fortunes", "--max-chars",
+        "8000", "--epochs", "12", "--secret", "4821:64", "--secret", "1907:4", "--out",
+        os.path.join(out, "lm.pt"))
 
 
 if __name__ == "__main__":

@@ -6,9 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/dataset_facts.h"
 #include "common/exposure_eval_steps.h"
 #include "common/exposure_signals.h"
 #include "common/steps.h"
+#include "services/coordinator/dataset_rules.h"
 #include "services/coordinator/spec_rules.h"
 
 namespace memaudit::coordinator {
@@ -416,6 +418,50 @@ void ValidateExactCalibration(const v1::ExposureAudit& e, const AddProblem& add)
 
 }  // namespace
 
+namespace {
+
+// A model trained elsewhere: nothing trains, so nothing that trains a
+// second model applies, and each secret is a filling of the canary format.
+void ValidateTarget(const v1::ExposureAudit& e, const AddProblem& add) {
+  const v1::ExposureTarget& t = e.target();
+  CheckLength("target.torchscript_path", t.torchscript_path(), kMaxPathBytes, add);
+  if (t.torchscript_path().empty()) add("target.torchscript_path", "required with a target");
+  if (t.content_hash().empty()) add("target.content_hash", kNotRecorded);
+  if (!CheckListSize("target.secrets", t.secrets_size(), 1, 64, add)) return;
+  if (t.secrets_size() != e.repeats_size()) {
+    add("target.secrets", absl::StrCat("one secret per repeats entry (", e.repeats_size(),
+                                       " repeats, ", t.secrets_size(), " secrets)"));
+  }
+  const bool digits = e.canary().alphabets().empty();
+  const size_t holes = digits ? e.canary().digits() : e.canary().alphabets_size();
+  std::set<std::string> seen;
+  for (int i = 0; i < t.secrets_size(); ++i) {
+    const std::string field = absl::StrCat("target.secrets[", i, "]");
+    const std::vector<std::string> chars = Utf8Chars(t.secrets(i));
+    bool fits = chars.size() == holes;
+    for (size_t h = 0; fits && h < chars.size(); ++h) {
+      fits = digits ? chars[h].size() == 1 && std::isdigit(static_cast<unsigned char>(chars[h][0]))
+                    : e.canary().alphabets(static_cast<int>(h)).find(chars[h]) != std::string::npos;
+    }
+    if (!fits) {
+      add(field, absl::StrCat("must fill the canary format's ", holes, " holes (got ",
+                              QuoteValue(t.secrets(i)), ")"));
+    } else if (!seen.insert(t.secrets(i)).second) {
+      add(field, "is listed twice");
+    }
+  }
+  const auto refuse = [&](bool set, const char* field) {
+    if (set) add(field, "trains a model: not with a target (nothing trains)");
+  };
+  refuse(e.sweep_size() > 0, "sweep");
+  refuse(e.baseline(), "baseline");
+  refuse(e.reference_models() > 0, "reference_models");
+  refuse(e.has_replicates() && e.replicates() > 1, "replicates");
+  refuse(e.has_eval_every_steps() || e.eval_every_epoch(), "eval_every_steps");
+}
+
+}  // namespace
+
 void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* problems) {
   const AddProblem add = [&](const std::string& field, std::string rule) {
     problems->push_back({absl::StrCat("exposure.", field), std::move(rule)});
@@ -431,6 +477,7 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
   ValidateEvalPoints(e, add);
   ValidateBudgets(e, add);
   ValidateReplicates(e, add);
+  if (e.has_target()) ValidateTarget(e, add);
   // The estimate needs every field in range: only then is it the audit's.
   if (problems->size() == before) CheckExposureCost(e, add);
 }
@@ -481,6 +528,19 @@ namespace {
 
 class Exposure final : public KindHandler {
  public:
+  void ReadFiles(v1::AuditSpec* spec, std::vector<SpecProblem>* problems) const override {
+    if (!spec->exposure().has_target()) return;
+    v1::ExposureTarget* t = spec->mutable_exposure()->mutable_target();
+    if (t->torchscript_path().empty()) return;  // Validate names it
+    absl::StatusOr<std::string> hash =
+        FilesContentHash({{"exposure.target.torchscript_path", t->torchscript_path()}});
+    if (!hash.ok()) {
+      problems->push_back(ProblemOf(hash.status()));
+      return;
+    }
+    t->set_content_hash(*hash);
+  }
+
   void ApplyDefaults(v1::AuditSpec* spec) const override {
     ApplyExposureDefaults(spec->mutable_exposure());
   }
@@ -497,7 +557,9 @@ class Exposure final : public KindHandler {
     const v1::ExposureAudit& e = spec.exposure();
     const uint32_t variants = exposure::VariantCount(e);
     for (uint32_t v = 0; v < variants; ++v) {
-      tasks.push_back({exposure::kCanaryRole, v, ExposureTaskSteps(e, v, true)});
+      // A given model trains nothing: measuring it is one step of work.
+      tasks.push_back(
+          {exposure::kCanaryRole, v, e.has_target() ? 1 : ExposureTaskSteps(e, v, true)});
     }
     // The other replicates of each canary model: the headline's interval.
     for (uint32_t v = 0; v < variants; ++v) {

@@ -247,3 +247,49 @@ TEST(ExposureSpecTest, TorchScriptModelNeedsItsPathAndTakesNoSizes) {
 
 }  // namespace
 }  // namespace memaudit::coordinator
+
+namespace memaudit::coordinator {
+namespace {
+
+// A given language model: nothing trains, so what trains a second model is
+// refused, and each secret must fill the canary format.
+TEST(ExposureSpecTest, ATargetLanguageModelNamesEveryProblem) {
+  v1::AuditSpec spec = SmallExposureSpec();  // "pin " + 3 digits, repeats {2, 8}
+  v1::ExposureTarget* t = spec.mutable_exposure()->mutable_target();
+  t->set_torchscript_path("/data/lm.pt");
+  t->set_content_hash("sha256:00");
+  t->add_secrets("123");
+  t->add_secrets("123");
+  std::string message(ValidateSpec(spec).message());
+  EXPECT_THAT(message, ::testing::HasSubstr("exposure.target.secrets[1]: is listed twice"));
+  t->set_secrets(1, "12a");
+  message = std::string(ValidateSpec(spec).message());
+  EXPECT_THAT(message, ::testing::HasSubstr(
+                           "exposure.target.secrets[1]: must fill the canary format's 3 holes"));
+  t->set_secrets(1, "456");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  t->add_secrets("789");
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              ::testing::HasSubstr("exposure.target.secrets: one secret per repeats entry (2 "
+                                   "repeats, 3 secrets)"));
+  t->mutable_secrets()->RemoveLast();
+  spec.mutable_exposure()->set_baseline(true);
+  spec.mutable_exposure()->set_reference_models(2);
+  message = std::string(ValidateSpec(spec).message());
+  EXPECT_THAT(message, ::testing::HasSubstr("exposure.baseline: trains a model"));
+  EXPECT_THAT(message, ::testing::HasSubstr("exposure.reference_models: trains a model"));
+  spec.mutable_exposure()->set_baseline(false);
+  spec.mutable_exposure()->set_reference_models(0);
+  t->clear_content_hash();
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              ::testing::HasSubstr("exposure.target.content_hash: not recorded"));
+  // Measuring the given model is the audit's one task, of one step.
+  t->set_content_hash("sha256:00");
+  auto plan = PlanAudit(spec);
+  MEMAUDIT_ASSERT_OK(plan);
+  ASSERT_EQ(plan->tasks.size(), 1u);
+  EXPECT_EQ(plan->tasks[0].steps_total, 1u);
+}
+
+}  // namespace
+}  // namespace memaudit::coordinator

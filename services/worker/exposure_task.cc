@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/dataset_facts.h"
 #include "common/exposure_signals.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
@@ -87,6 +88,13 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
       engine::ParseModelKind(e.model().architecture(), "exposure.model.architecture"));
   run.lm = lm;
   run.torchscript_path = e.model().torchscript_path();
+  if (e.has_target()) {
+    // The model to measure is the team's, as trained.
+    run.lm = engine::ModelKind::kTorchScript;
+    run.torchscript_path = e.target().torchscript_path();
+    run.given_model = true;
+    run.given_secrets.assign(e.target().secrets().begin(), e.target().secrets().end());
+  }
   run.layers = e.model().layers();
   run.units = variant.units;
   run.embedding = e.model().embedding();
@@ -226,6 +234,18 @@ absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
     const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps,
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
   MEMAUDIT_ASSIGN_OR_RETURN(engine::ExposureRunSpec run, ExposureRunSpecFor(task));
+  const v1::ExposureAudit& e = task.spec().exposure();
+  if (e.has_target()) {
+    // The file Submit hashed, or the exposure of some other model.
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        const std::string now,
+        FilesContentHash({{"exposure.target.torchscript_path", e.target().torchscript_path()}}));
+    if (now != e.target().content_hash()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "exposure.target.content_hash: the model file changed since the audit was submitted (",
+          e.target().content_hash(), " then, ", now, " now)"));
+    }
+  }
   const uint64_t batch = run.batch_size;
   engine::ExposurePointCallback on_point;
   if (send_early) {
@@ -245,6 +265,8 @@ absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
                                                return on_steps(steps, steps * batch);
                                              },
                                              on_point));
+  // A given model trains nothing: its one step of work is the measurement.
+  if (run.given_model && !on_steps(1, 0)) return absl::CancelledError("stopped");
   return ExposureObservations(task, result);
 }
 

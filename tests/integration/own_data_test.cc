@@ -1,6 +1,7 @@
 // A team's own data and models through real services (docs/data.md,
 // docs/models.md): a CSV table, NumPy arrays, TorchScript classifiers written
 // by examples/models/*.py, and a target model trained outside memaudit.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -262,6 +263,51 @@ TEST_F(OwnDataTest, ATargetTrainedOutsideMemauditIsAudited) {
   }
   EXPECT_GT(lira, loss) << "TPR at 1% FPR";
   EXPECT_GT(done.results.most_vulnerable_size(), 0);
+}
+
+// The Secret Sharer on a language model a team trained itself (by the
+// example script) with its own canaries: nothing trains, the secret seen 64
+// times ranks first among the 10^4 fillings and is extracted, and the
+// controls stay unexposed.
+TEST_F(OwnDataTest, TheExposureOfAGivenLanguageModelsOwnCanaries) {
+  ASSERT_NO_FATAL_FAILURE(Example(
+      "train_target_lm.py",
+      absl::StrCat("--corpus /usr/share/games/fortunes/fortunes --max-chars 6000 --epochs 12 ",
+                   "--secret 4821:64 --secret 1907:2 --out ", data_, "/lm.pt")));
+  v1::AuditSpec spec;
+  spec.set_name("target-lm");
+  spec.set_seed(3);
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->mutable_canary()->set_prefix("my pin is ");
+  e->mutable_canary()->set_digits(4);
+  e->add_repeats(64);
+  e->add_repeats(2);
+  e->set_controls(4);
+  e->set_estimator("exact");
+  e->mutable_target()->set_torchscript_path(data_ + "/lm.pt");
+  e->mutable_target()->add_secrets("4821");
+  e->mutable_target()->add_secrets("1907");
+
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  Finished done;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &done));
+  const v1::ExposureResults& x = done.results.exposure();
+  EXPECT_EQ(x.training_steps(), 0u);
+  EXPECT_THAT(done.results.spec().exposure().target().content_hash(),
+              ::testing::StartsWith("sha256:"));
+  ASSERT_EQ(x.canaries_size(), 6);
+  double most = 0, control_max = 0;
+  for (const v1::CanaryResult& c : x.canaries()) {
+    EXPECT_TRUE(c.exact()) << c.secret();
+    if (c.repeats() == 64) {
+      EXPECT_EQ(c.secret(), "4821");
+      EXPECT_EQ(c.rank(), 1u);
+      most = c.exposure();
+    }
+    if (c.repeats() == 0) control_max = std::max(control_max, c.exposure());
+  }
+  EXPECT_GT(most, control_max + 5);
+  EXPECT_TRUE(x.extracted());
 }
 
 TEST_F(OwnDataTest, AReplacedDatasetFailsTheAuditInsteadOfTrainingOnOtherData) {

@@ -90,7 +90,7 @@ DATA_ROOTS = [
 
 
 def ensure_example_data():
-    marker = f"{EXAMPLE_DATA}/complete-v1"
+    marker = f"{EXAMPLE_DATA}/complete-v2"
     script = SOURCE_DIR / "examples" / "models" / "make_example_data.py"
     subprocess.run(
         ["flock", f"{EXAMPLE_DATA}.lock", "sh", "-c",
