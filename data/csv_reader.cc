@@ -61,13 +61,17 @@ class Lines {
   size_t number_ = 0;
 };
 
-}  // namespace
+// The header line: the column names (at most kMaxFeatures + 1) and which
+// one is the label.
+struct Header {
+  std::vector<absl::string_view> names;
+  size_t label_at = 0;
+};
 
-absl::StatusOr<LabeledExamples> ParseCsv(absl::string_view bytes, absl::string_view path,
-                                         absl::string_view label_column) {
+absl::StatusOr<Header> ParseHeader(Lines& lines, absl::string_view path,
+                                   absl::string_view label_column) {
   const std::string where = absl::StrCat("path: ", path);
   const std::string label_where = absl::StrCat("label_column: ", path);
-  Lines lines(bytes);
   absl::string_view header_line;
   if (!lines.Next(&header_line) || absl::StripAsciiWhitespace(header_line).empty()) {
     return absl::InvalidArgumentError(
@@ -103,6 +107,20 @@ absl::StatusOr<LabeledExamples> ParseCsv(absl::string_view bytes, absl::string_v
                                                    Quoted(label_column),
                                                    " in its header (columns: ", listed, ")"));
   }
+  return Header{std::move(names), label_at};
+}
+
+}  // namespace
+
+absl::StatusOr<LabeledExamples> ParseCsv(absl::string_view bytes, absl::string_view path,
+                                         absl::string_view label_column) {
+  const std::string where = absl::StrCat("path: ", path);
+  const std::string label_where = absl::StrCat("label_column: ", path);
+  Lines lines(bytes);
+  MEMAUDIT_ASSIGN_OR_RETURN(const Header header, ParseHeader(lines, path, label_column));
+  const std::vector<absl::string_view>& names = header.names;
+  const size_t columns = names.size();
+  const size_t label_at = header.label_at;
   const uint64_t features = columns - 1;
   if (features == 0) {
     return absl::InvalidArgumentError(

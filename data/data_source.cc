@@ -162,6 +162,26 @@ absl::StatusOr<LabeledExamples> Parse(const Resolved& r, const std::vector<std::
   return absl::InternalError("unknown source format");
 }
 
+// Each file's stamp, in order, taken before reading: a file replaced while
+// it is read leaves a stale stamp, so the next load reads it again.
+absl::StatusOr<std::vector<FileStamp>> StampsOf(const Resolved& r) {
+  std::vector<FileStamp> stamps;
+  for (const SourceFile& file : r.files) {
+    MEMAUDIT_ASSIGN_OR_RETURN(FileStamp stamp, StatFile(file.path, file.field));
+    stamps.push_back(stamp);
+  }
+  return stamps;
+}
+
+absl::StatusOr<std::vector<std::string>> BytesOf(const Resolved& r) {
+  std::vector<std::string> bytes;
+  for (const SourceFile& file : r.files) {
+    MEMAUDIT_ASSIGN_OR_RETURN(std::string b, ReadFileBytes(file.path, file.field));
+    bytes.push_back(std::move(b));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 absl::StatusOr<SourceFormat> ParseSourceFormat(absl::string_view name) {
@@ -193,23 +213,13 @@ absl::StatusOr<const LabeledExamples*> LoadDataSource(const DataSource& source) 
   // One load at a time: two tasks asking for the same dataset read it once.
   absl::MutexLock lock(&mu);
 
-  // Stamps before reading: a file replaced while it is read leaves a stale
-  // stamp, so the next load reads it again rather than trusting old bytes.
-  std::vector<FileStamp> stamps;
-  for (const SourceFile& file : r.files) {
-    MEMAUDIT_ASSIGN_OR_RETURN(FileStamp stamp, StatFile(file.path, file.field));
-    stamps.push_back(stamp);
-  }
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<FileStamp> stamps, StampsOf(r));
   if (auto it = by_source->find(r.cache_key);
       it != by_source->end() && it->second.stamps == stamps) {
     return it->second.data;
   }
 
-  std::vector<std::string> bytes;
-  for (const SourceFile& file : r.files) {
-    MEMAUDIT_ASSIGN_OR_RETURN(std::string b, ReadFileBytes(file.path, file.field));
-    bytes.push_back(std::move(b));
-  }
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<std::string> bytes, BytesOf(r));
   const std::string hash = ContentHash(r, bytes);
   auto& stored = (*by_hash)[hash];
   if (stored == nullptr) {
@@ -234,20 +244,12 @@ absl::StatusOr<DataFacts> DescribeDataSource(const DataSource& source) {
   static absl::Mutex mu(absl::kConstInit);
   static auto* by_source = new std::map<std::string, Entry>();  // guarded by mu
   absl::MutexLock lock(&mu);
-  std::vector<FileStamp> stamps;
-  for (const SourceFile& file : r.files) {
-    MEMAUDIT_ASSIGN_OR_RETURN(FileStamp stamp, StatFile(file.path, file.field));
-    stamps.push_back(stamp);
-  }
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<FileStamp> stamps, StampsOf(r));
   if (auto it = by_source->find(r.cache_key);
       it != by_source->end() && it->second.stamps == stamps) {
     return it->second.facts;
   }
-  std::vector<std::string> bytes;
-  for (const SourceFile& file : r.files) {
-    MEMAUDIT_ASSIGN_OR_RETURN(std::string b, ReadFileBytes(file.path, file.field));
-    bytes.push_back(std::move(b));
-  }
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<std::string> bytes, BytesOf(r));
   DataFacts facts;
   facts.content_hash = ContentHash(r, bytes);
   MEMAUDIT_ASSIGN_OR_RETURN(const LabeledExamples parsed, Parse(r, bytes));

@@ -219,8 +219,8 @@ absl::StatusOr<LabeledExamples> ExamplesFromIdx(IdxArray images, IdxArray labels
 
 std::string MnistLayoutFile(const std::string& dir, const std::string& split,
                             const std::string& what) {
-  const std::string plain = absl::StrCat(dir, "/", split, "-", what, "-ubyte");
-  const std::string gz = plain + ".gz";
+  std::string plain = absl::StrCat(dir, "/", split, "-", what, "-ubyte");
+  std::string gz = plain + ".gz";
   struct stat st {};
   if (stat(gz.c_str(), &st) != 0 && stat(plain.c_str(), &st) == 0) return plain;
   return gz;

@@ -284,20 +284,7 @@ void ValidateRecipe(const v1::ExposureAudit& e, const AddProblem& add) {
   const v1::LanguageModelSpec& m = e.model();
   // A TorchScript module has its own sizes: layers, units and embedding are
   // not checked (nor used) for it.
-  if (CheckLanguageModel("model.", m, add)) {
-    if (m.layers() == 0 || m.layers() > 8) {
-      add("model.layers", absl::StrCat("must be in [1, 8] (got ", m.layers(), ")"));
-    }
-    if (m.units() == 0 || m.units() > 4096) {
-      add("model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
-    }
-    if (m.embedding() == 0 || m.embedding() > 4096) {
-      add("model.embedding", absl::StrCat("must be in [1, 4096] (got ", m.embedding(), ")"));
-    }
-    if (!(m.dropout() >= 0 && m.dropout() < 1)) {
-      add("model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
-    }
-  }
+  CheckLanguageModel("model.", m, {}, add);
   const v1::LanguageModelTraining& t = e.training();
   CheckOneOf("training.optimizer", t.optimizer(), {"adam", "sgd", "momentum", "rmsprop"}, add);
   CheckLearningRate(t.learning_rate(), add);

@@ -250,21 +250,7 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
   const v1::LanguageModelSpec& m = c.model();
   // A TorchScript module has its own sizes: layers, units and embedding are
   // not checked (nor used) for it.
-  if (CheckLanguageModel("canaries.model.", m, add)) {
-    if (m.layers() == 0 || m.layers() > 4) {
-      add("canaries.model.layers", absl::StrCat("must be in [1, 4] (got ", m.layers(), ")"));
-    }
-    if (m.units() == 0 || m.units() > 4096) {
-      add("canaries.model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
-    }
-    if (m.embedding() == 0 || m.embedding() > 1024) {
-      add("canaries.model.embedding",
-          absl::StrCat("must be in [1, 1024] (got ", m.embedding(), ")"));
-    }
-    if (!(m.dropout() >= 0 && m.dropout() < 1)) {
-      add("canaries.model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
-    }
-  }
+  CheckLanguageModel("canaries.model.", m, {4, 4096, 1024}, add);
   const v1::CanaryFormatSpec& format = c.canary();
   double log2_space = 0;
   if (format.alphabets().empty()) {

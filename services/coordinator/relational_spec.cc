@@ -76,22 +76,7 @@ void ValidatePhoneBook(const v1::PhoneBookSpec& p, const Add& add) {
   const v1::LanguageModelSpec& m = p.model();
   // A TorchScript module has its own sizes: layers, units and embedding are
   // not checked (nor used) for it, and no units_sweep can vary them.
-  const bool built_in = CheckLanguageModel("phone_book.model.", m, add);
-  if (built_in) {
-    if (m.layers() == 0 || m.layers() > 8) {
-      add("phone_book.model.layers", absl::StrCat("must be in [1, 8] (got ", m.layers(), ")"));
-    }
-    if (m.units() == 0 || m.units() > 4096) {
-      add("phone_book.model.units", absl::StrCat("must be in [1, 4096] (got ", m.units(), ")"));
-    }
-    if (m.embedding() == 0 || m.embedding() > 4096) {
-      add("phone_book.model.embedding",
-          absl::StrCat("must be in [1, 4096] (got ", m.embedding(), ")"));
-    }
-    if (!(m.dropout() >= 0 && m.dropout() < 1)) {
-      add("phone_book.model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
-    }
-  }
+  CheckLanguageModel("phone_book.model.", m, {}, add);
   if (m.architecture() == engine::ModelKindName(engine::ModelKind::kTorchScript) &&
       p.units_sweep_size() > 0) {
     add("phone_book.units_sweep", "cannot vary units with model.architecture \"torchscript\"");

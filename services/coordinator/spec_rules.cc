@@ -67,7 +67,7 @@ void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind
 }
 
 bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& m,
-                        const AddProblem& add) {
+                        const LmSizeLimits& limits, const AddProblem& add) {
   const std::string path_field = prefix + "torchscript_path";
   CheckLength(path_field, m.torchscript_path(), kMaxPathBytes, add);
   const bool known = CheckArchitecture(
@@ -77,6 +77,17 @@ bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& 
   if (m.architecture() != engine::ModelKindName(engine::ModelKind::kTorchScript)) {
     if (known && !m.torchscript_path().empty()) {
       add(path_field, "applies to architecture \"torchscript\" only");
+    }
+    const auto in_range = [&](const char* field, uint32_t value, uint32_t max) {
+      if (value == 0 || value > max) {
+        add(prefix + field, absl::StrCat("must be in [1, ", max, "] (got ", value, ")"));
+      }
+    };
+    in_range("layers", m.layers(), limits.layers);
+    in_range("units", m.units(), limits.units);
+    in_range("embedding", m.embedding(), limits.embedding);
+    if (!(m.dropout() >= 0 && m.dropout() < 1)) {
+      add(prefix + "dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
     }
     return true;
   }

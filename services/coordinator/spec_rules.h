@@ -58,15 +58,22 @@ void CheckAuditName(const std::string& name, const AddProblem& add);
 double CharLmParameters(const std::string& architecture, uint32_t layers, uint32_t units,
                         uint32_t embedding);
 
+// The LSTM/GRU sizes a kind allows: each in [1, max].
+struct LmSizeLimits {
+  uint32_t layers = 8;
+  uint32_t units = 4096;
+  uint32_t embedding = 4096;
+};
+
 // A language model's architecture ("lstm", "gru" or "torchscript"), its
 // torchscript_path (required for, and only for, "torchscript") and, for
 // torchscript, dropout 0: the module's own dropout applies. `prefix` names
-// the message ("model.", "canaries.model."). Returns whether the LSTM/GRU
-// sizes apply, which the caller then checks: for every architecture but
+// the message ("model.", "canaries.model."). For every architecture but
 // "torchscript" (which ignores them), an unknown one too, so that all of a
-// bad spec's problems are reported at once.
+// bad spec's problems are reported at once: layers, units and embedding
+// within `limits`, dropout in [0, 1). Returns whether those sizes apply.
 bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& m,
-                        const AddProblem& add);
+                        const LmSizeLimits& limits, const AddProblem& add);
 
 // One group of identical models for the cost estimate.
 struct ModelGroup {

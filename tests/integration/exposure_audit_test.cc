@@ -175,15 +175,10 @@ TEST_F(ExposureAuditTest, TorchScriptGruExportedByTheExampleScript) {
   e->mutable_model()->set_torchscript_path(model);
   data_roots_ = {model_dir};  // the services may read the module there
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
-  auto submitted = client_->Submit(spec);
-  MEMAUDIT_ASSERT_OK(submitted);
-  v1::Audit audit = WaitForEnd(submitted->audit_id());
-  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
-  auto results = client_->Report(submitted->audit_id());
-  MEMAUDIT_ASSERT_OK(results);
-  ASSERT_TRUE(results->complete());
-  const v1::ExposureResults& x = results->exposure();
-  EXPECT_EQ(x.training_steps(), audit.steps_total());
+  Finished done;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &done));
+  const v1::ExposureResults& x = done.results.exposure();
+  EXPECT_EQ(x.training_steps(), done.audit.steps_total());
   ASSERT_EQ(x.canaries_size(), 5);  // 2 inserted, 3 controls
   for (const v1::CanaryResult& c : x.canaries()) {
     EXPECT_TRUE(c.exact()) << c.secret();

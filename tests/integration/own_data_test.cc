@@ -65,6 +65,26 @@ class OwnDataTest : public ClusterTest {
         "    f.write(','.join('%.6f' % v for v in row) + ',' + names[label] + '\\n')\n");
   }
 
+  // Forgetting on blobs.csv: D is 300 rows, Dp 20 with flipped labels,
+  // injected 4 times after 40 steps and traced for `after` more; 2 trials.
+  v1::AuditSpec ForgettingOnBlobs(uint64_t after) const {
+    v1::AuditSpec spec;
+    spec.set_name("forgetting-csv");
+    spec.set_seed(9);
+    v1::ForgettingAudit* f = spec.mutable_forgetting();
+    f->mutable_dataset()->set_format("csv");
+    f->mutable_dataset()->set_path(data_ + "/blobs.csv");
+    f->mutable_dataset()->set_label_column("species");
+    f->mutable_dataset()->set_pool_size(300);
+    f->mutable_injected()->set_size(20);
+    f->mutable_training()->set_batch_size(32);
+    f->mutable_training()->set_steps_before_injection(40);
+    f->mutable_training()->set_steps_after_injection(after);
+    f->set_repeats(4);
+    f->set_trials(2);
+    return spec;
+  }
+
   static v1::AuditSpec MembershipOn(const v1::DatasetSpec& dataset, uint32_t models) {
     v1::AuditSpec spec;
     spec.set_name("own-data");
@@ -154,20 +174,7 @@ TEST_F(OwnDataTest, MembershipOnNpzArraysWithTheBuiltInCnn) {
 
 TEST_F(OwnDataTest, ForgettingOnACsvTable) {
   ASSERT_NO_FATAL_FAILURE(BlobsCsv());
-  v1::AuditSpec spec;
-  spec.set_name("forgetting-csv");
-  spec.set_seed(9);
-  v1::ForgettingAudit* f = spec.mutable_forgetting();
-  f->mutable_dataset()->set_format("csv");
-  f->mutable_dataset()->set_path(data_ + "/blobs.csv");
-  f->mutable_dataset()->set_label_column("species");
-  f->mutable_dataset()->set_pool_size(300);
-  f->mutable_injected()->set_size(20);
-  f->mutable_training()->set_batch_size(32);
-  f->mutable_training()->set_steps_before_injection(40);
-  f->mutable_training()->set_steps_after_injection(40);
-  f->set_repeats(4);
-  f->set_trials(2);
+  const v1::AuditSpec spec = ForgettingOnBlobs(/*after=*/40);
 
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
   Finished done;
@@ -188,22 +195,10 @@ TEST_F(OwnDataTest, ForgettingWithATorchScriptModelAndWithTheCnn) {
   ASSERT_NO_FATAL_FAILURE(
       Example("export_classifier.py",
               absl::StrCat("--features 8 --classes 3 --hidden 16 --out ", data_, "/mlp.pt")));
-  v1::AuditSpec spec;
-  spec.set_name("forgetting-own-models");
-  spec.set_seed(4);
+  v1::AuditSpec spec = ForgettingOnBlobs(/*after=*/20);
   v1::ForgettingAudit* f = spec.mutable_forgetting();
-  f->mutable_dataset()->set_format("csv");
-  f->mutable_dataset()->set_path(data_ + "/blobs.csv");
-  f->mutable_dataset()->set_label_column("species");
-  f->mutable_dataset()->set_pool_size(300);
   f->mutable_model()->set_architecture("torchscript");
   f->mutable_model()->set_torchscript_path(data_ + "/mlp.pt");
-  f->mutable_injected()->set_size(20);
-  f->mutable_training()->set_batch_size(32);
-  f->mutable_training()->set_steps_before_injection(30);
-  f->mutable_training()->set_steps_after_injection(20);
-  f->set_repeats(4);
-  f->set_trials(2);
   v1::AuditSpec cnn = spec;
   v1::ForgettingAudit* c = cnn.mutable_forgetting();
   c->mutable_dataset()->Clear();
