@@ -31,6 +31,8 @@ std::string MembershipModelKey(const v1::AuditSpec& spec, uint32_t index) {
   const v1::MembershipAudit& m = spec.membership();
   v1::MembershipAudit* d = decisive.mutable_membership();
   *d->mutable_dataset() = m.dataset();
+  // The data are its content hash and source fields; the name only labels it.
+  d->mutable_dataset()->clear_name();
   *d->mutable_model() = m.model();
   *d->mutable_training() = m.training();
   d->set_population_size(m.population_size());

@@ -171,11 +171,20 @@ absl::StatusOr<LabeledExamples> ParseCsv(absl::string_view bytes, absl::string_v
   data.shape = {data.features};
 
   data.labels.resize(label_texts.size());
+  // All integers: they are the class ids, and one outside [0, 255] is an
+  // error rather than a reason to read every label as text.
+  std::vector<int64_t> ids(label_texts.size());
   bool integers = true;
   for (size_t i = 0; i < label_texts.size() && integers; ++i) {
-    int v = 0;
-    integers = absl::SimpleAtoi(label_texts[i], &v) && v >= 0 && v <= static_cast<int>(kMaxLabel);
-    data.labels[i] = static_cast<uint8_t>(integers ? v : 0);
+    integers = absl::SimpleAtoi(label_texts[i], &ids[i]);
+  }
+  for (size_t i = 0; integers && i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] > static_cast<int64_t>(kMaxLabel)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          label_where, " column ", Quoted(label_column), " row ", i + 1, ": integer label ",
+          ids[i], " is outside [0, ", kMaxLabel, "] (text labels name classes of any spelling)"));
+    }
+    data.labels[i] = static_cast<uint8_t>(ids[i]);
   }
   if (!integers) {
     std::map<absl::string_view, uint8_t> classes;

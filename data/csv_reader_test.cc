@@ -35,10 +35,14 @@ TEST(CsvReaderTest, IntegerLabelsAreTheirOwnClasses) {
   EXPECT_EQ(t->classes, 5u);
   EXPECT_TRUE(t->class_names.empty());
   EXPECT_EQ(t->values, (std::vector<float>{0.5f, 1, 1, 2, 2, 3}));
-  // A label outside [0, 255] makes every label a text label.
-  auto text = ParseCsv("y,x\n300,1\n7,2\n", "n.csv", "y");
+  // An integer label outside [0, 255] is refused, naming its row; a column
+  // with any non-integer is text, whatever numbers it also holds.
+  EXPECT_THAT(ParseCsv("y,x\n7,1\n300,2\n", "n.csv", "y"),
+              memaudit::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                          ::testing::HasSubstr("row 2: integer label 300")));
+  auto text = ParseCsv("y,x\n300,1\ncat,2\n", "n.csv", "y");
   MEMAUDIT_ASSERT_OK(text);
-  EXPECT_EQ(text->class_names, (std::vector<std::string>{"300", "7"}));
+  EXPECT_EQ(text->class_names, (std::vector<std::string>{"300", "cat"}));
 }
 
 TEST(CsvReaderTest, ErrorsNameTheFieldTheLineAndTheColumn) {

@@ -262,6 +262,61 @@ absl::StatusOr<NpyArray> ParseNpy(absl::string_view bytes, absl::string_view whe
   return array;
 }
 
+namespace {
+
+// Label i of `labels` (any integer dtype) as a class id, refused outside
+// [0, kMaxLabel].
+absl::Status ReadLabels(const NpyArray& labels, uint64_t rows, absl::string_view labels_where,
+                        LabeledExamples* out) {
+  LabeledExamples& data = *out;
+  data.labels.resize(static_cast<size_t>(rows));
+  const char* lp = labels.data.data();
+  for (size_t i = 0; i < rows; ++i) {
+    int64_t v = 0;
+    switch (labels.dtype) {
+      case NpyDtype::kUint8:
+        v = LoadLittle<uint8_t>(lp + i);
+        break;
+      case NpyDtype::kInt8: {
+        const uint8_t raw = LoadLittle<uint8_t>(lp + i);  // two's complement
+        v = raw < 128 ? raw : static_cast<int64_t>(raw) - 256;
+        break;
+      }
+      case NpyDtype::kInt16:
+        v = LoadLittle<int16_t>(lp + 2 * i);
+        break;
+      case NpyDtype::kUint16:
+        v = LoadLittle<uint16_t>(lp + 2 * i);
+        break;
+      case NpyDtype::kInt32:
+        v = LoadLittle<int32_t>(lp + 4 * i);
+        break;
+      case NpyDtype::kUint32:
+        v = LoadLittle<uint32_t>(lp + 4 * i);
+        break;
+      case NpyDtype::kInt64:
+        v = LoadLittle<int64_t>(lp + 8 * i);
+        break;
+      default: {  // kUint64: past int64's range is past the label range too
+        const uint64_t u = LoadLittle<uint64_t>(lp + 8 * i);
+        v = u > kMaxLabel ? int64_t{kMaxLabel} + 1 : static_cast<int64_t>(u);
+        if (u > kMaxLabel) {
+          return Invalid(labels_where, absl::StrCat("has label ", u, " at row ", i,
+                                                    "; labels must be in [0, ", kMaxLabel, "]"));
+        }
+      }
+    }
+    if (v < 0 || v > static_cast<int64_t>(kMaxLabel)) {
+      return Invalid(labels_where, absl::StrCat("has label ", v, " at row ", i,
+                                                "; labels must be in [0, ", kMaxLabel, "]"));
+    }
+    data.labels[i] = static_cast<uint8_t>(v);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<LabeledExamples> ExamplesFromNpy(const NpyArray& features,
                                                 absl::string_view features_where,
                                                 const NpyArray& labels,
@@ -338,47 +393,7 @@ absl::StatusOr<LabeledExamples> ExamplesFromNpy(const NpyArray& features,
       break;
   }
 
-  data.labels.resize(static_cast<size_t>(rows));
-  const char* lp = labels.data.data();
-  for (size_t i = 0; i < rows; ++i) {
-    int64_t v = 0;
-    switch (labels.dtype) {
-      case NpyDtype::kUint8:
-        v = LoadLittle<uint8_t>(lp + i);
-        break;
-      case NpyDtype::kInt8:
-        v = LoadLittle<int8_t>(lp + i);
-        break;
-      case NpyDtype::kInt16:
-        v = LoadLittle<int16_t>(lp + 2 * i);
-        break;
-      case NpyDtype::kUint16:
-        v = LoadLittle<uint16_t>(lp + 2 * i);
-        break;
-      case NpyDtype::kInt32:
-        v = LoadLittle<int32_t>(lp + 4 * i);
-        break;
-      case NpyDtype::kUint32:
-        v = LoadLittle<uint32_t>(lp + 4 * i);
-        break;
-      case NpyDtype::kInt64:
-        v = LoadLittle<int64_t>(lp + 8 * i);
-        break;
-      default: {  // kUint64: past int64's range is past the label range too
-        const uint64_t u = LoadLittle<uint64_t>(lp + 8 * i);
-        v = u > kMaxLabel ? int64_t{kMaxLabel} + 1 : static_cast<int64_t>(u);
-        if (u > kMaxLabel) {
-          return Invalid(labels_where, absl::StrCat("has label ", u, " at row ", i,
-                                                    "; labels must be in [0, ", kMaxLabel, "]"));
-        }
-      }
-    }
-    if (v < 0 || v > static_cast<int64_t>(kMaxLabel)) {
-      return Invalid(labels_where, absl::StrCat("has label ", v, " at row ", i,
-                                                "; labels must be in [0, ", kMaxLabel, "]"));
-    }
-    data.labels[i] = static_cast<uint8_t>(v);
-  }
+  MEMAUDIT_RETURN_IF_ERROR(ReadLabels(labels, rows, labels_where, &data));
   MEMAUDIT_RETURN_IF_ERROR(SetClasses(data, labels_where));
   return data;
 }

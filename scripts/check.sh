@@ -48,7 +48,7 @@ check_thread_safety() {
 # Library sources outside engine/ (whose LibTorch headers would make each file
 # take half a minute); tests are held to the compiler's warnings only.
 tidy_sources() {
-  git ls-files -- 'common/*.cc' 'scoring/*.cc' 'services/*.cc' 'cli/*.cc' |
+  git ls-files -- 'common/*.cc' 'data/*.cc' 'scoring/*.cc' 'services/*.cc' 'cli/*.cc' |
     grep -v '_test\.cc$' | grep -v '^common/testing/'
 }
 

@@ -93,7 +93,9 @@ double ClassifierParameters(const v1::ModelSpec& m, const v1::DatasetSpec& d) {
       const double c1 = m.hidden_size() == 3 ? m.hidden(0) : 8;
       const double c2 = m.hidden_size() == 3 ? m.hidden(1) : 16;
       const double fc = m.hidden_size() == 3 ? m.hidden(2) : 64;
-      const double pooled = static_cast<double>(image[1] / 4) * (image[2] / 4);
+      // Two 2x2 poolings floor each side: the fc layer sees (H/4) x (W/4).
+      const uint32_t pooled_height = image[1] / 4, pooled_width = image[2] / 4;
+      const double pooled = static_cast<double>(pooled_height) * pooled_width;
       return (25 * image[0] * c1 + c1) + (25 * c1 * c2 + c2) + (c2 * pooled * fc + fc) +
              (fc * classes + classes);
     }
@@ -116,7 +118,7 @@ void ReadDatasetFiles(v1::DatasetSpec* dataset, const std::string& field,
   // The kind is the field's first part ("membership"): problems of the
   // source fields name it as Validate would.
   const std::string kind = field.substr(0, field.find('.'));
-  const bool source_ok = CheckDatasetSource(*dataset, [&](std::string f, std::string rule) {
+  const bool source_ok = CheckDatasetSource(*dataset, [&](const std::string& f, std::string rule) {
     problems->push_back({absl::StrCat(kind, ".", f), std::move(rule)});
   });
   if (!source_ok) return;

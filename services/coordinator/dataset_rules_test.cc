@@ -229,6 +229,8 @@ TEST_F(DatasetRulesTest, ChangingTheDatasetFileChangesTheContentKey) {
   v1::AuditSpec again = Membership(Csv());
   ASSERT_THAT(PrepareSpecProblems(&again, roots_), IsEmpty());
   EXPECT_EQ(MembershipModelKey(first, 0), MembershipModelKey(again, 0));
+  again.mutable_membership()->mutable_dataset()->set_name("a label only");
+  EXPECT_EQ(MembershipModelKey(first, 0), MembershipModelKey(again, 0));
 
   // One value changed, same path, same size.
   std::string text;
