@@ -181,8 +181,8 @@ absl::StatusOr<LabeledExamples> ParseCsv(absl::string_view bytes, absl::string_v
   for (size_t i = 0; integers && i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] > static_cast<int64_t>(kMaxLabel)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          label_where, " column ", Quoted(label_column), " row ", i + 1, ": integer label ",
-          ids[i], " is outside [0, ", kMaxLabel, "] (text labels name classes of any spelling)"));
+          label_where, " column ", Quoted(label_column), " row ", i + 1, ": integer label ", ids[i],
+          " is outside [0, ", kMaxLabel, "] (text labels name classes of any spelling)"));
     }
     data.labels[i] = static_cast<uint8_t>(ids[i]);
   }
