@@ -65,6 +65,16 @@ class OwnDataTest : public ClusterTest {
         "    f.write(','.join('%.6f' % v for v in row) + ',' + names[label] + '\\n')\n");
   }
 
+  // blobs.csv as a dataset: 200 of its 400 rows in the pool.
+  v1::DatasetSpec BlobsDataset() const {
+    v1::DatasetSpec csv;
+    csv.set_format("csv");
+    csv.set_path(data_ + "/blobs.csv");
+    csv.set_label_column("species");
+    csv.set_pool_size(200);
+    return csv;
+  }
+
   // Forgetting on blobs.csv: D is 300 rows, Dp 20 with flipped labels,
   // injected 4 times after 40 steps and traced for `after` more; 2 trials.
   v1::AuditSpec ForgettingOnBlobs(uint64_t after) const {
@@ -107,12 +117,7 @@ TEST_F(OwnDataTest, MembershipOnACsvTableWithATorchScriptMlp) {
   ASSERT_NO_FATAL_FAILURE(
       Example("export_classifier.py",
               absl::StrCat("--features 8 --classes 3 --hidden 32 --out ", data_, "/mlp.pt")));
-  v1::DatasetSpec csv;
-  csv.set_format("csv");
-  csv.set_path(data_ + "/blobs.csv");
-  csv.set_label_column("species");
-  csv.set_pool_size(200);
-  v1::AuditSpec spec = MembershipOn(csv, 4);
+  v1::AuditSpec spec = MembershipOn(BlobsDataset(), 4);
   spec.mutable_membership()->mutable_model()->set_architecture("torchscript");
   spec.mutable_membership()->mutable_model()->set_torchscript_path(data_ + "/mlp.pt");
 
@@ -307,12 +312,7 @@ TEST_F(OwnDataTest, TheExposureOfAGivenLanguageModelsOwnCanaries) {
 
 TEST_F(OwnDataTest, AReplacedDatasetFailsTheAuditInsteadOfTrainingOnOtherData) {
   ASSERT_NO_FATAL_FAILURE(BlobsCsv());
-  v1::DatasetSpec csv;
-  csv.set_format("csv");
-  csv.set_path(data_ + "/blobs.csv");
-  csv.set_label_column("species");
-  csv.set_pool_size(200);
-  v1::AuditSpec spec = MembershipOn(csv, 4);
+  v1::AuditSpec spec = MembershipOn(BlobsDataset(), 4);
   spec.mutable_membership()->mutable_model()->add_hidden(16);
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
   auto submitted = client_->Submit(spec);
