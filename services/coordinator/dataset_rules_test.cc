@@ -92,6 +92,24 @@ TEST_F(DatasetRulesTest, ACsvTableIsReadAtSubmitAndItsFactsRecorded) {
   EXPECT_THAT(d.content_hash(), ::testing::StartsWith("sha256:"));
 }
 
+// A pool of every row leaves RMIA no population: the defaults leave it out
+// (the results warn `no_population`); a smaller pool gets what is left.
+TEST_F(DatasetRulesTest, DefaultsFollowTheRowsTheDatasetHolds) {
+  v1::AuditSpec all = Membership(Csv());
+  all.mutable_membership()->clear_attacks();
+  all.mutable_membership()->mutable_dataset()->set_pool_size(40);
+  ASSERT_THAT(PrepareSpecProblems(&all, roots_), IsEmpty());
+  EXPECT_THAT(all.membership().attacks(), ::testing::Not(Contains("rmia")));
+  EXPECT_EQ(all.membership().population_size(), 0u);
+
+  v1::AuditSpec part = Membership(Csv());
+  part.mutable_membership()->clear_attacks();
+  part.mutable_membership()->mutable_dataset()->set_pool_size(30);
+  ASSERT_THAT(PrepareSpecProblems(&part, roots_), IsEmpty());
+  EXPECT_THAT(part.membership().attacks(), Contains("rmia"));
+  EXPECT_EQ(part.membership().population_size(), 10u);
+}
+
 TEST_F(DatasetRulesTest, EachRefusalNamesItsField) {
   v1::DatasetSpec d = Csv();
   d.set_format("parquet");
