@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "engine/linear.h"
+
 namespace memaudit::engine {
 
 MlpModel::MlpModel(int64_t inputs, const std::vector<uint32_t>& hidden, int64_t classes,
@@ -18,7 +20,7 @@ MlpModel::MlpModel(int64_t inputs, const std::vector<uint32_t>& hidden, int64_t 
 torch::Tensor MlpModel::Forward(const torch::Tensor& input) {
   torch::Tensor x = input;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    x = layers_[i]->forward(x);
+    x = Linear(x, layers_[i]->weight, layers_[i]->bias);
     if (i + 1 < layers_.size()) x = Dropout(torch::relu(x), dropout_);
   }
   return x;
@@ -38,8 +40,8 @@ torch::Tensor CnnModel::Forward(const torch::Tensor& input) {
   torch::Tensor x = input.reshape({input.size(0), channels_, height_, width_});
   x = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2);
   x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2);
-  x = Dropout(torch::relu(fc1_->forward(x.flatten(1))), dropout_);
-  return fc2_->forward(x);
+  x = Dropout(torch::relu(Linear(x.flatten(1), fc1_->weight, fc1_->bias)), dropout_);
+  return Linear(x, fc2_->weight, fc2_->bias);
 }
 
 }  // namespace memaudit::engine

@@ -12,6 +12,7 @@
 #include "common/steps.h"
 #include "engine/dataset.h"
 #include "engine/ensemble.h"
+#include "engine/linear.h"
 #include "engine/schedule.h"
 #include "engine/signals.h"
 #include "engine/trainer.h"
@@ -53,13 +54,13 @@ absl::Status CheckPackable(const ClassifierRunSpec& a, const ClassifierRunSpec& 
   return absl::OkStatus();
 }
 
-// The plain model's forward on one member's parameters: nn::Linear's
-// addmm(b, x, W^T) per layer, ReLU between. Evaluating member by member
+// The plain model's forward on one member's parameters: MlpModel's
+// Linear per layer, ReLU between. Evaluating member by member
 // makes the numbers independent of how many members trained together.
 torch::Tensor MemberForward(const std::vector<torch::Tensor>& params, torch::Tensor x) {
   const size_t layers = params.size() / 2;
   for (size_t l = 0; l < layers; ++l) {
-    x = torch::linear(x, params[2 * l], params[2 * l + 1]);
+    x = Linear(x, params[2 * l], params[2 * l + 1]);
     if (l + 1 < layers) x = torch::relu(x);
   }
   return x;

@@ -3,16 +3,34 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 
 #include "common/seeding.h"
 
 namespace memaudit::engine {
 
+torch::Tensor GatherRows(const torch::Tensor& t, const std::vector<int64_t>& ids) {
+  const int64_t n = static_cast<int64_t>(ids.size()), rows = t.size(0);
+  if (!t.device().is_cpu() || !t.is_contiguous()) {
+    torch::Tensor index =
+        torch::from_blob(const_cast<int64_t*>(ids.data()), {n}, torch::kLong).to(t.device());
+    return t.index_select(0, index);
+  }
+  std::vector<int64_t> sizes = t.sizes().vec();
+  sizes[0] = n;
+  torch::Tensor out = torch::empty(sizes, t.options());
+  const size_t row_bytes = rows == 0 ? 0 : t.nbytes() / static_cast<size_t>(rows);
+  const char* from = static_cast<const char*>(t.data_ptr());
+  char* to = static_cast<char*>(out.data_ptr());
+  for (int64_t i = 0; i < n; ++i) {
+    TORCH_CHECK(ids[i] >= 0 && ids[i] < rows, "row ", ids[i], " is outside [0, ", rows, ")");
+    std::memcpy(to + i * row_bytes, from + ids[i] * row_bytes, row_bytes);
+  }
+  return out;
+}
+
 Batch TensorDataset::Gather(const std::vector<int64_t>& ids) const {
-  torch::Tensor index = torch::from_blob(const_cast<int64_t*>(ids.data()),
-                                         {static_cast<int64_t>(ids.size())}, torch::kLong)
-                            .to(x_.device());
-  return {x_.index_select(0, index), y_.index_select(0, index)};
+  return {GatherRows(x_, ids), GatherRows(y_, ids)};
 }
 
 TensorDataset TensorDataset::Concat(const TensorDataset& other) const {

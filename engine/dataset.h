@@ -18,6 +18,11 @@ struct Batch {
   torch::Tensor y;
 };
 
+// Rows ids of t (along dim 0), in order: one copy per row on CPU, where
+// index_select goes element by element; index_select elsewhere. Each id
+// must be in [0, t.size(0)).
+torch::Tensor GatherRows(const torch::Tensor& t, const std::vector<int64_t>& ids);
+
 class TensorDataset {
  public:
   TensorDataset() = default;

@@ -5,6 +5,7 @@
 #include <typeinfo>
 
 #include "engine/classifier_models.h"
+#include "engine/linear.h"
 
 namespace memaudit::engine {
 namespace {
@@ -46,8 +47,7 @@ bool BatchedClippedSum(Model& model, const Batch& batch, const DpSgdOptions& dp,
   std::vector<torch::Tensor> inputs, outputs;
   torch::Tensor a = batch.x.detach();
   for (size_t l = 0; l < layers.size(); ++l) {
-    torch::Tensor z =
-        torch::nn::functional::linear(a, layers[l]->weight.detach(), layers[l]->bias.detach());
+    torch::Tensor z = Linear(a, layers[l]->weight.detach(), layers[l]->bias.detach());
     if (l == 0) z.requires_grad_();
     inputs.push_back(a);
     outputs.push_back(z);

@@ -8,6 +8,7 @@
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "engine/classifier_models.h"
+#include "engine/linear.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
 #include "engine/optimizer_state_stack.h"
@@ -15,29 +16,6 @@
 
 namespace memaudit::engine {
 namespace {
-
-// x [K,B,in] -> baddbmm(b, x, W^T) with W [K,out,in]. The backward computes
-// dW = g^T x and dx = g W with the same per-member GEMMs that autograd runs
-// for torch::nn::Linear (addmm with a transposed weight), so a member's
-// gradients round exactly as when it is trained alone.
-struct StackedLinear : torch::autograd::Function<StackedLinear> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& w, const torch::Tensor& b) {
-    ctx->save_for_backward({x, w});
-    return torch::baddbmm(b, x, w.transpose(1, 2));
-  }
-  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
-                                               torch::autograd::tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const torch::Tensor& x = saved[0];
-    const torch::Tensor& w = saved[1];
-    const torch::Tensor& g = grads[0];
-    torch::Tensor gx = ctx->needs_input_grad(0) ? g.bmm(w) : torch::Tensor();
-    torch::Tensor gw = g.transpose(1, 2).bmm(x);
-    torch::Tensor gb = g.sum(1, /*keepdim=*/true);
-    return {gx, gw, gb};
-  }
-};
 
 // Member parameters in the plain model's order, detached.
 std::vector<std::vector<torch::Tensor>> BuildMembers(const ModelSpec& spec,
@@ -93,8 +71,8 @@ StackedMlp::StackedMlp(const ModelSpec& spec,
 torch::Tensor StackedMlp::Forward(const torch::Tensor& input) {
   torch::Tensor x = input;
   for (size_t l = 0; l < weights_.size(); ++l) {
-    // Per member this is the same addmm(bias, x, W^T) torch::nn::Linear runs.
-    x = StackedLinear::apply(x, weights_[l], biases_[l]);
+    // Per member exactly the products MlpModel's Linear runs (engine/linear.h).
+    x = StackedLinear(x, weights_[l], biases_[l]);
     if (l + 1 < weights_.size()) x = Dropout(torch::relu(x), dropout_);
   }
   return x;
@@ -171,8 +149,8 @@ torch::Tensor StackedCnn::Forward(const torch::Tensor& input) {
             .contiguous()
             .reshape({k, b, c2_ * hw});
   }
-  x = Dropout(torch::relu(StackedLinear::apply(x, fc1_w_, fc1_b_)), dropout_);
-  return StackedLinear::apply(x, fc2_w_, fc2_b_);
+  x = Dropout(torch::relu(StackedLinear(x, fc1_w_, fc1_b_)), dropout_);
+  return StackedLinear(x, fc2_w_, fc2_b_);
 }
 
 std::vector<torch::Tensor> StackedCnn::MemberParameters(int64_t k) const {
@@ -318,10 +296,8 @@ absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_st
       count[k] = static_cast<double>(plans[k].ids.size());
       rows[k] = static_cast<int64_t>(plans[k].ids.size());
     }
-    torch::Tensor index = torch::tensor(ids, torch::kLong).to(device_);
-    torch::Tensor x =
-        all_x.index_select(0, index).reshape({k_members, static_cast<int64_t>(width), -1});
-    torch::Tensor y = all_y.index_select(0, index);
+    torch::Tensor x = GatherRows(all_x, ids).reshape({k_members, static_cast<int64_t>(width), -1});
+    torch::Tensor y = GatherRows(all_y, ids);
     SetLearningRate(*optimizer_, LearningRateAt(options_.optimizer, options_.schedule, step_));
     // Gradients set to none, not zeroed: backward's result then becomes the
     // gradient as it is, where zero_grad's 0 + g cost a pass to zero and one

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -133,6 +134,72 @@ bool ResampleDeviations(const SortedPairs& pairs, const std::vector<double>& cur
   return true;
 }
 
+// Resamples per batched pass: lane r of each vector is one resample.
+constexpr uint32_t kLanes = 8;
+using LaneInts = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
+using LaneLongs = int64_t __attribute__((vector_size(kLanes * sizeof(int64_t))));
+using LaneDoubles = double __attribute__((vector_size(kLanes * sizeof(double))));
+
+// The batched pass holds counts in int32 and scores tp·N − fp·P in doubles;
+// both are exact while every lane's resampled pairs P + N stay below 2^26
+// (then P·N < 2^52). Larger resamples take ResampleDeviations, lane by lane.
+constexpr int64_t kBatchedPairs = int64_t{1} << 26;
+
+// kLanes resamples in one pass over the pairs: weight[d * kLanes + r] is
+// resample r's multiplicity of cluster d, positives/negatives its class
+// totals (both > 0 where a lane's result is used). Lane r computes the same
+// integers and doubles, in the same order, as ResampleDeviations on
+// resample r, so its deviations are those to the bit; the pass streams the
+// pairs once for eight resamples, where the per-pair work is vector-wide.
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void BatchedDeviations(
+    const SortedPairs& pairs, const std::vector<double>& curve, int64_t best, bool with_min,
+    const int32_t* weight, const int64_t* positives, const int64_t* negatives, Deviations* out) {
+  LaneDoubles p, q;
+  LaneLongs top_g;
+  for (uint32_t r = 0; r < kLanes; ++r) {
+    p[r] = static_cast<double>(positives[r]);
+    q[r] = static_cast<double>(negatives[r]);
+    top_g[r] = -1;  // the origin's 0 first
+  }
+  LaneInts tp = {}, fp = {}, at_tp = {}, at_fp = {};
+  LaneDoubles top = {}, min = {};
+  int64_t g = 0;
+  for (const uint32_t c : pairs.code) {
+    LaneInts w;
+    std::memcpy(&w, weight + static_cast<size_t>(c & kClusterMask) * kLanes, sizeof(w));
+    const int32_t member = -static_cast<int32_t>(c >> 31);  // all ones for a member
+    tp += w & member;
+    fp += w & ~member;
+    if (c & kGroupEndBit) {
+      const LaneDoubles tp_d = __builtin_convertvector(tp, LaneDoubles);
+      const LaneDoubles fp_d = __builtin_convertvector(fp, LaneDoubles);
+      const LaneDoubles score = tp_d * q - fp_d * p;
+      const LaneLongs higher = score > top;  // the first (highest) threshold reaching the max
+      top = higher ? score : top;
+      top_g = higher ? LaneLongs{} + g : top_g;
+      if (g == best) {
+        at_tp = tp;
+        at_fp = fp;
+      }
+      if (with_min) {
+        const LaneDoubles j = (tp_d / p - fp_d / q) - curve[g];
+        min = j < min ? j : min;
+      }
+      ++g;
+    }
+  }
+  for (uint32_t r = 0; r < kLanes; ++r) {
+    Deviations dev;
+    if (top_g[r] >= 0) dev.selected = top[r] / (p[r] * q[r]) - curve[top_g[r]];
+    if (best >= 0) {
+      dev.at = (static_cast<double>(at_tp[r]) / p[r] - static_cast<double>(at_fp[r]) / q[r]) -
+               curve[best];
+    }
+    dev.min = min[r];
+    out[r] = dev;
+  }
+}
+
 // numpy.percentile's default: linear between the order statistics.
 double Percentile(const std::vector<double>& sorted, double q) {
   const double at = q * static_cast<double>(sorted.size() - 1);
@@ -196,18 +263,44 @@ absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const doub
     }
   }
   SplitMix64 rng(seed);
+  std::vector<int32_t> lanes_weight(static_cast<size_t>(used) * kLanes);
   std::vector<int64_t> weight(used);
   std::vector<double> above, below;  // the low and the high end's deviations
   above.reserve(resamples);
   below.reserve(resamples);
-  for (uint32_t b = 0; b < resamples; ++b) {
-    std::fill(weight.begin(), weight.end(), 0);
-    for (uint32_t k = 0; k < used; ++k) ++weight[rng.Uniform(used)];
-    Deviations dev;
-    if (!ResampleDeviations(pairs, curve, best, /*with_min=*/best < 0, weight, &dev)) continue;
-    above.push_back(dev.selected);
-    // Without a maximizer to hold on to, the whole curve's lower deviation.
-    below.push_back(best >= 0 ? dev.at : dev.min);
+  for (uint32_t first = 0; first < resamples; first += kLanes) {
+    // Resample first + r in lane r, drawn in the order one resample at a
+    // time would draw them; lanes past `resamples` stay empty and unused.
+    const uint32_t lanes = std::min(kLanes, resamples - first);
+    std::fill(lanes_weight.begin(), lanes_weight.end(), 0);
+    for (uint32_t r = 0; r < lanes; ++r) {
+      for (uint32_t k = 0; k < used; ++k) ++lanes_weight[rng.Uniform(used) * kLanes + r];
+    }
+    int64_t positives[kLanes] = {}, negatives[kLanes] = {};
+    bool batched = true;
+    for (uint32_t r = 0; r < lanes; ++r) {
+      for (uint32_t d = 0; d < used; ++d) {
+        positives[r] += lanes_weight[d * kLanes + r] * pairs.members[d];
+        negatives[r] += lanes_weight[d * kLanes + r] * pairs.non_members[d];
+      }
+      batched = batched && positives[r] + negatives[r] < kBatchedPairs;
+    }
+    Deviations dev[kLanes];
+    const bool with_min = best < 0;
+    if (batched) {
+      BatchedDeviations(pairs, curve, best, with_min, lanes_weight.data(), positives, negatives,
+                        dev);
+    }
+    for (uint32_t r = 0; r < lanes; ++r) {
+      if (positives[r] == 0 || negatives[r] == 0) continue;  // a class left empty
+      if (!batched) {
+        for (uint32_t d = 0; d < used; ++d) weight[d] = lanes_weight[d * kLanes + r];
+        ResampleDeviations(pairs, curve, best, with_min, weight, &dev[r]);
+      }
+      above.push_back(dev[r].selected);
+      // Without a maximizer to hold on to, the whole curve's lower deviation.
+      below.push_back(best >= 0 ? dev[r].at : dev[r].min);
+    }
   }
   BootstrapInterval out;
   out.estimate = data.balanced_accuracy;

@@ -13,8 +13,9 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   # TLS: memaudit run mints its certificates with libssl; tests make theirs with openssl
   libssl-dev openssl
-  # training: LibTorch plus an optimized BLAS (reference BLAS is ~20x slower)
-  libtorch-dev libopenblas0-openmp zlib1g-dev libdeflate-dev
+  # training: LibTorch plus an optimized BLAS (reference BLAS is ~20x slower);
+  # oneDNN's headers for the engine's own matrix products (engine/gemm.h)
+  libtorch-dev libopenblas0-openmp libdnnl-dev zlib1g-dev libdeflate-dev
   # persistence, logs, CLI, config, metrics HTTP, distributions
   libsqlite3-dev libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev
   libcivetweb-dev civetweb prometheus-cpp-dev libboost-math-dev nlohmann-json3-dev

@@ -11,6 +11,7 @@
 #include "common/dataset_facts.h"
 #include "common/membership_attacks.h"
 #include "common/membership_tasks.h"
+#include "common/parallel_for.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "scoring/auc_interval.h"
@@ -306,36 +307,54 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
   // One seed for every attack: each attack's balanced accuracy is resampled
   // over the same draws of examples, so their intervals compare like for like.
   const uint64_t bootstrap_seed = DeriveSeed(spec.seed(), "balanced_accuracy_bootstrap", 0);
-  for (const std::string& attack : m.attacks()) {
-    MEMAUDIT_ASSIGN_OR_RETURN(const std::vector<double> scores,
-                              MembershipTargetScores(attack, matrices));
-    MEMAUDIT_ASSIGN_OR_RETURN(auto roc, scoring::ComputeRoc(scores, truth.data));
+  // Each attack's scores, curve and intervals are independent of the
+  // others' (the intervals cost the most: one pass over every pair per
+  // resample), so they run side by side; assembly below stays in order.
+  struct AttackScores {
+    absl::Status status;
+    std::vector<double> scores;
+    scoring::RocCurve roc;
+    scoring::ClusteredAuc clustered;
+    scoring::BootstrapInterval balanced;
+  };
+  std::vector<AttackScores> scored(m.attacks_size());
+  ParallelFor(scored.size(), 0, [&](size_t i) {
+    AttackScores& a = scored[i];
+    a.status = [&]() -> absl::Status {
+      MEMAUDIT_ASSIGN_OR_RETURN(a.scores, MembershipTargetScores(m.attacks(i), matrices));
+      MEMAUDIT_ASSIGN_OR_RETURN(a.roc, scoring::ComputeRoc(a.scores, truth.data));
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          a.clustered, scoring::ClusteredAucInterval(a.scores, truth.data, example_of, examples));
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          a.balanced, scoring::BalancedAccuracyInterval(a.scores, truth.data, example_of, examples,
+                                                        bootstrap_seed));
+      return absl::OkStatus();
+    }();
+  });
+  for (int i = 0; i < m.attacks_size(); ++i) {
+    const std::string& attack = m.attacks(i);
+    const AttackScores& a = scored[i];
+    MEMAUDIT_RETURN_IF_ERROR(a.status);
     v1::AttackResult* out = results.add_attacks();
     out->set_attack(AttackByName(attack));
-    out->set_auc(scoring::Auc(roc));
-    MEMAUDIT_ASSIGN_OR_RETURN(
-        const scoring::ClusteredAuc clustered,
-        scoring::ClusteredAucInterval(scores, truth.data, example_of, examples));
-    out->set_auc_low(clustered.interval.lo);
-    out->set_auc_high(clustered.interval.hi);
-    out->set_balanced_accuracy(scoring::BalancedAccuracy(roc));
-    MEMAUDIT_ASSIGN_OR_RETURN(const scoring::BootstrapInterval balanced,
-                              scoring::BalancedAccuracyInterval(scores, truth.data, example_of,
-                                                                examples, bootstrap_seed));
-    out->set_balanced_accuracy_low(balanced.interval.lo);
-    out->set_balanced_accuracy_high(balanced.interval.hi);
+    out->set_auc(scoring::Auc(a.roc));
+    out->set_auc_low(a.clustered.interval.lo);
+    out->set_auc_high(a.clustered.interval.hi);
+    out->set_balanced_accuracy(scoring::BalancedAccuracy(a.roc));
+    out->set_balanced_accuracy_low(a.balanced.interval.lo);
+    out->set_balanced_accuracy_high(a.balanced.interval.hi);
     for (double fpr : m.fpr_points()) {
-      MEMAUDIT_RETURN_IF_ERROR(AddOperatingPoint(roc, fpr, out));
+      MEMAUDIT_RETURN_IF_ERROR(AddOperatingPoint(a.roc, fpr, out));
     }
-    MEMAUDIT_RETURN_IF_ERROR(AddRocCurve(roc, out));
+    MEMAUDIT_RETURN_IF_ERROR(AddRocCurve(a.roc, out));
     // A spec that reached the scorer without FPR points gets no ranking
     // rather than undefined behaviour.
     if (results.most_vulnerable().empty() && !m.fpr_points().empty()) {
       const double fpr = *std::min_element(m.fpr_points().begin(), m.fpr_points().end());
-      MEMAUDIT_ASSIGN_OR_RETURN(auto point, scoring::TprAtFpr(roc, fpr));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto point, scoring::TprAtFpr(a.roc, fpr));
       results.set_vulnerability_attack(AttackByName(attack));
       results.set_vulnerability_fpr(fpr);
-      AddMostVulnerable(spec, scores, truth, point.threshold, &results);
+      AddMostVulnerable(spec, a.scores, truth, point.threshold, &results);
     }
   }
   return results;

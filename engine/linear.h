@@ -1,0 +1,24 @@
+// The fully connected layer of every classifier the engine trains (MLP
+// layers, the CNN's head), alone and stacked K-wide for ensembles. On CPU
+// each product is one Sgemm call on one thread, so member k of a stacked
+// layer gets exactly the bits the same layer gets alone, whatever K and the
+// thread count; other devices and dtypes run torch::linear / baddbmm.
+#ifndef MEMAUDIT_ENGINE_LINEAR_H_
+#define MEMAUDIT_ENGINE_LINEAR_H_
+
+#include <torch/torch.h>
+
+namespace memaudit::engine {
+
+// y = x · wᵀ + b: x [n, in], w [out, in], b [out] -> [n, out]. Autograd-aware
+// (gradients for x when it needs one, w and b).
+torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
+
+// y[k] = x[k] · w[k]ᵀ + b[k] for each member k: x [K, n, in], w [K, out, in],
+// b [K, 1, out] -> [K, n, out]. Members run in parallel on CPU (at::parallel_for),
+// each one's products exactly Linear's.
+torch::Tensor StackedLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
+
+}  // namespace memaudit::engine
+
+#endif  // MEMAUDIT_ENGINE_LINEAR_H_
