@@ -78,6 +78,35 @@ torch::Tensor StackedMlp::Forward(const torch::Tensor& input) {
   return x;
 }
 
+bool StackedMlp::SetGradients(const torch::Tensor& x, const LossOf& loss_of) {
+  if (dropout_ > 0 || !RunsOnSgemm(x, weights_[0])) return false;
+  // Forward, keeping each layer's input (for layer l > 0, the ReLU's output).
+  std::vector<torch::Tensor> inputs;
+  torch::Tensor a = x;
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t l = 0; l < weights_.size(); ++l) {
+      inputs.push_back(a.contiguous());
+      a = StackedLinearForward(inputs[l], weights_[l], biases_[l]);
+      if (l + 1 < weights_.size()) a = torch::relu(a);
+    }
+  }
+  // The loss's own backward (cross-entropy, means) through autograd, from a
+  // leaf: small, and exactly what backward() runs there.
+  const torch::Tensor logits = a.detach().requires_grad_();
+  torch::Tensor g = torch::autograd::grad({loss_of(logits)}, {logits})[0];
+  torch::NoGradGuard no_grad;
+  for (size_t l = weights_.size(); l-- > 0;) {
+    LinearGradients grads =
+        StackedLinearBackward(g, inputs[l], weights_[l], /*input_gradient=*/l > 0);
+    weights_[l].mutable_grad() = grads.w;
+    biases_[l].mutable_grad() = grads.b;
+    // ReLU's backward as autograd runs it: zero where its output is not > 0.
+    if (l > 0) g = at::threshold_backward(grads.x, inputs[l], 0);
+  }
+  return true;
+}
+
 std::vector<torch::Tensor> StackedMlp::MemberParameters(int64_t k) const {
   std::vector<torch::Tensor> out;
   for (size_t l = 0; l < weights_.size(); ++l) {
@@ -306,20 +335,20 @@ absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_st
     for (torch::Tensor& p : model_->parameters()) p.mutable_grad().reset();
     model_->train();
     model_->SetDropout(&dropout_gens_, std::move(rows));
-    torch::Tensor logits = model_->Forward(x);
-    torch::Tensor ce = torch::nn::functional::cross_entropy(
-        logits.reshape({k_members * static_cast<int64_t>(width), -1}), y,
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-    ce = ce.reshape({k_members, static_cast<int64_t>(width)});
     const bool padded =
         std::any_of(count.begin(), count.end(), [&](double c) { return c != width; });
-    // Each member's loss is its own batch mean; summing keeps gradients apart.
-    torch::Tensor loss = padded
-                             ? ((ce * torch::tensor(mask).to(device_).reshape(ce.sizes())).sum(1) /
-                                torch::tensor(count, torch::kFloat64).to(device_, torch::kFloat32))
-                                   .sum()
-                             : ce.mean(1).sum();
-    loss.backward();
+    auto loss_of = [&](const torch::Tensor& logits) {
+      torch::Tensor ce = torch::nn::functional::cross_entropy(
+          logits.reshape({k_members * static_cast<int64_t>(width), -1}), y,
+          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+      ce = ce.reshape({k_members, static_cast<int64_t>(width)});
+      // Each member's loss is its own batch mean; summing keeps gradients apart.
+      return padded ? ((ce * torch::tensor(mask).to(device_).reshape(ce.sizes())).sum(1) /
+                       torch::tensor(count, torch::kFloat64).to(device_, torch::kFloat32))
+                          .sum()
+                    : ce.mean(1).sum();
+    };
+    if (!model_->SetGradients(x, loss_of)) loss_of(model_->Forward(x)).backward();
     optimizer_->step();
     ++step_;
     if (after_step && !after_step()) {

@@ -40,6 +40,14 @@ class StackedModel : public torch::nn::Module {
   virtual std::vector<torch::Tensor> MemberParameters(int64_t k) const = 0;
   int64_t members() const { return members_; }
 
+  // The loss of a step from the model's logits [K, B, classes].
+  using LossOf = std::function<torch::Tensor(const torch::Tensor& logits)>;
+  // Sets every parameter's gradient of loss_of(Forward(x)) without building
+  // autograd's graph through the model, where the model can (StackedMlp on
+  // Sgemm without dropout): the same kernels as backward() runs, so the same
+  // bits. False, touching nothing, elsewhere.
+  virtual bool SetGradients(const torch::Tensor& /*x*/, const LossOf& /*loss_of*/) { return false; }
+
   // In training, member k's dropout masks come from gens[k] (CPU generators),
   // drawn with the shape of its real batch: rows[k] <= B; padded rows get
   // zero masks. Null disables dropout.
@@ -69,6 +77,7 @@ class StackedMlp : public StackedModel {
   StackedMlp(const ModelSpec& spec, const std::vector<std::vector<torch::Tensor>>& members);
   torch::Tensor Forward(const torch::Tensor& x) override;
   std::vector<torch::Tensor> MemberParameters(int64_t k) const override;
+  bool SetGradients(const torch::Tensor& x, const LossOf& loss_of) override;
 
  private:
   std::vector<torch::Tensor> weights_;  // [K, out, in]

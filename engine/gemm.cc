@@ -1,7 +1,5 @@
 #include "engine/gemm.h"
 
-#include <omp.h>
-
 #include <algorithm>
 
 #ifdef MEMAUDIT_HAVE_ONEDNN
@@ -11,6 +9,11 @@
 #endif
 
 #include <c10/util/Exception.h>
+
+// The OpenMP runtime's API (LibTorch's libgomp), declared here so that no
+// compiler's own omp.h is needed.
+extern "C" int omp_get_max_threads();
+extern "C" void omp_set_num_threads(int threads);
 
 namespace memaudit::engine {
 namespace {

@@ -12,11 +12,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-bool OnSgemm(const torch::Tensor& x, const torch::Tensor& w) {
-  return x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
-         w.scalar_type() == torch::kFloat32;
-}
-
 // One layer's shapes: n rows of `in` features to `out`.
 struct Dims {
   int64_t n, in, out;
@@ -51,79 +46,73 @@ void ForEachMember(int64_t members, const Fn& fn) {
   });
 }
 
-struct LinearFunction : torch::autograd::Function<LinearFunction> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
-                               const torch::Tensor& b) {
-    const torch::Tensor xc = x.contiguous(), wc = w.contiguous(), bc = b.contiguous();
-    const Dims d{xc.size(0), xc.size(1), wc.size(0)};
-    torch::Tensor y = torch::empty({d.n, d.out}, xc.options());
-    ForwardOne(d, xc.data_ptr<float>(), wc.data_ptr<float>(), bc.data_ptr<float>(),
-               y.data_ptr<float>());
-    ctx->save_for_backward({xc, wc});
-    return y;
-  }
-
-  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &x = saved[0], &w = saved[1];
-    const torch::Tensor g = grads[0].contiguous();
-    const Dims d{x.size(0), x.size(1), w.size(0)};
-    torch::Tensor gx = ctx->needs_input_grad(0) ? torch::empty_like(x) : torch::Tensor();
-    torch::Tensor gw = torch::empty_like(w), gb = torch::empty({d.out}, w.options());
-    BackwardOne(d, g.data_ptr<float>(), x.data_ptr<float>(), w.data_ptr<float>(),
-                gx.defined() ? gx.data_ptr<float>() : nullptr, gw.data_ptr<float>(),
-                gb.data_ptr<float>());
-    return {gx, gw, gb};
-  }
-};
-
 struct StackedLinearFunction : torch::autograd::Function<StackedLinearFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
                                const torch::Tensor& b) {
-    const torch::Tensor xc = x.contiguous(), wc = w.contiguous(), bc = b.contiguous();
-    const Dims d{xc.size(1), xc.size(2), wc.size(1)};
-    torch::Tensor y = torch::empty({xc.size(0), d.n, d.out}, xc.options());
-    const float *xp = xc.data_ptr<float>(), *wp = wc.data_ptr<float>(), *bp = bc.data_ptr<float>();
-    float* yp = y.data_ptr<float>();
-    ForEachMember(xc.size(0), [&](int64_t k) {
-      ForwardOne(d, xp + k * d.n * d.in, wp + k * d.out * d.in, bp + k * d.out,
-                 yp + k * d.n * d.out);
-    });
+    const torch::Tensor xc = x.contiguous(), wc = w.contiguous();
     ctx->save_for_backward({xc, wc});
-    return y;
+    return StackedLinearForward(xc, wc, b);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &x = saved[0], &w = saved[1];
-    const torch::Tensor g = grads[0].contiguous();
-    const int64_t members = x.size(0);
-    const Dims d{x.size(1), x.size(2), w.size(1)};
-    torch::Tensor gx = ctx->needs_input_grad(0) ? torch::empty_like(x) : torch::Tensor();
-    torch::Tensor gw = torch::empty_like(w), gb = torch::empty({members, 1, d.out}, w.options());
-    const float *gp = g.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
-    float *gxp = gx.defined() ? gx.data_ptr<float>() : nullptr, *gwp = gw.data_ptr<float>(),
-          *gbp = gb.data_ptr<float>();
-    ForEachMember(members, [&](int64_t k) {
-      BackwardOne(d, gp + k * d.n * d.out, xp + k * d.n * d.in, wp + k * d.out * d.in,
-                  gxp != nullptr ? gxp + k * d.n * d.in : nullptr, gwp + k * d.out * d.in,
-                  gbp + k * d.out);
-    });
-    return {gx, gw, gb};
+    LinearGradients g = StackedLinearBackward(grads[0], saved[0], saved[1],
+                                              /*input_gradient=*/ctx->needs_input_grad(0));
+    return {g.x, g.w, g.b};
   }
 };
 
 }  // namespace
 
+torch::Tensor StackedLinearForward(const torch::Tensor& x, const torch::Tensor& w,
+                                   const torch::Tensor& b) {
+  const torch::Tensor xc = x.contiguous(), wc = w.contiguous(), bc = b.contiguous();
+  const Dims d{xc.size(1), xc.size(2), wc.size(1)};
+  torch::Tensor y = torch::empty({xc.size(0), d.n, d.out}, xc.options());
+  const float *xp = xc.data_ptr<float>(), *wp = wc.data_ptr<float>(), *bp = bc.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  ForEachMember(xc.size(0), [&](int64_t k) {
+    ForwardOne(d, xp + k * d.n * d.in, wp + k * d.out * d.in, bp + k * d.out, yp + k * d.n * d.out);
+  });
+  return y;
+}
+
+LinearGradients StackedLinearBackward(const torch::Tensor& grad, const torch::Tensor& x,
+                                      const torch::Tensor& w, bool input_gradient) {
+  const torch::Tensor g = grad.contiguous(), xc = x.contiguous(), wc = w.contiguous();
+  const int64_t members = xc.size(0);
+  const Dims d{xc.size(1), xc.size(2), wc.size(1)};
+  LinearGradients out;
+  if (input_gradient) out.x = torch::empty_like(xc);
+  out.w = torch::empty_like(wc);
+  out.b = torch::empty({members, 1, d.out}, wc.options());
+  const float *gp = g.data_ptr<float>(), *xp = xc.data_ptr<float>(), *wp = wc.data_ptr<float>();
+  float *gxp = input_gradient ? out.x.data_ptr<float>() : nullptr, *gwp = out.w.data_ptr<float>(),
+        *gbp = out.b.data_ptr<float>();
+  ForEachMember(members, [&](int64_t k) {
+    BackwardOne(d, gp + k * d.n * d.out, xp + k * d.n * d.in, wp + k * d.out * d.in,
+                gxp != nullptr ? gxp + k * d.n * d.in : nullptr, gwp + k * d.out * d.in,
+                gbp + k * d.out);
+  });
+  return out;
+}
+
+bool RunsOnSgemm(const torch::Tensor& x, const torch::Tensor& w) {
+  return x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
+         w.scalar_type() == torch::kFloat32;
+}
+
 torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
-  if (!OnSgemm(x, w)) return torch::linear(x, w, b);
+  if (!RunsOnSgemm(x, w)) return torch::linear(x, w, b);
   TORCH_CHECK(w.dim() == 2 && b.numel() == w.size(0) && x.dim() >= 1 && x.size(-1) == w.size(1),
               "linear: input [..., ", x.dim() >= 1 ? x.size(-1) : 0, "] does not fit weight [",
               w.size(0), ", ", w.dim() == 2 ? w.size(1) : 0, "]");
-  if (x.dim() == 2) return LinearFunction::apply(x, w, b.reshape({-1}));
+  // One member of a stacked layer: the same products, so the same bits.
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = w.size(0);
-  return LinearFunction::apply(x.reshape({-1, x.size(-1)}), w, b.reshape({-1})).reshape(sizes);
+  return StackedLinearFunction::apply(x.reshape({1, -1, x.size(-1)}), w.unsqueeze(0),
+                                      b.reshape({1, 1, -1}))
+      .reshape(sizes);
 }
 
 torch::Tensor StackedLinear(const torch::Tensor& x, const torch::Tensor& w,
@@ -131,7 +120,7 @@ torch::Tensor StackedLinear(const torch::Tensor& x, const torch::Tensor& w,
   TORCH_CHECK(x.dim() == 3 && w.dim() == 3 && x.size(0) == w.size(0) && x.size(2) == w.size(2) &&
                   b.numel() == w.size(0) * w.size(1),
               "stacked linear: input ", x.sizes(), " does not fit weight ", w.sizes());
-  if (!OnSgemm(x, w)) return torch::baddbmm(b, x, w.transpose(1, 2));
+  if (!RunsOnSgemm(x, w)) return torch::baddbmm(b, x, w.transpose(1, 2));
   return StackedLinearFunction::apply(x, w, b.reshape({w.size(0), 1, w.size(1)}));
 }
 

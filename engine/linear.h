@@ -19,6 +19,22 @@ torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w, const torch
 // each one's products exactly Linear's.
 torch::Tensor StackedLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
+// Whether Linear and StackedLinear run on Sgemm for these operands (CPU,
+// float32), where the two halves below apply.
+bool RunsOnSgemm(const torch::Tensor& x, const torch::Tensor& w);
+
+// StackedLinear's forward and backward without autograd, for a training
+// step that computes its own gradients (the ensemble's MLP step): the same
+// products, so the same bits. Backward takes g = dL/dy [K, n, out] and the
+// forward's x and w; x's gradient only when input_gradient.
+torch::Tensor StackedLinearForward(const torch::Tensor& x, const torch::Tensor& w,
+                                   const torch::Tensor& b);
+struct LinearGradients {
+  torch::Tensor x, w, b;  // [K, n, in] (or undefined), [K, out, in], [K, 1, out]
+};
+LinearGradients StackedLinearBackward(const torch::Tensor& g, const torch::Tensor& x,
+                                      const torch::Tensor& w, bool input_gradient);
+
 }  // namespace memaudit::engine
 
 #endif  // MEMAUDIT_ENGINE_LINEAR_H_
