@@ -82,6 +82,7 @@ bool StackedMlp::SetGradients(const torch::Tensor& x, const LossOf& loss_of) {
   if (dropout_ > 0 || !RunsOnSgemm(x, weights_[0])) return false;
   // Forward, keeping each layer's input (for layer l > 0, the ReLU's output).
   std::vector<torch::Tensor> inputs;
+  inputs.reserve(weights_.size());
   torch::Tensor a = x;
   {
     torch::NoGradGuard no_grad;
