@@ -132,6 +132,7 @@ StackedCnn::StackedCnn(const ModelSpec& spec, const std::vector<uint64_t>& seeds
   c2_ = per_member[0][2].size(0);
   auto gather = [&](size_t i, bool stack_head) {
     std::vector<torch::Tensor> t;
+    t.reserve(per_member.size());
     for (const auto& p : per_member)
       t.push_back(stack_head && i % 2 == 1 ? p[i].unsqueeze(0) : p[i]);
     // Conv filters and biases concatenate along output channels: group k's
