@@ -27,10 +27,10 @@
 
 namespace memaudit::scoring {
 
-// Each resample is one pass over the sorted pairs: 500 keep a 6-attack
-// audit of 64,000 pairs at about half a second on one core, while the 2.5% and
-// 97.5% quantiles (12 resamples beyond each) move between seeds by a small
-// part of the interval's width.
+// Resamples cost passes over the sorted pairs (eight per pass): 500 keep 320,000
+// pairs at about 0.13 s on one core, while the 2.5% and 97.5% quantiles (12
+// resamples beyond each) move between seeds by a small part of the interval's
+// width.
 inline constexpr uint32_t kBalancedAccuracyResamples = 500;
 
 struct BootstrapInterval {
@@ -46,7 +46,8 @@ struct BootstrapInterval {
 // clusters as are non-empty, uniformly with replacement, from SplitMix64
 // seeded with `seed`; quantiles interpolate linearly between order
 // statistics (numpy's default). The scores are sorted once; each resample
-// is one O(pairs) pass with the clusters' multiplicities as weights. Needs matching lengths, no NaN
+// is an O(pairs) pass with the clusters' multiplicities as weights, eight
+// resamples to a pass (vector lanes), to the bits of one at a time. Needs matching lengths, no NaN
 // score, both classes present, at least 2 non-empty clusters, resamples >= 1 and 0 < confidence
 // < 1.
 absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(
