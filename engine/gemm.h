@@ -16,7 +16,7 @@ namespace memaudit::engine {
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// The library behind Sgemm: "onednn" (its JIT kernels, 1.1-1.6x OpenBLAS on
+// The library behind Sgemm: "onednn" (its JIT kernels, 1.0-1.7x OpenBLAS on
 // the small products of shadow-model MLPs) or "aten" where it is absent.
 const char* SgemmBackend();
 

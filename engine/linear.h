@@ -10,7 +10,7 @@
 
 namespace memaudit::engine {
 
-// y = x · wᵀ + b: x [n, in], w [out, in], b [out] -> [n, out]. Autograd-aware
+// y = x · wᵀ + b: x [..., in], w [out, in], b [out] -> [..., out]. Autograd-aware
 // (gradients for x when it needs one, w and b).
 torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 

@@ -86,19 +86,14 @@ struct Deviations {
   double min = 0;       // inf over τ; computed only when asked for
 };
 
-// With cluster d counted weight[d] times; false when the weights leave a
-// class empty. `best` indexes the data's maximizing ROC point among the
+// One resample, cluster d counted weight[d * stride] times, its class totals
+// positives and negatives (both > 0). `best` indexes the data's maximizing ROC point among the
 // tie-group ends, -1 for the origin. This pass is the interval's whole
 // cost (resamples × pairs), so it stays in integers: the maximizer of
 // TPR* − FPR* is that of tp·N − fp·P.
-bool ResampleDeviations(const SortedPairs& pairs, const std::vector<double>& curve, int64_t best,
-                        bool with_min, const std::vector<int64_t>& weight, Deviations* out) {
-  int64_t positives = 0, negatives = 0;
-  for (size_t d = 0; d < weight.size(); ++d) {
-    positives += weight[d] * pairs.members[d];
-    negatives += weight[d] * pairs.non_members[d];
-  }
-  if (positives == 0 || negatives == 0) return false;
+Deviations ResampleDeviations(const SortedPairs& pairs, const std::vector<double>& curve,
+                              int64_t best, bool with_min, const int32_t* weight, size_t stride,
+                              int64_t positives, int64_t negatives) {
   const double p = static_cast<double>(positives), q = static_cast<double>(negatives);
   auto j_at = [&](int64_t tp, int64_t fp) {
     return static_cast<double>(tp) / p - static_cast<double>(fp) / q;
@@ -110,7 +105,7 @@ bool ResampleDeviations(const SortedPairs& pairs, const std::vector<double>& cur
   for (const uint32_t c : pairs.code) {
     // Branch-free: in score order the classes alternate at random, and a
     // mispredicted branch per pair would cost more than the rest.
-    const int64_t w = weight[c & kClusterMask];
+    const int64_t w = weight[static_cast<size_t>(c & kClusterMask) * stride];
     const int64_t member = -static_cast<int64_t>(c >> 31);  // all ones for a member
     tp += w & member;
     fp += w & ~member;
@@ -130,8 +125,7 @@ bool ResampleDeviations(const SortedPairs& pairs, const std::vector<double>& cur
   }
   if (top_g >= 0) dev.selected = static_cast<double>(top) / (p * q) - curve[top_g];
   if (best >= 0) dev.at = j_at(at_tp, at_fp) - curve[best];
-  *out = dev;
-  return true;
+  return dev;
 }
 
 // Resamples per batched pass: lane r of each vector is one resample.
@@ -238,11 +232,13 @@ DataCurve Curve(const SortedPairs& pairs) {
 
 }  // namespace
 
-absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const double> scores,
-                                                           absl::Span<const uint8_t> is_member,
-                                                           absl::Span<const uint32_t> cluster,
-                                                           uint32_t clusters, uint64_t seed,
-                                                           uint32_t resamples, double confidence) {
+namespace {
+
+absl::StatusOr<BootstrapInterval> Bootstrap(absl::Span<const double> scores,
+                                            absl::Span<const uint8_t> is_member,
+                                            absl::Span<const uint32_t> cluster, uint32_t clusters,
+                                            uint64_t seed, uint32_t resamples, double confidence,
+                                            int64_t batched_pairs) {
   MEMAUDIT_RETURN_IF_ERROR(
       CheckInputs(scores, is_member, cluster, clusters, resamples, confidence));
   const SortedPairs pairs = Sort(scores, is_member, cluster, clusters);
@@ -264,7 +260,6 @@ absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const doub
   }
   SplitMix64 rng(seed);
   std::vector<int32_t> lanes_weight(static_cast<size_t>(used) * kLanes);
-  std::vector<int64_t> weight(used);
   std::vector<double> above, below;  // the low and the high end's deviations
   above.reserve(resamples);
   below.reserve(resamples);
@@ -283,7 +278,7 @@ absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const doub
         positives[r] += lanes_weight[d * kLanes + r] * pairs.members[d];
         negatives[r] += lanes_weight[d * kLanes + r] * pairs.non_members[d];
       }
-      batched = batched && positives[r] + negatives[r] < kBatchedPairs;
+      batched = batched && positives[r] + negatives[r] < batched_pairs;
     }
     Deviations dev[kLanes];
     const bool with_min = best < 0;
@@ -294,8 +289,8 @@ absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const doub
     for (uint32_t r = 0; r < lanes; ++r) {
       if (positives[r] == 0 || negatives[r] == 0) continue;  // a class left empty
       if (!batched) {
-        for (uint32_t d = 0; d < used; ++d) weight[d] = lanes_weight[d * kLanes + r];
-        ResampleDeviations(pairs, curve, best, with_min, weight, &dev[r]);
+        dev[r] = ResampleDeviations(pairs, curve, best, with_min, lanes_weight.data() + r, kLanes,
+                                    positives[r], negatives[r]);
       }
       above.push_back(dev[r].selected);
       // Without a maximizer to hold on to, the whole curve's lower deviation.
@@ -318,5 +313,25 @@ absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const doub
                   std::min(1.0, std::max(ba, ba - 0.5 * Percentile(below, alpha / 2)))};
   return out;
 }
+
+}  // namespace
+
+absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const double> scores,
+                                                           absl::Span<const uint8_t> is_member,
+                                                           absl::Span<const uint32_t> cluster,
+                                                           uint32_t clusters, uint64_t seed,
+                                                           uint32_t resamples, double confidence) {
+  return Bootstrap(scores, is_member, cluster, clusters, seed, resamples, confidence,
+                   kBatchedPairs);
+}
+
+namespace internal {
+absl::StatusOr<BootstrapInterval> BalancedAccuracyIntervalWithBatchLimit(
+    absl::Span<const double> scores, absl::Span<const uint8_t> is_member,
+    absl::Span<const uint32_t> cluster, uint32_t clusters, uint64_t seed, int64_t batched_pairs) {
+  return Bootstrap(scores, is_member, cluster, clusters, seed, kBalancedAccuracyResamples, 0.95,
+                   batched_pairs);
+}
+}  // namespace internal
 
 }  // namespace memaudit::scoring

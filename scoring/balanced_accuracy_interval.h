@@ -55,6 +55,16 @@ absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(
     absl::Span<const uint32_t> cluster, uint32_t clusters, uint64_t seed,
     uint32_t resamples = kBalancedAccuracyResamples, double confidence = 0.95);
 
+namespace internal {
+// BalancedAccuracyInterval with its 95% defaults, where resamples of at
+// least `batched_pairs` resampled pairs take the one-resample pass (the
+// public function: 2^26, where the batched pass stops being exact). Tests
+// pass 0 to run that pass everywhere.
+absl::StatusOr<BootstrapInterval> BalancedAccuracyIntervalWithBatchLimit(
+    absl::Span<const double> scores, absl::Span<const uint8_t> is_member,
+    absl::Span<const uint32_t> cluster, uint32_t clusters, uint64_t seed, int64_t batched_pairs);
+}  // namespace internal
+
 }  // namespace memaudit::scoring
 
 #endif  // MEMAUDIT_SCORING_BALANCED_ACCURACY_INTERVAL_H_

@@ -225,6 +225,13 @@ TEST(BalancedAccuracyIntervalTest, MatchesAPlainPassPerResampleToTheBit) {
     const Reference plain = PlainInterval(p, 203, 99);
     EXPECT_EQ(ba->interval.lo, plain.lo) << "shift " << shift;
     EXPECT_EQ(ba->interval.hi, plain.hi) << "shift " << shift;
+    // The one-resample pass, which resamples too large for the batched one
+    // take: the same bits.
+    auto one = internal::BalancedAccuracyIntervalWithBatchLimit(p.scores, p.member, p.cluster, 203,
+                                                                99, /*batched_pairs=*/0);
+    ASSERT_TRUE(one.ok()) << one.status();
+    EXPECT_EQ(one->interval.lo, plain.lo) << "shift " << shift;
+    EXPECT_EQ(one->interval.hi, plain.hi) << "shift " << shift;
   }
 }
 
