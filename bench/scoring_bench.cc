@@ -1,6 +1,7 @@
 // bench/scoring: LiRA and RMIA at scale on one core, and the sorted RMIA
 // against the dense O(n^2) comparison it replaces, measured in the same run;
-// then the balanced accuracy's bootstrap interval over every pair.
+// then the balanced accuracy's bootstrap interval over every pair, eight
+// resamples per pass against one.
 //
 //   build/bin/scoring_bench [models=256] [examples=50000] [repeats=3]
 //   build/bin/scoring_bench 32 2000     # the quickstart's shape
@@ -101,8 +102,17 @@ int main(int argc, char** argv) {
                                                           static_cast<uint32_t>(examples), 1);
     if (!ba.ok()) std::abort();
   });
+  // The same interval with every resample on the one-resample pass (the
+  // bits are the same; only the eight-lane batching differs).
+  const double one_at_a_time = MedianSeconds(repeats, [&] {
+    auto ba = memaudit::scoring::internal::BalancedAccuracyIntervalWithBatchLimit(
+        phi.data, keep.data, example_of, static_cast<uint32_t>(examples), 1, 0);
+    if (!ba.ok()) std::abort();
+  });
   std::printf("balanced-accuracy interval, %u resamples over %zu pairs: %8.3f s\n",
               memaudit::scoring::kBalancedAccuracyResamples, models * examples, interval);
+  std::printf("... one resample per pass:                %8.3f s\n", one_at_a_time);
+  std::printf("ratio one per pass / eight per pass:       %8.2fx\n", one_at_a_time / interval);
   std::printf("inputs: %.1f MiB (models x examples x 8 bytes, linear in both)\n",
               models * examples * 8.0 / (1 << 20));
   return 0;
