@@ -7,15 +7,25 @@
 //
 //   build-engine/bin/ensemble_bench [--model=mlp] [--members=8] [--pool=4096]
 //       [--epochs=1] [--batch=128] [--hidden=128] [--dropout=0] [--threads=2]
-//       [--reps=3] [--peer=1]
+//       [--reps=3] [--peer=1] [--device=cpu] [--matmul_precision=fp32]
+//       [--separation=1] (synthetic data only: without Fashion-MNIST)
+// On CUDA each timed run ends with a device synchronize (the ensemble's
+// steps are queued, not awaited); every rep prints the trained ensemble's
+// loss, accuracy and a hash of its logits, and "repeatable" says whether the
+// reps' hashes agree (same bits run to run).
+#include <torch/cuda.h>
+
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <string_view>
 
 #include "bench/bench_util.h"
 #include "common/seeding.h"
 #include "common/steps.h"
 #include "data/labeled_examples.h"
+#include "engine/device.h"
 #include "engine/ensemble.h"
 #include "engine/trainer.h"
 
@@ -41,6 +51,32 @@ double PeakGflops(int threads) {
   return 2.0 * 1024 * 1024 * 1024 / bench::Median(s) / 1e9;
 }
 
+// The trained members' mean loss and accuracy over `data`, and a hash of
+// their logits' bits.
+struct Fingerprint {
+  double loss, accuracy;
+  size_t hash;
+  torch::Tensor logits;  // [K, N, classes] on the CPU
+};
+
+Fingerprint FingerprintOf(EnsembleTrainer& e, const TensorDataset& data) {
+  torch::Tensor logits = e.Logits(data.x()).to(torch::kCPU).contiguous();
+  const int64_t k = logits.size(0), n = logits.size(1);
+  torch::Tensor y = data.y().unsqueeze(0).expand({k, n}).reshape({-1});
+  torch::Tensor flat = logits.reshape({k * n, -1});
+  Fingerprint f;
+  f.loss = torch::nn::functional::cross_entropy(flat, y).item<double>();
+  f.accuracy = flat.argmax(1).eq(y).to(torch::kFloat64).mean().item<double>();
+  f.hash = std::hash<std::string_view>()(
+      std::string_view(static_cast<const char*>(logits.data_ptr()), logits.nbytes()));
+  f.logits = logits;
+  return f;
+}
+
+void Synchronize(const std::string& device) {
+  if (device != "cpu") torch::cuda::synchronize();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +92,15 @@ int main(int argc, char** argv) {
   const double dropout = std::atof(bench::Flag(argc, argv, "dropout", "0").c_str());
   const bool peer = bench::FlagInt(argc, argv, "peer", 1) != 0 && !cnn;
   const std::string device = bench::Flag(argc, argv, "device", "cpu");
+  const std::string precision = bench::Flag(argc, argv, "matmul_precision", "fp32");
+  if (absl::StatusOr<std::string> d = SetDefaultDevice(device); !d.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(d.status().message()).c_str());
+    return 2;
+  }
+  if (absl::Status s = SetMatmulPrecision(precision); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 2;
+  }
 
   // Fashion-MNIST when installed, else synthetic blobs of the same shape.
   const uint32_t n = 2 * pool;
@@ -66,7 +111,9 @@ int main(int argc, char** argv) {
     for (uint32_t i = 0; i < n; ++i) rows[i] = i;
     data = FromLabeledExamples(**images, rows);
   } else {
-    data = SyntheticBlobs(n, 784, 10, 1.0, 1);
+    // --separation: how far apart the blobs' centres are (smaller: harder).
+    data = SyntheticBlobs(n, 784, 10, std::atof(bench::Flag(argc, argv, "separation", "1").c_str()),
+                          1);
     source = "synthetic";
   }
   if (model != "mlp" && !cnn) {
@@ -102,6 +149,7 @@ int main(int argc, char** argv) {
   const uint64_t steps = epochs * StepsPerEpoch(pool, batch);
 
   std::vector<double> solo_s, ens_s;
+  std::vector<Fingerprint> prints;
   for (int r = 0; r < reps; ++r) {
     double t0 = bench::Seconds();
     for (const EnsembleMember& m : members) {
@@ -110,11 +158,14 @@ int main(int argc, char** argv) {
       auto t = Trainer::Create([&] { return BuildModel(spec, m.init_seed); }, alone);
       (void)(*t)->Train(data, EpochSchedule(m.pool, batch, m.order_seed), steps);
     }
+    Synchronize(device);
     solo_s.push_back(bench::Seconds() - t0);
     t0 = bench::Seconds();
     auto e = EnsembleTrainer::Create(spec, options, members, batch);
     (void)(*e)->Train(data, steps);
+    Synchronize(device);
     ens_s.push_back(bench::Seconds() - t0);
+    prints.push_back(FingerprintOf(**e, data));
   }
   const double solo_mph = k * 3600 / bench::Median(solo_s);
   const double ens_mph = k * 3600 / bench::Median(ens_s);
@@ -124,8 +175,26 @@ int main(int argc, char** argv) {
       cnn ? "CNN 28x28 conv8-conv16-fc64-10" : "MLP 784-" + std::to_string(hidden) + "-10";
   std::printf(
       "data: %s, %d members x %u rows, %s, dropout %g, batch %u, %u epoch(s), %u threads, "
-      "device %s\n",
-      source.c_str(), k, pool, arch.c_str(), dropout, batch, epochs, threads, device.c_str());
+      "device %s, %s products\n",
+      source.c_str(), k, pool, arch.c_str(), dropout, batch, epochs, threads, device.c_str(),
+      precision.c_str());
+  bool repeatable = true;
+  for (const Fingerprint& f : prints) repeatable = repeatable && f.hash == prints[0].hash;
+  std::printf("trained ensemble: loss %.6f, accuracy %.6f on all %u rows; repeatable: %s\n",
+              prints[0].loss, prints[0].accuracy, n, repeatable ? "yes" : "NO");
+  if (precision != "fp32" && SetMatmulPrecision("fp32").ok()) {
+    // The same ensemble at fp32, for what the reduced precision changed.
+    auto exact = EnsembleTrainer::Create(spec, options, members, batch);
+    (void)(*exact)->Train(data, steps);
+    const Fingerprint f = FingerprintOf(**exact, data);
+    const torch::Tensor& a = prints[0].logits;
+    std::printf(
+        "against fp32: loss %.6f vs %.6f, max |logit difference| %.3g, predictions that differ "
+        "%.4f%%\n",
+        prints[0].loss, f.loss, (a - f.logits).abs().max().item<double>(),
+        100 * a.argmax(2).ne(f.logits.argmax(2)).to(torch::kFloat64).mean().item<double>());
+    (void)SetMatmulPrecision(precision);
+  }
   std::printf("one at a time: %.0f models/hour (median %.3f s)\n", solo_mph, bench::Median(solo_s));
   std::printf(
       "ensemble:      %.0f models/hour (median %.3f s), %.1f GFLOP/s = %.0f%% of a "
@@ -171,7 +240,9 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "reproduce: build-engine/bin/ensemble_bench --model=%s --members=%d --pool=%u --epochs=%u "
-      "--batch=%u --hidden=%u --dropout=%g --threads=%u --reps=%d --device=%s\n",
-      model.c_str(), k, pool, epochs, batch, hidden, dropout, threads, reps, device.c_str());
+      "--batch=%u --hidden=%u --dropout=%g --threads=%u --reps=%d --device=%s "
+      "--matmul_precision=%s\n",
+      model.c_str(), k, pool, epochs, batch, hidden, dropout, threads, reps, device.c_str(),
+      precision.c_str());
   return 0;
 }

@@ -188,13 +188,17 @@ int RunCommand(const RunOptions& options) {
   // Check offline first: a bad spec should not cost a cluster start.
   if (absl::Status s = coordinator::PrepareSpec(&*spec, *roots); !s.ok()) return PrintError(s);
 
-  if (absl::Status s = CheckDeviceName(options.device); !s.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-    return ExitCodeFor(s);
+  for (const absl::Status& s : {CheckDeviceName(options.device),
+                                CheckMatmulPrecision(options.matmul_precision, options.device)}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+      return ExitCodeFor(s);
+    }
   }
 
   ClusterOptions cluster_options;
   cluster_options.device = options.device;
+  cluster_options.matmul_precision = options.matmul_precision;
   cluster_options.dir = options.dir.empty() ? DefaultRunDir() : options.dir;
   cluster_options.workers = options.workers;
   cluster_options.lease_ttl_ms = options.lease_ttl_ms;

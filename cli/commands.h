@@ -18,7 +18,8 @@ struct RunOptions {
   std::string json_path;
   uint32_t workers = 2;
   int64_t lease_ttl_ms = 10000;
-  std::string device = "cpu";  // the workers' --device
+  std::string device = "cpu";             // the workers' --device
+  std::string matmul_precision = "fp32";  // the workers' --matmul-precision
   // --data-root: the directories whose files the spec may name, passed to the
   // coordinator and the workers; empty = LocalDataRoots' defaults.
   std::vector<std::string> data_roots;

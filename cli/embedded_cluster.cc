@@ -234,6 +234,8 @@ absl::Status EmbeddedCluster::AddWorker() {
                                    coordinator_address(),
                                    "--device",
                                    options_.device,
+                                   "--matmul-precision",
+                                   options_.matmul_precision,
                                    "--metrics-listen",
                                    "127.0.0.1:0",
                                    "--metrics-port-file",

@@ -21,7 +21,8 @@ struct ClusterOptions {
   uint32_t workers = 2;
   int64_t lease_ttl_ms = 10000;
   uint32_t heartbeat_ms = 1000;
-  std::string device = "cpu";  // the workers' --device
+  std::string device = "cpu";             // the workers' --device
+  std::string matmul_precision = "fp32";  // the workers' --matmul-precision
   // The coordinator's and each worker's --data-root, one flag per entry;
   // empty = their defaults (common/data_roots.h's kDefaultDataRoots).
   std::vector<std::string> data_roots;

@@ -56,6 +56,10 @@ CLI::App* AddRunCommand(CLI::App* app, RunOptions* run) {
   cmd->add_option("--device", run->device,
                   "where the workers train: cpu, cuda, cuda:N, or auto (CUDA when present)")
       ->capture_default_str();
+  cmd->add_option("--matmul-precision", run->matmul_precision,
+                  "how the workers run float32 products on CUDA: fp32 (exact), tf32 or bf16 "
+                  "(faster, different results; docs/engine.md)")
+      ->capture_default_str();
   cmd->add_option("--data-root", run->data_roots,
                   absl::StrCat(memaudit::kDataRootFlagHelp,
                                "; passed to the coordinator and the workers (default: ",

@@ -1,5 +1,6 @@
-// Names of the devices a worker trains on, checked without LibTorch so the
-// CLI can refuse a bad --device before it starts any process.
+// Names of the devices a worker trains on and of the precisions it runs
+// CUDA products at, checked without LibTorch so the CLI can refuse a bad
+// --device or --matmul-precision before it starts any process.
 #ifndef MEMAUDIT_COMMON_DEVICE_NAME_H_
 #define MEMAUDIT_COMMON_DEVICE_NAME_H_
 
@@ -22,6 +23,21 @@ inline absl::Status CheckDeviceName(const std::string& name) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("--device: \"", name, "\" is not a device (use cpu, cuda, cuda:N or auto)"));
+}
+
+// How CUDA runs float32 products (engine/device.h's MatmulPrecision):
+// "fp32", "tf32" or "bf16"; the last two need a CUDA `device` (the CPU runs
+// fp32 only; "auto" is let through and checked where it is resolved).
+inline absl::Status CheckMatmulPrecision(const std::string& name, const std::string& device) {
+  if (name != "fp32" && name != "tf32" && name != "bf16") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--matmul-precision: \"", name, "\" is not a precision (use fp32, tf32 or bf16)"));
+  }
+  if (name != "fp32" && device == "cpu") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--matmul-precision: \"", name, "\" needs a CUDA device; the CPU runs fp32 only"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace memaudit

@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 namespace memaudit::data {
 namespace {
 
@@ -18,13 +23,8 @@ constexpr uint32_t kRoundConstants[64] = {
 
 inline uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-}  // namespace
-
-Sha256::Sha256()
-    : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-             0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
-
-void Sha256::Compress(const uint8_t* block) {
+// FIPS 180-4's rounds on one 64-byte block.
+void CompressPortable(std::array<uint32_t, 8>& state, const uint8_t* block) {
   uint32_t w[64];
   for (int i = 0; i < 16; ++i) {
     w[i] = (uint32_t{block[4 * i]} << 24) | (uint32_t{block[4 * i + 1]} << 16) |
@@ -35,8 +35,8 @@ void Sha256::Compress(const uint8_t* block) {
     const uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
     w[i] = w[i - 16] + s0 + w[i - 7] + s1;
   }
-  uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
-  uint32_t e = state_[4], f = state_[5], g = state_[6], h = state_[7];
+  uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+  uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
   for (int i = 0; i < 64; ++i) {
     const uint32_t s1 = Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25);
     const uint32_t choose = (e & f) ^ (~e & g);
@@ -53,15 +53,110 @@ void Sha256::Compress(const uint8_t* block) {
     b = a;
     a = t1 + t2;
   }
-  state_[0] += a;
-  state_[1] += b;
-  state_[2] += c;
-  state_[3] += d;
-  state_[4] += e;
-  state_[5] += f;
-  state_[6] += g;
-  state_[7] += h;
+  state[0] += a;
+  state[1] += b;
+  state[2] += c;
+  state[3] += d;
+  state[4] += e;
+  state[5] += f;
+  state[6] += g;
+  state[7] += h;
 }
+
+void CompressBlocksPortable(std::array<uint32_t, 8>& state, const uint8_t* data, size_t blocks) {
+  for (size_t i = 0; i < blocks; ++i) CompressPortable(state, data + 64 * i);
+}
+
+#if defined(__x86_64__)
+// The same rounds on the x86 SHA extensions (SHA-NI): about 5x the portable
+// code on a dataset's files. The state lives as two vectors, ABEF and CDGH,
+// the order sha256rnds2 takes; each step below is four rounds.
+__attribute__((target("sha,sse4.1"))) void CompressBlocksShaNi(std::array<uint32_t, 8>& state,
+                                                               const uint8_t* data, size_t blocks) {
+  // Big-endian words: reverse the bytes of each 32-bit lane.
+  const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i dcba = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state[0]));
+  __m128i hgfe = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state[4]));
+  const __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+  const __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+  __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+  __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+  for (size_t block = 0; block < blocks; ++block, data += 64) {
+    const __m128i abef_in = abef, cdgh_in = cdgh;
+    __m128i w[4];  // the schedule's last 16 words, four per vector
+    for (int step = 0; step < 16; ++step) {
+      __m128i& words = w[step % 4];
+      if (step < 4) {
+        words = _mm_shuffle_epi8(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * step)), byte_swap);
+      } else {
+        // W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16], four at a time.
+        const __m128i& next = w[(step + 1) % 4];
+        const __m128i& back2 = w[(step + 2) % 4];
+        const __m128i& back1 = w[(step + 3) % 4];
+        words = _mm_sha256msg2_epu32(
+            _mm_add_epi32(_mm_sha256msg1_epu32(words, next), _mm_alignr_epi8(back1, back2, 4)),
+            back1);
+      }
+      __m128i k_plus_w = _mm_add_epi32(
+          words, _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kRoundConstants[4 * step])));
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, k_plus_w);
+      k_plus_w = _mm_shuffle_epi32(k_plus_w, 0x0E);
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, k_plus_w);
+    }
+    abef = _mm_add_epi32(abef, abef_in);
+    cdgh = _mm_add_epi32(cdgh, cdgh_in);
+  }
+  const __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  const __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  dcba = _mm_blend_epi16(feba, dchg, 0xF0);
+  hgfe = _mm_alignr_epi8(dchg, feba, 8);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&state[0]), dcba);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&state[4]), hgfe);
+}
+
+bool CpuHasShaExtensions() {
+  unsigned eax, ebx, ecx, edx;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  const bool ssse3 = (ecx & (1u << 9)) != 0, sse41 = (ecx & (1u << 19)) != 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return ssse3 && sse41 && (ebx & (1u << 29)) != 0;
+}
+#else
+bool CpuHasShaExtensions() { return false; }
+#endif
+
+using CompressBlocksFn = void (*)(std::array<uint32_t, 8>&, const uint8_t*, size_t);
+
+CompressBlocksFn ChosenCompressBlocks() {
+#if defined(__x86_64__)
+  static const CompressBlocksFn chosen =
+      CpuHasShaExtensions() ? CompressBlocksShaNi : CompressBlocksPortable;
+  return chosen;
+#else
+  return CompressBlocksPortable;
+#endif
+}
+
+}  // namespace
+
+namespace internal {
+
+bool UsesShaExtensions() { return CpuHasShaExtensions(); }
+
+std::string PortableSha256Hex(absl::string_view bytes) {
+  Sha256 hash(CompressBlocksPortable);
+  hash.Update(bytes);
+  return DigestHex(hash.Finish());
+}
+
+}  // namespace internal
+
+Sha256::Sha256() : Sha256(ChosenCompressBlocks()) {}
+
+Sha256::Sha256(CompressBlocks compress)
+    : compress_(compress), state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
 
 void Sha256::Update(const void* data, size_t size) {
   const uint8_t* p = static_cast<const uint8_t*>(data);
@@ -73,11 +168,14 @@ void Sha256::Update(const void* data, size_t size) {
     p += take;
     size -= take;
     if (buffered_ < buffer_.size()) return;
-    Compress(buffer_.data());
+    compress_(state_, buffer_.data(), 1);
     buffered_ = 0;
   }
   // Whole blocks straight from the caller's memory: no copy for large files.
-  for (; size >= 64; p += 64, size -= 64) Compress(p);
+  const size_t blocks = size / 64;
+  compress_(state_, p, blocks);
+  p += 64 * blocks;
+  size -= 64 * blocks;
   if (size > 0) std::memcpy(buffer_.data(), p, size);
   buffered_ = size;
 }

@@ -19,14 +19,18 @@ class Sha256 {
   using Digest = std::array<uint8_t, 32>;
 
   Sha256();
+  // Compresses `blocks` 64-byte blocks into the state (the portable rounds or
+  // the x86 SHA extensions', chosen once per process by the CPU).
+  using CompressBlocks = void (*)(std::array<uint32_t, 8>& state, const uint8_t* data,
+                                  size_t blocks);
+  explicit Sha256(CompressBlocks compress);
   void Update(const void* data, size_t size);
   void Update(absl::string_view bytes) { Update(bytes.data(), bytes.size()); }
   // The digest of everything passed to Update; the object is spent afterwards.
   Digest Finish();
 
  private:
-  void Compress(const uint8_t* block);
-
+  CompressBlocks compress_;
   std::array<uint32_t, 8> state_;
   std::array<uint8_t, 64> buffer_{};
   size_t buffered_ = 0;
@@ -37,6 +41,13 @@ class Sha256 {
 std::string DigestHex(const Sha256::Digest& digest);
 // The hex SHA-256 of `bytes`.
 std::string Sha256Hex(absl::string_view bytes);
+
+namespace internal {
+// For tests and benchmarks: whether Sha256 runs on the SHA extensions here,
+// and the digest by the portable rounds whatever the CPU.
+bool UsesShaExtensions();
+std::string PortableSha256Hex(absl::string_view bytes);
+}  // namespace internal
 
 }  // namespace memaudit::data
 

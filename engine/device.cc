@@ -18,6 +18,11 @@ std::string& DeviceName() ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu) {
   return name;
 }
 
+MatmulPrecision& Precision() ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu) {
+  static MatmulPrecision precision = MatmulPrecision::kFp32;
+  return precision;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> SetDefaultDevice(const std::string& name) {
@@ -44,6 +49,29 @@ absl::StatusOr<std::string> SetDefaultDevice(const std::string& name) {
 std::string DefaultDevice() {
   absl::MutexLock lock(&device_mu);
   return DeviceName();
+}
+
+absl::Status SetMatmulPrecision(const std::string& name) {
+  {
+    absl::MutexLock lock(&device_mu);
+    MEMAUDIT_RETURN_IF_ERROR(CheckMatmulPrecision(name, DeviceName()));
+    Precision() = name == "tf32"   ? MatmulPrecision::kTf32
+                  : name == "bf16" ? MatmulPrecision::kBf16
+                                   : MatmulPrecision::kFp32;
+  }
+  ApplyMatmulPrecision();
+  return absl::OkStatus();
+}
+
+MatmulPrecision CurrentMatmulPrecision() {
+  absl::MutexLock lock(&device_mu);
+  return Precision();
+}
+
+void ApplyMatmulPrecision() {
+  const bool tf32 = CurrentMatmulPrecision() != MatmulPrecision::kFp32;
+  at::globalContext().setAllowTF32CuBLAS(tf32);
+  at::globalContext().setAllowTF32CuDNN(tf32);
 }
 
 }  // namespace memaudit::engine

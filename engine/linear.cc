@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "engine/device.h"
 #include "engine/gemm.h"
 
 namespace memaudit::engine {
@@ -62,6 +63,15 @@ struct StackedLinearFunction : torch::autograd::Function<StackedLinearFunction> 
   }
 };
 
+// Whether this product runs on bfloat16 inputs (MatmulPrecision::kBf16 on
+// CUDA): the casts are autograd's, so weights and gradients stay float32.
+bool ProductInBf16(const torch::Tensor& x) {
+  return x.is_cuda() && x.scalar_type() == torch::kFloat32 &&
+         CurrentMatmulPrecision() == MatmulPrecision::kBf16;
+}
+
+torch::Tensor Bf16(const torch::Tensor& t) { return t.to(torch::kBFloat16); }
+
 }  // namespace
 
 torch::Tensor StackedLinearForward(const torch::Tensor& x, const torch::Tensor& w,
@@ -103,6 +113,7 @@ bool RunsOnSgemm(const torch::Tensor& x, const torch::Tensor& w) {
 }
 
 torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  if (ProductInBf16(x)) return torch::linear(Bf16(x), Bf16(w), Bf16(b)).to(torch::kFloat32);
   if (!RunsOnSgemm(x, w)) return torch::linear(x, w, b);
   TORCH_CHECK(w.dim() == 2 && b.numel() == w.size(0) && x.dim() >= 1 && x.size(-1) == w.size(1),
               "linear: input [..., ", x.dim() >= 1 ? x.size(-1) : 0, "] does not fit weight [",
@@ -120,6 +131,9 @@ torch::Tensor StackedLinear(const torch::Tensor& x, const torch::Tensor& w,
   TORCH_CHECK(x.dim() == 3 && w.dim() == 3 && x.size(0) == w.size(0) && x.size(2) == w.size(2) &&
                   b.numel() == w.size(0) * w.size(1),
               "stacked linear: input ", x.sizes(), " does not fit weight ", w.sizes());
+  if (ProductInBf16(x)) {
+    return torch::baddbmm(Bf16(b), Bf16(x), Bf16(w).transpose(1, 2)).to(torch::kFloat32);
+  }
   if (!RunsOnSgemm(x, w)) return torch::baddbmm(b, x, w.transpose(1, 2));
   return StackedLinearFunction::apply(x, w, b.reshape({w.size(0), 1, w.size(1)}));
 }

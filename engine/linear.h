@@ -2,7 +2,8 @@
 // layers, the CNN's head), alone and stacked K-wide for ensembles. On CPU
 // each product is one Sgemm call on one thread, so member k of a stacked
 // layer gets exactly the bits the same layer gets alone, whatever K and the
-// thread count; other devices and dtypes run torch::linear / baddbmm.
+// thread count; other devices and dtypes run torch::linear / baddbmm (on
+// bfloat16 inputs where the CUDA precision is bf16, engine/device.h).
 #ifndef MEMAUDIT_ENGINE_LINEAR_H_
 #define MEMAUDIT_ENGINE_LINEAR_H_
 

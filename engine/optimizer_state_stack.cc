@@ -1,6 +1,8 @@
 #include "engine/optimizer_state_stack.h"
 
+#include <sstream>
 #include <string>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -10,7 +12,21 @@ namespace {
 
 using torch::optim::OptimizerParamState;
 
-std::string KeyOf(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+// The optimizer's state key of parameter p: its TensorImpl's address, as a
+// string in LibTorch 1.x and as the pointer itself in 2.x.
+using StateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
+template <typename Key = StateKey>
+Key KeyOf(const torch::Tensor& p) {
+  void* impl = p.unsafeGetTensorImpl();
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream text;
+    text << impl;
+    return text.str();
+  } else {
+    return impl;
+  }
+}
 
 // The members' tensors of one state field, stacked along dim 0 in the
 // stacked parameter's shape; undefined when no member has the field.

@@ -161,7 +161,7 @@ class NormalRows {
 class ClosedFormGd {
  public:
   ClosedFormGd(const torch::Tensor& gram, const torch::Tensor& t) : n_(gram.size(0)) {
-    auto [values, vectors] = torch::linalg::eigh(gram, "L");
+    auto [values, vectors] = at::linalg_eigh(gram, "L");
     lambda_ = values.clamp_min(0);
     p_ = vectors;
     proj_ = vectors.transpose(0, 1).matmul(t);

@@ -19,6 +19,7 @@ absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
     if (device.is_cuda() && !torch::cuda::is_available()) {
       return absl::FailedPreconditionError(absl::StrCat("device: ", name, " but CUDA is absent"));
     }
+    if (device.is_cuda()) ApplyMatmulPrecision();
     return device;
   } catch (const c10::Error& e) {
     return absl::InvalidArgumentError(absl::StrCat("device: cannot parse '", name, "'"));

@@ -55,6 +55,29 @@ std::vector<double> TrainAndFlatten(const ModelSpec& spec, const TrainerOptions&
   return FlatParams((*trainer)->model());
 }
 
+// The worker's --matmul-precision: a name from the list, and TF32/bf16 only
+// with a CUDA default device (the CPU runs fp32 whatever is asked).
+TEST(DeviceTest, MatmulPrecisionIsCheckedAgainstTheDevice) {
+  EXPECT_EQ(CurrentMatmulPrecision(), MatmulPrecision::kFp32);
+  EXPECT_THAT(SetMatmulPrecision("fp16"), StatusIs(absl::StatusCode::kInvalidArgument));
+  MEMAUDIT_ASSERT_OK(SetDefaultDevice("cpu"));
+  absl::Status s = SetMatmulPrecision("tf32");
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_NE(std::string(s.message()).find("--matmul-precision"), std::string::npos) << s;
+  EXPECT_THAT(SetMatmulPrecision("bf16"), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(CurrentMatmulPrecision(), MatmulPrecision::kFp32);  // failed calls change nothing
+  MEMAUDIT_ASSERT_OK(SetMatmulPrecision("fp32"));
+  if (torch::cuda::is_available()) {
+    MEMAUDIT_ASSERT_OK(SetDefaultDevice("cuda"));
+    MEMAUDIT_ASSERT_OK(SetMatmulPrecision("tf32"));
+    EXPECT_TRUE(at::globalContext().allowTF32CuBLAS());
+    MEMAUDIT_ASSERT_OK(SetMatmulPrecision("fp32"));
+    EXPECT_FALSE(at::globalContext().allowTF32CuBLAS());
+    EXPECT_FALSE(at::globalContext().allowTF32CuDNN());
+    MEMAUDIT_ASSERT_OK(SetDefaultDevice("cpu"));
+  }
+}
+
 // The worker's --device: runs that name no device train on the process
 // default, which only a valid, present device can become.
 TEST(DeviceTest, DefaultDeviceIsCheckedAndUsedByRunsThatNameNone) {

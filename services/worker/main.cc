@@ -32,6 +32,7 @@ struct WorkerFlags {
   std::string coordinator_port_file;
   int exit_when_idle_s = 0;
   std::string device = "cpu";
+  std::string matmul_precision = "fp32";
   std::string metrics_listen;
   std::string metrics_port_file;
   std::string token_file;
@@ -75,6 +76,11 @@ void AddWorkerFlags(CLI::App* app, WorkerFlags* flags) {
   app->add_option("--device", flags->device,
                   "where tasks train: cpu, cuda, cuda:N, or auto (CUDA when present)")
       ->capture_default_str();
+  app->add_option("--matmul-precision", flags->matmul_precision,
+                  "how CUDA runs float32 products: fp32 (exact), tf32 (TensorFloat-32 tensor "
+                  "cores) or bf16 (fully connected layers on bfloat16 inputs); tf32 and bf16 "
+                  "change results and need a CUDA --device (docs/engine.md)")
+      ->capture_default_str();
   AddMetricsFlags(app, &flags->metrics_listen, &flags->metrics_port_file, "127.0.0.1:9402");
   AddClientCredentialFlags(app, &options.credentials, &flags->token_file);
   app->add_option(
@@ -96,7 +102,8 @@ absl::Status ApplyFlags(WorkerFlags* flags) {
   // Every task this process runs trains there (engine runs name no device).
   absl::StatusOr<std::string> chosen = engine::SetDefaultDevice(flags->device);
   if (!chosen.ok()) return chosen.status();
-  spdlog::info("training on {}", *chosen);
+  if (absl::Status s = engine::SetMatmulPrecision(flags->matmul_precision); !s.ok()) return s;
+  spdlog::info("training on {}, {} products", *chosen, flags->matmul_precision);
   // One device per process: a CUDA worker offers one GPU and takes GPU tasks only.
   options.gpus = chosen->rfind("cuda", 0) == 0 ? 1 : 0;
   options.exit_when_idle = absl::Seconds(flags->exit_when_idle_s);

@@ -315,6 +315,25 @@ TEST(CliRunTest, ABadDeviceIsRefusedBeforeAnythingStarts) {
   EXPECT_THAT(worker.text, HasSubstr("--device: \"cuda:0\" but this machine has no usable CUDA"));
 }
 
+TEST(CliRunTest, AReducedPrecisionOnTheCpuIsRefusedBeforeAnythingStarts) {
+  const std::string dir = FreshTestDir();
+  const std::string run = absl::StrCat(Memaudit(), " run ", MEMAUDIT_SOURCE_DIR,
+                                       "/examples/quickstart.yaml --dir ", dir, "/run");
+  Output bad = Shell(run + " --matmul-precision fp16");
+  EXPECT_EQ(bad.exit_code, 2) << bad.text;
+  EXPECT_THAT(bad.text, HasSubstr("--matmul-precision: \"fp16\" is not a precision"));
+  Output cpu = Shell(run + " --device cpu --matmul-precision tf32");
+  EXPECT_NE(cpu.exit_code, 0) << cpu.text;
+  EXPECT_THAT(cpu.text, HasSubstr("--matmul-precision: \"tf32\" needs a CUDA device"));
+  EXPECT_THAT(cpu.text, ::testing::Not(HasSubstr("starting scorer")));
+  // The worker checks it too.
+  Output worker = Shell(absl::StrCat("timeout 20 ", MEMAUDIT_BIN_DIR,
+                                     "/memaudit-worker --matmul-precision bf16 "
+                                     "--coordinator 127.0.0.1:1 --metrics-listen 127.0.0.1:0"));
+  EXPECT_EQ(worker.exit_code, 1) << worker.text;
+  EXPECT_THAT(worker.text, HasSubstr("--matmul-precision: \"bf16\" needs a CUDA device"));
+}
+
 TEST(CliRunTest, RemoteCommandsExplainAnUnreachableCoordinator) {
   Output out = Shell(absl::StrCat(Memaudit(), " status --insecure --coordinator 127.0.0.1:1"));
   EXPECT_EQ(out.exit_code, 3);
