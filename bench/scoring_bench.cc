@@ -1,24 +1,34 @@
 // bench/scoring: LiRA and RMIA at scale on one core, and the sorted RMIA
 // against the dense O(n^2) comparison it replaces, measured in the same run;
 // then the balanced accuracy's bootstrap interval over every pair, eight
-// resamples per pass against one.
+// resamples per pass against one; then one attack's statistics as the
+// scorer computes them (curve, AUC interval, balanced-accuracy interval),
+// each function sorting the pairs alone against one shared ranking, on one
+// thread and with the bootstrap's passes on two.
 //
 //   build/bin/scoring_bench [models=256] [examples=50000] [repeats=3]
 //   build/bin/scoring_bench 32 2000     # the quickstart's shape
+//   build/bin/scoring_bench 32 10000 5  # an MLP audit's 320,000 pairs
 //
-// Prints median wall times and the ratio dense / sorted.
+// Prints median wall times and the ratios old / new.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <numeric>
 #include <vector>
 
 #include "common/seeding.h"
+#include "scoring/auc_interval.h"
 #include "scoring/balanced_accuracy_interval.h"
+#include "scoring/fixed_bound_uniform.h"
 #include "scoring/lira.h"
+#include "scoring/ranked_scores.h"
 #include "scoring/rmia.h"
+#include "scoring/roc.h"
 
 namespace {
 
@@ -51,6 +61,109 @@ void MakeSignals(size_t models, size_t examples, Matrix* phi, KeepMatrix* keep) 
       phi->at(m, j) = difficulty[j] + (bits.in(m, j) ? 1.0 : 0.0) + rng.UniformDouble();
     }
   }
+}
+
+namespace scoring = memaudit::scoring;
+
+// What the scorer reports of one attack from its pooled pairs.
+struct Statistics {
+  scoring::RocCurve roc;
+  scoring::ClusteredAuc clustered;
+  scoring::BootstrapInterval balanced;
+};
+
+struct Pairs {
+  std::vector<double> scores;
+  std::vector<uint8_t> member;
+  std::vector<uint32_t> example_of;
+  uint32_t examples = 0;
+};
+
+// Each function on its own, sorting the scores itself (the plain entry
+// points, one thread).
+Statistics Alone(const Pairs& p) {
+  Statistics s;
+  s.roc = *scoring::ComputeRoc(p.scores, p.member);
+  s.clustered = *scoring::ClusteredAucInterval(p.scores, p.member, p.example_of, p.examples);
+  s.balanced = *scoring::BalancedAccuracyInterval(p.scores, p.member, p.example_of, p.examples, 1);
+  return s;
+}
+
+// One ranking shared by the three, as ScoreMembership does, the bootstrap's
+// passes on `threads`.
+Statistics Ranked(const Pairs& p, uint32_t threads) {
+  const scoring::RankedScores ranked = *scoring::RankedScores::Rank(p.scores);
+  Statistics s;
+  s.roc = *scoring::ComputeRoc(ranked, p.member);
+  s.clustered = *scoring::ClusteredAucInterval(ranked, p.member, p.example_of, p.examples);
+  s.balanced =
+      *scoring::BalancedAccuracyInterval(ranked, p.member, p.example_of, p.examples, 1,
+                                         scoring::kBalancedAccuracyResamples, 0.95, threads);
+  return s;
+}
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// The numbers the scorer reports, to the bit (a performance claim is void
+// if the fast path computes something else).
+bool SameResults(const Statistics& a, const Statistics& b) {
+  return a.roc.thresholds == b.roc.thresholds && a.roc.tpr == b.roc.tpr && a.roc.fpr == b.roc.fpr &&
+         SameBits(a.clustered.auc, b.clustered.auc) &&
+         SameBits(a.clustered.interval.lo, b.clustered.interval.lo) &&
+         SameBits(a.clustered.interval.hi, b.clustered.interval.hi) &&
+         SameBits(a.balanced.estimate, b.balanced.estimate) &&
+         SameBits(a.balanced.interval.lo, b.balanced.interval.lo) &&
+         SameBits(a.balanced.interval.hi, b.balanced.interval.hi);
+}
+
+void BenchOneAttack(const Matrix& phi, const KeepMatrix& keep, size_t examples, int repeats) {
+  Pairs p;
+  p.scores = *scoring::LiraScoresAllTargets(phi, keep, {});
+  p.member = keep.data;
+  p.examples = static_cast<uint32_t>(examples);
+  p.example_of.resize(p.scores.size());
+  for (size_t i = 0; i < p.example_of.size(); ++i) p.example_of[i] = i % examples;
+  Statistics alone, one, two;
+  const double t_alone = MedianSeconds(repeats, [&] { alone = Alone(p); });
+  const double t_one = MedianSeconds(repeats, [&] { one = Ranked(p, 1); });
+  const double t_two = MedianSeconds(repeats, [&] { two = Ranked(p, 2); });
+  if (!SameResults(alone, one) || !SameResults(alone, two)) {
+    std::fprintf(stderr, "the ranked statistics differ from the plain ones\n");
+    std::abort();
+  }
+  // The sort each plain function makes, against the ranking's radix sort.
+  const double t_sort = MedianSeconds(repeats, [&] {
+    std::vector<uint32_t> order(p.scores.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return p.scores[a] > p.scores[b]; });
+  });
+  const double t_radix =
+      MedianSeconds(repeats, [&] { scoring::internal::DescendingOrder(p.scores); });
+  // The bootstrap's draws: a resample per lane, as many clusters as examples.
+  const size_t draws = size_t{scoring::kBalancedAccuracyResamples} * examples;
+  uint64_t sink = 0;
+  const double t_uniform = MedianSeconds(repeats, [&] {
+    memaudit::SplitMix64 rng(1);
+    for (size_t i = 0; i < draws; ++i) sink += rng.Uniform(examples);
+  });
+  const scoring::FixedBoundUniform draw(examples);
+  const double t_fixed = MedianSeconds(repeats, [&] {
+    memaudit::SplitMix64 rng(1);
+    for (size_t i = 0; i < draws; ++i) sink -= draw(rng);
+  });
+  if (sink != 0) std::abort();  // the same draws
+  std::printf("one attack's curve + AUC and balanced-accuracy intervals, %zu pairs:\n",
+              p.scores.size());
+  std::printf("... each function sorting alone, one thread: %8.3f s\n", t_alone);
+  std::printf("... one shared ranking, one thread:          %8.3f s\n", t_one);
+  std::printf("... one shared ranking, bootstrap on two:    %8.3f s\n", t_two);
+  std::printf("ratio alone / ranked, one thread:            %8.2fx\n", t_alone / t_one);
+  std::printf("ratio alone / ranked, two threads:           %8.2fx\n", t_alone / t_two);
+  std::printf("ratio std::sort / radix sort of the pairs:   %8.2fx (%.4f s / %.4f s)\n",
+              t_sort / t_radix, t_sort, t_radix);
+  std::printf("ratio Uniform / FixedBoundUniform, %zu draws: %6.2fx (%.4f s / %.4f s)\n", draws,
+              t_uniform / t_fixed, t_uniform, t_fixed);
 }
 
 }  // namespace
@@ -115,5 +228,6 @@ int main(int argc, char** argv) {
   std::printf("ratio one per pass / eight per pass:       %8.2fx\n", one_at_a_time / interval);
   std::printf("inputs: %.1f MiB (models x examples x 8 bytes, linear in both)\n",
               models * examples * 8.0 / (1 << 20));
+  BenchOneAttack(phi, keep, examples, repeats);
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
@@ -117,6 +118,12 @@ void InitLogging(const std::string& process_name) {
   // also records lock-order edges for deadlock detection: about 3% of a busy
   // coordinator's CPU. The tests keep the checks; the servers skip them.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
+void ExitServed(int code) {
+  spdlog::shutdown();
+  std::fflush(nullptr);
+  std::_Exit(code);
 }
 
 }  // namespace memaudit

@@ -45,18 +45,16 @@ absl::Status CheckInputs(absl::Span<const double> scores, absl::Span<const uint8
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<ClusteredAuc> ClusteredAucInterval(absl::Span<const double> scores,
-                                                  absl::Span<const uint8_t> is_member,
-                                                  absl::Span<const uint32_t> cluster,
-                                                  uint32_t clusters, double confidence) {
-  MEMAUDIT_RETURN_IF_ERROR(CheckInputs(scores, is_member, cluster, clusters, confidence));
-  const size_t n = scores.size();
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return scores[a] < scores[b]; });
+// Obuchowski's interval from the pairs in increasing score order:
+// index_at(k) is the k-th pair, score_at(k) its score. Every pair of a tie
+// group adds the same placement value for its class, and the groups come in
+// increasing order, so each cluster's sums take the same additions in the
+// same order for any ascending order: the result does not depend on it.
+template <typename IndexAt, typename ScoreAt>
+ClusteredAuc IntervalInOrder(absl::Span<const uint8_t> is_member,
+                             absl::Span<const uint32_t> cluster, uint32_t clusters,
+                             double confidence, const IndexAt& index_at, const ScoreAt& score_at) {
+  const size_t n = is_member.size();
   double positives = 0, negatives = 0;
   for (uint8_t m : is_member) (m ? positives : negatives) += 1;
   // Placement values: a member's share of non-members it beats (ties ½), a
@@ -66,13 +64,13 @@ absl::StatusOr<ClusteredAuc> ClusteredAucInterval(absl::Span<const double> score
   for (size_t begin = 0; begin < n;) {
     size_t end = begin;
     double run_pos = 0, run_neg = 0;
-    while (end < n && scores[order[end]] == scores[order[begin]]) {
-      (is_member[order[end]] ? run_pos : run_neg) += 1;
+    while (end < n && score_at(end) == score_at(begin)) {
+      (is_member[index_at(end)] ? run_pos : run_neg) += 1;
       ++end;
     }
     const double pos_above = positives - positives_below - run_pos;
     for (size_t q = begin; q < end; ++q) {
-      const uint32_t i = order[q];
+      const uint32_t i = index_at(q);
       if (is_member[i]) {
         v10[cluster[i]] += (negatives_below + 0.5 * run_neg) / negatives;
         m[cluster[i]] += 1;
@@ -109,6 +107,36 @@ absl::StatusOr<ClusteredAuc> ClusteredAucInterval(absl::Span<const double> score
   const double half = z * std::sqrt(out.variance);
   out.interval = {std::max(0.0, out.auc - half), std::min(1.0, out.auc + half)};
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<ClusteredAuc> ClusteredAucInterval(absl::Span<const double> scores,
+                                                  absl::Span<const uint8_t> is_member,
+                                                  absl::Span<const uint32_t> cluster,
+                                                  uint32_t clusters, double confidence) {
+  MEMAUDIT_RETURN_IF_ERROR(CheckInputs(scores, is_member, cluster, clusters, confidence));
+  std::vector<uint32_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return scores[a] < scores[b]; });
+  return IntervalInOrder(
+      is_member, cluster, clusters, confidence, [&](size_t k) { return order[k]; },
+      [&](size_t k) { return scores[order[k]]; });
+}
+
+absl::StatusOr<ClusteredAuc> ClusteredAucInterval(const RankedScores& ranked,
+                                                  absl::Span<const uint8_t> is_member,
+                                                  absl::Span<const uint32_t> cluster,
+                                                  uint32_t clusters, double confidence) {
+  MEMAUDIT_RETURN_IF_ERROR(CheckInputs(ranked.scores(), is_member, cluster, clusters, confidence));
+  // The ranking read backwards: increasing score order.
+  const size_t last = ranked.size() - 1;
+  const std::vector<uint32_t>& order = ranked.order();
+  const std::vector<double>& descending = ranked.descending();
+  return IntervalInOrder(
+      is_member, cluster, clusters, confidence, [&](size_t k) { return order[last - k]; },
+      [&](size_t k) { return descending[last - k]; });
 }
 
 }  // namespace memaudit::scoring

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "scoring/intervals.h"
+#include "scoring/ranked_scores.h"
 
 namespace memaudit::scoring {
 
@@ -27,6 +28,11 @@ struct ClusteredAuc {
 // scores, both classes present, at least 2 non-empty clusters and
 // 0 < confidence < 1.
 absl::StatusOr<ClusteredAuc> ClusteredAucInterval(absl::Span<const double> scores,
+                                                  absl::Span<const uint8_t> is_member,
+                                                  absl::Span<const uint32_t> cluster,
+                                                  uint32_t clusters, double confidence = 0.95);
+// The same interval, to the bit, from scores already ranked.
+absl::StatusOr<ClusteredAuc> ClusteredAucInterval(const RankedScores& ranked,
                                                   absl::Span<const uint8_t> is_member,
                                                   absl::Span<const uint32_t> cluster,
                                                   uint32_t clusters, double confidence = 0.95);

@@ -4,11 +4,16 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/parallel_for.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
+#include "scoring/fixed_bound_uniform.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
@@ -51,8 +56,13 @@ struct SortedPairs {
   std::vector<int64_t> members, non_members;  // per dense cluster
 };
 
-SortedPairs Sort(absl::Span<const double> scores, absl::Span<const uint8_t> is_member,
-                 absl::Span<const uint32_t> cluster, uint32_t clusters) {
+// The pairs from their decreasing score order: index_at(k) is the k-th
+// pair, score_at(k) its score. A tie group's counts and its last pair's
+// group-end bit do not depend on its order, and the resample passes only
+// add integers within a group, so any descending order gives the same bits.
+template <typename IndexAt, typename ScoreAt>
+SortedPairs PairsInOrder(absl::Span<const uint8_t> is_member, absl::Span<const uint32_t> cluster,
+                         uint32_t clusters, const IndexAt& index_at, const ScoreAt& score_at) {
   // Dense indices for the non-empty clusters: only they are resampled.
   std::vector<uint32_t> dense(clusters, kClusterMask);
   SortedPairs out;
@@ -62,20 +72,36 @@ SortedPairs Sort(absl::Span<const double> scores, absl::Span<const uint8_t> is_m
     out.members.push_back(0);
     out.non_members.push_back(0);
   }
-  const size_t n = scores.size();
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return scores[a] > scores[b]; });
+  const size_t n = cluster.size();
   out.code.resize(n);
   for (size_t k = 0; k < n; ++k) {
-    const uint32_t i = order[k];
+    const uint32_t i = index_at(k);
     const uint32_t d = dense[cluster[i]];
     (is_member[i] ? out.members : out.non_members)[d] += 1;
-    const bool end = k + 1 == n || scores[order[k + 1]] != scores[i];
+    const bool end = k + 1 == n || score_at(k + 1) != score_at(k);
     out.code[k] = d | (is_member[i] ? kMemberBit : 0) | (end ? kGroupEndBit : 0);
   }
   return out;
+}
+
+SortedPairs Sort(absl::Span<const double> scores, absl::Span<const uint8_t> is_member,
+                 absl::Span<const uint32_t> cluster, uint32_t clusters) {
+  std::vector<uint32_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return scores[a] > scores[b]; });
+  return PairsInOrder(
+      is_member, cluster, clusters, [&](size_t k) { return order[k]; },
+      [&](size_t k) { return scores[order[k]]; });
+}
+
+SortedPairs FromRanking(const RankedScores& ranked, absl::Span<const uint8_t> is_member,
+                        absl::Span<const uint32_t> cluster, uint32_t clusters) {
+  const std::vector<uint32_t>& order = ranked.order();
+  const std::vector<double>& descending = ranked.descending();
+  return PairsInOrder(
+      is_member, cluster, clusters, [&](size_t k) { return order[k]; },
+      [&](size_t k) { return descending[k]; });
 }
 
 // The deviations of one resample's curve J*(τ) = TPR* − FPR* from the
@@ -130,24 +156,25 @@ Deviations ResampleDeviations(const SortedPairs& pairs, const std::vector<double
 
 // Resamples per batched pass: lane r of each vector is one resample.
 constexpr uint32_t kLanes = 8;
-using LaneInts = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
 using LaneLongs = int64_t __attribute__((vector_size(kLanes * sizeof(int64_t))));
 using LaneDoubles = double __attribute__((vector_size(kLanes * sizeof(double))));
 
-// The batched pass holds counts in int32 and scores tp·N − fp·P in doubles;
-// both are exact while every lane's resampled pairs P + N stay below 2^26
-// (then P·N < 2^52). Larger resamples take ResampleDeviations, lane by lane.
+// The batched pass holds counts and scores tp·N − fp·P in doubles, exact
+// integers while every lane's resampled pairs P + N stay below 2^26 (then
+// P·N < 2^52). Larger resamples take ResampleDeviations, lane by lane.
 constexpr int64_t kBatchedPairs = int64_t{1} << 26;
 
 // kLanes resamples in one pass over the pairs: weight[d * kLanes + r] is
 // resample r's multiplicity of cluster d, positives/negatives its class
 // totals (both > 0 where a lane's result is used). Lane r computes the same
-// integers and doubles, in the same order, as ResampleDeviations on
-// resample r, so its deviations are those to the bit; the pass streams the
-// pairs once for eight resamples, where the per-pair work is vector-wide.
+// integers as ResampleDeviations on resample r, held in doubles, and the
+// same doubles from them, so its deviations are those to the bit; the pass
+// streams the pairs once for eight resamples, where the per-pair work is
+// vector-wide: a cluster's eight multiplicities are one load, already in
+// doubles, and a pair adds them to its class's count (fp is seen − tp).
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void BatchedDeviations(
     const SortedPairs& pairs, const std::vector<double>& curve, int64_t best, bool with_min,
-    const int32_t* weight, const int64_t* positives, const int64_t* negatives, Deviations* out) {
+    const double* weight, const int64_t* positives, const int64_t* negatives, Deviations* out) {
   LaneDoubles p, q;
   LaneLongs top_g;
   for (uint32_t r = 0; r < kLanes; ++r) {
@@ -155,19 +182,18 @@ __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void Batched
     q[r] = static_cast<double>(negatives[r]);
     top_g[r] = -1;  // the origin's 0 first
   }
-  LaneInts tp = {}, fp = {}, at_tp = {}, at_fp = {};
+  LaneDoubles tp = {}, seen = {}, at_tp = {}, at_fp = {};
   LaneDoubles top = {}, min = {};
   int64_t g = 0;
   for (const uint32_t c : pairs.code) {
-    LaneInts w;
+    LaneDoubles w;
     std::memcpy(&w, weight + static_cast<size_t>(c & kClusterMask) * kLanes, sizeof(w));
-    const int32_t member = -static_cast<int32_t>(c >> 31);  // all ones for a member
-    tp += w & member;
-    fp += w & ~member;
+    const int64_t member = -static_cast<int64_t>(c >> 31);  // all ones for a member
+    tp += reinterpret_cast<LaneDoubles>(reinterpret_cast<LaneLongs>(w) & member);
+    seen += w;
     if (c & kGroupEndBit) {
-      const LaneDoubles tp_d = __builtin_convertvector(tp, LaneDoubles);
-      const LaneDoubles fp_d = __builtin_convertvector(fp, LaneDoubles);
-      const LaneDoubles score = tp_d * q - fp_d * p;
+      const LaneDoubles fp = seen - tp;
+      const LaneDoubles score = tp * q - fp * p;
       const LaneLongs higher = score > top;  // the first (highest) threshold reaching the max
       top = higher ? score : top;
       top_g = higher ? LaneLongs{} + g : top_g;
@@ -176,7 +202,7 @@ __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void Batched
         at_fp = fp;
       }
       if (with_min) {
-        const LaneDoubles j = (tp_d / p - fp_d / q) - curve[g];
+        const LaneDoubles j = (tp / p - fp / q) - curve[g];
         min = j < min ? j : min;
       }
       ++g;
@@ -185,10 +211,7 @@ __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void Batched
   for (uint32_t r = 0; r < kLanes; ++r) {
     Deviations dev;
     if (top_g[r] >= 0) dev.selected = top[r] / (p[r] * q[r]) - curve[top_g[r]];
-    if (best >= 0) {
-      dev.at = (static_cast<double>(at_tp[r]) / p[r] - static_cast<double>(at_fp[r]) / q[r]) -
-               curve[best];
-    }
+    if (best >= 0) dev.at = (at_tp[r] / p[r] - at_fp[r] / q[r]) - curve[best];
     dev.min = min[r];
     out[r] = dev;
   }
@@ -230,26 +253,9 @@ DataCurve Curve(const SortedPairs& pairs) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
-absl::StatusOr<BootstrapInterval> Bootstrap(absl::Span<const double> scores,
-                                            absl::Span<const uint8_t> is_member,
-                                            absl::Span<const uint32_t> cluster, uint32_t clusters,
-                                            uint64_t seed, uint32_t resamples, double confidence,
-                                            int64_t batched_pairs) {
-  MEMAUDIT_RETURN_IF_ERROR(
-      CheckInputs(scores, is_member, cluster, clusters, resamples, confidence));
-  const SortedPairs pairs = Sort(scores, is_member, cluster, clusters);
-  const uint32_t used = static_cast<uint32_t>(pairs.members.size());
-  if (used < 2) {
-    return absl::InvalidArgumentError("a bootstrap needs pairs in at least 2 clusters");
-  }
-  // The data's curve and its maximizer: the first (highest) threshold
-  // that reaches the max, -1 when no threshold beats the origin.
-  const DataCurve data = Curve(pairs);
-  const std::vector<double>& curve = data.j;
+// The first (highest) threshold that reaches the curve's max, -1 when no
+// threshold beats the origin.
+int64_t Maximizer(const std::vector<double>& curve) {
   int64_t best = -1;
   double j_hat = 0;
   for (size_t g = 0; g < curve.size(); ++g) {
@@ -258,44 +264,123 @@ absl::StatusOr<BootstrapInterval> Bootstrap(absl::Span<const double> scores,
       best = static_cast<int64_t>(g);
     }
   }
-  SplitMix64 rng(seed);
-  std::vector<int32_t> lanes_weight(static_cast<size_t>(used) * kLanes);
+  return best;
+}
+
+// What every resample pass reads.
+struct PassInputs {
+  const SortedPairs& pairs;
+  const std::vector<double>& curve;  // the data's J at each tie-group end
+  int64_t best;                      // Maximizer(curve)
+  int64_t batched_pairs;
+};
+
+// Hands out the passes in order with their draws: the pass of resamples
+// [first, first + kLanes) always gets the stretch of the one seeded stream
+// that one resample at a time would draw for them, whichever thread claims
+// it, so the intervals do not depend on the threads.
+class PassQueue {
+ public:
+  PassQueue(uint64_t seed, uint32_t used, uint32_t resamples)
+      : rng_(seed), draw_(used), used_(used), resamples_(resamples) {}
+
+  // Claims the next pass: resample first + r in lane r < *lanes, its
+  // multiplicity of cluster d added to weight[d * kLanes + r] (zeros on
+  // entry). False when every pass is claimed.
+  bool Claim(uint32_t* first, uint32_t* lanes, int32_t* weight) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (next_ >= resamples_) return false;
+    *first = next_;
+    *lanes = std::min(kLanes, resamples_ - next_);
+    next_ += *lanes;
+    for (uint32_t r = 0; r < *lanes; ++r) {
+      for (uint32_t k = 0; k < used_; ++k) ++weight[draw_(rng_) * kLanes + r];
+    }
+    return true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  SplitMix64 rng_ ABSL_GUARDED_BY(mu_);
+  const FixedBoundUniform draw_;
+  const uint32_t used_, resamples_;
+  uint32_t next_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// One pass's resamples, lanes of `weight`: their deviations in dev[r], and
+// usable[r] = 0 for a resample that left a class empty. `lane_weight` is
+// scratch for the batched pass's copy of the weights in doubles.
+void RunPass(const PassInputs& in, const int32_t* weight, uint32_t lanes,
+             std::vector<double>* lane_weight, Deviations* dev, uint8_t* usable) {
+  const SortedPairs& pairs = in.pairs;
+  const uint32_t used = static_cast<uint32_t>(pairs.members.size());
+  // Cluster by cluster, all lanes at once (a vector each); lanes past
+  // `lanes` weigh 0.
+  int64_t positives[kLanes] = {}, negatives[kLanes] = {};
+  for (uint32_t d = 0; d < used; ++d) {
+    for (uint32_t r = 0; r < kLanes; ++r) {
+      positives[r] += weight[d * kLanes + r] * pairs.members[d];
+      negatives[r] += weight[d * kLanes + r] * pairs.non_members[d];
+    }
+  }
+  bool batched = true;
+  for (uint32_t r = 0; r < lanes; ++r) {
+    batched = batched && positives[r] + negatives[r] < in.batched_pairs;
+  }
+  const bool with_min = in.best < 0;
+  Deviations lane_dev[kLanes];
+  if (batched) {
+    lane_weight->resize(static_cast<size_t>(used) * kLanes);
+    std::copy(weight, weight + lane_weight->size(), lane_weight->begin());
+    BatchedDeviations(pairs, in.curve, in.best, with_min, lane_weight->data(), positives, negatives,
+                      lane_dev);
+  }
+  for (uint32_t r = 0; r < lanes; ++r) {
+    usable[r] = positives[r] != 0 && negatives[r] != 0;
+    if (!usable[r]) continue;
+    dev[r] = batched ? lane_dev[r]
+                     : ResampleDeviations(pairs, in.curve, in.best, with_min, weight + r, kLanes,
+                                          positives[r], negatives[r]);
+  }
+}
+
+// Every resample's deviations, the passes spread over `threads` (0: one per
+// hardware thread); each writes only its own resamples' slots.
+void RunPasses(const PassInputs& in, uint64_t seed, uint32_t resamples, uint32_t threads,
+               std::vector<Deviations>* dev, std::vector<uint8_t>* usable) {
+  const uint32_t used = static_cast<uint32_t>(in.pairs.members.size());
+  dev->assign(resamples, Deviations{});
+  usable->assign(resamples, 0);
+  PassQueue queue(seed, used, resamples);
+  size_t workers = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  workers = std::min<size_t>(workers, (resamples + kLanes - 1) / kLanes);
+  ParallelFor(workers, workers, [&](size_t) {
+    std::vector<int32_t> weight(static_cast<size_t>(used) * kLanes);
+    std::vector<double> lane_weight;
+    uint32_t first = 0, lanes = 0;
+    while (true) {
+      std::fill(weight.begin(), weight.end(), 0);
+      if (!queue.Claim(&first, &lanes, weight.data())) break;
+      RunPass(in, weight.data(), lanes, &lane_weight, dev->data() + first, usable->data() + first);
+    }
+  });
+}
+
+BootstrapInterval Bootstrap(const SortedPairs& pairs, uint64_t seed, uint32_t resamples,
+                            double confidence, int64_t batched_pairs, uint32_t threads) {
+  const DataCurve data = Curve(pairs);
+  const PassInputs in{pairs, data.j, Maximizer(data.j), batched_pairs};
+  std::vector<Deviations> dev;
+  std::vector<uint8_t> usable;
+  RunPasses(in, seed, resamples, threads, &dev, &usable);
   std::vector<double> above, below;  // the low and the high end's deviations
   above.reserve(resamples);
   below.reserve(resamples);
-  for (uint32_t first = 0; first < resamples; first += kLanes) {
-    // Resample first + r in lane r, drawn in the order one resample at a
-    // time would draw them; lanes past `resamples` stay empty and unused.
-    const uint32_t lanes = std::min(kLanes, resamples - first);
-    std::fill(lanes_weight.begin(), lanes_weight.end(), 0);
-    for (uint32_t r = 0; r < lanes; ++r) {
-      for (uint32_t k = 0; k < used; ++k) ++lanes_weight[rng.Uniform(used) * kLanes + r];
-    }
-    int64_t positives[kLanes] = {}, negatives[kLanes] = {};
-    bool batched = true;
-    for (uint32_t r = 0; r < lanes; ++r) {
-      for (uint32_t d = 0; d < used; ++d) {
-        positives[r] += lanes_weight[d * kLanes + r] * pairs.members[d];
-        negatives[r] += lanes_weight[d * kLanes + r] * pairs.non_members[d];
-      }
-      batched = batched && positives[r] + negatives[r] < batched_pairs;
-    }
-    Deviations dev[kLanes];
-    const bool with_min = best < 0;
-    if (batched) {
-      BatchedDeviations(pairs, curve, best, with_min, lanes_weight.data(), positives, negatives,
-                        dev);
-    }
-    for (uint32_t r = 0; r < lanes; ++r) {
-      if (positives[r] == 0 || negatives[r] == 0) continue;  // a class left empty
-      if (!batched) {
-        dev[r] = ResampleDeviations(pairs, curve, best, with_min, lanes_weight.data() + r, kLanes,
-                                    positives[r], negatives[r]);
-      }
-      above.push_back(dev[r].selected);
-      // Without a maximizer to hold on to, the whole curve's lower deviation.
-      below.push_back(best >= 0 ? dev[r].at : dev[r].min);
-    }
+  for (uint32_t r = 0; r < resamples; ++r) {
+    if (!usable[r]) continue;  // a class left empty
+    above.push_back(dev[r].selected);
+    // Without a maximizer to hold on to, the whole curve's lower deviation.
+    below.push_back(in.best >= 0 ? dev[r].at : dev[r].min);
   }
   BootstrapInterval out;
   out.estimate = data.balanced_accuracy;
@@ -314,6 +399,26 @@ absl::StatusOr<BootstrapInterval> Bootstrap(absl::Span<const double> scores,
   return out;
 }
 
+absl::Status CheckUsedClusters(const SortedPairs& pairs) {
+  if (pairs.members.size() < 2) {
+    return absl::InvalidArgumentError("a bootstrap needs pairs in at least 2 clusters");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BootstrapInterval> SortAndBootstrap(absl::Span<const double> scores,
+                                                   absl::Span<const uint8_t> is_member,
+                                                   absl::Span<const uint32_t> cluster,
+                                                   uint32_t clusters, uint64_t seed,
+                                                   uint32_t resamples, double confidence,
+                                                   int64_t batched_pairs) {
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckInputs(scores, is_member, cluster, clusters, resamples, confidence));
+  const SortedPairs pairs = Sort(scores, is_member, cluster, clusters);
+  MEMAUDIT_RETURN_IF_ERROR(CheckUsedClusters(pairs));
+  return Bootstrap(pairs, seed, resamples, confidence, batched_pairs, /*threads=*/1);
+}
+
 }  // namespace
 
 absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const double> scores,
@@ -321,16 +426,29 @@ absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const doub
                                                            absl::Span<const uint32_t> cluster,
                                                            uint32_t clusters, uint64_t seed,
                                                            uint32_t resamples, double confidence) {
-  return Bootstrap(scores, is_member, cluster, clusters, seed, resamples, confidence,
-                   kBatchedPairs);
+  return SortAndBootstrap(scores, is_member, cluster, clusters, seed, resamples, confidence,
+                          kBatchedPairs);
+}
+
+absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(const RankedScores& ranked,
+                                                           absl::Span<const uint8_t> is_member,
+                                                           absl::Span<const uint32_t> cluster,
+                                                           uint32_t clusters, uint64_t seed,
+                                                           uint32_t resamples, double confidence,
+                                                           uint32_t threads) {
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckInputs(ranked.scores(), is_member, cluster, clusters, resamples, confidence));
+  const SortedPairs pairs = FromRanking(ranked, is_member, cluster, clusters);
+  MEMAUDIT_RETURN_IF_ERROR(CheckUsedClusters(pairs));
+  return Bootstrap(pairs, seed, resamples, confidence, kBatchedPairs, threads);
 }
 
 namespace internal {
 absl::StatusOr<BootstrapInterval> BalancedAccuracyIntervalWithBatchLimit(
     absl::Span<const double> scores, absl::Span<const uint8_t> is_member,
     absl::Span<const uint32_t> cluster, uint32_t clusters, uint64_t seed, int64_t batched_pairs) {
-  return Bootstrap(scores, is_member, cluster, clusters, seed, kBalancedAccuracyResamples, 0.95,
-                   batched_pairs);
+  return SortAndBootstrap(scores, is_member, cluster, clusters, seed, kBalancedAccuracyResamples,
+                          0.95, batched_pairs);
 }
 }  // namespace internal
 

@@ -10,16 +10,16 @@
 
 namespace memaudit::scoring {
 
-absl::StatusOr<RocCurve> ComputeRoc(absl::Span<const double> scores,
-                                    absl::Span<const uint8_t> is_member) {
-  MEMAUDIT_RETURN_IF_ERROR(CheckLabeledScores(scores, is_member));
-  const size_t n = scores.size();
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+namespace {
 
+// The curve from the pairs in decreasing score order: score_at(k) and
+// member_at(k) read the k-th. Counts within a tie group do not depend on
+// its order, so any descending order gives the same curve.
+template <typename ScoreAt, typename MemberAt>
+RocCurve CurveInOrder(size_t n, size_t positives, const ScoreAt& score_at,
+                      const MemberAt& member_at) {
   RocCurve roc;
-  for (uint8_t m : is_member) roc.positives += m;
+  roc.positives = positives;
   roc.negatives = n - roc.positives;
   const double p = static_cast<double>(roc.positives);
   const double q = static_cast<double>(roc.negatives);
@@ -33,10 +33,10 @@ absl::StatusOr<RocCurve> ComputeRoc(absl::Span<const double> scores,
   push(std::numeric_limits<double>::infinity(), 0, 0);
   size_t tp = 0, fp = 0;
   for (size_t i = 0; i < n;) {
-    const double s = scores[order[i]];
+    const double s = score_at(i);
     // Consume the whole tie group: a threshold at s includes all of it.
-    for (; i < n && scores[order[i]] == s; ++i) {
-      if (is_member[order[i]]) {
+    for (; i < n && score_at(i) == s; ++i) {
+      if (member_at(i)) {
         ++tp;
       } else {
         ++fp;
@@ -45,6 +45,36 @@ absl::StatusOr<RocCurve> ComputeRoc(absl::Span<const double> scores,
     push(s, tp, fp);
   }
   return roc;
+}
+
+size_t Members(absl::Span<const uint8_t> is_member) {
+  size_t members = 0;
+  for (uint8_t m : is_member) members += m;
+  return members;
+}
+
+}  // namespace
+
+absl::StatusOr<RocCurve> ComputeRoc(absl::Span<const double> scores,
+                                    absl::Span<const uint8_t> is_member) {
+  MEMAUDIT_RETURN_IF_ERROR(CheckLabeledScores(scores, is_member));
+  const size_t n = scores.size();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  return CurveInOrder(
+      n, Members(is_member), [&](size_t k) { return scores[order[k]]; },
+      [&](size_t k) { return is_member[order[k]] != 0; });
+}
+
+absl::StatusOr<RocCurve> ComputeRoc(const RankedScores& ranked,
+                                    absl::Span<const uint8_t> is_member) {
+  MEMAUDIT_RETURN_IF_ERROR(CheckLabeledScores(ranked.scores(), is_member));
+  const std::vector<double>& descending = ranked.descending();
+  const std::vector<uint32_t>& order = ranked.order();
+  return CurveInOrder(
+      ranked.size(), Members(is_member), [&](size_t k) { return descending[k]; },
+      [&](size_t k) { return is_member[order[k]] != 0; });
 }
 
 double Auc(const RocCurve& roc) {
@@ -67,19 +97,31 @@ absl::StatusOr<double> Auc(absl::Span<const double> scores, absl::Span<const uin
   return Auc(roc);
 }
 
-absl::StatusOr<OperatingPoint> TprAtFpr(const RocCurve& roc, double fpr_target) {
-  MEMAUDIT_RETURN_IF_ERROR(CheckProbability("fpr_target", fpr_target));
+namespace {
+
+absl::Status CheckCurve(const RocCurve& roc) {
   const size_t k = roc.thresholds.size();
   if (k == 0 || roc.positives == 0 || roc.negatives == 0 || roc.fpr.size() != k ||
       roc.tpr.size() != k || roc.true_positives.size() != k || roc.false_positives.size() != k) {
     return absl::InvalidArgumentError("roc must be a curve built by ComputeRoc");
   }
-  // fpr and tpr are non-decreasing along the curve; keep the first point that
-  // reaches each new TPR so ties in TPR resolve to the smallest FPR.
-  size_t best = 0;
-  for (size_t k = 1; k < roc.thresholds.size() && roc.fpr[k] <= fpr_target; ++k) {
-    if (roc.tpr[k] > roc.tpr[best]) best = k;
+  return absl::OkStatus();
+}
+
+// Scans the points from *next on while their FPR is <= fpr_target. fpr and
+// tpr are non-decreasing along the curve; *best keeps the first point that
+// reaches each new TPR so ties in TPR resolve to the smallest FPR. The
+// qualifying points are a prefix, so a scan to a larger target may go on
+// from where a smaller one stopped.
+void ScanTo(const RocCurve& roc, double fpr_target, size_t* next, size_t* best) {
+  size_t k = *next;
+  for (; k < roc.thresholds.size() && roc.fpr[k] <= fpr_target; ++k) {
+    if (roc.tpr[k] > roc.tpr[*best]) *best = k;
   }
+  *next = k;
+}
+
+OperatingPoint PointAt(const RocCurve& roc, size_t best, double fpr_target) {
   OperatingPoint op;
   op.fpr_target = fpr_target;
   op.tpr = roc.tpr[best];
@@ -90,6 +132,37 @@ absl::StatusOr<OperatingPoint> TprAtFpr(const RocCurve& roc, double fpr_target) 
   op.positives = roc.positives;
   op.negatives = roc.negatives;
   return op;
+}
+
+}  // namespace
+
+absl::StatusOr<OperatingPoint> TprAtFpr(const RocCurve& roc, double fpr_target) {
+  MEMAUDIT_RETURN_IF_ERROR(CheckProbability("fpr_target", fpr_target));
+  MEMAUDIT_RETURN_IF_ERROR(CheckCurve(roc));
+  size_t next = 1, best = 0;
+  ScanTo(roc, fpr_target, &next, &best);
+  return PointAt(roc, best, fpr_target);
+}
+
+absl::StatusOr<std::vector<OperatingPoint>> TprAtFprs(const RocCurve& roc,
+                                                      absl::Span<const double> fpr_targets) {
+  for (double fpr_target : fpr_targets) {
+    MEMAUDIT_RETURN_IF_ERROR(CheckProbability("fpr_target", fpr_target));
+  }
+  MEMAUDIT_RETURN_IF_ERROR(CheckCurve(roc));
+  std::vector<OperatingPoint> out;
+  out.reserve(fpr_targets.size());
+  size_t next = 1, best = 0;
+  for (size_t i = 0; i < fpr_targets.size(); ++i) {
+    // A smaller target than the last scans again from the start.
+    if (i > 0 && fpr_targets[i] < fpr_targets[i - 1]) {
+      next = 1;
+      best = 0;
+    }
+    ScanTo(roc, fpr_targets[i], &next, &best);
+    out.push_back(PointAt(roc, best, fpr_targets[i]));
+  }
+  return out;
 }
 
 absl::StatusOr<OperatingPoint> TprAtFpr(absl::Span<const double> scores,

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "scoring/ranked_scores.h"
 
 namespace memaudit::scoring {
 
@@ -30,6 +31,11 @@ struct RocCurve {
 // Scores may be ±inf but not NaN; is_member entries must be 0/1 with both
 // classes present. Errors are InvalidArgument.
 absl::StatusOr<RocCurve> ComputeRoc(absl::Span<const double> scores,
+                                    absl::Span<const uint8_t> is_member);
+// The same curve, to the bit, from scores already ranked (shared with the
+// other statistics of the same scores). A tie group of both zeros has the
+// threshold +0, where ComputeRoc's sort leaves +0 or -0.
+absl::StatusOr<RocCurve> ComputeRoc(const RankedScores& ranked,
                                     absl::Span<const uint8_t> is_member);
 
 // Mann–Whitney AUC = P(score_member > score_nonmember) + ½ P(tie). O(n log n).
@@ -56,6 +62,11 @@ absl::StatusOr<OperatingPoint> TprAtFpr(absl::Span<const double> scores,
 // Same, on a curve that is already computed (avoids re-sorting for several
 // targets).
 absl::StatusOr<OperatingPoint> TprAtFpr(const RocCurve& roc, double fpr_target);
+// TprAtFpr at each of several targets; increasing targets take one scan of
+// the curve between them (a plotted curve asks for ~100 points of a curve
+// with a point per distinct score).
+absl::StatusOr<std::vector<OperatingPoint>> TprAtFprs(const RocCurve& roc,
+                                                      absl::Span<const double> fpr_targets);
 
 // max over thresholds (including ±inf, so the result is >= 0.5) of
 // (TPR + TNR) / 2.

@@ -153,6 +153,42 @@ TEST(BalancedAccuracyTest, HandComputed) {
   EXPECT_DOUBLE_EQ(*BalancedAccuracy(std::vector<double>{1, 2}, std::vector<uint8_t>{1, 0}), 0.5);
 }
 
+// One scan for many targets gives what one TprAtFpr per target gives, in
+// any order of targets (increasing ones continue the scan, others restart).
+TEST(TprAtFprsTest, EqualsTprAtFprAtEachTarget) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int> grid(0, 300);
+  std::vector<double> s(5000);
+  std::vector<uint8_t> m(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    m[i] = rng() % 2;
+    s[i] = grid(rng) + 40.0 * m[i];  // ties, and a signal
+  }
+  auto roc = ComputeRoc(s, m);
+  ASSERT_TRUE(roc.ok());
+  std::vector<double> targets = {0.0};
+  for (int i = 0; i <= 100; ++i) targets.push_back(std::pow(10.0, -5.0 * (1.0 - i / 100.0)));
+  targets.insert(targets.end(), {0.3, 0.001, 0.001, 1.0, 0.0});
+  auto points = TprAtFprs(*roc, targets);
+  ASSERT_TRUE(points.ok()) << points.status();
+  ASSERT_EQ(points->size(), targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    auto one = TprAtFpr(*roc, targets[i]);
+    ASSERT_TRUE(one.ok());
+    const OperatingPoint& p = (*points)[i];
+    EXPECT_EQ(p.fpr_target, one->fpr_target) << i;
+    EXPECT_EQ(p.tpr, one->tpr) << i;
+    EXPECT_EQ(p.fpr, one->fpr) << i;
+    EXPECT_EQ(p.threshold, one->threshold) << i;
+    EXPECT_EQ(p.true_positives, one->true_positives) << i;
+    EXPECT_EQ(p.false_positives, one->false_positives) << i;
+  }
+  EXPECT_THAT(TprAtFprs(*roc, std::vector<double>{0.1, 1.5}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(TprAtFprs(RocCurve{}, std::vector<double>{0.1}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 TEST(RocValidationTest, RejectsBadInput) {
   const std::vector<double> s = {1, 2, 3};
   EXPECT_THAT(Auc(s, std::vector<uint8_t>{1, 0}), StatusIs(absl::StatusCode::kInvalidArgument));

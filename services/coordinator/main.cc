@@ -215,5 +215,8 @@ int main(int argc, char** argv) {
                serving->metrics->port(), flags.db_path, flags.scorer);
 
   ServeUntilSignal(scheduler->get(), &presence, &*serving);
-  return 0;
+  // No call is left: close the scheduler and its database, then exit.
+  *scheduler = nullptr;
+  *store = nullptr;
+  ExitServed(0);
 }

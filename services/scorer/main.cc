@@ -73,5 +73,8 @@ int main(int argc, char** argv) {
   // only calls still running (an Ingest mid-stream).
   (*scorer)->results_changes().Stop();
   serving->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  return 0;
+  // No call is left: close the scorer and its database, then exit.
+  *scorer = nullptr;
+  *store = nullptr;
+  ExitServed(0);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,6 +19,7 @@
 #include "scoring/balanced_accuracy_interval.h"
 #include "scoring/intervals.h"
 #include "scoring/lira.h"
+#include "scoring/ranked_scores.h"
 #include "scoring/rmia.h"
 #include "scoring/roc.h"
 #include "services/scorer/result_warnings.h"
@@ -104,10 +106,13 @@ absl::StatusOr<std::vector<double>> AttackScores(const std::string& attack,
 absl::Status AddRocCurve(const scoring::RocCurve& roc, v1::AttackResult* out) {
   constexpr int kPoints = 100;
   constexpr double kMinLog10 = -5;
-  double last_fpr = -1, last_tpr = -1;
+  std::vector<double> bounds;
   for (int i = -1; i <= kPoints; ++i) {
-    const double bound = i < 0 ? 0.0 : std::pow(10.0, kMinLog10 * (1.0 - double(i) / kPoints));
-    MEMAUDIT_ASSIGN_OR_RETURN(auto point, scoring::TprAtFpr(roc, bound));
+    bounds.push_back(i < 0 ? 0.0 : std::pow(10.0, kMinLog10 * (1.0 - double(i) / kPoints)));
+  }
+  MEMAUDIT_ASSIGN_OR_RETURN(auto points, scoring::TprAtFprs(roc, bounds));
+  double last_fpr = -1, last_tpr = -1;
+  for (const scoring::OperatingPoint& point : points) {
     if (point.fpr == last_fpr && point.tpr == last_tpr) continue;
     v1::RocPoint* p = out->add_roc();
     p->set_fpr(point.fpr);
@@ -134,6 +139,16 @@ absl::Status AddOperatingPoint(const scoring::RocCurve& roc, double fpr, v1::Att
   p->set_fpr_low(fpr_ci.lo);
   p->set_fpr_high(fpr_ci.hi);
   return absl::OkStatus();
+}
+
+// Threads for each attack's bootstrap, which run beside the other attacks'
+// work: a share of the cores, and at least two, so that when the last
+// attacks are left their passes still fill the cores the finished ones
+// freed (an interval's bits do not depend on its threads).
+uint32_t BootstrapThreads(size_t attacks) {
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t n = std::max<size_t>(attacks, 1);
+  return static_cast<uint32_t>(std::min(cores, std::max<size_t>(2, (cores + n - 1) / n)));
 }
 
 constexpr size_t kMostVulnerable = 20;
@@ -310,6 +325,7 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
   // Each attack's scores, curve and intervals are independent of the
   // others' (the intervals cost the most: one pass over every pair per
   // resample), so they run side by side; assembly below stays in order.
+  const uint32_t bootstrap_threads = BootstrapThreads(m.attacks_size());
   struct AttackScores {
     absl::Status status;
     std::vector<double> scores;
@@ -322,12 +338,16 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
     AttackScores& a = scored[i];
     a.status = [&]() -> absl::Status {
       MEMAUDIT_ASSIGN_OR_RETURN(a.scores, MembershipTargetScores(m.attacks(i), matrices));
-      MEMAUDIT_ASSIGN_OR_RETURN(a.roc, scoring::ComputeRoc(a.scores, truth.data));
+      // One ranking of the pairs serves the curve and both intervals.
+      MEMAUDIT_ASSIGN_OR_RETURN(const scoring::RankedScores ranked,
+                                scoring::RankedScores::Rank(a.scores));
+      MEMAUDIT_ASSIGN_OR_RETURN(a.roc, scoring::ComputeRoc(ranked, truth.data));
       MEMAUDIT_ASSIGN_OR_RETURN(
-          a.clustered, scoring::ClusteredAucInterval(a.scores, truth.data, example_of, examples));
-      MEMAUDIT_ASSIGN_OR_RETURN(
-          a.balanced, scoring::BalancedAccuracyInterval(a.scores, truth.data, example_of, examples,
-                                                        bootstrap_seed));
+          a.clustered, scoring::ClusteredAucInterval(ranked, truth.data, example_of, examples));
+      MEMAUDIT_ASSIGN_OR_RETURN(a.balanced, scoring::BalancedAccuracyInterval(
+                                                ranked, truth.data, example_of, examples,
+                                                bootstrap_seed, scoring::kBalancedAccuracyResamples,
+                                                /*confidence=*/0.95, bootstrap_threads));
       return absl::OkStatus();
     }();
   });
