@@ -15,6 +15,11 @@ endfunction()
 # memaudit_engine reuse its header (same flags), so it is built once.
 option(MEMAUDIT_PCH "Precompile LibTorch's headers for the engine's targets" ON)
 function(memaudit_torch_pch target)
+  # -fPIC like memaudit_engine (the worker's engine module links it): a
+  # shared precompiled header needs the same of every user, executables
+  # included (where POSITION_INDEPENDENT_CODE would mean -fPIE). Calls inside
+  # the project stay direct (no interposition in a module).
+  target_compile_options(${target} PRIVATE -fPIC -fno-semantic-interposition)
   if(NOT MEMAUDIT_PCH)
     return()
   endif()

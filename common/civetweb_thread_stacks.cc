@@ -24,9 +24,23 @@ ScopedThreadStackFloor::~ScopedThreadStackFloor() { stack_floor_bytes = saved_; 
 // Defined in the executable (this object is linked in whenever the metrics
 // endpoint is), so it takes precedence over libc's for every shared library,
 // civetweb's included.
-extern "C" int pthread_attr_setstacksize(pthread_attr_t* attr, size_t stack_size) {
-  using SetStackSize = int (*)(pthread_attr_t*, size_t);
+namespace {
+
+using SetStackSize = int (*)(pthread_attr_t*, size_t);
+
+SetStackSize LibcSetStackSize() {
   static const auto real =
       reinterpret_cast<SetStackSize>(dlsym(RTLD_NEXT, "pthread_attr_setstacksize"));
-  return real(attr, std::max(stack_size, memaudit::stack_floor_bytes));
+  return real;
+}
+
+// Looked up before main: dlsym takes the dynamic loader's lock, which a
+// module loading on another thread holds through its whole start-up (the
+// worker's engine, ~0.3 s), and the metrics endpoint starts meanwhile.
+const SetStackSize kLibcSetStackSize = LibcSetStackSize();
+
+}  // namespace
+
+extern "C" int pthread_attr_setstacksize(pthread_attr_t* attr, size_t stack_size) {
+  return LibcSetStackSize()(attr, std::max(stack_size, memaudit::stack_floor_bytes));
 }

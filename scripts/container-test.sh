@@ -27,7 +27,8 @@ base_image=localhost/memaudit-base:bookworm
 version=$(sed -n 's/^project(memaudit VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 image=localhost/memaudit:$version
 pod=memaudit-pod-0
-binaries=(memaudit memaudit-coordinator memaudit-scorer memaudit-worker)
+# The four programs and the engine module memaudit-worker loads.
+binaries=(memaudit memaudit-coordinator memaudit-scorer memaudit-worker libmemaudit_engine.so)
 t_start=$SECONDS
 summary=()
 failed=0
@@ -40,7 +41,7 @@ record() {  # NAME PASS|FAIL SECONDS DETAIL
 }
 
 for b in "${binaries[@]}"; do
-  [ -x "build/bin/$b" ] || die "build/bin/$b missing: run scripts/build.sh first"
+  [ -f "build/bin/$b" ] || die "build/bin/$b missing: run scripts/build.sh first"
 done
 scripts/install-deps.sh >/dev/null
 for c in podman debootstrap kubectl objcopy openssl /usr/bin/python3; do

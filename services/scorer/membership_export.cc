@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/dataset_facts.h"
 #include "common/export_arrays.h"
+#include "common/parallel_for.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "services/scorer/membership_metrics.h"
@@ -47,8 +48,14 @@ absl::StatusOr<std::vector<v1::ExportArray>> MembershipExport(ScorerStore& store
   out.push_back(MakeExportArray("target_model", {"target"}, {m.targets}, v1::INT64,
                                 "the model each row of the score arrays attacks",
                                 std::move(targets)));
-  for (const std::string& attack : spec.membership().attacks()) {
-    MEMAUDIT_ASSIGN_OR_RETURN(auto scores, MembershipTargetScores(attack, m));
+  // Each attack's scores alone, side by side; added in the spec's order.
+  const auto& attacks = spec.membership().attacks();
+  std::vector<absl::StatusOr<std::vector<double>>> scored(attacks.size());
+  ParallelFor(scored.size(), 0,
+              [&](size_t i) { scored[i] = MembershipTargetScores(attacks[i], m); });
+  for (int i = 0; i < attacks.size(); ++i) {
+    const std::string& attack = attacks[i];
+    MEMAUDIT_ASSIGN_OR_RETURN(auto scores, std::move(scored[i]));
     out.push_back(MakeExportArray(
         absl::StrCat("score_", attack), {"target", "example"}, {m.targets, examples}, v1::FLOAT64,
         absl::StrCat(attack,

@@ -10,6 +10,7 @@
 #include "common/exposure_signals.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
+#include "services/worker/engine_access.h"
 
 namespace memaudit::worker {
 
@@ -101,8 +102,8 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.dropout = variant.dropout;
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =
-      engine::OptimizerFromName(e.training().optimizer(), variant.learning_rate,
-                                engine::OptimizerSpec{}.momentum, e.training().weight_decay());
+      Engine().optimizer_from_name(e.training().optimizer(), variant.learning_rate,
+                                   engine::OptimizerSpec{}.momentum, e.training().weight_decay());
   if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("exposure.training.optimizer: ", optimizer.status().message()));
@@ -257,7 +258,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
       return absl::OkStatus();
     };
   }
-  MEMAUDIT_ASSIGN_OR_RETURN(auto result, engine::RunExposure(
+  MEMAUDIT_ASSIGN_OR_RETURN(auto result, Engine().run_exposure(
                                              run,
                                              [&](uint64_t steps) {
                                                // Windows seen, counting every step as a full batch

@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "engine/forgetting_lm_run.h"
 #include "services/worker/classifier_model.h"
+#include "services/worker/engine_access.h"
 #include "services/worker/task_progress.h"
 
 namespace memaudit::worker {
@@ -15,8 +16,8 @@ namespace {
 
 // Which optimizers each Dp kind allows is the validator's to say.
 absl::StatusOr<engine::OptimizerSpec> OptimizerFor(const v1::ForgettingTraining& t) {
-  auto o =
-      engine::OptimizerFromName(t.optimizer(), t.learning_rate(), t.momentum(), t.weight_decay());
+  auto o = Engine().optimizer_from_name(t.optimizer(), t.learning_rate(), t.momentum(),
+                                        t.weight_decay());
   if (!o.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("forgetting.training.optimizer: ", o.status().message()));
@@ -90,11 +91,11 @@ absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
     ref.order_seed = DeriveSeed(spec.seed(), "forgetting/selection/order", 0);
     ref.threads = spec.resources().threads_per_task();
     MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> losses,
-                              engine::ForgettingCandidateLosses(data, ref, on_step));
+                              Engine().forgetting_candidate_losses(data, ref, on_step));
     double sum = 0;
     for (double l : losses) sum += l;
     out.candidate_loss_mean = sum / static_cast<double>(losses.size());
-    for (size_t i : engine::PickByLoss(losses, f.injected().size(), selection)) {
+    for (size_t i : Engine().pick_by_loss(losses, f.injected().size(), selection)) {
       out.injected_rows.push_back(candidate_rows[i]);
       out.selection_loss.push_back(losses[i]);
     }
@@ -270,7 +271,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunCanaryTrial(
   if (send_early) on_point = [&](const engine::ForgettingLmRunResult& so_far) { early(so_far); };
   MEMAUDIT_ASSIGN_OR_RETURN(
       auto result,
-      engine::RunForgettingLm(
+      Engine().run_forgetting_lm(
           run, [&](uint64_t steps) { return on_steps(steps, steps * batch); }, on_point));
   return ForgettingCanaryObservations(task, result);
 }
@@ -300,7 +301,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
       send_early);
   engine::ForgettingPointCallback on_point;
   if (send_early) on_point = [&](const engine::ForgettingRunResult& so_far) { early(so_far); };
-  MEMAUDIT_ASSIGN_OR_RETURN(auto result, engine::RunForgetting(
+  MEMAUDIT_ASSIGN_OR_RETURN(auto result, Engine().run_forgetting(
                                              *data, run,
                                              [&](uint64_t steps) {
                                                // Examples seen, counting every step as a full batch

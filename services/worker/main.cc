@@ -11,11 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/data_roots.h"
+#include "common/device_name.h"
 #include "common/process.h"
 #include "common/serving.h"
+#include "common/status_macros.h"
 #include "common/task_fit.h"
 #include "common/tls.h"
-#include "engine/device.h"
+#include "services/worker/engine_access.h"
 #include "services/worker/machine.h"
 #include "services/worker/worker_loop.h"
 
@@ -100,12 +102,19 @@ absl::Status ApplyFlags(WorkerFlags* flags) {
   options.data_roots = *std::move(data_roots);
   spdlog::info("data roots: {}", DescribeDataRoots(options.data_roots));
   // Every task this process runs trains there (engine runs name no device).
-  absl::StatusOr<std::string> chosen = engine::SetDefaultDevice(flags->device);
-  if (!chosen.ok()) return chosen.status();
-  if (absl::Status s = engine::SetMatmulPrecision(flags->matmul_precision); !s.ok()) return s;
-  spdlog::info("training on {}, {} products", *chosen, flags->matmul_precision);
+  MEMAUDIT_RETURN_IF_ERROR(CheckDeviceName(flags->device));
+  MEMAUDIT_RETURN_IF_ERROR(CheckMatmulPrecision(flags->matmul_precision, flags->device));
+  std::string chosen = "cpu";  // the engine's default, with fp32 products
+  if (flags->device != "cpu") {
+    // Only LibTorch can tell whether the device is there: load the engine now.
+    absl::StatusOr<std::string> device = worker::Engine().set_default_device(flags->device);
+    if (!device.ok()) return device.status();
+    chosen = *device;
+    MEMAUDIT_RETURN_IF_ERROR(worker::Engine().set_matmul_precision(flags->matmul_precision));
+  }
+  spdlog::info("training on {}, {} products", chosen, flags->matmul_precision);
   // One device per process: a CUDA worker offers one GPU and takes GPU tasks only.
-  options.gpus = chosen->rfind("cuda", 0) == 0 ? 1 : 0;
+  options.gpus = chosen.rfind("cuda", 0) == 0 ? 1 : 0;
   options.exit_when_idle = absl::Seconds(flags->exit_when_idle_s);
   if (absl::Status s = LoadClientToken(flags->token_file, &options.credentials); !s.ok()) {
     return s;
@@ -120,8 +129,7 @@ absl::Status ApplyFlags(WorkerFlags* flags) {
 }
 
 // With --coordinator-port-file: waits for the coordinator's port and points
-// options->coordinator at it. Everything before (LibTorch's loading above all)
-// overlapped the coordinator's start. kCancelled: a shutdown signal came first.
+// options->coordinator at it. kCancelled: a shutdown signal came first.
 absl::Status ResolveCoordinatorPort(const std::string& port_file, worker::WorkerOptions* options) {
   if (port_file.empty()) return absl::OkStatus();
   const int signals = ShutdownSignalFd();
@@ -172,6 +180,11 @@ int main(int argc, char** argv) {
   AddWorkerFlags(&app, &flags);
   CLI11_PARSE(app, argc, argv);
   InitLogging("worker");
+  // Found now, loaded as the first task starts (engine_access.h).
+  if (absl::Status s = worker::SetEngineModule(worker::EngineModulePaths()); !s.ok()) {
+    spdlog::critical("{}", s.ToString());
+    return 1;
+  }
   if (absl::Status s = ApplyFlags(&flags); !s.ok()) {
     spdlog::critical("{}", s.ToString());
     return 1;

@@ -6,6 +6,7 @@
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "engine/classifier_eval.h"
+#include "services/worker/engine_access.h"
 
 namespace memaudit::worker {
 
@@ -36,9 +37,9 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipTarget(const v1::Task&
   rows.insert(rows.end(), population.begin(), population.end());
   MEMAUDIT_ASSIGN_OR_RETURN(
       engine::ClassifierSignals signals,
-      engine::EvaluateTorchScriptClassifier(*data, m.target().torchscript_path(), rows,
-                                            spec.resources().threads_per_task(),
-                                            "membership.target.torchscript_path"));
+      Engine().evaluate_torchscript_classifier(*data, m.target().torchscript_path(), rows,
+                                               spec.resources().threads_per_task(),
+                                               "membership.target.torchscript_path"));
   if (!on_steps(1, rows.size())) return absl::CancelledError("stopped");
 
   std::vector<bool> is_member(data->count, false);

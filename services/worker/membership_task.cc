@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "engine/classifier_run.h"
 #include "services/worker/classifier_model.h"
+#include "services/worker/engine_access.h"
 #include "services/worker/membership_target.h"
 #include "services/worker/task_progress.h"
 
@@ -98,7 +99,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(const v1::Task&
     // models trained one after another report their steps summed.
     const uint64_t per_step = recipe.model.has_value() ? 1 : members;
     MEMAUDIT_ASSIGN_OR_RETURN(
-        auto results, engine::RunClassifiers(*data, groups[g], [&](uint64_t steps) {
+        auto results, Engine().run_classifiers(*data, groups[g], [&](uint64_t steps) {
           return on_steps(
               before.steps + steps * per_step,
               before.examples + ExamplesAfter(steps, train_size, recipe.batch_size) * per_step);

@@ -7,6 +7,7 @@
 #include "common/relational_signals.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
+#include "services/worker/engine_access.h"
 #include "services/worker/task_progress.h"
 
 namespace memaudit::worker {
@@ -61,8 +62,8 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
   run.dropout = p.model().dropout();
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =
-      engine::OptimizerFromName(p.training().optimizer(), p.training().learning_rate(),
-                                engine::OptimizerSpec{}.momentum, p.training().weight_decay());
+      Engine().optimizer_from_name(p.training().optimizer(), p.training().learning_rate(),
+                                   engine::OptimizerSpec{}.momentum, p.training().weight_decay());
   if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("relational.phone_book.training.optimizer: ", optimizer.status().message()));
@@ -147,7 +148,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunRelationalVariant(
     bool stopped = false;
     MEMAUDIT_ASSIGN_OR_RETURN(
         auto result,
-        engine::RunLinearRelational(run, [&](const engine::LinearRelationalRunResult& so_far) {
+        Engine().run_linear_relational(run, [&](const engine::LinearRelationalRunResult& so_far) {
           // The closed form jumps to each step: progress is the step reached,
           // examples are steps x N (full-batch GD).
           const uint64_t step = so_far.points.back().step;
@@ -168,7 +169,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunRelationalVariant(
   const uint64_t batch = run.batch_size;
   MEMAUDIT_ASSIGN_OR_RETURN(
       auto result,
-      engine::RunPhoneBook(
+      Engine().run_phone_book(
           run,
           [&](uint64_t steps) { return on_steps(steps, ExamplesAfter(steps, records, batch)); },
           [&](const engine::PhoneBookRunResult& so_far) { early(so_far); }));

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "services/worker/engine_access.h"
 #include "services/worker/kind_handler.h"
 
 namespace memaudit::worker {
@@ -66,6 +67,8 @@ absl::StatusOr<std::vector<v1::Observation>> RunTask(const HandlerLookup& handle
     // Resolved here and now: a symlink changed since Submit, or data laid
     // out differently on this host, is judged as the engine would read it.
     if (absl::Status s = roots.CheckSpec(task.spec()); !s.ok()) return s;
+    // LibTorch loads while the task reads its data (engine_access.h).
+    PrepareEngine();
     return kind->Run(
         task,
         [&](uint64_t steps, uint64_t examples) {

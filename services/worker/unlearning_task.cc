@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "common/unlearning_signals.h"
 #include "services/worker/classifier_model.h"
+#include "services/worker/engine_access.h"
 
 namespace memaudit::worker {
 namespace {
@@ -71,8 +72,8 @@ absl::StatusOr<engine::UnlearningRunSpec> UnlearningRunSpecFor(const v1::Task& t
       run.model, ClassifierModelOf(u.model(), u.dataset(), "unlearning.model.architecture"));
 
   const v1::UnlearningTraining& t = u.training();
-  auto optimizer =
-      engine::OptimizerFromName(t.optimizer(), t.learning_rate(), t.momentum(), t.weight_decay());
+  auto optimizer = Engine().optimizer_from_name(t.optimizer(), t.learning_rate(), t.momentum(),
+                                                t.weight_decay());
   if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("unlearning.training.optimizer: ", optimizer.status().message()));
@@ -164,7 +165,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunUnlearningTask(
   MEMAUDIT_ASSIGN_OR_RETURN(engine::UnlearningRunSpec run, UnlearningRunSpecFor(task, *data));
   const uint64_t batch = run.batch_size;
   MEMAUDIT_ASSIGN_OR_RETURN(auto result,
-                            engine::RunUnlearning(*data, test, run, [&](uint64_t steps) {
+                            Engine().run_unlearning(*data, test, run, [&](uint64_t steps) {
                               // Examples seen, counting every step as a full batch (an upper
                               // bound).
                               return on_steps(steps, steps * batch);

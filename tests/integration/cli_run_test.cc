@@ -334,6 +334,22 @@ TEST(CliRunTest, AReducedPrecisionOnTheCpuIsRefusedBeforeAnythingStarts) {
   EXPECT_THAT(worker.text, HasSubstr("--matmul-precision: \"bf16\" needs a CUDA device"));
 }
 
+// memaudit-worker loads its engine (libmemaudit_engine.so) from beside
+// itself or ../lib/memaudit/: a copy without it says so and exits 1, where a
+// worker that could train nothing would otherwise lease tasks.
+TEST(CliRunTest, AWorkerWithoutItsEngineModuleSaysSoAndExits) {
+  const std::string dir = FreshTestDir();
+  ASSERT_EQ(Shell(absl::StrCat("mkdir -p ", dir, " && cp ", MEMAUDIT_BIN_DIR, "/memaudit-worker ",
+                               dir, "/"))
+                .exit_code,
+            0);
+  Output worker = Shell(absl::StrCat("timeout 20 ", dir,
+                                     "/memaudit-worker --insecure --coordinator 127.0.0.1:1 "
+                                     "--metrics-listen 127.0.0.1:0"));
+  EXPECT_EQ(worker.exit_code, 1) << worker.text;
+  EXPECT_THAT(worker.text, HasSubstr("libmemaudit_engine.so not found (looked for"));
+}
+
 TEST(CliRunTest, RemoteCommandsExplainAnUnreachableCoordinator) {
   Output out = Shell(absl::StrCat(Memaudit(), " status --insecure --coordinator 127.0.0.1:1"));
   EXPECT_EQ(out.exit_code, 3);

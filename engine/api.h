@@ -1,0 +1,47 @@
+// The engine's entry points that the worker calls, as one table. The worker
+// does not link LibTorch: it loads the engine module (libmemaudit_engine.so,
+// engine/module.cc) in the background at start, so LibTorch's start-up
+// (~0.3 s of loading and static initialisers) overlaps registering, leasing
+// and reading the task's data (services/worker/engine_access.h). Tests and
+// tools that link the engine use LinkedEngineApi().
+#ifndef MEMAUDIT_ENGINE_API_H_
+#define MEMAUDIT_ENGINE_API_H_
+
+#include "engine/classifier_eval.h"
+#include "engine/classifier_run.h"
+#include "engine/device.h"
+#include "engine/exposure_run.h"
+#include "engine/forgetting_lm_run.h"
+#include "engine/forgetting_run.h"
+#include "engine/optimizer_spec.h"
+#include "engine/relational_run.h"
+#include "engine/unlearning_run.h"
+
+namespace memaudit::engine {
+
+struct EngineApi {
+  decltype(&SetDefaultDevice) set_default_device;
+  decltype(&SetMatmulPrecision) set_matmul_precision;
+  decltype(&OptimizerFromName) optimizer_from_name;
+  decltype(&RunClassifiers) run_classifiers;
+  decltype(&EvaluateTorchScriptClassifier) evaluate_torchscript_classifier;
+  decltype(&RunExposure) run_exposure;
+  decltype(&RunForgetting) run_forgetting;
+  decltype(&RunForgettingLm) run_forgetting_lm;
+  decltype(&ForgettingCandidateLosses) forgetting_candidate_losses;
+  decltype(&PickByLoss) pick_by_loss;
+  decltype(&RunUnlearning) run_unlearning;
+  decltype(&RunPhoneBook) run_phone_book;
+  decltype(&RunLinearRelational) run_linear_relational;
+};
+
+// The table of the engine linked into this program.
+const EngineApi& LinkedEngineApi();
+
+}  // namespace memaudit::engine
+
+// What the module exports (dlsym): the name and its type.
+inline constexpr char kEngineApiSymbol[] = "memaudit_engine_api";
+using EngineApiFunction = const memaudit::engine::EngineApi* (*)();
+
+#endif  // MEMAUDIT_ENGINE_API_H_
