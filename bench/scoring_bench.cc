@@ -3,8 +3,9 @@
 // then the balanced accuracy's bootstrap interval over every pair, eight
 // resamples per pass against one; then one attack's statistics as the
 // scorer computes them (curve, AUC interval, balanced-accuracy interval),
-// each function sorting the pairs alone against one shared ranking, on one
-// thread and with the bootstrap's passes on two.
+// each function ranking the pairs alone against one shared ranking, on one
+// thread and with the bootstrap's passes on two; and the radix sort that
+// ranks them against std::sort.
 //
 //   build/bin/scoring_bench [models=256] [examples=50000] [repeats=3]
 //   build/bin/scoring_bench 32 2000     # the quickstart's shape
@@ -79,7 +80,7 @@ struct Pairs {
   uint32_t examples = 0;
 };
 
-// Each function on its own, sorting the scores itself (the plain entry
+// Each function on its own, ranking the scores itself (the plain entry
 // points, one thread).
 Statistics Alone(const Pairs& p) {
   Statistics s;
@@ -131,7 +132,8 @@ void BenchOneAttack(const Matrix& phi, const KeepMatrix& keep, size_t examples, 
     std::fprintf(stderr, "the ranked statistics differ from the plain ones\n");
     std::abort();
   }
-  // The sort each plain function makes, against the ranking's radix sort.
+  // A comparison sort of the pairs (what each function made before it
+  // ranked them), against the ranking's radix sort.
   const double t_sort = MedianSeconds(repeats, [&] {
     std::vector<uint32_t> order(p.scores.size());
     std::iota(order.begin(), order.end(), 0u);
@@ -155,7 +157,7 @@ void BenchOneAttack(const Matrix& phi, const KeepMatrix& keep, size_t examples, 
   if (sink != 0) std::abort();  // the same draws
   std::printf("one attack's curve + AUC and balanced-accuracy intervals, %zu pairs:\n",
               p.scores.size());
-  std::printf("... each function sorting alone, one thread: %8.3f s\n", t_alone);
+  std::printf("... each function ranking alone, one thread: %8.3f s\n", t_alone);
   std::printf("... one shared ranking, one thread:          %8.3f s\n", t_one);
   std::printf("... one shared ranking, bootstrap on two:    %8.3f s\n", t_two);
   std::printf("ratio alone / ranked, one thread:            %8.2fx\n", t_alone / t_one);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -45,16 +44,18 @@ absl::Status CheckInputs(absl::Span<const double> scores, absl::Span<const uint8
   return absl::OkStatus();
 }
 
-// Obuchowski's interval from the pairs in increasing score order:
-// index_at(k) is the k-th pair, score_at(k) its score. Every pair of a tie
-// group adds the same placement value for its class, and the groups come in
-// increasing order, so each cluster's sums take the same additions in the
-// same order for any ascending order: the result does not depend on it.
-template <typename IndexAt, typename ScoreAt>
-ClusteredAuc IntervalInOrder(absl::Span<const uint8_t> is_member,
-                             absl::Span<const uint32_t> cluster, uint32_t clusters,
-                             double confidence, const IndexAt& index_at, const ScoreAt& score_at) {
-  const size_t n = is_member.size();
+// Obuchowski's interval, walking the pairs in increasing score order (the
+// ranking read backwards). Every pair of a tie group adds the same placement
+// value for its class, and the groups come in increasing order, so each
+// cluster's sums take the same additions in the same order for any order
+// within a group.
+ClusteredAuc IntervalOf(const RankedScores& ranked, absl::Span<const uint8_t> is_member,
+                        absl::Span<const uint32_t> cluster, uint32_t clusters, double confidence) {
+  const size_t n = is_member.size(), last = n - 1;
+  const std::vector<uint32_t>& order = ranked.order();
+  const std::vector<double>& descending = ranked.descending();
+  auto index_at = [&](size_t k) { return order[last - k]; };
+  auto score_at = [&](size_t k) { return descending[last - k]; };
   double positives = 0, negatives = 0;
   for (uint8_t m : is_member) (m ? positives : negatives) += 1;
   // Placement values: a member's share of non-members it beats (ties ½), a
@@ -116,13 +117,8 @@ absl::StatusOr<ClusteredAuc> ClusteredAucInterval(absl::Span<const double> score
                                                   absl::Span<const uint32_t> cluster,
                                                   uint32_t clusters, double confidence) {
   MEMAUDIT_RETURN_IF_ERROR(CheckInputs(scores, is_member, cluster, clusters, confidence));
-  std::vector<uint32_t> order(scores.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return scores[a] < scores[b]; });
-  return IntervalInOrder(
-      is_member, cluster, clusters, confidence, [&](size_t k) { return order[k]; },
-      [&](size_t k) { return scores[order[k]]; });
+  MEMAUDIT_ASSIGN_OR_RETURN(const RankedScores ranked, RankedScores::Rank(scores));
+  return IntervalOf(ranked, is_member, cluster, clusters, confidence);
 }
 
 absl::StatusOr<ClusteredAuc> ClusteredAucInterval(const RankedScores& ranked,
@@ -130,13 +126,7 @@ absl::StatusOr<ClusteredAuc> ClusteredAucInterval(const RankedScores& ranked,
                                                   absl::Span<const uint32_t> cluster,
                                                   uint32_t clusters, double confidence) {
   MEMAUDIT_RETURN_IF_ERROR(CheckInputs(ranked.scores(), is_member, cluster, clusters, confidence));
-  // The ranking read backwards: increasing score order.
-  const size_t last = ranked.size() - 1;
-  const std::vector<uint32_t>& order = ranked.order();
-  const std::vector<double>& descending = ranked.descending();
-  return IntervalInOrder(
-      is_member, cluster, clusters, confidence, [&](size_t k) { return order[last - k]; },
-      [&](size_t k) { return descending[last - k]; });
+  return IntervalOf(ranked, is_member, cluster, clusters, confidence);
 }
 
 }  // namespace memaudit::scoring

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -56,13 +55,14 @@ struct SortedPairs {
   std::vector<int64_t> members, non_members;  // per dense cluster
 };
 
-// The pairs from their decreasing score order: index_at(k) is the k-th
-// pair, score_at(k) its score. A tie group's counts and its last pair's
-// group-end bit do not depend on its order, and the resample passes only
-// add integers within a group, so any descending order gives the same bits.
-template <typename IndexAt, typename ScoreAt>
-SortedPairs PairsInOrder(absl::Span<const uint8_t> is_member, absl::Span<const uint32_t> cluster,
-                         uint32_t clusters, const IndexAt& index_at, const ScoreAt& score_at) {
+// The pairs from their ranking. A tie group's counts and its last pair's
+// group-end bit do not depend on the order within it, and the resample
+// passes only add integers within a group, so any descending order gives
+// the same bits.
+SortedPairs PairsOf(const RankedScores& ranked, absl::Span<const uint8_t> is_member,
+                    absl::Span<const uint32_t> cluster, uint32_t clusters) {
+  const std::vector<uint32_t>& order = ranked.order();
+  const std::vector<double>& descending = ranked.descending();
   // Dense indices for the non-empty clusters: only they are resampled.
   std::vector<uint32_t> dense(clusters, kClusterMask);
   SortedPairs out;
@@ -75,33 +75,13 @@ SortedPairs PairsInOrder(absl::Span<const uint8_t> is_member, absl::Span<const u
   const size_t n = cluster.size();
   out.code.resize(n);
   for (size_t k = 0; k < n; ++k) {
-    const uint32_t i = index_at(k);
+    const uint32_t i = order[k];
     const uint32_t d = dense[cluster[i]];
     (is_member[i] ? out.members : out.non_members)[d] += 1;
-    const bool end = k + 1 == n || score_at(k + 1) != score_at(k);
+    const bool end = k + 1 == n || descending[k + 1] != descending[k];
     out.code[k] = d | (is_member[i] ? kMemberBit : 0) | (end ? kGroupEndBit : 0);
   }
   return out;
-}
-
-SortedPairs Sort(absl::Span<const double> scores, absl::Span<const uint8_t> is_member,
-                 absl::Span<const uint32_t> cluster, uint32_t clusters) {
-  std::vector<uint32_t> order(scores.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return scores[a] > scores[b]; });
-  return PairsInOrder(
-      is_member, cluster, clusters, [&](size_t k) { return order[k]; },
-      [&](size_t k) { return scores[order[k]]; });
-}
-
-SortedPairs FromRanking(const RankedScores& ranked, absl::Span<const uint8_t> is_member,
-                        absl::Span<const uint32_t> cluster, uint32_t clusters) {
-  const std::vector<uint32_t>& order = ranked.order();
-  const std::vector<double>& descending = ranked.descending();
-  return PairsInOrder(
-      is_member, cluster, clusters, [&](size_t k) { return order[k]; },
-      [&](size_t k) { return descending[k]; });
 }
 
 // The deviations of one resample's curve J*(τ) = TPR* − FPR* from the
@@ -406,7 +386,7 @@ absl::Status CheckUsedClusters(const SortedPairs& pairs) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<BootstrapInterval> SortAndBootstrap(absl::Span<const double> scores,
+absl::StatusOr<BootstrapInterval> RankAndBootstrap(absl::Span<const double> scores,
                                                    absl::Span<const uint8_t> is_member,
                                                    absl::Span<const uint32_t> cluster,
                                                    uint32_t clusters, uint64_t seed,
@@ -414,7 +394,8 @@ absl::StatusOr<BootstrapInterval> SortAndBootstrap(absl::Span<const double> scor
                                                    int64_t batched_pairs) {
   MEMAUDIT_RETURN_IF_ERROR(
       CheckInputs(scores, is_member, cluster, clusters, resamples, confidence));
-  const SortedPairs pairs = Sort(scores, is_member, cluster, clusters);
+  MEMAUDIT_ASSIGN_OR_RETURN(const RankedScores ranked, RankedScores::Rank(scores));
+  const SortedPairs pairs = PairsOf(ranked, is_member, cluster, clusters);
   MEMAUDIT_RETURN_IF_ERROR(CheckUsedClusters(pairs));
   return Bootstrap(pairs, seed, resamples, confidence, batched_pairs, /*threads=*/1);
 }
@@ -426,7 +407,7 @@ absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(absl::Span<const doub
                                                            absl::Span<const uint32_t> cluster,
                                                            uint32_t clusters, uint64_t seed,
                                                            uint32_t resamples, double confidence) {
-  return SortAndBootstrap(scores, is_member, cluster, clusters, seed, resamples, confidence,
+  return RankAndBootstrap(scores, is_member, cluster, clusters, seed, resamples, confidence,
                           kBatchedPairs);
 }
 
@@ -438,7 +419,7 @@ absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(const RankedScores& r
                                                            uint32_t threads) {
   MEMAUDIT_RETURN_IF_ERROR(
       CheckInputs(ranked.scores(), is_member, cluster, clusters, resamples, confidence));
-  const SortedPairs pairs = FromRanking(ranked, is_member, cluster, clusters);
+  const SortedPairs pairs = PairsOf(ranked, is_member, cluster, clusters);
   MEMAUDIT_RETURN_IF_ERROR(CheckUsedClusters(pairs));
   return Bootstrap(pairs, seed, resamples, confidence, kBatchedPairs, threads);
 }
@@ -447,7 +428,7 @@ namespace internal {
 absl::StatusOr<BootstrapInterval> BalancedAccuracyIntervalWithBatchLimit(
     absl::Span<const double> scores, absl::Span<const uint8_t> is_member,
     absl::Span<const uint32_t> cluster, uint32_t clusters, uint64_t seed, int64_t batched_pairs) {
-  return SortAndBootstrap(scores, is_member, cluster, clusters, seed, kBalancedAccuracyResamples,
+  return RankAndBootstrap(scores, is_member, cluster, clusters, seed, kBalancedAccuracyResamples,
                           0.95, batched_pairs);
 }
 }  // namespace internal

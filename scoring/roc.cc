@@ -3,23 +3,29 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 
 #include "common/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {
 
-namespace {
+absl::StatusOr<RocCurve> ComputeRoc(absl::Span<const double> scores,
+                                    absl::Span<const uint8_t> is_member) {
+  MEMAUDIT_RETURN_IF_ERROR(CheckLabeledScores(scores, is_member));
+  MEMAUDIT_ASSIGN_OR_RETURN(const RankedScores ranked, RankedScores::Rank(scores));
+  return ComputeRoc(ranked, is_member);
+}
 
-// The curve from the pairs in decreasing score order: score_at(k) and
-// member_at(k) read the k-th. Counts within a tie group do not depend on
-// its order, so any descending order gives the same curve.
-template <typename ScoreAt, typename MemberAt>
-RocCurve CurveInOrder(size_t n, size_t positives, const ScoreAt& score_at,
-                      const MemberAt& member_at) {
+// Counts within a tie group do not depend on its order, so the curve is
+// that of any decreasing score order.
+absl::StatusOr<RocCurve> ComputeRoc(const RankedScores& ranked,
+                                    absl::Span<const uint8_t> is_member) {
+  MEMAUDIT_RETURN_IF_ERROR(CheckLabeledScores(ranked.scores(), is_member));
+  const size_t n = ranked.size();
+  const std::vector<double>& descending = ranked.descending();
+  const std::vector<uint32_t>& order = ranked.order();
   RocCurve roc;
-  roc.positives = positives;
+  for (uint8_t m : is_member) roc.positives += m;
   roc.negatives = n - roc.positives;
   const double p = static_cast<double>(roc.positives);
   const double q = static_cast<double>(roc.negatives);
@@ -33,10 +39,10 @@ RocCurve CurveInOrder(size_t n, size_t positives, const ScoreAt& score_at,
   push(std::numeric_limits<double>::infinity(), 0, 0);
   size_t tp = 0, fp = 0;
   for (size_t i = 0; i < n;) {
-    const double s = score_at(i);
+    const double s = descending[i];
     // Consume the whole tie group: a threshold at s includes all of it.
-    for (; i < n && score_at(i) == s; ++i) {
-      if (member_at(i)) {
+    for (; i < n && descending[i] == s; ++i) {
+      if (is_member[order[i]]) {
         ++tp;
       } else {
         ++fp;
@@ -45,36 +51,6 @@ RocCurve CurveInOrder(size_t n, size_t positives, const ScoreAt& score_at,
     push(s, tp, fp);
   }
   return roc;
-}
-
-size_t Members(absl::Span<const uint8_t> is_member) {
-  size_t members = 0;
-  for (uint8_t m : is_member) members += m;
-  return members;
-}
-
-}  // namespace
-
-absl::StatusOr<RocCurve> ComputeRoc(absl::Span<const double> scores,
-                                    absl::Span<const uint8_t> is_member) {
-  MEMAUDIT_RETURN_IF_ERROR(CheckLabeledScores(scores, is_member));
-  const size_t n = scores.size();
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-  return CurveInOrder(
-      n, Members(is_member), [&](size_t k) { return scores[order[k]]; },
-      [&](size_t k) { return is_member[order[k]] != 0; });
-}
-
-absl::StatusOr<RocCurve> ComputeRoc(const RankedScores& ranked,
-                                    absl::Span<const uint8_t> is_member) {
-  MEMAUDIT_RETURN_IF_ERROR(CheckLabeledScores(ranked.scores(), is_member));
-  const std::vector<double>& descending = ranked.descending();
-  const std::vector<uint32_t>& order = ranked.order();
-  return CurveInOrder(
-      ranked.size(), Members(is_member), [&](size_t k) { return descending[k]; },
-      [&](size_t k) { return is_member[order[k]] != 0; });
 }
 
 double Auc(const RocCurve& roc) {
