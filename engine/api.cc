@@ -3,19 +3,10 @@
 namespace memaudit::engine {
 
 const EngineApi& LinkedEngineApi() {
-  static const EngineApi api{SetDefaultDevice,
-                             SetMatmulPrecision,
-                             OptimizerFromName,
-                             RunClassifiers,
-                             EvaluateTorchScriptClassifier,
-                             RunExposure,
-                             RunForgetting,
-                             RunForgettingLm,
-                             ForgettingCandidateLosses,
-                             PickByLoss,
-                             RunUnlearning,
-                             RunPhoneBook,
-                             RunLinearRelational};
+  static const EngineApi api{
+      SetDefaultDevice, SetMatmulPrecision, RunClassifiers,  EvaluateTorchScriptClassifier,
+      RunExposure,      RunForgetting,      RunForgettingLm, ForgettingCandidateLosses,
+      PickByLoss,       RunUnlearning,      RunPhoneBook,    RunLinearRelational};
   return api;
 }
 

@@ -13,7 +13,6 @@
 #include "engine/exposure_run.h"
 #include "engine/forgetting_lm_run.h"
 #include "engine/forgetting_run.h"
-#include "engine/optimizer_spec.h"
 #include "engine/relational_run.h"
 #include "engine/unlearning_run.h"
 
@@ -22,7 +21,6 @@ namespace memaudit::engine {
 struct EngineApi {
   decltype(&SetDefaultDevice) set_default_device;
   decltype(&SetMatmulPrecision) set_matmul_precision;
-  decltype(&OptimizerFromName) optimizer_from_name;
   decltype(&RunClassifiers) run_classifiers;
   decltype(&EvaluateTorchScriptClassifier) evaluate_torchscript_classifier;
   decltype(&RunExposure) run_exposure;

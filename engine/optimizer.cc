@@ -24,26 +24,6 @@ double LearningRateAt(const OptimizerSpec& opt, const LrScheduleSpec& schedule, 
   return lr;
 }
 
-absl::StatusOr<OptimizerSpec> OptimizerFromName(absl::string_view name, double learning_rate,
-                                                double momentum, double weight_decay) {
-  OptimizerSpec o;
-  if (name == "sgd") {
-    o.kind = OptimizerKind::kSgd;
-  } else if (name == "momentum") {
-    o.kind = OptimizerKind::kMomentum;
-    o.momentum = momentum;
-  } else if (name == "adam") {
-    o.kind = OptimizerKind::kAdam;
-  } else if (name == "rmsprop") {
-    o.kind = OptimizerKind::kRmsProp;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown \"", name, "\""));
-  }
-  o.learning_rate = learning_rate;
-  o.weight_decay = weight_decay;
-  return o;
-}
-
 absl::Status ValidateOptimizer(const OptimizerSpec& opt, const LrScheduleSpec& schedule) {
   if (!(opt.learning_rate > 0)) return absl::InvalidArgumentError("learning_rate: must be > 0");
   if (opt.weight_decay < 0) return absl::InvalidArgumentError("weight_decay: must be >= 0");

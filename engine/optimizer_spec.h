@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
 namespace memaudit::engine {
@@ -44,9 +45,27 @@ absl::Status ValidateOptimizer(const OptimizerSpec& opt, const LrScheduleSpec& s
 
 // The optimizer a spec names: "sgd", "momentum" (heavy ball with `momentum`),
 // "adam" or "rmsprop". An unknown name is InvalidArgument "unknown "x""; the
-// caller prefixes the spec field.
-absl::StatusOr<OptimizerSpec> OptimizerFromName(absl::string_view name, double learning_rate,
-                                                double momentum, double weight_decay);
+// caller prefixes the spec field. Inline: the worker reads it before the
+// engine module is loaded.
+inline absl::StatusOr<OptimizerSpec> OptimizerFromName(absl::string_view name, double learning_rate,
+                                                       double momentum, double weight_decay) {
+  OptimizerSpec o;
+  if (name == "sgd") {
+    o.kind = OptimizerKind::kSgd;
+  } else if (name == "momentum") {
+    o.kind = OptimizerKind::kMomentum;
+    o.momentum = momentum;
+  } else if (name == "adam") {
+    o.kind = OptimizerKind::kAdam;
+  } else if (name == "rmsprop") {
+    o.kind = OptimizerKind::kRmsProp;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown \"", name, "\""));
+  }
+  o.learning_rate = learning_rate;
+  o.weight_decay = weight_decay;
+  return o;
+}
 
 }  // namespace memaudit::engine
 

@@ -386,18 +386,31 @@ absl::Status CheckUsedClusters(const SortedPairs& pairs) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<BootstrapInterval> BootstrapRanked(const RankedScores& ranked,
+                                                  absl::Span<const uint8_t> is_member,
+                                                  absl::Span<const uint32_t> cluster,
+                                                  uint32_t clusters, uint64_t seed,
+                                                  uint32_t resamples, double confidence,
+                                                  int64_t batched_pairs, uint32_t threads) {
+  MEMAUDIT_RETURN_IF_ERROR(
+      CheckInputs(ranked.scores(), is_member, cluster, clusters, resamples, confidence));
+  const SortedPairs pairs = PairsOf(ranked, is_member, cluster, clusters);
+  MEMAUDIT_RETURN_IF_ERROR(CheckUsedClusters(pairs));
+  return Bootstrap(pairs, seed, resamples, confidence, batched_pairs, threads);
+}
+
 absl::StatusOr<BootstrapInterval> RankAndBootstrap(absl::Span<const double> scores,
                                                    absl::Span<const uint8_t> is_member,
                                                    absl::Span<const uint32_t> cluster,
                                                    uint32_t clusters, uint64_t seed,
                                                    uint32_t resamples, double confidence,
                                                    int64_t batched_pairs) {
+  // Checked before ranking, so that bad input gets the same errors either way.
   MEMAUDIT_RETURN_IF_ERROR(
       CheckInputs(scores, is_member, cluster, clusters, resamples, confidence));
   MEMAUDIT_ASSIGN_OR_RETURN(const RankedScores ranked, RankedScores::Rank(scores));
-  const SortedPairs pairs = PairsOf(ranked, is_member, cluster, clusters);
-  MEMAUDIT_RETURN_IF_ERROR(CheckUsedClusters(pairs));
-  return Bootstrap(pairs, seed, resamples, confidence, batched_pairs, /*threads=*/1);
+  return BootstrapRanked(ranked, is_member, cluster, clusters, seed, resamples, confidence,
+                         batched_pairs, /*threads=*/1);
 }
 
 }  // namespace
@@ -417,11 +430,8 @@ absl::StatusOr<BootstrapInterval> BalancedAccuracyInterval(const RankedScores& r
                                                            uint32_t clusters, uint64_t seed,
                                                            uint32_t resamples, double confidence,
                                                            uint32_t threads) {
-  MEMAUDIT_RETURN_IF_ERROR(
-      CheckInputs(ranked.scores(), is_member, cluster, clusters, resamples, confidence));
-  const SortedPairs pairs = PairsOf(ranked, is_member, cluster, clusters);
-  MEMAUDIT_RETURN_IF_ERROR(CheckUsedClusters(pairs));
-  return Bootstrap(pairs, seed, resamples, confidence, kBatchedPairs, threads);
+  return BootstrapRanked(ranked, is_member, cluster, clusters, seed, resamples, confidence,
+                         kBatchedPairs, threads);
 }
 
 namespace internal {

@@ -102,8 +102,8 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.dropout = variant.dropout;
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =
-      Engine().optimizer_from_name(e.training().optimizer(), variant.learning_rate,
-                                   engine::OptimizerSpec{}.momentum, e.training().weight_decay());
+      engine::OptimizerFromName(e.training().optimizer(), variant.learning_rate,
+                                engine::OptimizerSpec{}.momentum, e.training().weight_decay());
   if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("exposure.training.optimizer: ", optimizer.status().message()));

@@ -16,8 +16,8 @@ namespace {
 
 // Which optimizers each Dp kind allows is the validator's to say.
 absl::StatusOr<engine::OptimizerSpec> OptimizerFor(const v1::ForgettingTraining& t) {
-  auto o = Engine().optimizer_from_name(t.optimizer(), t.learning_rate(), t.momentum(),
-                                        t.weight_decay());
+  auto o =
+      engine::OptimizerFromName(t.optimizer(), t.learning_rate(), t.momentum(), t.weight_decay());
   if (!o.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("forgetting.training.optimizer: ", o.status().message()));

@@ -62,8 +62,8 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
   run.dropout = p.model().dropout();
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =
-      Engine().optimizer_from_name(p.training().optimizer(), p.training().learning_rate(),
-                                   engine::OptimizerSpec{}.momentum, p.training().weight_decay());
+      engine::OptimizerFromName(p.training().optimizer(), p.training().learning_rate(),
+                                engine::OptimizerSpec{}.momentum, p.training().weight_decay());
   if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("relational.phone_book.training.optimizer: ", optimizer.status().message()));

@@ -72,8 +72,8 @@ absl::StatusOr<engine::UnlearningRunSpec> UnlearningRunSpecFor(const v1::Task& t
       run.model, ClassifierModelOf(u.model(), u.dataset(), "unlearning.model.architecture"));
 
   const v1::UnlearningTraining& t = u.training();
-  auto optimizer = Engine().optimizer_from_name(t.optimizer(), t.learning_rate(), t.momentum(),
-                                                t.weight_decay());
+  auto optimizer =
+      engine::OptimizerFromName(t.optimizer(), t.learning_rate(), t.momentum(), t.weight_decay());
   if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("unlearning.training.optimizer: ", optimizer.status().message()));
