@@ -351,7 +351,7 @@ absl::Status EnsembleTrainer::Train(const TensorDataset& data, uint64_t until_st
                     : ce.mean(1).sum();
     };
     if (!model_->SetGradients(x, loss_of)) loss_of(model_->Forward(x)).backward();
-    optimizer_->step();
+    OptimizerStep(*optimizer_);
     ++step_;
     if (after_step && !after_step()) {
       return absl::CancelledError(absl::StrCat("stopped after ensemble step ", step_));

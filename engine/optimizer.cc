@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "engine/sgd_update.h"
 
 namespace memaudit::engine {
 
@@ -68,6 +69,61 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> MakeOptimizer(
 
 void SetLearningRate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+namespace {
+
+bool FusableTensor(const torch::Tensor& t, const torch::Tensor& like) {
+  return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
+         t.is_contiguous() && t.numel() == like.numel();
+}
+
+// The SGD step in one pass per parameter where every parameter allows it;
+// false, touching nothing, where one does not.
+bool FusedSgdStep(torch::optim::Optimizer& optimizer) {
+  auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer);
+  if (sgd == nullptr) return false;
+  struct Update {
+    SgdFactors factors;
+    torch::Tensor p, g, buf;
+  };
+  std::vector<Update> updates;
+  for (auto& group : sgd->param_groups()) {
+    const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
+    if (o.nesterov()) return false;
+    // LibTorch's kernels take the options as float32 scalars.
+    SgdFactors f;
+    f.weight_decay = static_cast<float>(o.weight_decay());
+    f.momentum = static_cast<float>(o.momentum());
+    f.dampening_keep = static_cast<float>(1 - o.dampening());
+    f.step = static_cast<float>(-1 * o.lr());
+    for (const torch::Tensor& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      Update u{f, p, p.grad(), torch::Tensor()};
+      if (!FusableTensor(p, p) || !FusableTensor(u.g, p)) return false;
+      if (o.momentum() != 0) {
+        auto state = sgd->state().find(StateKeyOf(p));
+        if (state == sgd->state().end()) return false;  // the first step makes the buffer
+        u.buf = static_cast<torch::optim::SGDParamState&>(*state->second).momentum_buffer();
+        if (!FusableTensor(u.buf, p)) return false;
+      }
+      updates.push_back(std::move(u));
+    }
+  }
+  for (Update& u : updates) {
+    SgdUpdate(u.factors, u.p.numel(), u.g.data_ptr<float>(),
+              u.buf.defined() ? u.buf.data_ptr<float>() : nullptr, u.p.data_ptr<float>());
+  }
+  return true;
+}
+
+}  // namespace
+
+bool OptimizerStep(torch::optim::Optimizer& optimizer) {
+  torch::NoGradGuard no_grad;
+  if (FusedSgdStep(optimizer)) return true;
+  optimizer.step();
+  return false;
 }
 
 }  // namespace memaudit::engine

@@ -7,6 +7,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +24,27 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> MakeOptimizer(
 
 // Sets the learning rate of every parameter group.
 void SetLearningRate(torch::optim::Optimizer& optimizer, double lr);
+
+// optimizer.step(), to the bit. SGD on CPU float32 parameters (after its
+// first step, which creates the momentum buffers, and without Nesterov)
+// updates each parameter in one pass (engine/sgd_update.h): true where it did.
+bool OptimizerStep(torch::optim::Optimizer& optimizer);
+
+// The optimizer's state key of parameter p: its TensorImpl's address, as a
+// string in LibTorch 1.x and as the pointer itself in 2.x.
+using OptimizerStateKey =
+    std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+template <typename Key = OptimizerStateKey>
+Key StateKeyOf(const torch::Tensor& p) {
+  void* impl = p.unsafeGetTensorImpl();
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream text;
+    text << impl;
+    return text.str();
+  } else {
+    return impl;
+  }
+}
 
 }  // namespace memaudit::engine
 

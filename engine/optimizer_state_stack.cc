@@ -1,32 +1,15 @@
 #include "engine/optimizer_state_stack.h"
 
-#include <sstream>
 #include <string>
-#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "engine/optimizer.h"
 
 namespace memaudit::engine {
 namespace {
 
 using torch::optim::OptimizerParamState;
-
-// The optimizer's state key of parameter p: its TensorImpl's address, as a
-// string in LibTorch 1.x and as the pointer itself in 2.x.
-using StateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
-
-template <typename Key = StateKey>
-Key KeyOf(const torch::Tensor& p) {
-  void* impl = p.unsafeGetTensorImpl();
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream text;
-    text << impl;
-    return text.str();
-  } else {
-    return impl;
-  }
-}
 
 // The members' tensors of one state field, stacked along dim 0 in the
 // stacked parameter's shape; undefined when no member has the field.
@@ -151,7 +134,7 @@ absl::Status StackOptimizerState(OptimizerKind kind,
             absl::StrCat("optimizer state: member ", k, " has another architecture"));
       }
       const auto& map = from[k]->state();
-      auto it = map.find(KeyOf(from_params[k][i]));
+      auto it = map.find(StateKeyOf(from_params[k][i]));
       if (it != map.end()) states.push_back(it->second.get());
     }
     if (states.empty()) continue;  // no member has stepped this parameter yet
@@ -160,7 +143,7 @@ absl::Status StackOptimizerState(OptimizerKind kind,
           absl::StrCat("optimizer state of parameter ", i, ": held by some members only"));
     }
     MEMAUDIT_ASSIGN_OR_RETURN(auto stacked, StackOne(kind, states, to_params[i]));
-    to.state()[KeyOf(to_params[i])] = std::move(stacked);
+    to.state()[StateKeyOf(to_params[i])] = std::move(stacked);
   }
   return absl::OkStatus();
 }

@@ -74,7 +74,7 @@ absl::StatusOr<double> Trainer::Step(const Batch& batch, bool advance_lr) {
     loss.backward();
     loss_value = loss.item<double>();
   }
-  optimizer_->step();
+  OptimizerStep(*optimizer_);
   ++step_;
   if (advance_lr) ++lr_step_;
   return loss_value;
