@@ -27,6 +27,11 @@ has that flag.
   /usr/bin/python3 bench/system_bench.py                 # shapes a and b, R = 3
   /usr/bin/python3 bench/system_bench.py --reps 5 --shape a=16,256,128,10000,5
 
+On a GPU machine, --device cuda runs both on the GPU: the spec asks for
+gpus_per_task 1, `memaudit run` starts its worker with --device cuda (and
+--matmul-precision, fp32 unless given), and the peer keeps its data on the GPU.
+--python names the interpreter with PyTorch where /usr/bin/python3 has none.
+
 Needs Debian's dataset-fashion-mnist (exits 2 without it) and build/bin/memaudit.
 """
 import argparse
@@ -76,14 +81,16 @@ def check_dataset(data):
         sys.exit(2)
 
 
-def write_spec(path, shape, per_task, data):
+def write_spec(path, shape, per_task, data, device):
     """A membership spec of the shape's recipe, LiRA and loss attacks (no RMIA population)."""
     dataset_path = "" if data == DEFAULT_DATA else f"\n    path: {data}"
+    gpus = 1 if device == "cuda" else 0
     with open(path, "w") as f:
         f.write(f"""name: system-bench-{shape.name}-p{per_task}
 seed: 2026
 resources:
   threads_per_task: 1
+  gpus_per_task: {gpus}
   models_per_task: {per_task}
 membership:
   dataset:
@@ -140,9 +147,11 @@ def has_timings_flag(memaudit):
     return "--timings" in help_text.stdout + help_text.stderr
 
 
-def run_memaudit(memaudit, spec, work, timings, data):
+def run_memaudit(memaudit, spec, work, timings, data, device, precision):
     run_dir = os.path.join(work, "run")
     argv = [memaudit, "run", spec, "-w", "1", "--dir", run_dir]
+    if device != "cpu":
+        argv += ["--device", device, "--matmul-precision", precision]
     if timings:
         argv.append("--timings")
     if data != DEFAULT_DATA:
@@ -152,10 +161,10 @@ def run_memaudit(memaudit, spec, work, timings, data):
     return Run(wall, cpu, parse_fields(output, "timings:") or {})
 
 
-def run_peer(shape, work, data):
-    argv = [PYTHON, PEER, f"--data={data}", f"--models={shape.models}",
+def run_peer(shape, work, data, device, python):
+    argv = [python, PEER, f"--data={data}", f"--models={shape.models}",
             f"--hidden={shape.hidden}", f"--batch={shape.batch}", f"--pool={shape.pool}",
-            f"--epochs={shape.epochs}"]
+            f"--epochs={shape.epochs}", f"--device={device}"]
     wall, cpu, output = run_timed(argv, os.path.join(work, "peer"))
     return Run(wall, cpu, parse_fields(output, "peer:") or {})
 
@@ -208,17 +217,25 @@ def main():
                     help="NAME=K,H,B,N,E (repeatable; default: %s)" % " ".join(DEFAULT_SHAPES))
     ap.add_argument("--memaudit", default=os.environ.get("MEMAUDIT_BIN", "build/bin/memaudit"))
     ap.add_argument("--data", default=DEFAULT_DATA, help="directory with the Fashion-MNIST IDX files")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                    help="where memaudit's worker and the peer train (default cpu)")
+    ap.add_argument("--matmul-precision", default="fp32", choices=("fp32", "tf32", "bf16"),
+                    help="memaudit's CUDA product precision (--device cuda only)")
+    ap.add_argument("--python", default=PYTHON, help="the peer's interpreter (default %(default)s)")
     a = ap.parse_args()
+    if a.device == "cpu" and a.matmul_precision != "fp32":
+        ap.error("--matmul-precision: the CPU runs fp32 only")
     shapes = a.shape or [parse_shape(s) for s in DEFAULT_SHAPES]
     check_dataset(a.data)
     if not os.access(a.memaudit, os.X_OK):
         sys.exit(f"{a.memaudit} not found: build it (scripts/build.sh) or pass --memaudit")
     timings = has_timings_flag(a.memaudit)
 
+    on = "" if a.device == "cpu" else f", on {a.device} ({a.matmul_precision} products)"
     print("memaudit: `memaudit run -w 1`, threads_per_task 1, end to end (start-up, training, "
-          "LiRA/loss signals, scoring, report, shutdown)")
-    print("peer: /usr/bin/python3 bench/peer/shadow_peer.py, one thread, TRAINING ONLY "
-          "(no evaluation, no membership signals, no scoring)")
+          f"LiRA/loss signals, scoring, report, shutdown){on}")
+    print(f"peer: {a.python} bench/peer/shadow_peer.py, one thread, TRAINING ONLY "
+          f"(no evaluation, no membership signals, no scoring){' on ' + a.device if on else ''}")
     if not timings:
         print(f"{a.memaudit} run has no --timings flag: memaudit wall time only")
     print("load average %.2f %.2f %.2f" % os.getloadavg(), flush=True)
@@ -233,12 +250,13 @@ def main():
                 order = ["peer"] + variants
                 for who in order if rep % 2 == 0 else reversed(order):
                     if who == "peer":
-                        peer.append(run_peer(shape, work, a.data))
+                        peer.append(run_peer(shape, work, a.data, a.device, a.python))
                         r, label = peer[-1], "peer"
                     else:
                         spec = os.path.join(work, f"{shape.name}-p{who}.yaml")
-                        write_spec(spec, shape, who, a.data)
-                        mem[who].append(run_memaudit(a.memaudit, spec, work, timings, a.data))
+                        write_spec(spec, shape, who, a.data, a.device)
+                        mem[who].append(run_memaudit(a.memaudit, spec, work, timings, a.data,
+                                                     a.device, a.matmul_precision))
                         r, label = mem[who][-1], f"memaudit models_per_task={who}"
                     print(f"rep {rep + 1} shape {shape.name} {label:<30} wall {r.wall:6.2f} s  "
                           f"cpu {r.cpu:6.2f} s", flush=True)
@@ -249,9 +267,11 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
     print("load average %.2f %.2f %.2f" % os.getloadavg())
-    print("reproduce: /usr/bin/python3 bench/system_bench.py --reps %d %s --memaudit %s --data %s" % (
+    device = "" if a.device == "cpu" else (
+        f" --device {a.device} --matmul-precision {a.matmul_precision} --python {a.python}")
+    print("reproduce: /usr/bin/python3 bench/system_bench.py --reps %d %s --memaudit %s --data %s%s" % (
         a.reps, " ".join(f"--shape {s.name}={s.models},{s.hidden},{s.batch},{s.pool},{s.epochs}"
-                         for s in shapes), a.memaudit, a.data))
+                         for s in shapes), a.memaudit, a.data, device))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -178,6 +179,53 @@ int ValidateCommand(const std::string& spec_path, const std::vector<std::string>
   return kBadInput;
 }
 
+namespace {
+
+// Watches `memaudit run`'s workers: should every one exit while the audit
+// runs (no usable device, no engine module, a crash), no task could run and
+// the audit would wait for ever, so it says why, stops the services and
+// ends the process. The destructor stops the cluster and joins the watch.
+class WorkerWatch {
+ public:
+  // After the cluster's last AddWorker.
+  explicit WorkerWatch(EmbeddedCluster* cluster)
+      : cluster_(cluster), thread_([this] { Watch(); }) {}
+  ~WorkerWatch() {
+    cluster_->Stop();
+    thread_.join();
+  }
+  WorkerWatch(const WorkerWatch&) = delete;
+  WorkerWatch& operator=(const WorkerWatch&) = delete;
+
+  // Workers that exit once the results are in lose nothing.
+  void ResultsIn() { results_in_ = true; }
+  // The run's own failure: PrintError's, unless the watch is reporting lost
+  // workers, whose stopping of the services is what failed here; then the
+  // watch ends the process and this waits for it.
+  int Fail(const absl::Status& status) {
+    if (lost_) {
+      while (true) pause();
+    }
+    return PrintError(status);
+  }
+
+ private:
+  void Watch() {
+    const absl::Status lost = cluster_->AwaitWorkersLost();
+    if (lost.ok() || results_in_) return;
+    lost_ = true;
+    std::fprintf(stderr, "\nerror: %s\n", std::string(lost.message()).c_str());
+    cluster_->Stop();
+    std::_Exit(ExitCodeFor(lost));
+  }
+
+  EmbeddedCluster* cluster_;
+  std::atomic<bool> results_in_{false}, lost_{false};
+  std::thread thread_;  // last: started once the rest is
+};
+
+}  // namespace
+
 int RunCommand(const RunOptions& options) {
   RunTimings timings;
   timings.start = absl::Now();
@@ -221,24 +269,26 @@ int RunCommand(const RunOptions& options) {
     running->Stop();
     std::_Exit(128 + signal);
   }).detach();
+  WorkerWatch watch(running);
   auto connected =
       Client::Connect((*cluster)->coordinator_address(), (*cluster)->client_credentials());
-  if (!connected.ok()) return PrintError(connected.status());
+  if (!connected.ok()) return watch.Fail(connected.status());
   auto client = std::make_unique<Client>(*std::move(connected));
   auto request_id = NewRequestId();
-  if (!request_id.ok()) return PrintError(request_id.status());
+  if (!request_id.ok()) return watch.Fail(request_id.status());
   auto submitted = client->Submit(*spec, *request_id);
-  if (!submitted.ok()) return PrintError(submitted.status());
+  if (!submitted.ok()) return watch.Fail(submitted.status());
   timings.submitted = absl::Now();
   std::fprintf(stderr, "audit %s: %u tasks\n", submitted->audit_id().c_str(), submitted->tasks());
   auto audit = Follow(client.get(), submitted->audit_id(),
                       [&timings](const v1::AuditEvent& event) { timings.Observe(event); });
-  if (!audit.ok()) return PrintError(audit.status());
+  if (!audit.ok()) return watch.Fail(audit.status());
   if (int code = ReportOutcome(*audit); code != kOk) return code;
 
   // Scored before the audit's end was logged (Complete waits for the scorer).
   auto results = client->Report(submitted->audit_id());
-  if (!results.ok()) return PrintError(results.status());
+  if (!results.ok()) return watch.Fail(results.status());
+  watch.ResultsIn();
   timings.results = absl::Now();
   std::printf("%s", ResultsTable(*results).c_str());
   ReportFiles files;

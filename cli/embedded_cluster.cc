@@ -1,15 +1,19 @@
 #include "cli/embedded_cluster.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "common/capability.h"
 #include "common/status_macros.h"
 
@@ -286,8 +290,65 @@ std::string EmbeddedCluster::scorer_address() const {
   return absl::StrCat("127.0.0.1:", scorer_port_);
 }
 
+namespace {
+
+// The last non-empty line of the file at `path` (its last 4 KiB), or "".
+std::string LastLogLine(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
+  in.seekg(from);
+  std::string tail(static_cast<size_t>(size - from), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+  const size_t start = tail.rfind('\n');
+  return start == std::string::npos ? tail : tail.substr(start + 1);
+}
+
+// Blocks until `fd` (a pidfd) polls readable: its process has exited.
+void AwaitExit(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+absl::Status EmbeddedCluster::AwaitWorkersLost() {
+  std::vector<Subprocess*> workers;
+  for (auto& w : workers_) workers.push_back(w.get());
+  const bool pollable =
+      std::all_of(workers.begin(), workers.end(), [](Subprocess* w) { return w->exit_fd() >= 0; });
+  while (true) {
+    if (pollable) {
+      // Every worker must go for the cluster to be lost: wait for each in turn.
+      for (Subprocess* w : workers) AwaitExit(w->exit_fd());
+    } else {
+      absl::SleepFor(absl::Milliseconds(100));  // no pidfds: look now and then
+    }
+    // Holding Stop()'s lock: a Stop() under way finishes first, and nothing
+    // reaps the workers while they are looked at here.
+    absl::MutexLock lock(&stop_mu_);
+    if (stopped_) return absl::OkStatus();
+    if (!std::all_of(workers.begin(), workers.end(), [](Subprocess* w) { return w->Exited(); })) {
+      continue;
+    }
+    std::vector<std::string> why;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      const std::string name = absl::StrCat("worker-", i);
+      const std::string log = absl::StrCat(options_.dir, "/", name, ".log");
+      why.push_back(absl::StrCat(name, " exited with status ", workers[i]->Wait(), " (", log, ": ",
+                                 LastLogLine(log), ")"));
+    }
+    return absl::UnavailableError(
+        absl::StrCat("every worker exited, so no task can run: ", absl::StrJoin(why, "; ")));
+  }
+}
+
 void EmbeddedCluster::Stop() {
   absl::MutexLock lock(&stop_mu_);
+  stopped_ = true;
   std::vector<Subprocess*> workers;
   workers.reserve(workers_.size());
   for (auto& w : workers_) workers.push_back(w.get());

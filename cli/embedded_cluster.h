@@ -80,6 +80,12 @@ class EmbeddedCluster {
   absl::Status RestartScorer(int signal);
   // The same for the coordinator, on its port and database.
   absl::Status RestartCoordinator(int signal);
+  // Blocks until every worker has exited on its own — then no task can run
+  // and an audit would wait for ever — and returns UNAVAILABLE naming each
+  // worker's exit status and the last line of its log. Returns OK instead
+  // once Stop() has stopped them. For a thread of its own, started after the
+  // last AddWorker.
+  absl::Status AwaitWorkersLost();
   // Stops the workers (SIGTERM to all, then one grace period for all: each
   // releases its task to the coordinator, still up to hear it), then the
   // coordinator and the scorer together. Each wait ends the moment its
@@ -128,6 +134,7 @@ class EmbeddedCluster {
   std::vector<std::string> worker_metrics_files_;
   std::vector<int> worker_metrics_ports_;  // 0 until read
   absl::Mutex stop_mu_;                    // held by Stop() throughout
+  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
   int scorer_port_ = 0;
   int coordinator_port_ = 0;
   int coordinator_metrics_port_ = 0;

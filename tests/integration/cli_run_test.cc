@@ -350,6 +350,30 @@ TEST(CliRunTest, AWorkerWithoutItsEngineModuleSaysSoAndExits) {
   EXPECT_THAT(worker.text, HasSubstr("libmemaudit_engine.so not found (looked for"));
 }
 
+// When every worker of `memaudit run` exits (here: no engine module beside
+// it), no task can run: the run says why and stops, instead of waiting for
+// ever (`timeout` fails the test if it hangs).
+TEST(CliRunTest, ARunWhoseWorkersAllExitSaysWhyAndStops) {
+  const std::string dir = FreshTestDir();
+  const std::string bin = dir + "/bin";
+  ASSERT_EQ(Shell(absl::StrCat("mkdir -p ", bin, " && cd ", MEMAUDIT_BIN_DIR,
+                               " && cp memaudit memaudit-coordinator memaudit-scorer "
+                               "memaudit-worker ",
+                               bin, "/"))
+                .exit_code,
+            0);
+  Output out = Shell(absl::StrCat("timeout 60 ", bin, "/memaudit run ", MEMAUDIT_SOURCE_DIR,
+                                  "/examples/quickstart.yaml --workers 2 --dir ", dir, "/run"));
+  EXPECT_EQ(out.exit_code, 3) << out.text;
+  EXPECT_THAT(out.text, HasSubstr("every worker exited, so no task can run"));
+  EXPECT_THAT(out.text, HasSubstr("worker-0 exited with status 1"));
+  EXPECT_THAT(out.text, HasSubstr("worker-1 exited with status 1"));
+  EXPECT_THAT(out.text, HasSubstr("libmemaudit_engine.so not found"));
+  // The services were stopped, not left behind.
+  // ([m]: the pattern must not match pgrep's own shell.)
+  EXPECT_NE(Shell(absl::StrCat("pgrep -f '", bin, "/[m]emaudit-'")).exit_code, 0);
+}
+
 TEST(CliRunTest, RemoteCommandsExplainAnUnreachableCoordinator) {
   Output out = Shell(absl::StrCat(Memaudit(), " status --insecure --coordinator 127.0.0.1:1"));
   EXPECT_EQ(out.exit_code, 3);
