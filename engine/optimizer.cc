@@ -1,5 +1,6 @@
 #include "engine/optimizer.h"
 
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -111,8 +112,15 @@ bool FusedSgdStep(torch::optim::Optimizer& optimizer) {
     }
   }
   for (Update& u : updates) {
-    SgdUpdate(u.factors, u.p.numel(), u.g.data_ptr<float>(),
-              u.buf.defined() ? u.buf.data_ptr<float>() : nullptr, u.p.data_ptr<float>());
+    const float* g = u.g.data_ptr<float>();
+    float* buf = u.buf.defined() ? u.buf.data_ptr<float>() : nullptr;
+    float* p = u.p.data_ptr<float>();
+    // Element by element, so any split over the task's threads (as ATen
+    // splits its own passes) gives the same bits.
+    at::parallel_for(0, u.p.numel(), at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
+      SgdUpdate(u.factors, end - begin, g + begin, buf != nullptr ? buf + begin : nullptr,
+                p + begin);
+    });
   }
   return true;
 }

@@ -13,7 +13,7 @@ namespace {
 std::vector<torch::Tensor> Parameters(uint64_t seed) {
   torch::manual_seed(seed);
   std::vector<torch::Tensor> params;
-  for (int64_t n : {1, 7, 15, 16, 17, 33, 1000, 70001}) {
+  for (int64_t n : {1, 7, 15, 16, 17, 33, 1000, 70001, 200003}) {
     params.push_back(torch::randn({n}).requires_grad_());
   }
   params.push_back(torch::randn({32, 13, 27}).requires_grad_());
@@ -71,6 +71,20 @@ TEST(OptimizerStepTest, MomentumSgdWithWeightDecayMatchesLibTorchToTheBit) {
   spec.momentum = 0.7;
   spec.weight_decay = 5e-4;
   ExpectSameSteps(spec, /*one_pass=*/true);
+}
+
+// Both split the large parameters over threads (ATen's passes and the
+// one-pass update alike): the split changes no bit.
+TEST(OptimizerStepTest, MomentumSgdOnThreeThreadsMatchesLibTorchToTheBit) {
+  const int before = torch::get_num_threads();
+  torch::set_num_threads(3);
+  OptimizerSpec spec;
+  spec.kind = OptimizerKind::kMomentum;
+  spec.learning_rate = 0.05;
+  spec.momentum = 0.9;
+  spec.weight_decay = 1e-4;
+  ExpectSameSteps(spec, /*one_pass=*/true);
+  torch::set_num_threads(before);
 }
 
 TEST(OptimizerStepTest, PlainSgdMatchesLibTorchToTheBit) {
