@@ -56,21 +56,21 @@ void ExpectSameSteps(const OptimizerSpec& spec, bool one_pass) {
   }
 }
 
-TEST(OptimizerStepTest, MomentumSgdMatchesLibTorchToTheBit) {
+OptimizerSpec Momentum(double learning_rate, double momentum, double weight_decay) {
   OptimizerSpec spec;
   spec.kind = OptimizerKind::kMomentum;
-  spec.learning_rate = 0.05;
-  spec.momentum = 0.9;
-  ExpectSameSteps(spec, /*one_pass=*/true);
+  spec.learning_rate = learning_rate;
+  spec.momentum = momentum;
+  spec.weight_decay = weight_decay;
+  return spec;
+}
+
+TEST(OptimizerStepTest, MomentumSgdMatchesLibTorchToTheBit) {
+  ExpectSameSteps(Momentum(0.05, 0.9, 0), /*one_pass=*/true);
 }
 
 TEST(OptimizerStepTest, MomentumSgdWithWeightDecayMatchesLibTorchToTheBit) {
-  OptimizerSpec spec;
-  spec.kind = OptimizerKind::kMomentum;
-  spec.learning_rate = 0.1;
-  spec.momentum = 0.7;
-  spec.weight_decay = 5e-4;
-  ExpectSameSteps(spec, /*one_pass=*/true);
+  ExpectSameSteps(Momentum(0.1, 0.7, 5e-4), /*one_pass=*/true);
 }
 
 // Both split the large parameters over threads (ATen's passes and the
@@ -78,12 +78,7 @@ TEST(OptimizerStepTest, MomentumSgdWithWeightDecayMatchesLibTorchToTheBit) {
 TEST(OptimizerStepTest, MomentumSgdOnThreeThreadsMatchesLibTorchToTheBit) {
   const int before = torch::get_num_threads();
   torch::set_num_threads(3);
-  OptimizerSpec spec;
-  spec.kind = OptimizerKind::kMomentum;
-  spec.learning_rate = 0.05;
-  spec.momentum = 0.9;
-  spec.weight_decay = 1e-4;
-  ExpectSameSteps(spec, /*one_pass=*/true);
+  ExpectSameSteps(Momentum(0.05, 0.9, 1e-4), /*one_pass=*/true);
   torch::set_num_threads(before);
 }
 
