@@ -98,6 +98,12 @@ bool FusedSgdStep(torch::optim::Optimizer& optimizer) {
     f.momentum = static_cast<float>(o.momentum());
     f.dampening_keep = static_cast<float>(1 - o.dampening());
     f.step = static_cast<float>(-1 * o.lr());
+    // LibTorch tests the doubles for 0; SgdUpdate the floats. A factor that
+    // only its float32 rounds to 0 is left to LibTorch.
+    if ((o.weight_decay() != 0) != (f.weight_decay != 0) ||
+        (o.momentum() != 0) != (f.momentum != 0)) {
+      return false;
+    }
     for (const torch::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
       Update u{f, p, p.grad(), torch::Tensor()};

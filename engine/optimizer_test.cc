@@ -91,6 +91,16 @@ TEST(OptimizerStepTest, PlainSgdMatchesLibTorchToTheBit) {
   ExpectSameSteps(spec, /*one_pass=*/true);
 }
 
+// LibTorch decides on the double whether to decay; a decay whose float32
+// is 0 would take another path in the one-pass update, so it does not.
+TEST(OptimizerStepTest, AFactorOnlyFloatRoundsToZeroTakesLibTorchsStep) {
+  OptimizerSpec spec;
+  spec.kind = OptimizerKind::kSgd;
+  spec.learning_rate = 0.3;
+  spec.weight_decay = 1e-50;
+  ExpectSameSteps(spec, /*one_pass=*/false);
+}
+
 TEST(OptimizerStepTest, OtherOptimizersTakeLibTorchsStep) {
   OptimizerSpec spec;
   spec.kind = OptimizerKind::kAdam;
