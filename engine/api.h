@@ -1,9 +1,9 @@
 // The engine's entry points that the worker calls, as one table. The worker
 // does not link LibTorch: it loads the engine module (libmemaudit_engine.so,
-// engine/module.cc) in the background at start, so LibTorch's start-up
-// (~0.3 s of loading and static initialisers) overlaps registering, leasing
-// and reading the task's data (services/worker/engine_access.h). Tests and
-// tools that link the engine use LinkedEngineApi().
+// engine/module.cc) in the background when its first task starts, so
+// LibTorch's start-up (~0.4 s of loading and static initialisers) overlaps
+// the task's reading of its data (services/worker/engine_access.h). Tests
+// and tools that link the engine use LinkedEngineApi().
 #ifndef MEMAUDIT_ENGINE_API_H_
 #define MEMAUDIT_ENGINE_API_H_
 

@@ -74,9 +74,10 @@ void SetLearningRate(torch::optim::Optimizer& optimizer, double lr) {
 
 namespace {
 
-bool FusableTensor(const torch::Tensor& t, const torch::Tensor& like) {
+// A CPU float32 tensor of `numel` contiguous values.
+bool FusableTensor(const torch::Tensor& t, int64_t numel) {
   return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
-         t.is_contiguous() && t.numel() == like.numel();
+         t.is_contiguous() && t.numel() == numel;
 }
 
 // The SGD step in one pass per parameter where every parameter allows it;
@@ -107,12 +108,12 @@ bool FusedSgdStep(torch::optim::Optimizer& optimizer) {
     for (const torch::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
       Update u{f, p, p.grad(), torch::Tensor()};
-      if (!FusableTensor(p, p) || !FusableTensor(u.g, p)) return false;
+      if (!FusableTensor(p, p.numel()) || !FusableTensor(u.g, p.numel())) return false;
       if (o.momentum() != 0) {
         auto state = sgd->state().find(StateKeyOf(p));
         if (state == sgd->state().end()) return false;  // the first step makes the buffer
         u.buf = static_cast<torch::optim::SGDParamState&>(*state->second).momentum_buffer();
-        if (!FusableTensor(u.buf, p)) return false;
+        if (!FusableTensor(u.buf, p.numel())) return false;
       }
       updates.push_back(std::move(u));
     }
@@ -134,7 +135,6 @@ bool FusedSgdStep(torch::optim::Optimizer& optimizer) {
 }  // namespace
 
 bool OptimizerStep(torch::optim::Optimizer& optimizer) {
-  torch::NoGradGuard no_grad;
   if (FusedSgdStep(optimizer)) return true;
   optimizer.step();
   return false;

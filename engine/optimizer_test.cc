@@ -56,9 +56,10 @@ void ExpectSameSteps(const OptimizerSpec& spec, bool one_pass) {
   }
 }
 
-OptimizerSpec Momentum(double learning_rate, double momentum, double weight_decay) {
+OptimizerSpec Spec(OptimizerKind kind, double learning_rate, double momentum = 0,
+                   double weight_decay = 0) {
   OptimizerSpec spec;
-  spec.kind = OptimizerKind::kMomentum;
+  spec.kind = kind;
   spec.learning_rate = learning_rate;
   spec.momentum = momentum;
   spec.weight_decay = weight_decay;
@@ -66,11 +67,11 @@ OptimizerSpec Momentum(double learning_rate, double momentum, double weight_deca
 }
 
 TEST(OptimizerStepTest, MomentumSgdMatchesLibTorchToTheBit) {
-  ExpectSameSteps(Momentum(0.05, 0.9, 0), /*one_pass=*/true);
+  ExpectSameSteps(Spec(OptimizerKind::kMomentum, 0.05, 0.9, 0), /*one_pass=*/true);
 }
 
 TEST(OptimizerStepTest, MomentumSgdWithWeightDecayMatchesLibTorchToTheBit) {
-  ExpectSameSteps(Momentum(0.1, 0.7, 5e-4), /*one_pass=*/true);
+  ExpectSameSteps(Spec(OptimizerKind::kMomentum, 0.1, 0.7, 5e-4), /*one_pass=*/true);
 }
 
 // Both split the large parameters over threads (ATen's passes and the
@@ -78,34 +79,23 @@ TEST(OptimizerStepTest, MomentumSgdWithWeightDecayMatchesLibTorchToTheBit) {
 TEST(OptimizerStepTest, MomentumSgdOnThreeThreadsMatchesLibTorchToTheBit) {
   const int before = torch::get_num_threads();
   torch::set_num_threads(3);
-  ExpectSameSteps(Momentum(0.05, 0.9, 1e-4), /*one_pass=*/true);
+  ExpectSameSteps(Spec(OptimizerKind::kMomentum, 0.05, 0.9, 1e-4), /*one_pass=*/true);
   torch::set_num_threads(before);
 }
 
 TEST(OptimizerStepTest, PlainSgdMatchesLibTorchToTheBit) {
-  OptimizerSpec spec;
-  spec.kind = OptimizerKind::kSgd;
-  spec.learning_rate = 0.3;
-  ExpectSameSteps(spec, /*one_pass=*/true);
-  spec.weight_decay = 1e-3;
-  ExpectSameSteps(spec, /*one_pass=*/true);
+  ExpectSameSteps(Spec(OptimizerKind::kSgd, 0.3), /*one_pass=*/true);
+  ExpectSameSteps(Spec(OptimizerKind::kSgd, 0.3, 0, 1e-3), /*one_pass=*/true);
 }
 
 // LibTorch decides on the double whether to decay; a decay whose float32
 // is 0 would take another path in the one-pass update, so it does not.
 TEST(OptimizerStepTest, AFactorOnlyFloatRoundsToZeroTakesLibTorchsStep) {
-  OptimizerSpec spec;
-  spec.kind = OptimizerKind::kSgd;
-  spec.learning_rate = 0.3;
-  spec.weight_decay = 1e-50;
-  ExpectSameSteps(spec, /*one_pass=*/false);
+  ExpectSameSteps(Spec(OptimizerKind::kSgd, 0.3, 0, 1e-50), /*one_pass=*/false);
 }
 
 TEST(OptimizerStepTest, OtherOptimizersTakeLibTorchsStep) {
-  OptimizerSpec spec;
-  spec.kind = OptimizerKind::kAdam;
-  spec.learning_rate = 0.01;
-  ExpectSameSteps(spec, /*one_pass=*/false);
+  ExpectSameSteps(Spec(OptimizerKind::kAdam, 0.01), /*one_pass=*/false);
 }
 
 }  // namespace

@@ -12,26 +12,17 @@ __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void SgdUpda
     const SgdFactors& f, int64_t n, const float* __restrict g, float* __restrict buf,
     float* __restrict p) {
   const float wd = f.weight_decay, m = f.momentum, keep = f.dampening_keep, step = f.step;
-  if (m == 0.0f) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float d = wd != 0.0f ? std::fma(p[i], wd, g[i]) : g[i];
+  // The tests of wd and m do not change within the loop: -O3 hoists them
+  // out (one loop per case), and each case vectorises.
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = wd != 0.0f ? std::fma(p[i], wd, g[i]) : g[i];
+    if (m == 0.0f) {
       p[i] = std::fma(d, step, p[i]);
-    }
-    return;
-  }
-  if (wd == 0.0f) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float b = std::fma(g[i], keep, buf[i] * m);
+    } else {
+      const float b = std::fma(d, keep, buf[i] * m);
       buf[i] = b;
       p[i] = std::fma(b, step, p[i]);
     }
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const float d = std::fma(p[i], wd, g[i]);
-    const float b = std::fma(d, keep, buf[i] * m);
-    buf[i] = b;
-    p[i] = std::fma(b, step, p[i]);
   }
 }
 

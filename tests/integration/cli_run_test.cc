@@ -334,15 +334,20 @@ TEST(CliRunTest, AReducedPrecisionOnTheCpuIsRefusedBeforeAnythingStarts) {
   EXPECT_THAT(worker.text, HasSubstr("--matmul-precision: \"bf16\" needs a CUDA device"));
 }
 
+// Copies `binaries` (names, space-separated) from the build into `dir`,
+// without the engine module that lies beside them there.
+bool CopyWithoutEngine(const std::string& binaries, const std::string& dir) {
+  return Shell(absl::StrCat("mkdir -p ", dir, " && cd ", MEMAUDIT_BIN_DIR, " && cp ", binaries, " ",
+                            dir, "/"))
+             .exit_code == 0;
+}
+
 // memaudit-worker loads its engine (libmemaudit_engine.so) from beside
 // itself or ../lib/memaudit/: a copy without it says so and exits 1, where a
 // worker that could train nothing would otherwise lease tasks.
 TEST(CliRunTest, AWorkerWithoutItsEngineModuleSaysSoAndExits) {
   const std::string dir = FreshTestDir();
-  ASSERT_EQ(Shell(absl::StrCat("mkdir -p ", dir, " && cp ", MEMAUDIT_BIN_DIR, "/memaudit-worker ",
-                               dir, "/"))
-                .exit_code,
-            0);
+  ASSERT_TRUE(CopyWithoutEngine("memaudit-worker", dir));
   Output worker = Shell(absl::StrCat("timeout 20 ", dir,
                                      "/memaudit-worker --insecure --coordinator 127.0.0.1:1 "
                                      "--metrics-listen 127.0.0.1:0"));
@@ -356,12 +361,8 @@ TEST(CliRunTest, AWorkerWithoutItsEngineModuleSaysSoAndExits) {
 TEST(CliRunTest, ARunWhoseWorkersAllExitSaysWhyAndStops) {
   const std::string dir = FreshTestDir();
   const std::string bin = dir + "/bin";
-  ASSERT_EQ(Shell(absl::StrCat("mkdir -p ", bin, " && cd ", MEMAUDIT_BIN_DIR,
-                               " && cp memaudit memaudit-coordinator memaudit-scorer "
-                               "memaudit-worker ",
-                               bin, "/"))
-                .exit_code,
-            0);
+  ASSERT_TRUE(
+      CopyWithoutEngine("memaudit memaudit-coordinator memaudit-scorer memaudit-worker", bin));
   Output out = Shell(absl::StrCat("timeout 60 ", bin, "/memaudit run ", MEMAUDIT_SOURCE_DIR,
                                   "/examples/quickstart.yaml --workers 2 --dir ", dir, "/run"));
   EXPECT_EQ(out.exit_code, 3) << out.text;
