@@ -397,7 +397,9 @@ int main(int argc, char** argv) {
     for (uint32_t t = 0; t + 1 < tasks_per_audit; ++t) {
       tasks.push_back(Task{
           resp.audit_id(), t,
-          memaudit::TaskCapability(*key, resp.audit_id(), {memaudit::membership::kModelRole, t})});
+          // Lease 1, held by the cluster's worker certificate (CN in-process).
+          memaudit::TaskCapability(*key, resp.audit_id(), {memaudit::membership::kModelRole, t},
+                                   {1, "worker in-process"})});
     }
     const size_t per = RequiredSignals(defaulted.membership()).size() * per_task;
     capacity = tasks.size() * per;

@@ -112,6 +112,13 @@ absl::StatusOr<v1::Audit> Client::Cancel(const std::string& audit_id) {
                                             address_);
 }
 
+absl::StatusOr<v1::RevokeWorkerResponse> Client::RevokeWorker(const std::string& worker) {
+  v1::RevokeWorkerRequest req;
+  req.set_worker(worker);
+  return Call<v1::RevokeWorkerRequest, v1::RevokeWorkerResponse>(
+      stub_.get(), &v1::AuditService::Stub::RevokeWorker, req, address_);
+}
+
 absl::StatusOr<v1::AuditResults> Client::Report(const std::string& audit_id) {
   v1::GetReportRequest req;
   req.set_audit_id(audit_id);

@@ -37,6 +37,8 @@ class Client {
   absl::StatusOr<v1::ListResponse> List(uint32_t limit);
   absl::StatusOr<v1::ListResponse> List(const v1::ListRequest& req);
   absl::StatusOr<v1::Audit> Cancel(const std::string& audit_id);
+  // Administrators only (docs/security.md, "Revoking a worker").
+  absl::StatusOr<v1::RevokeWorkerResponse> RevokeWorker(const std::string& worker);
   absl::StatusOr<v1::AuditResults> Report(const std::string& audit_id);
   // The audit's per-example arrays (docs/export.md), put back together from
   // their pieces (common/export_arrays.h checks each before it allocates).

@@ -423,6 +423,18 @@ int CancelCommand(const RemoteOptions& remote, const std::string& audit_id) {
   return kOk;
 }
 
+int RevokeWorkerCommand(const RemoteOptions& remote, const std::string& worker) {
+  auto connected = Client::Connect(remote.coordinator, remote.credentials);
+  if (!connected.ok()) return PrintError(connected.status());
+  auto revoked = connected->RevokeWorker(worker);
+  if (!revoked.ok()) return PrintError(revoked.status());
+  std::printf(
+      "worker %s revoked: its observations are refused, %u run(s) it wrote purged from "
+      "reuse\n",
+      worker.c_str(), revoked->purged_runs());
+  return kOk;
+}
+
 int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
                   const ReportFiles& files) {
   auto format = ParseOutputFormat(remote.output);

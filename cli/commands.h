@@ -64,6 +64,8 @@ int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, boo
 int StatusCommand(const RemoteOptions& remote, const std::string& audit_id);
 int WatchCommand(const RemoteOptions& remote, const std::string& audit_id);
 int CancelCommand(const RemoteOptions& remote, const std::string& audit_id);
+// Administrators: `memaudit revoke-worker NAME`.
+int RevokeWorkerCommand(const RemoteOptions& remote, const std::string& worker);
 struct ReportFiles {
   std::string json_path;
   std::string html_path;

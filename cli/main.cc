@@ -173,6 +173,14 @@ int main(int argc, char** argv) {
   CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel an audit; workers stop its tasks.");
   cancel_cmd->add_option("audit", audit_id, "audit id")->required();
   AddRemoteFlags(cancel_cmd, &remote, false);
+  std::string worker_name;
+  CLI::App* revoke_cmd = app.add_subcommand(
+      "revoke-worker",
+      "Administrators: stop trusting a worker identity; its observations are refused and the "
+      "runs it wrote are never reused.");
+  revoke_cmd->add_option("worker", worker_name, "the worker identity's name (certificate CN)")
+      ->required();
+  AddRemoteFlags(revoke_cmd, &remote, false);
   ReportFiles report_files;
   CLI::App* report_cmd = AddReportCommand(&app, &audit_id, &report_files);
   AddRemoteFlags(report_cmd, &remote, true);
@@ -188,6 +196,7 @@ int main(int argc, char** argv) {
   if (*status_cmd) return StatusCommand(remote, audit_id);
   if (*watch_cmd) return WatchCommand(remote, audit_id);
   if (*cancel_cmd) return CancelCommand(remote, audit_id);
+  if (*revoke_cmd) return RevokeWorkerCommand(remote, worker_name);
   if (*report_cmd) return ReportCommand(remote, audit_id, report_files);
   return 2;
 }

@@ -59,6 +59,26 @@ std::string Duration(double seconds) {
   return absl::StrFormat("%d:%02d", s / 60, s % 60);
 }
 
+// Where the runs the audit did not train came from: a line per run, the
+// first kMaxReusedLines of them (results.json lists every one).
+std::string ReusedLines(const v1::AuditResults& r) {
+  constexpr int kMaxReusedLines = 10;
+  if (r.reused().empty()) return "";
+  std::string out =
+      absl::StrCat("reused: ", r.reused_size(), " run(s) trained by earlier audits:\n");
+  for (int i = 0; i < r.reused_size() && i < kMaxReusedLines; ++i) {
+    const v1::ReusedRun& u = r.reused(i);
+    absl::StrAppend(&out, "  run ", u.run(), " <- audit ", u.from_audit_id(), " run ", u.from_run(),
+                    " (", u.from_task(), ", lease ", u.from_lease(), ", ",
+                    u.from_worker().empty() ? "writer unknown" : u.from_worker(), ")\n");
+  }
+  if (r.reused_size() > kMaxReusedLines) {
+    absl::StrAppend(&out, "  ... and ", r.reused_size() - kMaxReusedLines,
+                    " more (--output json lists each)\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<OutputFormat> ParseOutputFormat(const std::string& name) {
@@ -108,6 +128,7 @@ std::string ResultsTable(const v1::AuditResults& r) {
   for (const v1::ResultWarning& w : r.warnings()) {
     absl::StrAppend(&table, "warning (", w.code(), "): ", w.message(), "\n");
   }
+  absl::StrAppend(&table, ReusedLines(r));
   return table;
 }
 

@@ -12,6 +12,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/bounded_file.h"
 #include "common/status_macros.h"
@@ -20,7 +21,7 @@ namespace memaudit {
 namespace {
 
 constexpr size_t kMaxKeyFileBytes = 4096;
-constexpr char kTaskPurpose[] = "memaudit task capability v1";
+constexpr char kTaskPurpose[] = "memaudit task capability v2";
 // Published on purpose: --insecure trusts every caller anyway.
 constexpr char kInsecureKeyHex[] =
     "6d656d6175646974202d2d696e7365637572652063617061626974792020206b";
@@ -118,13 +119,28 @@ bool CapabilityKey::Verify(absl::string_view mac, absl::string_view purpose,
 }
 
 std::string TaskCapability(const CapabilityKey& key, absl::string_view audit_id,
-                           const TaskRef& task) {
-  return key.Sign(kTaskPurpose, {audit_id, task.role, absl::StrCat(task.index)});
+                           const TaskRef& task, const LeaseHolder& holder) {
+  const std::string lease = absl::StrCat(holder.lease);
+  return absl::StrCat(lease, ".",
+                      key.Sign(kTaskPurpose, {audit_id, task.role, absl::StrCat(task.index), lease,
+                                              holder.identity}));
 }
 
-bool VerifyTaskCapability(const CapabilityKey& key, absl::string_view audit_id, const TaskRef& task,
-                          absl::string_view capability) {
-  return key.Verify(capability, kTaskPurpose, {audit_id, task.role, absl::StrCat(task.index)});
+std::optional<uint32_t> VerifyTaskCapability(const CapabilityKey& key, absl::string_view audit_id,
+                                             const TaskRef& task, absl::string_view identity,
+                                             absl::string_view capability) {
+  const size_t dot = capability.find('.');
+  uint32_t lease = 0;
+  if (dot == absl::string_view::npos || dot > 10 ||
+      !absl::SimpleAtoi(capability.substr(0, dot), &lease) || lease == 0) {
+    return std::nullopt;
+  }
+  if (!key.Verify(
+          capability.substr(dot + 1), kTaskPurpose,
+          {audit_id, task.role, absl::StrCat(task.index), capability.substr(0, dot), identity})) {
+    return std::nullopt;
+  }
+  return lease;
 }
 
 void AddCapabilityKeyFlag(CLI::App* app, std::string* path) {

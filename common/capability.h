@@ -4,10 +4,13 @@
 // (--capability-key-file), over a purpose and length-prefixed fields, so a
 // capability for one purpose or one set of fields never verifies for another.
 //
-//   run capability  HMAC(key, "memaudit task capability v1" | audit_id | role | index)
+//   run capability  "<lease>." HMAC(key, "memaudit task capability v2" | audit_id
+//                   | role | index | lease | holder identity)
 //                   the worker that leases a task gets it with the lease and
 //                   sends it with every observation of the task; the scorer
-//                   stores an observation only under its task's capability
+//                   stores an observation only under its task's capability,
+//                   from the identity that holds the lease, while that lease
+//                   is the task's latest and has not ended
 //   worker id tag   binds a worker id to the identity that registered it
 //   lease tag       binds a lease to its task and the identity that leased it
 //
@@ -17,6 +20,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -74,11 +78,23 @@ class CapabilityKey {
   std::string bytes_;
 };
 
-// The capability for the observations of `task` of audit `audit_id`.
+// One lease of a task: its number (1, 2, ... in the order the task was
+// leased) and the identity that holds it ("worker w-0", Identity::ToString).
+struct LeaseHolder {
+  uint32_t lease = 0;
+  std::string identity;
+};
+
+// The capability for the observations of `task` of audit `audit_id` sent by
+// `holder` under its lease.
 std::string TaskCapability(const CapabilityKey& key, absl::string_view audit_id,
-                           const TaskRef& task);
-bool VerifyTaskCapability(const CapabilityKey& key, absl::string_view audit_id, const TaskRef& task,
-                          absl::string_view capability);
+                           const TaskRef& task, const LeaseHolder& holder);
+// The lease number `capability` carries when it is the capability of `task`
+// for the caller `identity`; nullopt otherwise (another task, audit, key or
+// holder, or no capability at all).
+std::optional<uint32_t> VerifyTaskCapability(const CapabilityKey& key, absl::string_view audit_id,
+                                             const TaskRef& task, absl::string_view identity,
+                                             absl::string_view capability);
 
 // Adds --capability-key-file to a service (coordinator, scorer).
 void AddCapabilityKeyFlag(CLI::App* app, std::string* path);

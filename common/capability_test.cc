@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -51,21 +52,34 @@ constexpr char kKeyHex[] = "000102030405060708090a0b0c0d0e0f10111213141516171819
 // Python's hmac over the length-prefixed fields).
 TEST(CapabilityTest, TaskCapabilityIsPinned) {
   MEMAUDIT_ASSERT_OK_AND_ASSIGN(CapabilityKey key, CapabilityKey::FromHex(kKeyHex));
-  const std::string capability = TaskCapability(key, "a-0123", {"reference_model", 3});
-  EXPECT_EQ(capability, "1b8b36054638a8301f95ae21c6ae8cd04fe59936d82827ae2f257555cd0d0316");
-  EXPECT_TRUE(VerifyTaskCapability(key, "a-0123", {"reference_model", 3}, capability));
+  const std::string capability =
+      TaskCapability(key, "a-0123", {"reference_model", 3}, {2, "worker w-0"});
+  EXPECT_EQ(capability, "2.4d512fbf1d7234444ace5da3a2dc48d2de0146c1fe59f835cc09ef4025f635d3");
+  EXPECT_EQ(VerifyTaskCapability(key, "a-0123", {"reference_model", 3}, "worker w-0", capability),
+            std::optional<uint32_t>(2));
 }
 
-TEST(CapabilityTest, VerifiesOnlyTheTaskAndKeyItWasMadeFor) {
+// A capability is one lease's: good for its task, its holder and its lease
+// number only.
+TEST(CapabilityTest, VerifiesOnlyTheTaskHolderLeaseAndKeyItWasMadeFor) {
   MEMAUDIT_ASSERT_OK_AND_ASSIGN(CapabilityKey key, CapabilityKey::FromHex(kKeyHex));
-  const std::string capability = TaskCapability(key, "a-1", {"reference_model", 3});
-  EXPECT_FALSE(VerifyTaskCapability(key, "a-2", {"reference_model", 3}, capability));
-  EXPECT_FALSE(VerifyTaskCapability(key, "a-1", {"reference_model", 4}, capability));
-  EXPECT_FALSE(VerifyTaskCapability(key, "a-1", {"canary_model", 3}, capability));
-  EXPECT_FALSE(VerifyTaskCapability(key, "a-1", {"reference_model", 3}, ""));
-  EXPECT_FALSE(VerifyTaskCapability(key, "a-1", {"reference_model", 3}, capability.substr(1)));
+  const std::string holder = "worker w-0";
+  const std::string capability = TaskCapability(key, "a-1", {"reference_model", 3}, {1, holder});
+  EXPECT_EQ(VerifyTaskCapability(key, "a-1", {"reference_model", 3}, holder, capability),
+            std::optional<uint32_t>(1));
+  EXPECT_FALSE(VerifyTaskCapability(key, "a-2", {"reference_model", 3}, holder, capability));
+  EXPECT_FALSE(VerifyTaskCapability(key, "a-1", {"reference_model", 4}, holder, capability));
+  EXPECT_FALSE(VerifyTaskCapability(key, "a-1", {"canary_model", 3}, holder, capability));
+  EXPECT_FALSE(VerifyTaskCapability(key, "a-1", {"reference_model", 3}, "worker w-1", capability));
+  EXPECT_FALSE(VerifyTaskCapability(key, "a-1", {"reference_model", 3}, holder, ""));
   EXPECT_FALSE(
-      VerifyTaskCapability(CapabilityKey::Insecure(), "a-1", {"reference_model", 3}, capability));
+      VerifyTaskCapability(key, "a-1", {"reference_model", 3}, holder, capability.substr(0, 40)));
+  // Another lease number under the same MAC, or a number with a leading zero.
+  EXPECT_FALSE(
+      VerifyTaskCapability(key, "a-1", {"reference_model", 3}, holder, "2" + capability.substr(1)));
+  EXPECT_FALSE(VerifyTaskCapability(key, "a-1", {"reference_model", 3}, holder, "0" + capability));
+  EXPECT_FALSE(VerifyTaskCapability(CapabilityKey::Insecure(), "a-1", {"reference_model", 3},
+                                    holder, capability));
   // Fields are length-prefixed: moving a boundary changes the MAC.
   EXPECT_NE(key.Sign("p", {"ab", "c"}), key.Sign("p", {"a", "bc"}));
   EXPECT_NE(key.Sign("p", {"a"}), key.Sign("q", {"a"}));

@@ -162,12 +162,18 @@ absl::Status Authenticator::Reload() {
 void Authenticator::ReloadOnSighup() { std::signal(SIGHUP, RequestReload); }
 
 absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContextBase& context) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  return IdentifyFrom(context.client_metadata(), auth.get());
+}
+
+absl::StatusOr<Identity> Authenticator::IdentifyFrom(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+    const grpc::AuthContext* auth) {
   if (everyone_) return Identity{Role::kAdmin, "anonymous"};
   if (reload_requested.exchange(false)) {
     if (absl::Status s = Reload(); !s.ok())
       spdlog::error("SIGHUP: {} (kept the old tokens)", std::string(s.message()));
   }
-  const auto& metadata = context.client_metadata();
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
     absl::string_view value(it->second.data(), it->second.size());
     if (!absl::ConsumePrefix(&value, "Bearer ") || value.empty() || value.size() > kMaxTokenBytes) {
@@ -178,21 +184,25 @@ absl::StatusOr<Identity> Authenticator::Identify(const grpc::ServerContextBase& 
     if (auto found = by_hash_.find(hash); found != by_hash_.end()) return found->second;
     return absl::UnauthenticatedError("authorization: unknown token");
   }
-  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   if (auth == nullptr) return absl::UnauthenticatedError("no credentials");
   return FromCertificate(*auth);
+}
+
+absl::Status Authenticator::Admit(const Identity& caller, const std::vector<Role>& allowed) {
+  if (caller.role == Role::kAdmin) return absl::OkStatus();
+  for (Role r : allowed) {
+    if (caller.role == r) return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat(caller.ToString(), " may not call this (", RoleName(caller.role), " role)"));
 }
 
 absl::StatusOr<Identity> Authenticator::Require(const grpc::ServerContextBase& context,
                                                 std::initializer_list<Role> allowed) {
   auto identity = Identify(context);
   if (!identity.ok()) return identity;
-  if (identity->role == Role::kAdmin) return identity;
-  for (Role r : allowed) {
-    if (identity->role == r) return identity;
-  }
-  return absl::PermissionDeniedError(absl::StrCat(identity->ToString(), " may not call this (",
-                                                  RoleName(identity->role), " role)"));
+  if (absl::Status s = Admit(*identity, std::vector<Role>(allowed)); !s.ok()) return s;
+  return identity;
 }
 
 }  // namespace memaudit

@@ -10,9 +10,11 @@
 
 #include <atomic>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -65,6 +67,14 @@ class Authenticator {
   // certificate against the CA before the call reaches here).
   absl::StatusOr<Identity> Identify(const grpc::ServerContextBase& context)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The same from a call's metadata and its connection's peer (`auth` may be
+  // null): what the call gate (call_gate.h) checks before the message.
+  absl::StatusOr<Identity> IdentifyFrom(
+      const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+      const grpc::AuthContext* auth) ABSL_LOCKS_EXCLUDED(mu_);
+  // OK when `caller` is an administrator or has one of `allowed`;
+  // PERMISSION_DENIED naming the caller and its role otherwise.
+  static absl::Status Admit(const Identity& caller, const std::vector<Role>& allowed);
   // Identify, then PERMISSION_DENIED unless the caller's role is one of
   // `allowed` or admin.
   absl::StatusOr<Identity> Require(const grpc::ServerContextBase& context,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_server_metrics.h"
+#include "common/malformed_request.h"
 #include "common/process.h"
 #include "common/status_macros.h"
 
@@ -30,6 +31,12 @@ void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& defa
   app->add_option("--token-hashes", flags->token_hashes,
                   "file of callers' bearer tokens: \"SHA256HEX ROLE NAME\" per line, reloaded "
                   "on SIGHUP (docs/security.md)");
+  app->add_flag("--require-client-cert", flags->require_client_cert,
+                "refuse TLS clients without a certificate (no bearer tokens then)");
+  app->add_option("--grpc-memory-mb", flags->grpc_memory_mb,
+                  "memory gRPC may hold for connections and calls (MiB)")
+      ->capture_default_str()
+      ->check(CLI::Range(16, 1 << 20));
 }
 
 absl::StatusOr<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServingFlags& flags) {
@@ -78,18 +85,30 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
 
 absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
                                      const std::vector<grpc::Service*>& services,
-                                     prometheus::Registry* registry) {
+                                     prometheus::Registry* registry,
+                                     std::shared_ptr<CallGate> gate) {
   MEMAUDIT_RETURN_IF_ERROR(SplitHostPort(flags.listen).status());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   Serving serving;
-  MEMAUDIT_ASSIGN_OR_RETURN(auto credentials, ServerCredentials(flags.tls));
+  MEMAUDIT_ASSIGN_OR_RETURN(auto credentials,
+                            ServerCredentials(flags.tls, flags.require_client_cert));
+  if (gate != nullptr && !flags.tls.insecure) credentials->SetAuthMetadataProcessor(gate);
   builder.AddListeningPort(flags.listen, credentials, &serving.port);
-  // Observation batches for large pools exceed gRPC's 4 MiB default.
-  builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  // Observation batches for large pools exceed gRPC's 4 MiB default; the
+  // coordinator takes less (kSmallReceiveBytes).
+  builder.SetMaxReceiveMessageSize(flags.max_receive_bytes);
   builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  // What all connections and calls together may hold: past it gRPC stops
+  // reading and refuses new calls rather than growing.
+  grpc::ResourceQuota quota("memaudit-server");
+  quota.Resize(static_cast<size_t>(flags.grpc_memory_mb) << 20);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
   for (grpc::Service* s : services) builder.RegisterService(s);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // First: the metrics count the code it rewrites a malformed request's to.
+  interceptors.push_back(MalformedRequestInterceptor());
   interceptors.push_back(GrpcServerMetrics(registry));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   serving.server = builder.BuildAndStart();

@@ -12,6 +12,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "common/call_gate.h"
 #include "common/identity.h"
 #include "common/metrics.h"
 #include "common/metrics_endpoint.h"
@@ -19,10 +20,17 @@
 
 namespace memaudit {
 
-// Largest gRPC message a server receives or sends, and every client of the
-// services receives (observation batches, audits with results): one value,
-// so what a server sends, its callers can read.
+// Largest gRPC message a server sends, and every client of the services
+// receives (observation batches, audits with results): one value, so what a
+// server sends, its callers can read. The scorer receives messages this
+// large (Ingest); the coordinator only small ones (kSmallReceiveBytes).
 inline constexpr int kMaxGrpcMessageBytes = 256 << 20;
+// What the coordinator receives at most: a spec is at most 1 MiB
+// (spec_yaml.h), a heartbeat for 4,096 leases well under 4 MiB.
+inline constexpr int kSmallReceiveBytes = 4 << 20;
+// Concurrent calls on one connection (HTTP/2 streams): with the receive
+// limit, what one connection can make the server buffer.
+inline constexpr int kMaxStreamsPerConnection = 64;
 
 struct ServingFlags {
   std::string listen = "127.0.0.1:0";
@@ -37,10 +45,25 @@ struct ServingFlags {
   // A file holding the password scrapers of /metrics must present (HTTP
   // Basic, any user name); empty = /metrics is open.
   std::string metrics_token_file;
+  // Refuse the TLS handshake of a client without a certificate (then no
+  // caller can use a bearer token).
+  bool require_client_cert = false;
+  // The largest message a call may send this server.
+  int max_receive_bytes = kMaxGrpcMessageBytes;
+  // Memory gRPC may hold for this server's connections and calls (a gRPC
+  // resource quota), in MiB.
+  int grpc_memory_mb = 1024;
+};
+
+// Who may call what, checked before any message is read (call_gate.h).
+struct ServingGate {
+  Authenticator* auth = nullptr;
+  CallPolicy policy;
 };
 
 // Adds --listen, --port-file, --metrics-listen, --metrics-port-file, the TLS
-// flags (tls.h) and --token-hashes.
+// flags (tls.h), --token-hashes, --require-client-cert and --grpc-memory-mb
+// (defaulting to `flags->grpc_memory_mb`).
 void AddServingFlags(CLI::App* app, ServingFlags* flags, const std::string& default_listen,
                      const std::string& default_metrics);
 
@@ -64,9 +87,12 @@ struct Serving {
 
 // Starts gRPC (with health) and /metrics, then writes the port files. Every
 // RPC is counted and timed into `registry` (common/grpc_server_metrics.h).
+// With TLS, `gate` refuses callers before their message is read; it must
+// outlive the server (the authenticator included).
 absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
                                      const std::vector<grpc::Service*>& services,
-                                     prometheus::Registry* registry);
+                                     prometheus::Registry* registry,
+                                     std::shared_ptr<CallGate> gate = nullptr);
 
 // Who may call: everyone as admin under --insecure (logged), else the
 // callers of --token-hashes and of certificates the CA signed; SIGHUP

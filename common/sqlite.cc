@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -13,9 +14,19 @@ namespace memaudit::sql {
 namespace {
 
 absl::Status Error(sqlite3* db, absl::string_view what) {
-  const int code = sqlite3_errcode(db);
+  // The primary code: extended codes (off by default) refine it in the high bits.
+  const int code = sqlite3_errcode(db) & 0xff;
   std::string message = absl::StrCat("sqlite ", what, ": ", sqlite3_errmsg(db));
   if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return absl::UnavailableError(message);
+  // Only SQLITE_FULL: the unix VFS answers it for ENOSPC (and a short write),
+  // and for max_page_count. SQLITE_IOERR_WRITE is every other failed write
+  // (EIO, EDQUOT, ...), which freeing space need not cure.
+  if (code == SQLITE_FULL) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        kDiskFull, " (", message,
+        "): the disk holding the database or SQLite's temporary files has no room left; the "
+        "write can be retried once space is freed"));
+  }
   if (code == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(message);
   if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) return absl::DataLossError(message);
   return absl::InternalError(message);
@@ -57,6 +68,10 @@ absl::StatusOr<std::string> QuickCheck(Database* db) {
 }
 
 }  // namespace
+
+bool IsDiskFull(const absl::Status& status) {
+  return absl::IsResourceExhausted(status) && absl::StrContains(status.message(), kDiskFull);
+}
 
 Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
   other.stmt_ = nullptr;

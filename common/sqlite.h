@@ -18,6 +18,14 @@
 
 namespace memaudit::sql {
 
+// A full disk (SQLITE_FULL) is RESOURCE_EXHAUSTED with this phrase opening
+// its message (callers may prefix their own context). Messages survive gRPC
+// (status_grpc.h), so either side of a call can tell a full disk, worth
+// retrying once space is freed, from other RESOURCE_EXHAUSTED (a quota, a
+// message over gRPC's size limit).
+inline constexpr char kDiskFull[] = "disk full";
+bool IsDiskFull(const absl::Status& status);
+
 class Statement {
  public:
   Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}

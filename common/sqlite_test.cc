@@ -103,6 +103,43 @@ TEST(SqliteTest, ConstraintViolationIsAlreadyExists) {
   EXPECT_THAT((*db)->Exec("INSERT INTO t VALUES (1)"), StatusIs(absl::StatusCode::kAlreadyExists));
 }
 
+TEST(SqliteTest, FullDatabaseIsResourceExhaustedAndRetryableOnceThereIsRoom) {
+  const std::string path = FreshPath();
+  auto db = Database::Open(path);
+  MEMAUDIT_ASSERT_OK(db);
+  MEMAUDIT_ASSERT_OK((*db)->Exec("CREATE TABLE t (i INTEGER PRIMARY KEY, s TEXT)"));
+  // SQLite's own "database or disk is full" (SQLITE_FULL), as on ENOSPC,
+  // without filling a real disk: the file may not grow past its pages now.
+  auto pages = (*db)->Prepare("PRAGMA page_count");
+  MEMAUDIT_ASSERT_OK(pages);
+  ASSERT_TRUE(*pages->Step());
+  const int64_t cap = pages->Int(0) + 4;
+  MEMAUDIT_ASSERT_OK((*db)->Exec("PRAGMA max_page_count = " + std::to_string(cap)));
+  auto insert = (*db)->Prepare("INSERT INTO t (s) VALUES (?)");
+  MEMAUDIT_ASSERT_OK(insert);
+  const std::string row(1000, 'x');
+  absl::Status full;
+  for (int i = 0; i < 1000 && full.ok(); ++i) {
+    insert->Reset();
+    insert->Bind(1, row);
+    full = insert->Run();
+  }
+  EXPECT_THAT(full, StatusIs(absl::StatusCode::kResourceExhausted,
+                             AllOf(HasSubstr("disk full"), HasSubstr("database or disk is full"),
+                                   HasSubstr("retried once space is freed"))));
+  EXPECT_TRUE(IsDiskFull(full));
+  // Other RESOURCE_EXHAUSTED (a quota) is not a full disk.
+  EXPECT_FALSE(IsDiskFull(absl::ResourceExhaustedError("quota: at most 4 audits")));
+  EXPECT_FALSE(IsDiskFull(absl::InternalError("disk full")));
+
+  // Once there is room again, the same write goes through.
+  MEMAUDIT_ASSERT_OK((*db)->Exec("PRAGMA max_page_count = " + std::to_string(cap + 100)));
+  insert->Reset();
+  insert->Bind(1, row);
+  MEMAUDIT_EXPECT_OK(insert->Run());
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+}
+
 TEST(SqliteTest, DataSurvivesReopen) {
   std::string path = ::testing::TempDir() + "/sqlite_test_" + std::to_string(getpid()) + ".db";
   {

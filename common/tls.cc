@@ -82,13 +82,16 @@ absl::Status CheckTlsFlags(const TlsFlags& flags, bool server) {
   return ReadTlsFiles(flags, server).status();
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const TlsFlags& flags) {
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
+    const TlsFlags& flags, bool require_client_cert) {
   MEMAUDIT_ASSIGN_OR_RETURN(PemFiles pems, ReadTlsFiles(flags, /*server=*/true));
   if (flags.insecure) {
     spdlog::warn("INSECURE: serving plain text with no authentication (--insecure)");
     return grpc::InsecureServerCredentials();
   }
-  grpc::SslServerCredentialsOptions options(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions options(
+      require_client_cert ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                          : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
   options.pem_root_certs = std::move(pems.ca);
   options.pem_key_cert_pairs.push_back({std::move(pems.key), std::move(pems.cert)});
   return grpc::SslServerCredentials(options);

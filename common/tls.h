@@ -36,8 +36,10 @@ absl::Status CheckTlsFlags(const TlsFlags& flags, bool server);
 
 // Server credentials: TLS that asks for a client certificate and, when one
 // is presented, verifies it against the CA (callers may instead present a
-// bearer token, common/identity.h). --insecure: plain text, logged.
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const TlsFlags& flags);
+// bearer token, common/identity.h), or with `require_client_cert` refuses
+// the handshake of a client without one. --insecure: plain text, logged.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
+    const TlsFlags& flags, bool require_client_cert = false);
 
 // What a client presents: TLS settings and, instead of or besides a client
 // certificate, a bearer token.

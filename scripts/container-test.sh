@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs memaudit the way a cluster does, on this machine, with Podman: builds the
 # runtime image from the host build (build/bin), plays deploy/k8s/overlays/local
-# (coordinator, scorer and a worker in one pod), and checks that
+# (coordinator, scorer and two workers, each with its own certificate, in one
+# pod), and checks that
 #   1. the quickstart submitted to the pod gives the same numbers, bit for bit,
 #      as `memaudit run` on the host;
 #   2. an audit survives the scorer stopped for 60 s, the coordinator stopped
-#      for 60 s, and the worker sent SIGTERM three times while it holds a task,
+#      for 60 s, and worker-0 sent SIGTERM three times while it holds a task,
 #      each without an attempt spent (no task_retried event, every task
 #      succeeded at attempt 1).
 # Everything it writes is under build/containers/; the pod and its volumes are
@@ -117,19 +118,25 @@ else
   record image FAIL "$build_s" "$image ${size_mb} MB exceeds 1500 MB"
 fi
 
-# --- Certificates and keys, as the overlay's hostPath volumes expect ----------
-scripts/make-certs.sh "$state/certs" >/dev/null
+# --- Certificates, keys and quotas, as the overlay's hostPath volumes expect --
+# A certificate per worker (OU=worker, CN=worker-0 / worker-1), none shared.
+workers=(worker-0 worker-1)
+MEMAUDIT_WORKERS="${workers[*]}" scripts/make-certs.sh "$state/certs" >/dev/null
 secrets="$state/secrets"
 rm -rf "$secrets"
-for party in coordinator scorer worker; do
-  mkdir -p "$secrets/$party-tls"
-  cp "$state/certs/$party.crt" "$secrets/$party-tls/tls.crt"
-  cp "$state/certs/$party.key" "$secrets/$party-tls/tls.key"
-  cp "$state/certs/ca.crt" "$secrets/$party-tls/ca.crt"
-done
-mkdir -p "$secrets/tokens" "$secrets/capability"
+tls_secret() {  # CERTIFICATE (its name in $state/certs) DIRECTORY (under $secrets)
+  mkdir -p "$secrets/$2"
+  cp "$state/certs/$1.crt" "$secrets/$2/tls.crt"
+  cp "$state/certs/$1.key" "$secrets/$2/tls.key"
+  cp "$state/certs/ca.crt" "$secrets/$2/ca.crt"
+}
+tls_secret coordinator coordinator-tls
+tls_secret scorer scorer-tls
+for w in "${workers[@]}"; do tls_secret "$w" "$w-tls"; done
+mkdir -p "$secrets/tokens" "$secrets/capability" "$secrets/quotas"
 : >"$secrets/tokens/token-hashes"  # clients here use certificates, no tokens
 cp "$state/certs/capability.key" "$secrets/capability/capability.key"
+cp deploy/k8s/base/quotas.yaml "$secrets/quotas/quotas.yaml"  # base's shipped quotas
 # As base's Secrets are mounted (defaultMode 0440) for the image's user.
 chown -R 10001:10001 "$secrets"
 find "$secrets" -type f -exec chmod 0440 {} +
@@ -145,7 +152,7 @@ grep -q "image: $image\$" "$manifest" || die "$manifest does not run $image (kus
 volumes=(memaudit-coordinator-data memaudit-scorer-data)
 
 dump_logs() {
-  for c in scorer coordinator worker; do
+  for c in scorer coordinator "${workers[@]}"; do
     podman logs "$pod-$c" >"$state/logs/$c.log" 2>&1 || true
   done
 }
@@ -171,7 +178,7 @@ if podman pod exists "$pod"; then
   podman kube down "$manifest" >/dev/null 2>&1 || podman pod rm -f "$pod" >/dev/null
 fi
 podman volume rm -f "${volumes[@]}" >/dev/null 2>&1 || true  # kube play refuses existing ones
-for port in 7400 7401 9400 9401 9402; do
+for port in 7400 7401 9400 9401 9402 9403; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then die "127.0.0.1:$port is in use"; fi
 done
 t=$SECONDS
@@ -193,7 +200,7 @@ wait_healthy() {  # SECONDS PORT...
     sleep 1
   done
 }
-wait_healthy 120 9400 9401 9402 || { dump_logs; die "the pod's services are not ready after 120 s (logs in $state/logs)"; }
+wait_healthy 120 9400 9401 9402 9403 || { dump_logs; die "the pod's services are not ready after 120 s (logs in $state/logs)"; }
 log "pod $pod ready in $((SECONDS - t)) s"
 
 # --- Helpers -------------------------------------------------------------------
@@ -372,7 +379,7 @@ outage() {  # NAME CONTAINER SEED
   judge "$name" "$id" "$st" $((SECONDS - t)) "$note"
 }
 worker_sigterms() {  # NAME SEED
-  local name=$1 c="$pod-worker" id st t started i
+  local name=$1 c="$pod-worker-0" id st t started i
   t=$SECONDS
   id=$(submit "$(disrupt_spec "$2")")
   for i in 1 2 3; do

@@ -7,7 +7,11 @@
 # DIR/ca.crt, ca.key            the CA (keep ca.key offline in production)
 # DIR/scorer.crt, .key          OU=scorer       CN=memaudit-scorer
 # DIR/coordinator.crt, .key     OU=coordinator  CN=memaudit-coordinator
-# DIR/worker.crt, .key          OU=worker       CN=memaudit-worker
+# DIR/NAME.crt, .key            OU=worker       CN=NAME, for each NAME in $MEMAUDIT_WORKERS
+#                               (default: "worker-0 worker-1"; each starts with
+#                               "worker-"): one identity per
+#                               worker, so that no worker can act on another's
+#                               worker id or leases (bound to the identity)
 # DIR/admin.crt, .key           OU=admin        CN=admin
 # DIR/team-NAME.crt, .key       OU=team         CN=NAME, for each NAME in $MEMAUDIT_TEAMS
 #                               (default: "demo")
@@ -21,6 +25,14 @@ set -euo pipefail
 dir="${1:?usage: make-certs.sh DIR [HOST ...]}"
 shift
 days="${MEMAUDIT_CERT_DAYS:-365}"
+# Each worker's name is its certificate's CN and part of a file name.
+read -ra workers <<<"${MEMAUDIT_WORKERS:-worker-0 worker-1}"
+for worker in "${workers[@]}"; do
+  [[ "$worker" =~ ^worker-[A-Za-z0-9._-]{1,57}$ ]] || {
+    echo "make-certs.sh: MEMAUDIT_WORKERS: \"$worker\" is not worker- and a name (letters, digits, '.', '_', '-'; at most 64 in all)" >&2
+    exit 2
+  }
+done
 mkdir -p "$dir"
 cd "$dir"
 umask 077
@@ -55,7 +67,9 @@ issue() {  # FILE ROLE NAME
 
 issue scorer scorer memaudit-scorer
 issue coordinator coordinator memaudit-coordinator
-issue worker worker memaudit-worker
+for worker in "${workers[@]}"; do
+  issue "$worker" worker "$worker"
+done
 issue admin admin admin
 for team in ${MEMAUDIT_TEAMS:-demo}; do
   issue "team-$team" team "$team"

@@ -1,13 +1,19 @@
 #include "services/coordinator/audit_service.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/audit_kinds.h"
+#include "common/spec_message_bounds.h"
 #include "common/spec_yaml.h"
 #include "common/status_grpc.h"
+#include "common/status_macros.h"
 #include "common/watch_reactor.h"
+#include "memaudit/v1/worker.grpc.pb.h"
+#include "services/coordinator/page_token.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
@@ -113,7 +119,18 @@ class AuditWatch final : public WatchReactor<v1::AuditEvent> {
 
 }  // namespace
 
-absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req) {
+CallPolicy CoordinatorCallPolicy() {
+  CallPolicy policy;
+  AllowService(v1::AuditService::service_full_name(), {Role::kTeam}, &policy);
+  AllowMethod(v1::AuditService::service_full_name(), "RevokeWorker", {}, &policy);
+  AllowService(v1::WorkerService::service_full_name(), {Role::kWorker}, &policy);
+  AllowHealth(&policy);
+  return policy;
+}
+
+absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req,
+                                                const CapabilityKey& key,
+                                                absl::string_view caller) {
   Scheduler::AuditQuery query;
   query.limit = req.limit() == 0 ? kDefaultListLimit : req.limit();
   if (query.limit > kMaxListLimit) {
@@ -121,14 +138,11 @@ absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req) {
         absl::StrCat("limit: must be at most ", kMaxListLimit, " (got ", req.limit(), ")"));
   }
   if (!req.page_token().empty()) {
-    // "p" and the submit-order number the next page starts below.
-    size_t before = 0;
-    if (req.page_token().size() > 21 || req.page_token()[0] != 'p' ||
-        !absl::SimpleAtoi(absl::string_view(req.page_token()).substr(1), &before)) {
-      return absl::InvalidArgumentError(absl::StrCat("page_token: not a token List answered (got ",
-                                                     QuoteValue(req.page_token()), ")"));
-    }
-    query.before = before;
+    // The submit-order number the next page starts below, sealed for the
+    // caller (page_token.h).
+    MEMAUDIT_ASSIGN_OR_RETURN(const uint64_t before,
+                              DecodePageToken(key, caller, req.page_token()));
+    query.before = static_cast<size_t>(before);
   }
   if (!v1::AuditState_IsValid(req.state())) {
     return absl::InvalidArgumentError(absl::StrCat("state: no such state (got ", req.state(), ")"));
@@ -168,6 +182,9 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext* ctx, const v1::Submit
   if (!req->has_spec()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "spec: required");
   }
+  // Bounded like a YAML spec, and nothing this build does not know is kept:
+  // checked before the spec is copied, stored or sent anywhere.
+  if (absl::Status s = CheckSpecMessage(req->spec()); !s.ok()) return Bounded(s);
   Submission submission;
   submission.caller = *caller;
   submission.request_id = req->request_id();
@@ -205,11 +222,52 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext* ctx, const v1::Submit
   for (const v1::ReusedRun& r : opened.reused()) {
     submission.reused[r.run()] = r.from_audit_id();
   }
-  // A concurrent resend may have won: then this is its audit (the scorer
-  // holds an unused plan, which no observation will reach).
+  // A concurrent resend may have won: then this is its audit, and the plan
+  // opened for this one is dropped, as is a refused one's: a refused Submit
+  // leaves nothing behind.
   auto audit = scheduler_->Submit(submission);
+  if (!audit.ok() || audit->audit_id() != audit_id) DropAtScorer(audit_id);
   if (!audit.ok()) return Bounded(audit.status());
   SetResponse(*audit, resp);
+  return grpc::Status::OK;
+}
+
+void AuditServiceImpl::DropAtScorer(const std::string& audit_id) {
+  v1::DropAuditRequest drop;
+  drop.set_audit_id(audit_id);
+  v1::DropAuditResponse dropped;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, kScorerDeadlineMs);
+  // Best effort: an audit the coordinator never stored gets no observation,
+  // and one the scorer keeps is no source of reuse.
+  if (grpc::Status s = scorer_->DropAudit(&ctx, drop, &dropped); !s.ok()) {
+    spdlog::warn("scorer kept the plan of audit {}: {}", audit_id, s.error_message());
+  }
+}
+
+grpc::Status AuditServiceImpl::RevokeWorker(grpc::ServerContext* ctx,
+                                            const v1::RevokeWorkerRequest* req,
+                                            v1::RevokeWorkerResponse* resp) {
+  absl::StatusOr<Identity> caller = auth_->Require(*ctx, {});
+  if (!caller.ok()) return Bounded(caller.status());
+  if (!IsValidName(req->worker())) {
+    return Bounded(absl::InvalidArgumentError(
+        "worker: a worker identity's name (1 to 64 of letters, digits, . _ -)"));
+  }
+  if (revoked_ == nullptr) {
+    return Bounded(absl::FailedPreconditionError("this coordinator keeps no revoked workers"));
+  }
+  // The scorer first: once it answers, nothing the worker sends is stored.
+  grpc::ClientContext scorer_ctx;
+  SetDeadline(&scorer_ctx, kScorerDeadlineMs);
+  if (grpc::Status s = scorer_->RevokeWorker(&scorer_ctx, *req, resp); !s.ok()) {
+    return Bounded(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                absl::StrCat("the scorer did not take the revocation: ",
+                                             s.error_message(), " (nothing changed; retry)")));
+  }
+  if (absl::Status s = revoked_->Add(req->worker()); !s.ok()) return Bounded(s);
+  spdlog::warn("{} revoked worker {}: {} run(s) purged from reuse", caller->ToString(),
+               req->worker(), resp->purged_runs());
   return grpc::Status::OK;
 }
 
@@ -228,11 +286,13 @@ grpc::Status AuditServiceImpl::List(grpc::ServerContext* ctx, const v1::ListRequ
                                     v1::ListResponse* resp) {
   absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
   if (!caller.ok()) return Bounded(caller.status());
-  absl::StatusOr<Scheduler::AuditQuery> query = ListQuery(*req);
+  absl::StatusOr<Scheduler::AuditQuery> query = ListQuery(*req, key_, caller->description);
   if (!query.ok()) return Bounded(query.status());
   Scheduler::AuditPage page = scheduler_->Query(*query, *caller);
   for (v1::Audit& a : page.audits) *resp->add_audits() = std::move(a);
-  if (page.next_before) resp->set_next_page_token(absl::StrCat("p", *page.next_before));
+  if (page.next_before) {
+    resp->set_next_page_token(EncodePageToken(key_, caller->description, *page.next_before));
+  }
   return grpc::Status::OK;
 }
 
@@ -258,6 +318,8 @@ grpc::Status AuditServiceImpl::Cancel(grpc::ServerContext* ctx, const v1::Cancel
   if (absl::Status s = CheckAuditId(req->audit_id()); !s.ok()) return Bounded(s);
   auto audit = scheduler_->Cancel(req->audit_id(), *caller);
   if (!audit.ok()) return Bounded(audit.status());
+  // A cancelled audit's runs are no source of reuse.
+  if (audit->state() == v1::CANCELLED) DropAtScorer(audit->audit_id());
   *resp = std::move(*audit);
   return grpc::Status::OK;
 }

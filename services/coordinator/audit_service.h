@@ -6,13 +6,21 @@
 #include <memory>
 #include <string>
 
+#include "common/call_gate.h"
+#include "common/capability.h"
 #include "common/data_roots.h"
 #include "common/identity.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
+#include "services/coordinator/revoked_workers.h"
 #include "services/coordinator/scheduler.h"
 
 namespace memaudit::coordinator {
+
+// Who may call the coordinator's methods, checked before a message is read:
+// teams the AuditService (RevokeWorker administrators only), workers the
+// WorkerService, each of them the health service.
+CallPolicy CoordinatorCallPolicy();
 
 // SubmitRequest.request_id: at most this many bytes.
 inline constexpr size_t kMaxRequestIdBytes = 128;
@@ -25,10 +33,12 @@ absl::Status CheckRequestId(const std::string& request_id);
 inline constexpr size_t kDefaultListLimit = 100;
 inline constexpr size_t kMaxListLimit = 1000;
 inline constexpr size_t kMaxNameFilterBytes = 256;
-// The scheduler's query a ListRequest asks for; INVALID_ARGUMENT naming the
-// field for a limit, page token, state, kind, name filter or view out of
+// The scheduler's query a ListRequest from `caller` asks for (page tokens
+// sealed under `key` for that caller, page_token.h); INVALID_ARGUMENT naming
+// the field for a limit, page token, state, kind, name filter or view out of
 // bounds.
-absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req);
+absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req,
+                                                const CapabilityKey& key, absl::string_view caller);
 
 // Every RPC first identifies its caller (UNAUTHENTICATED, PERMISSION_DENIED
 // for a role other than team or admin) before any work. A team sees only the
@@ -46,12 +56,17 @@ class AuditServiceImpl final
   // naming a file outside `data_roots` (data_roots.h). A Submit with a
   // request_id its owner sent before answers that request's audit; quotas
   // are the scheduler's (SchedulerOptions::quotas).
+  // `key` seals List's page tokens; `revoked` (may be null: RevokeWorker
+  // is then refused) records the worker identities RevokeWorker revokes.
   AuditServiceImpl(Authenticator* auth, Scheduler* scheduler,
-                   std::shared_ptr<v1::ScorerService::StubInterface> scorer, DataRoots data_roots)
+                   std::shared_ptr<v1::ScorerService::StubInterface> scorer, DataRoots data_roots,
+                   CapabilityKey key = CapabilityKey::Insecure(), RevokedWorkers* revoked = nullptr)
       : auth_(auth),
         scheduler_(scheduler),
         scorer_(std::move(scorer)),
-        data_roots_(std::move(data_roots)) {}
+        data_roots_(std::move(data_roots)),
+        key_(std::move(key)),
+        revoked_(revoked) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                       v1::SubmitResponse* resp) override;
@@ -70,12 +85,23 @@ class AuditServiceImpl final
   // The scorer's export of the audit, piece by piece as it arrives.
   grpc::Status Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,
                       grpc::ServerWriter<v1::ExportArray>* writer) override;
+  // Administrators only: the scorer refuses the worker's observations and
+  // purges its runs from reuse, then this coordinator refuses its calls.
+  grpc::Status RevokeWorker(grpc::ServerContext* ctx, const v1::RevokeWorkerRequest* req,
+                            v1::RevokeWorkerResponse* resp) override;
 
  private:
+  // Asks the scorer to forget an audit it was told of but that is not (or
+  // no longer) to run: a refused Submit's, or a cancelled one's (then kept,
+  // but never reused).
+  void DropAtScorer(const std::string& audit_id);
+
   Authenticator* auth_;
   Scheduler* scheduler_;
   std::shared_ptr<v1::ScorerService::StubInterface> scorer_;
   const DataRoots data_roots_;
+  const CapabilityKey key_;
+  RevokedWorkers* const revoked_;
 };
 
 }  // namespace memaudit::coordinator

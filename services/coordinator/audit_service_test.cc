@@ -418,7 +418,8 @@ TEST_F(AuditListTest, PagesFiltersAndASummaryView) {
   EXPECT_THAT(refused(bad), ::testing::HasSubstr("limit: must be at most 1000 (got 1001)"));
   bad = v1::ListRequest();
   bad.set_page_token("x1");
-  EXPECT_THAT(refused(bad), ::testing::HasSubstr("page_token: not a token List answered"));
+  EXPECT_THAT(refused(bad),
+              ::testing::HasSubstr("page_token: not a token this coordinator gave you"));
   bad = v1::ListRequest();
   bad.set_kind(static_cast<v1::AuditKind>(77));
   EXPECT_THAT(refused(bad), ::testing::HasSubstr("kind: no such kind (got 77)"));

@@ -102,6 +102,10 @@ struct CoordinatorFlags {
 
 void AddCoordinatorFlags(CLI::App* app, CoordinatorFlags* f) {
   using namespace memaudit;
+  // Teams and workers send small messages only: a large one is refused as
+  // it arrives, and gRPC holds little for the coordinator's calls.
+  f->serving.max_receive_bytes = kSmallReceiveBytes;
+  f->serving.grpc_memory_mb = 256;
   AddServingFlags(app, &f->serving, "127.0.0.1:7400", "127.0.0.1:9400");
   app->add_option("--db", f->db_path,
                   "SQLite database file: created if missing; checked (PRAGMA quick_check) at "
@@ -198,15 +202,23 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", channel.status().ToString());
     return 1;
   }
+  auto revoked = coordinator::RevokedWorkers::Load(store->get());
+  if (!revoked.ok()) {
+    spdlog::critical("{}", revoked.status().ToString());
+    return 1;
+  }
   coordinator::AuditServiceImpl audit_service(
-      auth->get(), scheduler->get(), v1::ScorerService::NewStub(*channel), *std::move(data_roots));
+      auth->get(), scheduler->get(), v1::ScorerService::NewStub(*channel), *std::move(data_roots),
+      *capability_key, revoked->get());
   // A worker silent for a lease TTL has lost its lease: count it gone too.
   coordinator::WorkerPresence presence(RealClock::Get(), flags.lease_ttl_ms, &registry);
   coordinator::WorkerServiceImpl worker_service(
       auth->get(), scheduler->get(), flags.scorer, flags.heartbeat_ms,
       static_cast<uint32_t>(flags.lease_ttl_ms), *std::move(capability_key),
-      v1::ScorerService::NewStub(*channel), &presence);
-  auto serving = StartServing(flags.serving, {&audit_service, &worker_service}, &registry);
+      v1::ScorerService::NewStub(*channel), &presence, revoked->get());
+  auto serving =
+      StartServing(flags.serving, {&audit_service, &worker_service}, &registry,
+                   std::make_shared<CallGate>(auth->get(), coordinator::CoordinatorCallPolicy()));
   if (!serving.ok()) {
     spdlog::critical("{}", serving.status().ToString());
     return 1;

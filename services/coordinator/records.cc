@@ -18,6 +18,10 @@ const char* TaskStateName(TaskState state) {
   return "unknown";
 }
 
+uint32_t LeaseNumber(const TaskRecord& task) {
+  return task.attempts + task.releases + task.expiries;
+}
+
 bool IsTerminal(v1::AuditState state) {
   return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
 }

@@ -72,6 +72,13 @@ struct Mutation {
 };
 
 const char* TaskStateName(TaskState state);
+// The number of the task's current (or last) lease: 1 for its first, one
+// more for each lease after it. Each lease adds one to `attempts` when
+// granted and ends by keeping it (complete, failure, a give-back past its
+// cap) or trading it for one release or expiry, so this sum grows by exactly
+// one per lease and needs no column of its own. Capabilities carry it, so
+// the scorer can tell a stale lease's writes from the current one's.
+uint32_t LeaseNumber(const TaskRecord& task);
 bool IsTerminal(v1::AuditState state);
 
 }  // namespace memaudit::coordinator

@@ -56,6 +56,8 @@ constexpr const char* kMigrations[] = {
     "CREATE UNIQUE INDEX audits_by_request ON audits(team, request_id) WHERE request_id != '';",
     // 3: expiries, the leases lost to a silent worker.
     "ALTER TABLE tasks ADD COLUMN expiries INTEGER NOT NULL DEFAULT 0;",
+    // 4: worker identities an administrator revoked.
+    "CREATE TABLE revoked_workers (name TEXT PRIMARY KEY);",
 };
 
 }  // namespace
@@ -229,6 +231,27 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteStore::LoadTasks() {
     out.push_back(std::move(t));
   }
   return out;
+}
+
+absl::Status SqliteStore::AddRevokedWorker(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  auto stmt = db_->Prepare("INSERT OR IGNORE INTO revoked_workers VALUES (?)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, name);
+  return stmt->Run();
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteStore::LoadRevokedWorkers() {
+  absl::MutexLock lock(&mu_);
+  auto stmt = db_->Prepare("SELECT name FROM revoked_workers ORDER BY name");
+  if (!stmt.ok()) return stmt.status();
+  std::vector<std::string> out;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    out.push_back(stmt->Text(0));
+  }
 }
 
 absl::StatusOr<std::vector<EventRecord>> SqliteStore::EventsAfter(const std::string& audit_id,

@@ -27,6 +27,8 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<TaskRecord>> LoadTasks() override;
   absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
                                                        uint64_t after_sequence, int limit) override;
+  absl::Status AddRevokedWorker(const std::string& name) override;
+  absl::StatusOr<std::vector<std::string>> LoadRevokedWorkers() override;
 
  private:
   explicit SqliteStore(std::unique_ptr<sql::Database> db) : db_(std::move(db)) {}

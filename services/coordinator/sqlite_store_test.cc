@@ -149,7 +149,7 @@ INSERT INTO tasks VALUES ('a-1/reference_model/0', 'a-1', 'reference_model', 0, 
     m.tasks.push_back(t);
     MEMAUDIT_ASSERT_OK((*store)->Commit(m));
   }
-  EXPECT_EQ(UserVersion(path), 3);
+  EXPECT_EQ(UserVersion(path), 4);
   // Opening again migrates nothing twice.
   auto store = SqliteStore::Open(path);
   MEMAUDIT_ASSERT_OK(store);
@@ -158,7 +158,12 @@ INSERT INTO tasks VALUES ('a-1/reference_model/0', 'a-1', 'reference_model', 0, 
   // An audit from before owners has none (administrators only) and no key.
   EXPECT_EQ((*store)->LoadAudits()->at(0).team, "");
   EXPECT_EQ((*store)->LoadAudits()->at(0).request_id, "");
-  EXPECT_EQ(UserVersion(path), 3);
+  // Revoked worker identities (migration 4), kept once each.
+  EXPECT_TRUE((*store)->LoadRevokedWorkers()->empty());
+  MEMAUDIT_ASSERT_OK((*store)->AddRevokedWorker("w-1"));
+  MEMAUDIT_ASSERT_OK((*store)->AddRevokedWorker("w-1"));
+  EXPECT_THAT(*(*store)->LoadRevokedWorkers(), ::testing::ElementsAre("w-1"));
+  EXPECT_EQ(UserVersion(path), 4);
   unlink(path.c_str());
 }
 

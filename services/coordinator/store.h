@@ -4,6 +4,7 @@
 #ifndef MEMAUDIT_SERVICES_COORDINATOR_STORE_H_
 #define MEMAUDIT_SERVICES_COORDINATOR_STORE_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,6 +28,14 @@ class Store {
   virtual absl::StatusOr<std::vector<EventRecord>> EventsAfter(const std::string& audit_id,
                                                                uint64_t after_sequence,
                                                                int limit) = 0;
+  // Worker identities (their names) an administrator revoked: Register,
+  // Lease and Heartbeat refuse them. A store without the table keeps none.
+  virtual absl::Status AddRevokedWorker(const std::string& /*name*/) {
+    return absl::UnimplementedError("this store keeps no revoked workers");
+  }
+  virtual absl::StatusOr<std::vector<std::string>> LoadRevokedWorkers() {
+    return std::vector<std::string>{};
+  }
 };
 
 }  // namespace memaudit::coordinator

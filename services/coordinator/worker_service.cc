@@ -1,5 +1,7 @@
 #include "services/coordinator/worker_service.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -59,26 +61,28 @@ absl::StatusOr<std::string> UnbindWorkerId(const CapabilityKey& key, const std::
 std::string BindLease(const CapabilityKey& key, const LeaseBinding& lease,
                       const Identity& identity) {
   const std::string index = absl::StrCat(lease.task.index);
-  const std::string mac = key.Sign(
-      kLeasePurpose, {lease.lease_id, lease.audit_id, lease.task.role, index, identity.ToString()});
-  return absl::StrJoin({lease.lease_id, mac, index, lease.task.role, lease.audit_id}, ".");
+  const std::string number = absl::StrCat(lease.number);
+  const std::string mac = key.Sign(kLeasePurpose, {lease.lease_id, lease.audit_id, lease.task.role,
+                                                   index, number, identity.ToString()});
+  return absl::StrJoin({lease.lease_id, mac, number, index, lease.task.role, lease.audit_id}, ".");
 }
 
 absl::StatusOr<LeaseBinding> UnbindLease(const CapabilityKey& key, const std::string& lease_id,
                                          const Identity& identity) {
   if (lease_id.size() > kMaxIdBytes) return NotGranted(identity);
   // The audit id comes last and may hold anything; the other parts no '.'.
-  const std::vector<std::string> parts = absl::StrSplit(lease_id, absl::MaxSplits('.', 4));
+  const std::vector<std::string> parts = absl::StrSplit(lease_id, absl::MaxSplits('.', 5));
   LeaseBinding lease;
-  if (parts.size() != 5 || !absl::SimpleAtoi(parts[2], &lease.task.index)) {
+  if (parts.size() != 6 || !absl::SimpleAtoi(parts[2], &lease.number) ||
+      !absl::SimpleAtoi(parts[3], &lease.task.index)) {
     return NotGranted(identity);
   }
   lease.lease_id = parts[0];
-  lease.task.role = parts[3];
-  lease.audit_id = parts[4];
-  if (!key.Verify(
-          parts[1], kLeasePurpose,
-          {lease.lease_id, lease.audit_id, lease.task.role, parts[2], identity.ToString()})) {
+  lease.task.role = parts[4];
+  lease.audit_id = parts[5];
+  if (!key.Verify(parts[1], kLeasePurpose,
+                  {lease.lease_id, lease.audit_id, lease.task.role, parts[3], parts[2],
+                   identity.ToString()})) {
     return NotGranted(identity);
   }
   return lease;
@@ -176,6 +180,14 @@ class WorkerServiceImpl::LeaseCall final : public grpc::ServerUnaryReactor {
     // Seen at both ends of the long-poll, so an idle worker never looks gone.
     service_->Seen(worker_id_);
     if (!grant.ok()) return Finish(ToGrpc(grant.status()));
+    if (grant->has_value() && service_->revoked_ != nullptr) {
+      // Revoked while this call waited: the task goes straight back.
+      if (absl::Status revoked = service_->revoked_->Check(caller_); !revoked.ok()) {
+        service_->scheduler_->Release((*grant)->task.lease_id, std::string(revoked.message()),
+                                      [](const absl::Status&) {});
+        return Finish(ToGrpc(revoked));
+      }
+    }
     if (grant->has_value()) {
       const TaskRecord& t = (*grant)->task;
       v1::Task* task = resp_->mutable_task();
@@ -187,9 +199,12 @@ class WorkerServiceImpl::LeaseCall final : public grpc::ServerUnaryReactor {
       task->set_steps_total(t.steps_total);
       *task->mutable_spec() = std::move((*grant)->spec);
       const TaskRef ref{t.role, t.index};
-      resp_->set_lease_id(BindLease(service_->key_, {t.lease_id, t.audit_id, ref}, caller_));
+      const uint32_t number = LeaseNumber(t);
+      resp_->set_lease_id(
+          BindLease(service_->key_, {t.lease_id, t.audit_id, ref, number}, caller_));
       resp_->set_lease_ttl_ms(service_->lease_ttl_ms_);
-      resp_->set_capability(TaskCapability(service_->key_, t.audit_id, ref));
+      resp_->set_capability(
+          TaskCapability(service_->key_, t.audit_id, ref, {number, caller_.ToString()}));
       granted_lease_ = t.lease_id;
     }
     Finish(grpc::Status::OK);
@@ -204,10 +219,16 @@ class WorkerServiceImpl::LeaseCall final : public grpc::ServerUnaryReactor {
   uint64_t wait_ = 0;          // set before the handler returns, so before OnCancel
 };
 
+absl::StatusOr<Identity> WorkerServiceImpl::Worker(const grpc::CallbackServerContext& ctx) {
+  MEMAUDIT_ASSIGN_OR_RETURN(Identity caller, auth_->Require(ctx, {Role::kWorker}));
+  if (revoked_ != nullptr) MEMAUDIT_RETURN_IF_ERROR(revoked_->Check(caller));
+  return caller;
+}
+
 absl::Status WorkerServiceImpl::DoRegister(const grpc::CallbackServerContext& ctx,
                                            const v1::RegisterRequest& req,
                                            v1::RegisterResponse* resp) {
-  MEMAUDIT_ASSIGN_OR_RETURN(const Identity caller, auth_->Require(ctx, {Role::kWorker}));
+  MEMAUDIT_ASSIGN_OR_RETURN(const Identity caller, Worker(ctx));
   if (std::string problem = CapabilityProblem(req.capabilities(), req.capabilities());
       !problem.empty()) {
     return absl::InvalidArgumentError(problem);
@@ -236,7 +257,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Lease(grpc::CallbackServerContext* 
     reactor->Finish(ToGrpc(status));
     return reactor;
   };
-  auto caller = auth_->Require(*ctx, {Role::kWorker});
+  auto caller = Worker(*ctx);
   if (!caller.ok()) return refuse(caller.status());
   if (req->worker_id().empty()) {
     return refuse(absl::InvalidArgumentError("worker_id: required (Register first)"));
@@ -260,7 +281,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Lease(grpc::CallbackServerContext* 
 absl::StatusOr<LeaseBinding> WorkerServiceImpl::CallerLease(const grpc::CallbackServerContext& ctx,
                                                             const std::string& worker_id,
                                                             const std::string& lease_id) {
-  MEMAUDIT_ASSIGN_OR_RETURN(const Identity caller, auth_->Require(ctx, {Role::kWorker}));
+  MEMAUDIT_ASSIGN_OR_RETURN(const Identity caller, Worker(ctx));
   // The worker id only says who is alive (presence); when sent, it must be
   // the caller's too.
   if (!worker_id.empty()) {
@@ -283,7 +304,7 @@ absl::Status WorkerServiceImpl::DoHeartbeat(const grpc::CallbackServerContext& c
   std::vector<std::string> more;
   more.reserve(req.more_size());
   if (req.more_size() > 0) {
-    MEMAUDIT_ASSIGN_OR_RETURN(const Identity caller, auth_->Require(ctx, {Role::kWorker}));
+    MEMAUDIT_ASSIGN_OR_RETURN(const Identity caller, Worker(ctx));
     for (const v1::LeaseBeat& beat : req.more()) {
       MEMAUDIT_ASSIGN_OR_RETURN(const LeaseBinding other,
                                 UnbindLease(key_, beat.lease_id(), caller));
@@ -323,6 +344,7 @@ void WorkerServiceImpl::CompleteAfterScorer(const LeaseBinding& lease,
   check->req.set_audit_id(lease.audit_id);
   check->req.set_role(lease.task.role);
   check->req.set_index(lease.task.index);
+  check->req.set_lease(lease.number);
   check->ctx.set_deadline(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(kScorerDeadlineMs));
   scorer_->async()->CheckTask(
@@ -361,28 +383,57 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Fail(grpc::CallbackServerContext* c
     reactor->Finish(ToGrpc(lease.status()));
     return reactor;
   }
-  const std::string& id = lease->lease_id;
-  switch (req->kind()) {
-    case v1::INTERRUPTED:
-      scheduler_->Release(id, req->error(), FinishWith(reactor));
-      break;
-    case v1::TASK_RETRYABLE:
-      scheduler_->Fail(id, req->error(), /*retryable=*/true, FinishWith(reactor));
-      break;
-    case v1::TASK_FINAL:
-      scheduler_->Fail(id, req->error(), /*retryable=*/false, FinishWith(reactor));
-      break;
-    default:  // FAILURE_KIND_UNSPECIFIED (an older worker) or a kind newer than this coordinator
-      scheduler_->Fail(id, req->error(), req->retryable(), FinishWith(reactor));
-  }
+  // The scorer hears first, so nothing more is stored under the lease by
+  // the time its holder learns it is given back.
+  EndLeaseAtScorer(*lease, [this, reactor, id = lease->lease_id, kind = req->kind(),
+                            error = req->error(), retryable = req->retryable()]() mutable {
+    switch (kind) {
+      case v1::INTERRUPTED:
+        scheduler_->Release(id, error, FinishWith(reactor));
+        break;
+      case v1::TASK_RETRYABLE:
+        scheduler_->Fail(id, error, /*retryable=*/true, FinishWith(reactor));
+        break;
+      case v1::TASK_FINAL:
+        scheduler_->Fail(id, error, /*retryable=*/false, FinishWith(reactor));
+        break;
+      default:  // FAILURE_KIND_UNSPECIFIED (an older worker) or a kind newer than this
+        scheduler_->Fail(id, error, retryable, FinishWith(reactor));
+    }
+  });
   return reactor;
+}
+
+void WorkerServiceImpl::EndLeaseAtScorer(const LeaseBinding& lease,
+                                         absl::AnyInvocable<void() &&> then) {
+  struct End {
+    grpc::ClientContext ctx;
+    v1::EndLeaseRequest req;
+    v1::EndLeaseResponse resp;
+    absl::AnyInvocable<void() &&> then;
+  };
+  auto end = std::make_shared<End>();
+  end->req.set_audit_id(lease.audit_id);
+  end->req.set_role(lease.task.role);
+  end->req.set_index(lease.task.index);
+  end->req.set_lease(lease.number);
+  end->then = std::move(then);
+  end->ctx.set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::milliseconds(kScorerDeadlineMs));
+  scorer_->async()->EndLease(&end->ctx, &end->req, &end->resp, [end](const grpc::Status& status) {
+    if (!status.ok()) {
+      spdlog::warn("scorer did not take the end of lease {} of {} {}: {}", end->req.lease(),
+                   end->req.audit_id(), end->req.role(), status.error_message());
+    }
+    std::move(end->then)();
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Leave(grpc::CallbackServerContext* ctx,
                                                    const v1::LeaveRequest* req,
                                                    v1::LeaveResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  auto caller = auth_->Require(*ctx, {Role::kWorker});
+  auto caller = Worker(*ctx);
   if (!caller.ok()) {
     reactor->Finish(ToGrpc(caller.status()));
     return reactor;

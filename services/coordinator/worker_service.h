@@ -13,11 +13,13 @@
 #include <memory>
 #include <string>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "common/capability.h"
 #include "common/identity.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "memaudit/v1/worker.grpc.pb.h"
+#include "services/coordinator/revoked_workers.h"
 #include "services/coordinator/scheduler.h"
 #include "services/coordinator/worker_presence.h"
 
@@ -36,9 +38,10 @@ struct LeaseBinding {
   std::string lease_id;  // the scheduler's
   std::string audit_id;
   TaskRef task;
+  uint32_t number = 0;  // LeaseNumber: which lease of the task this is
 };
-// "<lease>.<hmac>.<index>.<role>.<audit_id>": the scheduler's lease and its
-// task, bound to `identity`.
+// "<lease>.<hmac>.<number>.<index>.<role>.<audit_id>": the scheduler's lease,
+// its number and its task, bound to `identity`.
 std::string BindLease(const CapabilityKey& key, const LeaseBinding& lease,
                       const Identity& identity);
 // PERMISSION_DENIED unless `identity` was granted `lease_id` (with this key).
@@ -52,11 +55,12 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
   // `key` signs ids and task capabilities (the scorer holds the same key);
   // Complete asks `scorer` whether it holds the task's observations.
-  // `presence` (may be null) learns of every call that names a worker.
+  // `presence` (may be null) learns of every call that names a worker;
+  // `revoked` (may be null) names the identities refused.
   WorkerServiceImpl(Authenticator* auth, Scheduler* scheduler, std::string scorer_address,
                     uint32_t heartbeat_ms, uint32_t lease_ttl_ms, CapabilityKey key,
                     std::shared_ptr<v1::ScorerService::StubInterface> scorer,
-                    WorkerPresence* presence = nullptr)
+                    WorkerPresence* presence = nullptr, const RevokedWorkers* revoked = nullptr)
       : auth_(auth),
         scheduler_(scheduler),
         scorer_address_(std::move(scorer_address)),
@@ -64,7 +68,8 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
         lease_ttl_ms_(lease_ttl_ms),
         key_(std::move(key)),
         scorer_(std::move(scorer)),
-        presence_(presence) {}
+        presence_(presence),
+        revoked_(revoked) {}
 
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
                                      const v1::RegisterRequest* req,
@@ -94,6 +99,8 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  private:
   class LeaseCall;
 
+  // The caller, when a worker (or an administrator) not revoked.
+  absl::StatusOr<Identity> Worker(const grpc::CallbackServerContext& ctx);
   absl::Status DoRegister(const grpc::CallbackServerContext& ctx, const v1::RegisterRequest& req,
                           v1::RegisterResponse* resp);
   absl::Status DoHeartbeat(const grpc::CallbackServerContext& ctx, const v1::HeartbeatRequest& req,
@@ -107,6 +114,11 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   // and answers `reactor`: the task completed, or failed as the scorer's
   // answer says (see Complete).
   void CompleteAfterScorer(const LeaseBinding& lease, grpc::ServerUnaryReactor* reactor);
+  // Tells the scorer that `lease` ended without its Complete (its
+  // observations are dropped, nothing more is stored under it), then runs
+  // `then` whatever the scorer answered: a scorer out of reach costs the
+  // guarantee nothing, as the task's next lease supersedes this one there.
+  void EndLeaseAtScorer(const LeaseBinding& lease, absl::AnyInvocable<void() &&> then);
   void Seen(const std::string& worker_id) {
     if (presence_ != nullptr) presence_->Seen(worker_id);
   }
@@ -119,6 +131,7 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   const CapabilityKey key_;
   std::shared_ptr<v1::ScorerService::StubInterface> scorer_;
   WorkerPresence* presence_;
+  const RevokedWorkers* revoked_;
 };
 
 }  // namespace memaudit::coordinator

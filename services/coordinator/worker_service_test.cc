@@ -164,7 +164,10 @@ TEST_F(WorkerServiceTest, ALeaseCarriesItsTasksCapabilityAndIdsBoundToTheCaller)
   const v1::LeaseResponse lease = Lease(worker);
   ASSERT_TRUE(lease.has_task());
   const TaskRef task{lease.task().role(), lease.task().index()};
-  EXPECT_TRUE(VerifyTaskCapability(Key(), "a-1", task, lease.capability()));
+  EXPECT_EQ(VerifyTaskCapability(Key(), "a-1", task, me_.ToString(), lease.capability()),
+            std::optional<uint32_t>(1));
+  EXPECT_EQ(VerifyTaskCapability(Key(), "a-1", task, "worker someone-else", lease.capability()),
+            std::nullopt);
   auto bound = UnbindLease(Key(), lease.lease_id(), me_);
   MEMAUDIT_ASSERT_OK(bound);
   EXPECT_EQ(bound->audit_id, "a-1");

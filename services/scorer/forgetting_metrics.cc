@@ -811,6 +811,8 @@ class Forgetting final : public KindHandler {
     return out;
   }
 
+  bool Streams() const override { return true; }
+
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
     v1::AuditResults partial;
     partial.set_kind(v1::FORGETTING);

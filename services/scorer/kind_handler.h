@@ -36,6 +36,11 @@ class KindHandler {
   virtual absl::StatusOr<std::optional<v1::AuditResults>> Score(
       ScorerStore& store, const std::string& audit_id, const v1::AuditSpec& spec) const = 0;
 
+  // Whether the kind publishes partial results while its tasks still run
+  // (a forgetting curve filling in): scored as observations arrive. Other
+  // kinds are scored once their last task's lease is sealed.
+  virtual bool Streams() const { return false; }
+
   // What GetResults answers before the first scoring: complete = false, with
   // the kind and the sizes the spec plans.
   virtual v1::AuditResults Placeholder(const v1::AuditSpec& spec) const = 0;
@@ -75,8 +80,9 @@ class KindHandler {
 
   // Content-keyed reuse: records each run's key and copies the observations
   // of runs an earlier audit already trained (ScorerStore::FindStoredRun:
-  // runs of audits written under capabilities, not failed, of the same team
-  // unless `cross_team`); returns those runs. Kinds without reuse return
+  // runs written under a sealed lease by a writer not revoked, of audits
+  // scored complete, not failed, of the same team unless `cross_team`);
+  // returns those runs with their provenance. Kinds without reuse return
   // none.
   virtual absl::StatusOr<std::vector<v1::ReusedRun>> ReuseStoredRuns(
       ScorerStore& /*store*/, const std::string& /*audit_id*/, const v1::AuditSpec& /*spec*/,

@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   scorer::ScorerServiceImpl service(auth->get(), scorer->get(), *std::move(capability_key));
-  auto serving = StartServing(serving_flags, {&service}, &registry);
+  auto serving = StartServing(serving_flags, {&service}, &registry,
+                              std::make_shared<CallGate>(auth->get(), scorer::ScorerCallPolicy()));
   if (!serving.ok()) {
     spdlog::critical("{}", serving.status().ToString());
     return 1;

@@ -548,6 +548,10 @@ class Membership final : public KindHandler {
       v1::ReusedRun& r = reused.emplace_back();
       r.set_run(run);
       r.set_from_audit_id(from->audit_id);
+      r.set_from_run(from->run);
+      r.set_from_task(from->task);
+      r.set_from_lease(from->lease);
+      r.set_from_worker(from->writer);
     }
     return reused;
   }

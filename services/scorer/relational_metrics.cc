@@ -522,6 +522,8 @@ class Relational final : public KindHandler {
     return out;
   }
 
+  bool Streams() const override { return true; }
+
   v1::AuditResults Placeholder(const v1::AuditSpec& spec) const override {
     return RelationalPlaceholder(spec);
   }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/audit_kinds.h"
 #include "common/identity.h"
+#include "common/sqlite.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 
@@ -35,10 +36,11 @@ prometheus::Counter& UnscorableCounter(prometheus::Registry& metrics) {
       .Add({});
 }
 
-// The store's own failures (busy, damaged): not the values' fault.
+// The store's own failures (busy, damaged, its disk full): not the values'
+// fault.
 bool IsStoreError(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
-         status.code() == absl::StatusCode::kDataLoss;
+         status.code() == absl::StatusCode::kDataLoss || sql::IsDiskFull(status);
 }
 
 // An unscorable audit's reason, as stored and reported.
@@ -132,12 +134,12 @@ absl::StatusOr<const KindHandler*> Scorer::HandlerOfObservation(const v1::Observ
   return kind;
 }
 
-absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o) {
+absl::StatusOr<bool> Scorer::Ingest(const v1::Observation& o, const ObservationWriter& writer) {
   v1::AuditSpec spec;
   auto kind = HandlerOfObservation(o, &spec);
   if (!kind.ok()) return kind.status();
   if (absl::Status s = (*kind)->ValidateObservation(spec, o); !s.ok()) return s;
-  auto stored = store_->PutObservation(o);
+  auto stored = store_->PutObservation(o, writer);
   if (!stored.ok()) return stored.status();
   if (metrics_ != nullptr) {
     metrics::AddCounter(*metrics_, "memaudit_scorer_observations_total",
@@ -155,16 +157,49 @@ absl::StatusOr<TaskRef> Scorer::TaskOf(const v1::Observation& o) {
   return (*kind)->TaskOf(spec, o);
 }
 
-absl::StatusOr<TaskCheck> Scorer::CheckTask(const std::string& audit_id, const TaskRef& task) {
+absl::StatusOr<TaskCheck> Scorer::CheckTask(const std::string& audit_id, const TaskRef& task,
+                                            uint32_t lease) {
   v1::AuditSpec spec;
   MEMAUDIT_ASSIGN_OR_RETURN(const KindHandler* kind, HandlerOf(audit_id, &spec));
-  MEMAUDIT_ASSIGN_OR_RETURN(AuditInfo info, store_->GetAuditInfo(audit_id));
   MEMAUDIT_ASSIGN_OR_RETURN(std::vector<ObservationKey> expected,
                             kind->TaskObservations(*store_, audit_id, spec, task));
   TaskCheck check;
-  MEMAUDIT_ASSIGN_OR_RETURN(check.missing, store_->MissingObservations(audit_id, expected));
+  MEMAUDIT_ASSIGN_OR_RETURN(check.missing, store_->MissingObservations(audit_id, expected, lease));
+  if (lease > 0 && check.missing.empty()) {
+    // Sealed, the task's observations count: they may complete the audit
+    // (scored now, so that an unscorable one fails with this Complete) and
+    // be reused once it is scored.
+    MEMAUDIT_RETURN_IF_ERROR(store_->SealLease(audit_id, task.ToString(), lease));
+    MEMAUDIT_RETURN_IF_ERROR(ScoreIfComplete(audit_id));
+  }
+  MEMAUDIT_ASSIGN_OR_RETURN(AuditInfo info, store_->GetAuditInfo(audit_id));
   check.audit_error = std::move(info.error);
   return check;
+}
+
+absl::StatusOr<int64_t> Scorer::EndLease(const std::string& audit_id, const TaskRef& task,
+                                         uint32_t lease) {
+  v1::AuditSpec spec;
+  MEMAUDIT_RETURN_IF_ERROR(HandlerOf(audit_id, &spec).status());
+  return store_->EndLease(audit_id, task.ToString(), lease);
+}
+
+absl::StatusOr<int64_t> Scorer::RevokeWorker(const std::string& worker) {
+  const std::string writer = Identity{Role::kWorker, worker}.ToString();
+  MEMAUDIT_ASSIGN_OR_RETURN(const int64_t runs, store_->RevokeWriter(writer));
+  spdlog::warn("{} revoked: its observations are refused and its {} run(s) no longer reused",
+               writer, runs);
+  return runs;
+}
+
+absl::StatusOr<bool> Scorer::DropAudit(const std::string& audit_id) {
+  return store_->DropAudit(audit_id);
+}
+
+bool Scorer::Streams(const std::string& audit_id) {
+  v1::AuditSpec spec;
+  auto kind = HandlerOf(audit_id, &spec);
+  return kind.ok() && (*kind)->Streams();
 }
 
 absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
@@ -179,6 +214,11 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   v1::AuditSpec spec;
   auto kind = HandlerOf(audit_id, &spec);
   if (!kind.ok()) return kind.status();
+  // Observations under a lease not yet sealed may still be superseded (a
+  // lease that lapses): results are final only once every lease is sealed
+  // or ended. Until then only a streaming kind publishes, partially.
+  MEMAUDIT_ASSIGN_OR_RETURN(const bool unsealed, store_->HasOpenLeases(audit_id));
+  if (unsealed && !(*kind)->Streams()) return absl::OkStatus();
   const auto scoring_started = std::chrono::steady_clock::now();
   absl::StatusOr<std::optional<v1::AuditResults>> results = std::nullopt;
   try {
@@ -194,6 +234,7 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
     return MarkUnscorable(audit_id, results.status());
   }
   if (!results->has_value()) return absl::OkStatus();
+  if (unsealed && (*results)->complete()) return absl::OkStatus();
   for (v1::ResultWarning& w : (*kind)->Warnings(spec)) *(*results)->add_warnings() = std::move(w);
   (*results)->set_version(CodeVersion());
   ObserveScoringSeconds(metrics_, AuditKindName(spec.kind_case()), scoring_started);
@@ -234,6 +275,8 @@ absl::StatusOr<v1::AuditResults> Scorer::GetResults(const std::string& audit_id)
     results.set_audit_id(audit_id);
   }
   if (!info.error.empty()) results.set_error(info.error);
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<v1::ReusedRun> reused, store_->ReusedRuns(audit_id));
+  for (v1::ReusedRun& r : reused) *results.add_reused() = std::move(r);
   // Stored once with the audit, not in every stored version of its results.
   *results.mutable_spec() = std::move(spec);
   return results;

@@ -56,16 +56,33 @@ class Scorer {
   // scores the audit if nothing else is missing. Other kinds: nothing to reuse.
   absl::StatusOr<std::vector<v1::ReusedRun>> ReuseStoredRuns(const std::string& audit_id);
   // True when stored now, false for a duplicate. INVALID_ARGUMENT names the
-  // bad field; NOT_FOUND for an audit never opened. The caller has checked
-  // the observation's capability (TaskOf).
-  absl::StatusOr<bool> Ingest(const v1::Observation& observation);
+  // bad field; NOT_FOUND for an audit never opened; PERMISSION_DENIED when
+  // `writer`'s lease was superseded or ended or the writer was revoked
+  // (ScorerStore::PutObservation). The caller has checked the observation's
+  // capability (TaskOf) and named its lease and caller in `writer`.
+  absl::StatusOr<bool> Ingest(const v1::Observation& observation,
+                              const ObservationWriter& writer = {});
   // The task that sends `observation`, whose capability it must carry.
   // NOT_FOUND for an audit never opened, INVALID_ARGUMENT when no task of the
   // audit sends such an observation.
   absl::StatusOr<TaskRef> TaskOf(const v1::Observation& observation);
   // Which observations of `task` are not stored, and whether the audit
-  // failed scoring. NOT_FOUND for an audit never opened.
-  absl::StatusOr<TaskCheck> CheckTask(const std::string& audit_id, const TaskRef& task);
+  // failed scoring. NOT_FOUND for an audit never opened. With `lease` > 0
+  // only that lease's observations count, and when none is missing the lease
+  // is sealed and the audit scored if that completes it.
+  absl::StatusOr<TaskCheck> CheckTask(const std::string& audit_id, const TaskRef& task,
+                                      uint32_t lease = 0);
+  // The task's lease ended without a Complete (ScorerStore::EndLease).
+  absl::StatusOr<int64_t> EndLease(const std::string& audit_id, const TaskRef& task,
+                                   uint32_t lease);
+  // Stops trusting the worker identity `worker` (its name): its observations
+  // are refused and its runs no longer reused. Returns the runs it wrote.
+  absl::StatusOr<int64_t> RevokeWorker(const std::string& worker);
+  // Forgets an audit a refused Submit opened (ScorerStore::DropAudit).
+  absl::StatusOr<bool> DropAudit(const std::string& audit_id);
+  // Whether observations of `audit_id` trigger scoring as they arrive
+  // (KindHandler::Streams).
+  bool Streams(const std::string& audit_id);
   // Scores `audit_id` if all its inputs are in and it is not scored yet. When
   // the stored values cannot be scored, marks the audit failed with the
   // reason and returns OK; errors are the store's (UNAVAILABLE, DATA_LOSS).

@@ -1,11 +1,13 @@
 #include "services/scorer/scorer_service.h"
 
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/export_arrays.h"
+#include "common/spec_message_bounds.h"
 #include "common/status_grpc.h"
 #include "common/watch_reactor.h"
 #include "services/coordinator/spec_validator.h"
@@ -53,6 +55,14 @@ class ResultsWatch final : public WatchReactor<v1::AuditResults> {
 
 }  // namespace
 
+CallPolicy ScorerCallPolicy() {
+  CallPolicy policy;
+  AllowService(v1::ScorerService::service_full_name(), {Role::kCoordinator}, &policy);
+  AllowMethod(v1::ScorerService::service_full_name(), "Ingest", {Role::kWorker}, &policy);
+  AllowHealth(&policy);
+  return policy;
+}
+
 grpc::Status ScorerServiceImpl::OpenAudit(grpc::ServerContext* ctx, const v1::OpenAuditRequest* req,
                                           v1::OpenAuditResponse* resp) {
   if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
@@ -61,6 +71,7 @@ grpc::Status ScorerServiceImpl::OpenAudit(grpc::ServerContext* ctx, const v1::Op
   // The coordinator sends specs it has defaulted and validated; anyone else who
   // reaches this port is held to the same rules (limits and cost included)
   // before the scorer stores or plans anything for the audit.
+  if (absl::Status s = CheckSpecMessage(req->spec()); !s.ok()) return ToGrpc(s);
   if (absl::Status s = coordinator::ValidateSpec(req->spec()); !s.ok()) return ToGrpc(s);
   if (absl::Status s = scorer_->OpenAudit(req->audit_id(), req->spec(), req->team()); !s.ok()) {
     return ToGrpc(s);
@@ -74,27 +85,32 @@ grpc::Status ScorerServiceImpl::OpenAudit(grpc::ServerContext* ctx, const v1::Op
 grpc::Status ScorerServiceImpl::Ingest(grpc::ServerContext* ctx,
                                        grpc::ServerReader<v1::Observation>* reader,
                                        v1::IngestResponse* resp) {
-  if (auto caller = auth_->Require(*ctx, {Role::kWorker}); !caller.ok()) {
-    return ToGrpc(caller.status());
-  }
+  auto caller = auth_->Require(*ctx, {Role::kWorker});
+  if (!caller.ok()) return ToGrpc(caller.status());
+  const std::string writer = caller->ToString();
   v1::Observation observation;
   std::set<std::string> touched;
   grpc::Status outcome = grpc::Status::OK;
   // Each observation is persisted as it arrives: a stream cut short keeps
   // what it delivered, and the sender's retry only adds what is missing.
-  // Its capability is checked first: nothing is stored without one.
+  // Its capability is checked first: nothing is stored without the one its
+  // task's current lease gave this caller.
   while (outcome.ok() && reader->Read(&observation)) {
     auto task = scorer_->TaskOf(observation);
     if (!task.ok()) {
       outcome = ToGrpc(task.status());
-    } else if (!VerifyTaskCapability(key_, observation.audit_id(), *task,
-                                     observation.capability())) {
+      continue;
+    }
+    const std::optional<uint32_t> lease =
+        VerifyTaskCapability(key_, observation.audit_id(), *task, writer, observation.capability());
+    if (!lease.has_value()) {
       outcome = grpc::Status(
           grpc::StatusCode::PERMISSION_DENIED,
-          absl::StrCat("observation.capability: not the capability of task ", task->ToString(),
-                       " of audit ", observation.audit_id().substr(0, 128),
-                       " (it comes with the task's lease)"));
-    } else if (auto stored = scorer_->Ingest(observation); !stored.ok()) {
+          absl::StrCat("observation.capability: not a capability of task ", task->ToString(),
+                       " of audit ", observation.audit_id().substr(0, 128), " for ", writer,
+                       " (it comes with the task's lease, for the identity that leased it)"));
+    } else if (auto stored = scorer_->Ingest(observation, {task->ToString(), *lease, writer});
+               !stored.ok()) {
       outcome = ToGrpc(stored.status());
     } else {
       if (*stored) {
@@ -105,10 +121,12 @@ grpc::Status ScorerServiceImpl::Ingest(grpc::ServerContext* ctx,
       touched.insert(observation.audit_id());
     }
   }
-  // What was stored is scored, however the stream ended. An audit whose
-  // values cannot be scored is marked failed by ScoreIfComplete; what fails
-  // here is the store, worth a retry.
+  // A streaming kind publishes what was stored, however the stream ended;
+  // the others are scored when their last lease is sealed (CheckTask). An
+  // audit whose values cannot be scored is marked failed by
+  // ScoreIfComplete; what fails here is the store, worth a retry.
   for (const std::string& audit_id : touched) {
+    if (!scorer_->Streams(audit_id)) continue;
     if (absl::Status s = scorer_->ScoreIfComplete(audit_id); !s.ok() && outcome.ok()) {
       outcome = ToGrpc(s);
     }
@@ -133,13 +151,53 @@ grpc::Status ScorerServiceImpl::CheckTask(grpc::ServerContext* ctx, const v1::Ch
   if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
     return ToGrpc(caller.status());
   }
-  auto check = scorer_->CheckTask(req->audit_id(), TaskRef{req->role(), req->index()});
+  auto check =
+      scorer_->CheckTask(req->audit_id(), TaskRef{req->role(), req->index()}, req->lease());
   if (!check.ok()) return ToGrpc(check.status());
   resp->set_missing_count(static_cast<uint32_t>(check->missing.size()));
   for (size_t i = 0; i < check->missing.size() && i < kMaxMissingListed; ++i) {
     resp->add_missing(check->missing[i].ToString());
   }
   resp->set_audit_error(check->audit_error);
+  return grpc::Status::OK;
+}
+
+grpc::Status ScorerServiceImpl::EndLease(grpc::ServerContext* ctx, const v1::EndLeaseRequest* req,
+                                         v1::EndLeaseResponse* resp) {
+  if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
+    return ToGrpc(caller.status());
+  }
+  auto dropped =
+      scorer_->EndLease(req->audit_id(), TaskRef{req->role(), req->index()}, req->lease());
+  if (!dropped.ok()) return ToGrpc(dropped.status());
+  resp->set_dropped(static_cast<uint32_t>(*dropped));
+  return grpc::Status::OK;
+}
+
+grpc::Status ScorerServiceImpl::RevokeWorker(grpc::ServerContext* ctx,
+                                             const v1::RevokeWorkerRequest* req,
+                                             v1::RevokeWorkerResponse* resp) {
+  if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
+    return ToGrpc(caller.status());
+  }
+  if (!IsValidName(req->worker())) {
+    return ToGrpc(absl::InvalidArgumentError(
+        "worker: a worker identity's name (1 to 64 of letters, digits, . _ -)"));
+  }
+  auto runs = scorer_->RevokeWorker(req->worker());
+  if (!runs.ok()) return ToGrpc(runs.status());
+  resp->set_purged_runs(static_cast<uint32_t>(*runs));
+  return grpc::Status::OK;
+}
+
+grpc::Status ScorerServiceImpl::DropAudit(grpc::ServerContext* ctx, const v1::DropAuditRequest* req,
+                                          v1::DropAuditResponse* resp) {
+  if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
+    return ToGrpc(caller.status());
+  }
+  auto dropped = scorer_->DropAudit(req->audit_id());
+  if (!dropped.ok()) return ToGrpc(dropped.status());
+  resp->set_dropped(*dropped);
   return grpc::Status::OK;
 }
 

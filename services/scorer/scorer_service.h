@@ -4,12 +4,17 @@
 #ifndef MEMAUDIT_SERVICES_SCORER_SCORER_SERVICE_H_
 #define MEMAUDIT_SERVICES_SCORER_SCORER_SERVICE_H_
 
+#include "common/call_gate.h"
 #include "common/capability.h"
 #include "common/identity.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "services/scorer/scorer.h"
 
 namespace memaudit::scorer {
+
+// Who may call the scorer, checked before a message is read: workers Ingest,
+// the coordinator everything else (and the health service both).
+CallPolicy ScorerCallPolicy();
 
 // WatchResults runs on gRPC's callback API (common/watch_reactor.h): a
 // stream waiting for results holds no server thread. The other methods are
@@ -37,8 +42,17 @@ class ScorerServiceImpl final
   // then each time they change, until they are complete or cannot be.
   grpc::ServerWriteReactor<v1::AuditResults>* WatchResults(
       grpc::CallbackServerContext* ctx, const v1::GetResultsRequest* req) override;
+  // The coordinator (or an administrator) only. With a lease: seals it
+  // when nothing is missing, then scores the audit if that completes it.
   grpc::Status CheckTask(grpc::ServerContext* ctx, const v1::CheckTaskRequest* req,
                          v1::CheckTaskResponse* resp) override;
+  // The coordinator (or an administrator) only.
+  grpc::Status EndLease(grpc::ServerContext* ctx, const v1::EndLeaseRequest* req,
+                        v1::EndLeaseResponse* resp) override;
+  grpc::Status RevokeWorker(grpc::ServerContext* ctx, const v1::RevokeWorkerRequest* req,
+                            v1::RevokeWorkerResponse* resp) override;
+  grpc::Status DropAudit(grpc::ServerContext* ctx, const v1::DropAuditRequest* req,
+                         v1::DropAuditResponse* resp) override;
   // The coordinator (or an administrator) only: the audit's per-example
   // arrays, in pieces (common/export_arrays.h).
   grpc::Status Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,

@@ -132,6 +132,9 @@ class ScorerIngestTest : public ScorerServiceTest {
     return writer->Finish();
   }
   int64_t Stored() { return *store_->CountObservations("a-1"); }
+  // Lease 1 of a task, held by this test's caller (every caller is "admin
+  // anonymous" under AllowEveryone).
+  inline static const LeaseHolder kLease1{1, "admin anonymous"};
 
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::ScorerService::Stub> stub_;
@@ -139,7 +142,7 @@ class ScorerIngestTest : public ScorerServiceTest {
 
 TEST_F(ScorerIngestTest, StoresOnlyObservationsCarryingTheirTasksCapability) {
   // Model 1 is task reference_model 1 (one model per task by default).
-  const std::string task1 = TaskCapability(Key(), "a-1", {"reference_model", 1});
+  const std::string task1 = TaskCapability(Key(), "a-1", {"reference_model", 1}, kLease1);
   v1::IngestResponse resp;
   grpc::Status status = Send({Phi(1, task1)}, &resp);
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -147,8 +150,8 @@ TEST_F(ScorerIngestTest, StoresOnlyObservationsCarryingTheirTasksCapability) {
   EXPECT_EQ(Stored(), 1);
 
   for (const std::string& forged :
-       {std::string(), task1, TaskCapability(Key(), "a-2", {"reference_model", 2}),
-        TaskCapability(CapabilityKey::Insecure(), "a-1", {"reference_model", 2})}) {
+       {std::string(), task1, TaskCapability(Key(), "a-2", {"reference_model", 2}, kLease1),
+        TaskCapability(CapabilityKey::Insecure(), "a-1", {"reference_model", 2}, kLease1)}) {
     SCOPED_TRACE(forged);
     status = Send({Phi(2, forged)}, &resp);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
@@ -157,7 +160,8 @@ TEST_F(ScorerIngestTest, StoresOnlyObservationsCarryingTheirTasksCapability) {
   }
   // A good observation after a forged one in the same stream: the stream ends
   // at the forged one.
-  status = Send({Phi(3, ""), Phi(3, TaskCapability(Key(), "a-1", {"reference_model", 3}))}, &resp);
+  status = Send({Phi(3, ""), Phi(3, TaskCapability(Key(), "a-1", {"reference_model", 3}, kLease1))},
+                &resp);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(Stored(), 1);
 }
@@ -176,7 +180,9 @@ TEST_F(ScorerIngestTest, CheckTaskCountsWhatIsMissing) {
   EXPECT_EQ(resp.missing_count(), 3u);
   EXPECT_THAT(resp.missing(0), HasSubstr("run 1 point final signal phi"));
   v1::IngestResponse ingested;
-  ASSERT_TRUE(Send({Phi(1, TaskCapability(Key(), "a-1", {"reference_model", 1}))}, &ingested).ok());
+  ASSERT_TRUE(
+      Send({Phi(1, TaskCapability(Key(), "a-1", {"reference_model", 1}, kLease1))}, &ingested)
+          .ok());
   {
     grpc::ClientContext ctx;
     ASSERT_TRUE(stub_->CheckTask(&ctx, req, &resp).ok());

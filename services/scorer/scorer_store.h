@@ -20,10 +20,23 @@
 
 namespace memaudit::scorer {
 
-// One model's observations inside an audit.
+// One model's observations inside an audit, and who trained them: the task
+// and lease they were written under and the identity that wrote them.
 struct StoredRun {
   std::string audit_id;
   uint32_t run = 0;
+  std::string task;  // "reference_model 3"
+  uint32_t lease = 0;
+  std::string writer;  // "worker w-0"
+};
+
+// Who sends an observation: the task it belongs to, the lease its capability
+// names and the caller's identity. Lease 0 = no lease: written by the scorer
+// itself (a copy) or by a test.
+struct ObservationWriter {
+  std::string task;  // TaskRef::ToString
+  uint32_t lease = 0;
+  std::string writer;  // Identity::ToString
 };
 
 // Where one observation is stored within its audit.
@@ -66,8 +79,31 @@ class ScorerStore {
   absl::Status SetAuditError(const std::string& audit_id, const std::string& error);
   absl::StatusOr<std::vector<std::string>> ListAudits();
 
-  // True when stored now, false when it was already there.
-  absl::StatusOr<bool> PutObservation(const v1::Observation& observation);
+  // True when stored now, false when it was already there. With a lease:
+  // PERMISSION_DENIED when the writer was revoked, when a later lease of the
+  // task exists, or when this lease ended (completed or given back); the
+  // first write of a later lease drops what earlier leases of the task
+  // stored, all in one transaction.
+  absl::StatusOr<bool> PutObservation(const v1::Observation& observation,
+                                      const ObservationWriter& writer = {});
+  // The task's lease ended without a Complete: drops its observations and
+  // refuses further writes under it (nothing when a later lease exists, or
+  // it was sealed). Returns the observations dropped.
+  absl::StatusOr<int64_t> EndLease(const std::string& audit_id, const std::string& task,
+                                   uint32_t lease);
+  // Seals `lease` of the task: it completed with every observation stored,
+  // nothing more is written under it, and its runs may be reused.
+  absl::Status SealLease(const std::string& audit_id, const std::string& task, uint32_t lease);
+  // Whether a lease of the audit is open: its observations may still be
+  // superseded, so the audit's results cannot be final yet.
+  absl::StatusOr<bool> HasOpenLeases(const std::string& audit_id);
+  // Refuses `writer`'s observations from now on; its runs are no longer
+  // reused. Returns how many runs it wrote.
+  absl::StatusOr<int64_t> RevokeWriter(const std::string& writer);
+  absl::StatusOr<bool> IsRevoked(const std::string& writer);
+  // Forgets an audit with no observations (true); one with some stays, no
+  // longer a source of reuse (false). NOT_FOUND for an audit never opened.
+  absl::StatusOr<bool> DropAudit(const std::string& audit_id);
   // run -> values for one (audit, point, signal).
   absl::StatusOr<std::map<uint32_t, std::vector<double>>> LoadSignal(const std::string& audit_id,
                                                                      const std::string& point,
@@ -75,27 +111,38 @@ class ScorerStore {
   // Content keys (common/content_key.h) of an audit's runs.
   absl::Status PutModelKey(const std::string& audit_id, uint32_t run, const std::string& key);
   // The oldest run with this key and all of `signals` stored at `point`, of
-  // another audit than `for_audit_id` that is reusable, can be scored, and
-  // belongs to the same team as `for_audit_id` (any team with
-  // `cross_team`); nullopt when none.
+  // another audit than `for_audit_id` that is reusable, was scored complete
+  // without error, and belongs to the same team as `for_audit_id` (any team
+  // with `cross_team`), whose observations were written under a lease that
+  // was sealed (its task completed) by a writer not revoked; never a copy.
+  // nullopt when none.
   absl::StatusOr<std::optional<StoredRun>> FindStoredRun(const std::string& key,
                                                          const std::string& for_audit_id,
                                                          const std::string& point,
                                                          const std::vector<std::string>& signals,
                                                          bool cross_team = false);
-  // Copies every observation of `from` into (to_audit_id, to_run).
+  // Copies every observation of `from` into (to_audit_id, to_run), as a
+  // copy (lease 0), and records where it came from (ReusedRuns).
   absl::Status CopyRun(const StoredRun& from, const std::string& to_audit_id, uint32_t to_run);
+  // The runs of `audit_id` copied from earlier audits, with their provenance.
+  absl::StatusOr<std::vector<v1::ReusedRun>> ReusedRuns(const std::string& audit_id);
 
   absl::StatusOr<int64_t> CountObservations(const std::string& audit_id);
-  // Those of `keys` not stored for `audit_id`, in order.
+  // Those of `keys` not stored for `audit_id`, in order; with `lease` > 0
+  // only observations written under that lease (or copies) count.
   absl::StatusOr<std::vector<ObservationKey>> MissingObservations(
-      const std::string& audit_id, const std::vector<ObservationKey>& keys);
+      const std::string& audit_id, const std::vector<ObservationKey>& keys, uint32_t lease = 0);
 
+  // Complete results also mark the audit scored (a condition of reuse).
   absl::Status PutResults(const v1::AuditResults& results);
   absl::StatusOr<std::optional<v1::AuditResults>> GetResults(const std::string& audit_id);
 
  private:
   explicit ScorerStore(std::unique_ptr<sql::Database> db) : db_(std::move(db)) {}
+  // The PERMISSION_DENIED PutObservation answers for a write under `w`, or
+  // OK after making `w.lease` the task's current lease.
+  absl::Status AdmitLeasedWrite(const std::string& audit_id, const ObservationWriter& w)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Mutex mu_;
   const std::unique_ptr<sql::Database> db_ ABSL_PT_GUARDED_BY(mu_);
 };

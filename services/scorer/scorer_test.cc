@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/content_key.h"
 #include "common/seeding.h"
@@ -68,13 +72,26 @@ class ScorerTest : public ::testing::Test {
     MEMAUDIT_ASSERT_OK(s);
     scorer_ = std::move(*s);
   }
-  void IngestAll() {
+  // Every observation of `audit_id` as its tasks' first leases send them,
+  // held by worker w-0, then each task's Complete check (which seals the
+  // lease and scores the audit once every lease is sealed).
+  void IngestAll(const std::string& audit_id = "a") {
+    std::set<std::string> tasks;
+    std::vector<TaskRef> refs;
     for (uint32_t r = 0; r < kModels; ++r) {
       for (const char* signal : {"phi", "loss"}) {
-        MEMAUDIT_ASSERT_OK(scorer_->Ingest(Observe(r, signal)));
+        v1::Observation o = Observe(r, signal);
+        o.set_audit_id(audit_id);
+        MEMAUDIT_ASSERT_OK_AND_ASSIGN(const TaskRef task, scorer_->TaskOf(o));
+        MEMAUDIT_ASSERT_OK(scorer_->Ingest(o, {task.ToString(), 1, "worker w-0"}));
+        if (tasks.insert(task.ToString()).second) refs.push_back(task);
       }
-      MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("a"));
     }
+    for (const TaskRef& task : refs) {
+      MEMAUDIT_ASSERT_OK_AND_ASSIGN(const TaskCheck check, scorer_->CheckTask(audit_id, task, 1));
+      ASSERT_TRUE(check.missing.empty()) << task.ToString();
+    }
+    MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete(audit_id));
   }
 
   std::string path_;
@@ -492,13 +509,7 @@ TEST_F(ScorerTest, AScoringErrorFailsThatAuditNotTheIngest) {
 TEST_F(ScorerTest, ReuseStaysWithinTheSubmittingTeam) {
   MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("alpha-1", Spec(), "alpha"));
   MEMAUDIT_ASSERT_OK(scorer_->ReuseStoredRuns("alpha-1"));  // records its content keys
-  for (uint32_t r = 0; r < kModels; ++r) {
-    for (const char* signal : {"phi", "loss"}) {
-      v1::Observation o = Observe(r, signal);
-      o.set_audit_id("alpha-1");
-      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(IngestAll("alpha-1"));
   MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("beta-1", Spec(), "beta"));
   EXPECT_TRUE(scorer_->ReuseStoredRuns("beta-1")->empty()) << "another team's runs";
   MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("alpha-2", Spec(), "alpha"));
@@ -594,6 +605,152 @@ TEST_F(ScorerTest, CheckTaskNamesWhatATaskHasNotSent) {
   past_the_plan.set_run(8);
   EXPECT_THAT(scorer_->TaskOf(past_the_plan),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("observation.run")));
+}
+
+}  // namespace
+}  // namespace memaudit::scorer
+
+namespace memaudit::scorer {
+namespace {
+
+// A capability is a lease (docs/security.md): the first write of a task's
+// later lease drops what earlier leases stored and shuts them out; a lease
+// that ended (given back) or was sealed (completed) takes no more writes.
+TEST_F(ScorerTest, ALaterLeaseSupersedesAnEarlierOneAndEndedLeasesTakeNoWrites) {
+  v1::Observation phi = Observe(3, "phi");
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(const TaskRef task, scorer_->TaskOf(phi));
+  const std::string t = task.ToString();
+  const ObservationWriter first{t, 1, "worker w-0"};
+  const ObservationWriter second{t, 2, "worker w-1"};
+  EXPECT_THAT(scorer_->Ingest(phi, first), IsOkAndHolds(true));
+  EXPECT_EQ(*store_->CountObservations("a"), 1);
+  // Lease 2's first write drops lease 1's, and lease 1 is refused from then on.
+  v1::Observation loss = Observe(3, "loss");
+  EXPECT_THAT(scorer_->Ingest(loss, second), IsOkAndHolds(true));
+  EXPECT_EQ(*store_->CountObservations("a"), 1) << "lease 1's phi was dropped";
+  EXPECT_THAT(scorer_->Ingest(phi, first),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("superseded by lease 2")));
+  // Lease 2 given back: its observations go, and it takes no more.
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(const int64_t dropped, scorer_->EndLease("a", task, 2));
+  EXPECT_EQ(dropped, 1);
+  EXPECT_EQ(*store_->CountObservations("a"), 0);
+  EXPECT_THAT(scorer_->Ingest(phi, second),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("has ended (given back)")));
+  // Lease 3 completes: the Complete check counts only its own observations
+  // and seals it; nothing more is stored under it.
+  const ObservationWriter third{t, 3, "worker w-0"};
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(phi, third));
+  EXPECT_FALSE(scorer_->CheckTask("a", task, 3)->missing.empty());
+  MEMAUDIT_ASSERT_OK(scorer_->Ingest(loss, third));
+  EXPECT_FALSE(scorer_->CheckTask("a", task, 2)->missing.empty()) << "not lease 2's";
+  EXPECT_TRUE(scorer_->CheckTask("a", task, 3)->missing.empty());
+  EXPECT_THAT(scorer_->Ingest(loss, third),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("has ended (completed)")));
+  // An end that arrives after a later lease, or for a sealed one, changes nothing.
+  EXPECT_THAT(scorer_->EndLease("a", task, 3), IsOkAndHolds(0));
+  EXPECT_THAT(scorer_->EndLease("a", task, 1), IsOkAndHolds(0));
+  EXPECT_EQ(*store_->CountObservations("a"), 2);
+}
+
+// Results are final only once every lease is sealed: values written under a
+// lease that may still lapse are never scored as the audit's answer.
+TEST_F(ScorerTest, ResultsWaitForEveryLeaseToBeSealed) {
+  std::vector<TaskRef> tasks;
+  for (uint32_t r = 0; r < kModels; ++r) {
+    for (const char* signal : {"phi", "loss"}) {
+      v1::Observation o = Observe(r, signal);
+      MEMAUDIT_ASSERT_OK_AND_ASSIGN(const TaskRef task, scorer_->TaskOf(o));
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o, {task.ToString(), 1, "worker w-0"}));
+      if (tasks.empty() || !(tasks.back() == task)) tasks.push_back(task);
+    }
+  }
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("a"));
+  EXPECT_FALSE(scorer_->GetResults("a")->complete()) << "every value is in, no lease sealed";
+  for (size_t i = 0; i + 1 < tasks.size(); ++i) {
+    EXPECT_TRUE(scorer_->CheckTask("a", tasks[i], 1)->missing.empty());
+  }
+  EXPECT_FALSE(scorer_->GetResults("a")->complete()) << "one lease still open";
+  EXPECT_TRUE(scorer_->CheckTask("a", tasks.back(), 1)->missing.empty());
+  EXPECT_TRUE(scorer_->GetResults("a")->complete()) << "the last seal scores it";
+}
+
+// Reuse draws only on runs confirmed under a sealed lease, of an audit scored
+// complete and not cancelled, by a writer not revoked; each reused run says
+// where it came from.
+TEST_F(ScorerTest, ReuseDrawsOnlyOnConfirmedRunsAndRecordsTheirProvenance) {
+  MEMAUDIT_ASSERT_OK(scorer_->ReuseStoredRuns("a"));  // records its content keys
+  ASSERT_NO_FATAL_FAILURE(IngestAll());
+  ASSERT_TRUE(scorer_->GetResults("a")->complete());
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("b", Spec()));
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(auto reused, scorer_->ReuseStoredRuns("b"));
+  ASSERT_EQ(reused.size(), kModels);
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(const TaskRef task3, scorer_->TaskOf(Observe(3, "phi")));
+  EXPECT_EQ(reused[3].from_audit_id(), "a");
+  EXPECT_EQ(reused[3].from_run(), 3u);
+  EXPECT_EQ(reused[3].from_task(), task3.ToString());
+  EXPECT_EQ(reused[3].from_lease(), 1u);
+  EXPECT_EQ(reused[3].from_worker(), "worker w-0");
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(const v1::AuditResults b, scorer_->GetResults("b"));
+  EXPECT_TRUE(b.complete());
+  ASSERT_EQ(b.reused_size(), static_cast<int>(kModels));
+  EXPECT_EQ(b.reused(3).SerializeAsString(), reused[3].SerializeAsString());
+  // A copy is never a source: a third audit draws on "a", not on "b".
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("c", Spec()));
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(auto again, scorer_->ReuseStoredRuns("c"));
+  ASSERT_EQ(again.size(), kModels);
+  EXPECT_EQ(again[0].from_audit_id(), "a");
+
+  // Written but never sealed (its leases lapsed or it was cancelled midway):
+  // not a source, although every value is stored.
+  v1::AuditSpec other = Spec();
+  other.set_seed(11);
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("open", other));
+  MEMAUDIT_ASSERT_OK(scorer_->ReuseStoredRuns("open"));
+  for (uint32_t r = 0; r < kModels; ++r) {
+    for (const char* signal : {"phi", "loss"}) {
+      v1::Observation o = Observe(r, signal);
+      o.set_audit_id("open");
+      MEMAUDIT_ASSERT_OK_AND_ASSIGN(const TaskRef task, scorer_->TaskOf(o));
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o, {task.ToString(), 1, "worker w-0"}));
+    }
+  }
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("open-2", other));
+  EXPECT_TRUE(scorer_->ReuseStoredRuns("open-2")->empty());
+
+  // Cancelled after it was scored: kept, never reused.
+  EXPECT_THAT(scorer_->DropAudit("a"), IsOkAndHolds(false));
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("d", Spec()));
+  // "b" and "c" hold copies only, which are never sources.
+  EXPECT_TRUE(scorer_->ReuseStoredRuns("d")->empty());
+}
+
+TEST_F(ScorerTest, ARevokedWorkerIsRefusedAndItsRunsAreNeverReused) {
+  MEMAUDIT_ASSERT_OK(scorer_->ReuseStoredRuns("a"));  // records its content keys
+  ASSERT_NO_FATAL_FAILURE(IngestAll());
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("before", Spec()));
+  EXPECT_EQ(scorer_->ReuseStoredRuns("before")->size(), kModels) << "reused until revoked";
+  EXPECT_THAT(scorer_->RevokeWorker("w-0"), IsOkAndHolds(static_cast<int64_t>(kModels)));
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("b", Spec()));
+  EXPECT_TRUE(scorer_->ReuseStoredRuns("b")->empty());
+  v1::Observation o = Observe(0, "phi");
+  o.set_audit_id("b");
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(const TaskRef task, scorer_->TaskOf(o));
+  EXPECT_THAT(scorer_->Ingest(o, {task.ToString(), 1, "worker w-0"}),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("revoked")));
+  EXPECT_THAT(scorer_->Ingest(o, {task.ToString(), 1, "worker w-1"}), IsOkAndHolds(true));
+  // Recorded across restarts.
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  EXPECT_THAT(scorer_->Ingest(o, {task.ToString(), 2, "worker w-0"}),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+}
+
+// A refused Submit's plan leaves nothing behind.
+TEST_F(ScorerTest, DropAuditForgetsAnAuditWithNoObservations) {
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("refused", Spec()));
+  MEMAUDIT_ASSERT_OK(scorer_->ReuseStoredRuns("refused"));
+  EXPECT_THAT(scorer_->DropAudit("refused"), IsOkAndHolds(true));
+  EXPECT_THAT(store_->GetAuditInfo("refused"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(*store_->ListAudits(), ::testing::Not(::testing::Contains("refused")));
 }
 
 }  // namespace

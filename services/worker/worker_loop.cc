@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/sqlite.h"
 #include "common/status_grpc.h"
 #include "common/task_fit.h"
 #include "services/worker/failure_kind.h"
@@ -435,8 +436,10 @@ absl::Status WorkerLoop::Report(const v1::LeaseResponse& lease, const char* what
     ctx.set_wait_for_ready(true);
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     absl::Status status = FromGrpc(call(&ctx));
+    // A full disk at the coordinator clears once space is freed: worth the
+    // same patience as an outage while the lease is held.
     if (status.code() != absl::StatusCode::kUnavailable &&
-        status.code() != absl::StatusCode::kDeadlineExceeded) {
+        status.code() != absl::StatusCode::kDeadlineExceeded && !sql::IsDiskFull(status)) {
       return status;
     }
     if (!lease_held() || (give_up.has_value() && absl::Now() + backoff >= *give_up)) {

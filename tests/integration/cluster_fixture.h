@@ -17,8 +17,9 @@
 
 namespace memaudit::testing {
 
-// Results without the audit id and the spec they carry, for comparing two
-// audits of the same recipe (packed or not, grown or not).
+// Results without the audit id, the spec and the reused runs' provenance
+// they carry, for comparing two audits of the same recipe (packed or not,
+// grown or not).
 std::string Numbers(v1::AuditResults results);
 
 // GET http://127.0.0.1:port/path; returns the body ("" on failure).

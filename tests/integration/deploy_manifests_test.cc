@@ -13,6 +13,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -26,6 +27,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -354,6 +356,37 @@ const std::string& Help(const std::string& binary) {
 
 bool IsWorker(const Container& c) { return c.binary == "memaudit-worker"; }
 
+// ---------------------------------------------------------------------------
+// Volumes
+
+// The pod volume mounted read-only at a directory holding `path` in the
+// container; a null node when there is none.
+YAML::Node ReadOnlyVolumeHolding(const Container& c, const std::string& path) {
+  for (const YAML::Node& m : c.node["volumeMounts"]) {
+    if (!absl::StartsWith(path, Str(m["mountPath"]) + "/") || !m["readOnly"] ||
+        !m["readOnly"].as<bool>()) {
+      continue;
+    }
+    for (const YAML::Node& v : Field(c.workload->pod, {"spec", "volumes"})) {
+      if (Str(v["name"]) == Str(m["name"])) return v;
+    }
+  }
+  return YAML::Node();
+}
+
+// A read-only volume of cert-manager's csi-driver: a certificate and key
+// issued to the pod when it starts (tls.crt, tls.key, ca.crt).
+bool IsCertManagerCsi(const YAML::Node& volume) {
+  return IsMap(volume) && Str(Field(volume, {"csi", "driver"})) == "csi.cert-manager.io" &&
+         Str(Field(volume, {"csi", "readOnly"})) == "true";
+}
+
+// The attribute `name` (csi.cert-manager.io/NAME) of such a volume.
+std::string CsiAttribute(const YAML::Node& volume, const std::string& name) {
+  const YAML::Node attributes = Field(volume, {"csi", "volumeAttributes"});
+  return IsMap(attributes) ? Str(attributes["csi.cert-manager.io/" + name]) : "";
+}
+
 // Where a container's address flag leads, and the server binary it must reach.
 const std::map<std::string, std::string> kAddressFlags = {
     {"--scorer", "memaudit-scorer"}, {"--coordinator", "memaudit-coordinator"}};
@@ -508,31 +541,150 @@ TEST_F(DeployManifestsTest, AddressesLeadToTheServerTheyName) {
 // coordinator and the scorer their shared capability key: each file a flag
 // names lies under a read-only mount of a Secret volume (under Podman, whose
 // Secret volumes hand over their data still base64-encoded, of a host
-// directory).
+// directory). A certificate, its key and CA may instead come from
+// cert-manager's csi-driver, which issues them to each pod (no Secret).
 TEST_F(DeployManifestsTest, CertificatesAndTokensComeFromSecrets) {
   for (const Rendering& r : Renderings()) {
     for (const Container& c : r.containers) {
       SCOPED_TRACE(absl::StrCat(r.dir, " ", c.workload->name, " ", c.binary));
-      std::set<std::string> secret_volumes;
-      for (const YAML::Node& v : Field(c.workload->pod, {"spec", "volumes"})) {
-        if (v["secret"] || (!OnKubernetes(r) && v["hostPath"]))
-          secret_volumes.insert(Str(v["name"]));
-      }
       std::vector<std::string> flags = {"--tls-cert", "--tls-key", "--tls-ca"};
       if (c.binary == "memaudit-coordinator") flags.push_back("--token-hashes");
       if (c.binary != "memaudit-worker") flags.push_back("--capability-key-file");
       for (const std::string& flag : flags) {
         const std::string path = FlagValue(c.args, flag);
         ASSERT_FALSE(path.empty()) << flag;
-        bool from_secret = false;
-        for (const YAML::Node& m : c.node["volumeMounts"]) {
-          if (absl::StartsWith(path, Str(m["mountPath"]) + "/") &&
-              secret_volumes.count(Str(m["name"])) && m["readOnly"] && m["readOnly"].as<bool>()) {
-            from_secret = true;
-          }
-        }
+        const YAML::Node volume = ReadOnlyVolumeHolding(c, path);
+        const bool from_secret =
+            IsMap(volume) && (volume["secret"] || (!OnKubernetes(r) && volume["hostPath"]) ||
+                              (absl::StartsWith(flag, "--tls-") && IsCertManagerCsi(volume)));
         EXPECT_TRUE(from_secret) << flag << " " << path;
       }
+    }
+  }
+}
+
+// No two workers share an identity: the coordinator binds a worker id and its
+// leases to the certificate that registered it, so workers sharing one could
+// heartbeat, complete or fail each other's tasks. A worker's certificate is
+// issued to its pod by cert-manager's csi-driver (OU=worker, CN=the pod's
+// name, by an Issuer of the rendering), or comes from a Secret (under Podman,
+// a host directory) that no other container mounts, in a workload that runs
+// one pod at a time.
+TEST_F(DeployManifestsTest, EachWorkerHasACertificateOfItsOwn) {
+  for (const Rendering& r : Renderings()) {
+    SCOPED_TRACE(r.dir);
+    std::set<std::string> autoscaled;  // what a ScaledObject sizes
+    for (const YAML::Node& so : r.OfKind("ScaledObject")) {
+      autoscaled.insert(Str(Field(so, {"spec", "scaleTargetRef", "name"})));
+    }
+    // Each Secret or host directory holding a --tls-cert: the containers
+    // that mount it.
+    std::map<std::string, std::vector<std::string>> mounted_by;
+    int workers = 0;
+    for (const Container& c : r.containers) {
+      const std::string who = absl::StrCat(c.workload->name, "/", Str(c.node["name"]));
+      const YAML::Node volume = ReadOnlyVolumeHolding(c, FlagValue(c.args, "--tls-cert"));
+      if (IsMap(volume) && volume["secret"]) {
+        mounted_by["Secret " + Str(Field(volume, {"secret", "secretName"}))].push_back(who);
+      } else if (IsMap(volume) && volume["hostPath"]) {
+        mounted_by["host directory " + Str(Field(volume, {"hostPath", "path"}))].push_back(who);
+      }
+      if (!IsWorker(c)) continue;
+      ++workers;
+      SCOPED_TRACE(who);
+      ASSERT_TRUE(IsMap(volume)) << "--tls-cert lies under no read-only volume";
+      if (IsCertManagerCsi(volume)) {
+        EXPECT_THAT(CsiAttribute(volume, "common-name"), HasSubstr("${POD_NAME}"));
+        EXPECT_EQ(CsiAttribute(volume, "organizationalunits"), "worker");
+        EXPECT_THAT(CsiAttribute(volume, "key-usages"), HasSubstr("client auth"));
+        const std::string kind = CsiAttribute(volume, "issuer-kind").empty()
+                                     ? "Issuer"
+                                     : CsiAttribute(volume, "issuer-kind");
+        const std::string issuer = CsiAttribute(volume, "issuer-name");
+        std::optional<YAML::Node> found = r.Find(kind, issuer);
+        ASSERT_TRUE(found) << kind << " " << issuer << " is not in the rendering";
+        if (kind == "Issuer") {
+          EXPECT_EQ(NamespaceOf(*found), c.workload->ns) << "an Issuer serves its own namespace";
+        }
+        continue;
+      }
+      // A certificate of its own per container: one pod of the workload at a
+      // time (the Secret's mounts are counted below).
+      EXPECT_TRUE(volume["secret"] || volume["hostPath"]);
+      const Workload& w = *c.workload;
+      if (w.kind == "Job") {
+        EXPECT_EQ(Field(w.object, {"spec", "parallelism"}).as<int>(1), 1)
+            << "a Job's pods share it";
+      } else if (w.kind != "Pod") {
+        EXPECT_TRUE(w.kind == "Deployment" || w.kind == "StatefulSet")
+            << w.kind << "'s pods share it";
+        EXPECT_EQ(Field(w.object, {"spec", "replicas"}).as<int>(1), 1) << "its replicas share it";
+        EXPECT_EQ(autoscaled.count(w.name), 0u) << "a ScaledObject adds pods that share it";
+      }
+    }
+    EXPECT_GT(workers, 0);
+    for (const auto& [source, containers] : mounted_by) {
+      EXPECT_EQ(containers.size(), 1u)
+          << source << " holds the certificate of " << absl::StrJoin(containers, ", ");
+    }
+  }
+}
+
+// The coordinator and the scorer refuse a TLS handshake without a client
+// certificate. A deployment whose teams call with bearer tokens only drops
+// --require-client-cert from the coordinator (docs/deploy.md); the manifests
+// ship with it on.
+TEST_F(DeployManifestsTest, ServersRequireClientCertificates) {
+  for (const Rendering& r : Renderings()) {
+    int servers = 0;
+    for (const Container& c : r.containers) {
+      if (c.binary != "memaudit-coordinator" && c.binary != "memaudit-scorer") continue;
+      ++servers;
+      EXPECT_EQ(std::count(c.args.begin(), c.args.end(), "--require-client-cert"), 1)
+          << r.dir << " " << c.workload->name << " " << c.binary;
+    }
+    EXPECT_EQ(servers, 2) << r.dir;
+  }
+}
+
+// The coordinator enforces the shipped per-team quotas (deploy/k8s/base/
+// quotas.yaml): --quotas names a file under a read-only mount of a ConfigMap
+// of the rendering holding it (under Podman, of a host directory
+// scripts/container-test.sh fills from the same file), whose `default:` sets
+// all four limits.
+TEST_F(DeployManifestsTest, CoordinatorEnforcesTheShippedQuotas) {
+  const std::vector<std::string> kLimits = {"max_concurrent_audits", "max_queued_tasks",
+                                            "max_models_per_audit", "max_spec_bytes"};
+  auto check_limits = [&](const YAML::Node& quotas) {
+    const YAML::Node defaults = Field(quotas, {"default"});
+    ASSERT_TRUE(IsMap(defaults)) << "no default: block";
+    for (const std::string& limit : kLimits) {
+      uint64_t value = 0;
+      EXPECT_TRUE(absl::SimpleAtoi(Str(defaults[limit]), &value) && value > 0)
+          << "default." << limit << ": " << Str(defaults[limit]);
+    }
+  };
+  check_limits(YAML::LoadFile(kK8sDir + "/base/quotas.yaml"));
+  for (const Rendering& r : Renderings()) {
+    for (const Container& c : r.containers) {
+      if (c.binary != "memaudit-coordinator") continue;
+      SCOPED_TRACE(absl::StrCat(r.dir, " ", c.workload->name));
+      const std::string path = FlagValue(c.args, "--quotas");
+      ASSERT_FALSE(path.empty()) << "no --quotas";
+      const YAML::Node volume = ReadOnlyVolumeHolding(c, path);
+      ASSERT_TRUE(IsMap(volume)) << path << " lies under no read-only volume";
+      if (!OnKubernetes(r)) {
+        EXPECT_TRUE(volume["hostPath"]) << path;
+        continue;
+      }
+      ASSERT_TRUE(volume["configMap"]) << path << " is not from a ConfigMap";
+      const std::string name = Str(Field(volume, {"configMap", "name"}));
+      std::optional<YAML::Node> config_map = r.Find("ConfigMap", name);
+      ASSERT_TRUE(config_map) << "ConfigMap " << name << " is not in the rendering";
+      const std::string file = std::filesystem::path(path).filename().string();
+      const std::string text = Str(Field(*config_map, {"data", file}));
+      ASSERT_NE(text, "") << "ConfigMap " << name << " holds no " << file;
+      check_limits(YAML::Load(text));
     }
   }
 }

@@ -185,8 +185,9 @@ TEST_F(TrustTest, AStrangerCannotLeaseHeartbeatCompleteFailIngestOrOpenAudits) {
     MEMAUDIT_ASSERT_OK(key);
     const TaskRef leased{task.role(), task.index()};
     for (const std::string& capability :
-         {std::string(), TaskCapability(CapabilityKey::Insecure(), audit_id, leased),
-          TaskCapability(*key, "a-other", leased), lease.capability()}) {
+         {std::string(),
+          TaskCapability(CapabilityKey::Insecure(), audit_id, leased, {1, "worker in-process"}),
+          TaskCapability(*key, "a-other", leased, {1, "worker in-process"}), lease.capability()}) {
       std::vector<v1::Observation> forged = Forged(audit_id, 4, capability);
       if (capability == lease.capability()) {
         forged.erase(forged.begin() + 2 * task.index(), forged.begin() + 2 * task.index() + 2);
@@ -306,6 +307,105 @@ TEST_F(TrustTest, ResultGaugesCarryTheTeamWhoseRunsReuseStaysWithin) {
   ASSERT_EQ(WaitForEnd(again->audit_id()).state(), v1::SUCCEEDED);
   metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
   EXPECT_THAT(metrics, HasSubstr("memaudit_scorer_reused_models_total 4"));
+}
+
+// Reuse draws only on confirmed runs (docs/security.md, "Reuse only what was
+// confirmed"): a run sealed in an audit that was then cancelled is never
+// reused, nor is any run a revoked worker wrote; a reused run names the
+// audit, task, lease and worker it came from.
+TEST_F(TrustTest, ReuseTakesOnlyConfirmedRunsAndNamesWhereTheyCameFrom) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
+  const v1::AuditSpec recipe = TinyMembershipSpec(4, 2);
+  // A worker identity completes one task of an audit with values of its
+  // choosing, then the team cancels the audit.
+  auto cancelled = client_->Submit(recipe);
+  MEMAUDIT_ASSERT_OK(cancelled);
+  auto worker = Coordinator(cluster_->worker_credentials());
+  std::string worker_id;
+  {
+    grpc::ClientContext ctx;
+    v1::RegisterRequest req;
+    v1::RegisterResponse resp;
+    ASSERT_TRUE(worker->Register(&ctx, req, &resp).ok());
+    worker_id = resp.worker_id();
+  }
+  v1::LeaseResponse lease;
+  {
+    grpc::ClientContext ctx;
+    v1::LeaseRequest req;
+    req.set_worker_id(worker_id);
+    req.set_wait_ms(5000);
+    ASSERT_TRUE(worker->Lease(&ctx, req, &lease).ok());
+    ASSERT_TRUE(lease.has_task());
+  }
+  std::vector<v1::Observation> forged = Forged(cancelled->audit_id(), 4, lease.capability());
+  std::vector<v1::Observation> own(forged.begin() + 2 * lease.task().index(),
+                                   forged.begin() + 2 * lease.task().index() + 2);
+  // RMIA's population losses too (a default attack).
+  v1::Observation population = own[1];
+  population.set_signal("loss_population");
+  population.clear_values();
+  auto defaulted = client_->Get(cancelled->audit_id());
+  MEMAUDIT_ASSERT_OK(defaulted);
+  for (uint32_t j = 0; j < defaulted->spec().membership().population_size(); ++j) {
+    population.add_values(0.5);
+  }
+  own.push_back(population);
+  ASSERT_EQ(Ingest(Scorer(cluster_->worker_credentials()).get(), own), grpc::StatusCode::OK);
+  {
+    grpc::ClientContext ctx;
+    v1::CompleteRequest req;
+    req.set_worker_id(worker_id);
+    req.set_lease_id(lease.lease_id());
+    v1::CompleteResponse resp;
+    const grpc::Status status = worker->Complete(&ctx, req, &resp);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  MEMAUDIT_ASSERT_OK(client_->Cancel(cancelled->audit_id()));
+
+  // The same recipe again trains every model: the cancelled audit's sealed
+  // run is not drawn on.
+  MEMAUDIT_ASSERT_OK(cluster_->AddWorker());  // worker-0
+  Finished trained;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(recipe, &trained));
+  EXPECT_EQ(trained.results.reused_size(), 0);
+
+  // Its runs are reused by the next audit, each naming where it came from.
+  Finished reusing;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(recipe, &reusing));
+  ASSERT_EQ(reusing.results.reused_size(), 4);
+  for (const v1::ReusedRun& r : reusing.results.reused()) {
+    EXPECT_EQ(r.from_audit_id(), trained.audit_id);
+    EXPECT_EQ(r.from_run(), r.run());
+    EXPECT_EQ(r.from_task(), absl::StrCat("reference_model ", r.run()));
+    EXPECT_EQ(r.from_lease(), 1u);
+    EXPECT_EQ(r.from_worker(), "worker worker-0");
+  }
+  EXPECT_EQ(Numbers(reusing.results), Numbers(trained.results));
+  const std::string table =
+      RunCapture(absl::StrCat(CliCredentialsEnv(), Memaudit(), " report ", reusing.audit_id,
+                              " --coordinator ", cluster_->coordinator_address(), " 2>&1"));
+  EXPECT_THAT(table, HasSubstr(absl::StrCat("run 3 <- audit ", trained.audit_id,
+                                            " run 3 (reference_model 3, lease 1, worker "
+                                            "worker-0)")));
+
+  // worker-0 revoked: nothing it wrote is reused, and it takes no more work.
+  auto admin = cli::Client::Connect(cluster_->coordinator_address(), cluster_->admin_credentials());
+  MEMAUDIT_ASSERT_OK(admin);
+  auto revoked = admin->RevokeWorker("worker-0");
+  MEMAUDIT_ASSERT_OK(revoked);
+  EXPECT_EQ(revoked->purged_runs(), 4u);
+  EXPECT_THAT(client_->RevokeWorker("worker-1"), StatusIs(absl::StatusCode::kPermissionDenied))
+      << "administrators only";
+  MEMAUDIT_ASSERT_OK(cluster_->AddWorker());  // worker-1
+  Finished after;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(recipe, &after));
+  EXPECT_EQ(after.results.reused_size(), 0);
+  EXPECT_EQ(Numbers(after.results), Numbers(trained.results));
+  // worker-0 was told, and stopped: a revoked identity cannot register.
+  EXPECT_TRUE(cluster_->worker(0)->WaitFor(20000));
+  EXPECT_THAT(Slurp(dir_ + "/worker-0.log"),
+              HasSubstr("worker worker-0 was revoked by an administrator"));
 }
 
 }  // namespace

@@ -147,7 +147,7 @@ class Cluster:
             "worker",
             [str(BIN_DIR / "memaudit-worker"), "--coordinator", self.address, "--device", "cpu"]
             + ["--metrics-listen", "127.0.0.1:0"]
-            + self.tls("worker"),
+            + self.tls("worker-0"),
         )
 
     def tls(self, party):
