@@ -21,6 +21,22 @@ std::string FormatTime(int64_t unix_ms) {
   return text;
 }
 
+// The runs this audit did not train, each with the audit, task, lease and
+// worker that did (docs/security.md, "Reuse only what was confirmed").
+std::string ReusedSection(const v1::AuditResults& results) {
+  if (results.reused().empty()) return "";
+  std::string html = absl::StrCat(
+      "<h2>Reused runs</h2><p>", results.reused_size(),
+      " run(s) were trained by earlier audits of the same recipe:</p><table><tr><th>run</th>"
+      "<th>from audit</th><th>its run</th><th>task</th><th>lease</th><th>worker</th></tr>");
+  for (const v1::ReusedRun& r : results.reused()) {
+    absl::StrAppend(&html, "<tr><td>", r.run(), "</td><td>", HtmlEscape(r.from_audit_id()),
+                    "</td><td>", r.from_run(), "</td><td>", HtmlEscape(r.from_task()), "</td><td>",
+                    r.from_lease(), "</td><td>", HtmlEscape(r.from_worker()), "</td></tr>");
+  }
+  return absl::StrCat(html, "</table>");
+}
+
 }  // namespace
 
 std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) {
@@ -67,6 +83,7 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
   } else if (kind != nullptr) {
     absl::StrAppend(&html, kind->HtmlSections(results));
   }
+  absl::StrAppend(&html, ReusedSection(results));
   absl::StrAppend(&html, "<h2>Spec</h2><pre>", HtmlEscape(JsonToYaml(ToJson(audit.spec()))),
                   "</pre></body></html>\n");
   return html;

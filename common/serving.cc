@@ -86,7 +86,7 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
 absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
                                      const std::vector<grpc::Service*>& services,
                                      prometheus::Registry* registry,
-                                     std::shared_ptr<CallGate> gate) {
+                                     const std::shared_ptr<CallGate>& gate) {
   MEMAUDIT_RETURN_IF_ERROR(SplitHostPort(flags.listen).status());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;

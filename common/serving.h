@@ -92,7 +92,7 @@ struct Serving {
 absl::StatusOr<Serving> StartServing(const ServingFlags& flags,
                                      const std::vector<grpc::Service*>& services,
                                      prometheus::Registry* registry,
-                                     std::shared_ptr<CallGate> gate = nullptr);
+                                     const std::shared_ptr<CallGate>& gate = nullptr);
 
 // Who may call: everyone as admin under --insecure (logged), else the
 // callers of --token-hashes and of certificates the CA signed; SIGHUP

@@ -382,9 +382,13 @@ TEST_F(TrustTest, ReuseTakesOnlyConfirmedRunsAndNamesWhereTheyCameFrom) {
     EXPECT_EQ(r.from_worker(), "worker worker-0");
   }
   EXPECT_EQ(Numbers(reusing.results), Numbers(trained.results));
-  const std::string table =
-      RunCapture(absl::StrCat(CliCredentialsEnv(), Memaudit(), " report ", reusing.audit_id,
-                              " --coordinator ", cluster_->coordinator_address(), " 2>&1"));
+  const std::string html = dir_ + "/reusing.html";
+  const std::string table = RunCapture(
+      absl::StrCat(CliCredentialsEnv(), Memaudit(), " report ", reusing.audit_id, " --html ", html,
+                   " --coordinator ", cluster_->coordinator_address(), " 2>&1"));
+  EXPECT_THAT(Slurp(html), HasSubstr("<h2>Reused runs</h2>"));
+  EXPECT_THAT(Slurp(html),
+              HasSubstr("<td>reference_model 2</td><td>1</td><td>worker worker-0</td>"));
   EXPECT_THAT(table, HasSubstr(absl::StrCat("run 3 <- audit ", trained.audit_id,
                                             " run 3 (reference_model 3, lease 1, worker "
                                             "worker-0)")));
