@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_server_metrics.h"
 #include "common/status_grpc.h"
 #include "google/protobuf/descriptor.h"
 
@@ -55,8 +56,25 @@ void AllowHealth(CallPolicy* policy) {
     (*policy)[absl::StrCat(kHealthService, method)] = any;
 }
 
+CallGate::CallGate(Authenticator* auth, CallPolicy policy, prometheus::Registry* registry)
+    : auth_(auth), policy_(std::move(policy)) {
+  if (registry != nullptr) {
+    refused_ = &metrics::AddCounter(*registry, "memaudit_grpc_server_refused_total",
+                                    "Calls refused before their message was read: no or unknown "
+                                    "credentials, or a role the method does not admit.");
+  }
+}
+
 grpc::Status CallGate::Process(const InputMetadata& auth_metadata, grpc::AuthContext* context,
                                OutputMetadata*, OutputMetadata*) {
+  grpc::Status verdict = Judge(auth_metadata, context);
+  if (!verdict.ok() && refused_ != nullptr) {
+    refused_->Add({{"code", GrpcCodeName(verdict.error_code())}}).Increment();
+  }
+  return verdict;
+}
+
+grpc::Status CallGate::Judge(const InputMetadata& auth_metadata, grpc::AuthContext* context) {
   absl::StatusOr<Identity> caller = auth_->IdentifyFrom(auth_metadata, context);
   if (!caller.ok()) return ToGrpc(caller.status());
   auto path = auth_metadata.find(":path");

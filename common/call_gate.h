@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/identity.h"
+#include "common/metrics.h"
 
 namespace memaudit {
 
@@ -35,7 +36,9 @@ void AllowHealth(CallPolicy* policy);
 
 class CallGate final : public grpc::AuthMetadataProcessor {
  public:
-  CallGate(Authenticator* auth, CallPolicy policy) : auth_(auth), policy_(std::move(policy)) {}
+  // Refusals are counted in `registry` (may be null) as
+  // memaudit_grpc_server_refused_total{code}.
+  CallGate(Authenticator* auth, CallPolicy policy, prometheus::Registry* registry = nullptr);
 
   // Cheap (a hash and a lookup): runs on gRPC's thread, no pool hop.
   bool IsBlocking() const override { return false; }
@@ -47,8 +50,11 @@ class CallGate final : public grpc::AuthMetadataProcessor {
                        OutputMetadata* response_metadata) override;
 
  private:
+  grpc::Status Judge(const InputMetadata& auth_metadata, grpc::AuthContext* context);
+
   Authenticator* const auth_;
   const CallPolicy policy_;
+  prometheus::Family<prometheus::Counter>* refused_ = nullptr;
 };
 
 }  // namespace memaudit

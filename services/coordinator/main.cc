@@ -216,9 +216,9 @@ int main(int argc, char** argv) {
       auth->get(), scheduler->get(), flags.scorer, flags.heartbeat_ms,
       static_cast<uint32_t>(flags.lease_ttl_ms), *std::move(capability_key),
       v1::ScorerService::NewStub(*channel), &presence, revoked->get());
-  auto serving =
-      StartServing(flags.serving, {&audit_service, &worker_service}, &registry,
-                   std::make_shared<CallGate>(auth->get(), coordinator::CoordinatorCallPolicy()));
+  auto serving = StartServing(
+      flags.serving, {&audit_service, &worker_service}, &registry,
+      std::make_shared<CallGate>(auth->get(), coordinator::CoordinatorCallPolicy(), &registry));
   if (!serving.ok()) {
     spdlog::critical("{}", serving.status().ToString());
     return 1;

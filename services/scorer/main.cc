@@ -59,8 +59,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   scorer::ScorerServiceImpl service(auth->get(), scorer->get(), *std::move(capability_key));
-  auto serving = StartServing(serving_flags, {&service}, &registry,
-                              std::make_shared<CallGate>(auth->get(), scorer::ScorerCallPolicy()));
+  auto serving =
+      StartServing(serving_flags, {&service}, &registry,
+                   std::make_shared<CallGate>(auth->get(), scorer::ScorerCallPolicy(), &registry));
   if (!serving.ok()) {
     spdlog::critical("{}", serving.status().ToString());
     return 1;

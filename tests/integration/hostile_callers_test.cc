@@ -163,7 +163,8 @@ class HostileCallersTest : public CertsDeploymentTest {
 };
 
 TEST_F(HostileCallersTest, AnonymousHugeMessagesAreRefusedBeforeTheirPayloadIsRead) {
-  ASSERT_NO_FATAL_FAILURE(StartServices());
+  const std::string metrics_port_file = dir_ + "/coordinator.metrics-port";
+  ASSERT_NO_FATAL_FAILURE(StartServices({"--metrics-port-file", metrics_port_file}));
   MemoryCgroup limit(coordinator_->pid(), 2048);
   std::printf("coordinator in a 2 GiB memory cgroup: %s\n", limit.Active() ? "yes" : "no");
   const int64_t before = PeakRssMib(coordinator_->pid());
@@ -189,6 +190,12 @@ TEST_F(HostileCallersTest, AnonymousHugeMessagesAreRefusedBeforeTheirPayloadIsRe
   EXPECT_FALSE(coordinator_->Exited());
   EXPECT_FALSE(scorer_->Exited());
   EXPECT_LT(after - before, 64) << "the payloads were buffered";
+  // Counted as refused, never as handled.
+  auto metrics_port = WaitForPortFile(metrics_port_file, 5000, coordinator_.get());
+  ASSERT_TRUE(metrics_port.ok()) << metrics_port.status();
+  const std::string metrics = HttpGet(*metrics_port, "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("memaudit_grpc_server_refused_total{code=\"UNAUTHENTICATED\"} 5"));
+  EXPECT_THAT(metrics, ::testing::Not(HasSubstr("code=\"UNAUTHENTICATED\",method=")));
   if (limit.Active()) {
     EXPECT_EQ(limit.Failures(), 0);
   }
