@@ -63,6 +63,60 @@ std::string Numbers(v1::AuditResults results) {
   return results.SerializeAsString();
 }
 
+std::string RegisterWorker(v1::WorkerService::Stub* coordinator) {
+  grpc::ClientContext ctx;
+  v1::RegisterRequest req;
+  v1::RegisterResponse resp;
+  const grpc::Status status = coordinator->Register(&ctx, req, &resp);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return resp.worker_id();
+}
+
+v1::LeaseResponse LeaseTask(v1::WorkerService::Stub* coordinator, const std::string& worker_id) {
+  grpc::ClientContext ctx;
+  v1::LeaseRequest req;
+  req.set_worker_id(worker_id);
+  req.set_wait_ms(5000);
+  v1::LeaseResponse resp;
+  const grpc::Status status = coordinator->Lease(&ctx, req, &resp);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return resp;
+}
+
+grpc::Status CompleteTask(v1::WorkerService::Stub* coordinator, const std::string& worker_id,
+                          const std::string& lease_id) {
+  grpc::ClientContext ctx;
+  v1::CompleteRequest req;
+  req.set_worker_id(worker_id);
+  req.set_lease_id(lease_id);
+  v1::CompleteResponse resp;
+  return coordinator->Complete(&ctx, req, &resp);
+}
+
+grpc::Status FailTask(v1::WorkerService::Stub* coordinator, const std::string& worker_id,
+                      const std::string& lease_id, v1::FailureKind kind) {
+  grpc::ClientContext ctx;
+  v1::FailRequest req;
+  req.set_worker_id(worker_id);
+  req.set_lease_id(lease_id);
+  req.set_kind(kind);
+  req.set_error("failed by the test");
+  v1::FailResponse resp;
+  return coordinator->Fail(&ctx, req, &resp);
+}
+
+grpc::Status SendObservations(v1::ScorerService::Stub* scorer,
+                              const std::vector<v1::Observation>& observations) {
+  grpc::ClientContext ctx;
+  v1::IngestResponse resp;
+  auto writer = scorer->Ingest(&ctx, &resp);
+  for (const v1::Observation& o : observations) {
+    if (!writer->Write(o)) break;
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
 std::string HttpGet(int port, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

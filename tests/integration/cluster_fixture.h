@@ -12,7 +12,9 @@
 #include "cli/embedded_cluster.h"
 #include "gtest/gtest.h"
 #include "memaudit/v1/results.pb.h"
+#include "memaudit/v1/scorer.grpc.pb.h"
 #include "memaudit/v1/spec.pb.h"
+#include "memaudit/v1/worker.grpc.pb.h"
 #include "tests/integration/tiny_specs.h"
 
 namespace memaudit::testing {
@@ -21,6 +23,19 @@ namespace memaudit::testing {
 // they carry, for comparing two audits of the same recipe (packed or not,
 // grown or not).
 std::string Numbers(v1::AuditResults results);
+
+// A worker's calls made by hand, as a test playing a worker makes them:
+// Register (the worker id; "" with a test failure), one Lease waiting up to
+// 5 s, and one Ingest stream of `observations` (its status).
+std::string RegisterWorker(v1::WorkerService::Stub* coordinator);
+v1::LeaseResponse LeaseTask(v1::WorkerService::Stub* coordinator, const std::string& worker_id);
+// Complete and Fail of `lease_id`, sending `worker_id` (may be empty).
+grpc::Status CompleteTask(v1::WorkerService::Stub* coordinator, const std::string& worker_id,
+                          const std::string& lease_id);
+grpc::Status FailTask(v1::WorkerService::Stub* coordinator, const std::string& worker_id,
+                      const std::string& lease_id, v1::FailureKind kind);
+grpc::Status SendObservations(v1::ScorerService::Stub* scorer,
+                              const std::vector<v1::Observation>& observations);
 
 // GET http://127.0.0.1:port/path; returns the body ("" on failure).
 std::string HttpGet(int port, const std::string& path);

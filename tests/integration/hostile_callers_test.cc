@@ -270,17 +270,6 @@ std::vector<v1::Observation> TaskObservations(const std::string& audit_id, uint3
   return out;
 }
 
-grpc::Status Ingest(v1::ScorerService::Stub* scorer, const std::vector<v1::Observation>& all) {
-  grpc::ClientContext ctx;
-  v1::IngestResponse resp;
-  auto writer = scorer->Ingest(&ctx, &resp);
-  for (const v1::Observation& o : all) {
-    if (!writer->Write(o)) break;
-  }
-  writer->WritesDone();
-  return writer->Finish();
-}
-
 TEST_F(HostileCallersTest, OnlyTheLeaseHolderWritesAndAStaleLeasesWritesAreDropped) {
   ASSERT_NO_FATAL_FAILURE(StartServices());
   auto audits = v1::AuditService::NewStub(Channel(coordinator_port_, "team-alpha"));
@@ -302,24 +291,12 @@ TEST_F(HostileCallersTest, OnlyTheLeaseHolderWritesAndAStaleLeasesWritesAreDropp
   auto join = [&](const std::string& party) {
     Worker w{v1::WorkerService::NewStub(Channel(coordinator_port_, party)),
              v1::ScorerService::NewStub(Channel(scorer_port_, party)), ""};
-    grpc::ClientContext ctx;
-    v1::RegisterRequest req;
-    v1::RegisterResponse resp;
-    EXPECT_TRUE(w.coordinator->Register(&ctx, req, &resp).ok());
-    w.id = resp.worker_id();
+    w.id = RegisterWorker(w.coordinator.get());
     return w;
   };
   Worker a = join("worker-0");
   Worker b = join("worker-1");
-  auto lease = [](Worker& w) {
-    grpc::ClientContext ctx;
-    v1::LeaseRequest req;
-    req.set_worker_id(w.id);
-    req.set_wait_ms(5000);
-    v1::LeaseResponse resp;
-    EXPECT_TRUE(w.coordinator->Lease(&ctx, req, &resp).ok());
-    return resp;
-  };
+  auto lease = [](Worker& w) { return LeaseTask(w.coordinator.get(), w.id); };
   const v1::LeaseResponse held = lease(a);
   ASSERT_TRUE(held.has_task());
   const uint32_t index = held.task().index();
@@ -334,43 +311,21 @@ TEST_F(HostileCallersTest, OnlyTheLeaseHolderWritesAndAStaleLeasesWritesAreDropp
     EXPECT_EQ(b.coordinator->Heartbeat(&ctx, req, &resp).error_code(),
               grpc::StatusCode::PERMISSION_DENIED);
   }
-  {
-    grpc::ClientContext ctx;
-    v1::CompleteRequest req;
-    req.set_lease_id(held.lease_id());
-    v1::CompleteResponse resp;
-    EXPECT_EQ(b.coordinator->Complete(&ctx, req, &resp).error_code(),
-              grpc::StatusCode::PERMISSION_DENIED);
-  }
-  {
-    grpc::ClientContext ctx;
-    v1::FailRequest req;
-    req.set_lease_id(held.lease_id());
-    req.set_kind(v1::TASK_FINAL);
-    v1::FailResponse resp;
-    EXPECT_EQ(b.coordinator->Fail(&ctx, req, &resp).error_code(),
-              grpc::StatusCode::PERMISSION_DENIED);
-  }
+  EXPECT_EQ(CompleteTask(b.coordinator.get(), b.id, held.lease_id()).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(FailTask(b.coordinator.get(), b.id, held.lease_id(), v1::TASK_FINAL).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
   const grpc::Status stolen =
-      Ingest(b.scorer.get(), TaskObservations(audit_id, index, held.capability()));
+      SendObservations(b.scorer.get(), TaskObservations(audit_id, index, held.capability()));
   EXPECT_EQ(stolen.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_THAT(stolen.error_message(), HasSubstr("for worker worker-1"));
 
   // The holder writes one of its two observations, then gives the lease back.
   const std::vector<v1::Observation> mine = TaskObservations(audit_id, index, held.capability());
-  ASSERT_TRUE(Ingest(a.scorer.get(), {mine[0]}).ok());
-  {
-    grpc::ClientContext ctx;
-    v1::FailRequest req;
-    req.set_worker_id(a.id);
-    req.set_lease_id(held.lease_id());
-    req.set_kind(v1::INTERRUPTED);
-    req.set_error("shutting down");
-    v1::FailResponse resp;
-    ASSERT_TRUE(a.coordinator->Fail(&ctx, req, &resp).ok());
-  }
+  ASSERT_TRUE(SendObservations(a.scorer.get(), {mine[0]}).ok());
+  ASSERT_TRUE(FailTask(a.coordinator.get(), a.id, held.lease_id(), v1::INTERRUPTED).ok());
   // Given back: refused, and what it stored is gone.
-  const grpc::Status late = Ingest(a.scorer.get(), {mine[1]});
+  const grpc::Status late = SendObservations(a.scorer.get(), {mine[1]});
   EXPECT_EQ(late.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_THAT(late.error_message(), HasSubstr("has ended (given back)"));
   EXPECT_EQ(ScorerAudits(), 1);
@@ -387,8 +342,10 @@ TEST_F(HostileCallersTest, OnlyTheLeaseHolderWritesAndAStaleLeasesWritesAreDropp
     next = lease(b);
   } while (next.has_task() && next.task().index() != index);
   ASSERT_TRUE(next.has_task());
-  EXPECT_TRUE(Ingest(b.scorer.get(), TaskObservations(audit_id, index, next.capability())).ok());
-  EXPECT_EQ(Ingest(a.scorer.get(), {mine[1]}).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(
+      SendObservations(b.scorer.get(), TaskObservations(audit_id, index, next.capability())).ok());
+  EXPECT_EQ(SendObservations(a.scorer.get(), {mine[1]}).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
 }
 
 TEST_F(HostileCallersTest, RequireClientCertRefusesATlsClientWithoutOne) {

@@ -46,14 +46,7 @@ class TrustTest : public ClusterTest {
 
   static grpc::StatusCode Ingest(v1::ScorerService::Stub* scorer,
                                  const std::vector<v1::Observation>& observations) {
-    grpc::ClientContext ctx;
-    v1::IngestResponse resp;
-    auto writer = scorer->Ingest(&ctx, &resp);
-    for (const v1::Observation& o : observations) {
-      if (!writer->Write(o)) break;
-    }
-    writer->WritesDone();
-    return writer->Finish().error_code();
+    return SendObservations(scorer, observations).error_code();
   }
   static grpc::StatusCode OpenAudit(v1::ScorerService::Stub* scorer, const std::string& audit_id,
                                     const v1::AuditSpec& spec) {
@@ -109,23 +102,9 @@ TEST_F(TrustTest, AStrangerCannotLeaseHeartbeatCompleteFailIngestOrOpenAudits) {
 
   // The honest worker ("worker in-process") registers and leases a task.
   auto worker = Coordinator(cluster_->worker_credentials());
-  std::string worker_id;
-  {
-    grpc::ClientContext ctx;
-    v1::RegisterRequest req;
-    v1::RegisterResponse resp;
-    ASSERT_TRUE(worker->Register(&ctx, req, &resp).ok());
-    worker_id = resp.worker_id();
-  }
-  v1::LeaseResponse lease;
-  {
-    grpc::ClientContext ctx;
-    v1::LeaseRequest req;
-    req.set_worker_id(worker_id);
-    req.set_wait_ms(5000);
-    ASSERT_TRUE(worker->Lease(&ctx, req, &lease).ok());
-    ASSERT_TRUE(lease.has_task());
-  }
+  const std::string worker_id = RegisterWorker(worker.get());
+  const v1::LeaseResponse lease = LeaseTask(worker.get(), worker_id);
+  ASSERT_TRUE(lease.has_task());
   const v1::Task& task = lease.task();
 
   // A team's certificate, and another worker's: neither may touch the lease.
@@ -213,12 +192,7 @@ TEST_F(TrustTest, AStrangerCannotLeaseHeartbeatCompleteFailIngestOrOpenAudits) {
   // The lease holder's Complete without the observations does not count: the
   // task goes back to the queue, nothing succeeded.
   {
-    grpc::ClientContext ctx;
-    v1::CompleteRequest req;
-    req.set_worker_id(worker_id);
-    req.set_lease_id(lease.lease_id());
-    v1::CompleteResponse resp;
-    const grpc::Status status = worker->Complete(&ctx, req, &resp);
+    const grpc::Status status = CompleteTask(worker.get(), worker_id, lease.lease_id());
     EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     EXPECT_THAT(status.error_message(), HasSubstr("3 missing (run "));
   }
@@ -321,23 +295,9 @@ TEST_F(TrustTest, ReuseTakesOnlyConfirmedRunsAndNamesWhereTheyCameFrom) {
   auto cancelled = client_->Submit(recipe);
   MEMAUDIT_ASSERT_OK(cancelled);
   auto worker = Coordinator(cluster_->worker_credentials());
-  std::string worker_id;
-  {
-    grpc::ClientContext ctx;
-    v1::RegisterRequest req;
-    v1::RegisterResponse resp;
-    ASSERT_TRUE(worker->Register(&ctx, req, &resp).ok());
-    worker_id = resp.worker_id();
-  }
-  v1::LeaseResponse lease;
-  {
-    grpc::ClientContext ctx;
-    v1::LeaseRequest req;
-    req.set_worker_id(worker_id);
-    req.set_wait_ms(5000);
-    ASSERT_TRUE(worker->Lease(&ctx, req, &lease).ok());
-    ASSERT_TRUE(lease.has_task());
-  }
+  const std::string worker_id = RegisterWorker(worker.get());
+  const v1::LeaseResponse lease = LeaseTask(worker.get(), worker_id);
+  ASSERT_TRUE(lease.has_task());
   std::vector<v1::Observation> forged = Forged(cancelled->audit_id(), 4, lease.capability());
   std::vector<v1::Observation> own(forged.begin() + 2 * lease.task().index(),
                                    forged.begin() + 2 * lease.task().index() + 2);
@@ -353,12 +313,7 @@ TEST_F(TrustTest, ReuseTakesOnlyConfirmedRunsAndNamesWhereTheyCameFrom) {
   own.push_back(population);
   ASSERT_EQ(Ingest(Scorer(cluster_->worker_credentials()).get(), own), grpc::StatusCode::OK);
   {
-    grpc::ClientContext ctx;
-    v1::CompleteRequest req;
-    req.set_worker_id(worker_id);
-    req.set_lease_id(lease.lease_id());
-    v1::CompleteResponse resp;
-    const grpc::Status status = worker->Complete(&ctx, req, &resp);
+    const grpc::Status status = CompleteTask(worker.get(), worker_id, lease.lease_id());
     ASSERT_TRUE(status.ok()) << status.error_message();
   }
   MEMAUDIT_ASSERT_OK(client_->Cancel(cancelled->audit_id()));
