@@ -337,7 +337,7 @@ fi
 # The quickstart's recipe with 4 models trained for 500 epochs: each task
 # trains for about half a minute here, long enough to be disrupted mid-task.
 # A seed of its own for each phase, so that no phase reuses another's models.
-disrupt_spec() {  # SEED -> spec file
+disrupt_spec() {  # SEED [EPOCHS] -> spec file
   local f="$state/specs/disrupt-$1.yaml"
   cat >"$f" <<EOF
 name: disrupt-$1
@@ -355,7 +355,7 @@ membership:
     optimizer: sgd
     learning_rate: 0.05
     momentum: 0.9
-    epochs: 500
+    epochs: ${2:-500}
     batch_size: 64
   reference_models: 4
   attacks: [lira_online_fixed_variance, lira_offline_fixed_variance, rmia, loss]
@@ -381,7 +381,11 @@ outage() {  # NAME CONTAINER SEED
 worker_sigterms() {  # NAME SEED
   local name=$1 c="$pod-worker-0" id st t started i
   t=$SECONDS
-  id=$(submit "$(disrupt_spec "$2")")
+  # worker-0 alone, so that each SIGTERM lands on the worker holding the
+  # tasks, with four times the epochs: on a fast machine the audit must still
+  # outlast three SIGTERMs (each comes 5 s into a task and sets it back to 0).
+  podman stop -t 30 "$pod-worker-1" >/dev/null
+  id=$(submit "$(disrupt_spec "$2" 2000)")
   for i in 1 2 3; do
     if ! wait_running "$id" 0 300; then
       record "$name" FAIL $((SECONDS - t)) "no task running before SIGTERM $i"
@@ -401,6 +405,7 @@ worker_sigterms() {  # NAME SEED
     wait_healthy 60 9402 || true
   done
   st=$(wait_done "$id" 900)
+  podman start "$pod-worker-1" >/dev/null
   judge "$name" "$id" "$st" $((SECONDS - t)) "worker sent SIGTERM 3 times while holding a task, restarted each time"
 }
 [[ " $phases " == *" scorer "* ]] && outage scorer scorer 101

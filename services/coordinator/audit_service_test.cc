@@ -22,6 +22,7 @@
 #include "common/testing/async_streams.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/scheduler_fixture.h"
 #include "services/coordinator/test_specs.h"
@@ -432,6 +433,38 @@ TEST_F(AuditListTest, PagesFiltersAndASummaryView) {
   bad = v1::ListRequest();
   bad.set_view(static_cast<v1::AuditView>(9));
   EXPECT_THAT(refused(bad), ::testing::HasSubstr("view: no such view (got 9)"));
+}
+
+}  // namespace
+}  // namespace memaudit::coordinator
+
+namespace memaudit::coordinator {
+namespace {
+
+// What the call gate admits before reading a message: teams the
+// AuditService (RevokeWorker administrators only), workers the
+// WorkerService, both the health service, and nothing else.
+TEST(CoordinatorCallPolicyTest, EachRoleReachesOnlyItsMethods) {
+  const CallPolicy policy = CoordinatorCallPolicy();
+  const std::vector<Role> team{Role::kTeam}, worker{Role::kWorker}, admin_only{};
+  EXPECT_EQ(policy.at("/memaudit.v1.AuditService/Submit"), team);
+  EXPECT_EQ(policy.at("/memaudit.v1.AuditService/Export"), team);
+  EXPECT_EQ(policy.at("/memaudit.v1.AuditService/RevokeWorker"), admin_only);
+  EXPECT_EQ(policy.at("/memaudit.v1.WorkerService/Lease"), worker);
+  EXPECT_EQ(policy.at("/memaudit.v1.WorkerService/Complete"), worker);
+  EXPECT_EQ(policy.at("/grpc.health.v1.Health/Check").size(), 2u);
+  EXPECT_FALSE(policy.contains("/memaudit.v1.ScorerService/Ingest"));
+  // Every method of both services is listed: none falls through.
+  EXPECT_EQ(policy.size(),
+            2u + static_cast<size_t>(google::protobuf::DescriptorPool::generated_pool()
+                                         ->FindServiceByName("memaudit.v1.AuditService")
+                                         ->method_count() +
+                                     google::protobuf::DescriptorPool::generated_pool()
+                                         ->FindServiceByName("memaudit.v1.WorkerService")
+                                         ->method_count()));
+  EXPECT_TRUE(Authenticator::Admit({Role::kAdmin, "root"}, admin_only).ok());
+  EXPECT_EQ(Authenticator::Admit({Role::kTeam, "alpha"}, admin_only).code(),
+            absl::StatusCode::kPermissionDenied);
 }
 
 }  // namespace

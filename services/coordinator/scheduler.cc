@@ -476,7 +476,8 @@ void Scheduler::CancelRemaining(const AuditEntry& audit, const std::string& exce
 absl::StatusOr<v1::Audit> Scheduler::Cancel(const std::string& audit_id, const Caller& caller) {
   std::optional<v1::Audit> ended;  // already terminal: nothing to do
   const absl::Status written = Await([&](Done done) {
-    Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+    Decide(std::move(done), [&]() -> absl::StatusOr<Mutation> {
+      mu_.AssertHeld();  // Decide calls it under the lock
       auto visible = Visible(audit_id, caller);
       if (!visible.ok()) return visible.status();
       const AuditEntry& audit = **visible;
@@ -611,7 +612,10 @@ std::list<Scheduler::Waiter>::iterator Scheduler::RemoveWaiter(std::list<Waiter>
 
 bool Scheduler::TryGrant(const std::string& worker_id, const std::optional<WorkerOffer>& offer,
                          LeaseAnswer* answer) {
-  auto fits = [&](size_t audit) ABSL_NO_THREAD_SAFETY_ANALYSIS { return Fits(offer, audit); };
+  auto fits = [&](size_t audit) {
+    mu_.AssertHeld();  // Pick calls it within TryGrant, under the lock
+    return Fits(offer, audit);
+  };
   const std::optional<size_t> picked = fair_.Pick(fits);
   if (!picked.has_value()) return false;
   const AuditEntry& audit = *audit_order_[*picked];
@@ -700,7 +704,8 @@ absl::Status Scheduler::Complete(const std::string& lease_id) {
 }
 
 void Scheduler::Complete(const std::string& lease_id, Done done) {
-  Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+  Decide(std::move(done), [&]() -> absl::StatusOr<Mutation> {
+    mu_.AssertHeld();  // Decide calls it under the lock
     auto pos = FindLease(lease_id);
     if (!pos.ok()) return pos.status();
     TaskRecord t = index_.task(*pos);
@@ -758,7 +763,8 @@ absl::Status Scheduler::Fail(const std::string& lease_id, const std::string& err
 
 void Scheduler::Fail(const std::string& lease_id, const std::string& error, bool retryable,
                      Done done) {
-  Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+  Decide(std::move(done), [&]() -> absl::StatusOr<Mutation> {
+    mu_.AssertHeld();  // Decide calls it under the lock
     auto pos = FindLease(lease_id);
     if (!pos.ok()) return pos.status();
     const TaskRecord& task = index_.task(*pos);
@@ -799,7 +805,8 @@ absl::Status Scheduler::Release(const std::string& lease_id, const std::string& 
 }
 
 void Scheduler::Release(const std::string& lease_id, const std::string& reason, Done done) {
-  Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+  Decide(std::move(done), [&]() -> absl::StatusOr<Mutation> {
+    mu_.AssertHeld();  // Decide calls it under the lock
     auto pos = FindLease(lease_id);
     if (!pos.ok()) return pos.status();
     const TaskRecord& task = index_.task(*pos);
@@ -812,7 +819,8 @@ void Scheduler::Release(const std::string& lease_id, const std::string& reason, 
 
 void Scheduler::ReleaseAll(const std::string& worker_id, const std::string& reason,
                            uint32_t* released, Done done) {
-  Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+  Decide(std::move(done), [&]() -> absl::StatusOr<Mutation> {
+    mu_.AssertHeld();  // Decide calls it under the lock
     Mutation m;
     const std::vector<size_t> held = index_.LeasedBy(worker_id);
     for (size_t pos : held) GiveBack(index_.task(pos), reason, /*expired=*/false, &m);
@@ -830,7 +838,8 @@ absl::Status Scheduler::ExpireLeases() {
   // rest wait for the next sweep. Expiries are rare; a sync each is cheap.
   while (true) {
     absl::Status written = Await([&](Done done) {
-      Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+      Decide(std::move(done), [&]() -> absl::StatusOr<Mutation> {
+        mu_.AssertHeld();  // Decide calls it under the lock
         for (size_t pos : index_.ExpiredLeases(clock_->NowMs())) {
           const TaskRecord& t = index_.task(pos);
           if (t.state != TaskState::kLeased) continue;
@@ -850,7 +859,8 @@ absl::Status Scheduler::ExpireLeases() {
 absl::Status Scheduler::WarnWaitingAudits() {
   while (true) {
     absl::Status written = Await([&](Done done) {
-      Decide(std::move(done), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<Mutation> {
+      Decide(std::move(done), [&]() -> absl::StatusOr<Mutation> {
+        mu_.AssertHeld();  // Decide calls it under the lock
         const int64_t now = clock_->NowMs();
         while (!unwarned_.empty()) {
           const AuditRecord& a = audit_order_[unwarned_.front()]->record;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/seeding.h"
 #include "common/testing/async_streams.h"
 #include "common/testing/status_matchers.h"
@@ -330,6 +331,25 @@ TEST_F(ScorerWatchTest, AWatchCancelledWhileItWaitsEndsAndAnUnknownAuditIsRefuse
   const grpc::Status status = reader->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(status.error_message(), scorer_->GetResults("a-unknown").status().message());
+}
+
+}  // namespace
+}  // namespace memaudit::scorer
+
+namespace memaudit::scorer {
+namespace {
+
+// Workers may only Ingest; everything else is the coordinator's.
+TEST(ScorerCallPolicyTest, WorkersIngestAndTheCoordinatorDoesTheRest) {
+  const CallPolicy policy = ScorerCallPolicy();
+  const std::vector<Role> worker{Role::kWorker}, coordinator{Role::kCoordinator};
+  EXPECT_EQ(policy.at("/memaudit.v1.ScorerService/Ingest"), worker);
+  for (const char* method : {"OpenAudit", "GetResults", "WatchResults", "CheckTask", "Export",
+                             "EndLease", "RevokeWorker", "DropAudit"}) {
+    EXPECT_EQ(policy.at(absl::StrCat("/memaudit.v1.ScorerService/", method)), coordinator)
+        << method;
+  }
+  EXPECT_FALSE(policy.contains("/memaudit.v1.AuditService/Submit"));
 }
 
 }  // namespace
