@@ -232,9 +232,10 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext* ctx, const v1::Submit
   return grpc::Status::OK;
 }
 
-void AuditServiceImpl::DropAtScorer(const std::string& audit_id) {
+void AuditServiceImpl::DropAtScorer(const std::string& audit_id, bool keep) {
   v1::DropAuditRequest drop;
   drop.set_audit_id(audit_id);
+  drop.set_keep(keep);
   v1::DropAuditResponse dropped;
   grpc::ClientContext ctx;
   SetDeadline(&ctx, kScorerDeadlineMs);
@@ -319,7 +320,7 @@ grpc::Status AuditServiceImpl::Cancel(grpc::ServerContext* ctx, const v1::Cancel
   auto audit = scheduler_->Cancel(req->audit_id(), *caller);
   if (!audit.ok()) return Bounded(audit.status());
   // A cancelled audit's runs are no source of reuse.
-  if (audit->state() == v1::CANCELLED) DropAtScorer(audit->audit_id());
+  if (audit->state() == v1::CANCELLED) DropAtScorer(audit->audit_id(), /*keep=*/true);
   *resp = std::move(*audit);
   return grpc::Status::OK;
 }

@@ -91,10 +91,10 @@ class AuditServiceImpl final
                             v1::RevokeWorkerResponse* resp) override;
 
  private:
-  // Asks the scorer to forget an audit it was told of but that is not (or
-  // no longer) to run: a refused Submit's, or a cancelled one's (then kept,
-  // but never reused).
-  void DropAtScorer(const std::string& audit_id);
+  // Asks the scorer to forget an audit it was told of but that is not to
+  // run (a refused Submit's), or with `keep` to never reuse a cancelled
+  // one's runs while its results stay readable.
+  void DropAtScorer(const std::string& audit_id, bool keep = false);
 
   Authenticator* auth_;
   Scheduler* scheduler_;

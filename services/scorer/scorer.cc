@@ -192,8 +192,8 @@ absl::StatusOr<int64_t> Scorer::RevokeWorker(const std::string& worker) {
   return runs;
 }
 
-absl::StatusOr<bool> Scorer::DropAudit(const std::string& audit_id) {
-  return store_->DropAudit(audit_id);
+absl::StatusOr<bool> Scorer::DropAudit(const std::string& audit_id, bool keep) {
+  return store_->DropAudit(audit_id, keep);
 }
 
 bool Scorer::Streams(const std::string& audit_id) {

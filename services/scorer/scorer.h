@@ -78,8 +78,9 @@ class Scorer {
   // Stops trusting the worker identity `worker` (its name): its observations
   // are refused and its runs no longer reused. Returns the runs it wrote.
   absl::StatusOr<int64_t> RevokeWorker(const std::string& worker);
-  // Forgets an audit a refused Submit opened (ScorerStore::DropAudit).
-  absl::StatusOr<bool> DropAudit(const std::string& audit_id);
+  // Forgets an audit a refused Submit opened, or keeps a cancelled one as
+  // no source of reuse (ScorerStore::DropAudit).
+  absl::StatusOr<bool> DropAudit(const std::string& audit_id, bool keep = false);
   // Whether observations of `audit_id` trigger scoring as they arrive
   // (KindHandler::Streams).
   bool Streams(const std::string& audit_id);

@@ -195,7 +195,7 @@ grpc::Status ScorerServiceImpl::DropAudit(grpc::ServerContext* ctx, const v1::Dr
   if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
     return ToGrpc(caller.status());
   }
-  auto dropped = scorer_->DropAudit(req->audit_id());
+  auto dropped = scorer_->DropAudit(req->audit_id(), req->keep());
   if (!dropped.ok()) return ToGrpc(dropped.status());
   resp->set_dropped(*dropped);
   return grpc::Status::OK;

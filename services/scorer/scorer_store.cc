@@ -294,7 +294,7 @@ absl::StatusOr<bool> ScorerStore::IsRevoked(const std::string& writer) {
   return select->Step();
 }
 
-absl::StatusOr<bool> ScorerStore::DropAudit(const std::string& audit_id) {
+absl::StatusOr<bool> ScorerStore::DropAudit(const std::string& audit_id, bool keep) {
   absl::MutexLock lock(&mu_);
   sql::Transaction tx(db_.get());
   MEMAUDIT_RETURN_IF_ERROR(tx.status());
@@ -302,7 +302,7 @@ absl::StatusOr<bool> ScorerStore::DropAudit(const std::string& audit_id) {
   if (!count.ok()) return count.status();
   count->Bind(1, audit_id);
   MEMAUDIT_RETURN_IF_ERROR(count->Step().status());
-  const bool empty = count->Int(0) == 0;
+  const bool empty = count->Int(0) == 0 && !keep;
   const char* const statements[] = {
       "DELETE FROM model_keys WHERE audit_id = ?", "DELETE FROM results WHERE audit_id = ?",
       "DELETE FROM reused_runs WHERE audit_id = ?", "DELETE FROM task_leases WHERE audit_id = ?",

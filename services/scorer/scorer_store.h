@@ -101,9 +101,9 @@ class ScorerStore {
   // reused. Returns how many runs it wrote.
   absl::StatusOr<int64_t> RevokeWriter(const std::string& writer);
   absl::StatusOr<bool> IsRevoked(const std::string& writer);
-  // Forgets an audit with no observations (true); one with some stays, no
-  // longer a source of reuse (false). NOT_FOUND for an audit never opened.
-  absl::StatusOr<bool> DropAudit(const std::string& audit_id);
+  // Forgets an audit with no observations (true) unless `keep`; one with
+  // some, or kept, stays, no longer a source of reuse (false).
+  absl::StatusOr<bool> DropAudit(const std::string& audit_id, bool keep = false);
   // run -> values for one (audit, point, signal).
   absl::StatusOr<std::map<uint32_t, std::vector<double>>> LoadSignal(const std::string& audit_id,
                                                                      const std::string& point,

@@ -718,7 +718,7 @@ TEST_F(ScorerTest, ReuseDrawsOnlyOnConfirmedRunsAndRecordsTheirProvenance) {
   EXPECT_TRUE(scorer_->ReuseStoredRuns("open-2")->empty());
 
   // Cancelled after it was scored: kept, never reused.
-  EXPECT_THAT(scorer_->DropAudit("a"), IsOkAndHolds(false));
+  EXPECT_THAT(scorer_->DropAudit("a", /*keep=*/true), IsOkAndHolds(false));
   MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("d", Spec()));
   // "b" and "c" hold copies only, which are never sources.
   EXPECT_TRUE(scorer_->ReuseStoredRuns("d")->empty());
@@ -751,6 +751,11 @@ TEST_F(ScorerTest, DropAuditForgetsAnAuditWithNoObservations) {
   EXPECT_THAT(scorer_->DropAudit("refused"), IsOkAndHolds(true));
   EXPECT_THAT(store_->GetAuditInfo("refused"), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(*store_->ListAudits(), ::testing::Not(::testing::Contains("refused")));
+  // A cancelled one is kept (its results stay readable), never reused.
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("cancelled", Spec()));
+  EXPECT_THAT(scorer_->DropAudit("cancelled", /*keep=*/true), IsOkAndHolds(false));
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(const AuditInfo info, store_->GetAuditInfo("cancelled"));
+  EXPECT_FALSE(info.reusable);
 }
 
 }  // namespace
