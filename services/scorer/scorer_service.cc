@@ -18,6 +18,20 @@ namespace {
 // CheckTask lists at most this many missing observations.
 constexpr size_t kMaxMissingListed = 20;
 
+// Ids the coordinator makes are 34 bytes; a longer one names no audit.
+constexpr size_t kMaxAuditIdBytes = 128;
+
+absl::Status CheckTaskName(const std::string& audit_id, const std::string& role) {
+  if (audit_id.empty() || audit_id.size() > kMaxAuditIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("audit_id: 1 to ", kMaxAuditIdBytes, " bytes (got ", audit_id.size(), ")"));
+  }
+  if (role.size() > kMaxAuditIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("role: at most ", kMaxAuditIdBytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
 // One WatchResults stream: the audit's results whenever they differ from
 // what it sent last, until they are complete or cannot be (an error); it
 // waits for the scorer's next change of results, re-reading at least every
@@ -167,6 +181,7 @@ grpc::Status ScorerServiceImpl::EndLease(grpc::ServerContext* ctx, const v1::End
   if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
     return ToGrpc(caller.status());
   }
+  if (absl::Status s = CheckTaskName(req->audit_id(), req->role()); !s.ok()) return ToGrpc(s);
   auto dropped =
       scorer_->EndLease(req->audit_id(), TaskRef{req->role(), req->index()}, req->lease());
   if (!dropped.ok()) return ToGrpc(dropped.status());
@@ -195,6 +210,7 @@ grpc::Status ScorerServiceImpl::DropAudit(grpc::ServerContext* ctx, const v1::Dr
   if (auto caller = auth_->Require(*ctx, {Role::kCoordinator}); !caller.ok()) {
     return ToGrpc(caller.status());
   }
+  if (absl::Status s = CheckTaskName(req->audit_id(), ""); !s.ok()) return ToGrpc(s);
   auto dropped = scorer_->DropAudit(req->audit_id(), req->keep());
   if (!dropped.ok()) return ToGrpc(dropped.status());
   resp->set_dropped(*dropped);

@@ -354,3 +354,25 @@ TEST(ScorerCallPolicyTest, WorkersIngestAndTheCoordinatorDoesTheRest) {
 
 }  // namespace
 }  // namespace memaudit::scorer
+
+namespace memaudit::scorer {
+namespace {
+
+// The coordinator-only lease RPCs bound their ids before any lookup.
+TEST_F(ScorerIngestTest, EndLeaseAndDropAuditRefuseOversizedIds) {
+  grpc::ClientContext end_ctx;
+  v1::EndLeaseRequest end;
+  end.set_audit_id(std::string(200, 'a'));
+  v1::EndLeaseResponse ended;
+  const grpc::Status refused = stub_->EndLease(&end_ctx, end, &ended);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("audit_id: 1 to 128 bytes (got 200)"));
+  grpc::ClientContext drop_ctx;
+  v1::DropAuditRequest drop;
+  v1::DropAuditResponse dropped;
+  EXPECT_EQ(stub_->DropAudit(&drop_ctx, drop, &dropped).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace memaudit::scorer
