@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/capability.h"
 #include "common/status_macros.h"
 
 namespace memaudit::scorer {
@@ -65,6 +66,28 @@ constexpr const char* kMigrations[] = {
 constexpr int64_t kLeaseOpen = 0;
 constexpr int64_t kLeaseSealed = 1;
 constexpr int64_t kLeaseEnded = 2;
+
+// Drops what the task's leases before `lease` stored (copies, lease 0,
+// stay); returns how many observations went.
+absl::StatusOr<int64_t> DropLeasesBefore(sql::Database* db, const std::string& audit_id,
+                                         const std::string& task, int64_t lease) {
+  auto drop = db->Prepare(
+      "DELETE FROM observations WHERE audit_id = ? AND task = ? AND lease > 0 AND lease < ?");
+  if (!drop.ok()) return drop.status();
+  drop->Bind(1, audit_id).Bind(2, task).Bind(3, lease);
+  MEMAUDIT_RETURN_IF_ERROR(drop->Run());
+  return db->Changes();
+}
+
+// Makes `holder`'s lease the task's current one, in `state`.
+absl::Status SetTaskLease(sql::Database* db, const std::string& audit_id, const std::string& task,
+                          const LeaseHolder& holder, int64_t state) {
+  auto set = db->Prepare("INSERT OR REPLACE INTO task_leases VALUES (?, ?, ?, ?, ?)");
+  if (!set.ok()) return set.status();
+  set->Bind(1, audit_id).Bind(2, task).Bind(3, int64_t{holder.lease}).Bind(4, holder.identity);
+  set->Bind(5, state);
+  return set->Run();
+}
 
 // Doubles are stored as their raw little-endian bytes: exact, and compact.
 std::string PackDoubles(const google::protobuf::RepeatedField<double>& values) {
@@ -189,16 +212,8 @@ absl::Status ScorerStore::AdmitLeasedWrite(const std::string& audit_id,
   }
   // The task's first write under a new lease: what earlier leases stored is
   // dropped (copies, lease 0, stay), and this lease is the task's now.
-  auto drop = db_->Prepare(
-      "DELETE FROM observations WHERE audit_id = ? AND task = ? AND lease > 0 AND lease < ?");
-  if (!drop.ok()) return drop.status();
-  drop->Bind(1, audit_id).Bind(2, w.task).Bind(3, int64_t{w.lease});
-  MEMAUDIT_RETURN_IF_ERROR(drop->Run());
-  auto set = db_->Prepare("INSERT OR REPLACE INTO task_leases VALUES (?, ?, ?, ?, ?)");
-  if (!set.ok()) return set.status();
-  set->Bind(1, audit_id).Bind(2, w.task).Bind(3, int64_t{w.lease}).Bind(4, w.writer);
-  set->Bind(5, kLeaseOpen);
-  return set->Run();
+  MEMAUDIT_RETURN_IF_ERROR(DropLeasesBefore(db_.get(), audit_id, w.task, w.lease).status());
+  return SetTaskLease(db_.get(), audit_id, w.task, {w.lease, w.writer}, kLeaseOpen);
 }
 
 absl::StatusOr<bool> ScorerStore::PutObservation(const v1::Observation& o,
@@ -237,16 +252,9 @@ absl::StatusOr<int64_t> ScorerStore::EndLease(const std::string& audit_id, const
     if (current->Int(0) == lease && current->Int(1) == kLeaseSealed) return 0;
     writer = current->Text(2);
   }
-  auto drop = db_->Prepare(
-      "DELETE FROM observations WHERE audit_id = ? AND task = ? AND lease > 0 AND lease <= ?");
-  if (!drop.ok()) return drop.status();
-  drop->Bind(1, audit_id).Bind(2, task).Bind(3, int64_t{lease});
-  MEMAUDIT_RETURN_IF_ERROR(drop->Run());
-  const int64_t dropped = db_->Changes();
-  auto set = db_->Prepare("INSERT OR REPLACE INTO task_leases VALUES (?, ?, ?, ?, ?)");
-  if (!set.ok()) return set.status();
-  set->Bind(1, audit_id).Bind(2, task).Bind(3, int64_t{lease}).Bind(4, writer).Bind(5, kLeaseEnded);
-  MEMAUDIT_RETURN_IF_ERROR(set->Run());
+  MEMAUDIT_ASSIGN_OR_RETURN(const int64_t dropped,
+                            DropLeasesBefore(db_.get(), audit_id, task, lease + 1));
+  MEMAUDIT_RETURN_IF_ERROR(SetTaskLease(db_.get(), audit_id, task, {lease, writer}, kLeaseEnded));
   MEMAUDIT_RETURN_IF_ERROR(tx.Commit());
   return dropped;
 }
@@ -284,14 +292,6 @@ absl::StatusOr<int64_t> ScorerStore::RevokeWriter(const std::string& writer) {
   count->Bind(1, writer);
   MEMAUDIT_RETURN_IF_ERROR(count->Step().status());
   return count->Int(0);
-}
-
-absl::StatusOr<bool> ScorerStore::IsRevoked(const std::string& writer) {
-  absl::MutexLock lock(&mu_);
-  auto select = db_->Prepare("SELECT 1 FROM revoked_writers WHERE writer = ?");
-  if (!select.ok()) return select.status();
-  select->Bind(1, writer);
-  return select->Step();
 }
 
 absl::StatusOr<bool> ScorerStore::DropAudit(const std::string& audit_id, bool keep) {

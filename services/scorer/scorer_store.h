@@ -100,7 +100,6 @@ class ScorerStore {
   // Refuses `writer`'s observations from now on; its runs are no longer
   // reused. Returns how many runs it wrote.
   absl::StatusOr<int64_t> RevokeWriter(const std::string& writer);
-  absl::StatusOr<bool> IsRevoked(const std::string& writer);
   // Forgets an audit with no observations (true) unless `keep`; one with
   // some, or kept, stays, no longer a source of reuse (false).
   absl::StatusOr<bool> DropAudit(const std::string& audit_id, bool keep = false);
