@@ -14,6 +14,7 @@
 #include "common/watch_reactor.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 #include "services/coordinator/page_token.h"
+#include "services/coordinator/planner.h"
 #include "services/coordinator/spec_validator.h"
 
 namespace memaudit::coordinator {
@@ -165,6 +166,26 @@ absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req,
   return query;
 }
 
+absl::StatusOr<v1::AuditSpec> SpecToValidate(const v1::ValidateRequest& req) {
+  switch (req.source_case()) {
+    case v1::ValidateRequest::kSpec:
+      return req.spec();
+    case v1::ValidateRequest::kYaml:
+      break;
+    case v1::ValidateRequest::SOURCE_NOT_SET:
+      return absl::InvalidArgumentError("spec or yaml: required");
+  }
+  if (req.yaml().size() > kMaxSpecBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "yaml: at most ", kMaxSpecBytes, " bytes, as a spec file (got ", req.yaml().size(), ")"));
+  }
+  if (req.source_name().size() > kMaxSourceNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("source_name: at most ", kMaxSourceNameBytes,
+                                                   " bytes (got ", req.source_name().size(), ")"));
+  }
+  return ParseSpecYaml(req.yaml(), req.source_name().empty() ? "<yaml>" : req.source_name());
+}
+
 absl::Status CheckRequestId(const std::string& request_id) {
   bool printable = true;
   for (char c : request_id) printable = printable && c > ' ' && c < 0x7f;
@@ -229,6 +250,27 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext* ctx, const v1::Submit
   if (!audit.ok() || audit->audit_id() != audit_id) DropAtScorer(audit_id);
   if (!audit.ok()) return Bounded(audit.status());
   SetResponse(*audit, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status AuditServiceImpl::Validate(grpc::ServerContext* ctx, const v1::ValidateRequest* req,
+                                        v1::ValidateResponse* resp) {
+  absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
+  if (!caller.ok()) return Bounded(caller.status());
+  absl::StatusOr<v1::AuditSpec> spec = SpecToValidate(*req);
+  if (!spec.ok()) return Bounded(spec.status());
+  // Submit's checks, in Submit's order, on a copy: the spec is answered as
+  // read, without the defaults and file facts PrepareSpec fills in.
+  if (absl::Status s = CheckSpecMessage(*spec); !s.ok()) return Bounded(s);
+  v1::AuditSpec prepared = *spec;
+  if (absl::Status s = PrepareSpec(&prepared, data_roots_); !s.ok()) return Bounded(s);
+  absl::StatusOr<Plan> plan = PlanAudit(prepared);
+  if (!plan.ok()) return Bounded(plan.status());
+  uint64_t steps = 0;
+  for (const PlannedTask& task : plan->tasks) steps += task.steps_total;
+  *resp->mutable_spec() = *std::move(spec);
+  resp->set_tasks(static_cast<uint32_t>(plan->tasks.size()));
+  resp->set_steps(steps);
   return grpc::Status::OK;
 }
 

@@ -28,6 +28,15 @@ inline constexpr size_t kMaxRequestIdBytes = 128;
 // ASCII characters other than space; else INVALID_ARGUMENT naming request_id.
 absl::Status CheckRequestId(const std::string& request_id);
 
+// ValidateRequest.source_name: at most this many bytes (a path).
+inline constexpr size_t kMaxSourceNameBytes = 4096;
+// The spec a ValidateRequest carries: its message, or its YAML read as
+// `memaudit submit` reads a spec file (ParseSpecYaml, named after
+// source_name); INVALID_ARGUMENT naming the field for neither, a YAML over
+// kMaxSpecBytes or a source_name over kMaxSourceNameBytes (checked before
+// anything is parsed), else the reader's error.
+absl::StatusOr<v1::AuditSpec> SpecToValidate(const v1::ValidateRequest& req);
+
 // ListRequest's bounds: audits per page (0 asks for the default) and the
 // name filter's length.
 inline constexpr size_t kDefaultListLimit = 100;
@@ -70,6 +79,10 @@ class AuditServiceImpl final
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                       v1::SubmitResponse* resp) override;
+  // Submit's checks of the spec (bounds, data roots, files read, values)
+  // and its plan, with nothing stored and the scorer not asked.
+  grpc::Status Validate(grpc::ServerContext* ctx, const v1::ValidateRequest* req,
+                        v1::ValidateResponse* resp) override;
   grpc::Status Get(grpc::ServerContext* ctx, const v1::GetRequest* req, v1::Audit* resp) override;
   grpc::Status List(grpc::ServerContext* ctx, const v1::ListRequest* req,
                     v1::ListResponse* resp) override;

@@ -1,6 +1,8 @@
 // Submit's checks that come before the scheduler and the scorer: a spec
 // naming a file outside the coordinator's data roots is refused with the
 // field named (the services under it are never reached, so none exists here).
+// Validate: the same checks and the plan, for a message or YAML read as the
+// CLI reads a spec file, with nothing stored.
 // Watch over an in-process server: waiting watchers hold no thread.
 #include "services/coordinator/audit_service.h"
 
@@ -17,13 +19,17 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/grpc_server_metrics.h"
 #include "common/metrics.h"
+#include "common/spec_yaml.h"
 #include "common/testing/async_streams.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "services/coordinator/planner.h"
 #include "services/coordinator/scheduler_fixture.h"
 #include "services/coordinator/test_specs.h"
 
@@ -60,6 +66,23 @@ class SubmitDataRootsTest : public ::testing::Test {
     v1::SubmitResponse response;
     grpc::ServerContext context;
     return service.Submit(&context, &request, &response);
+  }
+
+  // Validate on the same service: it needs neither scheduler nor scorer.
+  grpc::Status Validate(const v1::ValidateRequest& request, v1::ValidateResponse* response,
+                        Authenticator* auth = nullptr) {
+    auto everyone = Authenticator::AllowEveryone();
+    AuditServiceImpl service(auth != nullptr ? auth : everyone.get(), /*scheduler=*/nullptr,
+                             /*scorer=*/nullptr, roots_);
+    grpc::ServerContext context;
+    return service.Validate(&context, &request, response);
+  }
+  grpc::Status ValidateYaml(const std::string& yaml, const std::string& source,
+                            v1::ValidateResponse* response) {
+    v1::ValidateRequest request;
+    request.set_yaml(yaml);
+    request.set_source_name(source);
+    return Validate(request, response);
   }
 
   fs::path base_;
@@ -134,6 +157,134 @@ TEST_F(SubmitDataRootsTest, OnlySubmitChecksTheRoots) {
   EXPECT_THAT(ValidateSpec(spec, roots_),
               memaudit::testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                           HasSubstr("membership.dataset.path")));
+}
+
+// A small membership audit in YAML, without a name, with the keyword `auto`.
+constexpr char kSmallYaml[] = R"(
+seed: 7
+resources: {models_per_task: auto}
+membership:
+  dataset: {pool_size: 100}
+  model: {hidden: [16]}
+  training: {learning_rate: 0.1, momentum: 0.9, epochs: 2, batch_size: 10}
+  reference_models: 8
+)";
+
+using ValidateTest = SubmitDataRootsTest;
+
+TEST_F(ValidateTest, ReadsYamlAsTheCliReadsASpecFileAndPlansIt) {
+  v1::ValidateResponse response;
+  const grpc::Status status = ValidateYaml(kSmallYaml, "specs/small-audit.yaml", &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  // The spec as read, exactly as `memaudit submit specs/small-audit.yaml`
+  // sends it: named after the file, `auto` left unset, no defaults.
+  auto read = ParseSpecYaml(kSmallYaml, "specs/small-audit.yaml");
+  MEMAUDIT_ASSERT_OK(read);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(response.spec(), *read))
+      << response.spec().DebugString();
+  EXPECT_EQ(response.spec().name(), "small-audit");
+  EXPECT_EQ(response.spec().resources().models_per_task(), 0u);  // auto: unset
+  EXPECT_EQ(response.spec().membership().attacks_size(), 0);
+  // The plan Submit makes of it.
+  v1::AuditSpec prepared = *read;
+  MEMAUDIT_ASSERT_OK(PrepareSpec(&prepared, roots_));
+  auto plan = PlanAudit(prepared);
+  MEMAUDIT_ASSERT_OK(plan);
+  ASSERT_GT(plan->tasks.size(), 0u);
+  EXPECT_EQ(response.tasks(), plan->tasks.size());
+  uint64_t steps = 0;
+  for (const PlannedTask& t : plan->tasks) steps += t.steps_total;
+  EXPECT_GT(steps, 0u);
+  EXPECT_EQ(response.steps(), steps);
+
+  // Without a source name a nameless spec is "audit".
+  ASSERT_TRUE(ValidateYaml(kSmallYaml, "", &response).ok());
+  EXPECT_EQ(response.spec().name(), "audit");
+}
+
+TEST_F(ValidateTest, AMessageIsAnsweredAsSent) {
+  v1::ValidateRequest request;
+  *request.mutable_spec() = SmallMembershipSpec(4);
+  request.mutable_spec()->mutable_membership()->clear_attacks();
+  v1::ValidateResponse response;
+  const grpc::Status status = Validate(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(response.spec(), request.spec()));
+  EXPECT_EQ(response.tasks(), 4u);  // one model per task
+  EXPECT_GT(response.steps(), 0u);
+}
+
+// A YAML that does not read: the CLI's message, naming the source, the place
+// and the field, with no details.
+TEST_F(ValidateTest, AYamlThatDoesNotReadIsRefusedAsTheCliRefusesIt) {
+  const std::string unknown = absl::StrReplaceAll(kSmallYaml, {{"hidden:", "hiden:"}});
+  v1::ValidateResponse response;
+  grpc::Status status = ValidateYaml(unknown, "small.yaml", &response);
+  EXPECT_THAT(status, InvalidArgumentSaying("small.yaml: 1 unknown field(s):\n  "
+                                            "membership.model.hiden: unknown field; did you "
+                                            "mean \"hidden\"?"));
+  EXPECT_EQ(status.error_message(), ParseSpecYaml(unknown, "small.yaml").status().message());
+  EXPECT_TRUE(status.error_details().empty());
+
+  status = ValidateYaml("seed: [1\n", "broken.yaml", &response);
+  EXPECT_THAT(status, InvalidArgumentSaying("broken.yaml: not valid YAML: line "));
+  status = ValidateYaml("seed: 7\nseed: 8\n", "", &response);
+  EXPECT_THAT(status, InvalidArgumentSaying("<yaml>: line 2, column 1: seed: duplicate key"));
+  status = ValidateYaml("resources: {models_per_task: 0}\n", "zero.yaml", &response);
+  EXPECT_THAT(status, InvalidArgumentSaying("zero.yaml: resources.models_per_task: must be in"));
+  EXPECT_FALSE(response.has_spec());
+}
+
+// Bounded before anything is parsed, each bound naming its field.
+TEST_F(ValidateTest, TheRequestIsBoundedFieldByField) {
+  v1::ValidateResponse response;
+  EXPECT_THAT(Validate(v1::ValidateRequest(), &response),
+              InvalidArgumentSaying("spec or yaml: required"));
+  EXPECT_THAT(ValidateYaml(std::string(kMaxSpecBytes + 1, '#'), "big.yaml", &response),
+              InvalidArgumentSaying("yaml: at most 1048576 bytes, as a spec file (got 1048577)"));
+  EXPECT_THAT(ValidateYaml(kSmallYaml, std::string(kMaxSourceNameBytes + 1, 's'), &response),
+              InvalidArgumentSaying("source_name: at most 4096 bytes (got 4097)"));
+  // A message is held to Submit's bounds: an unknown field is named.
+  v1::ValidateRequest request;
+  *request.mutable_spec() = SmallMembershipSpec(4);
+  std::string bytes = request.spec().SerializeAsString() + std::string("\xb8\x3e\x01", 3);
+  ASSERT_TRUE(request.mutable_spec()->ParseFromString(bytes));
+  const grpc::Status unknown = Validate(request, &response);
+  EXPECT_THAT(unknown, InvalidArgumentSaying("spec: unknown field 999 (varint)"));
+  EXPECT_EQ(unknown.error_message(), Submit(request.spec()).error_message());
+}
+
+// A spec read whose values Submit refuses: Submit's very error, details and
+// all; the data roots are checked as at Submit.
+TEST_F(ValidateTest, BadValuesAreRefusedExactlyAsSubmitRefusesThem) {
+  const std::string odd =
+      absl::StrReplaceAll(kSmallYaml, {{"reference_models: 8", "reference_models: 7"},
+                                       {"pool_size: 100", "pool_size: 100, path: /etc/shadow"}});
+  v1::ValidateResponse response;
+  const grpc::Status status = ValidateYaml(odd, "odd.yaml", &response);
+  EXPECT_THAT(status, InvalidArgumentSaying("membership.reference_models: must be an even number"));
+  EXPECT_THAT(status.error_message(), HasSubstr("membership.dataset.path: must lie under"));
+  auto read = ParseSpecYaml(odd, "odd.yaml");
+  MEMAUDIT_ASSERT_OK(read);
+  const grpc::Status submitted = Submit(*read);
+  EXPECT_EQ(status.error_message(), submitted.error_message());
+  EXPECT_FALSE(status.error_details().empty());
+  EXPECT_EQ(status.error_details(), submitted.error_details());
+
+  v1::ValidateRequest kindless;
+  kindless.mutable_spec()->set_name("nothing");
+  EXPECT_EQ(Validate(kindless, &response).error_message(), Submit(kindless.spec()).error_message());
+}
+
+TEST_F(ValidateTest, TheCallerIsIdentifiedFirst) {
+  const fs::path tokens = base_ / "tokens";
+  std::ofstream(tokens) << "";
+  auto auth = Authenticator::Create(tokens.string());
+  MEMAUDIT_ASSERT_OK(auth);
+  v1::ValidateResponse response;
+  // No certificate, no token: refused before the request is looked at.
+  EXPECT_EQ(Validate(v1::ValidateRequest(), &response, auth->get()).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST(RequestIdTest, UpTo128PrintableCharactersWithoutSpaces) {
@@ -448,6 +599,7 @@ TEST(CoordinatorCallPolicyTest, EachRoleReachesOnlyItsMethods) {
   const CallPolicy policy = CoordinatorCallPolicy();
   const std::vector<Role> team{Role::kTeam}, worker{Role::kWorker}, admin_only{};
   EXPECT_EQ(policy.at("/memaudit.v1.AuditService/Submit"), team);
+  EXPECT_EQ(policy.at("/memaudit.v1.AuditService/Validate"), team);
   EXPECT_EQ(policy.at("/memaudit.v1.AuditService/Export"), team);
   EXPECT_EQ(policy.at("/memaudit.v1.AuditService/RevokeWorker"), admin_only);
   EXPECT_EQ(policy.at("/memaudit.v1.WorkerService/Lease"), worker);
