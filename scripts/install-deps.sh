@@ -26,8 +26,9 @@ packages=(
   # TorchScript export test and the Python peer benchmark; numpy reads the
   # ML Privacy Meter export back in its test
   python3-torch python3-numpy
-  # the Python client (clients/python, docs/python-client.md)
-  python3-grpcio python3-protobuf python3-yaml
+  # the Python client (clients/python, docs/python-client.md): its runtime,
+  # pip-installing it offline into a venv (tested), mypy, pandas for frames
+  python3-grpcio python3-protobuf python3-venv python3-wheel python3-mypy python3-pandas
   # the HTML report is tested in headless Chromium
   chromium
   # data

@@ -2,7 +2,8 @@
 """Submits an audit spec to a running coordinator, shows its progress until it
 ends, and prints each attack's AUC (membership audits) from the report.
 
-    export PYTHONPATH=build/python
+    export PYTHONPATH=build/python   # or run the Python of a venv with the package
+                                     # installed (docs/python-client.md, "Install")
     export MEMAUDIT_COORDINATOR=HOST:7400 MEMAUDIT_TLS_CA=certs/ca.crt \\
            MEMAUDIT_TLS_CERT=certs/team-demo.crt MEMAUDIT_TLS_KEY=certs/team-demo.key
     /usr/bin/python3 examples/python/submit_and_watch.py examples/quickstart.yaml \\
@@ -10,7 +11,8 @@ ends, and prints each attack's AUC (membership audits) from the report.
 
 Credentials come from the same environment variables as the memaudit CLI's
 (docs/security.md). --cancel-after SECONDS cancels the audit that long after
-submitting it. Exit status as `memaudit submit --watch`: 0 the audit
+submitting it. The spec is read by the coordinator as `memaudit submit` reads
+it (Client.submit). Exit status as `memaudit submit --watch`: 0 the audit
 succeeded, 1 it failed or was cancelled, 2 the spec or a request was refused,
 3 the coordinator could not be reached.
 """

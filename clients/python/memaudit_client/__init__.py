@@ -10,21 +10,39 @@
         print({a["attack"]: a["auc"] for a in report["attacks"]})
 """
 
-from .client import FINAL_STATES, Client, Event, new_request_id
+from .arrays import EXPORT_DTYPES, ExportedArray, RocArrays, export_dtype, roc_arrays
+from .client import FINAL_STATES, Client, Event, Validation, new_request_id
 from .convert import to_dict, to_json
 from .errors import MemauditError, SpecError
-from .spec import load_spec, parse_spec, spec_from_dict
+from .spec import SpecLike, validate_request
+
+try:
+    # Written when the package is built (setup.py; the CMake build), from the
+    # project's version in the top-level CMakeLists.txt: `memaudit --version`'s.
+    from ._version import __version__
+except ImportError as error:  # pragma: no cover - a source tree never built
+    raise ImportError(
+        "memaudit_client/_version.py is written when the package is built: install it "
+        "(pip install --no-build-isolation ./clients/python) or build build/python "
+        "(ninja -C build memaudit_python_client)"
+    ) from error
 
 __all__ = [
     "Client",
+    "EXPORT_DTYPES",
     "Event",
+    "ExportedArray",
     "FINAL_STATES",
     "MemauditError",
+    "RocArrays",
     "SpecError",
-    "load_spec",
+    "SpecLike",
+    "Validation",
+    "__version__",
+    "export_dtype",
     "new_request_id",
-    "parse_spec",
-    "spec_from_dict",
+    "roc_arrays",
     "to_dict",
     "to_json",
+    "validate_request",
 ]

@@ -1,17 +1,41 @@
 """A client of memaudit's AuditService (proto/memaudit/v1/audit.proto)."""
 
+from __future__ import annotations
+
 import dataclasses
 import os
 import secrets
 import time
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 import grpc
 from google.protobuf import json_format
 
-from ._proto import audit_pb2, audit_pb2_grpc, export_pb2
+from . import arrays
+from ._proto import audit_pb2, audit_pb2_grpc, export_pb2, spec_pb2
 from .convert import to_dict, to_json
-from .errors import MemauditError
-from .spec import to_spec
+from .errors import MemauditError, SpecError
+from .spec import SpecLike, validate_request
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+    import pandas
+    from google.protobuf.message import Message
+
+PathLike = Union[str, "os.PathLike[str]"]
+_Response = TypeVar("_Response")
 
 # The services' message size limit (common/serving.h): an audit with its
 # results can be larger than gRPC's default 4 MiB.
@@ -20,8 +44,6 @@ MAX_MESSAGE_BYTES = 256 << 20
 CALL_TIMEOUT_S = 30.0
 # Deadline of an export: the scorer recomputes every score, as the CLI's.
 EXPORT_TIMEOUT_S = 600.0
-# NumPy's type of each ExportDtype.
-_EXPORT_DTYPES = {1: "float64", 2: "uint8", 3: "int64"}
 # How long a dropped Watch is resumed for without news, as the CLI's.
 WATCH_RECONNECT_S = 30.0
 
@@ -45,41 +67,41 @@ class Event:
     type: str
     task_id: str
     message: str
-    audit: dict
-    raw: object = dataclasses.field(repr=False, compare=False, default=None)
+    audit: Dict[str, Any]
+    raw: Optional["Message"] = dataclasses.field(repr=False, compare=False, default=None)
 
     @property
-    def state(self):
+    def state(self) -> str:
         """The state in the audit's snapshot sent with the event: "QUEUED",
         "RUNNING", "SUCCEEDED", "FAILED" or "CANCELLED". (Events replayed
         from an earlier sequence carry the audit as it is now.)"""
-        return self.audit.get("state", "")
+        return str(self.audit.get("state", ""))
 
     @property
-    def finished(self):
+    def finished(self) -> bool:
         """Whether this is the event that ends the audit ("audit_succeeded",
         "audit_failed", "audit_cancelled"); nothing follows it."""
         return self.type.lower().endswith(_FINAL_EVENTS)
 
     @property
-    def tasks_done(self):
+    def tasks_done(self) -> int:
         tasks = self.audit.get("tasks", {})
-        return sum(tasks.get(k, 0) for k in ("succeeded", "failed", "cancelled"))
+        return sum(int(tasks.get(k, 0)) for k in ("succeeded", "failed", "cancelled"))
 
     @property
-    def tasks_total(self):
-        return self.audit.get("tasks", {}).get("total", 0)
+    def tasks_total(self) -> int:
+        return int(self.audit.get("tasks", {}).get("total", 0))
 
     @property
-    def steps_done(self):
-        return self.audit.get("steps_done", 0)
+    def steps_done(self) -> int:
+        return int(self.audit.get("steps_done", 0))
 
     @property
-    def steps_total(self):
-        return self.audit.get("steps_total", 0)
+    def steps_total(self) -> int:
+        return int(self.audit.get("steps_total", 0))
 
     @property
-    def progress(self):
+    def progress(self) -> float:
         """Training done, from 0 to 1: steps when the plan counts them, else tasks."""
         if self.steps_total:
             return min(1.0, self.steps_done / self.steps_total)
@@ -88,7 +110,7 @@ class Event:
         return 1.0 if self.finished else 0.0
 
     @classmethod
-    def from_proto(cls, event):
+    def from_proto(cls, event: "Message") -> "Event":
         data = to_dict(event)
         return cls(
             sequence=data.get("sequence", 0),
@@ -102,12 +124,26 @@ class Event:
         )
 
 
-def new_request_id():
+@dataclasses.dataclass(frozen=True)
+class Validation:
+    """The coordinator's reading of a spec (Client.validate).
+
+    spec: the AuditSpec as read, before defaults: what Submit is sent.
+    tasks: the tasks the audit would be planned into; steps: their training
+    steps (the audit's steps_total).
+    """
+
+    spec: "spec_pb2.AuditSpec"
+    tasks: int
+    steps: int
+
+
+def new_request_id() -> str:
     """A fresh idempotency key for Submit ("r-" and 32 hex digits), as the CLI's."""
     return "r-" + secrets.token_hex(16)
 
 
-def _read(path, what):
+def _read(path: PathLike, what: str) -> bytes:
     try:
         with open(path, "rb") as f:
             return f.read()
@@ -117,7 +153,7 @@ def _read(path, what):
         ) from None
 
 
-def _token_from_file(path):
+def _token_from_file(path: PathLike) -> str:
     token = _read(path, "token_file").decode("utf-8", "replace").strip()
     if not token or len(token) > 4096:
         raise MemauditError(
@@ -147,20 +183,20 @@ class Client:
 
     def __init__(
         self,
-        address="127.0.0.1:7400",
-        ca=None,
-        cert=None,
-        key=None,
-        token=None,
-        token_file=None,
-        insecure=False,
-        timeout=CALL_TIMEOUT_S,
-    ):
+        address: str = "127.0.0.1:7400",
+        ca: Optional[PathLike] = None,
+        cert: Optional[PathLike] = None,
+        key: Optional[PathLike] = None,
+        token: Optional[str] = None,
+        token_file: Optional[PathLike] = None,
+        insecure: bool = False,
+        timeout: float = CALL_TIMEOUT_S,
+    ) -> None:
         self.address = address
         self.timeout = timeout
         if token is None and token_file is not None:
             token = _token_from_file(token_file)
-        options = [
+        options: List[Tuple[str, Any]] = [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ]
@@ -191,13 +227,13 @@ class Client:
         self._stub = audit_pb2_grpc.AuditServiceStub(self._channel)
 
     @classmethod
-    def from_env(cls, address=None, **kwargs):
+    def from_env(cls, address: Optional[str] = None, **kwargs: Any) -> "Client":
         """A client configured as the memaudit CLI is from its environment:
         MEMAUDIT_COORDINATOR (default 127.0.0.1:7400), MEMAUDIT_TLS_CA,
         MEMAUDIT_TLS_CERT, MEMAUDIT_TLS_KEY, MEMAUDIT_TOKEN,
         MEMAUDIT_TOKEN_FILE and MEMAUDIT_INSECURE=1. Keyword arguments win."""
         env = os.environ
-        settings = {
+        settings: Dict[str, Any] = {
             "ca": env.get("MEMAUDIT_TLS_CA") or None,
             "cert": env.get("MEMAUDIT_TLS_CERT") or None,
             "key": env.get("MEMAUDIT_TLS_KEY") or None,
@@ -209,16 +245,18 @@ class Client:
         address = address or env.get("MEMAUDIT_COORDINATOR") or "127.0.0.1:7400"
         return cls(address, **settings)
 
-    def close(self):
+    def close(self) -> None:
         self._channel.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method, request, timeout=None):
+    def _call(
+        self, method: Callable[..., _Response], request: "Message", timeout: Optional[float] = None
+    ) -> _Response:
         try:
             return method(request, timeout=timeout or self.timeout)
         except grpc.RpcError as error:
@@ -226,11 +264,46 @@ class Client:
 
     # -- AuditService -----------------------------------------------------
 
-    def submit_request(self, spec, request_id=None):
+    def validate(self, spec: SpecLike) -> Validation:
+        """The coordinator's reading of `spec` (see `submit` for what a spec
+        may be), checked as Submit checks it and planned, with nothing
+        stored: the AuditSpec as read, and the tasks and training steps it
+        would be planned into.
+
+        Raises SpecError (INVALID_ARGUMENT) for a spec that does not read as
+        an AuditSpec (the message names the source, the place and the
+        field, as `memaudit submit` does; NOT_FOUND for a file that cannot
+        be opened), and MemauditError INVALID_ARGUMENT for one whose values
+        the coordinator refuses, naming each field (`violations`), exactly
+        as Submit would."""
+        request = validate_request(spec)
+        try:
+            response = self._call(self._stub.Validate, request)
+        except MemauditError as error:
+            if error.code == grpc.StatusCode.INVALID_ARGUMENT and not error.violations:
+                # Not read, or out of bounds: the coordinator names no field
+                # problems (audit.proto, ValidateRequest).
+                raise SpecError(error.message, details=error.details) from None
+            if error.code == grpc.StatusCode.UNIMPLEMENTED:
+                raise MemauditError(
+                    error.code,
+                    f"the coordinator at {self.address} has no Validate (it is older than "
+                    "this client): update it, or submit an AuditSpec message "
+                    f"({error.message})",
+                ) from None
+            raise
+        return Validation(spec=response.spec, tasks=int(response.tasks), steps=int(response.steps))
+
+    def submit_request(
+        self, spec: SpecLike, request_id: Optional[str] = None
+    ) -> Dict[str, Any]:
         """Submits `spec` (see `submit`); returns the SubmitResponse as a dict
         ({"audit_id": ..., "tasks": ...})."""
         request = audit_pb2.SubmitRequest(request_id=request_id or new_request_id())
-        request.spec.CopyFrom(to_spec(spec))
+        if isinstance(spec, spec_pb2.AuditSpec):
+            request.spec.CopyFrom(spec)
+        else:
+            request.spec.CopyFrom(self.validate(spec).spec)
         try:
             response = self._call(self._stub.Submit, request)
         except MemauditError as error:
@@ -242,14 +315,16 @@ class Client:
             response = self._call(self._stub.Submit, request)
         return to_dict(response)
 
-    def submit(self, spec, request_id=None):
+    def submit(self, spec: SpecLike, request_id: Optional[str] = None) -> str:
         """Submits an audit; returns its id.
 
         spec: a dict (the YAML's structure), YAML text, a path to a YAML file
         (`pathlib.Path`, or a one-line str naming a file or ending in .yaml),
-        or an AuditSpec message. Read as `memaudit submit` reads a file
-        (memaudit_client.spec). A spec the client cannot read raises
-        SpecError (INVALID_ARGUMENT) before anything is sent; one the
+        or an AuditSpec message. All but a message are first read by the
+        coordinator's Validate, exactly as `memaudit submit` reads a file
+        (`validate`), and the AuditSpec it answers is submitted; a message
+        is submitted as it is. A spec that does not read raises SpecError
+        (INVALID_ARGUMENT) and nothing is submitted; one whose values the
         coordinator refuses raises MemauditError INVALID_ARGUMENT naming the
         field.
 
@@ -258,15 +333,15 @@ class Client:
         same audit. Default: a random one, used for one automatic resend
         when the answer is lost (UNAVAILABLE, DEADLINE_EXCEEDED).
         """
-        return self.submit_request(spec, request_id)["audit_id"]
+        return str(self.submit_request(spec, request_id)["audit_id"])
 
-    def get(self, audit_id):
+    def get(self, audit_id: str) -> Dict[str, Any]:
         """The audit (memaudit.v1.Audit) as a dict: state ("QUEUED", "RUNNING",
         "SUCCEEDED", "FAILED", "CANCELLED"), tasks, steps_done, steps_total,
         error, spec, team, ..."""
         return to_dict(self._call(self._stub.Get, audit_pb2.GetRequest(audit_id=audit_id)))
 
-    def _list_request(self, limit, filters):
+    def _list_request(self, limit: int, filters: Dict[str, Any]) -> "Message":
         request = audit_pb2.ListRequest()
         try:
             json_format.ParseDict(dict(filters, limit=limit), request)
@@ -274,7 +349,7 @@ class Client:
             raise TypeError(f"list: {error}") from None
         return request
 
-    def list(self, limit=0, **filters):
+    def list(self, limit: int = 0, **filters: Any) -> List[Dict[str, Any]]:
         """The caller's audits (an administrator's: everyone's), most recent
         first, as dicts like `get`'s: one answer of up to `limit` (0 = the
         coordinator's default, 100).
@@ -284,9 +359,10 @@ class Client:
         name_contains="sweep", page_token=...); a name ListRequest lacks is
         a TypeError."""
         response = self._call(self._stub.List, self._list_request(limit, filters))
-        return to_dict(response).get("audits", [])
+        audits: List[Dict[str, Any]] = to_dict(response).get("audits", [])
+        return audits
 
-    def list_all(self, limit=0, **filters):
+    def list_all(self, limit: int = 0, **filters: Any) -> Iterator[Dict[str, Any]]:
         """Yields every audit `list` would, following the coordinator's pages
         (ListResponse.next_page_token) where it answers in pages; `limit` is
         the page size."""
@@ -299,12 +375,14 @@ class Client:
                 return
             filters["page_token"] = token
 
-    def cancel(self, audit_id):
+    def cancel(self, audit_id: str) -> Dict[str, Any]:
         """Cancels the audit (workers drop its tasks); returns it as a dict.
         Cancelling an audit that already ended changes nothing."""
         return to_dict(self._call(self._stub.Cancel, audit_pb2.CancelRequest(audit_id=audit_id)))
 
-    def watch(self, audit_id, after_sequence=0, timeout=None):
+    def watch(
+        self, audit_id: str, after_sequence: int = 0, timeout: Optional[float] = None
+    ) -> Iterator[Event]:
         """Yields the audit's events (`Event`) from `after_sequence` on, until
         the one that ends it. A stream that drops (a coordinator restarting)
         is resumed from the last event, for up to 30 s without news.
@@ -340,7 +418,12 @@ class Client:
             finally:
                 stream.cancel()
 
-    def wait(self, audit_id, on_event=None, timeout=None):
+    def wait(
+        self,
+        audit_id: str,
+        on_event: Optional[Callable[[Event], object]] = None,
+        timeout: Optional[float] = None,
+    ) -> Dict[str, Any]:
         """Watches the audit until it ends; returns its final state as `get`
         does. on_event: called with each `Event` (e.g. to show progress).
         timeout: seconds; past it, MemauditError DEADLINE_EXCEEDED (the audit
@@ -350,13 +433,13 @@ class Client:
                 on_event(event)
         return self.get(audit_id)
 
-    def report_message(self, audit_id):
+    def report_message(self, audit_id: str) -> "Message":
         """The scored results as the memaudit.v1.AuditResults message."""
         return self._call(
             self._stub.GetReport, audit_pb2.GetReportRequest(audit_id=audit_id)
         )
 
-    def report(self, audit_id, json_path=None):
+    def report(self, audit_id: str, json_path: Optional[PathLike] = None) -> Dict[str, Any]:
         """The scored results (memaudit.v1.AuditResults) as a dict keyed by
         proto field names, every primitive field present, as
         docs/results.md describes them (64-bit integers as int, non-finite
@@ -368,42 +451,46 @@ class Client:
                 f.write(to_json(results))
         return to_dict(results)
 
-    def export(self, audit_id, timeout=None):
+    def export(self, audit_id: str, timeout: Optional[float] = None) -> Dict[str, "NDArray[Any]"]:
         """The audit's per-example data (docs/export.md) as a dict from array
         name to numpy.ndarray, each with the shape and dtype the export
         states, e.g. {"keep": uint8[models, examples], "phi": ...,
         "score_lira_online": float64[targets, examples]}. Raises
-        MemauditError FAILED_PRECONDITION before the audit is scored."""
-        return {a["name"]: a["array"] for a in self.export_arrays(audit_id, timeout)}
+        MemauditError FAILED_PRECONDITION before the audit is scored, and
+        UNIMPLEMENTED for an array of a dtype this client does not know.
+        Needs NumPy."""
+        return {a.name: a.array for a in self._export(audit_id, timeout)}
 
-    def export_arrays(self, audit_id, timeout=None):
+    def export_arrays(
+        self, audit_id: str, timeout: Optional[float] = None
+    ) -> List[Dict[str, Any]]:
         """As `export`, each array with its schema: a list of dicts with
         name, axes, shape, dtype, description and array (numpy.ndarray)."""
-        import numpy  # only exports need it (Debian: python3-numpy)
+        return [a.as_dict() for a in self._export(audit_id, timeout)]
 
+    def export_frame(
+        self,
+        audit_id: str,
+        axes: Optional[Sequence[str]] = None,
+        timeout: Optional[float] = None,
+    ) -> "pandas.DataFrame":
+        """The export's arrays over exactly `axes` as a pandas DataFrame: one
+        row per element, indexed by its position on each axis (a MultiIndex
+        named after the axes), one column per array. A membership audit's
+        ("target", "example") gives score_lira_online, score_rmia, ...;
+        ("model", "example") keep, phi and loss. axes: None for the axes
+        most arrays share. Needs pandas (ImportError naming it otherwise);
+        ValueError when no array has these axes."""
+        arrays.require_pandas()  # before the export is asked for
+        return arrays.frame(self._export(audit_id, timeout), axes)
+
+    def _export(self, audit_id: str, timeout: Optional[float]) -> List[arrays.ExportedArray]:
+        arrays.require_numpy()  # before the export is asked for
         request = export_pb2.ExportRequest(audit_id=audit_id)
-        out = []
+        stream = self._stub.Export(request, timeout=timeout or EXPORT_TIMEOUT_S)
         try:
-            for piece in self._stub.Export(request, timeout=timeout or EXPORT_TIMEOUT_S):
-                if piece.offset == 0:
-                    out.append(
-                        {
-                            "name": piece.name,
-                            "axes": list(piece.axes),
-                            "shape": tuple(piece.shape),
-                            "dtype": _EXPORT_DTYPES.get(piece.dtype, "float64"),
-                            "description": piece.description,
-                            "values": [],
-                        }
-                    )
-                elif not out or out[-1]["name"] != piece.name:
-                    raise MemauditError(
-                        grpc.StatusCode.INTERNAL, f"export: a piece of {piece.name} out of order"
-                    )
-                out[-1]["values"].append(numpy.array(piece.values, dtype=numpy.float64))
+            return arrays.assemble(stream)
         except grpc.RpcError as error:
             raise MemauditError.from_rpc_error(error, self.address) from None
-        for a in out:
-            values = numpy.concatenate(a.pop("values")) if a["values"] else numpy.zeros(0)
-            a["array"] = values.astype(a["dtype"]).reshape(a["shape"])
-        return out
+        finally:
+            stream.cancel()  # nothing more is read (a no-op once it ended)

@@ -10,10 +10,14 @@ field: the conversion follows the message descriptors, so it keeps working
 when the protos change.
 """
 
+from __future__ import annotations
+
 import inspect
+from typing import Any, Dict
 
 from google.protobuf import json_format
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 _INT64_TYPES = {
     FieldDescriptor.TYPE_INT64,
@@ -33,11 +37,11 @@ _PRINT_DEFAULTS = (
 )
 
 
-def _json_options(defaults):
+def _json_options(defaults: bool) -> Dict[str, bool]:
     return {"preserving_proto_field_name": True, _PRINT_DEFAULTS: defaults}
 
 
-def _scalar(field, value):
+def _scalar(field: FieldDescriptor, value: Any) -> Any:
     if field.type in _INT64_TYPES and isinstance(value, str):
         return int(value)
     if field.type in _FLOAT_TYPES and isinstance(value, str):
@@ -45,7 +49,7 @@ def _scalar(field, value):
     return value
 
 
-def _value(field, value):
+def _value(field: FieldDescriptor, value: Any) -> Any:
     if field.type != FieldDescriptor.TYPE_MESSAGE:
         return _scalar(field, value)
     message_type = field.message_type
@@ -54,7 +58,7 @@ def _value(field, value):
     return _fix(message_type, value)
 
 
-def _fix(descriptor, data):
+def _fix(descriptor: Descriptor, data: Dict[str, Any]) -> Dict[str, Any]:
     """Converts `data` (MessageToDict's output for `descriptor`) in place."""
     for key, value in data.items():
         field = descriptor.fields_by_name.get(key)
@@ -71,18 +75,20 @@ def _fix(descriptor, data):
     return data
 
 
-def to_dict(message, defaults=True):
+def to_dict(message: Message, defaults: bool = True) -> Dict[str, Any]:
     """`message` as a dict keyed by proto field names (see the module doc).
 
     defaults: include primitive fields that hold their zero value, as
     `memaudit report --json` does; unset sub-messages and oneof members are
     left out either way.
     """
-    return _fix(message.DESCRIPTOR, json_format.MessageToDict(message, **_json_options(defaults)))
+    data: Dict[str, Any] = json_format.MessageToDict(message, **_json_options(defaults))
+    return _fix(message.DESCRIPTOR, data)
 
 
-def to_json(message):
+def to_json(message: Message) -> str:
     """`message` in protobuf's canonical JSON mapping, as `memaudit report --json`
     writes it: proto field names, every primitive field, 64-bit integers as
     strings."""
-    return json_format.MessageToJson(message, indent=1, **_json_options(True)) + "\n"
+    text: str = json_format.MessageToJson(message, indent=1, **_json_options(True))
+    return text + "\n"

@@ -1,11 +1,15 @@
 """The exceptions the client raises."""
 
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
 import grpc
 
 
 class MemauditError(Exception):
-    """A call the services refused or could not answer, or a spec the client
-    refused before sending it.
+    """A call the services refused or could not answer, or a spec that could
+    not be read.
 
     code: the `grpc.StatusCode` (INVALID_ARGUMENT: fix the request, the field is
     named in the message; NOT_FOUND: no such audit, or another team's;
@@ -21,48 +25,70 @@ class MemauditError(Exception):
     server sent none.
     """
 
-    def __init__(self, code, message, details=None):
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        message: str,
+        details: Optional[List[Dict[str, Any]]] = None,
+    ) -> None:
         super().__init__(f"{code.name}: {message}")
         self.code = code
         self.message = message
-        self.details = details or []
+        self.details: List[Dict[str, Any]] = details or []
 
     @property
-    def violations(self):
+    def violations(self) -> List[Dict[str, Any]]:
         return [v for d in self.details for v in d.get("violations", [])]
 
     @classmethod
-    def from_rpc_error(cls, error, address=None):
-        """The exception for a `grpc.RpcError` raised by a call to `address`."""
-        code = error.code() if callable(getattr(error, "code", None)) else grpc.StatusCode.UNKNOWN
-        message = error.details() if callable(getattr(error, "details", None)) else str(error)
+    def from_rpc_error(cls, error: object, address: Optional[str] = None) -> "MemauditError":
+        """The exception for a `grpc.RpcError` raised by a call to `address`
+        (any object with `code()`, `details()` and `trailing_metadata()`, as
+        a failed `grpc.Call` has; what it lacks reads as UNKNOWN and empty)."""
+        code_of = getattr(error, "code", None)
+        code = code_of() if callable(code_of) else grpc.StatusCode.UNKNOWN
+        if not isinstance(code, grpc.StatusCode):
+            code = grpc.StatusCode.UNKNOWN
+        details_of = getattr(error, "details", None)
+        message = details_of() if callable(details_of) else str(error)
         message = message or ""
         if address and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             message = f"coordinator at {address} is not reachable ({message})"
-        return cls(code, message, _status_details(error))
+        return cls(code, message, status_details(error))
 
 
-def _status_details(error):
-    """The details of the `grpc-status-details-bin` trailer as dicts."""
+def status_details(error: object) -> List[Dict[str, Any]]:
+    """The details of the error's `grpc-status-details-bin` trailer
+    (memaudit.v1.ErrorStatus) as dicts; empty when it has none or they do
+    not decode."""
     trailer = getattr(error, "trailing_metadata", None)
     metadata = (trailer() if callable(trailer) else None) or ()
     blobs = [value for key, value in metadata if key == "grpc-status-details-bin"]
     if not blobs:
         return []
     try:
-        from memaudit.v1 import errors_pb2  # generated only where the protos have it
+        from ._proto import errors_pb2
         from .convert import to_dict
 
         status = errors_pb2.ErrorStatus.FromString(blobs[0])
-        return to_dict(status).get("details", [])
+        details: List[Dict[str, Any]] = to_dict(status).get("details", [])
+        return details
     except Exception:  # noqa: BLE001 - details are extra; the code and message stand
         return []
 
 
 class SpecError(MemauditError, ValueError):
-    """A spec that cannot become an AuditSpec (code INVALID_ARGUMENT, or
-    NOT_FOUND for a spec file that cannot be opened): the message names the
-    source and the field, as `memaudit validate` does."""
+    """A spec that does not read as an AuditSpec: not YAML, an unknown or
+    duplicate key, a value of the wrong type, a limit passed (code
+    INVALID_ARGUMENT; the message names the source, the place and the field,
+    as `memaudit submit` does), or a spec file that cannot be opened
+    (NOT_FOUND). A spec that reads but whose values the coordinator refuses
+    is a plain MemauditError INVALID_ARGUMENT with its `violations`."""
 
-    def __init__(self, message, code=grpc.StatusCode.INVALID_ARGUMENT):
-        super().__init__(code, message)
+    def __init__(
+        self,
+        message: str,
+        code: grpc.StatusCode = grpc.StatusCode.INVALID_ARGUMENT,
+        details: Optional[List[Dict[str, Any]]] = None,
+    ) -> None:
+        super().__init__(code, message, details)

@@ -370,7 +370,8 @@ class ClientTest(unittest.TestCase):
             self.assertIn("membership.reference_models",
                           [v["field"] for v in refused.exception.violations])
 
-        # The client's reading of the spec: an unknown key, refused before sending.
+        # The spec's reading (Validate, as the CLI reads it): an unknown key, refused
+        # before anything is submitted.
         with self.assertRaises(SpecError) as unread:
             client.submit(TINY_YAML.replace("hidden:", "hiden:"))
         self.assertEqual(unread.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
@@ -499,7 +500,7 @@ class SpecReadingTest(unittest.TestCase):
                 self.assertEqual(self.client.submit(example, request_id=request_id), audit_id)
                 self.assertEqual(self.client.cancel(audit_id)["state"], "CANCELLED")
         # The check can fail: another spec under a used id is refused.
-        spec = memaudit_client.load_spec(examples[0])
+        spec = self.client.validate(examples[0]).spec
         spec.seed += 1
         with self.assertRaises(MemauditError) as refused:
             self.client.submit(spec, request_id=request_id)
