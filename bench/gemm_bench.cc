@@ -7,8 +7,6 @@
 // aten / Sgemm (> 1: Sgemm faster).
 //
 //   build/bin/gemm_bench [--reps=7]
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -17,6 +15,7 @@
 
 #include "bench/bench_util.h"
 #include "engine/gemm.h"
+#include "engine/torch_api.h"
 
 using namespace memaudit;  // NOLINT
 

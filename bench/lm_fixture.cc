@@ -1,13 +1,12 @@
 #include "bench/lm_fixture.h"
 
-#include <torch/torch.h>
-
 #include <cstdio>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
 #include "engine/lm_dataset.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::bench {
 

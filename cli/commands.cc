@@ -32,7 +32,7 @@
 #include "common/process.h"
 #include "common/spec_yaml.h"
 #include "common/status_macros.h"
-#include "services/coordinator/spec_validator.h"
+#include "spec/spec_validator.h"
 
 namespace memaudit::cli {
 namespace {
@@ -164,13 +164,13 @@ int ValidateCommand(const std::string& spec_path, const std::vector<std::string>
   if (!spec.ok()) return PrintError(spec.status());
   auto roots = LocalDataRoots(data_roots, spec_path);
   if (!roots.ok()) return PrintError(roots.status());
-  std::vector<coordinator::SpecProblem> found = coordinator::PrepareSpecProblems(&*spec, *roots);
-  std::vector<coordinator::SpecProblem> problems;
+  std::vector<spec::SpecProblem> found = spec::PrepareSpecProblems(&*spec, *roots);
+  std::vector<spec::SpecProblem> problems;
   problems.reserve(unknown.size() + found.size());
   for (UnknownSpecField& u : unknown) problems.push_back({std::move(u.field), std::move(u.rule)});
-  for (coordinator::SpecProblem& p : found) problems.push_back(std::move(p));
+  for (spec::SpecProblem& p : found) problems.push_back(std::move(p));
   if (problems.empty()) {
-    std::printf("%s: valid %s audit\n", spec_path.c_str(), coordinator::KindName(*spec).c_str());
+    std::printf("%s: valid %s audit\n", spec_path.c_str(), spec::KindName(*spec).c_str());
     return kOk;
   }
   std::fprintf(stderr, "%s: %zu problem(s)\n", spec_path.c_str(), problems.size());
@@ -234,7 +234,7 @@ int RunCommand(const RunOptions& options) {
   auto roots = LocalDataRoots(options.data_roots, options.spec_path);
   if (!roots.ok()) return PrintError(roots.status());
   // Check offline first: a bad spec should not cost a cluster start.
-  if (absl::Status s = coordinator::PrepareSpec(&*spec, *roots); !s.ok()) return PrintError(s);
+  if (absl::Status s = spec::PrepareSpec(&*spec, *roots); !s.ok()) return PrintError(s);
 
   for (const absl::Status& s : {CheckDeviceName(options.device),
                                 CheckMatmulPrecision(options.matmul_precision, options.device)}) {

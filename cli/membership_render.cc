@@ -2,10 +2,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "audits/membership/attacks.h"
 #include "cli/render.h"
 #include "cli/report_plots.h"
 #include "common/audit_kinds.h"
-#include "common/membership_attacks.h"
 #include "common/status_macros.h"
 
 namespace memaudit::cli {
@@ -27,8 +27,8 @@ std::string NumbersTable(const v1::AuditResults& r) {
   for (const v1::AttackResult& a : r.attacks()) {
     absl::StrAppend(&out, absl::StrFormat("<tr><td>%s</td><td>%.4f [%.4f, %.4f]</td>"
                                           "<td>%.4f [%.4f, %.4f]</td>",
-                                          HtmlEscape(AttackName(a.attack())), a.auc(), a.auc_low(),
-                                          a.auc_high(), a.balanced_accuracy(),
+                                          HtmlEscape(membership::AttackName(a.attack())), a.auc(),
+                                          a.auc_low(), a.auc_high(), a.balanced_accuracy(),
                                           a.balanced_accuracy_low(), a.balanced_accuracy_high()));
     for (const v1::OperatingPoint& p : a.operating_points()) {
       absl::StrAppend(&out, absl::StrFormat("<td>%.4f [%.4f, %.4f]</td><td>%.5f</td>", p.tpr(),
@@ -46,7 +46,7 @@ std::string VulnerableTable(const v1::AuditResults& r) {
       "example flag it as a member with <code>%s</code> at FPR &le; %g.</p><table><tr>"
       "<th>rank</th><th>pool index</th><th>dataset index</th><th>flagged / member models</th>"
       "<th>mean member score</th></tr>",
-      HtmlEscape(AttackName(r.vulnerability_attack())), r.vulnerability_fpr());
+      HtmlEscape(membership::AttackName(r.vulnerability_attack())), r.vulnerability_fpr());
   for (int i = 0; i < r.most_vulnerable_size(); ++i) {
     const v1::VulnerableExample& v = r.most_vulnerable(i);
     absl::StrAppend(&out, absl::StrFormat("<tr><td>%d</td><td>%u</td><td>%u</td><td>%u / %u</td>"
@@ -83,8 +83,8 @@ class Membership final : public KindHandler {
     absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
     for (const v1::AttackResult& a : r.attacks()) {
       absl::StrAppend(&out, absl::StrFormat("%-30s %8.4f  [%.4f, %.4f] %9.4f  [%.4f, %.4f]",
-                                            AttackName(a.attack()), a.auc(), a.auc_low(),
-                                            a.auc_high(), a.balanced_accuracy(),
+                                            membership::AttackName(a.attack()), a.auc(),
+                                            a.auc_low(), a.auc_high(), a.balanced_accuracy(),
                                             a.balanced_accuracy_low(), a.balanced_accuracy_high()));
       for (const v1::OperatingPoint& p : a.operating_points()) {
         absl::StrAppend(&out, absl::StrFormat(" %14.4f", p.tpr()));
@@ -105,21 +105,22 @@ class Membership final : public KindHandler {
         "audit_id,attack,fpr_target,tpr,tpr_low,tpr_high,fpr,fpr_low,fpr_high,threshold\n";
     std::string roc = "audit_id,attack,fpr,tpr\n";
     for (const v1::AttackResult& a : r.attacks()) {
-      absl::StrAppend(&attacks,
-                      absl::StrFormat("%s,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", r.audit_id(),
-                                      AttackName(a.attack()), a.auc(), a.auc_low(), a.auc_high(),
-                                      a.balanced_accuracy(), a.balanced_accuracy_low(),
-                                      a.balanced_accuracy_high()));
+      absl::StrAppend(
+          &attacks, absl::StrFormat("%s,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", r.audit_id(),
+                                    membership::AttackName(a.attack()), a.auc(), a.auc_low(),
+                                    a.auc_high(), a.balanced_accuracy(), a.balanced_accuracy_low(),
+                                    a.balanced_accuracy_high()));
       for (const v1::OperatingPoint& p : a.operating_points()) {
-        absl::StrAppend(
-            &points,
-            absl::StrFormat("%s,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", r.audit_id(),
-                            AttackName(a.attack()), p.fpr_target(), p.tpr(), p.tpr_low(),
-                            p.tpr_high(), p.fpr(), p.fpr_low(), p.fpr_high(), p.threshold()));
+        absl::StrAppend(&points,
+                        absl::StrFormat("%s,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n",
+                                        r.audit_id(), membership::AttackName(a.attack()),
+                                        p.fpr_target(), p.tpr(), p.tpr_low(), p.tpr_high(), p.fpr(),
+                                        p.fpr_low(), p.fpr_high(), p.threshold()));
       }
       for (const v1::RocPoint& p : a.roc()) {
-        absl::StrAppend(&roc, absl::StrFormat("%s,%s,%.17g,%.17g\n", r.audit_id(),
-                                              AttackName(a.attack()), p.fpr(), p.tpr()));
+        absl::StrAppend(&roc,
+                        absl::StrFormat("%s,%s,%.17g,%.17g\n", r.audit_id(),
+                                        membership::AttackName(a.attack()), p.fpr(), p.tpr()));
       }
     }
     MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/attacks.csv", attacks));

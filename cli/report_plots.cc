@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "audits/membership/attacks.h"
 #include "cli/exposure_render.h"
 #include "cli/svg_plot.h"
-#include "common/membership_attacks.h"
 #include "scoring/skew_normal.h"
 
 namespace memaudit::cli {
@@ -191,9 +191,10 @@ std::string RocSvg(const v1::AuditResults& r) {
       // Zero rates have no place on log axes.
       if (p.fpr() > 0 && p.tpr() > 0) points.push_back({p.fpr(), p.tpr()});
     }
-    plot.Line(points, {svg::Color(i), 1.6, ""}, "curve", AttackName(a.attack()));
+    plot.Line(points, {svg::Color(i), 1.6, ""}, "curve", membership::AttackName(a.attack()));
     legend.push_back(
-        {absl::StrFormat("%s (AUC %s)", AttackName(a.attack()), Fixed(a.auc(), 3)), svg::Color(i)});
+        {absl::StrFormat("%s (AUC %s)", membership::AttackName(a.attack()), Fixed(a.auc(), 3)),
+         svg::Color(i)});
   }
   plot.Legend(legend, Corner::kOutsideRight);
   return plot.Finish();

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "audits/membership/attacks.h"
 #include "cli/html_report.h"
 #include "common/audit_kinds.h"
-#include "common/membership_attacks.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -263,7 +263,7 @@ TEST(RocSvgTest, OneCurvePerAttackWithChanceAndOperatingPoints) {
   v1::AuditResults r;
   for (const char* name : {"lira_online", "loss"}) {
     v1::AttackResult* a = r.add_attacks();
-    a->set_attack(AttackByName(name));
+    a->set_attack(membership::AttackByName(name));
     a->set_auc(0.7);
     for (double fpr : {0.0, 1e-4, 1e-2, 1.0}) {
       v1::RocPoint* p = a->add_roc();
@@ -294,7 +294,7 @@ v1::AuditResults Membership() {
   for (const char* name : {"lira_online", "lira_offline", "lira_online_fixed_variance",
                            "lira_offline_fixed_variance", "rmia", "loss"}) {
     v1::AttackResult* a = r.add_attacks();
-    a->set_attack(AttackByName(name));
+    a->set_attack(membership::AttackByName(name));
     a->set_auc(0.7);
     for (int i = 0; i <= 100; ++i) {
       const double fpr = std::pow(10.0, -5 + 0.05 * i);

@@ -11,8 +11,11 @@ function(memaudit_test name)
 endfunction()
 
 # LibTorch's headers are most of the engine's compile time; each engine
-# target compiles them once as a precompiled header. Targets other than
+# target compiles them once as a precompiled header (engine/torch_api.h,
+# only the LibTorch headers the engine uses). Targets other than
 # memaudit_engine reuse its header (same flags), so it is built once.
+# Loading it costs about 3 s a file: files that do not use LibTorch skip it
+# (memaudit_skip_torch_pch).
 option(MEMAUDIT_PCH "Precompile LibTorch's headers for the engine's targets" ON)
 function(memaudit_torch_pch target)
   # -fPIC like memaudit_engine (the worker's engine module links it): a
@@ -24,8 +27,15 @@ function(memaudit_torch_pch target)
     return()
   endif()
   if(target STREQUAL "memaudit_engine")
-    target_precompile_headers(memaudit_engine PRIVATE <torch/torch.h>)
+    target_precompile_headers(memaudit_engine PRIVATE ${PROJECT_SOURCE_DIR}/engine/torch_api.h)
   else()
     target_precompile_headers(${target} REUSE_FROM memaudit_engine)
   endif()
+endfunction()
+
+# memaudit_skip_torch_pch(source...): sources of an engine target that include
+# no LibTorch header, directly or through engine headers.
+function(memaudit_skip_torch_pch)
+  set_source_files_properties(${ARGN} DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
+                              PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
 endfunction()

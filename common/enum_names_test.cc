@@ -1,7 +1,6 @@
 #include "common/enum_names.h"
 
 #include "common/event_types.h"
-#include "common/membership_attacks.h"
 #include "gtest/gtest.h"
 
 namespace memaudit {
@@ -16,8 +15,6 @@ TEST(EnumNamesTest, LowerCaseNamesRoundTrip) {
     EXPECT_EQ(ValueOfLowerCaseName(events, LowerCaseName(events, value)), value);
   }
   EXPECT_EQ(EventTypeName(v1::AUDIT_WAITING), "audit_waiting");
-  EXPECT_EQ(AttackName(v1::LIRA_OFFLINE_TWO_SIDED), "lira_offline_two_sided");
-  EXPECT_EQ(AttackByName("rmia"), v1::RMIA);
 }
 
 TEST(EnumNamesTest, UnspecifiedUnknownAndUpperCaseAreNoName) {
@@ -27,7 +24,6 @@ TEST(EnumNamesTest, UnspecifiedUnknownAndUpperCaseAreNoName) {
   EXPECT_EQ(ValueOfLowerCaseName(events, "TASK_LEASED"), 0) << "specs write lower case";
   EXPECT_EQ(ValueOfLowerCaseName(events, "event_type_unspecified"), 0);
   EXPECT_EQ(ValueOfLowerCaseName(events, "no_such_event"), 0);
-  EXPECT_EQ(AttackByName("lira"), v1::MEMBERSHIP_ATTACK_UNSPECIFIED);
 }
 
 }  // namespace

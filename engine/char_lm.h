@@ -4,11 +4,10 @@
 #ifndef MEMAUDIT_ENGINE_CHAR_LM_H_
 #define MEMAUDIT_ENGINE_CHAR_LM_H_
 
-#include <torch/torch.h>
-
 #include <vector>
 
 #include "engine/language_model.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

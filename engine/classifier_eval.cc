@@ -1,7 +1,6 @@
 #include "engine/classifier_eval.h"
 
 #include <torch/script.h>
-#include <torch/torch.h>
 
 #include <algorithm>
 
@@ -10,6 +9,7 @@
 #include "common/status_macros.h"
 #include "engine/dataset.h"
 #include "engine/signals.h"
+#include "engine/torch_api.h"
 #include "engine/torchscript_model.h"
 
 namespace memaudit::engine {

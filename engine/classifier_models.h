@@ -2,11 +2,10 @@
 #ifndef MEMAUDIT_ENGINE_CLASSIFIER_MODELS_H_
 #define MEMAUDIT_ENGINE_CLASSIFIER_MODELS_H_
 
-#include <torch/torch.h>
-
 #include <vector>
 
 #include "engine/model.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

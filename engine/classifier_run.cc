@@ -1,7 +1,5 @@
 #include "engine/classifier_run.h"
 
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <optional>
 
@@ -15,6 +13,7 @@
 #include "engine/linear.h"
 #include "engine/schedule.h"
 #include "engine/signals.h"
+#include "engine/torch_api.h"
 #include "engine/trainer.h"
 
 namespace memaudit::engine {

@@ -4,12 +4,11 @@
 #ifndef MEMAUDIT_ENGINE_DATASET_H_
 #define MEMAUDIT_ENGINE_DATASET_H_
 
-#include <torch/torch.h>
-
 #include <cstdint>
 #include <vector>
 
 #include "data/labeled_examples.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

@@ -1,12 +1,11 @@
 #include "engine/device.h"
 
-#include <torch/torch.h>
-
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/device_name.h"
 #include "common/status_macros.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 namespace {

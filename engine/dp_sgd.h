@@ -3,13 +3,12 @@
 #ifndef MEMAUDIT_ENGINE_DP_SGD_H_
 #define MEMAUDIT_ENGINE_DP_SGD_H_
 
-#include <torch/torch.h>
-
 #include <cstdint>
 #include <vector>
 
 #include "engine/dataset.h"
 #include "engine/model.h"
+#include "engine/torch_api.h"
 #include "engine/trainer_options.h"
 
 namespace memaudit::engine {

@@ -5,8 +5,6 @@
 #ifndef MEMAUDIT_ENGINE_ENSEMBLE_H_
 #define MEMAUDIT_ENGINE_ENSEMBLE_H_
 
-#include <torch/torch.h>
-
 #include <functional>
 #include <memory>
 #include <vector>
@@ -15,6 +13,7 @@
 #include "engine/dataset.h"
 #include "engine/model_spec.h"
 #include "engine/schedule.h"
+#include "engine/torch_api.h"
 #include "engine/trainer.h"
 #include "engine/trainer_options.h"
 

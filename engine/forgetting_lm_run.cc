@@ -1,7 +1,5 @@
 #include "engine/forgetting_lm_run.h"
 
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -17,6 +15,7 @@
 #include "engine/model.h"
 #include "engine/schedule.h"
 #include "engine/text_corpus.h"
+#include "engine/torch_api.h"
 #include "engine/torchscript_lm.h"
 #include "engine/trainer.h"
 

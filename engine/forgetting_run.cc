@@ -1,7 +1,5 @@
 #include "engine/forgetting_run.h"
 
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -14,6 +12,7 @@
 #include "engine/model.h"
 #include "engine/schedule.h"
 #include "engine/signals.h"
+#include "engine/torch_api.h"
 #include "engine/trainer.h"
 
 namespace memaudit::engine {

@@ -5,7 +5,7 @@
 #ifdef MEMAUDIT_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 #else
-#include <torch/torch.h>
+#include "engine/torch_api.h"
 #endif
 
 #include <c10/util/Exception.h>

@@ -5,11 +5,10 @@
 #ifndef MEMAUDIT_ENGINE_LANGUAGE_MODEL_H_
 #define MEMAUDIT_ENGINE_LANGUAGE_MODEL_H_
 
-#include <torch/torch.h>
-
 #include <vector>
 
 #include "engine/model.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

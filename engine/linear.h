@@ -7,7 +7,7 @@
 #ifndef MEMAUDIT_ENGINE_LINEAR_H_
 #define MEMAUDIT_ENGINE_LINEAR_H_
 
-#include <torch/torch.h>
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

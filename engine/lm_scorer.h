@@ -4,14 +4,13 @@
 #ifndef MEMAUDIT_ENGINE_LM_SCORER_H_
 #define MEMAUDIT_ENGINE_LM_SCORER_H_
 
-#include <torch/torch.h>
-
 #include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/language_model.h"
 #include "engine/text_corpus.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

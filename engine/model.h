@@ -3,14 +3,13 @@
 #ifndef MEMAUDIT_ENGINE_MODEL_H_
 #define MEMAUDIT_ENGINE_MODEL_H_
 
-#include <torch/torch.h>
-
 #include <memory>
 #include <mutex>
 #include <optional>
 
 #include "absl/status/statusor.h"
 #include "engine/model_spec.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

@@ -1,12 +1,12 @@
 #include "engine/optimizer.h"
 
 #include <ATen/Parallel.h>
-#include <torch/torch.h>
 
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "engine/sgd_update.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

@@ -3,8 +3,6 @@
 #ifndef MEMAUDIT_ENGINE_OPTIMIZER_H_
 #define MEMAUDIT_ENGINE_OPTIMIZER_H_
 
-#include <torch/torch.h>
-
 #include <cstdint>
 #include <memory>
 #include <sstream>
@@ -14,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/optimizer_spec.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

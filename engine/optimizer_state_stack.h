@@ -4,12 +4,11 @@
 #ifndef MEMAUDIT_ENGINE_OPTIMIZER_STATE_STACK_H_
 #define MEMAUDIT_ENGINE_OPTIMIZER_STATE_STACK_H_
 
-#include <torch/torch.h>
-
 #include <vector>
 
 #include "absl/status/status.h"
 #include "engine/optimizer_spec.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

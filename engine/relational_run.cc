@@ -1,7 +1,5 @@
 #include "engine/relational_run.h"
 
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -14,6 +12,7 @@
 #include "engine/language_model.h"
 #include "engine/schedule.h"
 #include "engine/text_corpus.h"
+#include "engine/torch_api.h"
 #include "engine/torchscript_lm.h"
 #include "engine/trainer.h"
 

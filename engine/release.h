@@ -4,9 +4,8 @@
 #ifndef MEMAUDIT_ENGINE_RELEASE_H_
 #define MEMAUDIT_ENGINE_RELEASE_H_
 
-#include <torch/torch.h>
-
 #include "engine/release_policy.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

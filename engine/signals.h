@@ -3,7 +3,7 @@
 #ifndef MEMAUDIT_ENGINE_SIGNALS_H_
 #define MEMAUDIT_ENGINE_SIGNALS_H_
 
-#include <torch/torch.h>
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

@@ -5,8 +5,6 @@
 #ifndef MEMAUDIT_ENGINE_SISA_H_
 #define MEMAUDIT_ENGINE_SISA_H_
 
-#include <torch/torch.h>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "engine/dataset.h"
 #include "engine/model_spec.h"
+#include "engine/torch_api.h"
 #include "engine/trainer.h"
 
 namespace memaudit::engine {

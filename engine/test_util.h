@@ -2,9 +2,9 @@
 #ifndef MEMAUDIT_ENGINE_TEST_UTIL_H_
 #define MEMAUDIT_ENGINE_TEST_UTIL_H_
 
-#include <torch/torch.h>
-
 #include <vector>
+
+#include "engine/torch_api.h"
 
 namespace memaudit::engine::testing {
 

@@ -18,7 +18,6 @@
 #define MEMAUDIT_ENGINE_TORCHSCRIPT_LM_H_
 
 #include <torch/script.h>
-#include <torch/torch.h>
 
 #include <memory>
 #include <string>
@@ -27,6 +26,7 @@
 #include "engine/language_model.h"
 #include "engine/model_spec.h"
 #include "engine/text_corpus.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

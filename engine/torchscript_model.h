@@ -5,13 +5,13 @@
 #define MEMAUDIT_ENGINE_TORCHSCRIPT_MODEL_H_
 
 #include <torch/script.h>
-#include <torch/torch.h>
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "engine/model.h"
+#include "engine/torch_api.h"
 
 namespace memaudit::engine {
 

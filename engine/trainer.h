@@ -4,8 +4,6 @@
 #ifndef MEMAUDIT_ENGINE_TRAINER_H_
 #define MEMAUDIT_ENGINE_TRAINER_H_
 
-#include <torch/torch.h>
-
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,6 +13,7 @@
 #include "engine/dp_sgd.h"
 #include "engine/model.h"
 #include "engine/schedule.h"
+#include "engine/torch_api.h"
 #include "engine/trainer_options.h"
 
 namespace memaudit::engine {

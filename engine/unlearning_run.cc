@@ -1,7 +1,5 @@
 #include "engine/unlearning_run.h"
 
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -20,6 +18,7 @@
 #include "engine/release.h"
 #include "engine/schedule.h"
 #include "engine/sisa.h"
+#include "engine/torch_api.h"
 #include "engine/trainer.h"
 
 namespace memaudit::engine {

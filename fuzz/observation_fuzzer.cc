@@ -14,9 +14,9 @@
 #include "common/spec_yaml.h"
 #include "google/protobuf/stubs/logging.h"
 #include "prometheus/registry.h"
-#include "services/coordinator/spec_validator.h"
 #include "services/scorer/scorer.h"
 #include "services/scorer/scorer_store.h"
+#include "spec/spec_validator.h"
 
 namespace {
 
@@ -47,7 +47,7 @@ Fixture* Init() {
     auto spec = memaudit::LoadSpecFile(std::string(MEMAUDIT_SOURCE_DIR "/examples/") +
                                        kExamples[k] + ".yaml");
     if (!spec.ok()) std::abort();
-    memaudit::coordinator::ApplyDefaults(&*spec);
+    memaudit::spec::ApplyDefaults(&*spec);
     if (!f->scorer->OpenAudit(kExamples[k], *spec).ok()) std::abort();
   }
   return f;

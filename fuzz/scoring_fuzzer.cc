@@ -14,12 +14,13 @@
 #include <memory>
 #include <string>
 
+#include "audits/membership/attacks.h"
 #include "google/protobuf/stubs/logging.h"
 #include "prometheus/registry.h"
-#include "services/coordinator/spec_validator.h"
 #include "services/scorer/membership_metrics.h"
 #include "services/scorer/scorer.h"
 #include "services/scorer/scorer_store.h"
+#include "spec/spec_validator.h"
 
 namespace {
 
@@ -41,15 +42,11 @@ v1::AuditSpec Spec() {
   m->set_population_size(kPopulation);
   m->mutable_training()->set_learning_rate(0.1);
   m->mutable_training()->set_epochs(1);
-  for (const char* attack :
-       {"lira_online", "lira_offline", "lira_online_fixed_variance", "lira_offline_fixed_variance",
-        "lira_offline_two_sided", "lira_fixed_variance_reference", "rmia", "loss"}) {
-    m->add_attacks(attack);
-  }
+  for (const std::string& attack : memaudit::membership::AttackNames()) m->add_attacks(attack);
   m->add_fpr_points(0.001);
   m->add_fpr_points(0.1);
-  memaudit::coordinator::ApplyDefaults(&spec);
-  if (const absl::Status s = memaudit::coordinator::ValidateSpec(spec); !s.ok()) {
+  memaudit::spec::ApplyDefaults(&spec);
+  if (const absl::Status s = memaudit::spec::ValidateSpec(spec); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     std::abort();
   }

@@ -8,15 +8,15 @@
 #include <string>
 
 #include "common/spec_yaml.h"
-#include "services/coordinator/spec_validator.h"
+#include "spec/spec_validator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   auto spec = memaudit::ParseSpecYaml(text, "<fuzz>");
   if (!spec.ok()) return 0;
-  memaudit::coordinator::ApplyDefaults(&*spec);
+  memaudit::spec::ApplyDefaults(&*spec);
   static const memaudit::DataRoots* const roots =
       new memaudit::DataRoots(memaudit::DataRoots::Defaults());
-  memaudit::coordinator::FindProblems(*spec, *roots);
+  memaudit::spec::FindProblems(*spec, *roots);
   return 0;
 }

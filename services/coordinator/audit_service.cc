@@ -14,8 +14,8 @@
 #include "common/watch_reactor.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 #include "services/coordinator/page_token.h"
-#include "services/coordinator/planner.h"
-#include "services/coordinator/spec_validator.h"
+#include "spec/planner.h"
+#include "spec/spec_validator.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -31,7 +31,7 @@ void SetDeadline(grpc::ClientContext* ctx, int ms) {
 // id or a spec's values).
 grpc::Status Bounded(const grpc::Status& status) {
   if (status.ok()) return status;
-  return grpc::Status(status.error_code(), BoundErrorMessage(status.error_message()),
+  return grpc::Status(status.error_code(), spec::BoundErrorMessage(status.error_message()),
                       status.error_details());
 }
 grpc::Status Bounded(const absl::Status& status) { return Bounded(ToGrpc(status)); }
@@ -211,7 +211,7 @@ grpc::Status AuditServiceImpl::Submit(grpc::ServerContext* ctx, const v1::Submit
   submission.request_id = req->request_id();
   submission.spec_bytes = req->spec().ByteSizeLong();
   submission.spec = req->spec();
-  if (absl::Status s = PrepareSpec(&submission.spec, data_roots_); !s.ok()) return Bounded(s);
+  if (absl::Status s = spec::PrepareSpec(&submission.spec, data_roots_); !s.ok()) return Bounded(s);
 
   // A resend answers what the first request did; quotas refuse before the
   // scorer hears of the audit.
@@ -263,11 +263,11 @@ grpc::Status AuditServiceImpl::Validate(grpc::ServerContext* ctx, const v1::Vali
   // read, without the defaults and file facts PrepareSpec fills in.
   if (absl::Status s = CheckSpecMessage(*spec); !s.ok()) return Bounded(s);
   v1::AuditSpec prepared = *spec;
-  if (absl::Status s = PrepareSpec(&prepared, data_roots_); !s.ok()) return Bounded(s);
-  absl::StatusOr<Plan> plan = PlanAudit(prepared);
+  if (absl::Status s = spec::PrepareSpec(&prepared, data_roots_); !s.ok()) return Bounded(s);
+  absl::StatusOr<spec::Plan> plan = spec::PlanAudit(prepared);
   if (!plan.ok()) return Bounded(plan.status());
   uint64_t steps = 0;
-  for (const PlannedTask& task : plan->tasks) steps += task.steps_total;
+  for (const spec::PlannedTask& task : plan->tasks) steps += task.steps_total;
   *resp->mutable_spec() = *std::move(spec);
   resp->set_tasks(static_cast<uint32_t>(plan->tasks.size()));
   resp->set_steps(steps);

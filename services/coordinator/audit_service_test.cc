@@ -29,9 +29,9 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "services/coordinator/planner.h"
 #include "services/coordinator/scheduler_fixture.h"
-#include "services/coordinator/test_specs.h"
+#include "spec/planner.h"
+#include "spec/test_specs.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -96,7 +96,7 @@ MATCHER_P(InvalidArgumentSaying, text, "") {
 }
 
 TEST_F(SubmitDataRootsTest, RefusesAFileOutsideTheRootsNamingTheField) {
-  v1::AuditSpec spec = SmallMembershipSpec();
+  v1::AuditSpec spec = spec::SmallMembershipSpec();
   spec.mutable_membership()->mutable_dataset()->set_path("/etc/shadow");
   const grpc::Status shadow = Submit(spec);
   EXPECT_THAT(shadow,
@@ -104,7 +104,7 @@ TEST_F(SubmitDataRootsTest, RefusesAFileOutsideTheRootsNamingTheField) {
   EXPECT_THAT(shadow.error_message(),
               AllOf(HasSubstr((base_ / "data").string()), HasSubstr("got \"/etc/shadow\"")));
 
-  v1::AuditSpec exposure = SmallExposureSpec();
+  v1::AuditSpec exposure = spec::SmallExposureSpec();
   exposure.mutable_exposure()->mutable_corpus()->clear_text();
   exposure.mutable_exposure()->mutable_corpus()->set_path("/");
   EXPECT_THAT(Submit(exposure),
@@ -112,7 +112,7 @@ TEST_F(SubmitDataRootsTest, RefusesAFileOutsideTheRootsNamingTheField) {
 }
 
 TEST_F(SubmitDataRootsTest, RefusesASymlinkOrDotDotThatLeavesARoot) {
-  v1::AuditSpec spec = SmallExposureSpec();
+  v1::AuditSpec spec = spec::SmallExposureSpec();
   spec.mutable_exposure()->mutable_corpus()->clear_text();
   spec.mutable_exposure()->mutable_corpus()->set_path((base_ / "data/escape/secret").string());
   EXPECT_THAT(Submit(spec), InvalidArgumentSaying(absl::StrCat(
@@ -139,7 +139,7 @@ TEST_F(SubmitDataRootsTest, EveryKindsPathsAreChecked) {
 }
 
 TEST_F(SubmitDataRootsTest, ThePathProblemIsListedWithTheOthers) {
-  v1::AuditSpec spec = SmallMembershipSpec();
+  v1::AuditSpec spec = spec::SmallMembershipSpec();
   spec.mutable_membership()->set_reference_models(3);
   spec.mutable_membership()->mutable_dataset()->set_path("/etc");
   const grpc::Status status = Submit(spec);
@@ -148,13 +148,13 @@ TEST_F(SubmitDataRootsTest, ThePathProblemIsListedWithTheOthers) {
 }
 
 TEST_F(SubmitDataRootsTest, OnlySubmitChecksTheRoots) {
-  v1::AuditSpec spec = SmallMembershipSpec();
+  v1::AuditSpec spec = spec::SmallMembershipSpec();
   spec.mutable_membership()->mutable_dataset()->set_path((base_ / "data/images").string());
-  MEMAUDIT_EXPECT_OK(ValidateSpec(spec, roots_));
+  MEMAUDIT_EXPECT_OK(spec::ValidateSpec(spec, roots_));
   // An audit once accepted is planned and scored whatever the roots become.
   spec.mutable_membership()->mutable_dataset()->set_path("/etc/shadow");
-  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
-  EXPECT_THAT(ValidateSpec(spec, roots_),
+  MEMAUDIT_EXPECT_OK(spec::ValidateSpec(spec));
+  EXPECT_THAT(spec::ValidateSpec(spec, roots_),
               memaudit::testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                           HasSubstr("membership.dataset.path")));
 }
@@ -187,13 +187,13 @@ TEST_F(ValidateTest, ReadsYamlAsTheCliReadsASpecFileAndPlansIt) {
   EXPECT_EQ(response.spec().membership().attacks_size(), 0);
   // The plan Submit makes of it.
   v1::AuditSpec prepared = *read;
-  MEMAUDIT_ASSERT_OK(PrepareSpec(&prepared, roots_));
-  auto plan = PlanAudit(prepared);
+  MEMAUDIT_ASSERT_OK(spec::PrepareSpec(&prepared, roots_));
+  auto plan = spec::PlanAudit(prepared);
   MEMAUDIT_ASSERT_OK(plan);
   ASSERT_GT(plan->tasks.size(), 0u);
   EXPECT_EQ(response.tasks(), plan->tasks.size());
   uint64_t steps = 0;
-  for (const PlannedTask& t : plan->tasks) steps += t.steps_total;
+  for (const spec::PlannedTask& t : plan->tasks) steps += t.steps_total;
   EXPECT_GT(steps, 0u);
   EXPECT_EQ(response.steps(), steps);
 
@@ -204,7 +204,7 @@ TEST_F(ValidateTest, ReadsYamlAsTheCliReadsASpecFileAndPlansIt) {
 
 TEST_F(ValidateTest, AMessageIsAnsweredAsSent) {
   v1::ValidateRequest request;
-  *request.mutable_spec() = SmallMembershipSpec(4);
+  *request.mutable_spec() = spec::SmallMembershipSpec(4);
   request.mutable_spec()->mutable_membership()->clear_attacks();
   v1::ValidateResponse response;
   const grpc::Status status = Validate(request, &response);
@@ -246,7 +246,7 @@ TEST_F(ValidateTest, TheRequestIsBoundedFieldByField) {
               InvalidArgumentSaying("source_name: at most 4096 bytes (got 4097)"));
   // A message is held to Submit's bounds: an unknown field is named.
   v1::ValidateRequest request;
-  *request.mutable_spec() = SmallMembershipSpec(4);
+  *request.mutable_spec() = spec::SmallMembershipSpec(4);
   std::string bytes = request.spec().SerializeAsString() + std::string("\xb8\x3e\x01", 3);
   ASSERT_TRUE(request.mutable_spec()->ParseFromString(bytes));
   const grpc::Status unknown = Validate(request, &response);
@@ -373,7 +373,7 @@ class AuditWatchTest : public SchedulerFixture {
 // the callback API a waiting stream is a subscription, and a change reaches
 // every one of them.
 TEST_F(AuditWatchTest, WaitingWatchesHoldNoThreadAndEachSeesTheChange) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   const uint64_t last = LastSequence("a");
   AsyncWatches watches;
   // One first: what gRPC starts once (pollers, callback threads) is counted
@@ -416,7 +416,7 @@ TEST_F(AuditWatchTest, WaitingWatchesHoldNoThreadAndEachSeesTheChange) {
 // A watch the client cancels while it waits ends at once; its subscription,
 // called back later, finds the stream gone and subscribes no more.
 TEST_F(AuditWatchTest, AWatchCancelledWhileItWaitsEnds) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   AsyncWatches watches;
   for (int i = 0; i < 10; ++i) watches.Watch(stub_.get(), "a", 0);
   ASSERT_TRUE(watches.Pump([&] { return watches.EachReceived(1); }, std::chrono::seconds(10)));
@@ -439,7 +439,7 @@ TEST_F(AuditWatchTest, AWatchCancelledWhileItWaitsEnds) {
 // an audit that does not exist is refused as Get refuses it. The server's
 // metrics count each call with its code.
 TEST_F(AuditWatchTest, ReplaysAnEndedAuditAndRefusesAnUnknownOne) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   MEMAUDIT_ASSERT_OK(scheduler_->Cancel("a"));
   auto logged = scheduler_->EventsAfter("a", 0, 1000);
   MEMAUDIT_ASSERT_OK(logged);
@@ -515,11 +515,11 @@ using AuditListTest = AuditWatchTest;
 // starts the next; the summary view leaves the spec out.
 TEST_F(AuditListTest, PagesFiltersAndASummaryView) {
   for (const char* id : {"a1", "a2", "a3", "a4", "a5"}) {
-    v1::AuditSpec spec = SmallMembershipSpec(4);
+    v1::AuditSpec spec = spec::SmallMembershipSpec(4);
     spec.set_name(absl::StrCat("nightly-", id));
     MEMAUDIT_ASSERT_OK(scheduler_->Submit(id, spec));
   }
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("e1", SmallExposureSpec()));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("e1", spec::SmallExposureSpec()));
   auto list = [&](const v1::ListRequest& req, v1::ListResponse* resp) {
     grpc::ClientContext ctx;
     return stub_->List(&ctx, req, resp);

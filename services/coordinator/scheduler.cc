@@ -14,9 +14,9 @@
 #include "common/capability.h"
 #include "common/spec_yaml.h"
 #include "common/task_fit.h"
-#include "services/coordinator/planner.h"
-#include "services/coordinator/spec_validator.h"
 #include "spdlog/spdlog.h"
+#include "spec/planner.h"
+#include "spec/spec_validator.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -32,9 +32,9 @@ int32_t PriorityOf(const v1::AuditSpec& spec) {
 }
 
 // The models a plan trains (what the max_models_per_audit quota counts).
-uint64_t PlannedModels(const Plan& plan) {
+uint64_t PlannedModels(const spec::Plan& plan) {
   uint64_t models = 0;
-  for (const PlannedTask& p : plan.tasks) models += p.models;
+  for (const spec::PlannedTask& p : plan.tasks) models += p.models;
   return models;
 }
 
@@ -336,7 +336,7 @@ absl::StatusOr<std::optional<v1::Audit>> Scheduler::AdmitLocked(const Submission
 }
 
 absl::StatusOr<std::optional<v1::Audit>> Scheduler::Admit(const Submission& submission) {
-  auto plan = PlanAudit(submission.spec);
+  auto plan = spec::PlanAudit(submission.spec);
   if (!plan.ok()) return plan.status();
   absl::MutexLock lock(&mu_);
   return AdmitLocked(submission, plan->tasks.size(), PlannedModels(*plan));
@@ -346,19 +346,19 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const Submission& submission) {
   const std::string& audit_id = submission.audit_id;
   const v1::AuditSpec& spec = submission.spec;
   const std::map<uint32_t, std::string>& reused = submission.reused;
-  auto plan = PlanAudit(spec);
+  auto plan = spec::PlanAudit(spec);
   if (!plan.ok()) return plan.status();
   AuditRecord audit;
   audit.audit_id = audit_id;
   audit.name = spec.name();
-  audit.kind = KindName(spec);
+  audit.kind = spec::KindName(spec);
   audit.state = v1::QUEUED;
   audit.spec = spec;
   audit.created_ms = audit.updated_ms = clock_->NowMs();
   audit.team = submission.caller.name;
   audit.request_id = submission.request_id;
   std::vector<TaskRecord> tasks;
-  for (const PlannedTask& p : plan->tasks) {
+  for (const spec::PlannedTask& p : plan->tasks) {
     TaskRecord t;
     t.task_id = absl::StrCat(audit_id, "/", p.role, "/", p.index);
     t.audit_id = audit_id;
@@ -376,7 +376,7 @@ absl::StatusOr<v1::Audit> Scheduler::Submit(const Submission& submission) {
     // Only kinds with content-keyed reuse (membership) are handed reused runs.
     // A task is reused only when every model it trains is: a partly reused
     // task retrains all its models (bit-identical; the scorer keeps one copy).
-    const PlannedTask& p = plan->tasks[i];
+    const spec::PlannedTask& p = plan->tasks[i];
     std::vector<std::string> from;
     bool all = p.models > 0;
     for (uint32_t model = p.first_model; all && model < p.first_model + p.models; ++model) {

@@ -25,7 +25,7 @@ const Caller kAlpha = Caller::Team("alpha");
 const Caller kBeta = Caller::Team("beta");
 
 v1::AuditSpec Spec(uint32_t tasks, int32_t priority = 0, uint32_t threads = 1) {
-  v1::AuditSpec spec = SmallMembershipSpec(tasks);  // one task per reference model
+  v1::AuditSpec spec = spec::SmallMembershipSpec(tasks);  // one task per reference model
   spec.mutable_resources()->set_priority(priority);
   spec.mutable_resources()->set_threads_per_task(threads);
   return spec;

@@ -17,7 +17,7 @@
 #include "services/coordinator/fault_injecting_store.h"
 #include "services/coordinator/scheduler.h"
 #include "services/coordinator/sqlite_store.h"
-#include "services/coordinator/test_specs.h"
+#include "spec/test_specs.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -131,7 +131,7 @@ class SchedulerFaultsTest : public ::testing::Test {
 TEST_F(SchedulerFaultsTest, SubmitWhoseWriteFailsCreatesNothing) {
   const Observed before = Observe();
   store_->FailCreateAudits(1);
-  auto audit = scheduler_->Submit("a", SmallMembershipSpec(4));
+  auto audit = scheduler_->Submit("a", spec::SmallMembershipSpec(4));
   EXPECT_EQ(audit.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(store_->create_audits_failed(), 1);
   EXPECT_EQ(scheduler_->Get("a").status().code(), absl::StatusCode::kNotFound);
@@ -141,7 +141,7 @@ TEST_F(SchedulerFaultsTest, SubmitWhoseWriteFailsCreatesNothing) {
   ExpectUnchangedSince(before);
 
   // The same id is free: nothing half-created stands in the way.
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   EXPECT_EQ(MustGet("a").tasks().queued(), 4u);
   ExpectRestartAgrees();
 }
@@ -151,7 +151,7 @@ TEST_F(SchedulerFaultsTest, SubmitWhoseWriteFailsCreatesNothing) {
 TEST_F(SchedulerFaultsTest, SubmitWithARequestIdWhoseWriteFailsRemembersNothing) {
   Submission submission;
   submission.audit_id = "a";
-  submission.spec = SmallMembershipSpec(4);
+  submission.spec = spec::SmallMembershipSpec(4);
   submission.caller = Caller::Team("alpha");
   submission.request_id = "req-1";
   const Observed before = Observe();
@@ -173,17 +173,17 @@ TEST_F(SchedulerFaultsTest, SubmitOfAFullyReusedAuditWhoseWriteFailsCreatesNothi
   const std::map<uint32_t, std::string> reused = {{0, "x"}, {1, "x"}, {2, "x"}, {3, "x"}};
   const Observed before = Observe();
   store_->FailCreateAudits(1);
-  EXPECT_EQ(scheduler_->Submit("a", SmallMembershipSpec(4), reused).status().code(),
+  EXPECT_EQ(scheduler_->Submit("a", spec::SmallMembershipSpec(4), reused).status().code(),
             absl::StatusCode::kUnavailable);
   ExpectUnchangedSince(before);
 
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4), reused).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4), reused).ok());
   EXPECT_EQ(MustGet("a").state(), v1::SUCCEEDED);
   ExpectRestartAgrees();
 }
 
 TEST_F(SchedulerFaultsTest, LeaseWhoseCommitFailsGrantsNothing) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   const Observed before = Observe();
   store_->FailCommits(1);
   auto grant = scheduler_->Lease("w", 0);
@@ -206,7 +206,7 @@ TEST_F(SchedulerFaultsTest, LeaseWhoseCommitFailsGrantsNothing) {
 // and shows the progress last committed). So a store that fails every write
 // does not touch it.
 TEST_F(SchedulerFaultsTest, HeartbeatWritesNothingSoAFailingStoreDoesNotStopIt) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   const LeaseGrant g = MustLease();
   const std::string committed = Restarted();
   const uint64_t version = scheduler_->version();
@@ -239,7 +239,7 @@ TEST_F(SchedulerFaultsTest, HeartbeatWritesNothingSoAFailingStoreDoesNotStopIt) 
 }
 
 TEST_F(SchedulerFaultsTest, HeartbeatExtendsTheLeaseInMemoryAndARestartHonoursIt) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   const LeaseGrant g = MustLease();
   clock_.AdvanceMs(kLeaseTtlMs / 2);
   store_->FailCommits(1);
@@ -271,7 +271,7 @@ TEST_F(SchedulerFaultsTest, HeartbeatExtendsTheLeaseInMemoryAndARestartHonoursIt
 }
 
 TEST_F(SchedulerFaultsTest, CompleteWhoseCommitFailsKeepsTheLease) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   const LeaseGrant g = MustLease();
   const Observed before = Observe();
   store_->FailCommits(1);
@@ -287,7 +287,7 @@ TEST_F(SchedulerFaultsTest, CompleteWhoseCommitFailsKeepsTheLease) {
 }
 
 TEST_F(SchedulerFaultsTest, CompleteOfTheLastTaskWhoseCommitFailsLeavesTheAuditRunning) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(scheduler_->Complete(MustLease().task.lease_id).ok());
   const LeaseGrant last = MustLease();
   const Observed before = Observe();
@@ -302,7 +302,7 @@ TEST_F(SchedulerFaultsTest, CompleteOfTheLastTaskWhoseCommitFailsLeavesTheAuditR
 }
 
 TEST_F(SchedulerFaultsTest, RetryableFailWhoseCommitFailsNeitherRequeuesNorCounts) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   const LeaseGrant g = MustLease();
   const Observed before = Observe();
   store_->FailCommits(1);
@@ -321,7 +321,7 @@ TEST_F(SchedulerFaultsTest, RetryableFailWhoseCommitFailsNeitherRequeuesNorCount
 }
 
 TEST_F(SchedulerFaultsTest, ReleaseWhoseCommitFailsNeitherRequeuesNorGivesTheAttemptBack) {
-  v1::AuditSpec spec = SmallMembershipSpec(4);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
   spec.mutable_resources()->set_max_attempts(1);
   ASSERT_TRUE(scheduler_->Submit("a", spec).ok());
   const LeaseGrant g = MustLease();
@@ -342,7 +342,7 @@ TEST_F(SchedulerFaultsTest, ReleaseWhoseCommitFailsNeitherRequeuesNorGivesTheAtt
 }
 
 TEST_F(SchedulerFaultsTest, FatalFailWhoseCommitFailsLeavesTheAuditRunning) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   const LeaseGrant g = MustLease();
   const LeaseGrant other = MustLease();
   const Observed before = Observe();
@@ -367,7 +367,7 @@ TEST_F(SchedulerFaultsTest, FatalFailWhoseCommitFailsLeavesTheAuditRunning) {
 }
 
 TEST_F(SchedulerFaultsTest, CancelWhoseCommitFailsLeavesTheAuditRunning) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   const LeaseGrant g = MustLease();
   const Observed before = Observe();
   store_->FailCommits(1);
@@ -388,7 +388,7 @@ TEST_F(SchedulerFaultsTest, CancelWhoseCommitFailsLeavesTheAuditRunning) {
 }
 
 TEST_F(SchedulerFaultsTest, ExpiryWhoseCommitFailsKeepsTheLease) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   const LeaseGrant g = MustLease("dead-worker");
   clock_.AdvanceMs(kLeaseTtlMs);
   const Observed before = Observe();
@@ -417,7 +417,7 @@ TEST_F(SchedulerFaultsTest, ExpiryWhoseCommitFailsKeepsTheLease) {
 // stand, the rest wait for a later sweep (a TTL later: the reload after the
 // failed write gives the leases it finds a full TTL, as a restart does).
 TEST_F(SchedulerFaultsTest, ExpirySweepStopsAtTheFirstFailedCommit) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   MustLease("dead-1");
   MustLease("dead-2");
   clock_.AdvanceMs(kLeaseTtlMs);
@@ -438,7 +438,7 @@ TEST_F(SchedulerFaultsTest, ExpirySweepStopsAtTheFirstFailedCommit) {
 // A restart over the file after failed writes resumes from the acknowledged
 // state and honours the leases it granted.
 TEST_F(SchedulerFaultsTest, RestartAfterFailedWritesHonoursAcknowledgedLeases) {
-  ASSERT_TRUE(scheduler_->Submit("a", SmallMembershipSpec(4)).ok());
+  ASSERT_TRUE(scheduler_->Submit("a", spec::SmallMembershipSpec(4)).ok());
   const LeaseGrant held = MustLease();
   store_->FailCommits(2);
   EXPECT_FALSE(scheduler_->Complete(held.task.lease_id).ok());

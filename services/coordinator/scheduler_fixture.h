@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "services/coordinator/scheduler.h"
 #include "services/coordinator/sqlite_store.h"
-#include "services/coordinator/test_specs.h"
+#include "spec/test_specs.h"
 
 namespace memaudit::coordinator {
 

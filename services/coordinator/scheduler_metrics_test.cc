@@ -23,7 +23,7 @@ class SchedulerMetricsTest : public SchedulerFixture {
 };
 
 TEST_F(SchedulerMetricsTest, TimesLeasesUntilTheyEndByOutcome) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   const std::string first = MustLeaseId();
   clock_.AdvanceMs(250);
   MEMAUDIT_ASSERT_OK(scheduler_->Heartbeat(first, 3));  // a renewal is not an end
@@ -48,7 +48,7 @@ TEST_F(SchedulerMetricsTest, TimesLeasesUntilTheyEndByOutcome) {
 }
 
 TEST_F(SchedulerMetricsTest, QueueDepthCountsOnlyLeasableTasks) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   MustLeaseId();
   EXPECT_THAT(metrics::Exposition(registry_), HasSubstr("memaudit_coordinator_queue_depth 3\n"));
   MEMAUDIT_ASSERT_OK(scheduler_->Cancel("a"));
@@ -62,12 +62,12 @@ TEST_F(SchedulerMetricsTest, QueueDepthCountsOnlyLeasableTasks) {
 TEST_F(SchedulerMetricsTest, AuditInfoMapsEachAuditToItsKindNameAndTeam) {
   Submission submission;
   submission.audit_id = "a-1";
-  submission.spec = SmallMembershipSpec(4);
+  submission.spec = spec::SmallMembershipSpec(4);
   submission.spec.set_name("nightly sweep");
   submission.caller = Caller::Team("alpha");
   MEMAUDIT_ASSERT_OK(scheduler_->Submit(submission));
   // An audit from before owners were kept: its team is empty.
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", spec::SmallMembershipSpec(4)));
   const std::string text = metrics::Exposition(registry_);
   EXPECT_THAT(text, HasSubstr("memaudit_coordinator_audit_info{audit=\"a-1\",kind=\"membership\","
                               "name=\"nightly sweep\",team=\"alpha\"} 1"));
@@ -87,7 +87,7 @@ TEST_F(SchedulerMetricsTest, HostileNamesAreBoundedSanitisedAndEscaped) {
   const std::string hostile = "evil\" name=\"x\\y \xff\xe2\x80\xae" + std::string(100, 'z');
   Submission submission;
   submission.audit_id = "a-1";
-  submission.spec = SmallMembershipSpec(4);
+  submission.spec = spec::SmallMembershipSpec(4);
   submission.spec.set_name(hostile);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit(submission));
   const std::string text = metrics::Exposition(registry_);
@@ -137,7 +137,7 @@ TEST(LabelTextTest, KeepsPrintableTextAndBoundsTheRest) {
 }
 
 TEST_F(SchedulerMetricsTest, AuditProgressIsStepsDoneOverStepsPlanned) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-1", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-1", spec::SmallMembershipSpec(4)));
   const auto progress = [&]() {
     const std::string text = metrics::Exposition(registry_);
     const std::string key = "memaudit_coordinator_audit_progress_ratio{audit=\"a-1\"} ";

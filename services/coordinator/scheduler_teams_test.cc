@@ -27,12 +27,12 @@ class SchedulerTeamsTest : public SchedulerFixture {
  protected:
   absl::StatusOr<v1::Audit> SubmitAs(const Caller& caller, const std::string& audit_id,
                                      const std::string& request_id = "",
-                                     const v1::AuditSpec& spec = SmallMembershipSpec(4)) {
+                                     const v1::AuditSpec& spec = spec::SmallMembershipSpec(4)) {
     return scheduler_->Submit(MakeSubmission(caller, audit_id, request_id, spec));
   }
   static Submission MakeSubmission(const Caller& caller, const std::string& audit_id,
                                    const std::string& request_id,
-                                   const v1::AuditSpec& spec = SmallMembershipSpec(4)) {
+                                   const v1::AuditSpec& spec = spec::SmallMembershipSpec(4)) {
     Submission s;
     s.audit_id = audit_id;
     s.spec = spec;
@@ -133,12 +133,13 @@ TEST_F(SchedulerTeamsTest, AResentRequestAnswersTheAuditItCreatedAlsoAfterAResta
   EXPECT_EQ(beta->audit_id(), "b-1");
 
   // The same key with another spec is refused, naming the key.
-  EXPECT_THAT(SubmitAs(kAlpha, "a-4", "req-1", SmallMembershipSpec(6)),
+  EXPECT_THAT(SubmitAs(kAlpha, "a-4", "req-1", spec::SmallMembershipSpec(6)),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("request_id \"req-1\" already created audit a-1 from a "
                                  "different spec")));
-  EXPECT_THAT(scheduler_->Admit(MakeSubmission(kAlpha, "a-4", "req-1", SmallMembershipSpec(6))),
-              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("request_id")));
+  EXPECT_THAT(
+      scheduler_->Admit(MakeSubmission(kAlpha, "a-4", "req-1", spec::SmallMembershipSpec(6))),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("request_id")));
 
   // A cancelled audit is still what its request created.
   MEMAUDIT_ASSERT_OK(scheduler_->Cancel("a-1", kAlpha));
@@ -181,11 +182,11 @@ TEST_F(SchedulerTeamsTest, QuotasRefuseBeforeAnythingIsStored) {
   MEMAUDIT_ASSERT_OK(scheduler_->Cancel("a-1", kAlpha));
   MEMAUDIT_ASSERT_OK(SubmitAs(kAlpha, "a-4"));
 
-  EXPECT_THAT(SubmitAs(kBeta, "b-0", "", SmallMembershipSpec(10)),
+  EXPECT_THAT(SubmitAs(kBeta, "b-0", "", spec::SmallMembershipSpec(10)),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        "quota max_models_per_audit for team beta: the audit plans 10 models, at "
                        "most 8"));
-  MEMAUDIT_ASSERT_OK(SubmitAs(kBeta, "b-1", "", SmallMembershipSpec(6)));  // 6 tasks
+  MEMAUDIT_ASSERT_OK(SubmitAs(kBeta, "b-1", "", spec::SmallMembershipSpec(6)));  // 6 tasks
   EXPECT_THAT(SubmitAs(kBeta, "b-2"),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        "quota max_queued_tasks for team beta: 6 tasks queued or running and 4 "
@@ -221,7 +222,7 @@ TEST_F(SchedulerTeamsTest, SpecBytesAreTheSpecAsSubmitted) {
 TEST_F(SchedulerTeamsTest, UsagePerTeamIsOnMetrics) {
   MEMAUDIT_ASSERT_OK(SubmitAs(kAlpha, "a-1"));
   MEMAUDIT_ASSERT_OK(SubmitAs(kAlpha, "a-2"));
-  MEMAUDIT_ASSERT_OK(SubmitAs(kBeta, "b-1", "", SmallMembershipSpec(6)));
+  MEMAUDIT_ASSERT_OK(SubmitAs(kBeta, "b-1", "", spec::SmallMembershipSpec(6)));
   MEMAUDIT_ASSERT_OK(scheduler_->Submit(MakeSubmission(Caller::Admin(""), "old-1", "")));
   MEMAUDIT_ASSERT_OK(scheduler_->Cancel("a-2", kAlpha));
   EXPECT_TRUE(Metric("memaudit_coordinator_team_audits{state=\"queued\",team=\"alpha\"} 1"))

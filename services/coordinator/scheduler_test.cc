@@ -31,7 +31,7 @@ std::vector<EventRecord> EventsOfType(Scheduler& s, const std::string& audit_id,
 }
 
 TEST_F(SchedulerTest, LeasesEveryTaskOnceThenSucceeds) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   std::vector<std::string> leases;
   for (int i = 0; i < 4; ++i) {
     LeaseGrant g = MustLease();
@@ -55,12 +55,12 @@ TEST_F(SchedulerTest, LeasesEveryTaskOnceThenSucceeds) {
 // Audits are kept for months: a finished one keeps only its counts in
 // memory, its tasks stay in the store, and a restart loads it the same way.
 TEST_F(SchedulerTest, FinishedAuditsKeepOnlyTheirCountsInMemory) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("done", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("done", spec::SmallMembershipSpec(4)));
   EXPECT_EQ(scheduler_->tasks_in_memory(), 4u);
   for (int i = 0; i < 4; ++i) MEMAUDIT_ASSERT_OK(scheduler_->Complete(MustLease().task.lease_id));
   EXPECT_EQ(scheduler_->Get("done")->state(), v1::SUCCEEDED);
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("cancelled", SmallMembershipSpec(4)));
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("running", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("cancelled", spec::SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("running", spec::SmallMembershipSpec(4)));
   EXPECT_EQ(scheduler_->tasks_in_memory(), 8u);
   MEMAUDIT_ASSERT_OK(scheduler_->Cancel("cancelled"));
   EXPECT_EQ(scheduler_->tasks_in_memory(), 4u) << "only the running audit's tasks";
@@ -92,7 +92,8 @@ TEST_F(SchedulerTest, FinishedAuditsKeepOnlyTheirCountsInMemory) {
 }
 
 TEST_F(SchedulerTest, ReusedModelsAreNotTrainedAgain) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4), {{0, "old"}, {2, "old"}}));
+  MEMAUDIT_ASSERT_OK(
+      scheduler_->Submit("a", spec::SmallMembershipSpec(4), {{0, "old"}, {2, "old"}}));
   EXPECT_EQ(scheduler_->Get("a")->tasks().succeeded(), 2u);
   LeaseGrant first = MustLease();
   LeaseGrant second = MustLease();
@@ -109,8 +110,8 @@ TEST_F(SchedulerTest, ReusedModelsAreNotTrainedAgain) {
 
   // Everything reused: the audit is done the moment it is submitted, and
   // stays done after a restart.
-  MEMAUDIT_ASSERT_OK(
-      scheduler_->Submit("b", SmallMembershipSpec(4), {{0, "a"}, {1, "a"}, {2, "a"}, {3, "a"}}));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("b", spec::SmallMembershipSpec(4),
+                                        {{0, "a"}, {1, "a"}, {2, "a"}, {3, "a"}}));
   EXPECT_EQ(scheduler_->Get("b")->state(), v1::SUCCEEDED);
   Reopen();
   EXPECT_EQ(scheduler_->Get("b")->state(), v1::SUCCEEDED);
@@ -122,7 +123,7 @@ TEST_F(SchedulerTest, ReusedModelsAreNotTrainedAgain) {
 // A packed task is reused only when all of its models are; the partly
 // reused one trains all of its models again.
 TEST_F(SchedulerTest, PackedTaskIsReusedOnlyWhenAllItsModelsAre) {
-  v1::AuditSpec spec = SmallMembershipSpec(6);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(6);
   spec.mutable_resources()->set_models_per_task(2);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec, {{0, "x"}, {1, "y"}, {2, "x"}, {5, "x"}}));
   auto audit = scheduler_->Get("a");
@@ -149,9 +150,9 @@ TEST_F(SchedulerTest, PackedTaskIsReusedOnlyWhenAllItsModelsAre) {
 // An audit no worker takes a task of within waiting_warning_ms gets one
 // "audit_waiting" event; one whose task was taken in time gets none.
 TEST_F(SchedulerTest, AnAuditNoWorkerTakesIsWarnedOfOnce) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   clock_.AdvanceMs(options_.waiting_warning_ms - 1);
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("b", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("b", spec::SmallMembershipSpec(4)));
   MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
   EXPECT_TRUE(EventsOfType(*scheduler_, "a", "audit_waiting").empty()) << "not yet";
   clock_.AdvanceMs(1);
@@ -169,7 +170,7 @@ TEST_F(SchedulerTest, AnAuditNoWorkerTakesIsWarnedOfOnce) {
 }
 
 TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   LeaseGrant first = MustLease("dead-worker");
   clock_.AdvanceMs(999);
   MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
@@ -201,7 +202,7 @@ TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {
 TEST_F(SchedulerTest, ExpiriesPastTheCapCountAsAttempts) {
   options_.max_expiries_per_task = 2;
   Reopen();
-  v1::AuditSpec spec = SmallMembershipSpec(4);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
   spec.mutable_resources()->set_max_attempts(1);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
   for (int i = 0; i < 2; ++i) {
@@ -223,7 +224,7 @@ TEST_F(SchedulerTest, ExpiriesPastTheCapCountAsAttempts) {
 TEST_F(SchedulerTest, ExpiriesSurviveARestart) {
   options_.max_expiries_per_task = 1;
   Reopen();
-  v1::AuditSpec spec = SmallMembershipSpec(4);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
   spec.mutable_resources()->set_max_attempts(1);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
   MustLease();
@@ -253,7 +254,7 @@ bool Leases(Scheduler& scheduler, const WorkerOffer& offer) {
 }
 
 TEST_F(SchedulerTest, LeasesOnlyTasksThatFitWhatTheWorkerHasFree) {
-  v1::AuditSpec spec = SmallMembershipSpec(4);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
   spec.mutable_resources()->set_threads_per_task(2);
   spec.mutable_resources()->set_memory_mb_per_task(1000);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
@@ -264,7 +265,7 @@ TEST_F(SchedulerTest, LeasesOnlyTasksThatFitWhatTheWorkerHasFree) {
 }
 
 TEST_F(SchedulerTest, GpuTasksGoToGpuWorkersOnly) {
-  v1::AuditSpec spec = SmallMembershipSpec(4);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
   spec.mutable_resources()->set_gpus_per_task(1);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
   EXPECT_FALSE(Leases(*scheduler_, Offer(8, 0, 0, 8)));
@@ -279,10 +280,10 @@ TEST_F(SchedulerTest, GpuTasksGoToGpuWorkersOnly) {
 
 // A later task that fits is leased past an earlier one that does not.
 TEST_F(SchedulerTest, ATaskThatDoesNotFitHoldsNoOneElseUp) {
-  v1::AuditSpec wide = SmallMembershipSpec(4);
+  v1::AuditSpec wide = spec::SmallMembershipSpec(4);
   wide.mutable_resources()->set_threads_per_task(8);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("wide", wide));
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("narrow", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("narrow", spec::SmallMembershipSpec(4)));
   auto grant = scheduler_->Lease("w", 0, Offer(2, 0, 0, 2));
   MEMAUDIT_ASSERT_OK(grant);
   ASSERT_TRUE(grant->has_value());
@@ -290,7 +291,7 @@ TEST_F(SchedulerTest, ATaskThatDoesNotFitHoldsNoOneElseUp) {
 }
 
 TEST_F(SchedulerTest, HeartbeatsKeepALeaseAlive) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   LeaseGrant g = MustLease();
   for (int i = 0; i < 5; ++i) {
     clock_.AdvanceMs(800);
@@ -304,7 +305,7 @@ TEST_F(SchedulerTest, HeartbeatsKeepALeaseAlive) {
 }
 
 TEST_F(SchedulerTest, RetryBudgetExhaustedFailsTheAudit) {
-  v1::AuditSpec spec = SmallMembershipSpec(4);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
   spec.mutable_resources()->set_max_attempts(2);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
   LeaseGrant g1 = MustLease();
@@ -323,7 +324,7 @@ TEST_F(SchedulerTest, RetryBudgetExhaustedFailsTheAudit) {
 }
 
 TEST_F(SchedulerTest, NonRetryableFailureFailsAtOnce) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   LeaseGrant g = MustLease();
   MEMAUDIT_ASSERT_OK(scheduler_->Fail(g.task.lease_id, "dataset missing", false));
   EXPECT_EQ(scheduler_->Get("a")->state(), v1::FAILED);
@@ -333,7 +334,7 @@ TEST_F(SchedulerTest, NonRetryableFailureFailsAtOnce) {
 // an audit allowed one attempt per task survives any number of such
 // interruptions, up to the cap.
 TEST_F(SchedulerTest, ReleasedTaskIsRequeuedWithoutSpendingAnAttempt) {
-  v1::AuditSpec spec = SmallMembershipSpec(4);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
   spec.mutable_resources()->set_max_attempts(1);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
   LeaseGrant g = MustLease("w-1");
@@ -375,7 +376,7 @@ TEST_F(SchedulerTest, ReleasedTaskIsRequeuedWithoutSpendingAnAttempt) {
 TEST_F(SchedulerTest, ReleasesPastTheCapCountAsAttempts) {
   options_.max_releases_per_task = 2;
   Reopen();
-  v1::AuditSpec spec = SmallMembershipSpec(4);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
   spec.mutable_resources()->set_max_attempts(2);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
   for (int i = 0; i < 2; ++i) {
@@ -406,7 +407,7 @@ TEST_F(SchedulerTest, ReleasesPastTheCapCountAsAttempts) {
 }
 
 TEST_F(SchedulerTest, ReleaseOfALeaseNotHeldIsRefused) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   EXPECT_THAT(scheduler_->Release("l-unknown", "shutting down"),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("l-unknown")));
   // Nor twice, nor after the task completed.
@@ -423,7 +424,7 @@ TEST_F(SchedulerTest, ReleaseOfALeaseNotHeldIsRefused) {
 
 // A worker that leaves gives back every lease it holds, and no one else's.
 TEST_F(SchedulerTest, ReleaseAllGivesBackOnlyThatWorkersLeases) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   const LeaseGrant a1 = MustLease("w-1");
   const LeaseGrant b = MustLease("w-2");
   const LeaseGrant a2 = MustLease("w-1");
@@ -460,7 +461,7 @@ TEST_F(SchedulerTest, ReleaseAllGivesBackOnlyThatWorkersLeases) {
 TEST_F(SchedulerTest, ReleasesSurviveARestart) {
   options_.max_releases_per_task = 2;
   Reopen();
-  v1::AuditSpec spec = SmallMembershipSpec(4);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
   spec.mutable_resources()->set_max_attempts(1);
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
   MEMAUDIT_ASSERT_OK(scheduler_->Release(MustLease().task.lease_id, "preempted"));
@@ -480,7 +481,7 @@ TEST_F(SchedulerTest, ReleasesSurviveARestart) {
 }
 
 TEST_F(SchedulerTest, CancelStopsLeasesAndQueue) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   LeaseGrant g = MustLease();
   auto cancelled = scheduler_->Cancel("a");
   MEMAUDIT_ASSERT_OK(cancelled);
@@ -492,7 +493,7 @@ TEST_F(SchedulerTest, CancelStopsLeasesAndQueue) {
 }
 
 TEST_F(SchedulerTest, RestartResumesFromTheStore) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   LeaseGrant done = MustLease();
   MEMAUDIT_ASSERT_OK(scheduler_->Complete(done.task.lease_id));
   LeaseGrant held = MustLease();
@@ -510,7 +511,7 @@ TEST_F(SchedulerTest, RestartResumesFromTheStore) {
 // not heartbeat, but kept training. Each held lease gets a TTL from the
 // restart to be heard again instead of expiring (and costing an attempt).
 TEST_F(SchedulerTest, AnOutageLongerThanTheTtlCostsNoAttempt) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   LeaseGrant held = MustLease();
   clock_.AdvanceMs(5000);  // five TTLs without a heartbeat
   Reopen();
@@ -522,7 +523,7 @@ TEST_F(SchedulerTest, AnOutageLongerThanTheTtlCostsNoAttempt) {
 }
 
 TEST_F(SchedulerTest, GaugesCountTasksByState) {
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   MustLease();
   const std::string text = metrics::Exposition(registry_);
   EXPECT_NE(text.find("memaudit_coordinator_tasks{state=\"queued\"} 3"), std::string::npos) << text;
@@ -532,7 +533,7 @@ TEST_F(SchedulerTest, GaugesCountTasksByState) {
 TEST_F(SchedulerTest, LongPollWakesWhenWorkArrives) {
   std::thread submitter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    MEMAUDIT_ASSERT_OK(scheduler_->Submit("late", SmallMembershipSpec(4)));
+    MEMAUDIT_ASSERT_OK(scheduler_->Submit("late", spec::SmallMembershipSpec(4)));
   });
   auto grant = scheduler_->Lease("w", 5000);
   submitter.join();
@@ -563,14 +564,14 @@ TEST_F(SchedulerTest, LongPollsWakeForWorkTheyFit) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const absl::Time start = absl::Now();
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("cpu", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("cpu", spec::SmallMembershipSpec(4)));
   cpu_poll.join();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   ASSERT_TRUE(cpu_grant.has_value());
   EXPECT_EQ(cpu_grant->task.audit_id, "cpu");
   EXPECT_FALSE(gpu_returned) << "CPU work does not end a GPU worker's poll";
 
-  v1::AuditSpec spec = SmallMembershipSpec(4);
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
   spec.mutable_resources()->set_gpus_per_task(1);
   const absl::Time gpu_submit = absl::Now();
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("gpu", spec));
@@ -626,7 +627,7 @@ TEST_F(SchedulerTest, WorkersThatLeaseOrHeartbeatStayRegistered) {
   }
   EXPECT_EQ(scheduler_->registered_workers(), 2u);  // the silent one expired
   // The busy worker trains and heartbeats; the idle one goes silent.
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   LeaseGrant g = MustLease(busy);
   for (int i = 0; i < 5; ++i) {
     clock_.AdvanceMs(800);

@@ -7,7 +7,7 @@
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "services/coordinator/test_specs.h"
+#include "spec/test_specs.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -22,7 +22,7 @@ AuditRecord SomeAudit() {
   a.name = "n";
   a.kind = "membership";
   a.state = v1::RUNNING;
-  a.spec = SmallMembershipSpec();
+  a.spec = spec::SmallMembershipSpec();
   a.created_ms = 5;
   a.updated_ms = 6;
   return a;
@@ -63,7 +63,7 @@ TEST(SqliteStoreTest, RoundTripsAuditsTasksAndEventsAcrossReopen) {
   MEMAUDIT_ASSERT_OK(audits);
   ASSERT_EQ(audits->size(), 1u);
   EXPECT_EQ((*audits)[0].state, v1::RUNNING);
-  EXPECT_EQ((*audits)[0].spec.SerializeAsString(), SmallMembershipSpec().SerializeAsString());
+  EXPECT_EQ((*audits)[0].spec.SerializeAsString(), spec::SmallMembershipSpec().SerializeAsString());
   auto tasks = (*store)->LoadTasks();
   MEMAUDIT_ASSERT_OK(tasks);
   ASSERT_EQ(tasks->size(), 2u);

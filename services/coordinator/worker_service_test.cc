@@ -19,7 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/scheduler_fixture.h"
-#include "services/coordinator/test_specs.h"
+#include "spec/test_specs.h"
 
 namespace memaudit::coordinator {
 namespace {
@@ -75,7 +75,7 @@ class WorkerServiceTest : public SchedulerFixture {
     workers.RegisterService(service_.get());
     server_ = workers.BuildAndStart();
     stub_ = v1::WorkerService::NewStub(server_->InProcessChannel(grpc::ChannelArguments()));
-    MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-1", SmallMembershipSpec(4)));
+    MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-1", spec::SmallMembershipSpec(4)));
   }
   void TearDown() override {
     server_->Shutdown();
@@ -299,7 +299,7 @@ TEST_F(WorkerServiceTest, OneHeartbeatRenewsEveryLeaseOfTheWorker) {
   const v1::LeaseResponse c = Lease(worker);
   ASSERT_TRUE(a.has_task() && b.has_task() && c.has_task());
   MEMAUDIT_ASSERT_OK(scheduler_->Cancel("a-1"));  // every lease is gone now
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", spec::SmallMembershipSpec(4)));
   const v1::LeaseResponse d = Lease(worker);
   const v1::LeaseResponse e = Lease(worker);
 
@@ -418,7 +418,7 @@ TEST_F(WorkerServiceWaitTest, AClientThatGoesAwayGivesItsPlaceUp) {
   // A task queued now goes to a caller still there, not to the departed one.
   auto present = StartWaiting(worker, 20000);
   ASSERT_TRUE(WaitForWaiters(1));
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", spec::SmallMembershipSpec(4)));
   ASSERT_TRUE(present->answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
   ASSERT_TRUE(present->resp.has_task());
   EXPECT_EQ(present->resp.task().audit_id(), "a-2");
@@ -439,7 +439,7 @@ TEST_F(WorkerServiceWaitTest, HundredsOfWaitingLeasesHoldNoThreadAndAreServedInO
       << " waiting calls";
 
   // Four new tasks: four waiters are answered with one each, the rest wait on.
-  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", SmallMembershipSpec(4)));
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a-2", spec::SmallMembershipSpec(4)));
   ASSERT_TRUE(WaitForWaiters(kWaiting - 4));
   scheduler_->Shutdown();  // answers the rest: no task
   std::set<std::string> granted;

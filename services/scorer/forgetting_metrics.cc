@@ -8,13 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "audits/forgetting/attacks.h"
 #include "common/export_arrays.h"
 #include "common/forgetting_signals.h"
 #include "common/status_macros.h"
 #include "scoring/calibrated_scores.h"
 #include "scoring/forgetting.h"
 #include "scoring/intervals.h"
-#include "scoring/lira.h"
 #include "services/scorer/result_warnings.h"
 #include "services/scorer/trial_mean.h"
 
@@ -57,35 +57,14 @@ struct TrialSignals {
   std::vector<const std::vector<double>*> phi_in_references;
 };
 
-// |phi - phi_replay|, higher = member: the replay adversary calls a model
-// whose Dp scores equal its own replay of the baseline world a non-member.
-absl::StatusOr<std::vector<double>> ReplayScores(const std::vector<double>& phi,
-                                                 const std::vector<double>& phi_replay) {
-  if (phi.size() != phi_replay.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("phi_replay: ", phi_replay.size(), " values for ", phi.size(), " examples"));
-  }
-  std::vector<double> out(phi.size());
-  for (size_t i = 0; i < phi.size(); ++i) out[i] = std::fabs(phi[i] - phi_replay[i]);
-  return out;
-}
-
 // One trial's attack scores of the injected examples under one arm.
 absl::StatusOr<std::vector<double>> ArmScores(const std::string& attack, const TrialSignals& t,
                                               bool injected_arm, bool per_example_variance) {
-  const std::vector<double>& phi = injected_arm ? *t.phi_injected : *t.phi_baseline;
-  const std::vector<double>& loss = injected_arm ? *t.loss_injected : *t.loss_baseline;
-  if (attack == forgetting::kReplayAttack) return ReplayScores(phi, *t.phi_replay);
-  if (attack == forgetting::kLiraAttack) {
-    return ForgettingLiraScores(phi, t.phi_references, {}, /*online=*/false, per_example_variance);
-  }
-  if (attack == forgetting::kLiraOnlineAttack) {
-    return ForgettingLiraScores(phi, t.phi_references, t.phi_in_references, /*online=*/true,
-                                per_example_variance);
-  }
-  if (attack == "calibrated_loss") return scoring::CalibratedLossScores(loss, *t.loss_ckpt);
-  if (attack == "uncalibrated") return phi;
-  return scoring::CheckpointCalibratedScores(phi, *t.phi_ckpt);
+  const forgetting::Attack* a = forgetting::FindAttack(attack);
+  if (a == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown attack ", attack));
+  return a->score({injected_arm ? *t.phi_injected : *t.phi_baseline,
+                   injected_arm ? *t.loss_injected : *t.loss_baseline, *t.phi_ckpt, *t.loss_ckpt,
+                   t.phi_replay, t.phi_references, t.phi_in_references, per_example_variance});
 }
 
 // Each trial's attack scores of Dp under both arms at every reached point.
@@ -249,36 +228,6 @@ absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
 }
 
 }  // namespace
-
-absl::StatusOr<std::vector<double>> ForgettingLiraScores(
-    const std::vector<double>& phi, const std::vector<const std::vector<double>*>& out_references,
-    const std::vector<const std::vector<double>*>& in_references, bool online,
-    bool per_example_variance) {
-  const size_t m = phi.size();
-  const size_t refs = out_references.size() + in_references.size();
-  // Rows: the OUT references (keep 0), the IN references (keep 1), then the
-  // target, whose own row never counts as a reference.
-  scoring::Matrix matrix(refs + 1, m);
-  scoring::KeepMatrix keep(refs + 1, m, 0);
-  for (size_t r = 0; r < refs; ++r) {
-    const bool in = r >= out_references.size();
-    const size_t j = in ? r - out_references.size() : r;
-    const std::vector<double>& values = in ? *in_references[j] : *out_references[j];
-    if (values.size() != m) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(in ? forgetting::PhiInReferenceSignal(j) : forgetting::PhiReferenceSignal(j),
-                       ": ", values.size(), " values for ", m, " examples"));
-    }
-    std::copy(values.begin(), values.end(), matrix.row(r));
-    if (in) std::fill(keep.row(r), keep.row(r) + m, 1);
-  }
-  std::copy(phi.begin(), phi.end(), matrix.row(refs));
-  scoring::LiraOptions options;
-  options.online = online;
-  options.fixed_variance = !per_example_variance;
-  options.center = scoring::LiraOptions::Center::kMedian;
-  return scoring::LiraScores(matrix, keep, refs, options);
-}
 
 std::vector<std::pair<std::string, std::string>> RequiredForgettingSignals(
     const v1::ForgettingAudit& f) {

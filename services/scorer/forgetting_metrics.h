@@ -36,19 +36,6 @@ using ForgettingSignals =
 absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
                                                  const ForgettingSignals& signals);
 
-// LiRA scores (higher = member) of one arm's phi on Dp against reference
-// models at the same step, by scoring::LiraScores with the references'
-// median as centre: offline, log Phi((phi - mu_out) / sigma_out) (the IN
-// references are then unused); online, log N(phi; mu_in, sigma_in) -
-// log N(phi; mu_out, sigma_out). sigma is each side's std pooled over Dp, or
-// with `per_example_variance` each example's own references' std (floored at
-// scoring::kLiraSigmaFloor). INVALID_ARGUMENT when a reference has the wrong
-// length.
-absl::StatusOr<std::vector<double>> ForgettingLiraScores(
-    const std::vector<double>& phi, const std::vector<const std::vector<double>*>& out_references,
-    const std::vector<const std::vector<double>*>& in_references, bool online,
-    bool per_example_variance);
-
 // How far scored results have come: curve points (LM canaries: exposure
 // points over every group), plus 1 once complete; 0 = nothing to store yet.
 // The scorer stores a new version only when this grows.

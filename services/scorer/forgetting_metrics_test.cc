@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "audits/forgetting/attacks.h"
 #include "common/forgetting_signals.h"
 #include "common/testing/promtool.h"
 #include "common/testing/status_matchers.h"
@@ -12,6 +13,7 @@
 namespace memaudit::scorer {
 namespace {
 
+using forgetting::ForgettingLiraScores;
 using ::testing::HasSubstr;
 using ::testing::Not;
 

@@ -11,10 +11,10 @@
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "services/coordinator/planner.h"
-#include "services/coordinator/spec_validator.h"
 #include "services/scorer/kind_handler.h"
 #include "services/scorer/scorer_store.h"
+#include "spec/planner.h"
+#include "spec/spec_validator.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -58,13 +58,13 @@ TEST(ScorerKindHandlersTest, TaskObservationsAndTaskOfAgreeWithThePlan) {
     SCOPED_TRACE(entry.path().string());
     auto spec = LoadSpecFile(entry.path().string());
     MEMAUDIT_ASSERT_OK(spec);
-    ASSERT_THAT(coordinator::PrepareSpecProblems(&*spec, *data_roots), ::testing::IsEmpty());
-    auto plan = coordinator::PlanAudit(*spec);
+    ASSERT_THAT(spec::PrepareSpecProblems(&*spec, *data_roots), ::testing::IsEmpty());
+    auto plan = spec::PlanAudit(*spec);
     MEMAUDIT_ASSERT_OK(plan);
     const KindHandler* kind = HandlerFor(spec->kind_case());
     kinds.insert(spec->kind_case());
     std::map<std::string, TaskRef> owner;  // observation -> its task
-    for (const coordinator::PlannedTask& planned : plan->tasks) {
+    for (const spec::PlannedTask& planned : plan->tasks) {
       const TaskRef task{planned.role, planned.index};
       SCOPED_TRACE(task.ToString());
       auto keys = kind->TaskObservations(**store, "x", *spec, task);

@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "audits/membership/attacks.h"
 #include "common/content_key.h"
 #include "common/dataset_facts.h"
-#include "common/membership_attacks.h"
 #include "common/membership_tasks.h"
 #include "common/parallel_for.h"
 #include "common/seeding.h"
@@ -18,9 +17,7 @@
 #include "scoring/auc_interval.h"
 #include "scoring/balanced_accuracy_interval.h"
 #include "scoring/intervals.h"
-#include "scoring/lira.h"
 #include "scoring/ranked_scores.h"
-#include "scoring/rmia.h"
 #include "scoring/roc.h"
 #include "services/scorer/result_warnings.h"
 
@@ -39,66 +36,6 @@ absl::StatusOr<scoring::Matrix> ToMatrix(const std::map<uint32_t, std::vector<do
     std::copy(it->second.begin(), it->second.end(), m.data.begin() + size_t{r} * examples);
   }
   return m;
-}
-
-// Pr(y|x, θ) = exp(−loss), kept >= the smallest normal double so RMIA's
-// ratios stay defined for examples a model gets badly wrong.
-scoring::Matrix TrueLabelProbabilities(const scoring::Matrix& loss) {
-  scoring::Matrix p = loss;
-  for (double& v : p.data) v = std::max(std::exp(-v), std::numeric_limits<double>::min());
-  return p;
-}
-
-// The other models' rows of `m`: target t's references.
-scoring::Matrix WithoutRow(const scoring::Matrix& m, size_t t) {
-  scoring::Matrix out(m.rows - 1, m.cols);
-  for (size_t r = 0, k = 0; r < m.rows; ++r) {
-    if (r == t) continue;
-    std::copy(m.data.begin() + r * m.cols, m.data.begin() + (r + 1) * m.cols,
-              out.data.begin() + k++ * m.cols);
-  }
-  return out;
-}
-
-// RMIA online with every other model as a reference (IN and OUT alike):
-// row t scores the pool against target t. Only rows [first, first + count)
-// are computed (a chosen target needs one); the others stay 0.
-absl::StatusOr<std::vector<double>> RmiaTargets(const scoring::Matrix& loss,
-                                                const scoring::Matrix& population_loss,
-                                                size_t first, size_t count) {
-  const scoring::Matrix pr_x = TrueLabelProbabilities(loss);
-  const scoring::Matrix pr_z = TrueLabelProbabilities(population_loss);
-  std::vector<double> out(pr_x.data.size());
-  scoring::RmiaOptions options;
-  options.offline = false;
-  for (size_t t = first; t < first + count; ++t) {
-    MEMAUDIT_ASSIGN_OR_RETURN(
-        auto scores,
-        scoring::RmiaScores(absl::MakeConstSpan(pr_x.data).subspan(t * pr_x.cols, pr_x.cols),
-                            WithoutRow(pr_x, t),
-                            absl::MakeConstSpan(pr_z.data).subspan(t * pr_z.cols, pr_z.cols),
-                            WithoutRow(pr_z, t), options));
-    std::copy(scores.scores.begin(), scores.scores.end(), out.begin() + t * pr_x.cols);
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<double>> AttackScores(const std::string& attack,
-                                                 const scoring::Matrix& phi,
-                                                 const scoring::KeepMatrix& keep,
-                                                 const scoring::Matrix& loss,
-                                                 const scoring::Matrix& population_loss,
-                                                 size_t first_row, size_t target_rows) {
-  if (attack == "loss") return scoring::LossScores(loss.data);
-  if (attack == "rmia") return RmiaTargets(loss, population_loss, first_row, target_rows);
-  scoring::LiraOptions options;
-  // The reference code's variants (docs/scoring.md) are named in full.
-  options.reference_variance = attack == "lira_fixed_variance_reference";
-  options.online = attack.rfind("lira_online", 0) == 0 || options.reference_variance;
-  options.fixed_variance =
-      !options.reference_variance && attack.find("fixed_variance") != std::string::npos;
-  options.two_sided = attack == "lira_offline_two_sided";
-  return scoring::LiraScoresAllTargets(phi, keep, options);
 }
 
 // The largest-TPR point at each of ~100 log-spaced FPR bounds: a compact
@@ -247,8 +184,10 @@ absl::StatusOr<std::vector<double>> MembershipTargetScores(const std::string& at
                                                            const MembershipMatrices& m) {
   // Row t of the score matrix scores every example against target t, so
   // the keep-matrix, flattened the same way, holds the truth.
-  MEMAUDIT_ASSIGN_OR_RETURN(auto all, AttackScores(attack, m.phi, m.keep, m.loss, m.population_loss,
-                                                   m.first_target, m.targets));
+  const membership::Attack* a = membership::FindAttack(attack);
+  if (a == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown attack ", attack));
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      auto all, a->score({m.phi, m.keep, m.loss, m.population_loss, m.first_target, m.targets}));
   const size_t cols = m.keep.cols;
   return std::vector<double>(all.begin() + m.first_target * cols,
                              all.begin() + (m.first_target + m.targets) * cols);
@@ -356,7 +295,7 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
     const AttackScores& a = scored[i];
     MEMAUDIT_RETURN_IF_ERROR(a.status);
     v1::AttackResult* out = results.add_attacks();
-    out->set_attack(AttackByName(attack));
+    out->set_attack(membership::AttackByName(attack));
     out->set_auc(scoring::Auc(a.roc));
     out->set_auc_low(a.clustered.interval.lo);
     out->set_auc_high(a.clustered.interval.hi);
@@ -372,7 +311,7 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
     if (results.most_vulnerable().empty() && !m.fpr_points().empty()) {
       const double fpr = *std::min_element(m.fpr_points().begin(), m.fpr_points().end());
       MEMAUDIT_ASSIGN_OR_RETURN(auto point, scoring::TprAtFpr(a.roc, fpr));
-      results.set_vulnerability_attack(AttackByName(attack));
+      results.set_vulnerability_attack(membership::AttackByName(attack));
       results.set_vulnerability_fpr(fpr);
       AddMostVulnerable(spec, a.scores, truth, point.threshold, &results);
     }
@@ -475,8 +414,9 @@ class Membership final : public KindHandler {
         registry, "memaudit_membership_tpr_ratio",
         "Membership-inference TPR at the largest threshold whose FPR <= the fpr label.");
     for (const v1::AttackResult& a : results.attacks()) {
-      prometheus::Labels labels = {
-          {"audit", results.audit_id()}, {"team", team}, {"attack", AttackName(a.attack())}};
+      prometheus::Labels labels = {{"audit", results.audit_id()},
+                                   {"team", team},
+                                   {"attack", membership::AttackName(a.attack())}};
       auc.Add(labels).Set(a.auc());
       auc_low.Add(labels).Set(a.auc_low());
       auc_high.Add(labels).Set(a.auc_high());

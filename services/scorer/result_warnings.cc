@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "audits/membership/attacks.h"
 #include "common/dataset_facts.h"
 #include "common/exposure_signals.h"
-#include "common/membership_attacks.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -24,36 +24,42 @@ v1::ResultWarning Warning(std::string code, std::string message) {
 std::vector<v1::ResultWarning> MembershipWarnings(const v1::MembershipAudit& m) {
   std::vector<v1::ResultWarning> out;
   const uint32_t n = m.reference_models();
-  if (n < kFewReferenceModels) {
+  if (n < membership::kFewReferenceModels) {
     out.push_back(Warning(
         "few_reference_models",
         absl::StrCat("with ", n,
                      " reference models LiRA fits each example's IN and OUT "
                      "distributions to ",
                      n / 2 - 1, " or ", n / 2, " values: its numbers are noisy; use ",
-                     kFewReferenceModels,
+                     membership::kFewReferenceModels,
                      " or more (Membership Inference Attacks From First Principles trains 64)")));
   }
   const uint32_t rows = DatasetRows(m.dataset());
-  const bool rmia = std::find(m.attacks().begin(), m.attacks().end(), "rmia") != m.attacks().end();
-  if (!rmia && rows > 0 && m.dataset().pool_size() >= rows) {
-    out.push_back(Warning("no_population",
-                          absl::StrCat("rmia not run: the pool takes all ", rows,
-                                       " rows of the dataset, leaving none for its population; "
-                                       "use pool_size < ",
-                                       rows)));
-  }
+  const auto named = [&m](const std::string& name) {
+    return std::find(m.attacks().begin(), m.attacks().end(), name) != m.attacks().end();
+  };
   std::vector<std::string> left_out;
-  for (const std::string& a : DefaultMembershipAttacks()) {
-    const bool run = std::find(m.attacks().begin(), m.attacks().end(), a) != m.attacks().end();
-    if (!run && MinReferenceModels(a) > n) left_out.push_back(a);
+  uint32_t left_out_needs = 0;
+  for (const membership::Attack& a : membership::Attacks()) {
+    const std::string name = membership::AttackName(a.id);
+    if (!a.is_default || named(name)) continue;
+    if (a.needs_population && rows > 0 && m.dataset().pool_size() >= rows) {
+      out.push_back(Warning("no_population",
+                            absl::StrCat(name, " not run: the pool takes all ", rows,
+                                         " rows of the dataset, leaving none for its population; "
+                                         "use pool_size < ",
+                                         rows)));
+    } else if (a.min_reference_models > n) {
+      if (left_out.empty()) left_out_needs = a.min_reference_models;
+      left_out.push_back(name);
+    }
   }
   if (!left_out.empty()) {
     out.push_back(
         Warning("attacks_left_out",
                 absl::StrCat(absl::StrJoin(left_out, ", "), " not run: undefined with ", n,
                              " reference models (a per-example variance needs reference_models >= ",
-                             MinReferenceModels(left_out.front()), ")")));
+                             left_out_needs, ")")));
   }
   return out;
 }

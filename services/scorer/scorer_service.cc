@@ -10,7 +10,7 @@
 #include "common/spec_message_bounds.h"
 #include "common/status_grpc.h"
 #include "common/watch_reactor.h"
-#include "services/coordinator/spec_validator.h"
+#include "spec/spec_validator.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -86,7 +86,7 @@ grpc::Status ScorerServiceImpl::OpenAudit(grpc::ServerContext* ctx, const v1::Op
   // reaches this port is held to the same rules (limits and cost included)
   // before the scorer stores or plans anything for the audit.
   if (absl::Status s = CheckSpecMessage(req->spec()); !s.ok()) return ToGrpc(s);
-  if (absl::Status s = coordinator::ValidateSpec(req->spec()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = spec::ValidateSpec(req->spec()); !s.ok()) return ToGrpc(s);
   if (absl::Status s = scorer_->OpenAudit(req->audit_id(), req->spec(), req->team()); !s.ok()) {
     return ToGrpc(s);
   }

@@ -19,9 +19,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
-#include "services/coordinator/spec_validator.h"
 #include "services/scorer/scorer.h"
 #include "services/scorer/scorer_store.h"
+#include "spec/spec_validator.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -59,7 +59,7 @@ class ScorerServiceTest : public ::testing::Test {
     m->mutable_training()->set_epochs(1);
     // One task per model (auto would pack these): the tests check tasks by index.
     spec.mutable_resources()->set_models_per_task(1);
-    coordinator::ApplyDefaults(&spec);
+    spec::ApplyDefaults(&spec);
     return spec;
   }
 

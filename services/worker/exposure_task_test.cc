@@ -11,8 +11,8 @@
 #include "engine/text_corpus.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "services/coordinator/planner.h"
-#include "services/coordinator/spec_validator.h"
+#include "spec/planner.h"
+#include "spec/spec_validator.h"
 
 namespace memaudit::worker {
 namespace {
@@ -46,7 +46,7 @@ v1::AuditSpec SweepSpec() {
   e->add_sweep()->set_epochs(4);           // "epochs=4"
   e->add_sweep()->set_learning_rate(0.1);  // "lr=0.1"
   e->set_baseline(true);
-  coordinator::ApplyDefaults(&spec);
+  spec::ApplyDefaults(&spec);
   return spec;
 }
 
@@ -69,7 +69,7 @@ std::vector<double> ModelSignal(const std::vector<v1::Observation>& observations
 
 TEST(ExposureTaskTest, EachVariantTrainsItsOwnEpochsAndLearningRate) {
   const v1::AuditSpec spec = SweepSpec();
-  MEMAUDIT_ASSERT_OK(coordinator::ValidateSpec(spec));
+  MEMAUDIT_ASSERT_OK(spec::ValidateSpec(spec));
   auto base = ExposureRunSpecFor(TaskOf(spec, exposure::kCanaryRole, 0));
   auto longer = ExposureRunSpecFor(TaskOf(spec, exposure::kCanaryRole, 1));
   auto faster = ExposureRunSpecFor(TaskOf(spec, exposure::kCanaryRole, 2));
@@ -90,12 +90,12 @@ TEST(ExposureTaskTest, EachVariantTrainsItsOwnEpochsAndLearningRate) {
   EXPECT_EQ(longer->seed, base->seed);
   EXPECT_EQ(longer->model_seed, base->model_seed);
 
-  auto plan = coordinator::PlanAudit(spec);
+  auto plan = spec::PlanAudit(spec);
   MEMAUDIT_ASSERT_OK(plan);
   ASSERT_EQ(plan->tasks.size(), 6u);  // 3 canary models, then 3 baselines
   std::vector<std::vector<double>> models;
   for (size_t i = 0; i < plan->tasks.size(); ++i) {
-    const coordinator::PlannedTask& planned = plan->tasks[i];
+    const spec::PlannedTask& planned = plan->tasks[i];
     SCOPED_TRACE(planned.role + "/" + std::to_string(planned.index));
     uint64_t reported = 0;
     auto observations = RunExposureModel(TaskOf(spec, planned.role.c_str(), planned.index),
@@ -128,7 +128,7 @@ TEST(ExposureTaskTest, ReplicatesTrainTheCanaryModelOnTheirOwnSeeds) {
   v1::AuditSpec spec = SweepSpec();
   spec.mutable_exposure()->set_extraction(true);
   spec.mutable_exposure()->set_replicates(3);
-  MEMAUDIT_ASSERT_OK(coordinator::ValidateSpec(spec));
+  MEMAUDIT_ASSERT_OK(spec::ValidateSpec(spec));
   auto canary = ExposureRunSpecFor(TaskOf(spec, exposure::kCanaryRole, 1));
   auto first = ExposureRunSpecFor(TaskOf(spec, exposure::kReplicateRole, 2));   // v1, r1
   auto second = ExposureRunSpecFor(TaskOf(spec, exposure::kReplicateRole, 3));  // v1, r2

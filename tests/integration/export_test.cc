@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/membership_attacks.h"
+#include "audits/membership/attacks.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
@@ -68,7 +68,8 @@ void ExportTest::CheckMembership(const v1::AuditResults& results, const Arrays& 
   const v1::ExportArray& targets = arrays.at("target_model");
   ASSERT_EQ(results.attacks_size(), 4);
   for (const v1::AttackResult& attack : results.attacks()) {
-    const v1::ExportArray& scores = arrays.at(absl::StrCat("score_", AttackName(attack.attack())));
+    const v1::ExportArray& scores =
+        arrays.at(absl::StrCat("score_", membership::AttackName(attack.attack())));
     std::vector<double> members, non_members;
     const uint64_t examples = scores.shape(1);
     for (int t = 0; t < targets.values_size(); ++t) {
@@ -80,7 +81,7 @@ void ExportTest::CheckMembership(const v1::AuditResults& results, const Arrays& 
     }
     EXPECT_EQ(members.size(), results.members());
     EXPECT_NEAR(MannWhitneyAuc(members, non_members), attack.auc(), 1e-12)
-        << AttackName(attack.attack());
+        << membership::AttackName(attack.attack());
   }
 }
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/membership_attacks.h"
+#include "audits/membership/attacks.h"
 #include "tests/integration/observed_audit.h"
 
 namespace memaudit::testing {
@@ -57,19 +57,19 @@ TEST_F(PrometheusTest, ScorerGaugesEqualTheReport) {
   ASSERT_TRUE(report.complete());
   ASSERT_GT(report.attacks_size(), 0);
   for (const v1::AttackResult& attack : report.attacks()) {
-    const std::string selector =
-        absl::StrCat("{audit=\"", audit_id(), "\",attack=\"", AttackName(attack.attack()), "\"");
+    const std::string selector = absl::StrCat("{audit=\"", audit_id(), "\",attack=\"",
+                                              membership::AttackName(attack.attack()), "\"");
     const double auc = SingleValue(
         prometheus().WaitFor(absl::StrCat("memaudit_membership_auc_ratio", selector, "}"),
                              [](const nlohmann::json& r) { return r.size() == 1; }));
-    EXPECT_NEAR(auc, attack.auc(), 1e-9) << AttackName(attack.attack());
+    EXPECT_NEAR(auc, attack.auc(), 1e-9) << membership::AttackName(attack.attack());
     for (const v1::OperatingPoint& point : attack.operating_points()) {
       const double tpr = SingleValue(
           prometheus().WaitFor(absl::StrCat("memaudit_membership_tpr_ratio", selector, ",fpr=\"",
                                             absl::StrFormat("%g", point.fpr_target()), "\"}"),
                                [](const nlohmann::json& r) { return r.size() == 1; }));
       EXPECT_NEAR(tpr, point.tpr(), 1e-9)
-          << AttackName(attack.attack()) << " @ " << point.fpr_target();
+          << membership::AttackName(attack.attack()) << " @ " << point.fpr_target();
     }
   }
   // Each model sent phi and loss on the pool and, for RMIA (among the

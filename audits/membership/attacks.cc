@@ -1,0 +1,156 @@
+#include "audits/membership/attacks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/types/span.h"
+#include "common/enum_names.h"
+#include "common/status_macros.h"
+#include "scoring/lira.h"
+#include "scoring/rmia.h"
+
+namespace memaudit::membership {
+namespace {
+
+// Pr(y|x, θ) = exp(−loss), kept >= the smallest normal double so RMIA's
+// ratios stay defined for examples a model gets badly wrong.
+scoring::Matrix TrueLabelProbabilities(const scoring::Matrix& loss) {
+  scoring::Matrix p = loss;
+  for (double& v : p.data) v = std::max(std::exp(-v), std::numeric_limits<double>::min());
+  return p;
+}
+
+// The other models' rows of `m`: target t's references.
+scoring::Matrix WithoutRow(const scoring::Matrix& m, size_t t) {
+  scoring::Matrix out(m.rows - 1, m.cols);
+  for (size_t r = 0, k = 0; r < m.rows; ++r) {
+    if (r == t) continue;
+    std::copy(m.data.begin() + r * m.cols, m.data.begin() + (r + 1) * m.cols,
+              out.data.begin() + k++ * m.cols);
+  }
+  return out;
+}
+
+// RMIA online with every other model as a reference (IN and OUT alike):
+// row t scores the pool against target t. Only the targets' rows are
+// computed; the others stay 0.
+absl::StatusOr<std::vector<double>> RmiaScores(const AttackInputs& in) {
+  const scoring::Matrix pr_x = TrueLabelProbabilities(in.loss);
+  const scoring::Matrix pr_z = TrueLabelProbabilities(in.population_loss);
+  std::vector<double> out(pr_x.data.size());
+  scoring::RmiaOptions options;
+  options.offline = false;
+  for (size_t t = in.first_target; t < in.first_target + in.targets; ++t) {
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        auto scores,
+        scoring::RmiaScores(absl::MakeConstSpan(pr_x.data).subspan(t * pr_x.cols, pr_x.cols),
+                            WithoutRow(pr_x, t),
+                            absl::MakeConstSpan(pr_z.data).subspan(t * pr_z.cols, pr_z.cols),
+                            WithoutRow(pr_z, t), options));
+    std::copy(scores.scores.begin(), scores.scores.end(), out.begin() + t * pr_x.cols);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<double>> LossAttackScores(const AttackInputs& in) {
+  return scoring::LossScores(in.loss.data);
+}
+
+absl::StatusOr<std::vector<double>> Lira(const AttackInputs& in, scoring::LiraOptions options) {
+  return scoring::LiraScoresAllTargets(in.phi, in.keep, options);
+}
+
+absl::StatusOr<std::vector<double>> LiraOnline(const AttackInputs& in) { return Lira(in, {}); }
+
+absl::StatusOr<std::vector<double>> LiraOffline(const AttackInputs& in) {
+  scoring::LiraOptions options;
+  options.online = false;
+  return Lira(in, options);
+}
+
+absl::StatusOr<std::vector<double>> LiraOnlineFixedVariance(const AttackInputs& in) {
+  scoring::LiraOptions options;
+  options.fixed_variance = true;
+  return Lira(in, options);
+}
+
+absl::StatusOr<std::vector<double>> LiraOfflineFixedVariance(const AttackInputs& in) {
+  scoring::LiraOptions options;
+  options.online = false;
+  options.fixed_variance = true;
+  return Lira(in, options);
+}
+
+absl::StatusOr<std::vector<double>> LiraOfflineTwoSided(const AttackInputs& in) {
+  scoring::LiraOptions options;
+  options.online = false;
+  options.two_sided = true;
+  return Lira(in, options);
+}
+
+absl::StatusOr<std::vector<double>> LiraFixedVarianceReference(const AttackInputs& in) {
+  scoring::LiraOptions options;
+  options.reference_variance = true;
+  return Lira(in, options);
+}
+
+// Doc lines are the score column of docs/audits/membership.md's table.
+constexpr Attack kAttacks[] = {
+    {v1::LIRA_ONLINE, true, 6, false, LiraOnline,
+     "log N(φ; μ_in, σ_in) − log N(φ; μ_out, σ_out), per-example μ (median) and σ"},
+    {v1::LIRA_OFFLINE, true, 6, false, LiraOffline,
+     "log Φ((φ − μ_out)/σ_out), one-sided against OUT only"},
+    {v1::LIRA_ONLINE_FIXED_VARIANCE, true, 4, false, LiraOnlineFixedVariance,
+     "`lira_online` with one σ_in and one σ_out per target, each pooled over all examples "
+     "(better with few references)"},
+    {v1::LIRA_OFFLINE_FIXED_VARIANCE, true, 4, false, LiraOfflineFixedVariance,
+     "`lira_offline` with one σ_out per target, pooled over all examples"},
+    {v1::RMIA, true, 4, true, RmiaScores,
+     "fraction of population examples z that x beats: (Pr(x|θ)/Pr(x)) / (Pr(z|θ)/Pr(z)) ≥ 1, "
+     "Pr(·) the mean over the N − 1 references"},
+    {v1::LOSS, true, 4, false, LossAttackScores, "−loss (the classic loss-threshold attack)"},
+    {v1::LIRA_OFFLINE_TWO_SIDED, false, 6, false, LiraOfflineTwoSided,
+     "−log N(φ; μ_out, σ_out): the LiRA reference code's offline test (φ far from OUT either "
+     "way scores high); only when named in `attacks`"},
+    {v1::LIRA_FIXED_VARIANCE_REFERENCE, false, 4, false, LiraFixedVarianceReference,
+     "`lira_online` with the reference code's fixed variance: one σ, the std of every raw IN "
+     "value, for IN and OUT; only when named"},
+};
+
+}  // namespace
+
+absl::Span<const Attack> Attacks() { return kAttacks; }
+
+std::string AttackName(v1::MembershipAttack attack) {
+  return LowerCaseName(*v1::MembershipAttack_descriptor(), attack);
+}
+
+v1::MembershipAttack AttackByName(absl::string_view name) {
+  return static_cast<v1::MembershipAttack>(
+      ValueOfLowerCaseName(*v1::MembershipAttack_descriptor(), name));
+}
+
+const Attack* FindAttack(absl::string_view name) {
+  const v1::MembershipAttack id = AttackByName(name);
+  for (const Attack& a : kAttacks) {
+    if (a.id == id) return &a;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> DefaultAttackNames() {
+  std::vector<std::string> names;
+  for (const Attack& a : kAttacks) {
+    if (a.is_default) names.push_back(AttackName(a.id));
+  }
+  return names;
+}
+
+std::vector<std::string> AttackNames() {
+  std::vector<std::string> names;
+  for (const Attack& a : kAttacks) names.push_back(AttackName(a.id));
+  return names;
+}
+
+}  // namespace memaudit::membership

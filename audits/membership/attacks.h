@@ -1,0 +1,80 @@
+// The membership attacks memaudit runs, declared once: each attack's enum
+// value, whether a spec that names none gets it, the reference models it
+// needs, whether it needs a population, how it scores and its doc line. The
+// spec rules (defaults, validation), the scorer and the result warnings read
+// this table; nothing picks an attack by its name's shape.
+#ifndef MEMAUDIT_AUDITS_MEMBERSHIP_ATTACKS_H_
+#define MEMAUDIT_AUDITS_MEMBERSHIP_ATTACKS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "memaudit/v1/results.pb.h"
+#include "scoring/matrix.h"
+
+namespace memaudit::membership {
+
+// What an attack scores from. Rows are models, columns the pool's examples;
+// population_loss holds each model's losses on examples no model saw.
+struct AttackInputs {
+  const scoring::Matrix& phi;
+  const scoring::KeepMatrix& keep;
+  const scoring::Matrix& loss;
+  const scoring::Matrix& population_loss;
+  // The targets scored: rows [first_target, first_target + targets). Row t of
+  // the result scores every example against target t; rows outside the range
+  // may be left 0.
+  size_t first_target = 0;
+  size_t targets = 0;
+};
+
+// rows x cols scores, higher = more likely a member.
+using AttackScoreFn = absl::StatusOr<std::vector<double>> (*)(const AttackInputs&);
+
+struct Attack {
+  v1::MembershipAttack id;
+  // A spec that names no attacks gets every default one, in table order
+  // (those undefined at its reference_models left out).
+  bool is_default;
+  // The fewest reference_models under which the attack is defined. Every
+  // example is in exactly half of the N models, so a target's references hold
+  // N/2 - 1 models on one side of an example and N/2 on the other: fitting a
+  // per-example variance needs two values on each side it fits (N >= 6).
+  uint32_t min_reference_models;
+  // Scored against population examples no model saw (population_size >= 1).
+  bool needs_population;
+  AttackScoreFn score;
+  // One line for docs/audits/membership.md (a test checks it is there).
+  const char* doc;
+};
+
+// Every attack, one per MembershipAttack value but UNSPECIFIED, in the
+// enum's order: the defaults, then the LiRA reference code's variants.
+absl::Span<const Attack> Attacks();
+
+// The attack a spec names ("lira_online"), or null for a name that is none.
+const Attack* FindAttack(absl::string_view name);
+
+// An attack's name in specs, tables and metric labels: its enum value in
+// lower case ("lira_online"); "" for unspecified. And back (UNSPECIFIED for
+// a name that is no attack).
+std::string AttackName(v1::MembershipAttack attack);
+v1::MembershipAttack AttackByName(absl::string_view name);
+
+// The names of the default attacks, and of every attack, in table order.
+std::vector<std::string> DefaultAttackNames();
+std::vector<std::string> AttackNames();
+
+// Below this many reference models LiRA's per-example estimates come from a
+// handful of values and its numbers are noisy: results carry a warning.
+// (Membership Inference Attacks From First Principles trains 64 and more.)
+inline constexpr uint32_t kFewReferenceModels = 16;
+
+}  // namespace memaudit::membership
+
+#endif  // MEMAUDIT_AUDITS_MEMBERSHIP_ATTACKS_H_

@@ -1,0 +1,203 @@
+#include "spec/spec_rules.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace memaudit::spec {
+
+bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
+  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+void CheckOneOf(const std::string& field, const std::string& value,
+                const std::vector<std::string>& allowed, const AddProblem& add) {
+  if (OneOf(value, allowed)) return;
+  add(field, absl::StrCat("must be one of ", absl::StrJoin(allowed, ", "), " (got ",
+                          QuoteValue(value), ")"));
+}
+
+bool CheckArchitecture(const std::string& field, const std::string& value,
+                       const std::vector<engine::ModelKind>& allowed, const AddProblem& add) {
+  std::string names;
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    if (value == engine::ModelKindName(allowed[i])) return true;
+    const char* separator = i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ";
+    absl::StrAppend(&names, separator, "\"", engine::ModelKindName(allowed[i]), "\"");
+  }
+  add(field, absl::StrCat("must be ", names, " (got ", QuoteValue(value), ")"));
+  return false;
+}
+
+void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind>& allowed,
+                     bool dropout, const AddProblem& add) {
+  const std::string& arch = m.architecture();
+  CheckLength("model.torchscript_path", m.torchscript_path(), kMaxPathBytes, add);
+  if (!CheckArchitecture("model.architecture", arch, allowed, add)) return;
+  const engine::ModelKind kind = *engine::ParseModelKind(arch, "model.architecture");
+  const bool layered = kind == engine::ModelKind::kMlp || kind == engine::ModelKind::kCnn;
+  if (!layered && m.hidden_size() > 0) {
+    add("model.hidden", absl::StrCat("must be empty for \"", arch, "\""));
+  }
+  if (kind == engine::ModelKind::kMlp && (m.hidden_size() == 0 || m.hidden_size() > 8)) {
+    add("model.hidden", absl::StrCat("\"mlp\" needs 1 to 8 widths (got ", m.hidden_size(), ")"));
+  }
+  if (kind == engine::ModelKind::kCnn && m.hidden_size() != 0 && m.hidden_size() != 3) {
+    add("model.hidden", absl::StrCat("\"cnn\" takes [conv1, conv2, fc] or nothing (got ",
+                                     m.hidden_size(), " values)"));
+  }
+  for (int i = 0; layered && m.hidden_size() <= 8 && i < m.hidden_size(); ++i) {
+    if (m.hidden(i) == 0 || m.hidden(i) > 65536) {
+      add(absl::StrCat("model.hidden[", i, "]"),
+          absl::StrCat("must be in [1, 65536] (got ", m.hidden(i), ")"));
+    }
+  }
+  if (!(dropout && layered)) {
+    if (m.dropout() != 0) add("model.dropout", absl::StrCat("must be 0 for \"", arch, "\""));
+  } else if (!(m.dropout() >= 0 && m.dropout() < 1)) {
+    add("model.dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+  }
+  if (kind == engine::ModelKind::kTorchScript && m.torchscript_path().empty()) {
+    add("model.torchscript_path", "required for \"torchscript\"");
+  } else if (kind != engine::ModelKind::kTorchScript && !m.torchscript_path().empty()) {
+    add("model.torchscript_path", "applies to architecture \"torchscript\" only");
+  }
+}
+
+bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& m,
+                        const LmSizeLimits& limits, const AddProblem& add) {
+  const std::string path_field = prefix + "torchscript_path";
+  CheckLength(path_field, m.torchscript_path(), kMaxPathBytes, add);
+  const bool known = CheckArchitecture(
+      prefix + "architecture", m.architecture(),
+      {engine::ModelKind::kLstmLm, engine::ModelKind::kGruLm, engine::ModelKind::kTorchScript},
+      add);
+  if (m.architecture() != engine::ModelKindName(engine::ModelKind::kTorchScript)) {
+    if (known && !m.torchscript_path().empty()) {
+      add(path_field, "applies to architecture \"torchscript\" only");
+    }
+    const auto in_range = [&](const char* field, uint32_t value, uint32_t max) {
+      if (value == 0 || value > max) {
+        add(prefix + field, absl::StrCat("must be in [1, ", max, "] (got ", value, ")"));
+      }
+    };
+    in_range("layers", m.layers(), limits.layers);
+    in_range("units", m.units(), limits.units);
+    in_range("embedding", m.embedding(), limits.embedding);
+    if (!(m.dropout() >= 0 && m.dropout() < 1)) {
+      add(prefix + "dropout", absl::StrCat("must be in [0, 1) (got ", m.dropout(), ")"));
+    }
+    return true;
+  }
+  if (m.torchscript_path().empty()) add(path_field, "required for \"torchscript\"");
+  if (m.dropout() != 0) {
+    add(prefix + "dropout",
+        absl::StrCat("must be 0 for \"torchscript\": the module's own dropout applies (got ",
+                     m.dropout(), ")"));
+  }
+  return false;
+}
+
+void CheckLearningRate(double learning_rate, const AddProblem& add) {
+  if (!(learning_rate > 0) || !std::isfinite(learning_rate)) {
+    add("training.learning_rate", absl::StrCat("must be > 0 (got ", learning_rate, ")"));
+  } else if (learning_rate > kMaxLearningRate) {
+    add("training.learning_rate",
+        absl::StrCat("must be in (0, ", kMaxLearningRate, "] (got ", learning_rate, ")"));
+  }
+}
+
+void CheckMomentum(double momentum, const AddProblem& add) {
+  if (!(momentum >= 0 && momentum < 1)) {
+    add("training.momentum", absl::StrCat("must be in [0, 1) (got ", momentum, ")"));
+  }
+}
+
+void CheckWeightDecay(double weight_decay, const AddProblem& add) {
+  if (!(weight_decay >= 0) || !std::isfinite(weight_decay)) {
+    add("training.weight_decay", absl::StrCat("must be >= 0 (got ", weight_decay, ")"));
+  } else if (weight_decay > kMaxWeightDecay) {
+    add("training.weight_decay",
+        absl::StrCat("must be in [0, ", kMaxWeightDecay, "] (got ", weight_decay, ")"));
+  }
+}
+
+void CheckEpochs(uint32_t epochs, const AddProblem& add) {
+  if (epochs == 0 || epochs > 10000) {
+    add("training.epochs", absl::StrCat("must be in [1, 10000] (got ", epochs, ")"));
+  }
+}
+
+void CheckBatchSize(uint32_t batch_size, const AddProblem& add) {
+  if (batch_size == 0 || batch_size > 65536) {
+    add("training.batch_size", absl::StrCat("must be in [1, 65536] (got ", batch_size, ")"));
+  }
+}
+
+bool CheckLength(const std::string& field, const std::string& value, size_t max,
+                 const AddProblem& add) {
+  if (value.size() <= max) return true;
+  add(field, absl::StrCat("must be at most ", max, " bytes (got ", value.size(), ": ",
+                          QuoteValue(value), ")"));
+  return false;
+}
+
+bool CheckListSize(const std::string& field, int size, int min, int max, const AddProblem& add) {
+  if (size >= min && size <= max) return true;
+  add(field, absl::StrCat("must list ", min, " to ", max, " entries (got ", size, ")"));
+  return false;
+}
+
+void CheckAuditName(const std::string& name, const AddProblem& add) {
+  // Every listing shows it; the CLI fills it from the file's name, so only a
+  // caller of the API can leave it empty.
+  if (name.empty()) {
+    add("name", "must not be empty");
+    return;
+  }
+  if (!CheckLength("name", name, kMaxNameBytes, add)) return;
+  for (char c : name) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) {
+      add("name", absl::StrCat("must not contain control characters (got ", QuoteValue(name), ")"));
+      return;
+    }
+  }
+}
+
+double CharLmParameters(const std::string& architecture, uint32_t layers, uint32_t units,
+                        uint32_t embedding) {
+  if (architecture == engine::ModelKindName(engine::ModelKind::kTorchScript)) return 0;
+  constexpr double kVocab = 256;
+  const double gates = architecture == "gru" ? 3 : 4;
+  const double h = units;
+  double params = kVocab * embedding + (h + 1) * kVocab;
+  for (uint32_t l = 0; l < layers; ++l) {
+    const double in = l == 0 ? embedding : h;
+    params += gates * (in * h + h * h + 2 * h);
+  }
+  return params;
+}
+
+void CheckCost(const std::vector<ModelGroup>& groups, const std::string& parameters_field,
+               const std::string& cost_fields, const AddProblem& add) {
+  double cost = 0, models = 0;
+  for (const ModelGroup& g : groups) {
+    if (g.parameters > kMaxModelParameters) {
+      add(parameters_field, absl::StrCat("gives a model of ", g.parameters, " parameters; at most ",
+                                         kMaxModelParameters));
+      return;
+    }
+    cost += g.models * g.parameters * g.steps;
+    models += g.models;
+  }
+  if (cost > kMaxAuditCost) {
+    add("cost", absl::StrCat("the audit trains ", models, " models for ", cost,
+                             " parameter-steps (models x parameters x optimizer steps); at most ",
+                             kMaxAuditCost, ": lower ", cost_fields));
+  }
+}
+
+}  // namespace memaudit::spec

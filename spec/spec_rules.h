@@ -1,0 +1,123 @@
+// Rule checks every audit kind's validator shares. Each reports through
+// `add(field, rule)` with the field relative to the kind ("training.epochs"),
+// so messages read the same whichever kind they come from.
+#ifndef MEMAUDIT_SPEC_SPEC_RULES_H_
+#define MEMAUDIT_SPEC_SPEC_RULES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/model_limits.h"
+#include "common/spec_yaml.h"
+#include "engine/model_spec.h"
+#include "memaudit/v1/spec.pb.h"
+
+namespace memaudit::spec {
+
+using AddProblem = std::function<void(std::string field, std::string rule)>;
+
+// Limits every kind shares (docs/spec.md, "Limits"). Strings and lists are
+// bounded before anything is computed from them.
+inline constexpr size_t kMaxNameBytes = 128;                // the audit's name
+inline constexpr size_t kMaxPathBytes = 4096;               // file and folder paths
+inline constexpr size_t kMaxTextBytes = 1 << 20;            // inline corpus text
+inline constexpr size_t kMaxPrefixBytes = 1024;             // canary prefixes, record templates
+inline constexpr size_t kMaxAlphabetBytes = 4096;           // one canary hole's characters
+inline constexpr int kMaxAlphabets = 64;                    // canary holes
+inline constexpr int kMaxNameLists = 16;                    // attacks, metrics, features, ...
+inline constexpr double kMaxLearningRate = 100;             // training.learning_rate
+inline constexpr double kMaxWeightDecay = 100;              // training.weight_decay
+inline constexpr uint64_t kMaxQueryBudget = 1'000'000'000;  // model steps per query budget
+// An audit's training cost: models x parameters x optimizer steps, summed
+// over every model (one model's bound: kMaxModelParameters, model_limits.h).
+inline constexpr double kMaxAuditCost = 1e15;
+// This many model queries (a query: one character's forward pass, to rank or
+// extract a canary) count as one optimizer step (a batch of sequences forward
+// and backward) in the cost. Conservative: a step of batch 32 x 64 characters
+// costs about 6,000 queries.
+inline constexpr double kQueriesPerStep = 1000;
+
+// `value` at most `max` bytes: "must be at most 4096 bytes (got 52428800)".
+// Returns whether it is.
+bool CheckLength(const std::string& field, const std::string& value, size_t max,
+                 const AddProblem& add);
+
+// A list of `size` entries in [min, max]: "must list 1 to 64 entries (got
+// 5000000)". Returns whether it is, that is, whether its entries may be
+// checked one by one (a list too long is one problem, not millions).
+bool CheckListSize(const std::string& field, int size, int min, int max, const AddProblem& add);
+
+// The name: 1 … kMaxNameBytes bytes, no control characters.
+void CheckAuditName(const std::string& name, const AddProblem& add);
+
+// A character LM's parameters, with a vocabulary of 256 characters (0 for
+// torchscript, whose size the spec does not say; its load bounds it).
+double CharLmParameters(const std::string& architecture, uint32_t layers, uint32_t units,
+                        uint32_t embedding);
+
+// The LSTM/GRU sizes a kind allows: each in [1, max].
+struct LmSizeLimits {
+  uint32_t layers = 8;
+  uint32_t units = 4096;
+  uint32_t embedding = 4096;
+};
+
+// A language model's architecture ("lstm", "gru" or "torchscript"), its
+// torchscript_path (required for, and only for, "torchscript") and, for
+// torchscript, dropout 0: the module's own dropout applies. `prefix` names
+// the message ("model.", "canaries.model."). For every architecture but
+// "torchscript" (which ignores them), an unknown one too, so that all of a
+// bad spec's problems are reported at once: layers, units and embedding
+// within `limits`, dropout in [0, 1). Returns whether those sizes apply.
+bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& m,
+                        const LmSizeLimits& limits, const AddProblem& add);
+
+// One group of identical models for the cost estimate.
+struct ModelGroup {
+  double models = 0;
+  double parameters = 0;  // per model
+  double steps = 0;       // optimizer steps per model
+};
+
+// Each group's models at most kMaxModelParameters (the problem is reported at
+// `parameters_field`, the fields that size the model), and the sum of models
+// x parameters x steps at most kMaxAuditCost (reported at "cost", naming
+// `cost_fields`, the fields that would lower it).
+void CheckCost(const std::vector<ModelGroup>& groups, const std::string& parameters_field,
+               const std::string& cost_fields, const AddProblem& add);
+
+bool OneOf(const std::string& value, const std::vector<std::string>& allowed);
+
+// `value` must be one of `allowed`: "must be one of a, b (got "x")".
+void CheckOneOf(const std::string& field, const std::string& value,
+                const std::vector<std::string>& allowed, const AddProblem& add);
+
+// `field` (a model.architecture) must name one of `allowed` (engine's
+// ModelKindName): "must be \"lstm\" or \"gru\" (got \"x\")". Returns whether it does.
+bool CheckArchitecture(const std::string& field, const std::string& value,
+                       const std::vector<engine::ModelKind>& allowed, const AddProblem& add);
+
+// An image classifier's `model` (relative field names "model.*"): the
+// architecture is one of `allowed`, then the widths, dropout and TorchScript
+// path suit it. `dropout` says whether the kind trains with dropout; if not,
+// model.dropout must be 0 rather than silently ignored.
+void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind>& allowed,
+                     bool dropout, const AddProblem& add);
+
+// training.learning_rate in (0, kMaxLearningRate].
+void CheckLearningRate(double learning_rate, const AddProblem& add);
+// training.momentum in [0, 1).
+void CheckMomentum(double momentum, const AddProblem& add);
+// training.weight_decay in [0, kMaxWeightDecay].
+void CheckWeightDecay(double weight_decay, const AddProblem& add);
+// training.epochs in [1, 10000].
+void CheckEpochs(uint32_t epochs, const AddProblem& add);
+// training.batch_size in [1, 65536].
+void CheckBatchSize(uint32_t batch_size, const AddProblem& add);
+
+}  // namespace memaudit::spec
+
+#endif  // MEMAUDIT_SPEC_SPEC_RULES_H_
