@@ -41,14 +41,15 @@ check_thread_safety() {
   echo "check: clang -Wthread-safety"
   configure_clang
   # shellcheck disable=SC2046
-  ninja -C "$check_dir" -j "$jobs" memaudit_coordinator_lib memaudit_scorer_lib \
-    memaudit_worker_lib memaudit_cli_lib $(engine_objects_with_locks)
+  ninja -C "$check_dir" -j "$jobs" memaudit_spec memaudit_attacks memaudit_coordinator_lib \
+    memaudit_scorer_lib memaudit_worker_lib memaudit_cli_lib $(engine_objects_with_locks)
 }
 
 # Library sources outside engine/ (whose LibTorch headers would make each file
 # take half a minute); tests are held to the compiler's warnings only.
 tidy_sources() {
-  git ls-files -- 'common/*.cc' 'data/*.cc' 'scoring/*.cc' 'services/*.cc' 'cli/*.cc' |
+  git ls-files -- 'common/*.cc' 'data/*.cc' 'scoring/*.cc' 'audits/*.cc' 'spec/*.cc' 'services/*.cc' \
+    'cli/*.cc' |
     grep -v '_test\.cc$' | grep -v '^common/testing/'
 }
 
