@@ -156,8 +156,9 @@ class Membership final : public KindHandler {
       // An attack undefined at this many reference models, or RMIA where
       // the pool takes every row, is left out; the results' warnings name it.
       for (const membership::Attack& a : membership::Attacks()) {
-        if (!a.is_default || (a.needs_population && rows > 0 && left == 0)) continue;
-        if (a.min_reference_models <= m->reference_models()) {
+        if (a.is_default &&
+            membership::FitOfDefault(a, m->reference_models(), rows, m->dataset().pool_size()) ==
+                membership::DefaultFit::kRuns) {
           m->add_attacks(membership::AttackName(a.id));
         }
       }

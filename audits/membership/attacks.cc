@@ -139,18 +139,17 @@ const Attack* FindAttack(absl::string_view name) {
   return nullptr;
 }
 
-std::vector<std::string> DefaultAttackNames() {
-  std::vector<std::string> names;
-  for (const Attack& a : kAttacks) {
-    if (a.is_default) names.push_back(AttackName(a.id));
-  }
-  return names;
-}
-
 std::vector<std::string> AttackNames() {
   std::vector<std::string> names;
   for (const Attack& a : kAttacks) names.push_back(AttackName(a.id));
   return names;
+}
+
+DefaultFit FitOfDefault(const Attack& attack, uint32_t reference_models, uint32_t rows,
+                        uint32_t pool_size) {
+  if (attack.needs_population && rows > 0 && pool_size >= rows) return DefaultFit::kNoPopulation;
+  if (attack.min_reference_models > reference_models) return DefaultFit::kTooFewReferenceModels;
+  return DefaultFit::kRuns;
 }
 
 }  // namespace memaudit::membership

@@ -66,9 +66,16 @@ const Attack* FindAttack(absl::string_view name);
 std::string AttackName(v1::MembershipAttack attack);
 v1::MembershipAttack AttackByName(absl::string_view name);
 
-// The names of the default attacks, and of every attack, in table order.
-std::vector<std::string> DefaultAttackNames();
+// The name of every attack, in table order.
 std::vector<std::string> AttackNames();
+
+// Whether a default attack runs for a spec that names none, and if not, why:
+// it needs a population and the pool takes all `rows` of the dataset (0 =
+// rows unknown), or it is undefined at `reference_models`. The spec's
+// defaults and the results' warnings both ask this.
+enum class DefaultFit { kRuns, kNoPopulation, kTooFewReferenceModels };
+DefaultFit FitOfDefault(const Attack& attack, uint32_t reference_models, uint32_t rows,
+                        uint32_t pool_size);
 
 // Below this many reference models LiRA's per-example estimates come from a
 // handful of values and its numbers are noisy: results carry a warning.

@@ -43,13 +43,15 @@ std::vector<v1::ResultWarning> MembershipWarnings(const v1::MembershipAudit& m) 
   for (const membership::Attack& a : membership::Attacks()) {
     const std::string name = membership::AttackName(a.id);
     if (!a.is_default || named(name)) continue;
-    if (a.needs_population && rows > 0 && m.dataset().pool_size() >= rows) {
+    const membership::DefaultFit fit =
+        membership::FitOfDefault(a, n, rows, m.dataset().pool_size());
+    if (fit == membership::DefaultFit::kNoPopulation) {
       out.push_back(Warning("no_population",
                             absl::StrCat(name, " not run: the pool takes all ", rows,
                                          " rows of the dataset, leaving none for its population; "
                                          "use pool_size < ",
                                          rows)));
-    } else if (a.min_reference_models > n) {
+    } else if (fit == membership::DefaultFit::kTooFewReferenceModels) {
       if (left_out.empty()) left_out_needs = a.min_reference_models;
       left_out.push_back(name);
     }
