@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/render.h"
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"

@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "common/steps.h"
 #include "data/labeled_examples.h"
-#include "engine/model_spec.h"
+#include "common/model_spec.h"
 
 namespace memaudit::engine {
 

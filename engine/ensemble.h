@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/dataset.h"
-#include "engine/model_spec.h"
+#include "common/model_spec.h"
 #include "engine/schedule.h"
 #include "engine/torch_api.h"
 #include "engine/trainer.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/model_spec.h"
+#include "common/model_spec.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {

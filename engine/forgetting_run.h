@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/labeled_examples.h"
-#include "engine/model_spec.h"
+#include "common/model_spec.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {

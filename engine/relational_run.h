@@ -22,7 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/seeding.h"
-#include "engine/model_spec.h"
+#include "common/model_spec.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {

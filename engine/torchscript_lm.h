@@ -24,7 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/language_model.h"
-#include "engine/model_spec.h"
+#include "common/model_spec.h"
 #include "engine/text_corpus.h"
 #include "engine/torch_api.h"
 

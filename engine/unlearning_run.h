@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/labeled_examples.h"
-#include "engine/model_spec.h"
+#include "common/model_spec.h"
 #include "engine/optimizer_spec.h"
 #include "engine/release_policy.h"
 

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 
 namespace memaudit::spec {
 

@@ -12,7 +12,7 @@
 
 #include "common/model_limits.h"
 #include "common/spec_yaml.h"
-#include "engine/model_spec.h"
+#include "common/model_spec.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::spec {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 #include "common/export_arrays.h"
 #include "common/parallel_for.h"
 #include "common/seeding.h"

@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "audits/membership/attacks.h"
 #include "common/content_key.h"
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 #include "common/membership_tasks.h"
 #include "common/parallel_for.h"
 #include "common/seeding.h"

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "audits/membership/attacks.h"
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 #include "common/exposure_signals.h"
 
 namespace memaudit::scorer {

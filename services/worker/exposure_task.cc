@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 #include "common/exposure_signals.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"

@@ -1,7 +1,7 @@
 #include "services/worker/forgetting_task.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 #include "common/forgetting_signals.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"

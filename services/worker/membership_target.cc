@@ -1,7 +1,7 @@
 #include "services/worker/membership_target.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"

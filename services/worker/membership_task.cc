@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"

@@ -1,7 +1,7 @@
 #include "services/worker/unlearning_task.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "common/unlearning_signals.h"

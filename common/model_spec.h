@@ -1,7 +1,7 @@
 // Torch-free description of a trainable model, so that planners and services
 // can name architectures without compiling LibTorch headers.
-#ifndef MEMAUDIT_ENGINE_MODEL_SPEC_H_
-#define MEMAUDIT_ENGINE_MODEL_SPEC_H_
+#ifndef MEMAUDIT_COMMON_MODEL_SPEC_H_
+#define MEMAUDIT_COMMON_MODEL_SPEC_H_
 
 #include <cstdint>
 #include <string>
@@ -99,4 +99,4 @@ inline ModelSpec CharLmSpec(ModelKind kind, int64_t vocab, int64_t embedding, in
 
 }  // namespace memaudit::engine
 
-#endif  // MEMAUDIT_ENGINE_MODEL_SPEC_H_
+#endif  // MEMAUDIT_COMMON_MODEL_SPEC_H_

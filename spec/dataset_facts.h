@@ -2,8 +2,8 @@
 // a DatasetSpec names, the facts Submit reads from it (rows, features,
 // classes, shape, content hash), and the check a worker makes that the files
 // it reads are still the ones the audit was accepted with.
-#ifndef MEMAUDIT_COMMON_DATASET_FACTS_H_
-#define MEMAUDIT_COMMON_DATASET_FACTS_H_
+#ifndef MEMAUDIT_SPEC_DATASET_FACTS_H_
+#define MEMAUDIT_SPEC_DATASET_FACTS_H_
 
 #include <cstdint>
 #include <string>
@@ -61,4 +61,4 @@ absl::Status ResolveTarget(v1::TargetModelSpec* target, uint32_t rows, absl::str
 
 }  // namespace memaudit
 
-#endif  // MEMAUDIT_COMMON_DATASET_FACTS_H_
+#endif  // MEMAUDIT_SPEC_DATASET_FACTS_H_

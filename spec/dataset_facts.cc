@@ -1,4 +1,4 @@
-#include "common/dataset_facts.h"
+#include "spec/dataset_facts.h"
 
 #include <algorithm>
 #include <filesystem>
