@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/render.h"
-#include "spec/dataset_facts.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "spec/dataset_facts.h"
 
 namespace memaudit::cli {
 namespace {

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/model_spec.h"
 #include "common/steps.h"
 #include "data/labeled_examples.h"
-#include "common/model_spec.h"
 
 namespace memaudit::engine {
 

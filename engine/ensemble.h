@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/dataset.h"
 #include "common/model_spec.h"
+#include "engine/dataset.h"
 #include "engine/schedule.h"
 #include "engine/torch_api.h"
 #include "engine/trainer.h"

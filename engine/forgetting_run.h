@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "data/labeled_examples.h"
 #include "common/model_spec.h"
+#include "data/labeled_examples.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/seeding.h"
 #include "common/model_spec.h"
+#include "common/seeding.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {

@@ -23,8 +23,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/language_model.h"
 #include "common/model_spec.h"
+#include "engine/language_model.h"
 #include "engine/text_corpus.h"
 #include "engine/torch_api.h"
 

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "spec/dataset_facts.h"
 #include "common/exposure_eval_steps.h"
 #include "common/exposure_signals.h"
 #include "common/steps.h"
+#include "spec/dataset_facts.h"
 #include "spec/dataset_rules.h"
 #include "spec/spec_rules.h"
 

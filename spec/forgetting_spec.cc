@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/forgetting/attacks.h"
-#include "spec/dataset_facts.h"
 #include "common/forgetting_signals.h"
+#include "spec/dataset_facts.h"
 #include "spec/dataset_rules.h"
 #include "spec/exposure_spec.h"
 #include "spec/spec_rules.h"

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/model_limits.h"
-#include "common/spec_yaml.h"
 #include "common/model_spec.h"
+#include "common/spec_yaml.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::spec {

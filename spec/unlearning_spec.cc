@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "spec/dataset_facts.h"
 #include "common/unlearning_signals.h"
+#include "spec/dataset_facts.h"
 #include "spec/dataset_rules.h"
 #include "spec/spec_rules.h"
 

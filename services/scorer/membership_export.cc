@@ -4,12 +4,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "spec/dataset_facts.h"
 #include "common/export_arrays.h"
 #include "common/parallel_for.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "services/scorer/membership_metrics.h"
+#include "spec/dataset_facts.h"
 
 namespace memaudit::scorer {
 namespace {

@@ -9,7 +9,6 @@
 #include "absl/strings/str_join.h"
 #include "audits/membership/attacks.h"
 #include "common/content_key.h"
-#include "spec/dataset_facts.h"
 #include "common/membership_tasks.h"
 #include "common/parallel_for.h"
 #include "common/seeding.h"
@@ -20,6 +19,7 @@
 #include "scoring/ranked_scores.h"
 #include "scoring/roc.h"
 #include "services/scorer/result_warnings.h"
+#include "spec/dataset_facts.h"
 
 namespace memaudit::scorer {
 namespace {

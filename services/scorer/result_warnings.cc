@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "audits/membership/attacks.h"
-#include "spec/dataset_facts.h"
 #include "common/exposure_signals.h"
+#include "spec/dataset_facts.h"
 
 namespace memaudit::scorer {
 namespace {

@@ -6,11 +6,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "spec/dataset_facts.h"
 #include "common/exposure_signals.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "services/worker/engine_access.h"
+#include "spec/dataset_facts.h"
 
 namespace memaudit::worker {
 

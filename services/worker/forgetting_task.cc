@@ -1,7 +1,6 @@
 #include "services/worker/forgetting_task.h"
 
 #include "absl/strings/str_cat.h"
-#include "spec/dataset_facts.h"
 #include "common/forgetting_signals.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
@@ -9,6 +8,7 @@
 #include "services/worker/classifier_model.h"
 #include "services/worker/engine_access.h"
 #include "services/worker/task_progress.h"
+#include "spec/dataset_facts.h"
 
 namespace memaudit::worker {
 

@@ -1,12 +1,12 @@
 #include "services/worker/membership_target.h"
 
 #include "absl/strings/str_cat.h"
-#include "spec/dataset_facts.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "engine/classifier_eval.h"
 #include "services/worker/engine_access.h"
+#include "spec/dataset_facts.h"
 
 namespace memaudit::worker {
 

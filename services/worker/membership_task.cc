@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "spec/dataset_facts.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
@@ -12,6 +11,7 @@
 #include "services/worker/engine_access.h"
 #include "services/worker/membership_target.h"
 #include "services/worker/task_progress.h"
+#include "spec/dataset_facts.h"
 
 namespace memaudit::worker {
 namespace {

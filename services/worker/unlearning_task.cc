@@ -1,12 +1,12 @@
 #include "services/worker/unlearning_task.h"
 
 #include "absl/strings/str_cat.h"
-#include "spec/dataset_facts.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "common/unlearning_signals.h"
 #include "services/worker/classifier_model.h"
 #include "services/worker/engine_access.h"
+#include "spec/dataset_facts.h"
 
 namespace memaudit::worker {
 namespace {
