@@ -514,9 +514,14 @@ class Exposure final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& ExposureHandler() {
-  static const Exposure handler;
+}  // namespace memaudit::cli
+
+namespace memaudit {
+
+template <>
+const cli::KindHandler& HandlerOfKind<cli::KindHandler, v1::AuditSpec::kExposure>() {
+  static const cli::Exposure handler;
   return handler;
 }
 
-}  // namespace memaudit::cli
+}  // namespace memaudit

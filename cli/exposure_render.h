@@ -25,9 +25,6 @@ std::string ExposureHtmlSection(const v1::AuditResults& results);
 // exposure_replicate_canaries.csv (exposure_replicates_render.h).
 absl::Status WriteExposureCsv(const v1::AuditResults& results, const std::string& dir);
 
-// The exposure audit's table, CSV files and report sections (kind_handler.h).
-const KindHandler& ExposureHandler();
-
 }  // namespace memaudit::cli
 
 #endif  // MEMAUDIT_CLI_EXPOSURE_RENDER_H_

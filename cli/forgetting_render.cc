@@ -319,9 +319,14 @@ class Forgetting final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& ForgettingHandler() {
-  static const Forgetting handler;
+}  // namespace memaudit::cli
+
+namespace memaudit {
+
+template <>
+const cli::KindHandler& HandlerOfKind<cli::KindHandler, v1::AuditSpec::kForgetting>() {
+  static const cli::Forgetting handler;
   return handler;
 }
 
-}  // namespace memaudit::cli
+}  // namespace memaudit

@@ -19,9 +19,6 @@ std::string ForgettingHtmlSection(const v1::AuditResults& results);
 // forgetting_exposure.csv.
 absl::Status WriteForgettingCsv(const v1::AuditResults& results, const std::string& dir);
 
-// The forgetting audit's table, CSV files and report sections (kind_handler.h).
-const KindHandler& ForgettingHandler();
-
 }  // namespace memaudit::cli
 
 #endif  // MEMAUDIT_CLI_FORGETTING_RENDER_H_

@@ -1,12 +1,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/exposure_render.h"
-#include "cli/forgetting_render.h"
 #include "cli/kind_handler.h"
-#include "cli/membership_render.h"
-#include "cli/relational_render.h"
-#include "cli/unlearning_render.h"
-#include "common/kind_table.h"
 
 namespace memaudit::cli {
 
@@ -18,11 +12,6 @@ std::string KindHandler::HtmlSizeRows(const v1::AuditResults& results) const {
                       results.members(), results.non_members()));
 }
 
-const KindHandler* HandlerFor(AuditKind kind) {
-  static constexpr KindTable<KindHandler> kHandlers = {&MembershipHandler, &ExposureHandler,
-                                                       &ForgettingHandler, &UnlearningHandler,
-                                                       &RelationalHandler};
-  return kHandlers.For(kind);
-}
+const KindHandler* HandlerFor(AuditKind kind) { return KindHandlerFor<KindHandler>(kind); }
 
 }  // namespace memaudit::cli

@@ -1,8 +1,7 @@
-#include "cli/membership_render.h"
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "audits/membership/attacks.h"
+#include "cli/kind_handler.h"
 #include "cli/render.h"
 #include "cli/report_plots.h"
 #include "common/audit_kinds.h"
@@ -143,9 +142,14 @@ class Membership final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& MembershipHandler() {
-  static const Membership handler;
+}  // namespace memaudit::cli
+
+namespace memaudit {
+
+template <>
+const cli::KindHandler& HandlerOfKind<cli::KindHandler, v1::AuditSpec::kMembership>() {
+  static const cli::Membership handler;
   return handler;
 }
 
-}  // namespace memaudit::cli
+}  // namespace memaudit

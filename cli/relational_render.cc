@@ -215,9 +215,14 @@ class Relational final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& RelationalHandler() {
-  static const Relational handler;
+}  // namespace memaudit::cli
+
+namespace memaudit {
+
+template <>
+const cli::KindHandler& HandlerOfKind<cli::KindHandler, v1::AuditSpec::kRelational>() {
+  static const cli::Relational handler;
   return handler;
 }
 
-}  // namespace memaudit::cli
+}  // namespace memaudit

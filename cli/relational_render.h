@@ -19,9 +19,6 @@ std::string RelationalHtmlSection(const v1::AuditResults& results);
 // relational_curve.csv in `dir` (which exists).
 absl::Status WriteRelationalCsv(const v1::AuditResults& results, const std::string& dir);
 
-// The relational audit's table, CSV files and report sections (kind_handler.h).
-const KindHandler& RelationalHandler();
-
 }  // namespace memaudit::cli
 
 #endif  // MEMAUDIT_CLI_RELATIONAL_RENDER_H_

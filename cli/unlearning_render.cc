@@ -130,9 +130,14 @@ class Unlearning final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& UnlearningHandler() {
-  static const Unlearning handler;
+}  // namespace memaudit::cli
+
+namespace memaudit {
+
+template <>
+const cli::KindHandler& HandlerOfKind<cli::KindHandler, v1::AuditSpec::kUnlearning>() {
+  static const cli::Unlearning handler;
   return handler;
 }
 
-}  // namespace memaudit::cli
+}  // namespace memaudit

@@ -19,9 +19,6 @@ std::string UnlearningHtmlSection(const v1::AuditResults& results);
 // unlearning_attacks.csv and unlearning_summary.csv in `dir` (which exists).
 absl::Status WriteUnlearningCsv(const v1::AuditResults& results, const std::string& dir);
 
-// The unlearning audit's table, CSV files and report sections (kind_handler.h).
-const KindHandler& UnlearningHandler();
-
 }  // namespace memaudit::cli
 
 #endif  // MEMAUDIT_CLI_UNLEARNING_RENDER_H_

@@ -1,9 +1,10 @@
-// One handler per audit kind, for one layer of memaudit (coordinator,
-// worker, scorer, CLI). A layer lists its handlers in a KindTable, one entry
-// per kind; For() is the only switch over the kinds. A kind added to
-// spec.proto's `oneof kind` gets a member and a case here, and then the
-// compiler names every table without an entry for it (-Wextra's missing
-// initializer) and this switch if it lacks the case (-Wswitch).
+// One handler per audit kind, for each layer of memaudit (spec, worker,
+// scorer, CLI). A kind's handler is bound to its kind in the kind's own file,
+// by specializing HandlerOfKind for the layer's handler type; no table lists
+// the handlers in an order that could be swapped. A kind added to
+// spec.proto's `oneof kind` gets a case in KindHandlerFor (-Wswitch names it)
+// and a line in MEMAUDIT_DECLARE_KIND_HANDLERS; then every layer whose file
+// for the kind lacks its specialization fails to link.
 #ifndef MEMAUDIT_COMMON_KIND_TABLE_H_
 #define MEMAUDIT_COMMON_KIND_TABLE_H_
 
@@ -11,41 +12,47 @@
 
 namespace memaudit {
 
-template <class Handler>
-struct KindTable {
-  using Get = const Handler& (*)();
-  Get membership;
-  Get exposure;
-  Get forgetting;
-  Get unlearning;
-  Get relational;
+// Defined only as explicit specializations, one per (layer, kind), in the
+// kind's file of that layer, at namespace memaudit scope:
+//   template <>
+//   const spec::KindHandler& HandlerOfKind<spec::KindHandler, v1::AuditSpec::kMembership>() {...}
+template <class Handler, AuditKind K>
+const Handler& HandlerOfKind();
 
-  // The handler of `kind`; null for KIND_NOT_SET and for a kind whose entry
-  // is missing (the descriptor tests then fail).
-  const Handler* For(AuditKind kind) const {
-    Get get = nullptr;
-    switch (kind) {  // No default: see above.
-      case v1::AuditSpec::kMembership:
-        get = membership;
-        break;
-      case v1::AuditSpec::kExposure:
-        get = exposure;
-        break;
-      case v1::AuditSpec::kForgetting:
-        get = forgetting;
-        break;
-      case v1::AuditSpec::kUnlearning:
-        get = unlearning;
-        break;
-      case v1::AuditSpec::kRelational:
-        get = relational;
-        break;
-      case v1::AuditSpec::KIND_NOT_SET:
-        break;
-    }
-    return get == nullptr ? nullptr : &get();
+// Declares a layer's specializations (in its kind_handler.h, at namespace
+// memaudit scope), so that every use sees them declared.
+#define MEMAUDIT_DECLARE_KIND_HANDLERS(Handler)                        \
+  template <>                                                          \
+  const Handler& HandlerOfKind<Handler, v1::AuditSpec::kMembership>(); \
+  template <>                                                          \
+  const Handler& HandlerOfKind<Handler, v1::AuditSpec::kExposure>();   \
+  template <>                                                          \
+  const Handler& HandlerOfKind<Handler, v1::AuditSpec::kForgetting>(); \
+  template <>                                                          \
+  const Handler& HandlerOfKind<Handler, v1::AuditSpec::kUnlearning>(); \
+  template <>                                                          \
+  const Handler& HandlerOfKind<Handler, v1::AuditSpec::kRelational>()
+
+// The handler of `kind` in the layer whose handler type is Handler; null for
+// KIND_NOT_SET. The only switch over the kinds.
+template <class Handler>
+const Handler* KindHandlerFor(AuditKind kind) {
+  switch (kind) {  // No default: -Wswitch names a kind without a case.
+    case v1::AuditSpec::kMembership:
+      return &HandlerOfKind<Handler, v1::AuditSpec::kMembership>();
+    case v1::AuditSpec::kExposure:
+      return &HandlerOfKind<Handler, v1::AuditSpec::kExposure>();
+    case v1::AuditSpec::kForgetting:
+      return &HandlerOfKind<Handler, v1::AuditSpec::kForgetting>();
+    case v1::AuditSpec::kUnlearning:
+      return &HandlerOfKind<Handler, v1::AuditSpec::kUnlearning>();
+    case v1::AuditSpec::kRelational:
+      return &HandlerOfKind<Handler, v1::AuditSpec::kRelational>();
+    case v1::AuditSpec::KIND_NOT_SET:
+      break;
   }
-};
+  return nullptr;
+}
 
 }  // namespace memaudit
 

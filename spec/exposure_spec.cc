@@ -568,9 +568,14 @@ class Exposure final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& ExposureHandler() {
-  static const Exposure handler;
+}  // namespace memaudit::spec
+
+namespace memaudit {
+
+template <>
+const spec::KindHandler& HandlerOfKind<spec::KindHandler, v1::AuditSpec::kExposure>() {
+  static const spec::Exposure handler;
   return handler;
 }
 
-}  // namespace memaudit::spec
+}  // namespace memaudit

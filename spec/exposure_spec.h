@@ -36,9 +36,6 @@ uint64_t ExposureTaskSteps(const v1::ExposureAudit& e, uint32_t variant, bool wi
 uint64_t ExposureRecipeSteps(const v1::ExposureAudit& e, uint32_t batch_size, uint32_t epochs,
                              bool with_canaries);
 
-// Defaults, validation and plan of the exposure audit (kind_handler.h).
-const KindHandler& ExposureHandler();
-
 }  // namespace memaudit::spec
 
 #endif  // MEMAUDIT_SPEC_EXPOSURE_SPEC_H_

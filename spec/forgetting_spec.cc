@@ -462,9 +462,14 @@ class Forgetting final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& ForgettingHandler() {
-  static const Forgetting handler;
+}  // namespace memaudit::spec
+
+namespace memaudit {
+
+template <>
+const spec::KindHandler& HandlerOfKind<spec::KindHandler, v1::AuditSpec::kForgetting>() {
+  static const spec::Forgetting handler;
   return handler;
 }
 
-}  // namespace memaudit::spec
+}  // namespace memaudit

@@ -29,9 +29,6 @@ std::vector<uint64_t> DefaultForgettingEvalPoints(uint64_t steps_after);
 // ForgettingLmTrialSteps) exactly.
 uint64_t ForgettingTrialSteps(const v1::ForgettingAudit& f);
 
-// Defaults, validation and plan of the forgetting audit (kind_handler.h).
-const KindHandler& ForgettingHandler();
-
 }  // namespace memaudit::spec
 
 #endif  // MEMAUDIT_SPEC_FORGETTING_SPEC_H_

@@ -1,5 +1,3 @@
-#include "spec/membership_spec.h"
-
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +8,7 @@
 #include "common/steps.h"
 #include "spec/dataset_facts.h"
 #include "spec/dataset_rules.h"
+#include "spec/kind_handler.h"
 #include "spec/membership_packing.h"
 #include "spec/spec_rules.h"
 
@@ -218,9 +217,14 @@ class Membership final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& MembershipHandler() {
-  static const Membership handler;
+}  // namespace memaudit::spec
+
+namespace memaudit {
+
+template <>
+const spec::KindHandler& HandlerOfKind<spec::KindHandler, v1::AuditSpec::kMembership>() {
+  static const spec::Membership handler;
   return handler;
 }
 
-}  // namespace memaudit::spec
+}  // namespace memaudit

@@ -260,9 +260,14 @@ class Relational final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& RelationalHandler() {
-  static const Relational handler;
+}  // namespace memaudit::spec
+
+namespace memaudit {
+
+template <>
+const spec::KindHandler& HandlerOfKind<spec::KindHandler, v1::AuditSpec::kRelational>() {
+  static const spec::Relational handler;
   return handler;
 }
 
-}  // namespace memaudit::spec
+}  // namespace memaudit

@@ -16,9 +16,6 @@ namespace memaudit::spec {
 void ApplyRelationalDefaults(v1::RelationalAudit* r);
 void ValidateRelational(const v1::RelationalAudit& r, std::vector<SpecProblem>* problems);
 
-// Defaults, validation and plan of the relational audit (kind_handler.h).
-const KindHandler& RelationalHandler();
-
 }  // namespace memaudit::spec
 
 #endif  // MEMAUDIT_SPEC_RELATIONAL_SPEC_H_

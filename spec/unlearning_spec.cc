@@ -335,9 +335,14 @@ class Unlearning final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& UnlearningHandler() {
-  static const Unlearning handler;
+}  // namespace memaudit::spec
+
+namespace memaudit {
+
+template <>
+const spec::KindHandler& HandlerOfKind<spec::KindHandler, v1::AuditSpec::kUnlearning>() {
+  static const spec::Unlearning handler;
   return handler;
 }
 
-}  // namespace memaudit::spec
+}  // namespace memaudit

@@ -21,9 +21,6 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
 // from its slice checkpoint). Exact: the worker reports the same count.
 uint64_t UnlearningTaskSteps(const v1::AuditSpec& spec, bool target, uint32_t i);
 
-// Defaults, validation and plan of the unlearning audit (kind_handler.h).
-const KindHandler& UnlearningHandler();
-
 }  // namespace memaudit::spec
 
 #endif  // MEMAUDIT_SPEC_UNLEARNING_SPEC_H_

@@ -918,9 +918,14 @@ class Exposure final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& ExposureHandler() {
-  static const Exposure handler;
+}  // namespace memaudit::scorer
+
+namespace memaudit {
+
+template <>
+const scorer::KindHandler& HandlerOfKind<scorer::KindHandler, v1::AuditSpec::kExposure>() {
+  static const scorer::Exposure handler;
   return handler;
 }
 
-}  // namespace memaudit::scorer
+}  // namespace memaudit

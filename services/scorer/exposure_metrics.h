@@ -60,10 +60,6 @@ absl::StatusOr<std::vector<v1::ExportArray>> ExposureExport(ScorerStore& store,
 void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& results,
                      const std::string& team);
 
-// Observations, scoring, placeholder and gauges of the exposure audit
-// (kind_handler.h).
-const KindHandler& ExposureHandler();
-
 }  // namespace memaudit::scorer
 
 #endif  // MEMAUDIT_SERVICES_SCORER_EXPOSURE_METRICS_H_

@@ -782,9 +782,14 @@ class Forgetting final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& ForgettingHandler() {
-  static const Forgetting handler;
+}  // namespace memaudit::scorer
+
+namespace memaudit {
+
+template <>
+const scorer::KindHandler& HandlerOfKind<scorer::KindHandler, v1::AuditSpec::kForgetting>() {
+  static const scorer::Forgetting handler;
   return handler;
 }
 
-}  // namespace memaudit::scorer
+}  // namespace memaudit

@@ -60,10 +60,6 @@ uint64_t ForgettingProgress(const v1::AuditResults& results);
 void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& results,
                        const std::string& team);
 
-// Observations, scoring, placeholder and gauges of the forgetting audit
-// (kind_handler.h).
-const KindHandler& ForgettingHandler();
-
 }  // namespace memaudit::scorer
 
 #endif  // MEMAUDIT_SERVICES_SCORER_FORGETTING_METRICS_H_

@@ -499,9 +499,14 @@ class Membership final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& MembershipHandler() {
-  static const Membership handler;
+}  // namespace memaudit::scorer
+
+namespace memaudit {
+
+template <>
+const scorer::KindHandler& HandlerOfKind<scorer::KindHandler, v1::AuditSpec::kMembership>() {
+  static const scorer::Membership handler;
   return handler;
 }
 
-}  // namespace memaudit::scorer
+}  // namespace memaudit

@@ -74,10 +74,6 @@ absl::StatusOr<std::vector<v1::ExportArray>> MembershipExport(ScorerStore& store
                                                               const std::string& audit_id,
                                                               const v1::AuditSpec& spec);
 
-// Observations, scoring, placeholder, gauges and content-keyed reuse of the
-// membership audit (kind_handler.h).
-const KindHandler& MembershipHandler();
-
 }  // namespace memaudit::scorer
 
 #endif  // MEMAUDIT_SERVICES_SCORER_MEMBERSHIP_METRICS_H_

@@ -536,9 +536,14 @@ class Relational final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& RelationalHandler() {
-  static const Relational handler;
+}  // namespace memaudit::scorer
+
+namespace memaudit {
+
+template <>
+const scorer::KindHandler& HandlerOfKind<scorer::KindHandler, v1::AuditSpec::kRelational>() {
+  static const scorer::Relational handler;
   return handler;
 }
 
-}  // namespace memaudit::scorer
+}  // namespace memaudit

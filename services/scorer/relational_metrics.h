@@ -66,10 +66,6 @@ v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec);
 void PublishRelational(prometheus::Registry* metrics, const v1::AuditResults& results,
                        const std::string& team);
 
-// Observations, scoring, placeholder and gauges of the relational audit
-// (kind_handler.h).
-const KindHandler& RelationalHandler();
-
 }  // namespace memaudit::scorer
 
 #endif  // MEMAUDIT_SERVICES_SCORER_RELATIONAL_METRICS_H_

@@ -485,9 +485,14 @@ class Unlearning final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& UnlearningHandler() {
-  static const Unlearning handler;
+}  // namespace memaudit::scorer
+
+namespace memaudit {
+
+template <>
+const scorer::KindHandler& HandlerOfKind<scorer::KindHandler, v1::AuditSpec::kUnlearning>() {
+  static const scorer::Unlearning handler;
   return handler;
 }
 
-}  // namespace memaudit::scorer
+}  // namespace memaudit

@@ -72,10 +72,6 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreUnlearningFromStore(
 void PublishUnlearning(prometheus::Registry* metrics, const v1::AuditResults& results,
                        const std::string& team);
 
-// Observations, scoring, placeholder and gauges of the unlearning audit
-// (kind_handler.h).
-const KindHandler& UnlearningHandler();
-
 }  // namespace memaudit::scorer
 
 #endif  // MEMAUDIT_SERVICES_SCORER_UNLEARNING_METRICS_H_

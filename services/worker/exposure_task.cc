@@ -285,9 +285,14 @@ class Exposure final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& ExposureHandler() {
-  static const Exposure handler;
+}  // namespace memaudit::worker
+
+namespace memaudit {
+
+template <>
+const worker::KindHandler& HandlerOfKind<worker::KindHandler, v1::AuditSpec::kExposure>() {
+  static const worker::Exposure handler;
   return handler;
 }
 
-}  // namespace memaudit::worker
+}  // namespace memaudit

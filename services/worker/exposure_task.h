@@ -37,9 +37,6 @@ absl::StatusOr<std::vector<v1::Observation>> RunExposureModel(
     const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps,
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early = nullptr);
 
-// Runs the exposure audit's tasks (kind_handler.h).
-const KindHandler& ExposureHandler();
-
 }  // namespace memaudit::worker
 
 #endif  // MEMAUDIT_SERVICES_WORKER_EXPOSURE_TASK_H_

@@ -327,9 +327,14 @@ class Forgetting final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& ForgettingHandler() {
-  static const Forgetting handler;
+}  // namespace memaudit::worker
+
+namespace memaudit {
+
+template <>
+const worker::KindHandler& HandlerOfKind<worker::KindHandler, v1::AuditSpec::kForgetting>() {
+  static const worker::Forgetting handler;
   return handler;
 }
 
-}  // namespace memaudit::worker
+}  // namespace memaudit

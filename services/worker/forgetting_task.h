@@ -65,9 +65,6 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
     const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps,
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early);
 
-// Runs the forgetting audit's tasks (kind_handler.h).
-const KindHandler& ForgettingHandler();
-
 }  // namespace memaudit::worker
 
 #endif  // MEMAUDIT_SERVICES_WORKER_FORGETTING_TASK_H_

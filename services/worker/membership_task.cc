@@ -1,5 +1,3 @@
-#include "services/worker/membership_task.h"
-
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +7,7 @@
 #include "engine/classifier_run.h"
 #include "services/worker/classifier_model.h"
 #include "services/worker/engine_access.h"
+#include "services/worker/kind_handler.h"
 #include "services/worker/membership_target.h"
 #include "services/worker/task_progress.h"
 #include "spec/dataset_facts.h"
@@ -143,9 +142,14 @@ class Membership final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& MembershipHandler() {
-  static const Membership handler;
+}  // namespace memaudit::worker
+
+namespace memaudit {
+
+template <>
+const worker::KindHandler& HandlerOfKind<worker::KindHandler, v1::AuditSpec::kMembership>() {
+  static const worker::Membership handler;
   return handler;
 }
 
-}  // namespace memaudit::worker
+}  // namespace memaudit

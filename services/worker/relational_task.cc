@@ -190,9 +190,14 @@ class Relational final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& RelationalHandler() {
-  static const Relational handler;
+}  // namespace memaudit::worker
+
+namespace memaudit {
+
+template <>
+const worker::KindHandler& HandlerOfKind<worker::KindHandler, v1::AuditSpec::kRelational>() {
+  static const worker::Relational handler;
   return handler;
 }
 
-}  // namespace memaudit::worker
+}  // namespace memaudit

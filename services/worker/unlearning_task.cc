@@ -187,9 +187,14 @@ class Unlearning final : public KindHandler {
 
 }  // namespace
 
-const KindHandler& UnlearningHandler() {
-  static const Unlearning handler;
+}  // namespace memaudit::worker
+
+namespace memaudit {
+
+template <>
+const worker::KindHandler& HandlerOfKind<worker::KindHandler, v1::AuditSpec::kUnlearning>() {
+  static const worker::Unlearning handler;
   return handler;
 }
 
-}  // namespace memaudit::worker
+}  // namespace memaudit

@@ -35,9 +35,6 @@ std::vector<v1::Observation> UnlearningObservations(const v1::Task& task,
 absl::StatusOr<std::vector<v1::Observation>> RunUnlearningTask(
     const v1::Task& task, const std::function<bool(uint64_t steps, uint64_t examples)>& on_steps);
 
-// Runs the unlearning audit's tasks (kind_handler.h).
-const KindHandler& UnlearningHandler();
-
 }  // namespace memaudit::worker
 
 #endif  // MEMAUDIT_SERVICES_WORKER_UNLEARNING_TASK_H_

@@ -15,13 +15,16 @@ namespace {
 
 constexpr uint32_t kObservedWorkers = 2;
 
-// The gauge each kind's scorer publishes once its results exist.
-const char* ResultFamily(const std::string& kind) {
+// The gauge each kind's scorer publishes once its results exist; a kind
+// without one here fails the test instead of waiting on another kind's gauge.
+std::string ResultFamily(const std::string& kind) {
+  if (kind == "membership") return "memaudit_membership_auc_ratio";
   if (kind == "exposure") return "memaudit_exposure_log2";
   if (kind == "forgetting") return "memaudit_forgetting_mi_accuracy_ratio";
   if (kind == "unlearning") return "memaudit_unlearning_auc_ratio";
   if (kind == "relational") return "memaudit_relational_rm_norm_ratio";
-  return "memaudit_membership_auc_ratio";
+  ADD_FAILURE() << "no result gauge known for kind " << kind;
+  return "memaudit_no_such_family";
 }
 
 void Release(Observed*& observed) {
