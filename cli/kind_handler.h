@@ -1,7 +1,6 @@
 // How the CLI shows each audit kind's results. Each kind implements
-// KindHandler in its own file (<kind>_render.cc) and has one line in
-HandlerFor(kind_handlers.cc);
-nothing else dispatches on the kind.
+// KindHandler in its own file (<kind>_render.cc) and binds it to its kind there
+// (HandlerOfKind, common/kind_table.h); HandlerFor is the one dispatch on the kind.
 #ifndef MEMAUDIT_CLI_KIND_HANDLER_H_
 #define MEMAUDIT_CLI_KIND_HANDLER_H_
 
@@ -12,29 +11,28 @@ nothing else dispatches on the kind.
 #include "common/kind_table.h"
 #include "memaudit/v1/results.pb.h"
 
-    namespace memaudit::cli {
+namespace memaudit::cli {
 
-  class KindHandler {
-   public:
-    virtual ~KindHandler() = default;
+class KindHandler {
+ public:
+  virtual ~KindHandler() = default;
 
-    // Complete results as the terminal table `memaudit run` and `report` print.
-    virtual std::string Table(const v1::AuditResults& results) const = 0;
+  // Complete results as the terminal table `memaudit run` and `report` print.
+  virtual std::string Table(const v1::AuditResults& results) const = 0;
 
-    // Writes the kind's CSV files into the existing directory `dir`.
-    virtual absl::Status WriteCsv(const v1::AuditResults& results,
-                                  const std::string& dir) const = 0;
+  // Writes the kind's CSV files into the existing directory `dir`.
+  virtual absl::Status WriteCsv(const v1::AuditResults& results, const std::string& dir) const = 0;
 
-    // The HTML report's body for complete results: plots, then numbers.
-    virtual std::string HtmlSections(const v1::AuditResults& results) const = 0;
+  // The HTML report's body for complete results: plots, then numbers.
+  virtual std::string HtmlSections(const v1::AuditResults& results) const = 0;
 
-    // The report header's size rows (<tr>...</tr>); by default models x
-    // examples and the member / non-member score counts.
-    virtual std::string HtmlSizeRows(const v1::AuditResults& results) const;
-  };
+  // The report header's size rows (<tr>...</tr>); by default models x
+  // examples and the member / non-member score counts.
+  virtual std::string HtmlSizeRows(const v1::AuditResults& results) const;
+};
 
-  // The handler of `kind`; null for KIND_NOT_SET.
-  const KindHandler* HandlerFor(AuditKind kind);
+// The handler of `kind`; null for KIND_NOT_SET.
+const KindHandler* HandlerFor(AuditKind kind);
 
 }  // namespace memaudit::cli
 
