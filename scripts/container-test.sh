@@ -382,12 +382,12 @@ worker_sigterms() {  # NAME SEED
   local name=$1 c="$pod-worker-0" id st t started i
   t=$SECONDS
   # worker-0 alone, so that each SIGTERM lands on the worker holding the
-  # tasks, with four times the epochs, and each SIGTERM 2 s into a task (which
-  # it sets back to 0): the audit outlasts three SIGTERMs unless a machine
-  # trains its 4 x 32,000 steps in under 2 s (the quickstart runs at about
-  # 2,000 steps/s on 2 cores).
+  # tasks, with eight times the epochs, and each SIGTERM 2 s into a task
+  # (which it sets back to 0). On 2 cores here worker-0 trains about 6,000
+  # steps/s, so the 256,000 steps outlast three SIGTERMs (3 s apart here) on
+  # any machine under some ten times that speed.
   podman stop -t 30 "$pod-worker-1" >/dev/null
-  id=$(submit "$(disrupt_spec "$2" 2000)")
+  id=$(submit "$(disrupt_spec "$2" 4000)")
   for i in 1 2 3; do
     if ! wait_running "$id" 0 300; then
       record "$name" FAIL $((SECONDS - t)) "no task running before SIGTERM $i"
