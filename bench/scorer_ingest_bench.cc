@@ -47,6 +47,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "audits/membership/scorer_metrics.h"
 #include "bench/bench_util.h"
 #include "bench/proc_stats.h"
 #include "cli/embedded_cluster.h"
@@ -57,7 +58,6 @@
 #include "common/tls.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
-#include "services/scorer/membership_metrics.h"
 
 namespace {
 
@@ -67,7 +67,7 @@ using memaudit::bench::Median;
 using memaudit::bench::Seconds;
 namespace v1 = memaudit::v1;
 
-// services/scorer/membership_metrics.cc's RequiredMembershipSignals (the
+// audits/membership/scorer_metrics.cc's RequiredMembershipSignals (the
 // scorer's library is not linked here): what every model sends.
 std::vector<std::string> RequiredSignals(const v1::MembershipAudit& m) {
   std::vector<std::string> signals = {memaudit::scorer::kPhiSignal, memaudit::scorer::kLossSignal};

@@ -70,7 +70,8 @@ struct ReportFiles {
   std::string json_path;
   std::string html_path;
   std::string csv_dir;
-  // Membership audits: the layout ML Privacy Meter reads (privacy_meter_export.h).
+  // Membership audits: the layout ML Privacy Meter reads
+  // (audits/membership/cli_privacy_meter_export.h).
   std::string privacy_meter_dir;
   // The per-example arrays (docs/export.md): .npy and CSV files in a
   // directory, or one .npz.

@@ -1,5 +1,5 @@
 // How the CLI shows each audit kind's results. Each kind implements
-// KindHandler in its own file (<kind>_render.cc) and binds it to its kind there
+// KindHandler in its folder (audits/<kind>/cli_render.cc) and binds it to its kind there
 // (HandlerOfKind, common/kind_table.h); HandlerFor is the one dispatch on the kind.
 #ifndef MEMAUDIT_CLI_KIND_HANDLER_H_
 #define MEMAUDIT_CLI_KIND_HANDLER_H_

@@ -216,4 +216,8 @@ void ProgressPrinter::Finish() {
   std::fflush(out_);
 }
 
+std::string InsertedLabel(uint32_t repeats) {
+  return repeats == 0 ? "control" : absl::StrCat("x", repeats);
+}
+
 }  // namespace memaudit::cli

@@ -31,6 +31,9 @@ std::string ResultsTable(const v1::AuditResults& results);
 std::string RenderResults(const v1::AuditResults& results, OutputFormat format);
 std::string RenderAudits(const std::vector<v1::Audit>& audits, OutputFormat format);
 std::string StateName(v1::AuditState state);
+// A canary's insertion count as tables and plots print it: "control" for a
+// never-inserted canary, else "x<repeats>".
+std::string InsertedLabel(uint32_t repeats);
 
 // Draws "[####....] 12/16 tasks  2,301/3,000 steps  41 steps/s  ETA 0:17" in
 // place on a terminal; on anything else prints only task-level events.

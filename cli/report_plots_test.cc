@@ -1,7 +1,5 @@
 // The report's plots on hand-built results: each draws the series and labels
 // its results hold, and nothing non-finite reaches the SVG.
-#include "cli/report_plots.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,7 +9,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "audits/exposure/cli_plots.h"
+#include "audits/forgetting/cli_plots.h"
 #include "audits/membership/attacks.h"
+#include "audits/membership/cli_plots.h"
+#include "audits/relational/cli_plots.h"
+#include "audits/unlearning/cli_plots.h"
 #include "cli/html_report.h"
 #include "common/audit_kinds.h"
 #include "gmock/gmock.h"

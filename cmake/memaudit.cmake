@@ -39,3 +39,21 @@ function(memaudit_skip_torch_pch)
   set_source_files_properties(${ARGN} DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
                               PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
 endfunction()
+
+# Each audit kind's files of one layer: audits/<kind>/<layer>*.cc, found by
+# name so that a kind's folder joins every layer without a line elsewhere.
+# Sets <layer>_kind_sources and <layer>_kind_tests in the caller's scope.
+function(memaudit_kind_files layer)
+  file(GLOB files CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/audits/*/${layer}*.cc)
+  set(sources)
+  set(tests)
+  foreach(file IN LISTS files)
+    if(file MATCHES "_test\\.cc$")
+      list(APPEND tests ${file})
+    else()
+      list(APPEND sources ${file})
+    endif()
+  endforeach()
+  set(${layer}_kind_sources ${sources} PARENT_SCOPE)
+  set(${layer}_kind_tests ${tests} PARENT_SCOPE)
+endfunction()

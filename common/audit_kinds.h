@@ -1,11 +1,8 @@
 // The audit kinds are the fields of spec.proto's `oneof kind`; this file
 // reads them from the descriptor, so a kind added there is known everywhere.
-// Each layer keeps one table from kind to its handler, a switch without a
-// default so the compiler names a kind that has none:
-//   coordinator  services/coordinator/kind_handlers.cc  (defaults, validation, plan)
-//   worker       services/worker/kind_handlers.cc       (training a task)
-//   scorer       services/scorer/kind_handlers.cc       (observations, scoring, gauges)
-//   CLI          cli/kind_handlers.cc                   (table, CSV, HTML report)
+// Each kind's code is one folder, audits/<kind>/, with a file per layer
+// (spec*, worker*, scorer*, cli*); common/kind_table.h binds each layer's
+// handlers to the kinds.
 #ifndef MEMAUDIT_COMMON_AUDIT_KINDS_H_
 #define MEMAUDIT_COMMON_AUDIT_KINDS_H_
 

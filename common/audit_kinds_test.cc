@@ -1,5 +1,8 @@
 #include "common/audit_kinds.h"
 
+#include <iterator>
+
+#include "common/kind_table.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -15,6 +18,13 @@ TEST(AuditKindsTest, ListsTheKindsOfTheOneofInOrder) {
                                      v1::AuditSpec::kRelational));
   EXPECT_EQ(kinds.size(), static_cast<size_t>(
                               v1::AuditSpec::descriptor()->FindOneofByName("kind")->field_count()));
+}
+
+// The one declaration (MEMAUDIT_AUDIT_KINDS) lists the descriptor's kinds in
+// its order: a kind left out, or two swapped, fails here.
+TEST(AuditKindsTest, TheDeclarationListsTheOneofsKindsInOrder) {
+  EXPECT_EQ(std::vector<AuditKind>(std::begin(kDeclaredAuditKinds), std::end(kDeclaredAuditKinds)),
+            AllAuditKinds());
 }
 
 TEST(AuditKindsTest, NamesRoundTrip) {

@@ -51,7 +51,7 @@ constexpr uint32_t kDatasetSize = 60000;
 constexpr uint32_t kPoolSize = 100;
 constexpr uint32_t kModels = 4;
 
-// The dataset rows model `model` trains on, as services/worker/membership_task.cc
+// The dataset rows model `model` trains on, as audits/membership/worker_task.cc
 // selects them: pool positions whose keep bit is set, in pool order.
 std::vector<uint32_t> TrainingRows(uint32_t model) {
   const std::vector<uint32_t> pool = AuditPool(kSeed, kDatasetSize, kPoolSize);
@@ -103,7 +103,7 @@ TEST(SeedingGoldenTest, AuditPoolAndPopulation) {
 }
 
 // Other kinds draw their pools through a derived seed
-// (services/worker/{forgetting,unlearning}_task.cc).
+// (audits/{forgetting,unlearning}/worker_task.cc).
 TEST(SeedingGoldenTest, DerivedPoolsOfOtherKinds) {
   const std::vector<uint32_t> forgetting =
       AuditPool(DeriveSeed(kSeed, "forgetting/pool", 0), kDatasetSize, kPoolSize);

@@ -1,6 +1,6 @@
 // How SISA cuts a training list into shards and slices: the one definition
 // the engine trains by (engine/sisa.cc) and the planner counts steps by
-// (common/unlearning_signals.h). A seeded permutation of the n entries, cut
+// (audits/unlearning/signals.h). A seeded permutation of the n entries, cut
 // into `shards` contiguous runs of near-equal size, each cut into `slices`.
 #ifndef MEMAUDIT_COMMON_SISA_LAYOUT_H_
 #define MEMAUDIT_COMMON_SISA_LAYOUT_H_

@@ -19,18 +19,18 @@
 namespace memaudit::engine {
 
 struct EngineApi {
-  decltype(&SetDefaultDevice) set_default_device;
-  decltype(&SetMatmulPrecision) set_matmul_precision;
-  decltype(&RunClassifiers) run_classifiers;
-  decltype(&EvaluateTorchScriptClassifier) evaluate_torchscript_classifier;
-  decltype(&RunExposure) run_exposure;
-  decltype(&RunForgetting) run_forgetting;
-  decltype(&RunForgettingLm) run_forgetting_lm;
-  decltype(&ForgettingCandidateLosses) forgetting_candidate_losses;
-  decltype(&PickByLoss) pick_by_loss;
-  decltype(&RunUnlearning) run_unlearning;
-  decltype(&RunPhoneBook) run_phone_book;
-  decltype(&RunLinearRelational) run_linear_relational;
+  decltype(&SetDefaultDevice) set_default_device = nullptr;
+  decltype(&SetMatmulPrecision) set_matmul_precision = nullptr;
+  decltype(&RunClassifiers) run_classifiers = nullptr;
+  decltype(&EvaluateTorchScriptClassifier) evaluate_torchscript_classifier = nullptr;
+  decltype(&RunExposure) run_exposure = nullptr;
+  decltype(&RunForgetting) run_forgetting = nullptr;
+  decltype(&RunForgettingLm) run_forgetting_lm = nullptr;
+  decltype(&ForgettingCandidateLosses) forgetting_candidate_losses = nullptr;
+  decltype(&PickByLoss) pick_by_loss = nullptr;
+  decltype(&RunUnlearning) run_unlearning = nullptr;
+  decltype(&RunPhoneBook) run_phone_book = nullptr;
+  decltype(&RunLinearRelational) run_linear_relational = nullptr;
 };
 
 // The table of the engine linked into this program.

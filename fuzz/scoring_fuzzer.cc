@@ -15,9 +15,9 @@
 #include <string>
 
 #include "audits/membership/attacks.h"
+#include "audits/membership/scorer_metrics.h"
 #include "google/protobuf/stubs/logging.h"
 #include "prometheus/registry.h"
-#include "services/scorer/membership_metrics.h"
 #include "services/scorer/scorer.h"
 #include "services/scorer/scorer_store.h"
 #include "spec/spec_validator.h"

@@ -24,8 +24,8 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMEMAUDIT_PCH=OFF \
   -DMEMAUDIT_SANITIZE="$sanitizers" -DMEMAUDIT_FUZZ="$fuzz" -DMEMAUDIT_BUILD_BENCH=OFF >/dev/null
 
-tests=(common_test data_test security_test scoring_test attacks_test spec_test coordinator_test worker_service_test exposure_spec_test relational_spec_test
-  scorer_test relational_metrics_test unlearning_metrics_test)
+# One test binary per layer; each holds every kind's tests of that layer (audits/<kind>/<layer>*_test.cc).
+tests=(common_test data_test security_test scoring_test attacks_test spec_test coordinator_test worker_service_test scorer_test)
 fuzzers=()
 [ "$fuzz" = ON ] && fuzzers=(spec_fuzzer observation_fuzzer scoring_fuzzer report_fuzzer export_fuzzer
   data_source_fuzzer)

@@ -1,5 +1,5 @@
 // What the coordinator does differently for each audit kind. Each kind
-// implements KindHandler in its own file (<kind>_spec.cc) and binds it to its kind there
+// implements KindHandler in its folder (audits/<kind>/spec.cc) and binds it to its kind there
 // (HandlerOfKind, common/kind_table.h); HandlerFor is the one dispatch on the kind.
 #ifndef MEMAUDIT_SPEC_KIND_HANDLER_H_
 #define MEMAUDIT_SPEC_KIND_HANDLER_H_

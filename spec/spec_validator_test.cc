@@ -5,10 +5,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "audits/exposure/spec.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "spec/exposure_spec.h"
 #include "spec/spec_rules.h"
 #include "spec/test_specs.h"
 

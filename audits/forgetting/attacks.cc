@@ -5,7 +5,7 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
-#include "common/forgetting_signals.h"
+#include "audits/forgetting/signals.h"
 #include "scoring/calibrated_scores.h"
 #include "scoring/lira.h"
 

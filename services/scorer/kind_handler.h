@@ -1,5 +1,5 @@
 // What the scorer does differently for each audit kind. Each kind implements
-// KindHandler in its own file (<kind>_metrics.cc) and binds it to its kind there
+// KindHandler in its folder (audits/<kind>/scorer_metrics.cc) and binds it to its kind there
 // (HandlerOfKind, common/kind_table.h); HandlerFor is the one dispatch on the kind.
 #ifndef MEMAUDIT_SERVICES_SCORER_KIND_HANDLER_H_
 #define MEMAUDIT_SERVICES_SCORER_KIND_HANDLER_H_

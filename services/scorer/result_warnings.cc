@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "audits/exposure/signals.h"
 #include "audits/membership/attacks.h"
-#include "common/exposure_signals.h"
 #include "spec/dataset_facts.h"
 
 namespace memaudit::scorer {

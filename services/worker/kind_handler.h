@@ -1,5 +1,5 @@
 // How a worker trains one task of each audit kind. Each kind implements
-// KindHandler in its own file (<kind>_task.cc) and binds it to its kind there
+// KindHandler in its folder (audits/<kind>/worker_task.cc) and binds it to its kind there
 // (HandlerOfKind, common/kind_table.h); HandlerFor is the one dispatch on the kind.
 #ifndef MEMAUDIT_SERVICES_WORKER_KIND_HANDLER_H_
 #define MEMAUDIT_SERVICES_WORKER_KIND_HANDLER_H_
