@@ -251,10 +251,11 @@ int RunCommand(const RunOptions& options) {
   cluster_options.workers = options.workers;
   cluster_options.lease_ttl_ms = options.lease_ttl_ms;
   cluster_options.data_roots = roots->roots();
-  // Each worker offers what one task of this spec needs, or the audit would
-  // wait for a worker that can never come.
+  // Each worker offers what one task of this spec needs, in the numerics it
+  // asks for, or the audit would wait for a worker that can never come.
   cluster_options.worker_args = {
-      "--threads", absl::StrCat(std::max<uint32_t>(1, spec->resources().threads_per_task()))};
+      "--threads", absl::StrCat(std::max<uint32_t>(1, spec->resources().threads_per_task())),
+      "--numerics", spec->resources().numerics()};
   std::fprintf(stderr, "starting scorer, coordinator and %u worker(s) in %s\n", options.workers,
                cluster_options.dir.c_str());
   // Ctrl-C or a kill stops the local services too, instead of orphaning them.

@@ -225,7 +225,7 @@ absl::Status EmbeddedCluster::StartCoordinator(int port) {
   return absl::OkStatus();
 }
 
-absl::Status EmbeddedCluster::AddWorker() {
+absl::Status EmbeddedCluster::AddWorker(const std::vector<std::string>& env) {
   const std::string name = absl::StrCat("worker-", workers_.size());
   if (!options_.insecure) {
     MEMAUDIT_ASSIGN_OR_RETURN(PemPair pem, ca_->Issue({"worker", name}));
@@ -252,6 +252,11 @@ absl::Status EmbeddedCluster::AddWorker() {
   for (std::string& arg : DataRootArgs(options_.data_roots)) argv.push_back(std::move(arg));
   argv.insert(argv.end(), options_.worker_args.begin(), options_.worker_args.end());
   for (std::string& arg : TlsArgs(name)) argv.push_back(std::move(arg));
+  if (!env.empty()) {
+    std::vector<std::string> with_env = {"/usr/bin/env"};
+    with_env.insert(with_env.end(), env.begin(), env.end());
+    argv.insert(argv.begin(), with_env.begin(), with_env.end());
+  }
   MEMAUDIT_ASSIGN_OR_RETURN(auto process,
                             Subprocess::Spawn(argv, absl::StrCat(options_.dir, "/", name, ".log")));
   workers_.push_back(std::move(process));

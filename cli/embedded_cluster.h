@@ -67,7 +67,9 @@ class EmbeddedCluster {
   int coordinator_metrics_port() const { return coordinator_metrics_port_; }
   int scorer_metrics_port() const { return scorer_metrics_port_; }
 
-  absl::Status AddWorker();
+  // Starts one more worker; `env` ("NAME=value" entries) is added to its
+  // environment (tests start workers that differ, e.g. in numeric class).
+  absl::Status AddWorker(const std::vector<std::string>& env = {});
   size_t worker_count() const { return workers_.size(); }
   // Worker i's /metrics port; waits for the worker to start serving it.
   // 0 if it never does (see its log).

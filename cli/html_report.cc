@@ -63,6 +63,9 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
                                    : absl::StrFormat("<tr><th>submitted</th><td>%s</td></tr>",
                                                      FormatTime(audit.created_unix_ms())),
       kind != nullptr ? kind->HtmlSizeRows(results) : "",
+      absl::StrFormat("<tr><th>numerics</th><td>%s</td></tr>",
+                      HtmlEscape(NumericsLine(results.has_spec() ? results.spec().resources()
+                                                                 : audit.spec().resources()))),
       // The code that scored the results, when they say; else this report's.
       absl::StrFormat("<tr><th>code version</th><td>%s</td></tr>",
                       HtmlEscape(results.version().empty() ? CodeVersion() : results.version())),

@@ -15,6 +15,7 @@
 #include "cli/kind_handler.h"
 #include "common/audit_kinds.h"
 #include "common/event_types.h"
+#include "common/numerics.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit::cli {
@@ -129,7 +130,19 @@ std::string ResultsTable(const v1::AuditResults& r) {
     absl::StrAppend(&table, "warning (", w.code(), "): ", w.message(), "\n");
   }
   absl::StrAppend(&table, ReusedLines(r));
+  if (r.has_spec()) absl::StrAppend(&table, "numerics: ", NumericsLine(r.spec().resources()), "\n");
   return table;
+}
+
+std::string NumericsLine(const v1::Resources& resources) {
+  if (resources.gpus_per_task() > 0) return "CUDA (a class of its own, docs/engine.md)";
+  if (resources.numerics() == kNativeNumerics) {
+    return absl::StrCat(
+        "native, class ",
+        resources.numeric_class().empty() ? "not chosen yet" : resources.numeric_class(),
+        " (the same bits on CPUs of that class only)");
+  }
+  return "portable (AVX2 kernels: the same bits on every x86-64 CPU with AVX2 and FMA)";
 }
 
 std::string RenderResults(const v1::AuditResults& results, OutputFormat format) {

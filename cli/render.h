@@ -28,6 +28,8 @@ std::string HtmlEscape(absl::string_view text);
 absl::Status WriteFile(const std::string& path, const std::string& text);
 
 std::string ResultsTable(const v1::AuditResults& results);
+// How the audit's models computed (resources.numerics, common/numerics.h).
+std::string NumericsLine(const v1::Resources& resources);
 std::string RenderResults(const v1::AuditResults& results, OutputFormat format);
 std::string RenderAudits(const std::vector<v1::Audit>& audits, OutputFormat format);
 std::string StateName(v1::AuditState state);

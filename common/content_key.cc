@@ -28,6 +28,8 @@ std::string MembershipModelKey(const v1::AuditSpec& spec, uint32_t index) {
   decisive.mutable_resources()->set_threads_per_task(spec.resources().threads_per_task());
   // A model trained on a GPU differs from one trained on the CPU.
   decisive.mutable_resources()->set_gpus_per_task(spec.resources().gpus_per_task());
+  // Portable and native kernels round differently.
+  decisive.mutable_resources()->set_numerics(spec.resources().numerics());
   const v1::MembershipAudit& m = spec.membership();
   v1::MembershipAudit* d = decisive.mutable_membership();
   *d->mutable_dataset() = m.dataset();

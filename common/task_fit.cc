@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/numerics.h"
 
 namespace memaudit {
 
@@ -11,12 +13,26 @@ TaskNeeds NeedsOf(const v1::Resources& resources) {
   needs.threads = std::max<uint32_t>(resources.threads_per_task(), 1);
   needs.gpus = resources.gpus_per_task();
   needs.memory_mb = resources.memory_mb_per_task();
+  if (resources.numerics() == kNativeNumerics) {
+    needs.numeric_class =
+        resources.numeric_class().empty() ? kNativeNumerics : resources.numeric_class();
+  }
   return needs;
+}
+
+bool NumericsFit(const TaskNeeds& needs, const std::string& worker_class) {
+  const std::string& have = worker_class.empty() ? kPortableNumericClass : worker_class;
+  if (needs.numeric_class == kNativeNumerics) {
+    return absl::StartsWith(have, absl::StrCat(kNativeNumerics, "/"));
+  }
+  return have == needs.numeric_class;
 }
 
 bool Fits(const TaskNeeds& needs, const v1::WorkerCapabilities& total,
           const v1::WorkerCapabilities& free) {
   if ((needs.gpus > 0) != (total.gpus() > 0)) return false;
+  // CUDA results are a class of their own whatever the spec's numerics.
+  if (needs.gpus == 0 && !NumericsFit(needs, total.numeric_class())) return false;
   if (needs.threads > free.threads() || needs.gpus > free.gpus()) return false;
   return needs.memory_mb == 0 || needs.memory_mb <= free.memory_mb();
 }
@@ -38,6 +54,9 @@ std::string CapabilityProblem(const v1::WorkerCapabilities& total,
   if (total.memory_mb() > kMaxWorkerMemoryMb) {
     return absl::StrCat("capabilities.memory_mb: must be at most ", kMaxWorkerMemoryMb, " (got ",
                         total.memory_mb(), ")");
+  }
+  if (std::string problem = NumericClassProblem(total.numeric_class()); !problem.empty()) {
+    return absl::StrCat("capabilities.numeric_class: ", problem);
   }
   if (free.threads() > total.threads()) return "free.threads: more than capabilities.threads";
   if (free.gpus() > total.gpus()) return "free.gpus: more than capabilities.gpus";

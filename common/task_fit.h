@@ -27,7 +27,15 @@ struct TaskNeeds {
   uint32_t threads = 1;
   uint32_t gpus = 0;
   uint64_t memory_mb = 0;  // 0 = unstated
+  // CPU tasks: the numeric class a worker must have (common/numerics.h):
+  // "portable", a native class, or "native" for any native class (an audit
+  // not yet pinned to one).
+  std::string numeric_class = "portable";
 };
+
+// Whether a worker of `worker_class` ("" = portable) computes a CPU task as
+// `needs` requires.
+bool NumericsFit(const TaskNeeds& needs, const std::string& worker_class);
 
 // From the spec's resources (defaults applied: threads_per_task 0 is 1).
 TaskNeeds NeedsOf(const v1::Resources& resources);
@@ -35,6 +43,7 @@ TaskNeeds NeedsOf(const v1::Resources& resources);
 // Whether a worker offering `total` in all with `free` free now takes a
 // task needing `needs`. A GPU worker (total.gpus > 0) takes GPU tasks only
 // and a CPU worker CPU tasks only: where a task trains follows from its spec.
+// A CPU task goes to a worker of its numeric class only (NumericsFit).
 bool Fits(const TaskNeeds& needs, const v1::WorkerCapabilities& total,
           const v1::WorkerCapabilities& free);
 

@@ -45,6 +45,33 @@ TEST(TaskFitTest, GpuTasksAndCpuTasksNeverCross) {
   EXPECT_FALSE(Fits({1, 1, 0}, Caps(4, 1, 0), Caps(4, 0, 0)));  // its GPU is busy
 }
 
+TEST(TaskFitTest, ACpuTaskGoesToAWorkerOfItsNumericClassOnly) {
+  v1::Resources r;
+  EXPECT_EQ(NeedsOf(r).numeric_class, "portable");  // the default
+  r.set_numerics("native");
+  EXPECT_EQ(NeedsOf(r).numeric_class, "native");  // not pinned yet: any native class
+  r.set_numeric_class("native/GenuineIntel-6-143");
+  EXPECT_EQ(NeedsOf(r).numeric_class, "native/GenuineIntel-6-143");
+
+  v1::WorkerCapabilities portable = Caps(4, 0, 0), older = Caps(4, 0, 0), intel = Caps(4, 0, 0),
+                         amd = Caps(4, 0, 0), gpu = Caps(4, 1, 0);
+  portable.set_numeric_class("portable");
+  intel.set_numeric_class("native/GenuineIntel-6-143");
+  amd.set_numeric_class("native/AuthenticAMD-26-2");
+  const TaskNeeds p{1, 0, 0, "portable"}, any_native{1, 0, 0, "native"},
+      pinned{1, 0, 0, "native/GenuineIntel-6-143"};
+  EXPECT_TRUE(Fits(p, portable, portable));
+  EXPECT_TRUE(Fits(p, older, older)) << "a worker that names no class is portable";
+  EXPECT_FALSE(Fits(p, intel, intel));
+  EXPECT_FALSE(Fits(any_native, portable, portable));
+  EXPECT_TRUE(Fits(any_native, intel, intel));
+  EXPECT_TRUE(Fits(any_native, amd, amd));
+  EXPECT_TRUE(Fits(pinned, intel, intel));
+  EXPECT_FALSE(Fits(pinned, amd, amd));
+  // CUDA is a class of its own: the spec's numerics do not choose GPU workers.
+  EXPECT_TRUE(Fits({1, 1, 0, "native/GenuineIntel-6-143"}, gpu, gpu));
+}
+
 TEST(TaskFitTest, ClaimsAreBoundedAndFreeIsWithinTotal) {
   EXPECT_EQ(CapabilityProblem(Caps(4, 1, 1024), Caps(2, 0, 512)), "");
   EXPECT_EQ(CapabilityProblem(Caps(0, 0, 0), Caps(0, 0, 0)), "");
@@ -57,6 +84,9 @@ TEST(TaskFitTest, ClaimsAreBoundedAndFreeIsWithinTotal) {
               HasSubstr("capabilities.gpus"));
   EXPECT_THAT(CapabilityProblem(Caps(4, 0, kMaxWorkerMemoryMb + 1), Caps(1, 0, 0)),
               HasSubstr("capabilities.memory_mb"));
+  v1::WorkerCapabilities odd_class = Caps(1, 0, 0);
+  odd_class.set_numeric_class("native/<script>");
+  EXPECT_THAT(CapabilityProblem(odd_class, Caps(1, 0, 0)), HasSubstr("capabilities.numeric_class"));
   EXPECT_THAT(CapabilityProblem(Caps(4, 0, 0), Caps(5, 0, 0)), HasSubstr("free.threads"));
   EXPECT_THAT(CapabilityProblem(Caps(4, 0, 100), Caps(4, 0, 101)), HasSubstr("free.memory_mb"));
 }

@@ -3,9 +3,11 @@
 #include <algorithm>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/membership_tasks.h"
+#include "common/numerics.h"
 #include "common/spec_paths.h"
 #include "common/status_grpc.h"
 #include "common/task_fit.h"
@@ -24,6 +26,7 @@ void ApplyDefaults(v1::AuditSpec* spec) {
   v1::Resources* r = spec->mutable_resources();
   if (r->threads_per_task() == 0) r->set_threads_per_task(1);
   if (r->max_attempts() == 0) r->set_max_attempts(3);
+  if (r->numerics().empty()) r->set_numerics(kPortableNumerics);
   if (const KindHandler* kind = HandlerFor(spec->kind_case())) kind->ApplyDefaults(spec);
 }
 
@@ -51,6 +54,20 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
   if (spec.resources().priority() < -100 || spec.resources().priority() > 100) {
     problems.push_back({"resources.priority", absl::StrCat("must be in [-100, 100] (got ",
                                                            spec.resources().priority(), ")")});
+  }
+  const v1::Resources& r = spec.resources();
+  if (!r.numerics().empty() && !ParseNumericsMode(r.numerics()).ok()) {
+    problems.push_back({"resources.numerics", absl::StrCat("must be portable or native (got \"",
+                                                           r.numerics().substr(0, 32), "\")")});
+  }
+  if (std::string problem = NumericClassProblem(r.numeric_class()); !problem.empty()) {
+    problems.push_back({"resources.numeric_class", problem});
+  } else if (!r.numeric_class().empty() &&
+             (r.numerics() != kNativeNumerics ||
+              !absl::StartsWith(r.numeric_class(), absl::StrCat(kNativeNumerics, "/")))) {
+    problems.push_back({"resources.numeric_class",
+                        "names a native class (\"native/...\", a worker's numeric_class) and "
+                        "needs resources.numerics: native"});
   }
   const KindHandler* kind = HandlerFor(spec.kind_case());
   if (kind == nullptr) {

@@ -93,6 +93,28 @@ TEST(SpecValidatorTest, PriorityIsBounded) {
               HasSubstr("resources.priority: must be in [-100, 100] (got -101)"));
 }
 
+TEST(SpecValidatorTest, NumericsArePortableByDefaultAndANativeClassNeedsNativeMode) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  ApplyDefaults(&spec);
+  EXPECT_EQ(spec.resources().numerics(), "portable");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  spec.mutable_resources()->set_numerics("native");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  spec.mutable_resources()->set_numeric_class("native/GenuineIntel-6-143/DNNL_MAX_CPU_ISA=AVX2");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec)) << "a team may name the class it wants";
+
+  spec.mutable_resources()->set_numerics("fastest");
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("resources.numerics: must be portable or native (got \"fastest\")"));
+  spec.mutable_resources()->set_numerics("portable");
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("resources.numeric_class: names a native class"));
+  spec.mutable_resources()->set_numerics("native");
+  spec.mutable_resources()->set_numeric_class("native/<x>");
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("resources.numeric_class: may hold only"));
+}
+
 // The reference code's variant is accepted when named, never added by default.
 TEST(SpecValidatorTest, ReferenceAttackVariantsAreNamedNotDefault) {
   v1::AuditSpec spec = SmallMembershipSpec(6);

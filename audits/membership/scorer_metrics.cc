@@ -10,6 +10,7 @@
 #include "audits/membership/attacks.h"
 #include "common/content_key.h"
 #include "common/membership_tasks.h"
+#include "common/numerics.h"
 #include "common/parallel_for.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
@@ -477,6 +478,9 @@ class Membership final : public KindHandler {
                                                              const v1::AuditSpec& spec,
                                                              bool cross_team) const override {
     std::vector<v1::ReusedRun> reused;
+    // Native numerics: the class a model was trained in is not known here,
+    // so such models neither reuse nor are reused (docs/engine.md).
+    if (spec.resources().numerics() == kNativeNumerics) return reused;
     for (uint32_t run = 0; run < spec.membership().reference_models(); ++run) {
       const std::string key = MembershipModelKey(spec, run);
       MEMAUDIT_RETURN_IF_ERROR(store.PutModelKey(audit_id, run, key));

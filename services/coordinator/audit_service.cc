@@ -378,7 +378,14 @@ grpc::Status AuditServiceImpl::GetReport(grpc::ServerContext* ctx, const v1::Get
   get.set_audit_id(req->audit_id());
   grpc::ClientContext scorer_ctx;
   SetDeadline(&scorer_ctx, kScorerDeadlineMs);
-  return Bounded(scorer_->GetResults(&scorer_ctx, get, resp));
+  grpc::Status got = scorer_->GetResults(&scorer_ctx, get, resp);
+  // The numeric class a native audit ran in is decided here, at its first
+  // lease, after the scorer was told the spec.
+  if (got.ok() && resp->has_spec()) {
+    resp->mutable_spec()->mutable_resources()->set_numeric_class(
+        audit->spec().resources().numeric_class());
+  }
+  return Bounded(got);
 }
 
 grpc::Status AuditServiceImpl::Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,

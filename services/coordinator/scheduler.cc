@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/audit_kinds.h"
 #include "common/capability.h"
+#include "common/numerics.h"
 #include "common/spec_yaml.h"
 #include "common/task_fit.h"
 #include "spdlog/spdlog.h"
@@ -211,6 +212,7 @@ void Scheduler::Apply(Mutation m, Done done) {
   if (m.audit.has_value()) {
     AuditEntry& e = audits_.at(m.audit->audit_id);
     e.record = *m.audit;
+    e.needs = NeedsOf(e.record.spec.resources());  // a native audit's class, once pinned
     index_.SetAuditState(e.number, e.record.state);
     touch(e.number);
   }
@@ -630,13 +632,25 @@ bool Scheduler::TryGrant(const std::string& worker_id, const std::optional<Worke
   m.tasks.push_back(t);
   m.events.push_back(Event(t.audit_id, v1::TASK_LEASED, t.task_id,
                            absl::StrCat("attempt ", t.attempts, " on ", worker_id)));
+  std::optional<AuditRecord> changed;
   if (audit.record.state == v1::QUEUED) {
-    AuditRecord a = audit.record;
-    a.state = v1::RUNNING;
-    a.updated_ms = clock_->NowMs();
-    m.audit = a;
+    changed = audit.record;
+    changed->state = v1::RUNNING;
   }
-  LeaseGrant grant{std::move(t), audit.record.spec};
+  // A native audit not yet in a class joins this worker's: its other tasks,
+  // retries included, go to workers of the same class only.
+  if (audit.needs.gpus == 0 && audit.needs.numeric_class == kNativeNumerics && offer.has_value()) {
+    if (!changed.has_value()) changed = audit.record;
+    changed->spec.mutable_resources()->set_numeric_class(offer->total.numeric_class());
+    m.events.push_back(Event(t.audit_id, v1::TASK_LEASED, t.task_id,
+                             absl::StrCat("numeric class ", offer->total.numeric_class(),
+                                          ": the audit's tasks run on workers of it only")));
+  }
+  if (changed.has_value()) {
+    changed->updated_ms = clock_->NowMs();
+    m.audit = *changed;
+  }
+  LeaseGrant grant{std::move(t), m.audit.has_value() ? m.audit->spec : audit.record.spec};
   Apply(std::move(m), [grant = std::move(grant),
                        answer = std::move(*answer)](const absl::Status& written) mutable {
     if (written.ok()) {

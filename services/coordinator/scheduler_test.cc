@@ -278,6 +278,43 @@ TEST_F(SchedulerTest, GpuTasksGoToGpuWorkersOnly) {
   EXPECT_TRUE(Leases(*scheduler_, Offer(8, 1, 0, 8)));
 }
 
+WorkerOffer OfClass(const std::string& numeric_class) {
+  WorkerOffer offer = Offer(4, 0, 0, 4);
+  offer.total.set_numeric_class(numeric_class);
+  offer.free.set_numeric_class(numeric_class);
+  return offer;
+}
+
+TEST_F(SchedulerTest, APortableAuditGoesToPortableWorkersOnly) {
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
+  EXPECT_FALSE(Leases(*scheduler_, OfClass("native/AuthenticAMD-26-2")));
+  EXPECT_TRUE(Leases(*scheduler_, OfClass("portable")));
+  EXPECT_TRUE(Leases(*scheduler_, OfClass(""))) << "a worker that names no class is portable";
+}
+
+// The first native worker to lease one of a native audit's tasks decides its
+// class, for its other tasks, its retries and after a restart.
+TEST_F(SchedulerTest, ANativeAuditStaysInTheClassOfItsFirstLease) {
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
+  spec.mutable_resources()->set_numerics("native");
+  spec.mutable_resources()->set_max_attempts(3);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
+  const std::string amd = "native/AuthenticAMD-26-2", intel = "native/GenuineIntel-6-143";
+  EXPECT_FALSE(Leases(*scheduler_, OfClass("portable")));
+  auto first = scheduler_->Lease("w-amd", 0, OfClass(amd));
+  MEMAUDIT_ASSERT_OK(first);
+  ASSERT_TRUE(first->has_value());
+  EXPECT_EQ((*first)->spec.resources().numeric_class(), amd);
+  EXPECT_EQ(scheduler_->Get("a")->spec().resources().numeric_class(), amd);
+  EXPECT_FALSE(Leases(*scheduler_, OfClass(intel)));
+  Reopen();
+  EXPECT_FALSE(Leases(*scheduler_, OfClass(intel))) << "the class survives a restart";
+  // A failed task's retry goes to the class too.
+  MEMAUDIT_ASSERT_OK(scheduler_->Fail((*first)->task.lease_id, "out of memory", true));
+  EXPECT_FALSE(Leases(*scheduler_, OfClass(intel)));
+  EXPECT_TRUE(Leases(*scheduler_, OfClass(amd)));
+}
+
 // A later task that fits is leased past an earlier one that does not.
 TEST_F(SchedulerTest, ATaskThatDoesNotFitHoldsNoOneElseUp) {
   v1::AuditSpec wide = spec::SmallMembershipSpec(4);

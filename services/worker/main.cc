@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/data_roots.h"
 #include "common/device_name.h"
+#include "common/numerics.h"
 #include "common/process.h"
 #include "common/serving.h"
 #include "common/status_macros.h"
@@ -35,6 +36,7 @@ struct WorkerFlags {
   int exit_when_idle_s = 0;
   std::string device = "cpu";
   std::string matmul_precision = "fp32";
+  std::string numerics = kPortableNumerics;
   std::string metrics_listen;
   std::string metrics_port_file;
   std::string token_file;
@@ -83,6 +85,13 @@ void AddWorkerFlags(CLI::App* app, WorkerFlags* flags) {
                   "cores) or bf16 (fully connected layers on bfloat16 inputs); tf32 and bf16 "
                   "change results and need a CUDA --device (docs/engine.md)")
       ->capture_default_str();
+  app->add_option("--numerics", flags->numerics,
+                  "how CPU tasks compute: portable (LibTorch, oneDNN and OpenBLAS pinned to their "
+                  "AVX2 kernels: the same bits on every x86-64 CPU with AVX2 and FMA) or native "
+                  "(the machine's fastest kernels; takes only audits with resources.numerics: "
+                  "native, whose numbers may differ between CPU types; docs/engine.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({std::string(kPortableNumerics), std::string(kNativeNumerics)}));
   AddMetricsFlags(app, &flags->metrics_listen, &flags->metrics_port_file, "127.0.0.1:9402");
   AddClientCredentialFlags(app, &options.credentials, &flags->token_file);
   app->add_option(
@@ -101,6 +110,11 @@ absl::Status ApplyFlags(WorkerFlags* flags) {
   }
   options.data_roots = *std::move(data_roots);
   spdlog::info("data roots: {}", DescribeDataRoots(options.data_roots));
+  // Before anything loads LibTorch, oneDNN or OpenBLAS: they read it once.
+  MEMAUDIT_ASSIGN_OR_RETURN(const NumericsMode numerics, ParseNumericsMode(flags->numerics));
+  MEMAUDIT_RETURN_IF_ERROR(PinNumerics(numerics));
+  options.numeric_class = LocalNumericClass(numerics);
+  spdlog::info("numerics: {} (class {})", flags->numerics, options.numeric_class);
   // Every task this process runs trains there (engine runs name no device).
   MEMAUDIT_RETURN_IF_ERROR(CheckDeviceName(flags->device));
   MEMAUDIT_RETURN_IF_ERROR(CheckMatmulPrecision(flags->matmul_precision, flags->device));

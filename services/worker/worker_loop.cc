@@ -97,6 +97,7 @@ WorkerLoop::WorkerLoop(WorkerOptions options, prometheus::Registry* metrics, Han
   offer_.set_gpus(options_.gpus);
   offer_.set_memory_mb(options_.memory_mb);
   offer_.set_hostname(Hostname());
+  offer_.set_numeric_class(options_.numeric_class);
 }
 
 WorkerLoop::~WorkerLoop() {

@@ -37,6 +37,8 @@ struct WorkerOptions {
   uint32_t threads = 1;
   uint32_t gpus = 0;
   uint64_t memory_mb = 0;  // 0 = unknown
+  // How its CPU tasks compute (common/numerics.h): which CPU tasks it takes.
+  std::string numeric_class = "portable";
   uint32_t lease_wait_ms = 2000;
   // Exit (Run returns OK) once no task has been running or offered for this
   // long, counted over answered lease polls only; zero: never.

@@ -187,6 +187,7 @@ void ClusterTest::StartCluster(uint32_t workers, int64_t lease_ttl_ms, const std
   options.heartbeat_ms = 200;
   options.bin_dir = MEMAUDIT_BIN_DIR;
   options.data_roots = data_roots_;
+  options.worker_args = worker_args_;
   auto cluster = cli::EmbeddedCluster::Start(options);
   MEMAUDIT_ASSERT_OK(cluster);
   cluster_ = std::move(*cluster);

@@ -103,6 +103,8 @@ class ClusterTest : public ::testing::Test {
   // defaults (Debian's dataset and corpus directories). A test whose spec
   // names a file of its own lists the file's directory here.
   std::vector<std::string> data_roots_;
+  // More flags for every worker of the next StartCluster (--numerics native).
+  std::vector<std::string> worker_args_;
 
   std::unique_ptr<cli::EmbeddedCluster> cluster_;
   std::unique_ptr<cli::Client> client_;
