@@ -81,7 +81,7 @@ def check_dataset(data):
         sys.exit(2)
 
 
-def write_spec(path, shape, per_task, data, device):
+def write_spec(path, shape, per_task, data, device, numerics):
     """A membership spec of the shape's recipe, LiRA and loss attacks (no RMIA population)."""
     dataset_path = "" if data == DEFAULT_DATA else f"\n    path: {data}"
     gpus = 1 if device == "cuda" else 0
@@ -92,6 +92,7 @@ resources:
   threads_per_task: 1
   gpus_per_task: {gpus}
   models_per_task: {per_task}
+  numerics: {numerics}
 membership:
   dataset:
     name: fashion_mnist
@@ -221,6 +222,9 @@ def main():
                     help="where memaudit's worker and the peer train (default cpu)")
     ap.add_argument("--matmul-precision", default="fp32", choices=("fp32", "tf32", "bf16"),
                     help="memaudit's CUDA product precision (--device cuda only)")
+    ap.add_argument("--numerics", default="portable", choices=("portable", "native"),
+                    help="memaudit's resources.numerics (default %(default)s: AVX2 kernels on every "
+                         "CPU; native: the machine's fastest, as the peer's PyTorch uses)")
     ap.add_argument("--python", default=PYTHON, help="the peer's interpreter (default %(default)s)")
     a = ap.parse_args()
     if a.device == "cpu" and a.matmul_precision != "fp32":
@@ -254,7 +258,7 @@ def main():
                         r, label = peer[-1], "peer"
                     else:
                         spec = os.path.join(work, f"{shape.name}-p{who}.yaml")
-                        write_spec(spec, shape, who, a.data, a.device)
+                        write_spec(spec, shape, who, a.data, a.device, a.numerics)
                         mem[who].append(run_memaudit(a.memaudit, spec, work, timings, a.data,
                                                      a.device, a.matmul_precision))
                         r, label = mem[who][-1], f"memaudit models_per_task={who}"
@@ -269,6 +273,8 @@ def main():
     print("load average %.2f %.2f %.2f" % os.getloadavg())
     device = "" if a.device == "cpu" else (
         f" --device {a.device} --matmul-precision {a.matmul_precision} --python {a.python}")
+    if a.numerics != "portable":
+        device += f" --numerics {a.numerics}"
     print("reproduce: /usr/bin/python3 bench/system_bench.py --reps %d %s --memaudit %s --data %s%s" % (
         a.reps, " ".join(f"--shape {s.name}={s.models},{s.hidden},{s.batch},{s.pool},{s.epochs}"
                          for s in shapes), a.memaudit, a.data, device))
