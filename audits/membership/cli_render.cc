@@ -12,26 +12,38 @@ namespace {
 
 std::string FormatPercent(double value) { return absl::StrFormat("%g%%", value * 100); }
 
+// A re-run interval as the table prints it; "n/a" where none was computed
+// (one target model).
+std::string Rerun(double lo, double hi) {
+  if (lo == 0 && hi == 0) return "n/a";
+  return absl::StrFormat("[%.3f, %.3f]", lo, hi);
+}
+
 std::string NumbersTable(const v1::AuditResults& r) {
   std::string out =
-      "<table><tr><th>attack</th><th>AUC [95% CI]</th><th>balanced accuracy [95% CI]</th>";
+      "<table><tr><th>attack</th><th>AUC [95% CI] {re-run}</th>"
+      "<th>balanced accuracy [95% CI] {re-run}</th>";
   if (r.attacks_size() > 0) {
     for (const v1::OperatingPoint& p : r.attacks(0).operating_points()) {
-      absl::StrAppend(&out, absl::StrFormat("<th>TPR at FPR &le; %g [95%% CI]</th>"
+      absl::StrAppend(&out, absl::StrFormat("<th>TPR at FPR &le; %g [95%% CI] {re-run}</th>"
                                             "<th>FPR reached</th>",
                                             p.fpr_target()));
     }
   }
   absl::StrAppend(&out, "</tr>");
   for (const v1::AttackResult& a : r.attacks()) {
-    absl::StrAppend(&out, absl::StrFormat("<tr><td>%s</td><td>%.4f [%.4f, %.4f]</td>"
-                                          "<td>%.4f [%.4f, %.4f]</td>",
-                                          HtmlEscape(membership::AttackName(a.attack())), a.auc(),
-                                          a.auc_low(), a.auc_high(), a.balanced_accuracy(),
-                                          a.balanced_accuracy_low(), a.balanced_accuracy_high()));
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "<tr><td>%s</td><td>%.4f [%.4f, %.4f] {%s}</td>"
+                  "<td>%.4f [%.4f, %.4f] {%s}</td>",
+                  HtmlEscape(membership::AttackName(a.attack())), a.auc(), a.auc_low(),
+                  a.auc_high(), Rerun(a.auc_rerun_low(), a.auc_rerun_high()), a.balanced_accuracy(),
+                  a.balanced_accuracy_low(), a.balanced_accuracy_high(),
+                  Rerun(a.balanced_accuracy_rerun_low(), a.balanced_accuracy_rerun_high())));
     for (const v1::OperatingPoint& p : a.operating_points()) {
-      absl::StrAppend(&out, absl::StrFormat("<td>%.4f [%.4f, %.4f]</td><td>%.5f</td>", p.tpr(),
-                                            p.tpr_low(), p.tpr_high(), p.fpr()));
+      absl::StrAppend(&out, absl::StrFormat("<td>%.4f [%.4f, %.4f] {%s}</td><td>%.5f</td>", p.tpr(),
+                                            p.tpr_low(), p.tpr_high(),
+                                            Rerun(p.tpr_rerun_low(), p.tpr_rerun_high()), p.fpr()));
     }
     absl::StrAppend(&out, "</tr>");
   }
@@ -71,28 +83,34 @@ class Membership final : public KindHandler {
           absl::StrFormat("target: %s, trained on %u rows listed in %s (%s)\n",
                           t.torchscript_path(), t.members(), t.members_path(), t.content_hash()));
     }
-    std::string header = absl::StrFormat("%-30s %8s %17s %9s %17s", "attack", "AUC", "AUC 95% CI",
-                                         "bal.acc", "bal.acc 95% CI");
+    // Each number with the interval a re-run would fall in (scoring/rerun_interval.h).
+    std::string header = absl::StrFormat("%-28s %7s %-14s %7s %-14s", "attack", "AUC",
+                                         " re-run 95%", "bal.acc", " re-run 95%");
     if (r.attacks_size() > 0) {
       for (const v1::OperatingPoint& p : r.attacks(0).operating_points()) {
-        absl::StrAppend(&header,
-                        absl::StrFormat(" %14s", "TPR@" + FormatPercent(p.fpr_target()) + "FPR"));
+        absl::StrAppend(
+            &header, absl::StrFormat(" %11s %-14s", "TPR@" + FormatPercent(p.fpr_target()) + "FPR",
+                                     " re-run 95%"));
       }
     }
+    while (!header.empty() && header.back() == ' ') header.pop_back();
     absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
     for (const v1::AttackResult& a : r.attacks()) {
-      absl::StrAppend(&out, absl::StrFormat("%-30s %8.4f  [%.4f, %.4f] %9.4f  [%.4f, %.4f]",
-                                            membership::AttackName(a.attack()), a.auc(),
-                                            a.auc_low(), a.auc_high(), a.balanced_accuracy(),
-                                            a.balanced_accuracy_low(), a.balanced_accuracy_high()));
+      std::string row = absl::StrFormat(
+          "%-28s %7.4f %-14s %7.4f %-14s", membership::AttackName(a.attack()), a.auc(),
+          Rerun(a.auc_rerun_low(), a.auc_rerun_high()), a.balanced_accuracy(),
+          Rerun(a.balanced_accuracy_rerun_low(), a.balanced_accuracy_rerun_high()));
       for (const v1::OperatingPoint& p : a.operating_points()) {
-        absl::StrAppend(&out, absl::StrFormat(" %14.4f", p.tpr()));
+        absl::StrAppend(&row, absl::StrFormat(" %11.4f %-14s", p.tpr(),
+                                              Rerun(p.tpr_rerun_low(), p.tpr_rerun_high())));
       }
-      absl::StrAppend(&out, "\n");
+      while (!row.empty() && row.back() == ' ') row.pop_back();
+      absl::StrAppend(&out, row, "\n");
     }
     absl::StrAppend(&out,
                     "\nTPR@x: the largest TPR over thresholds whose FPR is <= x, pooled over "
-                    "every (target model, example) pair.\n");
+                    "every (target model, example) pair. [a, b]: the 95% interval a re-run with "
+                    "another seed would fall in (docs/scoring.md).\n");
     return out;
   }
 
@@ -135,7 +153,10 @@ class Membership final : public KindHandler {
         "<p>TPR at FPR &le; x is the largest TPR over thresholds whose FPR is at most "
         "x, with 95% Clopper&ndash;Pearson intervals, pooled over every (target model, "
         "example) pair. The balanced accuracy's interval is a bootstrap over examples that "
-        "allows for the threshold being chosen on the same scores.</p>",
+        "allows for the threshold being chosen on the same scores. These [intervals] are for "
+        "the sampling of examples; {re-run} is the 95% interval the number of a re-run with "
+        "another seed (other models, halves and pool) would fall in: a two-way bootstrap over "
+        "target models and examples, widened by &radic;2 (docs/scoring.md).</p>",
         VulnerableTable(results));
   }
 };

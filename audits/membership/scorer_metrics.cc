@@ -18,6 +18,7 @@
 #include "scoring/balanced_accuracy_interval.h"
 #include "scoring/intervals.h"
 #include "scoring/ranked_scores.h"
+#include "scoring/rerun_interval.h"
 #include "scoring/roc.h"
 #include "services/scorer/result_warnings.h"
 #include "spec/dataset_facts.h"
@@ -61,7 +62,8 @@ absl::Status AddRocCurve(const scoring::RocCurve& roc, v1::AttackResult* out) {
   return absl::OkStatus();
 }
 
-absl::Status AddOperatingPoint(const scoring::RocCurve& roc, double fpr, v1::AttackResult* out) {
+absl::Status AddOperatingPoint(const scoring::RocCurve& roc, double fpr,
+                               const scoring::Interval& rerun, v1::AttackResult* out) {
   MEMAUDIT_ASSIGN_OR_RETURN(auto point, scoring::TprAtFpr(roc, fpr));
   MEMAUDIT_ASSIGN_OR_RETURN(auto tpr_ci,
                             scoring::ClopperPearson(point.true_positives, point.positives));
@@ -76,6 +78,8 @@ absl::Status AddOperatingPoint(const scoring::RocCurve& roc, double fpr, v1::Att
   p->set_tpr_high(tpr_ci.hi);
   p->set_fpr_low(fpr_ci.lo);
   p->set_fpr_high(fpr_ci.hi);
+  p->set_tpr_rerun_low(rerun.lo);
+  p->set_tpr_rerun_high(rerun.hi);
   return absl::OkStatus();
 }
 
@@ -262,6 +266,16 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
   // One seed for every attack: each attack's balanced accuracy is resampled
   // over the same draws of examples, so their intervals compare like for like.
   const uint64_t bootstrap_seed = DeriveSeed(spec.seed(), "balanced_accuracy_bootstrap", 0);
+  // The re-run intervals resample target models and examples together; pair
+  // (t, j) is model t's.
+  std::vector<uint32_t> model_of(truth.data.size());
+  for (size_t i = 0; i < model_of.size(); ++i) model_of[i] = static_cast<uint32_t>(i / examples);
+  const uint64_t rerun_seed = DeriveSeed(spec.seed(), "rerun_bootstrap", 0);
+  const std::vector<double> fpr_points(m.fpr_points().begin(), m.fpr_points().end());
+  // One target model (a team's own) gives no model-to-model spread to
+  // measure: its re-run intervals are left at 0.
+  const uint32_t targets = static_cast<uint32_t>(matrices.targets);
+  const bool rerun_defined = targets >= 2 && examples >= 2;
   // Each attack's scores, curve and intervals are independent of the
   // others' (the intervals cost the most: one pass over every pair per
   // resample), so they run side by side; assembly below stays in order.
@@ -272,6 +286,7 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
     scoring::RocCurve roc;
     scoring::ClusteredAuc clustered;
     scoring::BootstrapInterval balanced;
+    scoring::RerunIntervals rerun;
   };
   std::vector<AttackScores> scored(m.attacks_size());
   ParallelFor(scored.size(), 0, [&](size_t i) {
@@ -288,6 +303,13 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
                                                 ranked, truth.data, example_of, examples,
                                                 bootstrap_seed, scoring::kBalancedAccuracyResamples,
                                                 /*confidence=*/0.95, bootstrap_threads));
+      if (rerun_defined) {
+        MEMAUDIT_ASSIGN_OR_RETURN(
+            a.rerun, scoring::RerunIntervalsOf(ranked, truth.data, model_of, targets, example_of,
+                                               examples, fpr_points, rerun_seed));
+      } else {
+        a.rerun.tpr_at_fpr.resize(fpr_points.size());
+      }
       return absl::OkStatus();
     }();
   });
@@ -303,8 +325,13 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
     out->set_balanced_accuracy(scoring::BalancedAccuracy(a.roc));
     out->set_balanced_accuracy_low(a.balanced.interval.lo);
     out->set_balanced_accuracy_high(a.balanced.interval.hi);
-    for (double fpr : m.fpr_points()) {
-      MEMAUDIT_RETURN_IF_ERROR(AddOperatingPoint(a.roc, fpr, out));
+    out->set_auc_rerun_low(a.rerun.auc.lo);
+    out->set_auc_rerun_high(a.rerun.auc.hi);
+    out->set_balanced_accuracy_rerun_low(a.rerun.balanced_accuracy.lo);
+    out->set_balanced_accuracy_rerun_high(a.rerun.balanced_accuracy.hi);
+    for (int f = 0; f < m.fpr_points_size(); ++f) {
+      MEMAUDIT_RETURN_IF_ERROR(
+          AddOperatingPoint(a.roc, m.fpr_points(f), a.rerun.tpr_at_fpr[f], out));
     }
     MEMAUDIT_RETURN_IF_ERROR(AddRocCurve(a.roc, out));
     // A spec that reached the scorer without FPR points gets no ranking

@@ -2,13 +2,13 @@
 // a portable audit computes the same bits whatever kernels the environment
 // asks the libraries for, and a native audit stays within one numeric class.
 #include "common/numerics.h"
-#include "common/spec_yaml.h"
 
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "audits/membership/attacks.h"
+#include "common/spec_yaml.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
@@ -77,11 +77,11 @@ TEST_F(NumericsTest, TheQuickstartPrintsTheRecordedNumbersOnEveryMachine) {
   absl::StatusOr<v1::AuditSpec> spec =
       LoadSpecFile(MEMAUDIT_SOURCE_DIR "/examples/quickstart.yaml");
   MEMAUDIT_ASSERT_OK(spec);
-  const v1::AuditResults results = RunWith(
-      *spec,
-      {OtherKernels(), {"ATEN_CPU_CAPABILITY=avx2", "DNNL_MAX_CPU_ISA=AVX2",
-                        "OPENBLAS_CORETYPE=Haswell"}},
-      "");
+  const v1::AuditResults results =
+      RunWith(*spec,
+              {OtherKernels(),
+               {"ATEN_CPU_CAPABILITY=avx2", "DNNL_MAX_CPU_ISA=AVX2", "OPENBLAS_CORETYPE=Haswell"}},
+              "");
   struct Recorded {
     const char* attack;
     double auc, tpr_at_1pct, tpr_at_01pct;

@@ -1,0 +1,159 @@
+#include "scoring/rerun_interval.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/seeding.h"
+#include "common/status_macros.h"
+
+namespace memaudit::scoring {
+namespace {
+
+constexpr double kZ95 = 1.959963984540054;
+
+// One walk down the ranked pairs, a tie group at a time, with `weight(k)`
+// the weight of the k-th pair in score order. false when a class weighs 0.
+template <class Weight>
+bool Walk(const RankedScores& ranked, absl::Span<const uint8_t> is_member, const Weight& weight,
+          absl::Span<const double> fpr_targets, PooledStatistics* out) {
+  const std::vector<uint32_t>& order = ranked.order();
+  const std::vector<double>& desc = ranked.descending();
+  double positives = 0, negatives = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    (is_member[order[k]] ? positives : negatives) += weight(k);
+  }
+  if (positives <= 0 || negatives <= 0) return false;
+  out->tpr_at_fpr.assign(fpr_targets.size(), 0.0);
+  double tp = 0, fp = 0, twice_area = 0, best = 0.5;
+  for (size_t k = 0; k < order.size();) {
+    double dtp = 0, dfp = 0;
+    size_t end = k;
+    do {
+      (is_member[order[end]] ? dtp : dfp) += weight(end);
+      ++end;
+    } while (end < order.size() && desc[end] == desc[k]);
+    twice_area += dfp * (2.0 * tp + dtp);
+    tp += dtp;
+    fp += dfp;
+    k = end;
+    const double tpr = tp / positives, fpr = fp / negatives;
+    best = std::max(best, 0.5 * (tpr + 1.0 - fpr));
+    for (size_t i = 0; i < fpr_targets.size(); ++i) {
+      if (fpr <= fpr_targets[i]) out->tpr_at_fpr[i] = tpr;  // the TPR only grows
+    }
+  }
+  out->auc = twice_area / (2.0 * positives * negatives);
+  out->balanced_accuracy = best;
+  return true;
+}
+
+absl::Status CheckTargets(absl::Span<const double> fpr_targets) {
+  for (double f : fpr_targets) {
+    if (!(f >= 0.0 && f <= 1.0)) {
+      return absl::InvalidArgumentError(absl::StrCat("fpr target ", f, " not in [0, 1]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// How many times each of n items is drawn in n draws with replacement.
+void Multiplicities(SplitMix64& rng, uint32_t n, std::vector<double>* counts) {
+  counts->assign(n, 0.0);
+  for (uint32_t i = 0; i < n; ++i) (*counts)[rng.Uniform(n)] += 1.0;
+}
+
+double StandardDeviation(const std::vector<double>& v) {
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1));
+}
+
+Interval Around(double estimate, double se, double floor) {
+  const double half = kZ95 * std::sqrt(2.0) * se;
+  return {std::clamp(estimate - half, floor, 1.0), std::clamp(estimate + half, floor, 1.0)};
+}
+
+}  // namespace
+
+absl::StatusOr<PooledStatistics> WeightedStatistics(const RankedScores& ranked,
+                                                    absl::Span<const uint8_t> is_member,
+                                                    absl::Span<const double> weights,
+                                                    absl::Span<const double> fpr_targets) {
+  if (is_member.size() != ranked.size() || weights.size() != ranked.size()) {
+    return absl::InvalidArgumentError("scores, membership and weights differ in length");
+  }
+  MEMAUDIT_RETURN_IF_ERROR(CheckTargets(fpr_targets));
+  for (double w : weights) {
+    if (!(w >= 0.0) || !std::isfinite(w)) {
+      return absl::InvalidArgumentError("a weight is negative or not finite");
+    }
+  }
+  PooledStatistics out;
+  const std::vector<uint32_t>& order = ranked.order();
+  if (!Walk(
+          ranked, is_member, [&](size_t k) { return weights[order[k]]; }, fpr_targets, &out)) {
+    return absl::InvalidArgumentError("both classes need a positive weight");
+  }
+  return out;
+}
+
+absl::StatusOr<RerunIntervals> RerunIntervalsOf(
+    const RankedScores& ranked, absl::Span<const uint8_t> is_member,
+    absl::Span<const uint32_t> model_of, uint32_t models, absl::Span<const uint32_t> example_of,
+    uint32_t examples, absl::Span<const double> fpr_targets, uint64_t seed, uint32_t resamples) {
+  const size_t n = ranked.size();
+  if (is_member.size() != n || model_of.size() != n || example_of.size() != n) {
+    return absl::InvalidArgumentError("scores, membership, models and examples differ in length");
+  }
+  if (models < 2 || examples < 2 || resamples < 2) {
+    return absl::InvalidArgumentError("needs 2 or more models, examples and resamples");
+  }
+  MEMAUDIT_RETURN_IF_ERROR(CheckTargets(fpr_targets));
+  const std::vector<uint32_t>& order = ranked.order();
+  // The model and example of each pair in score order, read once per resample.
+  std::vector<uint32_t> model_at(n), example_at(n);
+  for (size_t k = 0; k < n; ++k) {
+    if (model_of[order[k]] >= models || example_of[order[k]] >= examples) {
+      return absl::InvalidArgumentError("a model or example index is out of range");
+    }
+    model_at[k] = model_of[order[k]];
+    example_at[k] = example_of[order[k]];
+  }
+  RerunIntervals out;
+  if (!Walk(
+          ranked, is_member, [](size_t) { return 1.0; }, fpr_targets, &out.estimate)) {
+    return absl::InvalidArgumentError("needs both members and non-members");
+  }
+  std::vector<double> auc, balanced;
+  std::vector<std::vector<double>> tpr(fpr_targets.size());
+  SplitMix64 rng(seed);
+  std::vector<double> model_count, example_count;
+  PooledStatistics resampled;
+  for (uint32_t r = 0; r < resamples; ++r) {
+    Multiplicities(rng, models, &model_count);
+    Multiplicities(rng, examples, &example_count);
+    const auto weight = [&](size_t k) {
+      return model_count[model_at[k]] * example_count[example_at[k]];
+    };
+    if (!Walk(ranked, is_member, weight, fpr_targets, &resampled)) continue;
+    auc.push_back(resampled.auc);
+    balanced.push_back(resampled.balanced_accuracy);
+    for (size_t i = 0; i < fpr_targets.size(); ++i) tpr[i].push_back(resampled.tpr_at_fpr[i]);
+  }
+  if (auc.size() < 2) {
+    return absl::InvalidArgumentError("fewer than 2 resamples held both classes");
+  }
+  out.auc = Around(out.estimate.auc, StandardDeviation(auc), 0.0);
+  out.balanced_accuracy = Around(out.estimate.balanced_accuracy, StandardDeviation(balanced), 0.5);
+  for (size_t i = 0; i < fpr_targets.size(); ++i) {
+    out.tpr_at_fpr.push_back(Around(out.estimate.tpr_at_fpr[i], StandardDeviation(tpr[i]), 0.0));
+  }
+  return out;
+}
+
+}  // namespace memaudit::scoring

@@ -1,0 +1,70 @@
+// Intervals for what a re-run of a membership audit would show. An audit's
+// numbers vary between runs for reasons the sampling of examples alone does
+// not capture: each target model is one draw of training randomness, and
+// another seed draws other models, other halves and another pool. Measured
+// on the quickstart (bench/interval_coverage.py), the example-sampling
+// intervals (auc_interval.h, balanced_accuracy_interval.h, Clopper-Pearson
+// on a TPR) held another seed's value in 7-64% of the pairs of runs.
+//
+// The re-run interval of a statistic T of the pooled (target model,
+// example) pairs:
+//   T ± z · √2 · SE,   z = 1.96 (95%),
+// where SE is the standard deviation of T over a two-way ("pigeonhole")
+// bootstrap, Owen, "The pigeonhole bootstrap", Annals of Applied Statistics
+// 2007: each resample draws the target models with replacement (M of M)
+// and, independently, the examples (E of E), and weighs pair (t, e) by the
+// product of their multiplicities. That variance counts both the
+// model-to-model spread (training randomness) and the example-to-example
+// one. The √2 makes it an interval for another run's value rather than for
+// this run's expectation: two independent runs differ by √2 · SE in
+// standard deviation. Clipped to [0, 1] ([0.5, 1] for balanced accuracy).
+// Seeded: the same inputs and seed give the same bits.
+#ifndef MEMAUDIT_SCORING_RERUN_INTERVAL_H_
+#define MEMAUDIT_SCORING_RERUN_INTERVAL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "scoring/intervals.h"
+#include "scoring/ranked_scores.h"
+
+namespace memaudit::scoring {
+
+// 200 resamples: the SE's own relative error is about 1/sqrt(2 · 200) = 5%.
+inline constexpr uint32_t kRerunResamples = 200;
+
+// The statistics of roc.h with pair i counted weights[i] times (weights >=
+// 0; all 1: Auc, BalancedAccuracy and TprAtFpr(...).tpr to the bit).
+struct PooledStatistics {
+  double auc = 0.5;
+  double balanced_accuracy = 0.5;
+  std::vector<double> tpr_at_fpr;  // one per target, in the targets' order
+};
+absl::StatusOr<PooledStatistics> WeightedStatistics(const RankedScores& ranked,
+                                                    absl::Span<const uint8_t> is_member,
+                                                    absl::Span<const double> weights,
+                                                    absl::Span<const double> fpr_targets);
+
+struct RerunIntervals {
+  PooledStatistics estimate;  // the unweighted statistics
+  Interval auc;
+  Interval balanced_accuracy;
+  std::vector<Interval> tpr_at_fpr;
+};
+
+// Pair i is target model model_of[i] (< models) and example example_of[i]
+// (< examples). Needs matching lengths, both classes, models >= 2,
+// examples >= 2, resamples >= 2 and every fpr target in [0, 1]. A
+// resample that holds only one class adds nothing (rare: every model holds
+// both in an audit).
+absl::StatusOr<RerunIntervals> RerunIntervalsOf(
+    const RankedScores& ranked, absl::Span<const uint8_t> is_member,
+    absl::Span<const uint32_t> model_of, uint32_t models, absl::Span<const uint32_t> example_of,
+    uint32_t examples, absl::Span<const double> fpr_targets, uint64_t seed,
+    uint32_t resamples = kRerunResamples);
+
+}  // namespace memaudit::scoring
+
+#endif  // MEMAUDIT_SCORING_RERUN_INTERVAL_H_

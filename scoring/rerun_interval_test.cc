@@ -1,0 +1,177 @@
+#include "scoring/rerun_interval.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scoring/roc.h"
+
+namespace memaudit::scoring {
+namespace {
+
+// Scores with ties (rounded to a grid) and both classes.
+void RandomScores(uint32_t seed, size_t n, std::vector<double>* scores,
+                  std::vector<uint8_t>* member) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  scores->clear();
+  member->clear();
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t m = static_cast<uint8_t>(i % 3 == 0);
+    member->push_back(m);
+    scores->push_back(std::round((noise(rng) + 0.7 * m) * 8.0) / 8.0);
+  }
+}
+
+TEST(WeightedStatisticsTest, UnitWeightsGiveTheRocStatisticsToTheBit) {
+  std::vector<double> scores;
+  std::vector<uint8_t> member;
+  RandomScores(1, 3000, &scores, &member);
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(RankedScores ranked, RankedScores::Rank(scores));
+  const std::vector<double> targets = {0.0, 0.001, 0.01, 0.1, 0.5, 1.0};
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(
+      PooledStatistics s,
+      WeightedStatistics(ranked, member, std::vector<double>(3000, 1.0), targets));
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(RocCurve roc, ComputeRoc(ranked, member));
+  EXPECT_EQ(s.auc, Auc(roc));
+  EXPECT_EQ(s.balanced_accuracy, BalancedAccuracy(roc));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    MEMAUDIT_ASSERT_OK_AND_ASSIGN(OperatingPoint p, TprAtFpr(roc, targets[i]));
+    EXPECT_EQ(s.tpr_at_fpr[i], p.tpr) << targets[i];
+  }
+}
+
+TEST(WeightedStatisticsTest, AWeightOfKIsThePairKTimes) {
+  // Hand-computed: members 3 (weight 2) and 1; non-members 2 and 0.
+  // Duplicated: members {3, 3, 1}, non-members {2, 0}: member-nonmember
+  // pairs won 3·2 − 1 = 5 of 6, so AUC = 5/6; TPR at FPR 0 = 2/3 (3 above
+  // every non-member); at FPR 1/2: 1 (threshold 1 lets in every member and
+  // one non-member); balanced accuracy max((2/3 + 1) / 2, (1 + 1/2) / 2) = 5/6.
+  const std::vector<double> scores = {3, 1, 2, 0};
+  const std::vector<uint8_t> member = {1, 1, 0, 0};
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(RankedScores ranked, RankedScores::Rank(scores));
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(PooledStatistics s,
+                                WeightedStatistics(ranked, member, {2, 1, 1, 1}, {0.0, 0.5}));
+  EXPECT_DOUBLE_EQ(s.auc, 5.0 / 6.0);
+  EXPECT_DOUBLE_EQ(s.tpr_at_fpr[0], 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(s.tpr_at_fpr[1], 1.0);
+  EXPECT_DOUBLE_EQ(s.balanced_accuracy, 5.0 / 6.0);
+  // Zero weight: the pair is gone.
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(PooledStatistics without,
+                                WeightedStatistics(ranked, member, {0, 1, 1, 1}, {0.0}));
+  EXPECT_DOUBLE_EQ(without.auc, 0.5);  // member 1 against non-members 2 and 0
+  EXPECT_FALSE(WeightedStatistics(ranked, member, {1, 1, 0, 0}, {0.0}).ok());
+  EXPECT_FALSE(WeightedStatistics(ranked, member, {1, -1, 1, 1}, {0.0}).ok());
+}
+
+// An audit's scores as a two-way random-effects model: every run draws new
+// target models (a shift each) and new examples (a shift each, and whether
+// it is a member of each model).
+struct SimulatedRun {
+  std::vector<double> scores;
+  std::vector<uint8_t> member;
+  std::vector<uint32_t> model_of, example_of;
+};
+
+SimulatedRun Simulate(uint64_t seed, uint32_t models, uint32_t examples, double model_sd) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::bernoulli_distribution half(0.5);
+  std::vector<double> model_shift(models), model_signal(models), example_shift(examples);
+  for (double& s : model_shift) s = model_sd * z(rng);
+  for (double& s : model_signal) s = 0.8 + model_sd * z(rng);
+  for (double& s : example_shift) s = 0.5 * z(rng);
+  SimulatedRun run;
+  for (uint32_t t = 0; t < models; ++t) {
+    for (uint32_t e = 0; e < examples; ++e) {
+      const bool in = half(rng);
+      run.member.push_back(in);
+      run.scores.push_back(model_shift[t] + example_shift[e] + (in ? model_signal[t] : 0) + z(rng));
+      run.model_of.push_back(t);
+      run.example_of.push_back(e);
+    }
+  }
+  return run;
+}
+
+RerunIntervals IntervalsOf(const SimulatedRun& run, uint32_t models, uint32_t examples,
+                           uint64_t seed) {
+  auto ranked = RankedScores::Rank(run.scores);
+  EXPECT_TRUE(ranked.ok());
+  auto out = RerunIntervalsOf(*ranked, run.member, run.model_of, models, run.example_of, examples,
+                              {0.01, 0.1}, seed);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return *out;
+}
+
+TEST(RerunIntervalTest, HoldsTheEstimateAndIsSeeded) {
+  const SimulatedRun run = Simulate(7, 8, 100, 0.3);
+  const RerunIntervals a = IntervalsOf(run, 8, 100, 42), b = IntervalsOf(run, 8, 100, 42);
+  EXPECT_EQ(a.auc.lo, b.auc.lo);
+  EXPECT_EQ(a.tpr_at_fpr[1].hi, b.tpr_at_fpr[1].hi);
+  EXPECT_LT(a.auc.lo, a.estimate.auc);
+  EXPECT_GT(a.auc.hi, a.estimate.auc);
+  EXPECT_GE(a.balanced_accuracy.lo, 0.5);
+  EXPECT_LE(a.tpr_at_fpr[0].lo, a.estimate.tpr_at_fpr[0]);
+  EXPECT_GE(a.tpr_at_fpr[0].hi, a.estimate.tpr_at_fpr[0]);
+}
+
+TEST(RerunIntervalTest, ModelsThatDifferWidenIt) {
+  const RerunIntervals alike = IntervalsOf(Simulate(3, 16, 200, 0.0), 16, 200, 1);
+  const RerunIntervals varied = IntervalsOf(Simulate(3, 16, 200, 0.6), 16, 200, 1);
+  EXPECT_GT(varied.auc.hi - varied.auc.lo, 1.5 * (alike.auc.hi - alike.auc.lo));
+}
+
+// What the interval is for: of independent re-runs, the share of ordered
+// pairs (i, j) whose run-j value lies in run i's interval, for each statistic.
+TEST(RerunIntervalTest, CoversAnotherRunsValueAtLeastNineTimesInTen) {
+  constexpr uint32_t kRuns = 24, kModels = 12, kExamples = 150;
+  for (double model_sd : {0.0, 0.4}) {
+    std::vector<RerunIntervals> runs;
+    for (uint32_t r = 0; r < kRuns; ++r) {
+      runs.push_back(IntervalsOf(Simulate(100 + r, kModels, kExamples, model_sd), kModels,
+                                 kExamples, 900 + r));
+    }
+    auto coverage = [&](auto value, auto interval) {
+      int inside = 0, pairs = 0;
+      for (uint32_t i = 0; i < kRuns; ++i) {
+        for (uint32_t j = 0; j < kRuns; ++j) {
+          if (i == j) continue;
+          const Interval in = interval(runs[i]);
+          const double v = value(runs[j]);
+          inside += in.lo <= v && v <= in.hi;
+          ++pairs;
+        }
+      }
+      return static_cast<double>(inside) / pairs;
+    };
+    SCOPED_TRACE(model_sd);
+    EXPECT_GE(coverage([](const RerunIntervals& r) { return r.estimate.auc; },
+                       [](const RerunIntervals& r) { return r.auc; }),
+              0.9);
+    EXPECT_GE(coverage([](const RerunIntervals& r) { return r.estimate.balanced_accuracy; },
+                       [](const RerunIntervals& r) { return r.balanced_accuracy; }),
+              0.9);
+    EXPECT_GE(coverage([](const RerunIntervals& r) { return r.estimate.tpr_at_fpr[1]; },
+                       [](const RerunIntervals& r) { return r.tpr_at_fpr[1]; }),
+              0.9);
+  }
+}
+
+TEST(RerunIntervalTest, BadInputIsRefused) {
+  const SimulatedRun run = Simulate(1, 4, 10, 0.1);
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(RankedScores ranked, RankedScores::Rank(run.scores));
+  EXPECT_FALSE(
+      RerunIntervalsOf(ranked, run.member, run.model_of, 1, run.example_of, 10, {0.1}, 1).ok());
+  EXPECT_FALSE(
+      RerunIntervalsOf(ranked, run.member, run.model_of, 4, run.example_of, 10, {1.5}, 1).ok());
+  std::vector<uint32_t> bad = run.model_of;
+  bad[0] = 4;
+  EXPECT_FALSE(RerunIntervalsOf(ranked, run.member, bad, 4, run.example_of, 10, {0.1}, 1).ok());
+}
+
+}  // namespace
+}  // namespace memaudit::scoring
