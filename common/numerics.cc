@@ -87,6 +87,7 @@ void RestartWithPortableNumerics() {
   std::vector<std::string> args;
   for (std::string arg; std::getline(cmdline, arg, '\0');) args.push_back(arg);
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   execv("/proc/self/exe", argv.data());

@@ -177,6 +177,25 @@ absl::StatusOr<MembershipMatrices> BuildMembershipMatrices(
   return out;
 }
 
+// Pair i = (target t, example j), i = t * examples + j. The AUC's interval
+// treats an example's pairs as one cluster; the re-run intervals resample
+// target models and examples together.
+struct PairLayout {
+  std::vector<uint32_t> model_of;
+  std::vector<uint32_t> example_of;
+};
+
+PairLayout LayoutOf(size_t pairs, uint32_t examples) {
+  PairLayout layout;
+  layout.model_of.resize(pairs);
+  layout.example_of.resize(pairs);
+  for (size_t i = 0; i < pairs; ++i) {
+    layout.model_of[i] = static_cast<uint32_t>(i / examples);
+    layout.example_of[i] = static_cast<uint32_t>(i % examples);
+  }
+  return layout;
+}
+
 scoring::KeepMatrix TargetTruth(const MembershipMatrices& m) {
   const size_t cols = m.keep.cols;
   return scoring::KeepMatrix(
@@ -258,18 +277,12 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
   results.set_members(members);
   results.set_non_members(truth.data.size() - members);
 
-  // Pair (t, j) belongs to example j: the AUC's interval treats an example's
-  // pairs as one cluster.
-  std::vector<uint32_t> example_of(truth.data.size());
-  for (size_t i = 0; i < example_of.size(); ++i)
-    example_of[i] = static_cast<uint32_t>(i % examples);
+  const PairLayout pairs = LayoutOf(truth.data.size(), examples);
+  const std::vector<uint32_t>& example_of = pairs.example_of;
+  const std::vector<uint32_t>& model_of = pairs.model_of;
   // One seed for every attack: each attack's balanced accuracy is resampled
   // over the same draws of examples, so their intervals compare like for like.
   const uint64_t bootstrap_seed = DeriveSeed(spec.seed(), "balanced_accuracy_bootstrap", 0);
-  // The re-run intervals resample target models and examples together; pair
-  // (t, j) is model t's.
-  std::vector<uint32_t> model_of(truth.data.size());
-  for (size_t i = 0; i < model_of.size(); ++i) model_of[i] = static_cast<uint32_t>(i / examples);
   const uint64_t rerun_seed = DeriveSeed(spec.seed(), "rerun_bootstrap", 0);
   const std::vector<double> fpr_points(m.fpr_points().begin(), m.fpr_points().end());
   // One target model (a team's own) gives no model-to-model spread to
