@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Models per hour of a membership audit for several resources.models_per_task
-# values, interleaved value by value so machine load hits all of them alike.
+# Training time of one audit for several values of one `resources` field,
+# interleaved value by value so machine load hits all of them alike.
 # Training time = first lease to last task success (coordinator events), so
 # process start-up and scoring are left out; the end-to-end wall time of
 # `memaudit run` is printed too. Prints every run, then the medians and the
-# speed-up of each value against the first one (the baseline, usually 1).
+# speed-up of each value against the first one (the baseline).
 #
-#   bench/membership_packing.sh [SPEC] [REPS] [VALUES...]
-#   bench/membership_packing.sh examples/quickstart.yaml 5 1 4 8
+#   bench/resources_sweep.sh FIELD [SPEC] [REPS] [VALUES...]
+#   bench/resources_sweep.sh models_per_task examples/quickstart.yaml 5 1 4 8
+#   bench/resources_sweep.sh numerics examples/quickstart.yaml 5 portable native
 set -euo pipefail
-spec=${1:-examples/quickstart.yaml}
-reps=${2:-5}
-shift $(($# < 2 ? $# : 2))
+field=${1:?usage: bench/resources_sweep.sh FIELD [SPEC] [REPS] [VALUES...]}
+spec=${2:-examples/quickstart.yaml}
+reps=${3:-5}
+shift $(($# < 3 ? $# : 3))
 values=("$@")
 [[ ${#values[@]} -gt 0 ]] || values=(1 4)
 bin=${MEMAUDIT_BIN:-build/bin/memaudit}
@@ -20,10 +22,10 @@ trap 'rm -rf "$tmp"' EXIT
 
 for ((rep = 1; rep <= reps; rep++)); do
   for p in "${values[@]}"; do
-    # The spec with models_per_task set (replacing any value it has).
-    sed -e '/^  models_per_task:/d' -e "s/^resources:\$/resources:\n  models_per_task: $p/" \
+    # The spec with the field set (replacing any value it has).
+    sed -e "/^  $field:/d" -e "s/^resources:\$/resources:\n  $field: $p/" \
       "$spec" >"$tmp/spec.yaml"
-    grep -q "^  models_per_task: $p\$" "$tmp/spec.yaml" || {
+    grep -q "^  $field: $p\$" "$tmp/spec.yaml" || {
       echo "the spec needs a top-level 'resources:' block" >&2
       exit 1
     }
@@ -45,13 +47,14 @@ EOF
   done
 done
 
-python3 - "$tmp/runs.tsv" "$spec" <<'EOF'
+python3 - "$tmp/runs.tsv" "$spec" "$field" <<'EOF'
 import re, statistics, sys
-runs, spec = sys.argv[1:]
-models = int(re.search(r"^\s*reference_models:\s*(\d+)", open(spec).read(), re.M).group(1))
+runs, spec, field = sys.argv[1:]
+found = re.search(r"^\s*reference_models:\s*(\d+)", open(spec).read(), re.M)
+models = int(found.group(1)) if found else 0
 rows = [line.split("\t") for line in open(runs).read().splitlines()]
-print(f"\n{spec}: {models} models; median over {max(int(r[1]) for r in rows)} runs "
-      "(models_per_task, training s, models/h, end-to-end s, training range s, "
+print(f"\n{spec}: {models or 'no reference'} models; median over {max(int(r[1]) for r in rows)} "
+      f"runs ({field}, training s, models/h, end-to-end s, training range s, "
       "speed-up vs the first value)")
 baseline = None
 for p in dict.fromkeys(r[0] for r in rows):
@@ -59,6 +62,7 @@ for p in dict.fromkeys(r[0] for r in rows):
     wall = [float(r[3]) for r in rows if r[0] == p]
     t = statistics.median(train)
     baseline = baseline or t
-    print(f"{p}\t{t:.2f}\t{models * 3600 / t:.0f}\t{statistics.median(wall):.2f}\t"
+    per_hour = f"{models * 3600 / t:.0f}" if models else "-"
+    print(f"{p}\t{t:.2f}\t{per_hour}\t{statistics.median(wall):.2f}\t"
           f"{min(train):.2f}-{max(train):.2f}\t{baseline / t:.2f}x")
 EOF
