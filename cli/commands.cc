@@ -226,6 +226,12 @@ class WorkerWatch {
 
 }  // namespace
 
+uint32_t DefaultWorkers(uint32_t threads_per_task, const std::string& device, uint32_t cores) {
+  constexpr uint32_t kWorkers = 2;
+  if (device != "cpu") return kWorkers;
+  return std::clamp<uint32_t>(cores / std::max(1u, threads_per_task), 1, kWorkers);
+}
+
 int RunCommand(const RunOptions& options) {
   RunTimings timings;
   timings.start = absl::Now();
@@ -248,7 +254,11 @@ int RunCommand(const RunOptions& options) {
   cluster_options.device = options.device;
   cluster_options.matmul_precision = options.matmul_precision;
   cluster_options.dir = options.dir.empty() ? DefaultRunDir() : options.dir;
-  cluster_options.workers = options.workers;
+  const uint32_t workers =
+      options.workers > 0 ? options.workers
+                          : DefaultWorkers(spec->resources().threads_per_task(), options.device,
+                                           std::max(1u, std::thread::hardware_concurrency()));
+  cluster_options.workers = workers;
   cluster_options.lease_ttl_ms = options.lease_ttl_ms;
   cluster_options.data_roots = roots->roots();
   // Each worker offers what one task of this spec needs, in the numerics it
@@ -256,7 +266,7 @@ int RunCommand(const RunOptions& options) {
   cluster_options.worker_args = {
       "--threads", absl::StrCat(std::max<uint32_t>(1, spec->resources().threads_per_task())),
       "--numerics", spec->resources().numerics()};
-  std::fprintf(stderr, "starting scorer, coordinator and %u worker(s) in %s\n", options.workers,
+  std::fprintf(stderr, "starting scorer, coordinator and %u worker(s) in %s\n", workers,
                cluster_options.dir.c_str());
   // Ctrl-C or a kill stops the local services too, instead of orphaning them.
   BlockShutdownSignals();

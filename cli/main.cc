@@ -44,8 +44,9 @@ CLI::App* AddRunCommand(CLI::App* app, RunOptions* run) {
   cmd->add_option("spec", run->spec_path, "audit spec (YAML)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-w,--workers", run->workers, "worker processes to start")
-      ->capture_default_str()
+  cmd->add_option("-w,--workers", run->workers,
+                  "worker processes to start (default: 2, or 1 when two would share the cores: "
+                  "resources.threads_per_task times 2 above the CPU count)")
       ->check(CLI::Range(1u, 256u));
   cmd->add_option("--dir", run->dir,
                   "directory for databases, logs and results.json "
