@@ -232,6 +232,17 @@ uint32_t DefaultWorkers(uint32_t threads_per_task, const std::string& device, ui
   return std::clamp<uint32_t>(cores / std::max(1u, threads_per_task), 1, kWorkers);
 }
 
+namespace {
+
+// -w, or DefaultWorkers for this spec on this machine.
+uint32_t WorkersToStart(const RunOptions& options, const v1::AuditSpec& spec) {
+  if (options.workers > 0) return options.workers;
+  return DefaultWorkers(spec.resources().threads_per_task(), options.device,
+                        std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
 int RunCommand(const RunOptions& options) {
   RunTimings timings;
   timings.start = absl::Now();
@@ -254,10 +265,7 @@ int RunCommand(const RunOptions& options) {
   cluster_options.device = options.device;
   cluster_options.matmul_precision = options.matmul_precision;
   cluster_options.dir = options.dir.empty() ? DefaultRunDir() : options.dir;
-  const uint32_t workers =
-      options.workers > 0 ? options.workers
-                          : DefaultWorkers(spec->resources().threads_per_task(), options.device,
-                                           std::max(1u, std::thread::hardware_concurrency()));
+  const uint32_t workers = WorkersToStart(options, *spec);
   cluster_options.workers = workers;
   cluster_options.lease_ttl_ms = options.lease_ttl_ms;
   cluster_options.data_roots = roots->roots();
