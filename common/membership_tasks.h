@@ -38,6 +38,12 @@ inline uint32_t MembershipModels(const v1::MembershipAudit& m) {
 // The given target's model index (its observations' run).
 inline uint32_t TargetRun(const v1::MembershipAudit& m) { return m.reference_models(); }
 
+// Whether the audit scores one target (a chosen reference model, or a team's
+// own) rather than every model in turn.
+inline bool ScoresOneTarget(const v1::MembershipAudit& m) {
+  return m.has_target_model() || m.has_target();
+}
+
 // 0 (unset) means 1.
 inline uint32_t ModelsPerTask(const v1::AuditSpec& spec) {
   return std::max<uint32_t>(1, spec.resources().models_per_task());

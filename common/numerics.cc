@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -19,11 +20,11 @@ absl::StatusOr<NumericsMode> ParseNumericsMode(absl::string_view name) {
   if (name == kPortableNumerics) return NumericsMode::kPortable;
   if (name == kNativeNumerics) return NumericsMode::kNative;
   return absl::InvalidArgumentError(
-      absl::StrCat("numerics: must be portable or native (got \"", name, "\")"));
+      absl::StrCat("must be portable or native (got \"", name.substr(0, 32), "\")"));
 }
 
-const char* NumericsModeName(NumericsMode mode) {
-  return mode == NumericsMode::kPortable ? kPortableNumerics : kNativeNumerics;
+bool IsNativeClass(absl::string_view numeric_class) {
+  return absl::StartsWith(numeric_class, absl::StrCat(kNativeNumerics, "/"));
 }
 
 bool CpuHasPortableIsa() {
@@ -53,6 +54,16 @@ bool ClassChar(char c) {
          std::strchr("._=/-", c) != nullptr;
 }
 
+// `text` as one part of a class: at most `max_bytes`, every character that is
+// not a class character, and '/' (which separates the parts), as '_'.
+std::string ClassPart(absl::string_view text, size_t max_bytes) {
+  std::string part(text.substr(0, max_bytes));
+  for (char& c : part) {
+    if (!ClassChar(c) || c == '/') c = '_';
+  }
+  return part;
+}
+
 // "<vendor>-<family>-<model>" from CPUID, e.g. "AuthenticAMD-26-2": CPUs of
 // one model run the same kernels of every library.
 std::string CpuModel() {
@@ -67,11 +78,7 @@ std::string CpuModel() {
   const unsigned int family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
   unsigned int model = (eax >> 4) & 0xf;
   if (base_family == 0x6 || base_family == 0xf) model |= ((eax >> 16) & 0xf) << 4;
-  std::string out = absl::StrFormat("%s-%u-%u", vendor, family, model);
-  for (char& c : out) {
-    if (!ClassChar(c) || c == '/') c = '_';
-  }
-  return out;
+  return ClassPart(absl::StrFormat("%s-%u-%u", vendor, family, model), kMaxNumericClassBytes);
 }
 
 }  // namespace
@@ -101,11 +108,7 @@ std::string LocalNumericClass(NumericsMode mode) {
   for (const NumericsPin& pin : kNumericsPins) {
     const char* value = std::getenv(pin.variable);
     if (value == nullptr || *value == '\0') continue;
-    std::string clean;
-    for (const char* c = value; *c != '\0' && clean.size() < 16; ++c) {
-      clean.push_back(ClassChar(*c) && *c != '/' ? *c : '_');
-    }
-    absl::StrAppend(&out, "/", pin.variable, "=", clean);
+    absl::StrAppend(&out, "/", pin.variable, "=", ClassPart(value, 16));
   }
   return out.substr(0, kMaxNumericClassBytes);
 }

@@ -27,9 +27,12 @@ inline constexpr char kPortableNumericClass[] = "portable";
 // arrives from a worker or a spec).
 inline constexpr size_t kMaxNumericClassBytes = 128;
 
-// "portable" or "native"; anything else is an error naming the choices.
+// "portable" or "native"; anything else is an error naming the choices
+// (and quoting the first 32 bytes of what it got).
 absl::StatusOr<NumericsMode> ParseNumericsMode(absl::string_view name);
-const char* NumericsModeName(NumericsMode mode);
+
+// Whether `numeric_class` names a native worker's class ("native/...").
+bool IsNativeClass(absl::string_view numeric_class);
 
 // The environment variables the libraries read when they load, with the
 // values that pin their AVX2 kernels: ATEN_CPU_CAPABILITY=avx2,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/numerics.h"
 
@@ -22,9 +21,7 @@ TaskNeeds NeedsOf(const v1::Resources& resources) {
 
 bool NumericsFit(const TaskNeeds& needs, const std::string& worker_class) {
   const std::string& have = worker_class.empty() ? kPortableNumericClass : worker_class;
-  if (needs.numeric_class == kNativeNumerics) {
-    return absl::StartsWith(have, absl::StrCat(kNativeNumerics, "/"));
-  }
+  if (needs.numeric_class == kNativeNumerics) return IsNativeClass(have);
   return have == needs.numeric_class;
 }
 

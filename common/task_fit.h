@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/numerics.h"
 #include "memaudit/v1/spec.pb.h"
 #include "memaudit/v1/worker.pb.h"
 
@@ -30,7 +31,7 @@ struct TaskNeeds {
   // CPU tasks: the numeric class a worker must have (common/numerics.h):
   // "portable", a native class, or "native" for any native class (an audit
   // not yet pinned to one).
-  std::string numeric_class = "portable";
+  std::string numeric_class = kPortableNumericClass;
 };
 
 // Whether a worker of `worker_class` ("" = portable) computes a CPU task as

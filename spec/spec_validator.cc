@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/cord.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/membership_tasks.h"
@@ -56,15 +55,15 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
                                                            spec.resources().priority(), ")")});
   }
   const v1::Resources& r = spec.resources();
-  if (!r.numerics().empty() && !ParseNumericsMode(r.numerics()).ok()) {
-    problems.push_back({"resources.numerics", absl::StrCat("must be portable or native (got \"",
-                                                           r.numerics().substr(0, 32), "\")")});
+  if (!r.numerics().empty()) {
+    if (auto mode = ParseNumericsMode(r.numerics()); !mode.ok()) {
+      problems.push_back({"resources.numerics", std::string(mode.status().message())});
+    }
   }
   if (std::string problem = NumericClassProblem(r.numeric_class()); !problem.empty()) {
     problems.push_back({"resources.numeric_class", problem});
   } else if (!r.numeric_class().empty() &&
-             (r.numerics() != kNativeNumerics ||
-              !absl::StartsWith(r.numeric_class(), absl::StrCat(kNativeNumerics, "/")))) {
+             (r.numerics() != kNativeNumerics || !IsNativeClass(r.numeric_class()))) {
     problems.push_back({"resources.numeric_class",
                         "names a native class (\"native/...\", a worker's numeric_class) and "
                         "needs resources.numerics: native"});

@@ -5,6 +5,7 @@
 #include "cli/kind_handler.h"
 #include "cli/render.h"
 #include "common/audit_kinds.h"
+#include "common/membership_tasks.h"
 #include "common/status_macros.h"
 
 namespace memaudit::cli {
@@ -12,10 +13,10 @@ namespace {
 
 std::string FormatPercent(double value) { return absl::StrFormat("%g%%", value * 100); }
 
-// A re-run interval as the table prints it; "n/a" where none was computed
-// (one target model).
-std::string Rerun(double lo, double hi) {
-  if (lo == 0 && hi == 0) return "n/a";
+// A re-run interval as the tables print it; "n/a" where none is computed:
+// with one target model there is no model-to-model spread to measure.
+std::string Rerun(const v1::AuditResults& r, double lo, double hi) {
+  if (membership::ScoresOneTarget(r.spec().membership())) return "n/a";
   return absl::StrFormat("[%.3f, %.3f]", lo, hi);
 }
 
@@ -37,13 +38,14 @@ std::string NumbersTable(const v1::AuditResults& r) {
                   "<tr><td>%s</td><td>%.4f [%.4f, %.4f] {%s}</td>"
                   "<td>%.4f [%.4f, %.4f] {%s}</td>",
                   HtmlEscape(membership::AttackName(a.attack())), a.auc(), a.auc_low(),
-                  a.auc_high(), Rerun(a.auc_rerun_low(), a.auc_rerun_high()), a.balanced_accuracy(),
-                  a.balanced_accuracy_low(), a.balanced_accuracy_high(),
-                  Rerun(a.balanced_accuracy_rerun_low(), a.balanced_accuracy_rerun_high())));
+                  a.auc_high(), Rerun(r, a.auc_rerun_low(), a.auc_rerun_high()),
+                  a.balanced_accuracy(), a.balanced_accuracy_low(), a.balanced_accuracy_high(),
+                  Rerun(r, a.balanced_accuracy_rerun_low(), a.balanced_accuracy_rerun_high())));
     for (const v1::OperatingPoint& p : a.operating_points()) {
-      absl::StrAppend(&out, absl::StrFormat("<td>%.4f [%.4f, %.4f] {%s}</td><td>%.5f</td>", p.tpr(),
-                                            p.tpr_low(), p.tpr_high(),
-                                            Rerun(p.tpr_rerun_low(), p.tpr_rerun_high()), p.fpr()));
+      absl::StrAppend(
+          &out,
+          absl::StrFormat("<td>%.4f [%.4f, %.4f] {%s}</td><td>%.5f</td>", p.tpr(), p.tpr_low(),
+                          p.tpr_high(), Rerun(r, p.tpr_rerun_low(), p.tpr_rerun_high()), p.fpr()));
     }
     absl::StrAppend(&out, "</tr>");
   }
@@ -98,11 +100,11 @@ class Membership final : public KindHandler {
     for (const v1::AttackResult& a : r.attacks()) {
       std::string row = absl::StrFormat(
           "%-28s %7.4f %-14s %7.4f %-14s", membership::AttackName(a.attack()), a.auc(),
-          Rerun(a.auc_rerun_low(), a.auc_rerun_high()), a.balanced_accuracy(),
-          Rerun(a.balanced_accuracy_rerun_low(), a.balanced_accuracy_rerun_high()));
+          Rerun(r, a.auc_rerun_low(), a.auc_rerun_high()), a.balanced_accuracy(),
+          Rerun(r, a.balanced_accuracy_rerun_low(), a.balanced_accuracy_rerun_high()));
       for (const v1::OperatingPoint& p : a.operating_points()) {
         absl::StrAppend(&row, absl::StrFormat(" %11.4f %-14s", p.tpr(),
-                                              Rerun(p.tpr_rerun_low(), p.tpr_rerun_high())));
+                                              Rerun(r, p.tpr_rerun_low(), p.tpr_rerun_high())));
       }
       while (!row.empty() && row.back() == ' ') row.pop_back();
       absl::StrAppend(&out, row, "\n");

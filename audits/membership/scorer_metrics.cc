@@ -93,6 +93,25 @@ uint32_t BootstrapThreads(size_t attacks) {
   return static_cast<uint32_t>(std::min(cores, std::max<size_t>(2, (cores + n - 1) / n)));
 }
 
+// Pair i = (target t, example j), i = t * examples + j. The AUC's interval
+// treats an example's pairs as one cluster; the re-run intervals resample
+// target models and examples together.
+struct PairLayout {
+  std::vector<uint32_t> model_of;
+  std::vector<uint32_t> example_of;
+};
+
+PairLayout LayoutOf(size_t pairs, uint32_t examples) {
+  PairLayout layout;
+  layout.model_of.resize(pairs);
+  layout.example_of.resize(pairs);
+  for (size_t i = 0; i < pairs; ++i) {
+    layout.model_of[i] = static_cast<uint32_t>(i / examples);
+    layout.example_of[i] = static_cast<uint32_t>(i % examples);
+  }
+  return layout;
+}
+
 constexpr size_t kMostVulnerable = 20;
 
 // Ranks pool examples by how reliably `scores` (row t = target t) flag them
@@ -169,31 +188,12 @@ absl::StatusOr<MembershipMatrices> BuildMembershipMatrices(
   out.keep = scoring::KeepMatrix(runs, examples, std::move(keep));
   // A chosen or given target: only its row is scored (its references are
   // still all the other models).
-  const bool one = m.has_target_model() || m.has_target();
+  const bool one = membership::ScoresOneTarget(m);
   out.first_target = m.has_target()         ? membership::TargetRun(m)
                      : m.has_target_model() ? m.target_model()
                                             : 0;
   out.targets = one ? 1 : runs;
   return out;
-}
-
-// Pair i = (target t, example j), i = t * examples + j. The AUC's interval
-// treats an example's pairs as one cluster; the re-run intervals resample
-// target models and examples together.
-struct PairLayout {
-  std::vector<uint32_t> model_of;
-  std::vector<uint32_t> example_of;
-};
-
-PairLayout LayoutOf(size_t pairs, uint32_t examples) {
-  PairLayout layout;
-  layout.model_of.resize(pairs);
-  layout.example_of.resize(pairs);
-  for (size_t i = 0; i < pairs; ++i) {
-    layout.model_of[i] = static_cast<uint32_t>(i / examples);
-    layout.example_of[i] = static_cast<uint32_t>(i % examples);
-  }
-  return layout;
 }
 
 scoring::KeepMatrix TargetTruth(const MembershipMatrices& m) {
@@ -285,7 +285,7 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
   const uint64_t bootstrap_seed = DeriveSeed(spec.seed(), "balanced_accuracy_bootstrap", 0);
   const uint64_t rerun_seed = DeriveSeed(spec.seed(), "rerun_bootstrap", 0);
   const std::vector<double> fpr_points(m.fpr_points().begin(), m.fpr_points().end());
-  // One target model (a team's own) gives no model-to-model spread to
+  // One target model (ScoresOneTarget) gives no model-to-model spread to
   // measure: its re-run intervals are left at 0.
   const uint32_t targets = static_cast<uint32_t>(matrices.targets);
   const bool rerun_defined = targets >= 2 && examples >= 2;
