@@ -149,6 +149,22 @@ TEST(CliRunTest, AnAuditOfTwoThreadsPerTaskRuns) {
   EXPECT_THAT(out.text, HasSubstr("lira_online_fixed_variance"));
 }
 
+// Every model the target in turn: each number has its re-run interval. One
+// chosen target: there is no model-to-model spread to measure, so none.
+TEST(CliRunTest, ReRunIntervalsArePrintedUnlessOneModelIsTheTarget) {
+  const std::string dir = FreshTestDir();
+  Output every = Shell(absl::StrCat(Memaudit(), " run ", WriteSpec(dir + "/every", kTinySpec),
+                                    " -w 1 --dir ", dir, "/every/run"));
+  ASSERT_EQ(every.exit_code, 0) << every.text;
+  EXPECT_THAT(every.text, HasSubstr("re-run 95%"));
+  EXPECT_THAT(every.text, ::testing::Not(HasSubstr("n/a")));
+  Output one = Shell(absl::StrCat(
+      Memaudit(), " run ", WriteSpec(dir + "/one", absl::StrCat(kTinySpec, "  target_model: 0\n")),
+      " -w 1 --dir ", dir, "/one/run"));
+  ASSERT_EQ(one.exit_code, 0) << one.text;
+  EXPECT_THAT(one.text, HasSubstr("n/a"));
+}
+
 TEST(CliRunTest, TimingsPrintsOneLineOfEveryPhase) {
   const std::string dir = FreshTestDir();
   const std::string spec = WriteSpec(dir, kTinySpec);
