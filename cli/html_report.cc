@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "cli/kind_handler.h"
 #include "cli/render.h"
@@ -42,6 +43,8 @@ std::string ReusedSection(const v1::AuditResults& results) {
 std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) {
   // The audit names its kind even when the results are a placeholder.
   const KindHandler* kind = HandlerFor(KindOfApi(audit.kind()));
+  const v1::Resources& resources =
+      results.has_spec() ? results.spec().resources() : audit.spec().resources();
   std::string html = absl::StrCat(
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memaudit report ",
       HtmlEscape(audit.audit_id()),
@@ -63,9 +66,14 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
                                    : absl::StrFormat("<tr><th>submitted</th><td>%s</td></tr>",
                                                      FormatTime(audit.created_unix_ms())),
       kind != nullptr ? kind->HtmlSizeRows(results) : "",
-      absl::StrFormat("<tr><th>numerics</th><td>%s</td></tr>",
-                      HtmlEscape(NumericsLine(results.has_spec() ? results.spec().resources()
-                                                                 : audit.spec().resources()))),
+      absl::StrFormat("<tr><th>numerics</th><td>%s</td></tr>", HtmlEscape(NumericsLine(resources))),
+      resources.numeric_environments().empty()
+          ? ""
+          : absl::StrFormat("<tr><th>trained on</th><td>%s</td></tr>",
+                            absl::StrJoin(resources.numeric_environments(), "<br>",
+                                          [](std::string* out, const std::string& environment) {
+                                            out->append(HtmlEscape(environment));
+                                          })),
       // The code that scored the results, when they say; else this report's.
       absl::StrFormat("<tr><th>code version</th><td>%s</td></tr>",
                       HtmlEscape(results.version().empty() ? CodeVersion() : results.version())),

@@ -130,7 +130,12 @@ std::string ResultsTable(const v1::AuditResults& r) {
     absl::StrAppend(&table, "warning (", w.code(), "): ", w.message(), "\n");
   }
   absl::StrAppend(&table, ReusedLines(r));
-  if (r.has_spec()) absl::StrAppend(&table, "numerics: ", NumericsLine(r.spec().resources()), "\n");
+  if (r.has_spec()) {
+    absl::StrAppend(&table, "numerics: ", NumericsLine(r.spec().resources()), "\n");
+    for (const std::string& environment : r.spec().resources().numeric_environments()) {
+      absl::StrAppend(&table, "trained on: ", environment, "\n");
+    }
+  }
   return table;
 }
 

@@ -124,4 +124,15 @@ std::string NumericClassProblem(absl::string_view numeric_class) {
   return "";
 }
 
+std::string NumericEnvironmentProblem(absl::string_view environment) {
+  if (environment.size() > kMaxNumericEnvironmentBytes) {
+    return absl::StrCat("must be at most ", kMaxNumericEnvironmentBytes, " bytes (got ",
+                        environment.size(), ")");
+  }
+  for (char c : environment) {
+    if (c < 0x20 || c > 0x7e) return "may hold only printable ASCII";
+  }
+  return "";
+}
+
 }  // namespace memaudit

@@ -72,6 +72,16 @@ std::string LocalNumericClass(NumericsMode mode);
 // "" when `numeric_class` is a well-formed class, else what is wrong.
 std::string NumericClassProblem(absl::string_view numeric_class);
 
+// A worker's numeric environment (engine/numeric_environment.h), as it
+// reports one with a completed task, and how many distinct ones an audit
+// records (spec Resources.numeric_environments; the last as "...").
+inline constexpr size_t kMaxNumericEnvironmentBytes = 256;
+inline constexpr int kMaxNumericEnvironments = 8;
+
+// "" when `environment` fits CompleteRequest.numeric_environment (at most
+// kMaxNumericEnvironmentBytes of printable ASCII), else what is wrong.
+std::string NumericEnvironmentProblem(absl::string_view environment);
+
 }  // namespace memaudit
 
 #endif  // MEMAUDIT_COMMON_NUMERICS_H_

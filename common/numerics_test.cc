@@ -58,5 +58,14 @@ TEST(NumericsTest, AClassIsBoundedAndOfPlainCharacters) {
               HasSubstr("at most 128 bytes"));
 }
 
+TEST(NumericsTest, AnEnvironmentIsBoundedPrintableText) {
+  EXPECT_EQ(NumericEnvironmentProblem(""), "");
+  EXPECT_EQ(NumericEnvironmentProblem("cpu; LibTorch 1.13.0; ATen AVX2"), "");
+  EXPECT_THAT(NumericEnvironmentProblem(std::string(kMaxNumericEnvironmentBytes + 1, 'a')),
+              HasSubstr("at most 256 bytes (got 257)"));
+  EXPECT_THAT(NumericEnvironmentProblem("cpu\nATen"), HasSubstr("printable ASCII"));
+  EXPECT_THAT(NumericEnvironmentProblem("GPU \xc3\xa9"), HasSubstr("printable ASCII"));
+}
+
 }  // namespace
 }  // namespace memaudit

@@ -8,6 +8,7 @@ const EngineApi& LinkedEngineApi() {
     EngineApi a;
     a.set_default_device = SetDefaultDevice;
     a.set_matmul_precision = SetMatmulPrecision;
+    a.numeric_environment = NumericEnvironment;
     a.run_classifiers = RunClassifiers;
     a.evaluate_torchscript_classifier = EvaluateTorchScriptClassifier;
     a.run_exposure = RunExposure;

@@ -13,6 +13,7 @@
 #include "engine/exposure_run.h"
 #include "engine/forgetting_lm_run.h"
 #include "engine/forgetting_run.h"
+#include "engine/numeric_environment.h"
 #include "engine/relational_run.h"
 #include "engine/unlearning_run.h"
 
@@ -21,6 +22,7 @@ namespace memaudit::engine {
 struct EngineApi {
   decltype(&SetDefaultDevice) set_default_device = nullptr;
   decltype(&SetMatmulPrecision) set_matmul_precision = nullptr;
+  decltype(&NumericEnvironment) numeric_environment = nullptr;
   decltype(&RunClassifiers) run_classifiers = nullptr;
   decltype(&EvaluateTorchScriptClassifier) evaluate_torchscript_classifier = nullptr;
   decltype(&RunExposure) run_exposure = nullptr;

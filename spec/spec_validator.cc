@@ -68,6 +68,11 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
                         "names a native class (\"native/...\", a worker's numeric_class) and "
                         "needs resources.numerics: native"});
   }
+  if (r.numeric_environments_size() > 0) {
+    problems.push_back({"resources.numeric_environments",
+                        "is recorded by the coordinator from the workers that train the audit; "
+                        "a spec may not set it"});
+  }
   const KindHandler* kind = HandlerFor(spec.kind_case());
   if (kind == nullptr) {
     std::vector<std::string> names;

@@ -115,6 +115,13 @@ TEST(SpecValidatorTest, NumericsArePortableByDefaultAndANativeClassNeedsNativeMo
               HasSubstr("resources.numeric_class: may hold only"));
 }
 
+TEST(SpecValidatorTest, NumericEnvironmentsAreTheCoordinatorsRecordNotASpecs) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  spec.mutable_resources()->add_numeric_environments("cpu; LibTorch 1.13.0");
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("resources.numeric_environments: is recorded by the coordinator"));
+}
+
 // The reference code's variant is accepted when named, never added by default.
 TEST(SpecValidatorTest, ReferenceAttackVariantsAreNamedNotDefault) {
   v1::AuditSpec spec = SmallMembershipSpec(6);

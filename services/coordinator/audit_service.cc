@@ -381,9 +381,11 @@ grpc::Status AuditServiceImpl::GetReport(grpc::ServerContext* ctx, const v1::Get
   grpc::Status got = scorer_->GetResults(&scorer_ctx, get, resp);
   // The numeric class a native audit ran in is decided here, at its first
   // lease, after the scorer was told the spec.
+  // So are the environments that trained it, as its tasks complete.
   if (got.ok() && resp->has_spec()) {
-    resp->mutable_spec()->mutable_resources()->set_numeric_class(
-        audit->spec().resources().numeric_class());
+    v1::Resources* resources = resp->mutable_spec()->mutable_resources();
+    resources->set_numeric_class(audit->spec().resources().numeric_class());
+    *resources->mutable_numeric_environments() = audit->spec().resources().numeric_environments();
   }
   return Bounded(got);
 }

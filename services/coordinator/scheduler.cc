@@ -22,6 +22,21 @@
 namespace memaudit::coordinator {
 namespace {
 
+// Adds `environment` to an audit's recorded numeric environments unless it
+// is empty or there already; false when nothing changed. The
+// kMaxNumericEnvironments-th distinct one is recorded as "...", and none
+// after it: the list stays bounded whatever the workers send.
+bool RecordNumericEnvironment(const std::string& environment,
+                              google::protobuf::RepeatedPtrField<std::string>* recorded) {
+  if (environment.empty() || recorded->size() >= kMaxNumericEnvironments) return false;
+  for (const std::string& seen : *recorded) {
+    if (seen == environment) return false;
+  }
+  const bool last = recorded->size() + 1 == kMaxNumericEnvironments;
+  *recorded->Add() = last ? "..." : environment;
+  return true;
+}
+
 // Audit, lease and worker ids: 128 bits from OpenSSL's CSPRNG (RAND_bytes),
 // so an id seen by no one cannot be guessed.
 std::string RandomId(const char* prefix) { return RandomHexId(prefix); }
@@ -713,11 +728,13 @@ absl::StatusOr<HeartbeatVerdict> Scheduler::Heartbeat(const std::string& lease_i
   return HeartbeatVerdict{};
 }
 
-absl::Status Scheduler::Complete(const std::string& lease_id) {
-  return Await([&](Done done) { Complete(lease_id, std::move(done)); });
+absl::Status Scheduler::Complete(const std::string& lease_id,
+                                 const std::string& numeric_environment) {
+  return Await([&](Done done) { Complete(lease_id, numeric_environment, std::move(done)); });
 }
 
-void Scheduler::Complete(const std::string& lease_id, Done done) {
+void Scheduler::Complete(const std::string& lease_id, const std::string& numeric_environment,
+                         Done done) {
   Decide(std::move(done), [&]() -> absl::StatusOr<Mutation> {
     mu_.AssertHeld();  // Decide calls it under the lock
     auto pos = FindLease(lease_id);
@@ -730,14 +747,19 @@ void Scheduler::Complete(const std::string& lease_id, Done done) {
     Mutation m;
     m.tasks.push_back(t);
     m.events.push_back(Event(t.audit_id, v1::TASK_SUCCEEDED, t.task_id, ""));
+    AuditRecord a = audits_.at(t.audit_id).record;
+    bool changed = RecordNumericEnvironment(
+        numeric_environment, a.spec.mutable_resources()->mutable_numeric_environments());
     // Every other task succeeded (this one is still leased).
     const AuditTasks& tasks = index_.audit(index_.audit_of(*pos));
     if (tasks.by_state[static_cast<size_t>(TaskState::kSucceeded)] + 1 == tasks.total) {
-      AuditRecord a = audits_.at(t.audit_id).record;
       a.state = v1::SUCCEEDED;
-      a.updated_ms = clock_->NowMs();
-      m.audit = a;
+      changed = true;
       m.events.push_back(Event(t.audit_id, v1::AUDIT_SUCCEEDED, "", "every task succeeded"));
+    }
+    if (changed) {
+      a.updated_ms = clock_->NowMs();
+      m.audit = std::move(a);
     }
     return m;
   });

@@ -222,8 +222,11 @@ class Scheduler {
   // with its next change of state). Never an error today; StatusOr so that
   // one can be added.
   absl::StatusOr<HeartbeatVerdict> Heartbeat(const std::string& lease_id, uint64_t steps_done);
-  absl::Status Complete(const std::string& lease_id);
-  void Complete(const std::string& lease_id, Done done);
+  // The task succeeded. A non-empty `numeric_environment` (what trained it,
+  // checked by the caller) joins the audit's spec
+  // resources.numeric_environments when new there.
+  absl::Status Complete(const std::string& lease_id, const std::string& numeric_environment = "");
+  void Complete(const std::string& lease_id, const std::string& numeric_environment, Done done);
   // The task failed: re-queued if `retryable` and attempts remain (the
   // lease's attempt stays spent), else the audit fails.
   absl::Status Fail(const std::string& lease_id, const std::string& error, bool retryable);

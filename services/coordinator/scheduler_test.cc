@@ -3,8 +3,10 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/event_types.h"
+#include "common/numerics.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -14,6 +16,7 @@ namespace memaudit::coordinator {
 namespace {
 
 using ::memaudit::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 class SchedulerTest : public SchedulerFixture {};
@@ -313,6 +316,30 @@ TEST_F(SchedulerTest, ANativeAuditStaysInTheClassOfItsFirstLease) {
   MEMAUDIT_ASSERT_OK(scheduler_->Fail((*first)->task.lease_id, "out of memory", true));
   EXPECT_FALSE(Leases(*scheduler_, OfClass(intel)));
   EXPECT_TRUE(Leases(*scheduler_, OfClass(amd)));
+}
+
+// What trained an audit's tasks is recorded with it, each environment once,
+// the list bounded whatever workers send; a restart keeps it.
+TEST_F(SchedulerTest, CompletedTasksRecordTheirNumericEnvironmentsOnce) {
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
+  for (const std::string env : {"cpu; ATen AVX2", "", "cpu; ATen AVX2", "cuda; LibTorch 2.1"}) {
+    MEMAUDIT_ASSERT_OK(scheduler_->Complete(MustLease().task.lease_id, env));
+  }
+  Reopen();
+  EXPECT_THAT(scheduler_->Get("a")->spec().resources().numeric_environments(),
+              ElementsAre("cpu; ATen AVX2", "cuda; LibTorch 2.1"));
+  EXPECT_EQ(scheduler_->Get("a")->state(), v1::SUCCEEDED);
+
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("b", spec::SmallMembershipSpec(12)));
+  for (int i = 0; i < 12; ++i) {
+    MEMAUDIT_ASSERT_OK(scheduler_->Complete(MustLease().task.lease_id, absl::StrCat("env ", i)));
+  }
+  const auto b = scheduler_->Get("b");
+  MEMAUDIT_ASSERT_OK(b);
+  const auto& recorded = b->spec().resources().numeric_environments();
+  ASSERT_EQ(recorded.size(), kMaxNumericEnvironments);
+  EXPECT_EQ(recorded[kMaxNumericEnvironments - 2], "env 6");
+  EXPECT_EQ(recorded[kMaxNumericEnvironments - 1], "...");
 }
 
 // A later task that fits is leased past an earlier one that does not.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/numerics.h"
 #include "common/status_grpc.h"
 #include "common/status_macros.h"
 #include "common/task_fit.h"
@@ -334,6 +335,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
 }
 
 void WorkerServiceImpl::CompleteAfterScorer(const LeaseBinding& lease,
+                                            const std::string& environment,
                                             grpc::ServerUnaryReactor* reactor) {
   struct Check {
     grpc::ClientContext ctx;
@@ -349,10 +351,10 @@ void WorkerServiceImpl::CompleteAfterScorer(const LeaseBinding& lease,
                           std::chrono::milliseconds(kScorerDeadlineMs));
   scorer_->async()->CheckTask(
       &check->ctx, &check->req, &check->resp,
-      [this, check, lease, reactor](const grpc::Status& status) {
+      [this, check, lease, environment, reactor](const grpc::Status& status) {
         ScorerVerdict verdict = JudgeScorerAnswer(lease, status, std::move(check->resp));
         if (verdict.answer.ok()) {
-          return scheduler_->Complete(lease.lease_id, FinishWith(reactor));
+          return scheduler_->Complete(lease.lease_id, environment, FinishWith(reactor));
         }
         if (!verdict.fail_task) return reactor->Finish(ToGrpc(verdict.answer));
         scheduler_->Fail(lease.lease_id, std::string(verdict.answer.message()), verdict.retryable,
@@ -369,8 +371,12 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Complete(grpc::CallbackServerContex
   auto lease = CallerLease(*ctx, req->worker_id(), req->lease_id());
   if (!lease.ok()) {
     reactor->Finish(ToGrpc(lease.status()));
+  } else if (std::string problem = NumericEnvironmentProblem(req->numeric_environment());
+             !problem.empty()) {
+    reactor->Finish(
+        ToGrpc(absl::InvalidArgumentError(absl::StrCat("numeric_environment: ", problem))));
   } else {
-    CompleteAfterScorer(*lease, reactor);
+    CompleteAfterScorer(*lease, req->numeric_environment(), reactor);
   }
   return reactor;
 }

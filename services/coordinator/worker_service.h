@@ -113,7 +113,8 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   // Asks the scorer whether it holds every observation of the lease's task
   // and answers `reactor`: the task completed, or failed as the scorer's
   // answer says (see Complete).
-  void CompleteAfterScorer(const LeaseBinding& lease, grpc::ServerUnaryReactor* reactor);
+  void CompleteAfterScorer(const LeaseBinding& lease, const std::string& environment,
+                           grpc::ServerUnaryReactor* reactor);
   // Tells the scorer that `lease` ended without its Complete (its
   // observations are dropped, nothing more is stored under it), then runs
   // `then` whatever the scorer answered: a scorer out of reach costs the

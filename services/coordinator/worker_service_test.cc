@@ -99,11 +99,13 @@ class WorkerServiceTest : public SchedulerFixture {
     EXPECT_TRUE(status.ok()) << status.error_message();
     return resp;
   }
-  grpc::Status Complete(const std::string& worker_id, const std::string& lease_id) {
+  grpc::Status Complete(const std::string& worker_id, const std::string& lease_id,
+                        const std::string& numeric_environment = "") {
     grpc::ClientContext ctx;
     v1::CompleteRequest req;
     req.set_worker_id(worker_id);
     req.set_lease_id(lease_id);
+    req.set_numeric_environment(numeric_environment);
     v1::CompleteResponse resp;
     return stub_->Complete(&ctx, req, &resp);
   }
@@ -263,6 +265,22 @@ TEST_F(WorkerServiceTest, CompleteWithoutTheObservationsDoesNotCount) {
   const grpc::Status completed = Complete(worker, lease.lease_id());
   EXPECT_TRUE(completed.ok()) << completed.error_message();
   EXPECT_EQ(scheduler_->Get("a-1")->tasks().succeeded(), 1u);
+}
+
+TEST_F(WorkerServiceTest, ACompletedTaskRecordsWhatTrainedItAndBadTextIsRefusedByName) {
+  const std::string worker = Register();
+  const v1::LeaseResponse lease = Lease(worker);
+  scorer_.Answer(grpc::Status::OK);
+  for (const std::string& bad : {std::string(257, 'x'), std::string("cpu\n")}) {
+    const grpc::Status refused = Complete(worker, lease.lease_id(), bad);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(refused.error_message(), HasSubstr("numeric_environment: "));
+  }
+  EXPECT_EQ(scheduler_->Get("a-1")->tasks().succeeded(), 0u) << "a refused Complete counts not";
+  const grpc::Status completed = Complete(worker, lease.lease_id(), "cpu; ATen AVX2");
+  ASSERT_TRUE(completed.ok()) << completed.error_message();
+  EXPECT_THAT(scheduler_->Get("a-1")->spec().resources().numeric_environments(),
+              ::testing::ElementsAre("cpu; ATen AVX2"));
 }
 
 TEST_F(WorkerServiceTest, AScorerOutOfReachKeepsTheLeaseForARetry) {

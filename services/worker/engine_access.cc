@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "common/numerics.h"
 #include "common/process.h"
 
 namespace memaudit::worker {
@@ -88,6 +90,17 @@ const engine::EngineApi& Engine() {
   s.mu.Await(absl::Condition(
       +[](const engine::EngineApi** api) { return *api != nullptr; }, &s.api));
   return *s.api;
+}
+
+std::string TrainingEnvironment() {
+  const engine::EngineApi& engine = Engine();
+  if (engine.numeric_environment == nullptr) return "";
+  std::string text = engine.numeric_environment();
+  text.resize(std::min(text.size(), kMaxNumericEnvironmentBytes));
+  for (char& c : text) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return text;
 }
 
 }  // namespace memaudit::worker

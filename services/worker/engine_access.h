@@ -40,6 +40,11 @@ void PrepareEngine();
 // The engine: starts loading it if need be, and waits for it.
 const engine::EngineApi& Engine();
 
+// The engine's numeric environment (engine/numeric_environment.h), cut to
+// what CompleteRequest.numeric_environment holds (printable ASCII, at most
+// kMaxNumericEnvironmentBytes); "" for an engine that cannot tell.
+std::string TrainingEnvironment();
+
 }  // namespace memaudit::worker
 
 #endif  // MEMAUDIT_SERVICES_WORKER_ENGINE_ACCESS_H_

@@ -21,6 +21,7 @@
 #include "common/sqlite.h"
 #include "common/status_grpc.h"
 #include "common/task_fit.h"
+#include "services/worker/engine_access.h"
 #include "services/worker/failure_kind.h"
 #include "services/worker/task_runner.h"
 
@@ -378,6 +379,7 @@ const char* WorkerLoop::RunOne(const v1::LeaseResponse& lease, WorkerMetrics::Ta
   v1::CompleteRequest req;
   req.set_worker_id(worker_id_);
   req.set_lease_id(lease.lease_id());
+  req.set_numeric_environment(TrainingEnvironment());
   const absl::Status completed =
       Report(lease, "complete", lease_held, [&](grpc::ClientContext* ctx) {
         v1::CompleteResponse resp;

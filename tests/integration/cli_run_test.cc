@@ -158,6 +158,16 @@ TEST(CliRunTest, ReRunIntervalsArePrintedUnlessOneModelIsTheTarget) {
   ASSERT_EQ(every.exit_code, 0) << every.text;
   EXPECT_THAT(every.text, HasSubstr("re-run 95%"));
   EXPECT_THAT(every.text, ::testing::Not(HasSubstr("n/a")));
+  // The table ends with how the models computed and what trained them.
+  EXPECT_THAT(every.text, HasSubstr("\nnumerics: portable"));
+  EXPECT_THAT(every.text,
+              ::testing::ContainsRegex("\ntrained on: cpu; LibTorch [^\n]*; ATen AVX2;"));
+  std::stringstream html;
+  html << std::ifstream(dir + "/every/run/report.html").rdbuf();
+  EXPECT_THAT(html.str(), HasSubstr("<tr><th>trained on</th><td>cpu; LibTorch "));
+  EXPECT_EQ(
+      ReadJson(dir + "/every/run/results.json")["spec"]["resources"]["numeric_environments"].size(),
+      1u);
   Output one = Shell(absl::StrCat(
       Memaudit(), " run ", WriteSpec(dir + "/one", absl::StrCat(kTinySpec, "  target_model: 0\n")),
       " -w 1 --dir ", dir, "/one/run"));

@@ -60,6 +60,14 @@ TEST_F(NumericsTest, APortableAuditIgnoresWhatKernelsTheEnvironmentAsksFor) {
   EXPECT_EQ(Numbers(forced), Numbers(pinned))
       << "two workers, one told to use other kernels, gave other bits";
   EXPECT_EQ(pinned.spec().resources().numerics(), "portable");
+  // The results record what trained them: both workers, whatever their
+  // environment asked for, in one environment of AVX2 kernels.
+  ASSERT_EQ(forced.spec().resources().numeric_environments_size(), 1);
+  const std::string& trained_on = forced.spec().resources().numeric_environments(0);
+  EXPECT_THAT(trained_on, ::testing::StartsWith("cpu; LibTorch "));
+  EXPECT_THAT(trained_on, HasSubstr("; ATen AVX2;"));
+  EXPECT_THAT(trained_on, ::testing::ContainsRegex("; oneDNN [0-9.]+ avx2;"));
+  EXPECT_THAT(trained_on, ::testing::ContainsRegex("; OpenBLAS [0-9.]+ Haswell$"));
 
   // The same environment in native mode does change the numbers: the pin
   // above is what kept them.
@@ -67,6 +75,10 @@ TEST_F(NumericsTest, APortableAuditIgnoresWhatKernelsTheEnvironmentAsksFor) {
   const v1::AuditResults native = RunWith(NumericsSpec("native"), {OtherKernels()}, "-native");
   EXPECT_NE(Numbers(native), Numbers(pinned));
   EXPECT_THAT(native.spec().resources().numeric_class(), HasSubstr("/DNNL_MAX_CPU_ISA=SSE41"));
+  ASSERT_EQ(native.spec().resources().numeric_environments_size(), 1);
+  EXPECT_THAT(native.spec().resources().numeric_environments(0),
+              ::testing::ContainsRegex("; ATen NO AVX; oneDNN [0-9.]+ sse41; OpenBLAS [0-9.]+ "
+                                       "Prescott$"));
 }
 
 // The cross-machine check: the quickstart prints these numbers on every
