@@ -1,5 +1,6 @@
 #include "scoring/degradation.h"
 
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -35,16 +36,17 @@ absl::StatusOr<Degradation> ComputeDegradation(absl::Span<const uint8_t> is_memb
   MEMAUDIT_RETURN_IF_ERROR(CheckUnit("p_classical", p_classical));
   size_t count = 0;
   double rate = 0.0;
-  std::vector<double> gains(is_member.size());
+  std::vector<double> wins(is_member.size()), gains(is_member.size());
   for (size_t i = 0; i < is_member.size(); ++i) {
     const double pu = p_attack[i], pm = p_classical[i];
     if (is_member[i]) {
-      count += pu > pm ? 1 : 0;
+      wins[i] = pu > pm ? 1 : 0;
       gains[i] = pu - pm;
     } else {
-      count += pu < pm ? 1 : 0;
+      wins[i] = pu < pm ? 1 : 0;
       gains[i] = pm - pu;
     }
+    count += static_cast<size_t>(wins[i]);
     rate += gains[i];
   }
   constexpr Interval kGainRange{-1.0, 1.0};
@@ -58,6 +60,8 @@ absl::StatusOr<Degradation> ComputeDegradation(absl::Span<const uint8_t> is_memb
   // SummarizeMean's one-value interval is the value itself: one row says
   // nothing about the spread.
   out.deg_rate_interval = gain.n > 1 ? gain.interval : kGainRange;
+  out.wins = std::move(wins);
+  out.gains = std::move(gains);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #define MEMAUDIT_SCORING_DEGRADATION_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -25,6 +26,9 @@ struct Degradation {
   // one row nothing bounds it, so [−1, 1].
   Interval deg_count_interval;
   Interval deg_rate_interval;
+  // Per row: whether the attack beat the classical MIA (DegCount's 0/1) and
+  // its gain (DegRate's term), for resampling (rerun_interval.h).
+  std::vector<double> wins, gains;
 };
 
 // Equal lengths >= 1, b in {0, 1}, confidences in [0, 1]; 0 < confidence < 1.

@@ -38,6 +38,7 @@ absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values, doubl
   for (double v : values) out.mean += v;
   out.mean /= n;
   out.interval = {out.mean, out.mean};
+  out.rerun = out.interval;
   if (out.n == 1) return out;
   double ss = 0.0;
   for (double v : values) ss += (v - out.mean) * (v - out.mean);
@@ -46,6 +47,9 @@ absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values, doubl
                                          0.5 + confidence / 2.0);
   const double half = t * out.stddev / std::sqrt(n);
   out.interval = {std::max(range.lo, out.mean - half), std::min(range.hi, out.mean + half)};
+  const double rerun_half = half * std::sqrt(2.0);
+  out.rerun = {std::max(range.lo, out.mean - rerun_half),
+               std::min(range.hi, out.mean + rerun_half)};
   return out;
 }
 

@@ -32,6 +32,12 @@ struct MeanSummary {
   double mean = 0.0;
   double stddev = 0.0;  // sample std (n − 1); 0 when n = 1
   Interval interval;    // mean ± t_{n−1}·sd/√n; [mean, mean] when n = 1
+  // Where the mean of another n trials (a re-run with other seeds) falls:
+  // the prediction interval mean ± t_{n−1}·sd·√(2/n), since the difference
+  // of two independent means of n has variance 2σ²/n (Hahn, Meeker &
+  // Escobar, "Statistical Intervals", 2nd ed. 2017, ch. 4). [mean, mean]
+  // when n = 1 (the results warn: few_trials, few_replicates).
+  Interval rerun;
   size_t n = 0;
 };
 

@@ -74,11 +74,48 @@ double StandardDeviation(const std::vector<double>& v) {
 }
 
 Interval Around(double estimate, double se, double floor) {
-  const double half = kZ95 * std::sqrt(2.0) * se;
-  return {std::clamp(estimate - half, floor, 1.0), std::clamp(estimate + half, floor, 1.0)};
+  return RerunAround(estimate, se, {floor, 1.0});
 }
 
 }  // namespace
+
+Interval RerunAround(double estimate, double se, Interval range) {
+  const double half = kZ95 * std::sqrt(2.0) * se;
+  return {std::clamp(estimate - half, range.lo, range.hi),
+          std::clamp(estimate + half, range.lo, range.hi)};
+}
+
+absl::StatusOr<std::vector<double>> ClusterBootstrapErrors(absl::Span<const uint32_t> cluster_of,
+                                                           uint32_t clusters,
+                                                           const WeightedStatisticsFn& statistics,
+                                                           uint64_t seed, uint32_t resamples) {
+  if (clusters < 2 || resamples < 2) {
+    return absl::InvalidArgumentError("needs 2 or more clusters and resamples");
+  }
+  for (uint32_t c : cluster_of) {
+    if (c >= clusters) return absl::InvalidArgumentError("a cluster index is out of range");
+  }
+  std::vector<std::vector<double>> values;  // values[statistic][kept resample]
+  SplitMix64 rng(seed);
+  std::vector<double> cluster_count, weights(cluster_of.size());
+  for (uint32_t r = 0; r < resamples; ++r) {
+    Multiplicities(rng, clusters, &cluster_count);
+    for (size_t i = 0; i < cluster_of.size(); ++i) weights[i] = cluster_count[cluster_of[i]];
+    absl::StatusOr<std::vector<double>> resampled = statistics(weights);
+    if (!resampled.ok()) continue;
+    if (values.empty()) values.resize(resampled->size());
+    if (resampled->size() != values.size()) {
+      return absl::InternalError("the statistics changed in number between resamples");
+    }
+    for (size_t i = 0; i < values.size(); ++i) values[i].push_back((*resampled)[i]);
+  }
+  if (values.empty() || values[0].size() < 2) {
+    return absl::InvalidArgumentError("fewer than 2 resamples could be scored");
+  }
+  std::vector<double> errors;
+  for (const std::vector<double>& v : values) errors.push_back(StandardDeviation(v));
+  return errors;
+}
 
 absl::StatusOr<PooledStatistics> WeightedStatistics(const RankedScores& ranked,
                                                     absl::Span<const uint8_t> is_member,

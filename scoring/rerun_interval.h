@@ -23,6 +23,7 @@
 #define MEMAUDIT_SCORING_RERUN_INTERVAL_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -64,6 +65,28 @@ absl::StatusOr<RerunIntervals> RerunIntervalsOf(
     absl::Span<const uint32_t> model_of, uint32_t models, absl::Span<const uint32_t> example_of,
     uint32_t examples, absl::Span<const double> fpr_targets, uint64_t seed,
     uint32_t resamples = kRerunResamples);
+
+// Statistics of rows nested in clusters, each row in one cluster, where a
+// re-run redraws the clusters (an unlearning audit's target rows belong to
+// its target original models): a one-stage cluster bootstrap (Davison &
+// Hinkley, "Bootstrap Methods and their Application", 1997, §3.8) draws the
+// clusters with replacement and weighs each row by its cluster's
+// multiplicity. `statistics(weights)` computes every statistic from one
+// weighting (all 1: the estimates); a resample it refuses (e.g. one class
+// left without weight) is skipped. Returns each statistic's standard error
+// over the resamples. Needs clusters >= 2, every cluster_of[i] < clusters,
+// resamples >= 2 and 2 or more resamples kept. Seeded.
+using WeightedStatisticsFn =
+    std::function<absl::StatusOr<std::vector<double>>(absl::Span<const double> weights)>;
+absl::StatusOr<std::vector<double>> ClusterBootstrapErrors(absl::Span<const uint32_t> cluster_of,
+                                                           uint32_t clusters,
+                                                           const WeightedStatisticsFn& statistics,
+                                                           uint64_t seed,
+                                                           uint32_t resamples = kRerunResamples);
+
+// The re-run interval of an estimate with bootstrap standard error `se`:
+// estimate ± z · √2 · se (z = 1.96), cut to `range`.
+Interval RerunAround(double estimate, double se, Interval range);
 
 }  // namespace memaudit::scoring
 

@@ -173,5 +173,76 @@ TEST(RerunIntervalTest, BadInputIsRefused) {
   EXPECT_FALSE(RerunIntervalsOf(ranked, run.member, bad, 4, run.example_of, 10, {0.1}, 1).ok());
 }
 
+// Rows nested in clusters with a cluster effect (sd 0.5) and row noise
+// (sd 1): the weighted mean's re-run interval holds another run's mean (new
+// clusters, new rows) in at least 9 pairs of runs in 10, and each resample
+// weighs a row by its cluster's multiplicity.
+TEST(ClusterBootstrapTest, TheReRunIntervalOfANestedMeanCoversAnotherRun) {
+  constexpr uint32_t kClusters = 10, kRowsPerCluster = 20, kRuns = 30;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> effect(0.0, 0.5), noise(0.0, 1.0);
+  std::vector<uint32_t> cluster_of;
+  for (uint32_t c = 0; c < kClusters; ++c) cluster_of.insert(cluster_of.end(), kRowsPerCluster, c);
+  std::vector<double> estimate;
+  std::vector<Interval> interval;
+  for (uint32_t r = 0; r < kRuns; ++r) {
+    std::vector<double> rows;
+    for (uint32_t c = 0; c < kClusters; ++c) {
+      const double u = effect(rng);
+      for (uint32_t i = 0; i < kRowsPerCluster; ++i) rows.push_back(u + noise(rng));
+    }
+    const WeightedStatisticsFn mean =
+        [&](absl::Span<const double> w) -> absl::StatusOr<std::vector<double>> {
+      double sum = 0, total = 0;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        sum += w[i] * rows[i];
+        total += w[i];
+      }
+      return std::vector<double>{sum / total};
+    };
+    const double m = (*mean(std::vector<double>(rows.size(), 1.0)))[0];
+    MEMAUDIT_ASSERT_OK_AND_ASSIGN(std::vector<double> se,
+                                  ClusterBootstrapErrors(cluster_of, kClusters, mean, 40 + r));
+    ASSERT_EQ(se.size(), 1u);
+    // The cluster effect dominates: SE near 0.5/√10 ≈ 0.16, far above the
+    // rows' 1/√200 ≈ 0.07 alone.
+    EXPECT_GT(se[0], 0.09);
+    estimate.push_back(m);
+    interval.push_back(RerunAround(m, se[0], kWholeLine));
+  }
+  int inside = 0, pairs = 0;
+  for (uint32_t i = 0; i < kRuns; ++i) {
+    for (uint32_t j = 0; j < kRuns; ++j) {
+      if (i == j) continue;
+      inside += interval[i].lo <= estimate[j] && estimate[j] <= interval[i].hi;
+      ++pairs;
+    }
+  }
+  EXPECT_GE(static_cast<double>(inside) / pairs, 0.9);
+}
+
+TEST(ClusterBootstrapTest, IsSeededAndRefusesTooFewClusters) {
+  const std::vector<uint32_t> cluster_of = {0, 0, 1, 1, 2};
+  const std::vector<double> rows = {0.1, 0.3, 0.9, 0.7, 0.4};
+  const WeightedStatisticsFn mean =
+      [&](absl::Span<const double> w) -> absl::StatusOr<std::vector<double>> {
+    double sum = 0, total = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      sum += w[i] * rows[i];
+      total += w[i];
+    }
+    return std::vector<double>{sum / total, total};
+  };
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(auto a, ClusterBootstrapErrors(cluster_of, 3, mean, 9));
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(auto b, ClusterBootstrapErrors(cluster_of, 3, mean, 9));
+  EXPECT_EQ(a, b);
+  EXPECT_GT(a[1], 0.0) << "the rows' total weight varies with the clusters drawn";
+  EXPECT_FALSE(ClusterBootstrapErrors({0, 0}, 1, mean, 9).ok());
+  EXPECT_FALSE(ClusterBootstrapErrors({0, 3}, 3, mean, 9).ok());
+  const Interval cut = RerunAround(0.95, 0.1, kUnitInterval);
+  EXPECT_NEAR(cut.lo, 0.95 - 1.959963984540054 * std::sqrt(2.0) * 0.1, 1e-12);
+  EXPECT_EQ(cut.hi, 1.0);
+}
+
 }  // namespace
 }  // namespace memaudit::scoring

@@ -20,8 +20,11 @@ std::vector<std::pair<const char*, const v1::TrialMean*>> Columns(
           {"extrapolated", a.has_extrapolated_exposure() ? &a.extrapolated_exposure() : nullptr}};
 }
 
+// The mean with the interval a re-run with other seeds would fall in.
 std::string WithInterval(const v1::TrialMean* m) {
-  return m == nullptr ? "-" : absl::StrFormat("%.2f [%.2f, %.2f]", m->mean(), m->low(), m->high());
+  return m == nullptr
+             ? "-"
+             : absl::StrFormat("%.2f [%.2f, %.2f]", m->mean(), m->rerun_low(), m->rerun_high());
 }
 
 }  // namespace
@@ -30,7 +33,7 @@ std::string ReplicatesText(const v1::ExposureResults& x) {
   if (!x.has_replicates()) return "";
   std::string out = absl::StrFormat(
       "exposure across %u replicates (mean over the canary models trained on %u seeds, "
-      "[95%% Student-t interval]; the rows above are replicate 0):\n",
+      "[95%% interval of a re-run with other seeds]; the rows above are replicate 0):\n",
       x.replicates().count(), x.replicates().count());
   absl::StrAppend(&out, absl::StrFormat("  %-8s %-22s %-22s %s\n", "inserted", "exact", "sampled",
                                         "extrapolated"));
@@ -59,9 +62,10 @@ std::string ReplicatesHtml(const v1::ExposureResults& x) {
                   absl::StrFormat("<p>Exposure across %u replicates: each canary model trained "
                                   "on its own seed (init, batch order, dropout, DP noise), the "
                                   "same canaries; per insertion count the mean over replicates "
-                                  "of each replicate's group mean, with its 95%% Student-t "
-                                  "interval across replicates. The canary table above is "
-                                  "replicate 0.</p>",
+                                  "of each replicate's group mean, with the 95%% interval a "
+                                  "re-run on as many other seeds would fall in (Student t "
+                                  "across replicates, docs/scoring.md). The canary table above "
+                                  "is replicate 0.</p>",
                                   x.replicates().count()));
   return html;
 }
@@ -69,7 +73,8 @@ std::string ReplicatesHtml(const v1::ExposureResults& x) {
 absl::Status WriteReplicatesCsv(const std::string& audit_id,
                                 const std::vector<v1::ExposureVariantResult>& variants,
                                 const std::string& dir) {
-  std::string groups = "audit_id,variant,repeats,estimator,replicates,mean,low,high,stddev\n";
+  std::string groups =
+      "audit_id,variant,repeats,estimator,replicates,mean,low,high,stddev,rerun_low,rerun_high\n";
   std::string canaries =
       "audit_id,variant,replicate,secret,repeats,px_bits,rank,exact,exposure,sampled_exposure,"
       "sampled_lower_bound,extrapolated_exposure\n";
@@ -82,9 +87,10 @@ absl::Status WriteReplicatesCsv(const std::string& audit_id,
       for (const auto& [name, m] : Columns(g.across_replicates())) {
         if (m == nullptr) continue;
         absl::StrAppend(
-            &groups, absl::StrFormat("%s,%s,%u,%s,%u,%.17g,%.17g,%.17g,%.17g\n", audit_id, v.name(),
-                                     g.repeats(), name, x.replicates().count(), m->mean(), m->low(),
-                                     m->high(), m->stddev()));
+            &groups,
+            absl::StrFormat("%s,%s,%u,%s,%u,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", audit_id,
+                            v.name(), g.repeats(), name, x.replicates().count(), m->mean(),
+                            m->low(), m->high(), m->stddev(), m->rerun_low(), m->rerun_high()));
       }
     }
     for (const v1::ExposureReplicate& model : x.replicates().models()) {

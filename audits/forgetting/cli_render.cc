@@ -10,8 +10,9 @@
 namespace memaudit::cli {
 namespace {
 
+// A mean across trials with the interval a re-run would fall in.
 std::string WithInterval(const v1::TrialMean& m) {
-  return absl::StrFormat("%.3f [%.3f, %.3f]", m.mean(), m.low(), m.high());
+  return absl::StrFormat("%.3f [%.3f, %.3f]", m.mean(), m.rerun_low(), m.rerun_high());
 }
 
 // Why the curve's degenerate points (marked "*") measure ties; empty when
@@ -27,18 +28,18 @@ std::string DegenerateReason(
 std::string CurveTable(const std::string& title, double fpr,
                        const google::protobuf::RepeatedPtrField<v1::ForgettingCurvePoint>& curve) {
   const std::string tpr = absl::StrFormat("TPR@%gFPR", fpr);
-  const std::string header =
-      absl::StrFormat("%-12s %-22s %-22s %-22s %-10s %-8s", "steps_since", "MI accuracy [95%]",
-                      "AUC [95%]", tpr + " [95%]", "precision", "epsilon");
-  std::string out = absl::StrCat(title, "\n", header, "\n", std::string(header.size(), '-'), "\n");
+  const std::string header = absl::StrFormat("%-12s %-22s %-22s %-22s %-22s %-24s", "steps_since",
+                                             "MI accuracy", "AUC", tpr, "precision", "epsilon");
+  std::string out = absl::StrCat(title, " (mean over trials [95% interval of a re-run])\n", header,
+                                 "\n", std::string(header.size(), '-'), "\n");
   for (const v1::ForgettingCurvePoint& p : curve) {
     // A degenerate point is marked, and why is said once under the table.
     const std::string steps =
         absl::StrCat(p.steps_since_injection(), p.degenerate().empty() ? "" : " *");
-    absl::StrAppend(
-        &out, absl::StrFormat("%-12s %-22s %-22s %-22s %-10.3f %-8.3f\n", steps,
-                              WithInterval(p.accuracy()), WithInterval(p.auc()),
-                              WithInterval(p.tpr()), p.precision().mean(), p.epsilon().mean()));
+    absl::StrAppend(&out, absl::StrFormat("%-12s %-22s %-22s %-22s %-22s %-24s\n", steps,
+                                          WithInterval(p.accuracy()), WithInterval(p.auc()),
+                                          WithInterval(p.tpr()), WithInterval(p.precision()),
+                                          WithInterval(p.epsilon())));
   }
   if (const std::string why = DegenerateReason(curve); !why.empty()) {
     absl::StrAppend(&out, "* ", why, "\n");
@@ -49,24 +50,35 @@ std::string CurveTable(const std::string& title, double fpr,
 std::string HtmlCurveTable(
     double fpr, const google::protobuf::RepeatedPtrField<v1::ForgettingCurvePoint>& curve) {
   std::string html = absl::StrFormat(
-      "<table class=\"numbers\"><tr><th>steps since injection</th><th>MI accuracy</th>"
-      "<th>95%% interval</th><th>AUC</th><th>TPR at FPR %g</th><th>precision</th>"
+      "<p>Means over trials; in brackets, the 95%% interval a re-run with other seeds would "
+      "fall in.</p><table class=\"numbers\"><tr><th>steps since injection</th>"
+      "<th>MI accuracy</th><th>AUC</th><th>TPR at FPR %g</th><th>precision</th>"
       "<th>&epsilon;</th></tr>",
       fpr);
   for (const v1::ForgettingCurvePoint& p : curve) {
-    absl::StrAppend(
-        &html,
-        absl::StrFormat("<tr><td>%d%s</td><td>%.4f</td><td>[%.4f, %.4f]</td><td>%.4f</td>"
-                        "<td>%.4f</td><td>%.4f</td><td>%.3f</td></tr>",
-                        p.steps_since_injection(), p.degenerate().empty() ? "" : " *",
-                        p.accuracy().mean(), p.accuracy().low(), p.accuracy().high(),
-                        p.auc().mean(), p.tpr().mean(), p.precision().mean(), p.epsilon().mean()));
+    absl::StrAppend(&html, absl::StrFormat("<tr><td>%d%s</td>", p.steps_since_injection(),
+                                           p.degenerate().empty() ? "" : " *"));
+    for (const v1::TrialMean* m :
+         {&p.accuracy(), &p.auc(), &p.tpr(), &p.precision(), &p.epsilon()}) {
+      absl::StrAppend(&html, absl::StrFormat("<td>%.4f [%.4f, %.4f]</td>", m->mean(),
+                                             m->rerun_low(), m->rerun_high()));
+    }
+    absl::StrAppend(&html, "</tr>");
   }
   absl::StrAppend(&html, "</table>");
   if (const std::string why = DegenerateReason(curve); !why.empty()) {
     absl::StrAppend(&html, "<p class=\"note\">* ", HtmlEscape(why), "</p>");
   }
   return html;
+}
+
+// The re-run intervals of a point's five means, as CSV cells after a comma.
+std::string RerunColumns(const v1::ForgettingCurvePoint& p) {
+  std::string out;
+  for (const v1::TrialMean* m : {&p.accuracy(), &p.auc(), &p.tpr(), &p.precision(), &p.epsilon()}) {
+    absl::StrAppend(&out, absl::StrFormat(",%.17g,%.17g", m->rerun_low(), m->rerun_high()));
+  }
+  return absl::StrCat(out, ",");
 }
 
 // "k of n": trial-points where the replay reproduced the baseline bit for bit.
@@ -276,7 +288,9 @@ absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& di
   std::string csv =
       "audit_id,strategy,attack,steps_since_injection,accuracy,accuracy_low,accuracy_high,auc,"
       "auc_low,auc_high,fpr_target,tpr,tpr_low,tpr_high,precision,epsilon,"
-      "epsilon_clamped_trials,selection,degenerate\n";
+      "epsilon_clamped_trials,accuracy_rerun_low,accuracy_rerun_high,auc_rerun_low,"
+      "auc_rerun_high,tpr_rerun_low,tpr_rerun_high,precision_rerun_low,precision_rerun_high,"
+      "epsilon_rerun_low,epsilon_rerun_high,selection,degenerate\n";
   const v1::ForgettingResults& f = r.forgetting();
   // A replay or LiRA audit's standard curve (and lira_online's offline
   // curve) follow as rows with their own attack.
@@ -286,12 +300,12 @@ absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& di
     for (const v1::ForgettingCurvePoint& p : *curve) {
       absl::StrAppend(
           &csv, absl::StrFormat("%s,%s,%s,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,"
-                                "%.17g,%.17g,%.17g,%u,%s,%d\n",
+                                "%.17g,%.17g,%.17g,%u%s%s,%d\n",
                                 r.audit_id(), f.strategy(), attack, p.steps_since_injection(),
                                 p.accuracy().mean(), p.accuracy().low(), p.accuracy().high(),
                                 p.auc().mean(), p.auc().low(), p.auc().high(), f.fpr_target(),
                                 p.tpr().mean(), p.tpr().low(), p.tpr().high(), p.precision().mean(),
-                                p.epsilon().mean(), p.epsilon_clamped_trials(),
+                                p.epsilon().mean(), p.epsilon_clamped_trials(), RerunColumns(p),
                                 f.selection().empty() ? "random" : f.selection(),
                                 // The reason is in the results JSON.
                                 p.degenerate().empty() ? 0 : 1));

@@ -10,10 +10,13 @@
 #include "absl/strings/strip.h"
 #include "audits/unlearning/signals.h"
 #include "common/export_arrays.h"
+#include "common/seeding.h"
 #include "common/status_macros.h"
 #include "scoring/attack_evaluation.h"
 #include "scoring/auc_interval.h"
 #include "scoring/degradation.h"
+#include "scoring/ranked_scores.h"
+#include "scoring/rerun_interval.h"
 #include "scoring/unlearning_features.h"
 
 namespace memaudit::scorer {
@@ -37,6 +40,7 @@ absl::StatusOr<scoring::UnlearningFeature> FeatureKind(const std::string& name) 
 struct SideRows {
   scoring::Matrix original, unlearned;  // rows x classes
   std::vector<uint8_t> labels;
+  std::vector<uint32_t> original_of;  // the original model each row comes from
 };
 
 absl::StatusOr<SideRows> BuildSide(const v1::UnlearningAudit& u, bool target,
@@ -67,11 +71,60 @@ absl::StatusOr<SideRows> BuildSide(const v1::UnlearningAudit& u, bool target,
       const size_t half = 2 * q * c;
       out.original.data.insert(out.original.data.end(), v.begin(), v.begin() + half);
       out.unlearned.data.insert(out.unlearned.data.end(), v.begin() + half, v.end());
-      for (size_t r = 0; r < 2 * q; ++r) out.labels.push_back(r < q ? 1 : 0);
+      for (size_t r = 0; r < 2 * q; ++r) {
+        out.labels.push_back(r < q ? 1 : 0);
+        out.original_of.push_back(i);
+      }
     }
   }
   out.original.rows = out.unlearned.rows = out.labels.size();
   return out;
+}
+
+// The re-run intervals of one target-side attack result: a cluster
+// bootstrap over the target originals, whose rows a re-run redraws with
+// them (scoring/rerun_interval.h). The shadow side, on which the attack
+// classifier was fitted, is not redrawn. `deg` null for the baseline.
+absl::Status SetRerunIntervals(const v1::UnlearningAudit& u, uint64_t seed, const SideRows& target,
+                               const scoring::AttackEvaluation& eval,
+                               const scoring::Degradation* deg, v1::UnlearningAttackResult* a) {
+  const uint32_t originals = u.target().originals();
+  if (originals < 2) return absl::OkStatus();
+  MEMAUDIT_ASSIGN_OR_RETURN(const scoring::RankedScores ranked,
+                            scoring::RankedScores::Rank(eval.target_probabilities));
+  const scoring::WeightedStatisticsFn statistics =
+      [&](absl::Span<const double> w) -> absl::StatusOr<std::vector<double>> {
+    MEMAUDIT_ASSIGN_OR_RETURN(const scoring::PooledStatistics pooled,
+                              scoring::WeightedStatistics(ranked, target.labels, w, {}));
+    std::vector<double> out = {pooled.auc};
+    if (deg != nullptr) {
+      double wins = 0, gains = 0, total = 0;
+      for (size_t i = 0; i < w.size(); ++i) {
+        wins += w[i] * deg->wins[i];
+        gains += w[i] * deg->gains[i];
+        total += w[i];
+      }
+      out.push_back(wins / total);
+      out.push_back(gains / total);
+    }
+    return out;
+  };
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      const std::vector<double> se,
+      scoring::ClusterBootstrapErrors(target.original_of, originals, statistics,
+                                      DeriveSeed(seed, "unlearning_rerun", 0)));
+  const scoring::Interval auc = scoring::RerunAround(eval.auc, se[0], scoring::kUnitInterval);
+  a->set_auc_rerun_low(auc.lo);
+  a->set_auc_rerun_high(auc.hi);
+  if (deg == nullptr) return absl::OkStatus();
+  const scoring::Interval count =
+      scoring::RerunAround(deg->deg_count, se[1], scoring::kUnitInterval);
+  const scoring::Interval rate = scoring::RerunAround(deg->deg_rate, se[2], {-1.0, 1.0});
+  a->set_deg_count_rerun_low(count.lo);
+  a->set_deg_count_rerun_high(count.hi);
+  a->set_deg_rate_rerun_low(rate.lo);
+  a->set_deg_rate_rerun_high(rate.hi);
+  return absl::OkStatus();
 }
 
 // One attack (feature, classifier) of one defense, trained on the shadow
@@ -281,6 +334,7 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
       a->set_auc_high(interval.interval.hi);
       if (feature == unlearning::kBaselineFeature) {
         baseline[classifier] = eval->target_probabilities;
+        MEMAUDIT_RETURN_IF_ERROR(SetRerunIntervals(u, spec.seed(), target, *eval, nullptr, a));
         continue;
       }
       MEMAUDIT_ASSIGN_OR_RETURN(
@@ -292,6 +346,7 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
       a->set_deg_count_high(deg.deg_count_interval.hi);
       a->set_deg_rate_low(deg.deg_rate_interval.lo);
       a->set_deg_rate_high(deg.deg_rate_interval.hi);
+      MEMAUDIT_RETURN_IF_ERROR(SetRerunIntervals(u, spec.seed(), target, *eval, &deg, a));
     }
   }
   results.set_models(static_cast<uint32_t>(std::min<uint64_t>(models, UINT32_MAX)));

@@ -193,6 +193,39 @@ TEST(UnlearningMetricsTest, AttackBeatsTheBaselineWhichLabelsOnlyDefeat) {
   EXPECT_EQ(again->SerializeAsString(), results->SerializeAsString());
 }
 
+// Re-run intervals come from resampling the target originals: they hold
+// each estimate, and an audit of one target original has none to resample.
+TEST(UnlearningMetricsTest, ReRunIntervalsResampleTheTargetOriginals) {
+  const UnlearningSignals signals = ToSignals(HandBuilt("u"));
+  auto results = ScoreUnlearning(Spec(), signals);
+  MEMAUDIT_ASSERT_OK(results);
+  for (const char* classifier : {"logistic_regression", "gradient_boosting"}) {
+    SCOPED_TRACE(classifier);
+    const auto* base = Find(*results, "none", "baseline", classifier);
+    const auto* diff = Find(*results, "none", "sorted_diff", classifier);
+    ASSERT_TRUE(base && diff);
+    for (const auto* a : {base, diff}) {
+      EXPECT_LE(a->auc_rerun_low(), a->auc());
+      EXPECT_GE(a->auc_rerun_high(), a->auc());
+    }
+    EXPECT_LT(base->auc_rerun_low(), base->auc_rerun_high()) << "chance varies between models";
+    EXPECT_LE(diff->deg_count_rerun_low(), diff->deg_count());
+    EXPECT_GE(diff->deg_count_rerun_high(), diff->deg_count());
+    EXPECT_LE(diff->deg_rate_rerun_low(), diff->deg_rate());
+    EXPECT_GE(diff->deg_rate_rerun_high(), diff->deg_rate());
+    EXPECT_LE(diff->deg_count_rerun_high(), 1.0);
+    EXPECT_EQ(base->deg_count_rerun_high(), 0) << "the baseline has none";
+  }
+  v1::AuditSpec one = Spec();
+  one.mutable_unlearning()->mutable_target()->set_originals(1);
+  auto single = ScoreUnlearning(one, signals);
+  MEMAUDIT_ASSERT_OK(single);
+  for (const v1::UnlearningAttackResult& a : single->unlearning().attacks()) {
+    EXPECT_EQ(a.auc_rerun_low(), 0);
+    EXPECT_EQ(a.auc_rerun_high(), 0);
+  }
+}
+
 TEST(UnlearningMetricsTest, MissingSignalsAreNotScored) {
   const v1::AuditSpec spec = Spec();
   UnlearningSignals signals = ToSignals(HandBuilt("u"));

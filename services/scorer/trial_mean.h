@@ -15,6 +15,8 @@ inline v1::TrialMean TrialMeanOf(const scoring::MeanSummary& m) {
   out.set_low(m.interval.lo);
   out.set_high(m.interval.hi);
   out.set_stddev(m.stddev);
+  out.set_rerun_low(m.rerun.lo);
+  out.set_rerun_high(m.rerun.hi);
   return out;
 }
 
