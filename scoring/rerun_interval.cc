@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -78,6 +79,81 @@ Interval Around(double estimate, double se, double floor) {
 }
 
 }  // namespace
+
+absl::StatusOr<RerunIntervals> HalfSampledRerunIntervals(const RankedScores& ranked,
+                                                         absl::Span<const uint8_t> is_member,
+                                                         uint32_t models, uint32_t examples,
+                                                         const RescoreFn& rescore,
+                                                         absl::Span<const double> fpr_targets,
+                                                         uint64_t seed, uint32_t resamples) {
+  if (is_member.size() != ranked.size()) {
+    return absl::InvalidArgumentError("scores and membership differ in length");
+  }
+  if (models < 4 || examples < 2 || resamples < 2) {
+    return absl::InvalidArgumentError("needs 4 or more models, 2 or more examples and resamples");
+  }
+  MEMAUDIT_RETURN_IF_ERROR(CheckTargets(fpr_targets));
+  RerunIntervals out;
+  if (!Walk(
+          ranked, is_member, [](size_t) { return 1.0; }, fpr_targets, &out.estimate)) {
+    return absl::InvalidArgumentError("needs both members and non-members");
+  }
+  const uint32_t half = models / 2;
+  std::vector<double> auc, balanced;
+  std::vector<std::vector<double>> tpr(fpr_targets.size());
+  SplitMix64 rng(seed);
+  std::vector<uint32_t> all(models), subset;
+  std::vector<double> example_count;
+  PooledStatistics resampled;
+  for (uint32_t r = 0; r < resamples; ++r) {
+    // The first `half` of a partial Fisher-Yates shuffle, in model order.
+    std::iota(all.begin(), all.end(), 0u);
+    for (uint32_t i = 0; i < half; ++i) {
+      std::swap(all[i], all[i + rng.Uniform(models - i)]);
+    }
+    subset.assign(all.begin(), all.begin() + half);
+    std::sort(subset.begin(), subset.end());
+    Multiplicities(rng, examples, &example_count);
+    MEMAUDIT_ASSIGN_OR_RETURN(const SubsetScores scored, rescore(subset));
+    if (scored.scores.size() != size_t{half} * examples ||
+        scored.is_member.size() != scored.scores.size()) {
+      return absl::InternalError("a rescored half has the wrong number of pairs");
+    }
+    MEMAUDIT_ASSIGN_OR_RETURN(const RankedScores half_ranked, RankedScores::Rank(scored.scores));
+    const std::vector<uint32_t>& order = half_ranked.order();
+    const auto weight = [&](size_t k) { return example_count[order[k] % examples]; };
+    if (!Walk(half_ranked, scored.is_member, weight, fpr_targets, &resampled)) continue;
+    auc.push_back(resampled.auc);
+    balanced.push_back(resampled.balanced_accuracy);
+    for (size_t i = 0; i < fpr_targets.size(); ++i) tpr[i].push_back(resampled.tpr_at_fpr[i]);
+  }
+  if (auc.size() < 2) {
+    return absl::InvalidArgumentError("fewer than 2 resamples held both classes");
+  }
+  // Delete-d jackknife: Var = (n / d) · the spread over the halves.
+  const double scale = std::sqrt(static_cast<double>(half) / static_cast<double>(models - half));
+  out.auc = Around(out.estimate.auc, scale * StandardDeviation(auc), 0.0);
+  out.balanced_accuracy =
+      Around(out.estimate.balanced_accuracy, scale * StandardDeviation(balanced), 0.5);
+  for (size_t i = 0; i < fpr_targets.size(); ++i) {
+    out.tpr_at_fpr.push_back(
+        Around(out.estimate.tpr_at_fpr[i], scale * StandardDeviation(tpr[i]), 0.0));
+  }
+  return out;
+}
+
+RerunIntervals UnionOf(const RerunIntervals& a, const RerunIntervals& b) {
+  const auto join = [](Interval x, Interval y) {
+    return Interval{std::min(x.lo, y.lo), std::max(x.hi, y.hi)};
+  };
+  RerunIntervals out = a;
+  out.auc = join(a.auc, b.auc);
+  out.balanced_accuracy = join(a.balanced_accuracy, b.balanced_accuracy);
+  for (size_t i = 0; i < out.tpr_at_fpr.size() && i < b.tpr_at_fpr.size(); ++i) {
+    out.tpr_at_fpr[i] = join(a.tpr_at_fpr[i], b.tpr_at_fpr[i]);
+  }
+  return out;
+}
 
 Interval RerunAround(double estimate, double se, Interval range) {
   const double half = kZ95 * std::sqrt(2.0) * se;

@@ -1,6 +1,8 @@
 #include "scoring/rerun_interval.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -171,6 +173,124 @@ TEST(RerunIntervalTest, BadInputIsRefused) {
   std::vector<uint32_t> bad = run.model_of;
   bad[0] = 4;
   EXPECT_FALSE(RerunIntervalsOf(ranked, run.member, bad, 4, run.example_of, 10, {0.1}, 1).ok());
+}
+
+// A run whose attack leans on reference models: model m's raw signal on
+// example e is its noise plus a member shift, and the attack scores
+// target t against the mean of its references' raw signals where they left
+// e out. Every target of a run shares those references.
+struct ReferenceRun {
+  std::vector<std::vector<double>> raw;  // models x examples
+  std::vector<std::vector<uint8_t>> in;
+
+  SubsetScores Scores(absl::Span<const uint32_t> models) const {
+    SubsetScores out;
+    const size_t examples = raw[0].size();
+    for (uint32_t t : models) {
+      for (size_t e = 0; e < examples; ++e) {
+        double sum = 0;
+        int n = 0;
+        for (uint32_t r : models) {
+          if (r != t && !in[r][e]) {
+            sum += raw[r][e];
+            ++n;
+          }
+        }
+        out.scores.push_back(raw[t][e] - (n > 0 ? sum / n : 0.0));
+        out.is_member.push_back(in[t][e]);
+      }
+    }
+    return out;
+  }
+};
+
+ReferenceRun SimulateReferences(uint64_t seed, uint32_t models, uint32_t examples) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::bernoulli_distribution half(0.5);
+  ReferenceRun run;
+  std::vector<double> difficulty(examples);
+  for (double& d : difficulty) d = 2.0 * z(rng);
+  for (uint32_t m = 0; m < models; ++m) {
+    run.raw.emplace_back();
+    run.in.emplace_back();
+    for (uint32_t e = 0; e < examples; ++e) {
+      const bool in = half(rng);
+      run.in.back().push_back(in);
+      run.raw.back().push_back(difficulty[e] + (in ? 0.6 : 0.0) + z(rng));
+    }
+  }
+  return run;
+}
+
+// With the references redrawn, the union of the two intervals holds another
+// run's AUC in at least 9 pairs of runs in 10; the halves are drawn without
+// replacement, n = floor(M / 2) of them, sorted; the same seed gives the
+// same bits.
+TEST(HalfSampledRerunIntervalTest, RedrawsTheReferencesAndCoversAnotherRun) {
+  constexpr uint32_t kRuns = 20, kModels = 12, kExamples = 150;
+  std::vector<double> auc;
+  std::vector<Interval> interval;
+  for (uint32_t r = 0; r < kRuns; ++r) {
+    const ReferenceRun run = SimulateReferences(300 + r, kModels, kExamples);
+    std::vector<uint32_t> every(kModels);
+    std::iota(every.begin(), every.end(), 0u);
+    const SubsetScores full = run.Scores(every);
+    std::vector<uint32_t> model_of, example_of;
+    for (uint32_t t = 0; t < kModels; ++t) {
+      for (uint32_t e = 0; e < kExamples; ++e) {
+        model_of.push_back(t);
+        example_of.push_back(e);
+      }
+    }
+    MEMAUDIT_ASSERT_OK_AND_ASSIGN(RankedScores ranked, RankedScores::Rank(full.scores));
+    const RescoreFn rescore = [&](absl::Span<const uint32_t> half) -> absl::StatusOr<SubsetScores> {
+      EXPECT_EQ(half.size(), kModels / 2);
+      EXPECT_TRUE(std::is_sorted(half.begin(), half.end()));
+      EXPECT_EQ(std::adjacent_find(half.begin(), half.end()), half.end());
+      return run.Scores(half);
+    };
+    MEMAUDIT_ASSERT_OK_AND_ASSIGN(
+        RerunIntervals halves, HalfSampledRerunIntervals(ranked, full.is_member, kModels, kExamples,
+                                                         rescore, {0.1}, 70 + r));
+    MEMAUDIT_ASSERT_OK_AND_ASSIGN(RerunIntervals pigeonhole,
+                                  RerunIntervalsOf(ranked, full.is_member, model_of, kModels,
+                                                   example_of, kExamples, {0.1}, 70 + r));
+    EXPECT_EQ(halves.estimate.auc, Auc(*ComputeRoc(ranked, full.is_member)));
+    const RerunIntervals both = UnionOf(pigeonhole, halves);
+    EXPECT_LE(both.auc.lo, std::min(pigeonhole.auc.lo, halves.auc.lo));
+    EXPECT_GE(both.auc.hi, std::max(pigeonhole.auc.hi, halves.auc.hi));
+    if (r == 0) {
+      MEMAUDIT_ASSERT_OK_AND_ASSIGN(RerunIntervals again,
+                                    HalfSampledRerunIntervals(ranked, full.is_member, kModels,
+                                                              kExamples, rescore, {0.1}, 70));
+      EXPECT_EQ(again.auc.lo, halves.auc.lo);
+      EXPECT_EQ(again.tpr_at_fpr[0].hi, halves.tpr_at_fpr[0].hi);
+    }
+    auc.push_back(both.estimate.auc);
+    interval.push_back(both.auc);
+  }
+  int inside = 0, pairs = 0;
+  for (uint32_t i = 0; i < kRuns; ++i) {
+    for (uint32_t j = 0; j < kRuns; ++j) {
+      if (i == j) continue;
+      inside += interval[i].lo <= auc[j] && auc[j] <= interval[i].hi;
+      ++pairs;
+    }
+  }
+  EXPECT_GE(static_cast<double>(inside) / pairs, 0.9);
+}
+
+TEST(HalfSampledRerunIntervalTest, ARescoreOfTheWrongSizeIsAnError) {
+  const ReferenceRun run = SimulateReferences(1, 6, 20);
+  std::vector<uint32_t> every = {0, 1, 2, 3, 4, 5};
+  const SubsetScores full = run.Scores(every);
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(RankedScores ranked, RankedScores::Rank(full.scores));
+  const RescoreFn wrong = [&](absl::Span<const uint32_t>) -> absl::StatusOr<SubsetScores> {
+    return full;  // every model's pairs, not the half's
+  };
+  EXPECT_FALSE(HalfSampledRerunIntervals(ranked, full.is_member, 6, 20, wrong, {0.1}, 1).ok());
+  EXPECT_FALSE(HalfSampledRerunIntervals(ranked, full.is_member, 3, 20, wrong, {0.1}, 1).ok());
 }
 
 // Rows nested in clusters with a cluster effect (sd 0.5) and row noise

@@ -159,6 +159,49 @@ void AddMostVulnerable(const v1::AuditSpec& spec, const std::vector<double>& sco
 
 }  // namespace
 
+namespace {
+
+// Whether the re-run intervals of `attack` redraw its reference models
+// (scoring::HalfSampledRerunIntervals): every model is a target, and a half
+// of them is still enough references for the attack. Otherwise targets
+// alone are resampled (RerunIntervalsOf).
+bool RescoresHalves(const std::string& attack, const MembershipMatrices& m) {
+  const membership::Attack* a = membership::FindAttack(attack);
+  const size_t models = m.keep.rows;
+  return a != nullptr && m.first_target == 0 && m.targets == models && models >= 4 &&
+         models / 2 >= a->min_reference_models;
+}
+
+// `rows` of `m`, in that order.
+template <typename T>
+scoring::BasicMatrix<T> RowsOf(const scoring::BasicMatrix<T>& m, absl::Span<const uint32_t> rows) {
+  scoring::BasicMatrix<T> out(rows.size(), m.cols);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::copy(m.row(rows[i]), m.row(rows[i]) + m.cols, out.row(i));
+  }
+  return out;
+}
+
+// The scores of the audit the models in `half` alone would make: each a
+// target against the others of `half`.
+absl::StatusOr<scoring::SubsetScores> HalfAuditScores(const std::string& attack,
+                                                      const MembershipMatrices& all,
+                                                      absl::Span<const uint32_t> half) {
+  MembershipMatrices sub;
+  sub.phi = RowsOf(all.phi, half);
+  sub.loss = RowsOf(all.loss, half);
+  sub.population_loss = RowsOf(all.population_loss, half);
+  sub.keep = RowsOf(all.keep, half);
+  sub.first_target = 0;
+  sub.targets = half.size();
+  scoring::SubsetScores out;
+  MEMAUDIT_ASSIGN_OR_RETURN(out.scores, MembershipTargetScores(attack, sub));
+  out.is_member = std::move(sub.keep.data);
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<MembershipMatrices> BuildMembershipMatrices(
     const v1::AuditSpec& spec, const std::map<uint32_t, std::vector<double>>& phi_by_run,
     const std::map<uint32_t, std::vector<double>>& loss_by_run,
@@ -320,7 +363,17 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
         MEMAUDIT_ASSIGN_OR_RETURN(
             a.rerun, scoring::RerunIntervalsOf(ranked, truth.data, model_of, targets, example_of,
                                                examples, fpr_points, rerun_seed));
-      } else {
+      }
+      if (rerun_defined && RescoresHalves(m.attacks(i), matrices)) {
+        MEMAUDIT_ASSIGN_OR_RETURN(const scoring::RerunIntervals halves,
+                                  scoring::HalfSampledRerunIntervals(
+                                      ranked, truth.data, targets, examples,
+                                      [&](absl::Span<const uint32_t> half) {
+                                        return HalfAuditScores(m.attacks(i), matrices, half);
+                                      },
+                                      fpr_points, rerun_seed));
+        a.rerun = scoring::UnionOf(a.rerun, halves);
+      } else if (!rerun_defined) {
         a.rerun.tpr_at_fpr.resize(fpr_points.size());
       }
       return absl::OkStatus();
