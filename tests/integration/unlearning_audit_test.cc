@@ -144,7 +144,13 @@ TEST_F(UnlearningAuditTest, DeletionLeaksBeyondClassicalMembershipInference) {
   const std::string csv_dir = dir_ + "/csv";
   MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   const std::string csv = Slurp(csv_dir + "/unlearning_attacks.csv");
-  EXPECT_THAT(csv, HasSubstr("deg_count_low,deg_count_high,deg_rate_low,deg_rate_high\n"));
+  EXPECT_THAT(csv, HasSubstr("deg_count_low,deg_count_high,deg_rate_low,deg_rate_high,"
+                             "auc_rerun_low,auc_rerun_high,deg_count_rerun_low,"
+                             "deg_count_rerun_high,deg_rate_rerun_low,deg_rate_rerun_high\n"));
+  // The table prints the re-run intervals (the audit has several target
+  // originals to resample).
+  EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("re-run 95%"));
+  EXPECT_THAT(cli::ResultsTable(*results), ::testing::Not(HasSubstr("n/a")));
   EXPECT_THAT(csv,
               HasSubstr(absl::StrCat(submitted->audit_id(), ",none,sorted_diff,random_forest,")));
 }
