@@ -189,6 +189,7 @@ absl::StatusOr<std::vector<double>> ClusterBootstrapErrors(absl::Span<const uint
     return absl::InvalidArgumentError("fewer than 2 resamples could be scored");
   }
   std::vector<double> errors;
+  errors.reserve(values.size());
   for (const std::vector<double>& v : values) errors.push_back(StandardDeviation(v));
   return errors;
 }

@@ -303,6 +303,38 @@ std::vector<std::string> MembershipSignalsOf(const v1::MembershipAudit& m, uint3
   return signals;
 }
 
+namespace {
+
+// The re-run intervals of one attack's scores (scoring/rerun_interval.h): the
+// pigeonhole interval, joined with the half-sampled one where the attack's
+// references can be redrawn. One target model (ScoresOneTarget) gives no
+// model-to-model spread to measure: its intervals are left at 0.
+absl::StatusOr<scoring::RerunIntervals> AttackRerunIntervals(
+    const std::string& attack, const MembershipMatrices& matrices,
+    const scoring::RankedScores& ranked, const scoring::KeepMatrix& truth, const PairLayout& pairs,
+    const std::vector<double>& fpr_points, uint64_t seed) {
+  const uint32_t targets = static_cast<uint32_t>(matrices.targets);
+  const uint32_t examples = static_cast<uint32_t>(truth.cols);
+  scoring::RerunIntervals out;
+  if (targets < 2 || examples < 2) {
+    out.tpr_at_fpr.resize(fpr_points.size());
+    return out;
+  }
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      out, scoring::RerunIntervalsOf(ranked, truth.data, pairs.model_of, targets, pairs.example_of,
+                                     examples, fpr_points, seed));
+  if (!RescoresHalves(attack, matrices)) return out;
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      const scoring::RerunIntervals halves,
+      scoring::HalfSampledRerunIntervals(
+          ranked, truth.data, targets, examples,
+          [&](absl::Span<const uint32_t> half) { return HalfAuditScores(attack, matrices, half); },
+          fpr_points, seed));
+  return scoring::UnionOf(out, halves);
+}
+
+}  // namespace
+
 absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
                                                  const MembershipMatrices& matrices) {
   const v1::MembershipAudit& m = spec.membership();
@@ -322,16 +354,11 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
 
   const PairLayout pairs = LayoutOf(truth.data.size(), examples);
   const std::vector<uint32_t>& example_of = pairs.example_of;
-  const std::vector<uint32_t>& model_of = pairs.model_of;
   // One seed for every attack: each attack's balanced accuracy is resampled
   // over the same draws of examples, so their intervals compare like for like.
   const uint64_t bootstrap_seed = DeriveSeed(spec.seed(), "balanced_accuracy_bootstrap", 0);
   const uint64_t rerun_seed = DeriveSeed(spec.seed(), "rerun_bootstrap", 0);
   const std::vector<double> fpr_points(m.fpr_points().begin(), m.fpr_points().end());
-  // One target model (ScoresOneTarget) gives no model-to-model spread to
-  // measure: its re-run intervals are left at 0.
-  const uint32_t targets = static_cast<uint32_t>(matrices.targets);
-  const bool rerun_defined = targets >= 2 && examples >= 2;
   // Each attack's scores, curve and intervals are independent of the
   // others' (the intervals cost the most: one pass over every pair per
   // resample), so they run side by side; assembly below stays in order.
@@ -359,23 +386,8 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
                                                 ranked, truth.data, example_of, examples,
                                                 bootstrap_seed, scoring::kBalancedAccuracyResamples,
                                                 /*confidence=*/0.95, bootstrap_threads));
-      if (rerun_defined) {
-        MEMAUDIT_ASSIGN_OR_RETURN(
-            a.rerun, scoring::RerunIntervalsOf(ranked, truth.data, model_of, targets, example_of,
-                                               examples, fpr_points, rerun_seed));
-      }
-      if (rerun_defined && RescoresHalves(m.attacks(i), matrices)) {
-        MEMAUDIT_ASSIGN_OR_RETURN(const scoring::RerunIntervals halves,
-                                  scoring::HalfSampledRerunIntervals(
-                                      ranked, truth.data, targets, examples,
-                                      [&](absl::Span<const uint32_t> half) {
-                                        return HalfAuditScores(m.attacks(i), matrices, half);
-                                      },
-                                      fpr_points, rerun_seed));
-        a.rerun = scoring::UnionOf(a.rerun, halves);
-      } else if (!rerun_defined) {
-        a.rerun.tpr_at_fpr.resize(fpr_points.size());
-      }
+      MEMAUDIT_ASSIGN_OR_RETURN(a.rerun, AttackRerunIntervals(m.attacks(i), matrices, ranked, truth,
+                                                              pairs, fpr_points, rerun_seed));
       return absl::OkStatus();
     }();
   });

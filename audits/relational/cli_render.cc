@@ -50,6 +50,37 @@ const v1::RelationalPoint* Latest(const v1::RelationalCurve& c, const std::strin
   return out;
 }
 
+// "0.123 [0.045, 0.201]": a mean across replicates with the interval a
+// re-run would fall in.
+std::string AcrossReplicates(const v1::TrialMean& m) {
+  return absl::StrFormat("%+.3f [%+.3f, %+.3f]", m.mean(), m.rerun_low(), m.rerun_high());
+}
+
+// replicates >= 2: each variant's latest point per metric across the
+// replicates; "" otherwise.
+std::string ReplicatesText(const v1::RelationalResults& rel) {
+  if (rel.replicates() < 2) return "";
+  std::string out = absl::StrFormat(
+      "\nacross %u replicates (each the whole audit on its own seed; mean [95%% interval of a "
+      "re-run on %u other seeds]), at each variant's latest point:\n",
+      rel.replicates(), rel.replicates());
+  const std::string header = absl::StrFormat("  %-12s %-12s %-26s %-26s %-26s", "variant", "metric",
+                                             "s_train", "s_val", "RM_norm");
+  absl::StrAppend(&out, header, "\n");
+  for (const v1::RelationalCurve& c : rel.curves()) {
+    for (const std::string& m : rel.metrics()) {
+      const v1::RelationalPoint* p = Latest(c, m);
+      if (p == nullptr || !p->has_across_replicates()) continue;
+      const v1::RelationalAcrossReplicates& a = p->across_replicates();
+      absl::StrAppend(
+          &out, absl::StrFormat("  %-12s %-12s %-26s %-26s %-26s\n", c.variant(), m,
+                                AcrossReplicates(a.success_train()),
+                                AcrossReplicates(a.success_val()), AcrossReplicates(a.rm_norm())));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string RelationalTable(const v1::AuditResults& r) {
@@ -103,7 +134,8 @@ std::string RelationalTable(const v1::AuditResults& r) {
                   "\nRM_norm near 0: no relation recovered beyond what held-out records "
                   "allow; near 1: x works as a key to y. 95% CI: Newcombe's for 0/1 metrics, "
                   "else MOVER from Student t.\n",
-                  linear ? "" : "acc = next-character accuracy on the clean records.\n");
+                  linear ? "" : "acc = next-character accuracy on the clean records.\n",
+                  ReplicatesText(rel));
   return out;
 }
 
@@ -164,6 +196,10 @@ std::string RelationalHtmlSection(const v1::AuditResults& r) {
                   "score 0 or 1 (exact match, within tolerance), Student t on the per-record "
                   "values otherwise (digit F1); RM<sub>norm</sub>: Newcombe's hybrid score "
                   "interval for 0/1 metrics, MOVER from the Student t intervals otherwise.</p>");
+  if (rel.replicates() >= 2) {
+    absl::StrAppend(&html, "<h2>Across replicates</h2><pre>",
+                    HtmlEscape(ReplicatesText(rel).substr(1)), "</pre>");
+  }
   return html;
 }
 
@@ -171,18 +207,26 @@ absl::Status WriteRelationalCsv(const v1::AuditResults& r, const std::string& di
   std::string csv =
       "audit_id,model,variant,step,metric,success_train,success_val,rm_norm,clean_train,"
       "clean_val,success_train_low,success_train_high,success_val_low,success_val_high,"
-      "rm_norm_low,rm_norm_high\n";
+      "rm_norm_low,rm_norm_high,replicates,rm_norm_mean,rm_norm_rerun_low,rm_norm_rerun_high\n";
   const v1::RelationalResults& rel = r.relational();
   for (const v1::RelationalCurve& c : rel.curves()) {
     for (const v1::RelationalPoint& p : c.points()) {
       absl::StrAppend(
-          &csv, absl::StrFormat(
-                    "%s,%s,%s,%d,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,"
-                    "%.17g\n",
-                    r.audit_id(), rel.model(), c.variant(), p.step(), p.metric(), p.success_train(),
-                    p.success_val(), p.rm_norm(), p.clean_train(), p.clean_val(),
-                    p.success_train_low(), p.success_train_high(), p.success_val_low(),
-                    p.success_val_high(), p.rm_norm_low(), p.rm_norm_high()));
+          &csv,
+          absl::StrFormat(
+              "%s,%s,%s,%d,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,"
+              "%.17g,%s\n",
+              r.audit_id(), rel.model(), c.variant(), p.step(), p.metric(), p.success_train(),
+              p.success_val(), p.rm_norm(), p.clean_train(), p.clean_val(), p.success_train_low(),
+              p.success_train_high(), p.success_val_low(), p.success_val_high(), p.rm_norm_low(),
+              p.rm_norm_high(),
+              // Empty cells until every replicate reached the point.
+              p.has_across_replicates()
+                  ? absl::StrFormat("%u,%.17g,%.17g,%.17g", p.across_replicates().replicates(),
+                                    p.across_replicates().rm_norm().mean(),
+                                    p.across_replicates().rm_norm().rerun_low(),
+                                    p.across_replicates().rm_norm().rerun_high())
+                  : ",,,"));
     }
   }
   return WriteFile(dir + "/relational_curve.csv", csv);

@@ -1,7 +1,10 @@
 #include "audits/relational/scorer_metrics.h"
 
+#include <array>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -9,7 +12,9 @@
 #include "common/export_arrays.h"
 #include "common/status_macros.h"
 #include "scoring/difference_intervals.h"
+#include "scoring/intervals.h"
 #include "scoring/relational.h"
+#include "services/scorer/trial_mean.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -128,10 +133,10 @@ std::vector<std::pair<std::string, std::string>> RequiredRelationalSignals(
 }
 
 absl::Status ValidateRelationalObservation(const v1::RelationalAudit& r, const v1::Observation& o) {
-  const size_t variants = relational::Variants(r).size();
-  if (o.run() >= variants) {
+  const uint32_t runs = relational::Runs(r);
+  if (o.run() >= runs) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "observation.run: ", o.run(), " is outside the audit's ", variants, " variants"));
+        "observation.run: ", o.run(), " is outside the audit's ", runs, " variants x replicates"));
   }
   const bool truth = o.point() == relational::kTruthPoint;
   if (!truth && !KnownPoint(r, o.point())) {
@@ -195,10 +200,11 @@ absl::Status ValidateRelationalObservation(const v1::RelationalAudit& r, const v
 
 namespace {
 
-// One metric at one reached point of one variant: every record's success,
-// and the rates the results report.
+// One metric at one reached point of one run (a variant of a replicate):
+// every record's success, and the rates the results report.
 struct PointRecords {
   uint32_t variant = 0;
+  uint32_t replicate = 0;
   uint64_t step = 0;
   std::string metric;
   double success_train = 0, success_val = 0;
@@ -206,8 +212,9 @@ struct PointRecords {
   double clean_train = 0, clean_val = 0;
 };
 
-// Calls `visit` for each metric at each point each variant has reached, in
-// order; returns whether every variant reached every point.
+// Calls `visit` for each metric at each point each run (variant of a
+// replicate, relational::Runs) has reached, in run order; returns whether
+// every run reached every point.
 absl::StatusOr<bool> VisitReachedPoints(
     const v1::RelationalAudit& r, const RelationalSignals& signals,
     const std::function<absl::Status(const PointRecords&)>& visit) {
@@ -231,9 +238,12 @@ absl::StatusOr<bool> VisitReachedPoints(
   const std::vector<std::string> truth_names = TruthSignals(r);
   const std::vector<std::string> point_names = PointSignals(r);
   bool complete = true;
-  for (uint32_t v = 0; v < variants.size(); ++v) {
-    const std::vector<double>* truth_train = find(relational::kTruthPoint, truth_names[0], v);
-    const std::vector<double>* truth_val = find(relational::kTruthPoint, truth_names[1], v);
+  for (uint32_t run = 0; run < relational::Runs(r); ++run) {
+    const uint32_t v = relational::VariantOfRun(r, run);
+    const std::string name =
+        absl::StrCat(variants[v], " replicate ", relational::ReplicateOfRun(r, run));
+    const std::vector<double>* truth_train = find(relational::kTruthPoint, truth_names[0], run);
+    const std::vector<double>* truth_val = find(relational::kTruthPoint, truth_names[1], run);
     if (truth_train == nullptr || truth_val == nullptr) {
       complete = false;
       continue;
@@ -252,18 +262,19 @@ absl::StatusOr<bool> VisitReachedPoints(
       const std::string key = absl::StrCat(step);
       std::vector<const std::vector<double>*> got;
       got.reserve(point_names.size());
-      for (const std::string& s : point_names) got.push_back(find(key, s, v));
+      for (const std::string& s : point_names) got.push_back(find(key, s, run));
       if (got[0] == nullptr || got[1] == nullptr || got[2] == nullptr || got[3] == nullptr) break;
       ++reached;
       PointRecords point;
       point.variant = v;
+      point.replicate = relational::ReplicateOfRun(r, run);
       point.step = step;
       point.clean_train = got[2]->at(0);
       point.clean_val = got[3]->at(0);
       if (IsLinear(r)) {
         if (got[0]->size() != truth_train->size() || got[1]->size() != truth_val->size()) {
           return absl::FailedPreconditionError(
-              absl::StrCat("variant ", variants[v], " point ", key, ": estimate counts differ"));
+              absl::StrCat("variant ", name, " point ", key, ": estimate counts differ"));
         }
         const double tol = r.linear().tolerance();
         point.metric = relational::kWithinTolerance;
@@ -281,7 +292,7 @@ absl::StatusOr<bool> VisitReachedPoints(
       if (predicted_train->size() != numbers_train.size() ||
           predicted_val->size() != numbers_val.size()) {
         return absl::FailedPreconditionError(
-            absl::StrCat("variant ", variants[v], " epoch ", key, ": prediction counts differ"));
+            absl::StrCat("variant ", name, " epoch ", key, ": prediction counts differ"));
       }
       const auto train = Pairs(*predicted_train, numbers_train);
       const auto val = Pairs(*predicted_val, numbers_val);
@@ -312,8 +323,17 @@ absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
   for (const std::string& m : relational::MetricNames(r)) out->add_metrics(m);
   for (const std::string& variant : relational::Variants(r))
     out->add_curves()->set_variant(variant);
-  // The rates, and the per-record successes they average for their intervals.
+  out->set_replicates(relational::Replicates(r));
+  // Each replicate's rates at each (variant, step, metric), in replicate
+  // order, for the numbers across replicates.
+  std::map<std::tuple<uint32_t, uint64_t, std::string>, std::vector<std::array<double, 3>>>
+      by_replicate;
+  // Replicate 0's rates, and the per-record successes they average for their
+  // intervals.
   auto add_point = [&](const PointRecords& point) -> absl::Status {
+    by_replicate[{point.variant, point.step, point.metric}].push_back(
+        {point.success_train, point.success_val, point.success_train - point.success_val});
+    if (point.replicate != 0) return absl::OkStatus();
     MEMAUDIT_ASSIGN_OR_RETURN(const scoring::SuccessIntervals ci,
                               scoring::SuccessRateIntervals(point.train, point.val));
     v1::RelationalPoint* p = out->mutable_curves(point.variant)->add_points();
@@ -334,6 +354,28 @@ absl::StatusOr<v1::AuditResults> ScoreRelational(const v1::AuditSpec& spec,
   };
   MEMAUDIT_ASSIGN_OR_RETURN(const bool complete, VisitReachedPoints(r, signals, add_point));
   results.set_complete(complete);
+  const uint32_t replicates = relational::Replicates(r);
+  if (replicates < 2) return results;
+  for (int v = 0; v < out->curves_size(); ++v) {
+    for (v1::RelationalPoint& p : *out->mutable_curves(v)->mutable_points()) {
+      const auto& values = by_replicate[{static_cast<uint32_t>(v), p.step(), p.metric()}];
+      if (values.size() < replicates) continue;  // a replicate has not reached it yet
+      v1::RelationalAcrossReplicates* across = p.mutable_across_replicates();
+      across->set_replicates(replicates);
+      v1::TrialMean* means[] = {across->mutable_success_train(), across->mutable_success_val(),
+                                across->mutable_rm_norm()};
+      for (size_t k = 0; k < 3; ++k) {
+        std::vector<double> column;
+        for (const auto& value : values) column.push_back(value[k]);
+        // Rates lie in [0, 1], their difference in [-1, 1].
+        const scoring::Interval range =
+            k == 2 ? scoring::Interval{-1.0, 1.0} : scoring::kUnitInterval;
+        MEMAUDIT_ASSIGN_OR_RETURN(const scoring::MeanSummary summary,
+                                  scoring::SummarizeMean(column, 0.95, range));
+        *means[k] = TrialMeanOf(summary);
+      }
+    }
+  }
   return results;
 }
 
@@ -347,6 +389,7 @@ absl::StatusOr<std::vector<v1::ExportArray>> RelationalExport(const v1::AuditSpe
   std::map<std::string, std::vector<double>> train, val;
   uint64_t train_records = 0, val_records = 0;
   auto collect = [&](const PointRecords& point) -> absl::Status {
+    if (point.replicate != 0) return absl::OkStatus();  // the arrays are replicate 0's
     if (train[point.metric].empty() && val[point.metric].empty()) {
       train_records = point.train.size();
       val_records = point.val.size();
@@ -410,7 +453,7 @@ v1::AuditResults RelationalPlaceholder(const v1::AuditSpec& spec) {
   v1::AuditResults results;
   results.set_kind(v1::RELATIONAL);
   results.set_complete(false);
-  results.set_models(static_cast<uint32_t>(relational::Variants(r).size()));
+  results.set_models(relational::Runs(r));
   // Training records (samples) are the members, held-out ones the non-members.
   const uint64_t train = IsLinear(r) ? r.linear().samples() : r.phone_book().records();
   const uint64_t held_out =
@@ -495,13 +538,14 @@ class Relational final : public KindHandler {
     return RelationalExport(spec, signals);
   }
 
-  // One task per variant, run = the variant.
+  // One task per variant and replicate, run = the task's index.
   absl::StatusOr<TaskRef> TaskOf(const v1::AuditSpec& spec,
                                  const v1::Observation& o) const override {
-    const size_t variants = relational::Variants(spec.relational()).size();
-    if (o.run() >= variants) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "observation.run: ", o.run(), " is outside the audit's ", variants, " variants"));
+    const uint32_t runs = relational::Runs(spec.relational());
+    if (o.run() >= runs) {
+      return absl::InvalidArgumentError(absl::StrCat("observation.run: ", o.run(),
+                                                     " is outside the audit's ", runs,
+                                                     " variants x replicates"));
     }
     return TaskRef{relational::kTaskRole, o.run()};
   }
@@ -510,8 +554,7 @@ class Relational final : public KindHandler {
                                                                const std::string& /*audit_id*/,
                                                                const v1::AuditSpec& spec,
                                                                const TaskRef& task) const override {
-    if (task.role != relational::kTaskRole ||
-        task.index >= relational::Variants(spec.relational()).size()) {
+    if (task.role != relational::kTaskRole || task.index >= relational::Runs(spec.relational())) {
       return absl::InvalidArgumentError(
           absl::StrCat("task ", task.ToString(), " is not a task of this relational audit"));
     }

@@ -1,5 +1,8 @@
 #include "audits/relational/scorer_metrics.h"
 
+#include <cmath>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "audits/relational/signals.h"
 #include "common/testing/status_matchers.h"
@@ -133,6 +136,68 @@ v1::AuditSpec LinearSpec() {
   l->set_tolerance(0.25);
   l->set_step_fraction(1);
   return spec;
+}
+
+// Three replicates of the two-width phone book: replicate 0's curves are the
+// audit without replicates, and each point gains its numbers across the
+// replicates (the mean of each replicate's rates and the interval a re-run
+// would fall in) once every replicate reached it.
+TEST(RelationalMetricsTest, ReplicatesAddEachPointsNumbersAcrossThem) {
+  v1::AuditSpec spec = PhoneBookSpec();
+  spec.mutable_relational()->set_replicates(3);
+  RelationalSignals signals = PhoneBookSignals(3);
+  // Replicate r's runs 2r and 2r + 1: variant 1 recalls r fewer training
+  // numbers at every epoch.
+  const RelationalSignals base = signals;
+  for (uint32_t r = 1; r < 3; ++r) {
+    for (const auto& [key, runs] : base) {
+      for (const auto& [variant, values] : runs) {
+        std::vector<double> copy = values;
+        if (key.second == relational::kPredictedTrain && variant == 1) {
+          std::vector<std::string> lines = {"999", "999", "999", "999"};
+          const int epoch = std::stoi(key.first);
+          for (int i = 0; i < epoch + 1 - static_cast<int>(r) && i < 4; ++i) lines[i] = kTrain[i];
+          copy = Lines(lines);
+        }
+        signals[key][2 * r + variant] = copy;
+      }
+    }
+  }
+  auto results = ScoreRelational(spec, signals);
+  MEMAUDIT_ASSERT_OK(results);
+  EXPECT_TRUE(results->complete());
+  EXPECT_EQ(results->models(), 6u);
+  const v1::RelationalResults& r = results->relational();
+  EXPECT_EQ(r.replicates(), 3u);
+  ASSERT_EQ(r.curves_size(), 2);
+  auto single = ScoreRelational(PhoneBookSpec(), PhoneBookSignals(3));
+  MEMAUDIT_ASSERT_OK(single);
+  const v1::RelationalPoint& point = r.curves(1).points(0);  // epoch 1, exact_match
+  EXPECT_EQ(point.rm_norm(), single->relational().curves(1).points(0).rm_norm())
+      << "the curves are replicate 0's";
+  ASSERT_TRUE(point.has_across_replicates());
+  const v1::RelationalAcrossReplicates& across = point.across_replicates();
+  EXPECT_EQ(across.replicates(), 3u);
+  // Training recall 2/4, 1/4, 0/4 at epoch 1; held-out 0 throughout.
+  EXPECT_DOUBLE_EQ(across.success_train().mean(), 0.25);
+  EXPECT_DOUBLE_EQ(across.rm_norm().mean(), 0.25);
+  EXPECT_DOUBLE_EQ(across.success_val().mean(), 0.0);
+  EXPECT_DOUBLE_EQ(across.rm_norm().stddev(), 0.25);
+  // t(2) = 4.3027: mean ± t · 0.25 · √(2/3), cut to [-1, 1].
+  const double half = 4.302652729911275 * 0.25 * std::sqrt(2.0 / 3.0);
+  EXPECT_NEAR(across.rm_norm().rerun_low(), 0.25 - half, 1e-9);
+  EXPECT_EQ(across.rm_norm().rerun_high(), 1.0) << "0.25 + 0.878 is cut to 1";
+  // A replicate that has not reached a point leaves it without.
+  for (const char* name : {relational::kPredictedTrain, relational::kPredictedVal,
+                           relational::kCleanTrain, relational::kCleanVal}) {
+    signals[{"3", name}].erase(5);
+  }
+  auto partial = ScoreRelational(spec, signals);
+  MEMAUDIT_ASSERT_OK(partial);
+  EXPECT_FALSE(partial->complete());
+  const auto& curve = partial->relational().curves(1);
+  EXPECT_TRUE(curve.points(0).has_across_replicates());
+  EXPECT_FALSE(curve.points(curve.points_size() - 1).has_across_replicates());
 }
 
 TEST(RelationalMetricsTest, LinearSuccessIsWithinTolerance) {

@@ -1,6 +1,6 @@
 // Observation names and shared shape rules of a `relational` audit (worker ->
 // scorer contract). One task per variant (phone book: a model width; linear:
-// a key dimension d_x); `run` is the variant index. Kept header-only and
+// a key dimension d_x) and replicate; `run` is the task's index (Runs). Kept header-only and
 // torch-free so the coordinator, worker and scorer agree without linking
 // the engine.
 #ifndef MEMAUDIT_AUDITS_RELATIONAL_SIGNALS_H_
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/seeding.h"
 #include "common/steps.h"
 #include "memaudit/v1/spec.pb.h"
 
@@ -82,6 +83,27 @@ inline std::vector<std::string> Variants(const v1::RelationalAudit& r) {
     for (uint32_t u : r.phone_book().units_sweep()) out.push_back(absl::StrCat("units=", u));
   }
   return out;
+}
+
+// Replicates of the whole audit (spec.replicates, 1 when unset). Task i,
+// and the observations' run i, is variant i % V of replicate i / V, so
+// replicate 0's runs are the variants as without replicates.
+inline uint32_t Replicates(const v1::RelationalAudit& r) {
+  return r.has_replicates() ? r.replicates() : 1;
+}
+inline uint32_t Runs(const v1::RelationalAudit& r) {
+  return static_cast<uint32_t>(Variants(r).size()) * Replicates(r);
+}
+inline uint32_t VariantOfRun(const v1::RelationalAudit& r, uint32_t run) {
+  return run % static_cast<uint32_t>(Variants(r).size());
+}
+inline uint32_t ReplicateOfRun(const v1::RelationalAudit& r, uint32_t run) {
+  return run / static_cast<uint32_t>(Variants(r).size());
+}
+// The seed replicate `replicate` derives everything from: the audit's own
+// for replicate 0.
+inline uint64_t ReplicateSeed(uint64_t seed, uint32_t replicate) {
+  return replicate == 0 ? seed : DeriveSeed(seed, "relational_replicate", replicate);
 }
 
 // The model width of phone-book variant `index`.

@@ -16,6 +16,7 @@ namespace {
 constexpr uint32_t kMaxRecords = 100000;
 constexpr uint32_t kMaxEpochs = 1000;  // every epoch is a measured point
 constexpr int kMaxVariants = 16;
+constexpr uint32_t kMaxReplicates = 16;  // 16 variants x 16 replicates bound the tasks
 constexpr int kMaxSteps = 64;
 constexpr uint64_t kMaxStep = 1'000'000'000'000;  // closed form: any step is one evaluation
 constexpr uint32_t kMaxSamples = 2000;            // eigendecomposition of an N x N matrix
@@ -23,34 +24,35 @@ constexpr uint32_t kMaxKeyDims = 1'000'000;
 // |t_hat - t| < tolerance with t ~ N(0, 1): past a few units every guess succeeds.
 constexpr double kMaxTolerance = 100;
 
-// One model per variant: parameters (the phone-book LM's, or the linear
+// One model per variant and replicate: parameters (the phone-book LM's, or the linear
 // model's N x d design matrix, which it holds) x steps.
 void CheckRelationalCost(const v1::RelationalAudit& r, const AddProblem& add) {
   std::vector<ModelGroup> groups;
   const double steps = static_cast<double>(relational::TaskSteps(r));
+  const double replicates = relational::Replicates(r);
   if (r.has_linear()) {
     const v1::LinearRelationalSpec& l = r.linear();
     for (uint32_t d : l.key_dims()) {
       // Closed form: one evaluation per measured step, over N training and N
       // held-out samples.
-      groups.push_back({1, 2.0 * l.samples() * (static_cast<double>(l.label_dims()) + d),
+      groups.push_back({replicates, 2.0 * l.samples() * (static_cast<double>(l.label_dims()) + d),
                         static_cast<double>(l.steps_size())});
     }
-    CheckCost(groups, "linear.key_dims", "linear.samples, linear.key_dims or linear.label_dims",
-              add);
+    CheckCost(groups, "linear.key_dims",
+              "linear.samples, linear.key_dims, linear.label_dims or replicates", add);
     return;
   }
   const v1::PhoneBookSpec& p = r.phone_book();
   const size_t variants = relational::Variants(r).size();
   for (uint32_t v = 0; v < variants; ++v) {
-    groups.push_back({1,
+    groups.push_back({replicates,
                       CharLmParameters(p.model().architecture(), p.model().layers(),
                                        relational::VariantUnits(p, v), p.model().embedding()),
                       steps});
   }
   CheckCost(groups, "phone_book.model.units",
-            "phone_book.training.epochs, phone_book.records, phone_book.model.units or "
-            "phone_book.units_sweep",
+            "phone_book.training.epochs, phone_book.records, phone_book.model.units, "
+            "phone_book.units_sweep or replicates",
             add);
 }
 
@@ -203,6 +205,11 @@ void ValidateRelational(const v1::RelationalAudit& r, std::vector<SpecProblem>* 
     problems->push_back({absl::StrCat("relational.", field), std::move(rule)});
   };
   const size_t before = problems->size();
+  // Whole copies of the audit, each on its own seed (relational::Runs).
+  if (r.has_replicates() && (r.replicates() == 0 || r.replicates() > kMaxReplicates)) {
+    add("replicates",
+        absl::StrCat("must be in [1, ", kMaxReplicates, "] (got ", r.replicates(), ")"));
+  }
   if (r.has_linear()) {
     ValidateLinear(r.linear(), add);
     if (!r.metrics().empty()) {
@@ -246,12 +253,14 @@ class Relational final : public KindHandler {
   }
 
   std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {
-    // One task per variant (phone-book width or linear d_x), so variants run
-    // in parallel and each streams its own curve.
+    // One task per variant (phone-book width or linear d_x) and replicate, so
+    // they run in parallel and each streams its own curve.
     std::vector<PlannedTask> tasks;
     const uint64_t steps = relational::TaskSteps(spec.relational());
-    const size_t variants = relational::Variants(spec.relational()).size();
-    for (uint32_t i = 0; i < variants; ++i) {
+    // Replicates follow as whole copies: task i is variant i % V of replicate
+    // i / V (relational::Runs).
+    const uint32_t runs = relational::Runs(spec.relational());
+    for (uint32_t i = 0; i < runs; ++i) {
       tasks.push_back({relational::kTaskRole, i, steps});
     }
     return tasks;

@@ -124,6 +124,30 @@ TEST(RelationalSpecTest, PlanIsOneTaskPerVariantWithExactSteps) {
               ::testing::ElementsAre("d_x=20", "d_x=95", "d_x=1000"));
 }
 
+// Replicates are whole copies of the audit: task i is variant i % V of
+// replicate i / V, replicate 0 seeded as without replicates.
+TEST(RelationalSpecTest, ReplicatesCopyTheVariantsEachOnItsOwnSeed) {
+  v1::AuditSpec spec = Linear();
+  spec.mutable_relational()->set_replicates(4);
+  auto plan = PlanAudit(spec);
+  MEMAUDIT_ASSERT_OK(plan);
+  ASSERT_EQ(plan->tasks.size(), 12u);  // 3 key_dims x 4 replicates
+  EXPECT_EQ(plan->tasks[11].index, 11u);
+  const v1::RelationalAudit& r = spec.relational();
+  EXPECT_EQ(relational::Runs(r), 12u);
+  EXPECT_EQ(relational::VariantOfRun(r, 7), 1u);
+  EXPECT_EQ(relational::ReplicateOfRun(r, 7), 2u);
+  EXPECT_EQ(relational::ReplicateSeed(9, 0), 9u);
+  EXPECT_NE(relational::ReplicateSeed(9, 1), relational::ReplicateSeed(9, 2));
+  EXPECT_EQ(relational::Runs(Linear().relational()), 3u) << "unset: one replicate";
+
+  for (uint32_t bad : {0u, 17u}) {
+    spec.mutable_relational()->set_replicates(bad);
+    EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+                HasSubstr("relational.replicates: must be in [1, 16]"));
+  }
+}
+
 TEST(RelationalSpecTest, TorchScriptModelNeedsItsPathAndNoUnitsSweep) {
   v1::AuditSpec spec = PhoneBook();
   v1::PhoneBookSpec* p = spec.mutable_relational()->mutable_phone_book();

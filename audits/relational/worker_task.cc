@@ -40,12 +40,15 @@ void AddLines(const v1::Task& task, const std::string& point, const char* signal
 absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& task) {
   const v1::AuditSpec& spec = task.spec();
   const v1::PhoneBookSpec& p = spec.relational().phone_book();
-  const uint32_t variants = p.units_sweep().empty() ? 1 : p.units_sweep_size();
-  if (task.index() >= variants) {
+  const uint32_t runs = relational::Runs(spec.relational());
+  if (task.index() >= runs) {
     return absl::InvalidArgumentError(absl::StrCat("relational.phone_book.units_sweep: task ",
-                                                   task.index(), " is outside the ", variants,
-                                                   " variants"));
+                                                   task.index(), " is outside the ", runs,
+                                                   " variants x replicates"));
   }
+  const uint32_t variant = relational::VariantOfRun(spec.relational(), task.index());
+  const uint64_t seed = relational::ReplicateSeed(
+      spec.seed(), relational::ReplicateOfRun(spec.relational(), task.index()));
   engine::PhoneBookRunSpec run;
   run.records = p.records();
   run.validation_records = p.validation_records();
@@ -57,7 +60,7 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
   run.lm = lm;
   run.torchscript_path = p.model().torchscript_path();
   run.layers = p.model().layers();
-  run.units = relational::VariantUnits(p, task.index());
+  run.units = relational::VariantUnits(p, variant);
   run.embedding = p.model().embedding();
   run.dropout = p.model().dropout();
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
@@ -71,11 +74,12 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
   run.optimizer = *optimizer;
   run.batch_size = p.training().batch_size();
   run.epochs = p.training().epochs();
-  // One phone book for every variant, so widths are compared on the same
-  // records; init, order and dropout are the variant's own. Both derive from
-  // the audit seed, so a re-leased task retrains bit for bit.
-  run.book_seed = DeriveSeed(spec.seed(), "relational/phone_book", 0);
-  run.model_seed = DeriveSeed(spec.seed(), task.role(), task.index());
+  // One phone book for every variant of a replicate, so widths are compared
+  // on the same records; init, order and dropout are the variant's own. Both
+  // derive from the replicate's seed, so a re-leased task retrains bit for
+  // bit.
+  run.book_seed = DeriveSeed(seed, "relational/phone_book", 0);
+  run.model_seed = DeriveSeed(seed, task.role(), variant);
   run.threads = spec.resources().threads_per_task();
   return run;
 }
@@ -83,20 +87,24 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
 absl::StatusOr<engine::LinearRelationalRunSpec> LinearRunSpecFor(const v1::Task& task) {
   const v1::AuditSpec& spec = task.spec();
   const v1::LinearRelationalSpec& l = spec.relational().linear();
-  if (task.index() >= static_cast<uint32_t>(l.key_dims_size())) {
+  const uint32_t runs = relational::Runs(spec.relational());
+  if (task.index() >= runs) {
     return absl::InvalidArgumentError(absl::StrCat("relational.linear.key_dims: task ",
-                                                   task.index(), " is outside the ",
-                                                   l.key_dims_size(), " variants"));
+                                                   task.index(), " is outside the ", runs,
+                                                   " variants x replicates"));
   }
+  const uint32_t variant = relational::VariantOfRun(spec.relational(), task.index());
+  const uint64_t seed = relational::ReplicateSeed(
+      spec.seed(), relational::ReplicateOfRun(spec.relational(), task.index()));
   engine::LinearRelationalRunSpec run;
   run.samples = l.samples();
   run.label_dims = l.label_dims();
-  run.key_dims = l.key_dims(task.index());
+  run.key_dims = l.key_dims(variant);
   run.steps.assign(l.steps().begin(), l.steps().end());
   run.step_fraction = l.step_fraction();
   // Shared labels pair the d_x variants: they differ only in the key x.
-  run.label_seed = DeriveSeed(spec.seed(), "relational/labels", 0);
-  run.key_seed = DeriveSeed(spec.seed(), "relational/keys", task.index());
+  run.label_seed = DeriveSeed(seed, "relational/labels", 0);
+  run.key_seed = DeriveSeed(seed, "relational/keys", variant);
   run.threads = spec.resources().threads_per_task();
   return run;
 }

@@ -132,6 +132,47 @@ TEST_F(RelationalAuditTest, LinearModelMemorizesOnlyAboveTheInterpolationThresho
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("d_x=2000"));
 }
 
+// Replicates through the services: replicate 0's curves are the audit
+// without replicates bit for bit, and each point carries its numbers across
+// the replicates, whose re-run interval holds replicate 0's RM_norm.
+TEST_F(RelationalAuditTest, ReplicatesRedrawTheSamplesAndGiveReRunIntervals) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  v1::AuditSpec spec = TinyLinearRelationalSpec();
+  auto plain = client_->Submit(spec);
+  MEMAUDIT_ASSERT_OK(plain);
+  spec.mutable_relational()->set_replicates(3);
+  auto replicated = client_->Submit(spec);
+  MEMAUDIT_ASSERT_OK(replicated);
+  EXPECT_EQ(replicated->tasks(), 6u);  // 2 key_dims x 3 replicates
+  ASSERT_EQ(WaitForEnd(plain->audit_id()).state(), v1::SUCCEEDED);
+  ASSERT_EQ(WaitForEnd(replicated->audit_id()).state(), v1::SUCCEEDED);
+  auto one = client_->Report(plain->audit_id());
+  auto three = client_->Report(replicated->audit_id());
+  MEMAUDIT_ASSERT_OK(one);
+  MEMAUDIT_ASSERT_OK(three);
+  ASSERT_TRUE(three->complete());
+  EXPECT_EQ(three->relational().replicates(), 3u);
+  ASSERT_EQ(three->relational().curves_size(), 2);
+  for (int c = 0; c < 2; ++c) {
+    const v1::RelationalCurve& a = one->relational().curves(c);
+    const v1::RelationalCurve& b = three->relational().curves(c);
+    ASSERT_EQ(a.points_size(), b.points_size());
+    for (int i = 0; i < a.points_size(); ++i) {
+      EXPECT_EQ(a.points(i).rm_norm(), b.points(i).rm_norm()) << "replicate 0 is the audit";
+      ASSERT_TRUE(b.points(i).has_across_replicates());
+      const v1::TrialMean& rm = b.points(i).across_replicates().rm_norm();
+      EXPECT_LE(rm.rerun_low(), b.points(i).rm_norm());
+      EXPECT_GE(rm.rerun_high(), b.points(i).rm_norm());
+    }
+  }
+  // The replicates drew other samples: at the memorizing width the held-out
+  // success differs between them.
+  const v1::TrialMean& val =
+      three->relational().curves(1).points(5).across_replicates().success_val();
+  EXPECT_GT(val.stddev(), 0.0);
+  EXPECT_THAT(cli::ResultsTable(*three), HasSubstr("across 3 replicates"));
+}
+
 TEST_F(RelationalAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
   v1::AuditSpec spec = TinyPhoneBookSpec();
