@@ -153,6 +153,22 @@ class NormalRows {
   std::vector<SplitMix64> rngs_;
 };
 
+// OpenBLAS's LAPACK (eigh) and its matrix-vector products round differently
+// with more than one thread; its matrix products (the Gram matrices) do
+// not. What follows the Gram matrices runs on one thread, so the numbers do
+// not depend on threads_per_task (it is O(n^3) for n <= 2000 samples,
+// against the Gram's O(n^2 d)).
+class OneThread {
+ public:
+  OneThread() : threads_(torch::get_num_threads()) { torch::set_num_threads(1); }
+  ~OneThread() { torch::set_num_threads(threads_); }
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+  int threads_;
+};
+
 // GD from zero in closed form, from the eigendecomposition of K = U U^T:
 // w_s = U^T alpha_s with alpha_s = sum_k (1 - (1 - eta l_k / n)^s) / l_k
 // (p_k^T t) p_k. Directions with l_k ~ 0 are dropped: t lies in U's column
@@ -359,6 +375,7 @@ absl::StatusOr<LinearRelationalRunResult> RunLinearRelational(const LinearRelati
   const torch::Tensor kx_train = gram_x.slice(0, 0, n).slice(1, 0, n);
   const torch::Tensor kx_val = gram_x.slice(0, n, 2 * n).slice(1, 0, n);
 
+  const OneThread one_thread;
   ClosedFormGd gd(k_train, t);
   LinearRelationalRunResult result;
   result.target_train = ToVector(t);
@@ -395,7 +412,9 @@ std::vector<double> GdWeightsClosedForm(const std::vector<double>& u, size_t n, 
   torch::NoGradGuard no_grad;
   const torch::Tensor um = FromRows(u, n, d);
   const torch::Tensor tv = torch::tensor(t, torch::kFloat64);
-  ClosedFormGd gd(um.matmul(um.transpose(0, 1)), tv);
+  const torch::Tensor gram = um.matmul(um.transpose(0, 1));
+  const OneThread one_thread;
+  ClosedFormGd gd(gram, tv);
   return ToVector(um.transpose(0, 1).matmul(gd.Alpha(learning_rate, steps)));
 }
 

@@ -178,13 +178,14 @@ double Success(const std::vector<double>& t_hat, const std::vector<double>& t, d
   return static_cast<double>(ok) / t.size();
 }
 
-LinearRelationalRunResult RunLinear(uint32_t key_dims) {
+LinearRelationalRunResult RunLinear(uint32_t key_dims, uint32_t threads = 1) {
   LinearRelationalRunSpec spec;
   spec.samples = 100;
   spec.label_dims = 5;
   spec.key_dims = key_dims;
   spec.label_seed = 1;
   spec.key_seed = 2;
+  spec.threads = threads;
   auto run = RunLinearRelational(spec);
   MEMAUDIT_EXPECT_OK(run);
   return *run;
@@ -210,6 +211,19 @@ TEST(LinearRelationalTest, MemorizationNeedsMoreKeyDimensionsThanSamples) {
   const double s_val = Success(hi.recovered_val, high.target_val, 0.25);
   EXPECT_GT(s_train, 0.95);
   EXPECT_GT(s_train - s_val, 0.6);
+}
+
+// OpenBLAS's eigh and matrix-vector products round otherwise on two
+// threads; the run keeps them on one, so threads_per_task changes no bit.
+TEST(LinearRelationalTest, TheThreadCountChangesNoBit) {
+  for (uint32_t key_dims : {20u, 2000u}) {
+    const LinearRelationalRunResult one = RunLinear(key_dims, 1), two = RunLinear(key_dims, 2);
+    ASSERT_EQ(one.points.size(), two.points.size());
+    for (size_t i = 0; i < one.points.size(); ++i) {
+      EXPECT_EQ(one.points[i].mse_train, two.points[i].mse_train) << key_dims << " " << i;
+      EXPECT_EQ(one.points[i].recovered_val, two.points[i].recovered_val) << key_dims << " " << i;
+    }
+  }
 }
 
 TEST(LinearRelationalTest, DeterministicAndRefusesBadSteps) {
