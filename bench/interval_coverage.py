@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Do the intervals cover a re-run? Runs one membership spec K times with K
-different seeds (`memaudit run`, each its own cluster) and, for every
-reported metric with an interval (each attack's AUC, balanced accuracy and
-TPR at each FPR point), counts the ordered pairs of runs (i, j), i != j,
+"""Do the intervals cover a re-run? Runs one spec K times with K different
+seeds (`memaudit run`, each its own cluster) and, for every reported metric
+with a re-run interval (membership: each attack's AUC, balanced accuracy and
+TPR at each FPR point; forgetting: every curve point's means; unlearning:
+AUC, DegCount, DegRate; exposure and relational with `replicates` >= 2: the
+numbers across replicates), counts the ordered pairs of runs (i, j), i != j,
 whose run-j value lies inside run i's interval: the re-run interval the CLI
-table prints (scoring/rerun_interval.h) and the sampling interval beside it. A 95% interval that accounts
+table prints (docs/scoring.md, "Re-run intervals") and the sampling interval
+beside it. A 95% interval that accounts
 for everything a re-run changes (training randomness, the data split, the
 examples) covers at least about 90% of them; one that accounts only for the
 sampling of examples covers less. Prints one line per metric and the
@@ -26,21 +29,42 @@ import tempfile
 TARGET = 0.90
 
 
-def metrics(results):
-    """{metric name: (value, (re-run low, high), (sampling low, high))} of one results JSON."""
-    out = {}
-    for a in results.get("attacks", []):
-        name = a["attack"].lower()
-        out[f"{name} AUC"] = (a["auc"], (a.get("auc_rerun_low", 0.0), a.get("auc_rerun_high", 0.0)),
-                              (a["auc_low"], a["auc_high"]))
-        out[f"{name} balanced accuracy"] = (
-            a["balanced_accuracy"],
-            (a.get("balanced_accuracy_rerun_low", 0.0), a.get("balanced_accuracy_rerun_high", 0.0)),
-            (a["balanced_accuracy_low"], a["balanced_accuracy_high"]))
-        for p in a.get("operating_points", []):
-            out[f"{name} TPR@{p['fpr_target']:g}"] = (
-                p.get("tpr", 0.0), (p.get("tpr_rerun_low", 0.0), p.get("tpr_rerun_high", 0.0)),
-                (p.get("tpr_low", 0.0), p.get("tpr_high", 0.0)))
+# Fields that name a list item better than its index.
+LABELS = ("attack", "variant", "defense", "feature", "classifier", "metric", "fpr_target",
+          "steps_since_injection", "step", "repeats")
+
+
+def label(item, index):
+    if isinstance(item, dict):
+        parts = [str(item[k]).lower() for k in LABELS if k in item]
+        if parts:
+            return "/".join(parts)
+    return str(index)
+
+
+def metrics(results, path="", out=None):
+    """{metric path: (value, (re-run low, high), (sampling low, high))} of one results JSON:
+    every number the results give a re-run interval, whatever the kind. A TrialMean
+    (forgetting trials, exposure or relational replicates) is {mean, low, high,
+    rerun_low, rerun_high}; elsewhere a number X has X_rerun_low/high beside X_low/high."""
+    out = {} if out is None else out
+    if isinstance(results, dict):
+        if "mean" in results and "rerun_low" in results:
+            out[path] = (results["mean"], (results["rerun_low"], results["rerun_high"]),
+                         (results.get("low", 0.0), results.get("high", 0.0)))
+            return out
+        for key, value in results.items():
+            base = key[:-len("_rerun_low")] if key.endswith("_rerun_low") else None
+            if base is not None and base in results:
+                out[f"{path} {base}".strip()] = (
+                    results[base], (value, results[base + "_rerun_high"]),
+                    (results.get(base + "_low", 0.0), results.get(base + "_high", 0.0)))
+        for key, value in results.items():
+            if key != "spec" and isinstance(value, (dict, list)):
+                metrics(value, f"{path} {key}".strip(), out)
+    elif isinstance(results, list):
+        for i, item in enumerate(results):
+            metrics(item, f"{path}[{label(item, i)}]", out)
     return out
 
 
@@ -79,18 +103,20 @@ def main():
     print(f"{a.spec}: {a.runs} runs, seeds 1000..{999 + a.runs}; coverage = share of ordered "
           f"pairs (i, j) whose run-j value is inside run i's 95% interval (target >= {TARGET:.0%}): "
           "the re-run interval (the CLI table's) and, for comparison, the sampling one")
-    print(f"{'metric':44s} {'re-run':>8s} {'width':>7s} {'sampling':>9s} {'width':>7s} {'sd':>7s}")
+    names = [n for n in runs[0] if all(n in r for r in runs)]
+    wide = max([len(n) for n in names] + [6])
+    print(f"{'metric':{wide}s} {'re-run':>8s} {'width':>7s} {'sampling':>9s} {'width':>7s} {'sd':>7s}")
     below = 0
-    for name in runs[0]:
+    for name in names:
         rerun, sampling = coverage(runs, name, 1), coverage(runs, name, 2)
         values = [r[name][0] for r in runs]
         mean = sum(values) / len(values)
         sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
         width = lambda w: sum(r[name][w][1] - r[name][w][0] for r in runs) / len(runs)
         below += rerun < TARGET
-        print(f"{name:44s} {rerun:8.1%} {width(1):7.4f} {sampling:9.1%} {width(2):7.4f} {sd:7.4f}"
+        print(f"{name:{wide}s} {rerun:8.1%} {width(1):7.4f} {sampling:9.1%} {width(2):7.4f} {sd:7.4f}"
               f"{'' if rerun >= TARGET else '  < target'}")
-    print(f"{below} of {len(runs[0])} metrics' re-run intervals below the target")
+    print(f"{below} of {len(names)} metrics' re-run intervals below the target")
     print(f"reproduce: /usr/bin/python3 bench/interval_coverage.py --runs {a.runs} {a.spec}")
 
 

@@ -27,6 +27,29 @@ TEST(ForgettingTest, TrialMetricsHandComputed) {
   EXPECT_DOUBLE_EQ(m->accuracy, 0.9);
 }
 
+// Three identical trials vary nothing between trials, yet a re-run draws
+// other injected examples: the re-run interval keeps their part (a
+// bootstrap over the examples), where the trials' t interval is a point.
+TEST(ForgettingTest, TheReRunIntervalKeepsTheExamplesTheTrialsShare) {
+  TrialScores trial;
+  for (int i = 0; i < 40; ++i) {
+    trial.injected.push_back(0.05 * i + (i % 3 == 0 ? 1.0 : 0.0));
+    trial.baseline.push_back(0.05 * i);
+  }
+  const ForgettingEvalPoint point{0, {trial, trial, trial}};
+  auto curve = ForgettingCurve({point});
+  ASSERT_TRUE(curve.ok()) << curve.status();
+  const ForgettingCurvePoint& p = (*curve)[0];
+  EXPECT_EQ(p.auc.stddev, 0.0);
+  EXPECT_EQ(p.auc.interval.lo, p.auc.interval.hi) << "no spread between trials";
+  EXPECT_LT(p.auc.rerun.lo, p.auc.mean);
+  EXPECT_GT(p.auc.rerun.hi, p.auc.mean);
+  EXPECT_LE(p.auc.rerun.hi, 1.0);
+  auto again = ForgettingCurve({point});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[0].auc.rerun.lo, p.auc.rerun.lo) << "seeded";
+}
+
 TEST(ForgettingTest, CurveIsSortedAndAveragedAcrossTrials) {
   TrialScores chance = {{1, 2}, {1, 2}};  // identical arms: AUC ½
   TrialScores perfect = {{5, 6}, {1, 2}};
