@@ -4,8 +4,9 @@
 // resamples per pass against one; then one attack's statistics as the
 // scorer computes them (curve, AUC interval, balanced-accuracy interval),
 // each function ranking the pairs alone against one shared ranking, on one
-// thread and with the bootstrap's passes on two; and the radix sort that
-// ranks them against std::sort.
+// thread and with the bootstrap's passes on two; the radix sort that
+// ranks them against std::sort; and one attack's re-run intervals, the
+// pigeonhole bootstrap alone against it joined with 64 rescored halves.
 //
 //   build/bin/scoring_bench [models=256] [examples=50000] [repeats=3]
 //   build/bin/scoring_bench 32 2000     # the quickstart's shape
@@ -23,11 +24,13 @@
 #include <vector>
 
 #include "common/seeding.h"
+#include "common/status_macros.h"
 #include "scoring/auc_interval.h"
 #include "scoring/balanced_accuracy_interval.h"
 #include "scoring/fixed_bound_uniform.h"
 #include "scoring/lira.h"
 #include "scoring/ranked_scores.h"
+#include "scoring/rerun_interval.h"
 #include "scoring/rmia.h"
 #include "scoring/roc.h"
 
@@ -170,6 +173,52 @@ void BenchOneAttack(const Matrix& phi, const KeepMatrix& keep, size_t examples, 
 
 }  // namespace
 
+// One LiRA attack's re-run intervals as the scorer computes them: the
+// pigeonhole bootstrap over its fixed scores alone, against it joined with
+// the half-sampled one, which rescores 64 random halves of the models (kHalfSampleResamples).
+void BenchRerunIntervals(const Matrix& phi, const KeepMatrix& keep, size_t examples, int repeats) {
+  namespace scoring = memaudit::scoring;
+  const size_t models = phi.rows;
+  auto scores = scoring::LiraScoresAllTargets(phi, keep);
+  auto ranked = scoring::RankedScores::Rank(*scores);
+  if (!scores.ok() || !ranked.ok()) std::abort();
+  std::vector<uint32_t> model_of(models * examples), example_of(models * examples);
+  for (size_t i = 0; i < model_of.size(); ++i) {
+    model_of[i] = static_cast<uint32_t>(i / examples);
+    example_of[i] = static_cast<uint32_t>(i % examples);
+  }
+  const std::vector<double> fpr = {0.01, 0.001};
+  const auto m = static_cast<uint32_t>(models), e = static_cast<uint32_t>(examples);
+  const double pigeonhole = MedianSeconds(repeats, [&] {
+    if (!scoring::RerunIntervalsOf(*ranked, keep.data, model_of, m, example_of, e, fpr, 1).ok()) {
+      std::abort();
+    }
+  });
+  const scoring::RescoreFn rescore =
+      [&](absl::Span<const uint32_t> half) -> absl::StatusOr<scoring::SubsetScores> {
+    Matrix sub(half.size(), examples);
+    KeepMatrix sub_keep(half.size(), examples);
+    for (size_t i = 0; i < half.size(); ++i) {
+      std::copy(phi.row(half[i]), phi.row(half[i]) + examples, sub.row(i));
+      std::copy(keep.row(half[i]), keep.row(half[i]) + examples, sub_keep.row(i));
+    }
+    scoring::SubsetScores out;
+    MEMAUDIT_ASSIGN_OR_RETURN(out.scores, scoring::LiraScoresAllTargets(sub, sub_keep));
+    out.is_member = std::move(sub_keep.data);
+    return out;
+  };
+  const double both = MedianSeconds(repeats, [&] {
+    auto a = scoring::RerunIntervalsOf(*ranked, keep.data, model_of, m, example_of, e, fpr, 1);
+    auto b = scoring::HalfSampledRerunIntervals(*ranked, keep.data, m, e, rescore, fpr, 1);
+    if (!a.ok() || !b.ok()) std::abort();
+    (void)scoring::UnionOf(*a, *b);
+  });
+  std::printf("re-run intervals of one LiRA attack, %zu pairs:\n", models * examples);
+  std::printf("... pigeonhole bootstrap alone:             %8.3f s\n", pigeonhole);
+  std::printf("... and 64 rescored halves (the scorer's):  %8.3f s\n", both);
+  std::printf("ratio scorer's / pigeonhole alone:          %8.2fx\n", both / pigeonhole);
+}
+
 int main(int argc, char** argv) {
   const size_t models = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 256;
   const size_t examples = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 50000;
@@ -231,5 +280,6 @@ int main(int argc, char** argv) {
   std::printf("inputs: %.1f MiB (models x examples x 8 bytes, linear in both)\n",
               models * examples * 8.0 / (1 << 20));
   BenchOneAttack(phi, keep, examples, repeats);
+  BenchRerunIntervals(phi, keep, examples, repeats);
   return 0;
 }

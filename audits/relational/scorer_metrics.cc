@@ -14,6 +14,7 @@
 #include "scoring/difference_intervals.h"
 #include "scoring/intervals.h"
 #include "scoring/relational.h"
+#include "services/scorer/result_warnings.h"
 #include "services/scorer/trial_mean.h"
 
 namespace memaudit::scorer {
@@ -574,6 +575,10 @@ class Relational final : public KindHandler {
   void Publish(prometheus::Registry& registry, const v1::AuditResults& results,
                const std::string& team) const override {
     PublishRelational(&registry, results, team);
+  }
+
+  std::vector<v1::ResultWarning> Warnings(const v1::AuditSpec& spec) const override {
+    return RelationalWarnings(spec.relational());
   }
 };
 

@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scoring/difference_intervals.h"
+#include "services/scorer/kind_handler.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -187,6 +188,14 @@ TEST(RelationalMetricsTest, ReplicatesAddEachPointsNumbersAcrossThem) {
   const double half = 4.302652729911275 * 0.25 * std::sqrt(2.0 / 3.0);
   EXPECT_NEAR(across.rm_norm().rerun_low(), 0.25 - half, 1e-9);
   EXPECT_EQ(across.rm_norm().rerun_high(), 1.0) << "0.25 + 0.878 is cut to 1";
+  // Two replicates give t with one degree of freedom: the results warn.
+  v1::AuditSpec two = spec;
+  two.mutable_relational()->set_replicates(2);
+  const std::vector<v1::ResultWarning> warned =
+      HandlerFor(v1::AuditSpec::kRelational)->Warnings(two);
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_EQ(warned[0].code(), "few_replicates");
+  EXPECT_TRUE(HandlerFor(v1::AuditSpec::kRelational)->Warnings(spec).empty());
   // A replicate that has not reached a point leaves it without.
   for (const char* name : {relational::kPredictedTrain, relational::kPredictedVal,
                            relational::kCleanTrain, relational::kCleanVal}) {

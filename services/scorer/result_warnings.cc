@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "audits/exposure/signals.h"
 #include "audits/membership/attacks.h"
+#include "audits/relational/signals.h"
 #include "spec/dataset_facts.h"
 
 namespace memaudit::scorer {
@@ -81,9 +82,10 @@ std::vector<v1::ResultWarning> ForgettingWarnings(const v1::ForgettingAudit& f) 
   return out;
 }
 
-std::vector<v1::ResultWarning> ExposureWarnings(const v1::ExposureAudit& e) {
+namespace {
+
+std::vector<v1::ResultWarning> FewReplicates(uint32_t k) {
   std::vector<v1::ResultWarning> out;
-  const uint32_t k = exposure::Replicates(e);
   if (k > 1 && k < kFewTrials) {
     out.push_back(
         Warning("few_replicates",
@@ -91,6 +93,16 @@ std::vector<v1::ResultWarning> ExposureWarnings(const v1::ExposureAudit& e) {
                              k - 1, " degree(s) of freedom); use replicates >= ", kFewTrials)));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<v1::ResultWarning> ExposureWarnings(const v1::ExposureAudit& e) {
+  return FewReplicates(exposure::Replicates(e));
+}
+
+std::vector<v1::ResultWarning> RelationalWarnings(const v1::RelationalAudit& r) {
+  return FewReplicates(relational::Replicates(r));
 }
 
 }  // namespace memaudit::scorer

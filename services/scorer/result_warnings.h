@@ -20,10 +20,11 @@ std::vector<v1::ResultWarning> MembershipWarnings(const v1::MembershipAudit& m);
 inline constexpr uint32_t kFewTrials = 3;
 std::vector<v1::ResultWarning> ForgettingWarnings(const v1::ForgettingAudit& f);
 
-// "few_replicates" at exposure replicates = 2 (kFewTrials): the interval
-// across 2 replicate means uses t = 12.7. One replicate shows no interval,
-// so it warns of nothing.
+// "few_replicates" at exposure or relational replicates = 2 (kFewTrials):
+// the interval across 2 replicate means uses t = 12.7. One replicate shows
+// no interval, so it warns of nothing.
 std::vector<v1::ResultWarning> ExposureWarnings(const v1::ExposureAudit& e);
+std::vector<v1::ResultWarning> RelationalWarnings(const v1::RelationalAudit& r);
 
 }  // namespace memaudit::scorer
 
