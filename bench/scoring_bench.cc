@@ -6,7 +6,7 @@
 // each function ranking the pairs alone against one shared ranking, on one
 // thread and with the bootstrap's passes on two; the radix sort that
 // ranks them against std::sort; and one attack's re-run intervals, the
-// pigeonhole bootstrap alone against it joined with 64 rescored halves.
+// pigeonhole bootstrap alone against it joined with 32 rescored halves.
 //
 //   build/bin/scoring_bench [models=256] [examples=50000] [repeats=3]
 //   build/bin/scoring_bench 32 2000     # the quickstart's shape
@@ -175,7 +175,7 @@ void BenchOneAttack(const Matrix& phi, const KeepMatrix& keep, size_t examples, 
 
 // One LiRA attack's re-run intervals as the scorer computes them: the
 // pigeonhole bootstrap over its fixed scores alone, against it joined with
-// the half-sampled one, which rescores 64 random halves of the models (kHalfSampleResamples).
+// the half-sampled one, which rescores 32 random halves of the models (kHalfSampleResamples).
 void BenchRerunIntervals(const Matrix& phi, const KeepMatrix& keep, size_t examples, int repeats) {
   namespace scoring = memaudit::scoring;
   const size_t models = phi.rows;
@@ -215,7 +215,7 @@ void BenchRerunIntervals(const Matrix& phi, const KeepMatrix& keep, size_t examp
   });
   std::printf("re-run intervals of one LiRA attack, %zu pairs:\n", models * examples);
   std::printf("... pigeonhole bootstrap alone:             %8.3f s\n", pigeonhole);
-  std::printf("... and 64 rescored halves (the scorer's):  %8.3f s\n", both);
+  std::printf("... and 32 rescored halves (the scorer's):  %8.3f s\n", both);
   std::printf("ratio scorer's / pigeonhole alone:          %8.2fx\n", both / pigeonhole);
 }
 

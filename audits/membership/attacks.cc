@@ -97,23 +97,24 @@ absl::StatusOr<std::vector<double>> LiraFixedVarianceReference(const AttackInput
 
 // Doc lines are the score column of docs/audits/membership.md's table.
 constexpr Attack kAttacks[] = {
-    {v1::LIRA_ONLINE, true, 6, false, LiraOnline,
+    {v1::LIRA_ONLINE, true, 6, false, true, LiraOnline,
      "log N(φ; μ_in, σ_in) − log N(φ; μ_out, σ_out), per-example μ (median) and σ"},
-    {v1::LIRA_OFFLINE, true, 6, false, LiraOffline,
+    {v1::LIRA_OFFLINE, true, 6, false, true, LiraOffline,
      "log Φ((φ − μ_out)/σ_out), one-sided against OUT only"},
-    {v1::LIRA_ONLINE_FIXED_VARIANCE, true, 4, false, LiraOnlineFixedVariance,
+    {v1::LIRA_ONLINE_FIXED_VARIANCE, true, 4, false, true, LiraOnlineFixedVariance,
      "`lira_online` with one σ_in and one σ_out per target, each pooled over all examples "
      "(better with few references)"},
-    {v1::LIRA_OFFLINE_FIXED_VARIANCE, true, 4, false, LiraOfflineFixedVariance,
+    {v1::LIRA_OFFLINE_FIXED_VARIANCE, true, 4, false, true, LiraOfflineFixedVariance,
      "`lira_offline` with one σ_out per target, pooled over all examples"},
-    {v1::RMIA, true, 4, true, RmiaScores,
+    {v1::RMIA, true, 4, true, true, RmiaScores,
      "fraction of population examples z that x beats: (Pr(x|θ)/Pr(x)) / (Pr(z|θ)/Pr(z)) ≥ 1, "
      "Pr(·) the mean over the N − 1 references"},
-    {v1::LOSS, true, 4, false, LossAttackScores, "−loss (the classic loss-threshold attack)"},
-    {v1::LIRA_OFFLINE_TWO_SIDED, false, 6, false, LiraOfflineTwoSided,
+    {v1::LOSS, true, 4, false, false, LossAttackScores,
+     "−loss (the classic loss-threshold attack)"},
+    {v1::LIRA_OFFLINE_TWO_SIDED, false, 6, false, true, LiraOfflineTwoSided,
      "−log N(φ; μ_out, σ_out): the LiRA reference code's offline test (φ far from OUT either "
      "way scores high); only when named in `attacks`"},
-    {v1::LIRA_FIXED_VARIANCE_REFERENCE, false, 4, false, LiraFixedVarianceReference,
+    {v1::LIRA_FIXED_VARIANCE_REFERENCE, false, 4, false, true, LiraFixedVarianceReference,
      "`lira_online` with the reference code's fixed variance: one σ, the std of every raw IN "
      "value, for IN and OUT; only when named"},
 };

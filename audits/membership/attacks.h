@@ -48,6 +48,9 @@ struct Attack {
   uint32_t min_reference_models;
   // Scored against population examples no model saw (population_size >= 1).
   bool needs_population;
+  // Scored against the reference models (every attack but the loss): its
+  // re-run intervals redraw them (scoring::HalfSampledRerunIntervals).
+  bool uses_reference_models;
   AttackScoreFn score;
   // One line for docs/audits/membership.md (a test checks it is there).
   const char* doc;

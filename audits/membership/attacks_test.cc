@@ -41,6 +41,12 @@ TEST(MembershipAttacksTest, DefaultsAndTheirNeeds) {
   EXPECT_EQ(FindAttack("lira_online_fixed_variance")->min_reference_models, 4u);
   EXPECT_TRUE(FindAttack("rmia")->needs_population);
   EXPECT_FALSE(FindAttack("loss")->needs_population);
+  EXPECT_FALSE(FindAttack("loss")->uses_reference_models) << "it scores the target alone";
+  for (const Attack& a : Attacks()) {
+    if (a.id != v1::LOSS) {
+      EXPECT_TRUE(a.uses_reference_models) << AttackName(a.id);
+    }
+  }
   EXPECT_EQ(FindAttack("lira"), nullptr);
   EXPECT_EQ(FindAttack(""), nullptr);
   EXPECT_EQ(FindAttack("membership_attack_unspecified"), nullptr);

@@ -168,8 +168,8 @@ namespace {
 bool RescoresHalves(const std::string& attack, const MembershipMatrices& m) {
   const membership::Attack* a = membership::FindAttack(attack);
   const size_t models = m.keep.rows;
-  return a != nullptr && m.first_target == 0 && m.targets == models && models >= 4 &&
-         models / 2 >= a->min_reference_models;
+  return a != nullptr && a->uses_reference_models && m.first_target == 0 && m.targets == models &&
+         models >= 4 && models / 2 >= a->min_reference_models;
 }
 
 // `rows` of `m`, in that order.
