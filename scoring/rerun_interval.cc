@@ -50,6 +50,67 @@ bool Walk(const RankedScores& ranked, absl::Span<const uint8_t> is_member, const
   return true;
 }
 
+// Walk for up to kLanes weightings in one pass over the pairs, the weight of
+// lane l at rank k model_lanes[model_at[k] * kLanes + l] *
+// example_lanes[example_at[k] * kLanes + l]. Each lane adds in Walk's
+// order, so its statistics equal Walk's with that weight to the bit; the
+// pass reads the ranking once for all of them. held[l]: both classes
+// weigh something in lane l.
+constexpr size_t kLanes = 8;
+void WalkLanes(const RankedScores& ranked, absl::Span<const uint8_t> is_member,
+               absl::Span<const uint32_t> model_at, absl::Span<const uint32_t> example_at,
+               absl::Span<const double> model_lanes, absl::Span<const double> example_lanes,
+               size_t lanes, absl::Span<const double> fpr_targets, PooledStatistics* out,
+               bool* held) {
+  const std::vector<uint32_t>& order = ranked.order();
+  const std::vector<double>& desc = ranked.descending();
+  const size_t n = order.size();
+  auto weights = [&](size_t k, double* w) {
+    const double* a = &model_lanes[model_at[k] * kLanes];
+    const double* b = &example_lanes[example_at[k] * kLanes];
+    for (size_t l = 0; l < kLanes; ++l) w[l] = a[l] * b[l];
+  };
+  double positives[kLanes] = {}, negatives[kLanes] = {}, w[kLanes];
+  for (size_t k = 0; k < n; ++k) {
+    weights(k, w);
+    double* into = is_member[order[k]] ? positives : negatives;
+    for (size_t l = 0; l < kLanes; ++l) into[l] += w[l];
+  }
+  double tp[kLanes] = {}, fp[kLanes] = {}, twice_area[kLanes] = {}, best[kLanes];
+  for (size_t l = 0; l < lanes; ++l) {
+    held[l] = positives[l] > 0 && negatives[l] > 0;
+    best[l] = 0.5;
+    out[l].tpr_at_fpr.assign(fpr_targets.size(), 0.0);
+  }
+  for (size_t k = 0; k < n;) {
+    double dtp[kLanes] = {}, dfp[kLanes] = {};
+    size_t end = k;
+    do {
+      weights(end, w);
+      double* into = is_member[order[end]] ? dtp : dfp;
+      for (size_t l = 0; l < kLanes; ++l) into[l] += w[l];
+      ++end;
+    } while (end < n && desc[end] == desc[k]);
+    k = end;
+    for (size_t l = 0; l < lanes; ++l) {
+      if (!held[l]) continue;
+      twice_area[l] += dfp[l] * (2.0 * tp[l] + dtp[l]);
+      tp[l] += dtp[l];
+      fp[l] += dfp[l];
+      const double tpr = tp[l] / positives[l], fpr = fp[l] / negatives[l];
+      best[l] = std::max(best[l], 0.5 * (tpr + 1.0 - fpr));
+      for (size_t i = 0; i < fpr_targets.size(); ++i) {
+        if (fpr <= fpr_targets[i]) out[l].tpr_at_fpr[i] = tpr;  // the TPR only grows
+      }
+    }
+  }
+  for (size_t l = 0; l < lanes; ++l) {
+    if (!held[l]) continue;
+    out[l].auc = twice_area[l] / (2.0 * positives[l] * negatives[l]);
+    out[l].balanced_accuracy = best[l];
+  }
+}
+
 absl::Status CheckTargets(absl::Span<const double> fpr_targets) {
   for (double f : fpr_targets) {
     if (!(f >= 0.0 && f <= 1.0)) {
@@ -247,17 +308,30 @@ absl::StatusOr<RerunIntervals> RerunIntervalsOf(
   std::vector<std::vector<double>> tpr(fpr_targets.size());
   SplitMix64 rng(seed);
   std::vector<double> model_count, example_count;
-  PooledStatistics resampled;
-  for (uint32_t r = 0; r < resamples; ++r) {
-    Multiplicities(rng, models, &model_count);
-    Multiplicities(rng, examples, &example_count);
-    const auto weight = [&](size_t k) {
-      return model_count[model_at[k]] * example_count[example_at[k]];
-    };
-    if (!Walk(ranked, is_member, weight, fpr_targets, &resampled)) continue;
-    auc.push_back(resampled.auc);
-    balanced.push_back(resampled.balanced_accuracy);
-    for (size_t i = 0; i < fpr_targets.size(); ++i) tpr[i].push_back(resampled.tpr_at_fpr[i]);
+  // Lane l of pair (m, e) weighs model_lanes[m * kLanes + l] *
+  // example_lanes[e * kLanes + l]: resamples r .. r + lanes - 1 in one pass.
+  std::vector<double> model_lanes(size_t{models} * kLanes),
+      example_lanes(size_t{examples} * kLanes);
+  PooledStatistics resampled[kLanes];
+  for (uint32_t r = 0; r < resamples; r += kLanes) {
+    const size_t lanes = std::min<size_t>(kLanes, resamples - r);
+    for (size_t l = 0; l < lanes; ++l) {
+      Multiplicities(rng, models, &model_count);
+      Multiplicities(rng, examples, &example_count);
+      for (uint32_t m = 0; m < models; ++m) model_lanes[m * kLanes + l] = model_count[m];
+      for (uint32_t e = 0; e < examples; ++e) example_lanes[e * kLanes + l] = example_count[e];
+    }
+    bool held[kLanes];
+    WalkLanes(ranked, is_member, model_at, example_at, model_lanes, example_lanes, lanes,
+              fpr_targets, resampled, held);
+    for (size_t l = 0; l < lanes; ++l) {
+      if (!held[l]) continue;
+      auc.push_back(resampled[l].auc);
+      balanced.push_back(resampled[l].balanced_accuracy);
+      for (size_t i = 0; i < fpr_targets.size(); ++i) {
+        tpr[i].push_back(resampled[l].tpr_at_fpr[i]);
+      }
+    }
   }
   if (auc.size() < 2) {
     return absl::InvalidArgumentError("fewer than 2 resamples held both classes");
