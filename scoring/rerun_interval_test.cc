@@ -175,6 +175,33 @@ TEST(RerunIntervalTest, BadInputIsRefused) {
   EXPECT_FALSE(RerunIntervalsOf(ranked, run.member, bad, 4, run.example_of, 10, {0.1}, 1).ok());
 }
 
+// The share of ordered pairs of runs (i, j), i != j, with run j's value
+// inside run i's interval.
+double PairwiseCoverage(const std::vector<double>& value, const std::vector<Interval>& interval) {
+  int inside = 0, pairs = 0;
+  for (size_t i = 0; i < value.size(); ++i) {
+    for (size_t j = 0; j < value.size(); ++j) {
+      if (i == j) continue;
+      inside += interval[i].lo <= value[j] && value[j] <= interval[i].hi;
+      ++pairs;
+    }
+  }
+  return static_cast<double>(inside) / pairs;
+}
+
+// The weighted mean of `rows`, and the total weight when `with_total`.
+WeightedStatisticsFn WeightedMean(const std::vector<double>& rows, bool with_total = false) {
+  return [&rows, with_total](absl::Span<const double> w) -> absl::StatusOr<std::vector<double>> {
+    double sum = 0, total = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      sum += w[i] * rows[i];
+      total += w[i];
+    }
+    if (with_total) return std::vector<double>{sum / total, total};
+    return std::vector<double>{sum / total};
+  };
+}
+
 // A run whose attack leans on reference models: model m's raw signal on
 // example e is its noise plus a member shift, and the attack scores
 // target t against the mean of its references' raw signals where they left
@@ -270,15 +297,7 @@ TEST(HalfSampledRerunIntervalTest, RedrawsTheReferencesAndCoversAnotherRun) {
     auc.push_back(both.estimate.auc);
     interval.push_back(both.auc);
   }
-  int inside = 0, pairs = 0;
-  for (uint32_t i = 0; i < kRuns; ++i) {
-    for (uint32_t j = 0; j < kRuns; ++j) {
-      if (i == j) continue;
-      inside += interval[i].lo <= auc[j] && auc[j] <= interval[i].hi;
-      ++pairs;
-    }
-  }
-  EXPECT_GE(static_cast<double>(inside) / pairs, 0.9);
+  EXPECT_GE(PairwiseCoverage(auc, interval), 0.9);
 }
 
 TEST(HalfSampledRerunIntervalTest, ARescoreOfTheWrongSizeIsAnError) {
@@ -311,15 +330,7 @@ TEST(ClusterBootstrapTest, TheReRunIntervalOfANestedMeanCoversAnotherRun) {
       const double u = effect(rng);
       for (uint32_t i = 0; i < kRowsPerCluster; ++i) rows.push_back(u + noise(rng));
     }
-    const WeightedStatisticsFn mean =
-        [&](absl::Span<const double> w) -> absl::StatusOr<std::vector<double>> {
-      double sum = 0, total = 0;
-      for (size_t i = 0; i < rows.size(); ++i) {
-        sum += w[i] * rows[i];
-        total += w[i];
-      }
-      return std::vector<double>{sum / total};
-    };
+    const WeightedStatisticsFn mean = WeightedMean(rows);
     const double m = (*mean(std::vector<double>(rows.size(), 1.0)))[0];
     MEMAUDIT_ASSERT_OK_AND_ASSIGN(std::vector<double> se,
                                   ClusterBootstrapErrors(cluster_of, kClusters, mean, 40 + r));
@@ -330,29 +341,13 @@ TEST(ClusterBootstrapTest, TheReRunIntervalOfANestedMeanCoversAnotherRun) {
     estimate.push_back(m);
     interval.push_back(RerunAround(m, se[0], kWholeLine));
   }
-  int inside = 0, pairs = 0;
-  for (uint32_t i = 0; i < kRuns; ++i) {
-    for (uint32_t j = 0; j < kRuns; ++j) {
-      if (i == j) continue;
-      inside += interval[i].lo <= estimate[j] && estimate[j] <= interval[i].hi;
-      ++pairs;
-    }
-  }
-  EXPECT_GE(static_cast<double>(inside) / pairs, 0.9);
+  EXPECT_GE(PairwiseCoverage(estimate, interval), 0.9);
 }
 
 TEST(ClusterBootstrapTest, IsSeededAndRefusesTooFewClusters) {
   const std::vector<uint32_t> cluster_of = {0, 0, 1, 1, 2};
   const std::vector<double> rows = {0.1, 0.3, 0.9, 0.7, 0.4};
-  const WeightedStatisticsFn mean =
-      [&](absl::Span<const double> w) -> absl::StatusOr<std::vector<double>> {
-    double sum = 0, total = 0;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      sum += w[i] * rows[i];
-      total += w[i];
-    }
-    return std::vector<double>{sum / total, total};
-  };
+  const WeightedStatisticsFn mean = WeightedMean(rows, /*with_total=*/true);
   MEMAUDIT_ASSERT_OK_AND_ASSIGN(auto a, ClusterBootstrapErrors(cluster_of, 3, mean, 9));
   MEMAUDIT_ASSERT_OK_AND_ASSIGN(auto b, ClusterBootstrapErrors(cluster_of, 3, mean, 9));
   EXPECT_EQ(a, b);
