@@ -88,14 +88,7 @@ absl::StatusOr<std::vector<double>> ExampleErrors(const ForgettingEvalPoint& p,
   }
   std::vector<double> se(5, 0.0);
   if (options.rerun_resamples < 2) return se;
-  for (size_t k = 0; k < 5; ++k) {
-    double mean = 0;
-    for (double v : values[k]) mean += v;
-    mean /= static_cast<double>(values[k].size());
-    double ss = 0;
-    for (double v : values[k]) ss += (v - mean) * (v - mean);
-    se[k] = std::sqrt(ss / static_cast<double>(values[k].size() - 1));
-  }
+  for (size_t k = 0; k < 5; ++k) se[k] = SampleStandardDeviation(values[k]);
   return se;
 }
 

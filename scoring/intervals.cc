@@ -53,6 +53,15 @@ absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values, doubl
   return out;
 }
 
+double SampleStandardDeviation(absl::Span<const double> values) {
+  double mean = 0;
+  for (double x : values) mean += x;
+  mean /= static_cast<double>(values.size());
+  double ss = 0;
+  for (double x : values) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(values.size() - 1));
+}
+
 Interval RerunWithSharedPart(const MeanSummary& m, double shared_se, Interval range) {
   double trials = 0.0;
   if (m.n > 1) {
@@ -60,7 +69,7 @@ Interval RerunWithSharedPart(const MeanSummary& m, double shared_se, Interval ra
     trials = boost::math::quantile(boost::math::students_t_distribution<double>(n - 1.0), 0.975) *
              m.stddev * std::sqrt(2.0 / n);
   }
-  const double shared = 1.959963984540054 * std::sqrt(2.0) * shared_se;
+  const double shared = kZ95 * std::sqrt(2.0) * shared_se;
   const double half = std::sqrt(trials * trials + shared * shared);
   return {std::max(range.lo, m.mean - half), std::min(range.hi, m.mean + half)};
 }

@@ -28,6 +28,13 @@ inline constexpr Interval kWholeLine{-std::numeric_limits<double>::infinity(),
 // A rate, an AUC, a probability.
 inline constexpr Interval kUnitInterval{0.0, 1.0};
 
+// The standard normal's 97.5% quantile: a two-sided 95% normal interval.
+inline constexpr double kZ95 = 1.959963984540054;
+
+// The sample standard deviation (n − 1) of `values`, n >= 2: the spread of
+// a bootstrap's resampled statistics, their standard error.
+double SampleStandardDeviation(absl::Span<const double> values);
+
 struct MeanSummary {
   double mean = 0.0;
   double stddev = 0.0;  // sample std (n − 1); 0 when n = 1

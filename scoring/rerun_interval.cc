@@ -12,83 +12,38 @@
 namespace memaudit::scoring {
 namespace {
 
-constexpr double kZ95 = 1.959963984540054;
-
-// One walk down the ranked pairs, a tie group at a time, with `weight(k)`
-// the weight of the k-th pair in score order. false when a class weighs 0.
-template <class Weight>
-bool Walk(const RankedScores& ranked, absl::Span<const uint8_t> is_member, const Weight& weight,
-          absl::Span<const double> fpr_targets, PooledStatistics* out) {
-  const std::vector<uint32_t>& order = ranked.order();
-  const std::vector<double>& desc = ranked.descending();
-  double positives = 0, negatives = 0;
-  for (size_t k = 0; k < order.size(); ++k) {
-    (is_member[order[k]] ? positives : negatives) += weight(k);
-  }
-  if (positives <= 0 || negatives <= 0) return false;
-  out->tpr_at_fpr.assign(fpr_targets.size(), 0.0);
-  double tp = 0, fp = 0, twice_area = 0, best = 0.5;
-  for (size_t k = 0; k < order.size();) {
-    double dtp = 0, dfp = 0;
-    size_t end = k;
-    do {
-      (is_member[order[end]] ? dtp : dfp) += weight(end);
-      ++end;
-    } while (end < order.size() && desc[end] == desc[k]);
-    twice_area += dfp * (2.0 * tp + dtp);
-    tp += dtp;
-    fp += dfp;
-    k = end;
-    const double tpr = tp / positives, fpr = fp / negatives;
-    best = std::max(best, 0.5 * (tpr + 1.0 - fpr));
-    for (size_t i = 0; i < fpr_targets.size(); ++i) {
-      if (fpr <= fpr_targets[i]) out->tpr_at_fpr[i] = tpr;  // the TPR only grows
-    }
-  }
-  out->auc = twice_area / (2.0 * positives * negatives);
-  out->balanced_accuracy = best;
-  return true;
-}
-
-// Walk for up to kLanes weightings in one pass over the pairs, the weight of
-// lane l at rank k model_lanes[model_at[k] * kLanes + l] *
-// example_lanes[example_at[k] * kLanes + l]. Each lane adds in Walk's
-// order, so its statistics equal Walk's with that weight to the bit; the
-// pass reads the ranking once for all of them. held[l]: both classes
-// weigh something in lane l.
-constexpr size_t kLanes = 8;
+// One walk down the ranked pairs, a tie group at a time, for `lanes` (<= L)
+// weightings at once: `weights(k, w)` sets w[l], lane l's weight of the k-th
+// pair in score order. Each lane adds in the same order whatever L, so its
+// statistics do not depend on which lanes share its pass; one pass reads the
+// ranking once for all of them. held[l]: both classes weigh something in
+// lane l (out[l] is meaningless otherwise).
+template <size_t L, class Weights>
 void WalkLanes(const RankedScores& ranked, absl::Span<const uint8_t> is_member,
-               absl::Span<const uint32_t> model_at, absl::Span<const uint32_t> example_at,
-               absl::Span<const double> model_lanes, absl::Span<const double> example_lanes,
-               size_t lanes, absl::Span<const double> fpr_targets, PooledStatistics* out,
-               bool* held) {
+               const Weights& weights, size_t lanes, absl::Span<const double> fpr_targets,
+               PooledStatistics* out, bool* held) {
   const std::vector<uint32_t>& order = ranked.order();
   const std::vector<double>& desc = ranked.descending();
   const size_t n = order.size();
-  auto weights = [&](size_t k, double* w) {
-    const double* a = &model_lanes[model_at[k] * kLanes];
-    const double* b = &example_lanes[example_at[k] * kLanes];
-    for (size_t l = 0; l < kLanes; ++l) w[l] = a[l] * b[l];
-  };
-  double positives[kLanes] = {}, negatives[kLanes] = {}, w[kLanes];
+  double positives[L] = {}, negatives[L] = {}, w[L];
   for (size_t k = 0; k < n; ++k) {
     weights(k, w);
     double* into = is_member[order[k]] ? positives : negatives;
-    for (size_t l = 0; l < kLanes; ++l) into[l] += w[l];
+    for (size_t l = 0; l < L; ++l) into[l] += w[l];
   }
-  double tp[kLanes] = {}, fp[kLanes] = {}, twice_area[kLanes] = {}, best[kLanes];
+  double tp[L] = {}, fp[L] = {}, twice_area[L] = {}, best[L];
   for (size_t l = 0; l < lanes; ++l) {
     held[l] = positives[l] > 0 && negatives[l] > 0;
     best[l] = 0.5;
     out[l].tpr_at_fpr.assign(fpr_targets.size(), 0.0);
   }
   for (size_t k = 0; k < n;) {
-    double dtp[kLanes] = {}, dfp[kLanes] = {};
+    double dtp[L] = {}, dfp[L] = {};
     size_t end = k;
     do {
       weights(end, w);
       double* into = is_member[order[end]] ? dtp : dfp;
-      for (size_t l = 0; l < kLanes; ++l) into[l] += w[l];
+      for (size_t l = 0; l < L; ++l) into[l] += w[l];
       ++end;
     } while (end < n && desc[end] == desc[k]);
     k = end;
@@ -111,6 +66,20 @@ void WalkLanes(const RankedScores& ranked, absl::Span<const uint8_t> is_member,
   }
 }
 
+// One weighting, `weight(k)` the k-th pair's. false when a class weighs 0.
+template <class Weight>
+bool Walk(const RankedScores& ranked, absl::Span<const uint8_t> is_member, const Weight& weight,
+          absl::Span<const double> fpr_targets, PooledStatistics* out) {
+  bool held = false;
+  WalkLanes<1>(
+      ranked, is_member, [&](size_t k, double* w) { w[0] = weight(k); }, 1, fpr_targets, out,
+      &held);
+  return held;
+}
+
+// Resamples of the pigeonhole bootstrap walked together.
+constexpr size_t kLanes = 8;
+
 absl::Status CheckTargets(absl::Span<const double> fpr_targets) {
   for (double f : fpr_targets) {
     if (!(f >= 0.0 && f <= 1.0)) {
@@ -124,15 +93,6 @@ absl::Status CheckTargets(absl::Span<const double> fpr_targets) {
 void Multiplicities(SplitMix64& rng, uint32_t n, std::vector<double>* counts) {
   counts->assign(n, 0.0);
   for (uint32_t i = 0; i < n; ++i) (*counts)[rng.Uniform(n)] += 1.0;
-}
-
-double StandardDeviation(const std::vector<double>& v) {
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= static_cast<double>(v.size());
-  double ss = 0;
-  for (double x : v) ss += (x - mean) * (x - mean);
-  return std::sqrt(ss / static_cast<double>(v.size() - 1));
 }
 
 Interval Around(double estimate, double se, double floor) {
@@ -193,12 +153,12 @@ absl::StatusOr<RerunIntervals> HalfSampledRerunIntervals(const RankedScores& ran
   }
   // Delete-d jackknife: Var = (n / d) · the spread over the halves.
   const double scale = std::sqrt(static_cast<double>(half) / static_cast<double>(models - half));
-  out.auc = Around(out.estimate.auc, scale * StandardDeviation(auc), 0.0);
+  out.auc = Around(out.estimate.auc, scale * SampleStandardDeviation(auc), 0.0);
   out.balanced_accuracy =
-      Around(out.estimate.balanced_accuracy, scale * StandardDeviation(balanced), 0.5);
+      Around(out.estimate.balanced_accuracy, scale * SampleStandardDeviation(balanced), 0.5);
   for (size_t i = 0; i < fpr_targets.size(); ++i) {
     out.tpr_at_fpr.push_back(
-        Around(out.estimate.tpr_at_fpr[i], scale * StandardDeviation(tpr[i]), 0.0));
+        Around(out.estimate.tpr_at_fpr[i], scale * SampleStandardDeviation(tpr[i]), 0.0));
   }
   return out;
 }
@@ -251,7 +211,7 @@ absl::StatusOr<std::vector<double>> ClusterBootstrapErrors(absl::Span<const uint
   }
   std::vector<double> errors;
   errors.reserve(values.size());
-  for (const std::vector<double>& v : values) errors.push_back(StandardDeviation(v));
+  for (const std::vector<double>& v : values) errors.push_back(SampleStandardDeviation(v));
   return errors;
 }
 
@@ -321,9 +281,14 @@ absl::StatusOr<RerunIntervals> RerunIntervalsOf(
       for (uint32_t m = 0; m < models; ++m) model_lanes[m * kLanes + l] = model_count[m];
       for (uint32_t e = 0; e < examples; ++e) example_lanes[e * kLanes + l] = example_count[e];
     }
+    // Lane l of the k-th pair: its model's and its example's multiplicity.
+    const auto weights = [&](size_t k, double* w) {
+      const double* a = &model_lanes[model_at[k] * kLanes];
+      const double* b = &example_lanes[example_at[k] * kLanes];
+      for (size_t l = 0; l < kLanes; ++l) w[l] = a[l] * b[l];
+    };
     bool held[kLanes];
-    WalkLanes(ranked, is_member, model_at, example_at, model_lanes, example_lanes, lanes,
-              fpr_targets, resampled, held);
+    WalkLanes<kLanes>(ranked, is_member, weights, lanes, fpr_targets, resampled, held);
     for (size_t l = 0; l < lanes; ++l) {
       if (!held[l]) continue;
       auc.push_back(resampled[l].auc);
@@ -336,10 +301,12 @@ absl::StatusOr<RerunIntervals> RerunIntervalsOf(
   if (auc.size() < 2) {
     return absl::InvalidArgumentError("fewer than 2 resamples held both classes");
   }
-  out.auc = Around(out.estimate.auc, StandardDeviation(auc), 0.0);
-  out.balanced_accuracy = Around(out.estimate.balanced_accuracy, StandardDeviation(balanced), 0.5);
+  out.auc = Around(out.estimate.auc, SampleStandardDeviation(auc), 0.0);
+  out.balanced_accuracy =
+      Around(out.estimate.balanced_accuracy, SampleStandardDeviation(balanced), 0.5);
   for (size_t i = 0; i < fpr_targets.size(); ++i) {
-    out.tpr_at_fpr.push_back(Around(out.estimate.tpr_at_fpr[i], StandardDeviation(tpr[i]), 0.0));
+    out.tpr_at_fpr.push_back(
+        Around(out.estimate.tpr_at_fpr[i], SampleStandardDeviation(tpr[i]), 0.0));
   }
   return out;
 }

@@ -22,19 +22,20 @@
 namespace memaudit::coordinator {
 namespace {
 
-// Adds `environment` to an audit's recorded numeric environments unless it
-// is empty or there already; false when nothing changed. The
-// kMaxNumericEnvironments-th distinct one is recorded as "...", and none
-// after it: the list stays bounded whatever the workers send.
-bool RecordNumericEnvironment(const std::string& environment,
+// Whether `environment` joins an audit's recorded numeric environments: not
+// empty, not there yet, and room left (the kMaxNumericEnvironments-th
+// distinct one is recorded as "...", none after it, so the list stays
+// bounded whatever the workers send).
+bool IsNewNumericEnvironment(const std::string& environment,
+                             const google::protobuf::RepeatedPtrField<std::string>& recorded) {
+  if (environment.empty() || recorded.size() >= kMaxNumericEnvironments) return false;
+  return std::find(recorded.begin(), recorded.end(), environment) == recorded.end();
+}
+
+void RecordNumericEnvironment(const std::string& environment,
                               google::protobuf::RepeatedPtrField<std::string>* recorded) {
-  if (environment.empty() || recorded->size() >= kMaxNumericEnvironments) return false;
-  for (const std::string& seen : *recorded) {
-    if (seen == environment) return false;
-  }
   const bool last = recorded->size() + 1 == kMaxNumericEnvironments;
   *recorded->Add() = last ? "..." : environment;
-  return true;
 }
 
 // Audit, lease and worker ids: 128 bits from OpenSSL's CSPRNG (RAND_bytes),
@@ -747,20 +748,25 @@ void Scheduler::Complete(const std::string& lease_id, const std::string& numeric
     Mutation m;
     m.tasks.push_back(t);
     m.events.push_back(Event(t.audit_id, v1::TASK_SUCCEEDED, t.task_id, ""));
-    AuditRecord a = audits_.at(t.audit_id).record;
-    bool changed = RecordNumericEnvironment(
-        numeric_environment, a.spec.mutable_resources()->mutable_numeric_environments());
+    const AuditRecord& current = audits_.at(t.audit_id).record;
+    const bool new_environment = IsNewNumericEnvironment(
+        numeric_environment, current.spec.resources().numeric_environments());
     // Every other task succeeded (this one is still leased).
     const AuditTasks& tasks = index_.audit(index_.audit_of(*pos));
-    if (tasks.by_state[static_cast<size_t>(TaskState::kSucceeded)] + 1 == tasks.total) {
+    const bool last = tasks.by_state[static_cast<size_t>(TaskState::kSucceeded)] + 1 == tasks.total;
+    // The audit's row changes only then: most completions write the task alone.
+    if (!new_environment && !last) return m;
+    AuditRecord a = current;
+    if (new_environment) {
+      RecordNumericEnvironment(numeric_environment,
+                               a.spec.mutable_resources()->mutable_numeric_environments());
+    }
+    if (last) {
       a.state = v1::SUCCEEDED;
-      changed = true;
       m.events.push_back(Event(t.audit_id, v1::AUDIT_SUCCEEDED, "", "every task succeeded"));
     }
-    if (changed) {
-      a.updated_ms = clock_->NowMs();
-      m.audit = std::move(a);
-    }
+    a.updated_ms = clock_->NowMs();
+    m.audit = std::move(a);
     return m;
   });
 }

@@ -93,14 +93,19 @@ const engine::EngineApi& Engine() {
 }
 
 std::string TrainingEnvironment() {
-  const engine::EngineApi& engine = Engine();
-  if (engine.numeric_environment == nullptr) return "";
-  std::string text = engine.numeric_environment();
-  text.resize(std::min(text.size(), kMaxNumericEnvironmentBytes));
-  for (char& c : text) {
-    if (c < 0x20 || c > 0x7e) c = '?';
-  }
-  return text;
+  // Read once: the device, the precision and the libraries' kernels are
+  // fixed at start, and LibTorch's show_config builds a long text.
+  static const std::string environment = [] {
+    const engine::EngineApi& engine = Engine();
+    if (engine.numeric_environment == nullptr) return std::string();
+    std::string text = engine.numeric_environment();
+    text.resize(std::min(text.size(), kMaxNumericEnvironmentBytes));
+    for (char& c : text) {
+      if (c < 0x20 || c > 0x7e) c = '?';
+    }
+    return text;
+  }();
+  return environment;
 }
 
 }  // namespace memaudit::worker

@@ -40,7 +40,8 @@ void PrepareEngine();
 // The engine: starts loading it if need be, and waits for it.
 const engine::EngineApi& Engine();
 
-// The engine's numeric environment (engine/numeric_environment.h), cut to
+// The engine's numeric environment (engine/numeric_environment.h), read
+// once per process (it is fixed at start), cut to
 // what CompleteRequest.numeric_environment holds (printable ASCII, at most
 // kMaxNumericEnvironmentBytes); "" for an engine that cannot tell.
 std::string TrainingEnvironment();
