@@ -20,8 +20,10 @@
 #include "cli/archived_results.h"
 #include "cli/client.h"
 #include "cli/csv_export.h"
+#include "cli/diff.h"
 #include "cli/embedded_cluster.h"
 #include "cli/export_files.h"
+#include "cli/gates.h"
 #include "cli/html_report.h"
 #include "cli/render.h"
 #include "cli/run_timings.h"
@@ -134,6 +136,17 @@ int ReportOutcome(const v1::Audit& audit) {
                StateName(audit.state()).c_str(), audit.error().empty() ? "" : ": ",
                audit.error().c_str());
   return kAuditUnsuccessful;
+}
+
+// A succeeded audit with gates: their lines, and the exit status of their
+// verdicts (cli/gates.h); otherwise ReportOutcome's.
+int GatedOutcome(Client* client, const v1::Audit& audit) {
+  if (int code = ReportOutcome(audit); code != kOk) return code;
+  if (audit.spec().gates_size() == 0) return kOk;
+  auto results = client->Report(audit.audit_id());
+  if (!results.ok()) return PrintError(results.status());
+  std::printf("%s", GateLines(*results).c_str());
+  return GateExitCode(*results);
 }
 
 }  // namespace
@@ -340,7 +353,7 @@ int RunCommand(const RunOptions& options) {
   (*cluster)->Stop();
   timings.stopped = absl::Now();
   if (options.timings) std::fprintf(stderr, "%s\n", timings.Line().c_str());
-  return kOk;
+  return GateExitCode(*results);
 }
 
 absl::Status ResolveCredentials(RemoteOptions* remote) {
@@ -375,7 +388,7 @@ int SubmitCommand(const RemoteOptions& remote, const std::string& spec_path, boo
   if (!watch) return kOk;
   auto audit = Follow(&client, submitted->audit_id());
   if (!audit.ok()) return PrintError(audit.status());
-  return ReportOutcome(*audit);
+  return GatedOutcome(&client, *audit);
 }
 
 int StatusCommand(const RemoteOptions& remote, const std::string& audit_id) {
@@ -429,7 +442,7 @@ int WatchCommand(const RemoteOptions& remote, const std::string& audit_id) {
   Client& client = *connected;
   auto audit = Follow(&client, audit_id);
   if (!audit.ok()) return PrintError(audit.status());
-  return ReportOutcome(*audit);
+  return GatedOutcome(&client, *audit);
 }
 
 int CancelCommand(const RemoteOptions& remote, const std::string& audit_id) {
@@ -465,7 +478,7 @@ int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
     std::printf("%s", RenderResults(*results, *format).c_str());
     const absl::Status written = WriteReportFiles(AuditOfResults(*results), *results, files);
     if (!written.ok()) return PrintError(written);
-    if (!files.WantsExport()) return kOk;
+    if (!files.WantsExport()) return GateExitCode(*results);
     const std::string archive = PerExamplePath(audit_id, files);
     auto arrays = ReadExportFile(archive);
     if (!arrays.ok()) return PrintError(arrays.status());
@@ -475,7 +488,7 @@ int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
           results->audit_id(), " (", audit_id, "); name the right one with --per-example")));
     }
     const absl::Status exported = WriteExportFiles(*results, *arrays, files);
-    return exported.ok() ? kOk : PrintError(exported);
+    return exported.ok() ? GateExitCode(*results) : PrintError(exported);
   }
   auto connected = Client::Connect(remote.coordinator, remote.credentials);
   if (!connected.ok()) return PrintError(connected.status());
@@ -486,10 +499,37 @@ int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
   if (!results.ok()) return PrintError(results.status());
   std::printf("%s", RenderResults(*results, *format).c_str());
   if (absl::Status s = WriteReportFiles(*audit, *results, files); !s.ok()) return PrintError(s);
-  if (!files.WantsExport()) return kOk;
+  if (!files.WantsExport()) return GateExitCode(*results);
   auto arrays = client.Export(audit_id);
   if (!arrays.ok()) return PrintError(arrays.status());
   if (absl::Status s = WriteExportFiles(*results, *arrays, files); !s.ok()) return PrintError(s);
+  return GateExitCode(*results);
+}
+
+int DiffCommand(const RemoteOptions& remote, const std::string& old_audit,
+                const std::string& new_audit, bool fail_on_regression) {
+  std::unique_ptr<Client> client;
+  // An archived results file, or an audit id read from the coordinator.
+  auto load = [&](const std::string& which) -> absl::StatusOr<v1::AuditResults> {
+    if (NamesAResultsFile(which)) return ReadResultsFile(which);
+    if (client == nullptr) {
+      auto connected = Client::Connect(remote.coordinator, remote.credentials);
+      if (!connected.ok()) return connected.status();
+      client = std::make_unique<Client>(*std::move(connected));
+    }
+    return client->Report(which);
+  };
+  auto old_results = load(old_audit);
+  if (!old_results.ok()) return PrintError(old_results.status());
+  auto new_results = load(new_audit);
+  if (!new_results.ok()) return PrintError(new_results.status());
+  auto changes = DiffResults(*old_results, *new_results);
+  if (!changes.ok()) return PrintError(changes.status());
+  std::printf("%s", DiffTable(*changes, old_audit, new_audit).c_str());
+  if (!fail_on_regression) return kOk;
+  for (const MetricChange& c : *changes) {
+    if (c.worse) return kExitRegression;
+  }
   return kOk;
 }
 

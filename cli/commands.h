@@ -96,6 +96,15 @@ inline constexpr char kPerExampleFile[] = "per_example.pb";
 int ReportCommand(const RemoteOptions& remote, const std::string& audit_id,
                   const ReportFiles& files);
 
+// What `diff --fail-on-regression` exits with when a metric got significantly
+// worse (as a failed gate: cli/gates.h).
+inline constexpr int kExitRegression = 4;
+
+// `memaudit diff OLD NEW`: each an audit id or an archived results.json
+// (cli/diff.h).
+int DiffCommand(const RemoteOptions& remote, const std::string& old_audit,
+                const std::string& new_audit, bool fail_on_regression);
+
 }  // namespace memaudit::cli
 
 #endif  // MEMAUDIT_CLI_COMMANDS_H_

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "cli/gates.h"
 #include "cli/kind_handler.h"
 #include "cli/render.h"
 #include "common/version.h"
@@ -86,6 +87,7 @@ std::string HtmlReport(const v1::Audit& audit, const v1::AuditResults& results) 
     }
     absl::StrAppend(&html, "</ul></div>");
   }
+  absl::StrAppend(&html, GatesHtml(results));
   if (!results.error().empty()) {
     absl::StrAppend(&html, "<p><strong>The audit cannot be scored:</strong> ",
                     HtmlEscape(results.error()), "</p>");

@@ -186,6 +186,18 @@ int main(int argc, char** argv) {
   CLI::App* report_cmd = AddReportCommand(&app, &audit_id, &report_files);
   AddRemoteFlags(report_cmd, &remote, true);
 
+  std::string old_audit, new_audit;
+  bool fail_on_regression = false;
+  CLI::App* diff_cmd = app.add_subcommand(
+      "diff",
+      "Compare two audits of one kind: every metric side by side with its 95% interval, the "
+      "difference with an interval for it, and which changed significantly.");
+  diff_cmd->add_option("old", old_audit, "audit id, or a results JSON file")->required();
+  diff_cmd->add_option("new", new_audit, "audit id, or a results JSON file")->required();
+  diff_cmd->add_flag("--fail-on-regression", fail_on_regression,
+                     "exit 4 when a privacy metric got significantly worse");
+  AddRemoteFlags(diff_cmd, &remote, true);
+
   if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   if (*run_cmd) return RunCommand(run);
   if (*validate_cmd) return ValidateCommand(spec_path, validate_roots);
@@ -199,5 +211,6 @@ int main(int argc, char** argv) {
   if (*cancel_cmd) return CancelCommand(remote, audit_id);
   if (*revoke_cmd) return RevokeWorkerCommand(remote, worker_name);
   if (*report_cmd) return ReportCommand(remote, audit_id, report_files);
+  if (*diff_cmd) return DiffCommand(remote, old_audit, new_audit, fail_on_regression);
   return 2;
 }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "cli/gates.h"
 #include "cli/kind_handler.h"
 #include "common/audit_kinds.h"
 #include "common/event_types.h"
@@ -126,6 +127,7 @@ std::string ResultsTable(const v1::AuditResults& r) {
     return absl::StrCat("audit ", r.audit_id(), ": unknown kind ", static_cast<int>(r.kind()),
                         "\n");
   std::string table = kind->Table(r);
+  absl::StrAppend(&table, GateLines(r));
   for (const v1::ResultWarning& w : r.warnings()) {
     absl::StrAppend(&table, "warning (", w.code(), "): ", w.message(), "\n");
   }

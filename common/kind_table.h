@@ -21,7 +21,8 @@
   X(arg, Exposure)                   \
   X(arg, Forgetting)                 \
   X(arg, Unlearning)                 \
-  X(arg, Relational)
+  X(arg, Relational)                 \
+  X(arg, DpAudit)
 
 namespace memaudit {
 

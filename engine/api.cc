@@ -19,6 +19,7 @@ const EngineApi& LinkedEngineApi() {
     a.run_unlearning = RunUnlearning;
     a.run_phone_book = RunPhoneBook;
     a.run_linear_relational = RunLinearRelational;
+    a.run_dp_audit = RunDpAudit;
     return a;
   }();
   return api;

@@ -10,6 +10,7 @@
 #include "engine/classifier_eval.h"
 #include "engine/classifier_run.h"
 #include "engine/device.h"
+#include "engine/dp_audit_run.h"
 #include "engine/exposure_run.h"
 #include "engine/forgetting_lm_run.h"
 #include "engine/forgetting_run.h"
@@ -33,6 +34,7 @@ struct EngineApi {
   decltype(&RunUnlearning) run_unlearning = nullptr;
   decltype(&RunPhoneBook) run_phone_book = nullptr;
   decltype(&RunLinearRelational) run_linear_relational = nullptr;
+  decltype(&RunDpAudit) run_dp_audit = nullptr;
 };
 
 // The table of the engine linked into this program.

@@ -120,6 +120,9 @@ DpGradientStats PrivateGradient(Model& model, const Batch& batch, const DpSgdOpt
       }
     }
   }
+  if (dp.keep_clipped_sum) {
+    for (const torch::Tensor& s : sum) stats.clipped_sum.push_back(s.detach().clone());
+  }
   const double stddev = dp.noise_multiplier * dp.clip_norm;
   for (size_t k = 0; k < params.size(); ++k) {
     torch::Tensor noise = at::normal(0.0, stddev, params[k].sizes(), noise_gen,

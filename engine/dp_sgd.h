@@ -17,6 +17,9 @@ struct DpGradientStats {
   std::vector<double> norms;  // per-example gradient L2 norms before clipping
   double loss = 0;            // mean per-example loss
   bool batched = false;       // the batched path computed them (else the loop)
+  // With DpSgdOptions::keep_clipped_sum: the sum of the clipped per-example
+  // gradients before the noise, one tensor per parameter.
+  std::vector<torch::Tensor> clipped_sum;
 };
 
 // How PrivateGradient computes the per-example gradients.

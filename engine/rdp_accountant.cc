@@ -1,5 +1,6 @@
 #include "engine/rdp_accountant.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -146,6 +147,21 @@ absl::StatusOr<double> NoiseMultiplierForEpsilon(
     (epsilon_of_sigma(mid) <= target ? hi : lo) = mid;
   }
   return hi;
+}
+
+double DpEpsilonOfPhases(const std::vector<std::pair<uint64_t, uint64_t>>& phases,
+                         uint32_t batch_size, double noise_multiplier, double delta) {
+  double best = std::numeric_limits<double>::infinity();
+  for (double a : DefaultRdpOrders()) {
+    double rdp = 0;
+    for (const auto& [examples, steps] : phases) {
+      if (examples == 0 || steps == 0) continue;
+      const double q = std::min(1.0, static_cast<double>(batch_size) / examples);
+      rdp += SampledGaussianRdp(q, noise_multiplier, a) * static_cast<double>(steps);
+    }
+    best = std::min(best, RdpToEpsilon(rdp, a, delta, RdpConversion::kImproved));
+  }
+  return std::max(0.0, best);
 }
 
 }  // namespace memaudit::engine

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -53,6 +54,12 @@ absl::StatusOr<DpEpsilon> DpSgdEpsilonForEpochs(uint64_t n, uint64_t batch_size,
 // InvalidArgument for a target <= 0 or one even sigma = 10^4 cannot reach.
 absl::StatusOr<double> NoiseMultiplierForEpsilon(
     const std::function<double(double sigma)>& epsilon_of_sigma, double target);
+
+// DP-SGD epsilon (RDP accountant, Balle et al. conversion) of training in
+// phases of (examples, steps) with Poisson-rate q = batch / examples, at
+// `delta`. One phase: a Scratch model; one phase per slice: a SISA shard.
+double DpEpsilonOfPhases(const std::vector<std::pair<uint64_t, uint64_t>>& phases,
+                         uint32_t batch_size, double noise_multiplier, double delta);
 
 }  // namespace memaudit::engine
 

@@ -24,6 +24,11 @@ using ModelFactory = std::function<absl::StatusOr<std::shared_ptr<Model>>()>;
 // Called after each step with the steps done; false stops training (CANCELLED).
 using TrainStepCallback = std::function<bool(uint64_t steps_done, double loss)>;
 
+// Called in each step once the gradient is in the parameters' .grad (DP-SGD:
+// privatised) and before the optimizer reads it, with the batch's rows: a
+// one-run audit's gradient canaries enter here.
+using GradientHook = std::function<void(Model& model, int64_t batch_rows)>;
+
 absl::StatusOr<torch::Device> ParseDevice(const std::string& name);
 
 class Trainer {
@@ -47,6 +52,7 @@ class Trainer {
   const torch::optim::Optimizer& optimizer() const { return *optimizer_; }
   // Per-example norms of the last DP-SGD step (empty without DP).
   const DpGradientStats& last_dp_stats() const { return dp_stats_; }
+  void set_gradient_hook(GradientHook hook) { gradient_hook_ = std::move(hook); }
 
   // Checkpoint: weights, buffers, optimizer state, step, LR step and the
   // dropout/noise generator states. Restoring into a trainer built by the
@@ -72,6 +78,7 @@ class Trainer {
   uint64_t step_ = 0;
   uint64_t lr_step_ = 0;
   DpGradientStats dp_stats_;
+  GradientHook gradient_hook_;
 };
 
 }  // namespace memaudit::engine

@@ -15,6 +15,10 @@ struct DpSgdOptions {
   double clip_norm = 1.0;         // C
   double noise_multiplier = 1.0;  // sigma; the noise std is sigma * C
   uint64_t noise_seed = 0;
+  // Keep each step's clipped sum (DpGradientStats::clipped_sum): a one-run
+  // audit's white-box auditor, who knows every example but the canaries,
+  // subtracts it from the privatised gradient.
+  bool keep_clipped_sum = false;
 };
 
 struct TrainerOptions {
@@ -40,6 +44,19 @@ inline TrainerOptions SeededTrainerOptions(const OptimizerSpec& optimizer, uint3
   options.optimizer = optimizer;
   options.threads = threads == 0 ? 1 : threads;
   options.dropout_seed = DeriveSeed(seed, "dropout", 0);
+  return options;
+}
+
+// What a facade that may train with DP-SGD trains with: `optimizer`,
+// `threads` LibTorch threads (0 = 1), dropout masks from `dropout_seed`,
+// and `dp` (its `enabled` as the spec says).
+inline TrainerOptions OptionsWithDpSgd(const OptimizerSpec& optimizer, uint32_t threads,
+                                       uint64_t dropout_seed, const DpSgdOptions& dp) {
+  TrainerOptions options;
+  options.optimizer = optimizer;
+  options.threads = threads == 0 ? 1 : threads;
+  options.dropout_seed = dropout_seed;
+  options.dp = dp;
   return options;
 }
 

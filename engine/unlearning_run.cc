@@ -175,21 +175,6 @@ absl::Status CheckSpec(const data::LabeledExamples& data, const UnlearningRunSpe
 
 }  // namespace
 
-double DpEpsilonOfPhases(const std::vector<std::pair<uint64_t, uint64_t>>& phases,
-                         uint32_t batch_size, double noise_multiplier, double delta) {
-  double best = std::numeric_limits<double>::infinity();
-  for (double a : DefaultRdpOrders()) {
-    double rdp = 0;
-    for (const auto& [examples, steps] : phases) {
-      if (examples == 0 || steps == 0) continue;
-      const double q = std::min(1.0, static_cast<double>(batch_size) / examples);
-      rdp += SampledGaussianRdp(q, noise_multiplier, a) * static_cast<double>(steps);
-    }
-    best = std::min(best, RdpToEpsilon(rdp, a, delta, RdpConversion::kImproved));
-  }
-  return std::max(0.0, best);
-}
-
 absl::StatusOr<UnlearningRunResult> RunUnlearning(const data::LabeledExamples& data,
                                                   const data::LabeledExamples* test,
                                                   const UnlearningRunSpec& spec,
@@ -264,15 +249,12 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const data::LabeledExamples& d
     noise_multiplier = calibrated;
   }
   auto options_for = [&](const UnlearningSeeds& seeds) {
-    TrainerOptions o;
-    o.optimizer = spec.optimizer;
-    o.threads = spec.threads == 0 ? 1 : spec.threads;
-    o.dropout_seed = seeds.dropout;
-    o.dp.enabled = spec.dp;
-    o.dp.clip_norm = spec.clip_norm;
-    o.dp.noise_multiplier = noise_multiplier;
-    o.dp.noise_seed = seeds.noise;
-    return o;
+    DpSgdOptions dp;
+    dp.enabled = spec.dp;
+    dp.clip_norm = spec.clip_norm;
+    dp.noise_multiplier = noise_multiplier;
+    dp.noise_seed = seeds.noise;
+    return OptionsWithDpSgd(spec.optimizer, spec.threads, seeds.dropout, dp);
   };
 
   UnlearningRunResult result;

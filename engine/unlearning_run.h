@@ -93,12 +93,6 @@ absl::StatusOr<UnlearningRunResult> RunUnlearning(const data::LabeledExamples& d
                                                   const UnlearningRunSpec& spec,
                                                   const UnlearningStepCallback& on_step);
 
-// DP-SGD epsilon (RDP accountant, Balle et al. conversion) of training in
-// phases of (examples, steps) with Poisson-rate q = batch / examples, at
-// `delta`. One phase: a Scratch model; one phase per slice: a SISA shard.
-double DpEpsilonOfPhases(const std::vector<std::pair<uint64_t, uint64_t>>& phases,
-                         uint32_t batch_size, double noise_multiplier, double delta);
-
 }  // namespace memaudit::engine
 
 #endif  // MEMAUDIT_ENGINE_UNLEARNING_RUN_H_

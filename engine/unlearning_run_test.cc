@@ -5,31 +5,13 @@
 #include "common/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "engine/rdp_accountant.h"
+#include "engine/test_images.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
 namespace {
 
 using ::memaudit::testing::StatusIs;
-
-// 4 classes of 16-pixel images: a class lights its own block of pixels,
-// plus seeded noise, so a small model learns it without memorizing it all.
-data::LabeledExamples Blobs(uint32_t count, uint64_t seed) {
-  data::LabeledExamples d;
-  d.count = count;
-  d.features = 16;
-  d.classes = 4;
-  SplitMix64 rng(seed);
-  for (uint32_t i = 0; i < count; ++i) {
-    const uint8_t y = static_cast<uint8_t>(rng.Uniform(4));
-    d.labels.push_back(y);
-    for (uint32_t f = 0; f < 16; ++f) {
-      const double signal = f / 4 == y ? 120 : 0;
-      d.pixels.push_back(static_cast<uint8_t>(std::min(255.0, signal + rng.Uniform(136))));
-    }
-  }
-  return d;
-}
 
 std::vector<uint32_t> Range(uint32_t begin, uint32_t end) {
   std::vector<uint32_t> v;
@@ -63,7 +45,7 @@ UnlearningRunSpec Spec() {
 }
 
 TEST(UnlearningRunTest, ScratchReleasesBothVersionsPerPolicy) {
-  const data::LabeledExamples data = Blobs(200, 7), test = Blobs(50, 8);
+  const data::LabeledExamples data = BlockImages(200, 7), test = BlockImages(50, 8);
   auto run = RunUnlearning(data, &test, Spec(), nullptr);
   MEMAUDIT_ASSERT_OK(run);
   EXPECT_EQ(run->classes, 4u);
@@ -102,7 +84,7 @@ TEST(UnlearningRunTest, ScratchReleasesBothVersionsPerPolicy) {
 }
 
 TEST(UnlearningRunTest, SharedOrderMeansTheOriginalLessTheDeletion) {
-  const data::LabeledExamples data = Blobs(200, 7);
+  const data::LabeledExamples data = BlockImages(200, 7);
   UnlearningRunSpec spec = Spec();
   // A child that deletes nothing is the original, bit for bit.
   spec.children[0].removed.clear();
@@ -125,7 +107,7 @@ TEST(UnlearningRunTest, SharedOrderMeansTheOriginalLessTheDeletion) {
 }
 
 TEST(UnlearningRunTest, SisaRetrainsOnlyAffectedShardsAndAddsOnline) {
-  const data::LabeledExamples data = Blobs(200, 7);
+  const data::LabeledExamples data = BlockImages(200, 7);
   UnlearningRunSpec spec = Spec();
   spec.method = UnlearningMethod::kSisa;
   spec.shards = 4;
@@ -154,7 +136,7 @@ TEST(UnlearningRunTest, SisaRetrainsOnlyAffectedShardsAndAddsOnline) {
 }
 
 TEST(UnlearningRunTest, DpSgdReportsEpsilonAndStops) {
-  const data::LabeledExamples data = Blobs(200, 7);
+  const data::LabeledExamples data = BlockImages(200, 7);
   UnlearningRunSpec spec = Spec();
   spec.dp = true;
   spec.noise_multiplier = 1.1;

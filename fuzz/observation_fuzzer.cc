@@ -34,7 +34,7 @@ const std::map<std::string, std::string>& ExampleOfKind() {
   static const auto* examples = new std::map<std::string, std::string>{
       {"membership", "quickstart"},        {"exposure", "secret-sharer"},
       {"forgetting", "forgetting-inject"}, {"unlearning", "unlearning-scratch"},
-      {"relational", "relational"},
+      {"relational", "relational"},        {"dp_audit", "dp-audit-input"},
   };
   return *examples;
 }

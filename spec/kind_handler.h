@@ -9,6 +9,7 @@
 #include "common/audit_kinds.h"
 #include "common/kind_table.h"
 #include "memaudit/v1/spec.pb.h"
+#include "spec/gates.h"
 #include "spec/planner.h"
 #include "spec/spec_validator.h"
 
@@ -37,6 +38,9 @@ class KindHandler {
 
   // Whether resources.models_per_task may exceed 1 (several models per task).
   virtual bool PacksModels() const { return false; }
+  // The metrics a gate of `spec` (defaults applied) may name, and how each
+  // is read from the results (spec/gates.h). None by default.
+  virtual std::vector<GateMetric> GateMetrics(const v1::AuditSpec& /*spec*/) const { return {}; }
 };
 
 // The handler of `kind`; null for KIND_NOT_SET.

@@ -136,6 +136,26 @@ void CheckBatchSize(uint32_t batch_size, const AddProblem& add) {
   }
 }
 
+void CheckDpSgd(const v1::DpSgdSpec& dp, const std::string& prefix, DpSgdRules rules,
+                const AddProblem& add) {
+  const double noise = dp.noise_multiplier();
+  if (!std::isfinite(noise) || !(rules.zero_noise ? noise >= 0 : noise > 0)) {
+    add(prefix + "dp_sgd.noise_multiplier",
+        absl::StrCat("must be ", rules.zero_noise ? ">= 0" : "> 0", " (got ", noise, ")"));
+  }
+  if (!(dp.clip_norm() > 0) || !std::isfinite(dp.clip_norm())) {
+    add(prefix + "dp_sgd.clip_norm", absl::StrCat("must be > 0 (got ", dp.clip_norm(), ")"));
+  }
+  if (!(dp.delta() > 0 && dp.delta() < 1)) {
+    add(prefix + "dp_sgd.delta", absl::StrCat("must be in (0, 1) (got ", dp.delta(), ")"));
+  }
+  if (rules.target_epsilon && !(dp.target_epsilon() >= 0 && dp.target_epsilon() <= 1000)) {
+    add(prefix + "dp_sgd.target_epsilon",
+        absl::StrCat("must be in [0, 1000]; 0 = use noise_multiplier (got ", dp.target_epsilon(),
+                     ")"));
+  }
+}
+
 bool CheckLength(const std::string& field, const std::string& value, size_t max,
                  const AddProblem& add) {
   if (value.size() <= max) return true;

@@ -118,6 +118,19 @@ void CheckEpochs(uint32_t epochs, const AddProblem& add);
 // training.batch_size in [1, 65536].
 void CheckBatchSize(uint32_t batch_size, const AddProblem& add);
 
+// What a kind allows of dp_sgd beyond the common rules (noise_multiplier > 0,
+// clip_norm > 0, delta in (0, 1)).
+struct DpSgdRules {
+  // noise_multiplier 0: clipping without noise (a dp_audit's ceiling);
+  // elsewhere it would report epsilon = infinity, and clipping alone is not DP.
+  bool zero_noise = false;
+  // target_epsilon in [0, 1000] (0 = use noise_multiplier) is checked.
+  bool target_epsilon = false;
+};
+// dp_sgd's fields, reported as `prefix` + "dp_sgd.<field>".
+void CheckDpSgd(const v1::DpSgdSpec& dp, const std::string& prefix, DpSgdRules rules,
+                const AddProblem& add);
+
 }  // namespace memaudit::spec
 
 #endif  // MEMAUDIT_SPEC_SPEC_RULES_H_

@@ -1,6 +1,7 @@
 #include "spec/spec_validator.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
@@ -90,7 +91,15 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
         {"resources.models_per_task",
          absl::StrCat("only membership audits pack models; must be 1 (got ", packed, ")")});
   }
+  const size_t before = problems.size();
   kind->Validate(spec, &problems);
+  if (spec.gates_size() > 0) {
+    // A kind's metrics follow from a valid spec of it (its attacks, its FPR
+    // points): gate metrics are named against them only then.
+    std::optional<std::vector<GateMetric>> metrics;
+    if (problems.size() == before) metrics = kind->GateMetrics(spec);
+    ValidateGates(spec, metrics ? &*metrics : nullptr, &problems);
+  }
   return problems;
 }
 

@@ -87,20 +87,7 @@ void ValidateSweep(const v1::ExposureAudit& e, const Add& add) {
       add(field("learning_rate"),
           absl::StrCat("must be in (0, ", kMaxLearningRate, "] (got ", v.learning_rate(), ")"));
     }
-    if (v.has_dp_sgd()) {
-      const v1::DpSgdSpec& dp = v.dp_sgd();
-      // Noise 0 would report epsilon = infinity: clipping alone is not DP.
-      if (!(dp.noise_multiplier() > 0) || !std::isfinite(dp.noise_multiplier())) {
-        add(field("dp_sgd.noise_multiplier"),
-            absl::StrCat("must be > 0 (got ", dp.noise_multiplier(), ")"));
-      }
-      if (!(dp.clip_norm() > 0) || !std::isfinite(dp.clip_norm())) {
-        add(field("dp_sgd.clip_norm"), absl::StrCat("must be > 0 (got ", dp.clip_norm(), ")"));
-      }
-      if (!(dp.delta() > 0 && dp.delta() < 1)) {
-        add(field("dp_sgd.delta"), absl::StrCat("must be in (0, 1) (got ", dp.delta(), ")"));
-      }
-    }
+    if (v.has_dp_sgd()) CheckDpSgd(v.dp_sgd(), field(""), {}, add);
   }
 }
 

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "audits/membership/attacks.h"
 #include "audits/membership/spec_packing.h"
@@ -182,6 +183,43 @@ class Membership final : public KindHandler {
 
   void Validate(const v1::AuditSpec& spec, std::vector<SpecProblem>* problems) const override {
     ValidateMembership(spec.membership(), problems);
+  }
+
+  // Per attack: "<attack>.auc", "<attack>.balanced_accuracy" and
+  // "<attack>.tpr_at_fpr_<fpr>" per FPR point, each with its re-run interval.
+  std::vector<GateMetric> GateMetrics(const v1::AuditSpec& spec) const override {
+    std::vector<GateMetric> out;
+    for (const std::string& name : spec.membership().attacks()) {
+      const v1::MembershipAttack id = membership::AttackByName(name);
+      const auto attack = [id](const v1::AuditResults& r) -> const v1::AttackResult* {
+        for (const v1::AttackResult& a : r.attacks()) {
+          if (a.attack() == id) return &a;
+        }
+        return nullptr;
+      };
+      const std::string models = "reference models";
+      using A = v1::AttackResult;
+      out.push_back(RecordMetric<A>(name + ".auc", models, attack, &A::auc, &A::auc_rerun_low,
+                                    &A::auc_rerun_high, &A::auc_low, &A::auc_high));
+      out.push_back(RecordMetric<A>(name + ".balanced_accuracy", models, attack,
+                                    &A::balanced_accuracy, &A::balanced_accuracy_rerun_low,
+                                    &A::balanced_accuracy_rerun_high, &A::balanced_accuracy_low,
+                                    &A::balanced_accuracy_high));
+      for (const double fpr : spec.membership().fpr_points()) {
+        out.push_back({absl::StrFormat("%s.tpr_at_fpr_%g", name, fpr), models,
+                       [attack, fpr](const v1::AuditResults& r) -> std::optional<MetricReading> {
+                         const v1::AttackResult* a = attack(r);
+                         if (a == nullptr) return std::nullopt;
+                         for (const v1::OperatingPoint& p : a->operating_points()) {
+                           if (p.fpr_target() != fpr) continue;
+                           return ReadingOf(p.tpr(), p.tpr_rerun_low(), p.tpr_rerun_high(),
+                                            p.tpr_low(), p.tpr_high());
+                         }
+                         return std::nullopt;
+                       }});
+      }
+    }
+    return out;
   }
 
   std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {

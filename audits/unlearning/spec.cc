@@ -259,26 +259,6 @@ void ValidateAttack(const v1::UnlearningAudit& u, const AddProblem& add) {
   }
 }
 
-// dp_sgd: the noise, clipping and privacy target of DP training.
-void ValidateDpSgd(const v1::UnlearningAudit& u, const AddProblem& add) {
-  if (!u.has_dp_sgd()) return;
-  const v1::DpSgdSpec& dp = u.dp_sgd();
-  if (!(dp.noise_multiplier() > 0) || !std::isfinite(dp.noise_multiplier())) {
-    add("dp_sgd.noise_multiplier", absl::StrCat("must be > 0 (got ", dp.noise_multiplier(), ")"));
-  }
-  if (!(dp.clip_norm() > 0) || !std::isfinite(dp.clip_norm())) {
-    add("dp_sgd.clip_norm", absl::StrCat("must be > 0 (got ", dp.clip_norm(), ")"));
-  }
-  if (!(dp.delta() > 0 && dp.delta() < 1)) {
-    add("dp_sgd.delta", absl::StrCat("must be in (0, 1) (got ", dp.delta(), ")"));
-  }
-  if (!(dp.target_epsilon() >= 0 && dp.target_epsilon() <= 1000)) {
-    add("dp_sgd.target_epsilon",
-        absl::StrCat("must be in [0, 1000]; 0 = use noise_multiplier (got ", dp.target_epsilon(),
-                     ")"));
-  }
-}
-
 }  // namespace
 
 void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* problems) {
@@ -292,7 +272,8 @@ void ValidateUnlearning(const v1::UnlearningAudit& u, std::vector<SpecProblem>* 
   const uint32_t pool = u.dataset().pool_size();
   if (pool >= kMinPool && pool <= DatasetRows(u.dataset())) ValidateDeletion(u, add);
   ValidateAttack(u, add);
-  ValidateDpSgd(u, add);
+  if (u.has_dp_sgd())
+    CheckDpSgd(u.dp_sgd(), "", DpSgdRules{/*zero_noise=*/false, /*target_epsilon=*/true}, add);
   // The estimate needs every field in range: only then is it the audit's.
   if (problems->size() == before) CheckUnlearningCost(u, add);
 }
@@ -315,6 +296,45 @@ class Unlearning final : public KindHandler {
 
   void Validate(const v1::AuditSpec& spec, std::vector<SpecProblem>* problems) const override {
     ValidateUnlearning(spec.unlearning(), problems);
+  }
+
+  // Per attack cell "<defense>.<feature>.<classifier>": its ".auc" (feature
+  // "baseline" too), ".deg_count" and ".deg_rate" (not the baseline's),
+  // each with its re-run interval.
+  std::vector<GateMetric> GateMetrics(const v1::AuditSpec& spec) const override {
+    const v1::UnlearningAudit& u = spec.unlearning();
+    std::vector<GateMetric> out;
+    std::vector<std::string> features = {unlearning::kBaselineFeature};
+    features.insert(features.end(), u.features().begin(), u.features().end());
+    for (const std::string& defense : u.defenses()) {
+      for (const std::string& feature : features) {
+        for (const std::string& classifier : u.attack_classifiers()) {
+          const auto cell = [=](const v1::AuditResults& r) -> const v1::UnlearningAttackResult* {
+            if (!r.has_unlearning()) return nullptr;
+            for (const v1::UnlearningAttackResult& a : r.unlearning().attacks()) {
+              if (a.defense() == defense && a.feature() == feature &&
+                  a.classifier() == classifier) {
+                return &a;
+              }
+            }
+            return nullptr;
+          };
+          const std::string name = absl::StrCat(defense, ".", feature, ".", classifier);
+          const std::string originals = "target original models";
+          using R = v1::UnlearningAttackResult;
+          out.push_back(RecordMetric<R>(name + ".auc", originals, cell, &R::auc, &R::auc_rerun_low,
+                                        &R::auc_rerun_high, &R::auc_low, &R::auc_high));
+          if (feature == unlearning::kBaselineFeature) continue;
+          out.push_back(RecordMetric<R>(name + ".deg_count", originals, cell, &R::deg_count,
+                                        &R::deg_count_rerun_low, &R::deg_count_rerun_high,
+                                        &R::deg_count_low, &R::deg_count_high));
+          out.push_back(RecordMetric<R>(name + ".deg_rate", originals, cell, &R::deg_rate,
+                                        &R::deg_rate_rerun_low, &R::deg_rate_rerun_high,
+                                        &R::deg_rate_low, &R::deg_rate_high));
+        }
+      }
+    }
+    return out;
   }
 
   std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {

@@ -3,7 +3,7 @@
 # report/*.textproto -> report/*.bin (v1::AuditResults), observation/*.textproto
 # -> observation/*.bin (one kind byte, the file name's leading digit, then a
 # v1::Observation; the digit is the kind's place in spec.proto's `oneof kind`:
-# 0 membership, 1 exposure, 2 forgetting, 3 unlearning, 4 relational).
+# 0 membership, 1 exposure, 2 forgetting, 3 unlearning, 4 relational, 5 dp_audit).
 # scoring/*.bin need no encoding: big-endian doubles, the values of a
 # complete audit in scoring_fuzzer.cc's order (phi, loss, population loss per model).
 # export/*.pb need none either: per-example archives as `memaudit run` writes

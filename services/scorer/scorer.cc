@@ -14,6 +14,7 @@
 #include "common/sqlite.h"
 #include "common/status_macros.h"
 #include "common/version.h"
+#include "spec/gates.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -236,6 +237,11 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   if (!results->has_value()) return absl::OkStatus();
   if (unsealed && (*results)->complete()) return absl::OkStatus();
   for (v1::ResultWarning& w : (*kind)->Warnings(spec)) *(*results)->add_warnings() = std::move(w);
+  if ((*results)->complete()) {
+    for (v1::GateVerdict& v : spec::JudgeGates(spec, **results)) {
+      *(*results)->add_gates() = std::move(v);
+    }
+  }
   (*results)->set_version(CodeVersion());
   ObserveScoringSeconds(metrics_, AuditKindName(spec.kind_case()), scoring_started);
   return Finish(audit_id, **std::move(results));
@@ -330,6 +336,27 @@ void Scorer::Publish(const v1::AuditResults& results) {
                     "or too noisy to trust.")
       .Add({{"audit", results.audit_id()}, {"team", team}})
       .Set(static_cast<double>(results.warnings_size()));
+  // Each gate's verdict as a state set: 1 on the series of its outcome.
+  if (results.gates_size() > 0) {
+    auto& gates = metrics::AddGauge(
+        *metrics_, "memaudit_gate_verdict",
+        "A release gate's verdict (docs/gates.md): 1 on the series whose verdict label is the "
+        "outcome (pass, fail, inconclusive), 0 on the others.");
+    for (int i = 0; i < results.gates_size(); ++i) {
+      const v1::GateVerdict& g = results.gates(i);
+      for (const auto& [outcome, label] :
+           {std::pair{v1::GATE_PASS, "pass"}, std::pair{v1::GATE_FAIL, "fail"},
+            std::pair{v1::GATE_INCONCLUSIVE, "inconclusive"}}) {
+        gates
+            .Add({{"audit", results.audit_id()},
+                  {"team", team},
+                  {"gate", absl::StrCat(i)},
+                  {"metric", g.metric()},
+                  {"verdict", label}})
+            .Set(g.outcome() == outcome ? 1 : 0);
+      }
+    }
+  }
   // A forgetting curve is published point by point; count the audit once.
   if (results.complete()) {
     metrics::AddCounter(*metrics_, "memaudit_scorer_audits_scored_total",

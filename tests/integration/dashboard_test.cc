@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/audit_kinds.h"
 #include "common/testing/random_text.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -59,8 +60,11 @@ void CollectPanels(const nlohmann::json& panels, std::vector<nlohmann::json>* ou
 // against the membership audit's selection.
 std::string KeyOf(const std::string& expr) {
   if (expr.find("memaudit_forgetting_canary_") != std::string::npos) return kCanaries;
-  for (const char* kind : {"exposure", "forgetting", "unlearning", "relational", "membership"}) {
-    if (expr.find(std::string("memaudit_") + kind + "_") != std::string::npos) return kind;
+  // The observed dp_audit is the audit with a gate (TinyDpAuditSpec).
+  if (expr.find("memaudit_gate_") != std::string::npos) return "dp_audit";
+  for (AuditKind kind : AllAuditKinds()) {
+    const std::string name = AuditKindName(kind);
+    if (expr.find("memaudit_" + name + "_") != std::string::npos) return name;
   }
   return "membership";
 }
@@ -557,7 +561,8 @@ TEST_F(EveryKindObservedTest, DashboardVariablesListEveryKindAndEachAuditByName)
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 2 * 6 + 1) << "kind and audit for six audits, repeats for the canary one";
+  // Kind and audit for each kind's audit and the canary one, repeats for it.
+  EXPECT_EQ(checked, 2 * (AllAuditKinds().size() + 1) + 1);
 }
 
 }  // namespace

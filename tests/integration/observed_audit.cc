@@ -23,6 +23,7 @@ std::string ResultFamily(const std::string& kind) {
   if (kind == "forgetting") return "memaudit_forgetting_mi_accuracy_ratio";
   if (kind == "unlearning") return "memaudit_unlearning_auc_ratio";
   if (kind == "relational") return "memaudit_relational_rm_norm_ratio";
+  if (kind == "dp_audit") return "memaudit_dp_audit_epsilon_lower";
   ADD_FAILURE() << "no result gauge known for kind " << kind;
   return "memaudit_no_such_family";
 }
@@ -168,8 +169,9 @@ void EveryKindObservedTest::SetUpTestSuite() {
   // Evaluation points feed the dashboard's exposure-during-training panel.
   v1::AuditSpec exposure = TinyExposureSpec();
   exposure.mutable_exposure()->set_eval_every_epoch(true);
-  observed_ = ObserveAudits("every-kind", {TinyMembershipSpec(), exposure, TinyForgettingSpec(),
-                                           TinyUnlearningSpec(), TinyLinearRelationalSpec()})
+  observed_ = ObserveAudits("every-kind",
+                            {TinyMembershipSpec(), exposure, TinyForgettingSpec(),
+                             TinyUnlearningSpec(), TinyLinearRelationalSpec(), TinyDpAuditSpec()})
                   .release();
 }
 

@@ -48,6 +48,26 @@ v1::AuditSpec TinyUnlearningSpec() {
   return spec;
 }
 
+v1::AuditSpec TinyDpAuditSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("tiny-dp-audit");
+  spec.set_seed(7);
+  v1::DpAudit* d = spec.mutable_dp_audit();
+  d->mutable_dataset()->set_pool_size(1000);
+  d->mutable_training()->set_learning_rate(0.5);
+  d->mutable_training()->set_epochs(2);
+  d->mutable_training()->set_batch_size(100);
+  d->mutable_dp_sgd()->set_target_epsilon(4);
+  d->set_canaries(200);
+  d->set_canary_type("gradient");
+  d->set_runs(2);
+  // A gate, so the dashboard's gate panel has a verdict to show.
+  v1::Gate* gate = spec.add_gates();
+  gate->set_metric("epsilon_lower");
+  gate->set_max(4);
+  return spec;
+}
+
 v1::AuditSpec TinyPhoneBookSpec() {
   v1::AuditSpec spec;
   spec.set_name("tiny-phone-book");

@@ -38,6 +38,10 @@ v1::AuditSpec TinyUnlearningSpec();
 // number relation after a few dozen epochs (engine/relational_run_test.cc).
 v1::AuditSpec TinyPhoneBookSpec();
 
+// A dp_audit: 200 gradient canaries in 2 DP-SGD runs of a logistic
+// regression at accountant epsilon 4 (1000 Fashion-MNIST rows).
+v1::AuditSpec TinyDpAuditSpec();
+
 // The linear model with N = 100 at d < N and d >> N.
 v1::AuditSpec TinyLinearRelationalSpec();
 

@@ -14,6 +14,7 @@ from .arrays import EXPORT_DTYPES, ExportedArray, RocArrays, export_dtype, roc_a
 from .client import FINAL_STATES, Client, Event, Validation, new_request_id
 from .convert import to_dict, to_json
 from .errors import MemauditError, SpecError
+from .gates import GateVerdict, gate_verdicts
 from .spec import SpecLike, validate_request
 
 try:
@@ -33,6 +34,7 @@ __all__ = [
     "Event",
     "ExportedArray",
     "FINAL_STATES",
+    "GateVerdict",
     "MemauditError",
     "RocArrays",
     "SpecError",
@@ -40,6 +42,7 @@ __all__ = [
     "Validation",
     "__version__",
     "export_dtype",
+    "gate_verdicts",
     "new_request_id",
     "roc_arrays",
     "to_dict",

@@ -131,6 +131,23 @@ def piece(name, shape, dtype, values, offset=0, axes=None):
     )
 
 
+class GateVerdictsTest(unittest.TestCase):
+    def test_verdicts_are_values_in_the_specs_order(self):
+        results = results_pb2.AuditResults(complete=True)
+        results.gates.add(metric="rmia.auc", bound="max", limit=0.6, value=0.7, low=0.68,
+                          high=0.72, outcome=results_pb2.GATE_FAIL, reason="above")
+        results.gates.add(metric="loss.auc", bound="max", limit=0.6, value=0.55, low=0.5,
+                          high=0.62, outcome=results_pb2.GATE_INCONCLUSIVE)
+        gates = memaudit_client.gate_verdicts(to_dict(results))
+        self.assertEqual([g.metric for g in gates], ["rmia.auc", "loss.auc"])
+        self.assertTrue(gates[0].failed)
+        self.assertEqual(gates[0].outcome, "fail")
+        self.assertEqual(gates[0].low, 0.68)
+        self.assertTrue(gates[1].inconclusive)
+        self.assertFalse(gates[1].passed)
+        self.assertEqual(memaudit_client.gate_verdicts(to_dict(results_pb2.AuditResults())), [])
+
+
 class ConvertTest(unittest.TestCase):
     def test_64_bit_integers_are_ints_and_enums_names(self):
         audit = audit_pb2.Audit(audit_id="a-1", state=audit_pb2.RUNNING, steps_total=2**40 + 1)

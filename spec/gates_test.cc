@@ -1,0 +1,130 @@
+#include "spec/gates.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "spec/kind_handler.h"
+
+namespace memaudit::spec {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::Gate Max(const std::string& metric, double limit) {
+  v1::Gate g;
+  g.set_metric(metric);
+  g.set_max(limit);
+  return g;
+}
+
+v1::Gate Min(const std::string& metric, double limit) {
+  v1::Gate g;
+  g.set_metric(metric);
+  g.set_min(limit);
+  return g;
+}
+
+TEST(GatesTest, AMaxGateFailsAboveItsLimitPassesBelowAndIsInconclusiveAcross) {
+  const MetricReading r{0.70, 0.65, 0.75};
+  EXPECT_EQ(Judge(Max("m", 0.6), r, "models").outcome(), v1::GATE_FAIL);
+  EXPECT_EQ(Judge(Max("m", 0.8), r, "models").outcome(), v1::GATE_PASS);
+  EXPECT_EQ(Judge(Max("m", 0.75), r, "models").outcome(), v1::GATE_PASS);  // high <= limit
+  const v1::GateVerdict across = Judge(Max("m", 0.72), r, "reference models");
+  EXPECT_EQ(across.outcome(), v1::GATE_INCONCLUSIVE);
+  // Half-width 0.05 over distance 0.02: (0.05 / 0.02)^2 = 6.25 times the data.
+  EXPECT_THAT(across.reason(), HasSubstr("needs ~6.2 x the reference models"));
+  EXPECT_EQ(across.bound(), "max");
+  EXPECT_EQ(across.limit(), 0.72);
+  EXPECT_EQ(across.low(), 0.65);
+}
+
+TEST(GatesTest, AMinGateMirrorsIt) {
+  const MetricReading r{0.70, 0.65, 0.75};
+  EXPECT_EQ(Judge(Min("m", 0.8), r, "x").outcome(), v1::GATE_FAIL);
+  EXPECT_EQ(Judge(Min("m", 0.6), r, "x").outcome(), v1::GATE_PASS);
+  EXPECT_EQ(Judge(Min("m", 0.7), r, "x").outcome(), v1::GATE_INCONCLUSIVE);
+  EXPECT_THAT(Judge(Min("m", 0.7), r, "x").reason(), HasSubstr("sits on the limit"));
+  EXPECT_EQ(Judge(Min("m", 0.7), std::nullopt, "x").outcome(), v1::GATE_INCONCLUSIVE);
+}
+
+TEST(GatesTest, AReadingUsesTheReRunIntervalWhenThereIsOne) {
+  const MetricReading rerun = ReadingOf(0.5, 0.4, 0.6, 0.45, 0.55);
+  EXPECT_EQ(rerun.low, 0.4);
+  EXPECT_EQ(rerun.high, 0.6);
+  const MetricReading sampling = ReadingOf(0.5, 0, 0, 0.45, 0.55);
+  EXPECT_EQ(sampling.low, 0.45);
+}
+
+v1::AuditSpec GatedMembership() {
+  v1::AuditSpec spec;
+  spec.set_name("g");
+  spec.set_seed(1);
+  v1::MembershipAudit* m = spec.mutable_membership();
+  m->set_reference_models(16);
+  m->mutable_dataset()->set_pool_size(200);
+  m->mutable_training()->set_learning_rate(0.1);
+  m->mutable_training()->set_epochs(1);
+  *spec.add_gates() = Max("lira_online.tpr_at_fpr_0.001", 0.01);
+  *spec.add_gates() = Min("rmia.auc", 0.5);
+  ApplyDefaults(&spec);
+  return spec;
+}
+
+TEST(GatesTest, GatesNameTheKindsMetricsAndOneLimit) {
+  v1::AuditSpec spec = GatedMembership();
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  *spec.add_gates() = Max("lira_online.tpr_at_fpr_0.5", 0.1);  // not an FPR point
+  v1::Gate both = Max("rmia.auc", 0.9);
+  both.set_min(0.1);
+  *spec.add_gates() = both;
+  v1::Gate odd = Max("rmia.auc", 0.9);
+  odd.set_confidence(0.99);
+  *spec.add_gates() = odd;
+  const std::string problems(ValidateSpec(spec).message());
+  EXPECT_THAT(problems, HasSubstr("gates[2].metric: \"lira_online.tpr_at_fpr_0.5\" is not a "
+                                  "metric of this membership audit; it reports: "
+                                  "lira_online.auc, lira_online.balanced_accuracy, "
+                                  "lira_online.tpr_at_fpr_0.01, lira_online.tpr_at_fpr_0.001"));
+  EXPECT_THAT(problems, HasSubstr("gates[3]: set exactly one of max and min"));
+  EXPECT_THAT(problems, HasSubstr("gates[4].confidence: must be 0.95"));
+}
+
+TEST(GatesTest, VerdictsAreReadFromTheResults) {
+  const v1::AuditSpec spec = GatedMembership();
+  v1::AuditResults results;
+  v1::AttackResult* lira = results.add_attacks();
+  lira->set_attack(v1::LIRA_ONLINE);
+  v1::OperatingPoint* p = lira->add_operating_points();
+  p->set_fpr_target(0.001);
+  p->set_tpr(0.05);
+  p->set_tpr_low(0.045);
+  p->set_tpr_high(0.055);
+  p->set_tpr_rerun_low(0.03);
+  p->set_tpr_rerun_high(0.07);
+  const std::vector<v1::GateVerdict> verdicts = JudgeGates(spec, results);
+  ASSERT_EQ(verdicts.size(), 2u);
+  EXPECT_EQ(verdicts[0].outcome(), v1::GATE_FAIL);
+  EXPECT_EQ(verdicts[0].low(), 0.03);  // the re-run interval
+  // No rmia result: inconclusive, said so.
+  EXPECT_EQ(verdicts[1].outcome(), v1::GATE_INCONCLUSIVE);
+  EXPECT_THAT(verdicts[1].reason(), HasSubstr("do not have this metric"));
+}
+
+TEST(GatesTest, ADpAuditGateReadsTheLowerBoundItself) {
+  v1::AuditSpec spec;
+  spec.set_name("d");
+  spec.set_seed(1);
+  spec.mutable_dp_audit();
+  *spec.add_gates() = Max("epsilon_lower", 4);
+  *spec.add_gates() = Max("gdp_epsilon_lower", 1);
+  ApplyDefaults(&spec);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  v1::AuditResults results;
+  results.mutable_dp_audit()->set_epsilon_lower(1.5);
+  results.mutable_dp_audit()->set_gdp_epsilon_lower(2.5);
+  const std::vector<v1::GateVerdict> v = JudgeGates(spec, results);
+  EXPECT_EQ(v[0].outcome(), v1::GATE_PASS);
+  EXPECT_EQ(v[1].outcome(), v1::GATE_FAIL);
+}
+
+}  // namespace
+}  // namespace memaudit::spec
