@@ -31,8 +31,11 @@ absl::StatusOr<engine::DpAuditRunSpec> DpAuditRunSpecFor(const v1::Task& task,
   MEMAUDIT_ASSIGN_OR_RETURN(
       out.model, ClassifierModelOf(d.model(), d.dataset(), "dp_audit.model.architecture"));
   const v1::TrainingSpec& t = d.training();
+  // TrainingSpec's "sgd" takes momentum when it is set, as a membership
+  // audit's does: the same recipe trains the same way in both kinds.
+  const std::string name = t.optimizer() == "sgd" && t.momentum() > 0 ? "momentum" : t.optimizer();
   auto optimizer =
-      engine::OptimizerFromName(t.optimizer(), t.learning_rate(), t.momentum(), t.weight_decay());
+      engine::OptimizerFromName(name, t.learning_rate(), t.momentum(), t.weight_decay());
   if (!optimizer.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("dp_audit.training.optimizer: ", optimizer.status().message()));

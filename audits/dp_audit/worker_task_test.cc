@@ -46,6 +46,14 @@ TEST(DpAuditWorkerTest, InputCanariesAreMislabelledPoolRowsOutsideTheTrainingSet
   EXPECT_TRUE(run->dp);
   EXPECT_EQ(run->dp_delta, 1e-5);
   EXPECT_FALSE(run->gradient_canaries);
+  EXPECT_EQ(run->optimizer.kind, engine::OptimizerKind::kSgd);
+  // "sgd" with momentum trains as a membership audit's recipe does.
+  v1::Task with_momentum = task;
+  with_momentum.mutable_spec()->mutable_dp_audit()->mutable_training()->set_momentum(0.9);
+  auto heavy_ball = DpAuditRunSpecFor(with_momentum, **data);
+  MEMAUDIT_ASSERT_OK(heavy_ball);
+  EXPECT_EQ(heavy_ball->optimizer.kind, engine::OptimizerKind::kMomentum);
+  EXPECT_EQ(heavy_ball->optimizer.momentum, 0.9);
 }
 
 TEST(DpAuditWorkerTest, ARunSendsItsScoresAndSummaryTheSameEachTime) {
