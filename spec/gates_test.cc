@@ -1,5 +1,6 @@
 #include "spec/gates.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "spec/kind_handler.h"
@@ -124,6 +125,48 @@ TEST(GatesTest, ADpAuditGateReadsTheLowerBoundItself) {
   const std::vector<v1::GateVerdict> v = JudgeGates(spec, results);
   EXPECT_EQ(v[0].outcome(), v1::GATE_PASS);
   EXPECT_EQ(v[1].outcome(), v1::GATE_FAIL);
+}
+
+// Every kind with results a gate can read declares its metrics; a gate on
+// one of them validates (relational and forgetting defaults here).
+TEST(GatesTest, EachKindsMetricsFollowFromItsSpec) {
+  v1::AuditSpec relational;
+  relational.set_name("r");
+  relational.set_seed(1);
+  relational.mutable_relational()->mutable_linear();
+  ApplyDefaults(&relational);
+  const std::vector<GateMetric> metrics =
+      HandlerFor(relational.kind_case())->GateMetrics(relational);
+  ASSERT_FALSE(metrics.empty());
+  EXPECT_THAT(metrics[0].name, ::testing::EndsWith(".within_tolerance.rm_norm"));
+  *relational.add_gates() = Max(metrics[0].name, 0.5);
+  EXPECT_TRUE(ValidateSpec(relational).ok()) << ValidateSpec(relational);
+  // Read from the latest point of the variant's curve.
+  v1::AuditResults results;
+  v1::RelationalCurve* curve = results.mutable_relational()->add_curves();
+  const std::string variant = metrics[0].name.substr(0, metrics[0].name.find('.'));
+  curve->set_variant(variant);
+  for (const double rm : {0.9, 0.2}) {
+    v1::RelationalPoint* p = curve->add_points();
+    p->set_metric("within_tolerance");
+    p->set_rm_norm(rm);
+    p->set_rm_norm_low(rm - 0.1);
+    p->set_rm_norm_high(rm + 0.1);
+  }
+  const std::vector<v1::GateVerdict> verdicts = JudgeGates(relational, results);
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_EQ(verdicts[0].value(), 0.2);
+  EXPECT_EQ(verdicts[0].outcome(), v1::GATE_PASS);
+
+  v1::AuditSpec forgetting;
+  forgetting.set_seed(1);
+  forgetting.mutable_forgetting();
+  ApplyDefaults(&forgetting);
+  const std::vector<GateMetric> curve_metrics =
+      HandlerFor(forgetting.kind_case())->GateMetrics(forgetting);
+  ASSERT_FALSE(curve_metrics.empty());
+  EXPECT_EQ(curve_metrics[0].name,
+            absl::StrCat("accuracy_at_", forgetting.forgetting().eval_points(0)));
 }
 
 }  // namespace

@@ -523,6 +523,33 @@ class Exposure final : public KindHandler {
     ValidateExposure(spec.exposure(), problems);
   }
 
+  // Per insertion count r: "exposure_<r>x", the exact exposure of the
+  // canaries inserted r times (base variant). With replicates, the mean over
+  // replicates with its re-run interval; without, replicate 0's median,
+  // which has no interval: a gate compares the value itself.
+  std::vector<GateMetric> GateMetrics(const v1::AuditSpec& spec) const override {
+    std::vector<GateMetric> out;
+    const bool replicated = exposure::Replicates(spec.exposure()) >= 2;
+    for (const uint32_t repeats : spec.exposure().repeats()) {
+      out.push_back(
+          {absl::StrCat("exposure_", repeats, "x"), "replicates",
+           [repeats, replicated](const v1::AuditResults& r) -> std::optional<MetricReading> {
+             for (const v1::ExposureByRepeats& b : r.exposure().by_repeats()) {
+               if (b.repeats() != repeats) continue;
+               if (!replicated) {
+                 return MetricReading{b.median_exposure(), b.median_exposure(),
+                                      b.median_exposure()};
+               }
+               const v1::TrialMean& m = b.across_replicates().exposure();
+               return ReadingOf(m.mean(), m.rerun_low(), m.rerun_high(), m.low(), m.high());
+             }
+             return std::nullopt;
+           },
+           /*interval=*/replicated});
+    }
+    return out;
+  }
+
   std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {
     // A canary model per variant first (the headline numbers), then their
     // replicates, then the canary-free baselines and reference models

@@ -449,6 +449,33 @@ class Forgetting final : public KindHandler {
     ValidateForgetting(spec.forgetting(), problems);
   }
 
+  // Per evaluation point k (steps since injection): "accuracy_at_<k>",
+  // "auc_at_<k>", "tpr_at_<k>" of the attack on Dp, means over trials with
+  // their re-run intervals. LM-canary audits report exposures instead: none.
+  std::vector<GateMetric> GateMetrics(const v1::AuditSpec& spec) const override {
+    std::vector<GateMetric> out;
+    if (spec.forgetting().has_canaries()) return out;
+    using Field = const v1::TrialMean& (v1::ForgettingCurvePoint::*)() const;
+    for (const uint64_t k : spec.forgetting().eval_points()) {
+      for (const auto& [name, field] :
+           {std::pair<const char*, Field>{"accuracy", &v1::ForgettingCurvePoint::accuracy},
+            std::pair<const char*, Field>{"auc", &v1::ForgettingCurvePoint::auc},
+            std::pair<const char*, Field>{"tpr", &v1::ForgettingCurvePoint::tpr}}) {
+        out.push_back(
+            {absl::StrCat(name, "_at_", k), "trials",
+             [k, field = field](const v1::AuditResults& r) -> std::optional<MetricReading> {
+               for (const v1::ForgettingCurvePoint& p : r.forgetting().curve()) {
+                 if (p.steps_since_injection() != k) continue;
+                 const v1::TrialMean& m = (p.*field)();
+                 return ReadingOf(m.mean(), m.rerun_low(), m.rerun_high(), m.low(), m.high());
+               }
+               return std::nullopt;
+             }});
+      }
+    }
+    return out;
+  }
+
   std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {
     // One task per trial; each trains its own prefix and both arms.
     std::vector<PlannedTask> tasks;

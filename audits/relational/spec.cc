@@ -252,6 +252,36 @@ class Relational final : public KindHandler {
     ValidateRelational(spec.relational(), problems);
   }
 
+  // Per variant and metric, "<variant>.<metric>.rm_norm" at the curve's
+  // latest point: across replicates with its re-run interval when the audit
+  // has them, else replicate 0's with its sampling interval.
+  std::vector<GateMetric> GateMetrics(const v1::AuditSpec& spec) const override {
+    std::vector<GateMetric> out;
+    for (const std::string& variant : relational::Variants(spec.relational())) {
+      for (const std::string& metric : relational::MetricNames(spec.relational())) {
+        out.push_back(
+            {absl::StrCat(variant, ".", metric, ".rm_norm"), "records or replicates",
+             [variant, metric](const v1::AuditResults& r) -> std::optional<MetricReading> {
+               const v1::RelationalPoint* latest = nullptr;
+               for (const v1::RelationalCurve& c : r.relational().curves()) {
+                 if (c.variant() != variant) continue;
+                 for (const v1::RelationalPoint& p : c.points()) {
+                   if (p.metric() == metric) latest = &p;
+                 }
+               }
+               if (latest == nullptr) return std::nullopt;
+               if (latest->has_across_replicates()) {
+                 const v1::TrialMean& m = latest->across_replicates().rm_norm();
+                 return ReadingOf(m.mean(), m.rerun_low(), m.rerun_high(), m.low(), m.high());
+               }
+               return MetricReading{latest->rm_norm(), latest->rm_norm_low(),
+                                    latest->rm_norm_high()};
+             }});
+      }
+    }
+    return out;
+  }
+
   std::vector<PlannedTask> Plan(const v1::AuditSpec& spec) const override {
     // One task per variant (phone-book width or linear d_x) and replicate, so
     // they run in parallel and each streams its own curve.
