@@ -55,6 +55,7 @@ absl::Status CheckSpec(const DpAuditRunSpec& spec) {
 // against an adversary who knows everything else, the noise aside.
 class GradientCanaries {
  public:
+  // `model` must have at least one parameter per canary (CheckFits).
   GradientCanaries(Model& model, const DpAuditRunSpec& spec, double q, double sigma)
       : included_(spec.included),
         clip_(spec.clip_norm),
@@ -62,18 +63,32 @@ class GradientCanaries {
         sigma_(sigma),
         sampler_(DeriveSeed(spec.canary_seed, "sampled", 0)),
         scores_(spec.included.size(), 0.0) {
+    const std::vector<torch::Tensor> params = model.parameters();
+    std::vector<int64_t> offsets;  // of each parameter in the flat vector
     int64_t total = 0;
-    for (const torch::Tensor& p : model.parameters()) {
-      offsets_.push_back(total);
+    for (const torch::Tensor& p : params) {
+      offsets.push_back(total);
       total += p.numel();
     }
     const std::vector<uint32_t> order = SeededPermutation(
         DeriveSeed(spec.canary_seed, "coordinates", 0), static_cast<uint32_t>(total));
-    coordinates_.assign(order.begin(), order.begin() + static_cast<int64_t>(included_.size()));
+    // Each canary's parameter and offset, found once.
+    canaries_of_.resize(params.size());
+    offsets_of_.resize(params.size());
+    for (size_t i = 0; i < included_.size(); ++i) {
+      const int64_t j = order[i];
+      const size_t k = static_cast<size_t>(std::upper_bound(offsets.begin(), offsets.end(), j) -
+                                           offsets.begin()) -
+                       1;
+      canaries_of_[k].push_back(i);
+      offsets_of_[k].push_back(j - offsets[k]);
+    }
+    for (const std::vector<int64_t>& o : offsets_of_) {
+      index_of_.push_back(torch::tensor(o, torch::kInt64));
+    }
   }
 
-  // The model must have at least one parameter per canary.
-  static absl::Status Fits(Model& model, size_t canaries) {
+  static absl::Status CheckFits(Model& model, size_t canaries) {
     int64_t total = 0;
     for (const torch::Tensor& p : model.parameters()) total += p.numel();
     if (static_cast<uint64_t>(total) < canaries || total > std::numeric_limits<uint32_t>::max()) {
@@ -84,36 +99,39 @@ class GradientCanaries {
     return absl::OkStatus();
   }
 
-  void OnGradient(Model& model, int64_t rows, const std::vector<torch::Tensor>& clipped_sum) {
-    std::vector<torch::Tensor> params = model.parameters();
+  // Adds the sampled canaries to the gradient and scores every canary: only
+  // the canaries' coordinates are read or written.
+  void OnGradient(Model& model, const DpGradientStats& stats, int64_t rows) {
+    const std::vector<torch::Tensor> params = model.parameters();
     const double n = static_cast<double>(rows);
-    std::vector<torch::Tensor> added(params.size());
+    // One draw per canary and step, included or not, so the sampling of one
+    // canary does not depend on the others' inclusion.
+    std::vector<bool> sampled(included_.size());
     for (size_t i = 0; i < included_.size(); ++i) {
-      // One draw per canary and step, included or not, so the sampling of
-      // one canary does not depend on the others' inclusion.
-      const bool sampled = sampler_.UniformDouble() < q_;
-      if (!included_[i] || !sampled) continue;
-      const auto [k, offset] = Locate(coordinates_[i]);
-      if (!added[k].defined()) added[k] = torch::zeros({params[k].numel()}, torch::kFloat64);
-      added[k].data_ptr<double>()[offset] += clip_ / n;
+      sampled[i] = sampler_.UniformDouble() < q_ && included_[i] != 0;
     }
     for (size_t k = 0; k < params.size(); ++k) {
-      if (!added[k].defined()) continue;
-      torch::Tensor& g = params[k].mutable_grad();
-      g.add_(added[k].view(params[k].sizes()).to(g.device(), g.scalar_type()));
-    }
-    // (n g - clipped sum) / C, per parameter, in float64.
-    std::vector<torch::Tensor> seen;
-    for (size_t k = 0; k < params.size(); ++k) {
-      seen.push_back((params[k].grad().detach().to(torch::kFloat64) * n -
-                      clipped_sum[k].detach().to(torch::kFloat64))
-                         .reshape({-1})
-                         .to(torch::kCPU)
-                         .contiguous());
-    }
-    for (size_t i = 0; i < coordinates_.size(); ++i) {
-      const auto [k, offset] = Locate(coordinates_[i]);
-      scores_[i] += StepLogLikelihoodRatio(seen[k].data_ptr<double>()[offset] / clip_);
+      if (canaries_of_[k].empty()) continue;
+      torch::Tensor g = params[k].mutable_grad().view({-1});
+      const torch::Tensor index = index_of_[k].to(g.device());
+      std::vector<int64_t> hit;
+      for (size_t c = 0; c < canaries_of_[k].size(); ++c) {
+        if (sampled[canaries_of_[k][c]]) hit.push_back(offsets_of_[k][c]);
+      }
+      if (!hit.empty()) {
+        g.index_add_(0, torch::tensor(hit, torch::kInt64).to(g.device()),
+                     torch::full({static_cast<int64_t>(hit.size())}, clip_ / n,
+                                 g.options().dtype(g.scalar_type())));
+      }
+      // (n g - clipped sum) / C at the canaries' coordinates, in float64.
+      const torch::Tensor seen =
+          (g.index_select(0, index).to(torch::kFloat64) * n -
+           stats.clipped_sum[k].reshape({-1}).index_select(0, index).to(torch::kFloat64))
+              .to(torch::kCPU)
+              .contiguous();
+      for (size_t c = 0; c < canaries_of_[k].size(); ++c) {
+        scores_[canaries_of_[k][c]] += StepLogLikelihoodRatio(seen.data_ptr<double>()[c] / clip_);
+      }
     }
   }
 
@@ -129,20 +147,15 @@ class GradientCanaries {
     return hi + std::log1p(std::exp(std::min(a, b) - hi));
   }
 
-  // (parameter, offset within it) of a flat coordinate.
-  std::pair<size_t, int64_t> Locate(uint32_t coordinate) const {
-    const auto it = std::upper_bound(offsets_.begin(), offsets_.end(), int64_t{coordinate});
-    const size_t k = static_cast<size_t>(it - offsets_.begin()) - 1;
-    return {k, int64_t{coordinate} - offsets_[k]};
-  }
-
   std::vector<uint8_t> included_;
   double clip_;
   double q_;
   double sigma_;
   SplitMix64 sampler_;
-  std::vector<int64_t> offsets_;
-  std::vector<uint32_t> coordinates_;
+  // Per parameter: its canaries and their offsets in it (also as an index).
+  std::vector<std::vector<size_t>> canaries_of_;
+  std::vector<std::vector<int64_t>> offsets_of_;
+  std::vector<torch::Tensor> index_of_;
   std::vector<double> scores_;
 };
 
@@ -206,12 +219,13 @@ absl::StatusOr<DpAuditRunResult> RunDpAudit(const data::LabeledExamples& data,
       auto trainer, Trainer::Create([model, init] { return BuildModel(model, init); }, options));
   std::unique_ptr<GradientCanaries> canaries;
   if (spec.gradient_canaries) {
-    MEMAUDIT_RETURN_IF_ERROR(GradientCanaries::Fits(trainer->model(), spec.included.size()));
+    MEMAUDIT_RETURN_IF_ERROR(GradientCanaries::CheckFits(trainer->model(), spec.included.size()));
     const double q = std::min(1.0, static_cast<double>(spec.batch_size) / examples);
     canaries = std::make_unique<GradientCanaries>(trainer->model(), spec, q, sigma);
-    trainer->set_gradient_hook([c = canaries.get(), t = trainer.get()](Model& m, int64_t rows) {
-      c->OnGradient(m, rows, t->last_dp_stats().clipped_sum);
-    });
+    trainer->set_gradient_hook(
+        [c = canaries.get()](Model& m, const DpGradientStats& stats, int64_t rows) {
+          c->OnGradient(m, stats, rows);
+        });
   }
   // LibTorch's exceptions propagate: the worker's task boundary classifies them.
   MEMAUDIT_RETURN_IF_ERROR(trainer->Train(
@@ -226,21 +240,21 @@ absl::StatusOr<DpAuditRunResult> RunDpAudit(const data::LabeledExamples& data,
   torch::NoGradGuard no_grad;
   Model& trained = trainer->model();
   trained.eval();
-  const Batch train = all.Gather(std::vector<int64_t>(ids.begin(), ids.begin() + n_train));
-  const torch::Tensor logits = trained.Forward(train.x.to(trainer->device())).to(torch::kCPU);
-  result.train_accuracy = logits.argmax(1).eq(train.y).to(torch::kFloat64).mean().item<double>();
+  // `all` holds the training rows, then the input canaries.
+  const torch::Tensor logits =
+      trained.Forward(all.x().narrow(0, 0, n_train).to(trainer->device())).to(torch::kCPU);
+  result.train_accuracy =
+      logits.argmax(1).eq(all.y().narrow(0, 0, n_train)).to(torch::kFloat64).mean().item<double>();
   if (canaries) {
     result.scores = canaries->scores();
     return result;
   }
-  std::vector<int64_t> canary_ids(spec.canary_rows.size());
-  for (size_t i = 0; i < canary_ids.size(); ++i) canary_ids[i] = n_train + static_cast<int64_t>(i);
-  const Batch c = all.Gather(canary_ids);
-  const torch::Tensor z =
-      trained.Forward(c.x.to(trainer->device())).to(torch::kCPU, torch::kFloat64);
-  const torch::Tensor loss = CrossEntropyPerExample(z, c.y).contiguous();
-  result.scores.resize(canary_ids.size());
-  for (size_t i = 0; i < canary_ids.size(); ++i) result.scores[i] = -loss.data_ptr<double>()[i];
+  const int64_t m = static_cast<int64_t>(spec.canary_rows.size());
+  const torch::Tensor z = trained.Forward(all.x().narrow(0, n_train, m).to(trainer->device()))
+                              .to(torch::kCPU, torch::kFloat64);
+  const torch::Tensor loss = CrossEntropyPerExample(z, all.y().narrow(0, n_train, m)).contiguous();
+  result.scores.resize(static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i) result.scores[i] = -loss.data_ptr<double>()[i];
   return result;
 }
 

@@ -74,7 +74,7 @@ absl::StatusOr<double> Trainer::Step(const Batch& batch, bool advance_lr) {
     loss.backward();
     loss_value = loss.item<double>();
   }
-  if (gradient_hook_) gradient_hook_(*model_, x.size(0));
+  if (gradient_hook_) gradient_hook_(*model_, dp_stats_, x.size(0));
   OptimizerStep(*optimizer_);
   ++step_;
   if (advance_lr) ++lr_step_;

@@ -25,9 +25,11 @@ using ModelFactory = std::function<absl::StatusOr<std::shared_ptr<Model>>()>;
 using TrainStepCallback = std::function<bool(uint64_t steps_done, double loss)>;
 
 // Called in each step once the gradient is in the parameters' .grad (DP-SGD:
-// privatised) and before the optimizer reads it, with the batch's rows: a
-// one-run audit's gradient canaries enter here.
-using GradientHook = std::function<void(Model& model, int64_t batch_rows)>;
+// privatised) and before the optimizer reads it, with the step's DP-SGD
+// stats (empty without DP) and the batch's rows: a one-run audit's gradient
+// canaries enter here.
+using GradientHook =
+    std::function<void(Model& model, const DpGradientStats& stats, int64_t batch_rows)>;
 
 absl::StatusOr<torch::Device> ParseDevice(const std::string& name);
 
