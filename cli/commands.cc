@@ -523,11 +523,11 @@ int DiffCommand(const RemoteOptions& remote, const std::string& old_audit,
   if (!old_results.ok()) return PrintError(old_results.status());
   auto new_results = load(new_audit);
   if (!new_results.ok()) return PrintError(new_results.status());
-  auto changes = DiffResults(*old_results, *new_results);
+  auto changes = spec::DiffResults(*old_results, *new_results);
   if (!changes.ok()) return PrintError(changes.status());
   std::printf("%s", DiffTable(*changes, old_audit, new_audit).c_str());
   if (!fail_on_regression) return kOk;
-  for (const MetricChange& c : *changes) {
+  for (const spec::MetricChange& c : *changes) {
     if (c.worse) return kExitRegression;
   }
   return kOk;

@@ -1,45 +1,17 @@
-// `memaudit diff OLD NEW`: two audits of the same kind, every metric a gate
-// may name (spec/gates.h) side by side with its interval, the difference
-// with an interval for it, and which changes are significant.
+// `memaudit diff OLD NEW`: the terminal table of spec/diff.h's comparison of
+// two audits of one kind.
 #ifndef MEMAUDIT_CLI_DIFF_H_
 #define MEMAUDIT_CLI_DIFF_H_
 
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "memaudit/v1/results.pb.h"
-#include "spec/gates.h"
+#include "spec/diff.h"
 
 namespace memaudit::cli {
 
-struct MetricChange {
-  std::string metric;
-  std::optional<spec::MetricReading> old_reading;
-  std::optional<spec::MetricReading> new_reading;
-  // new - old, and its 95% interval (MOVER, from the two intervals): set
-  // when both audits have the metric with an interval.
-  std::optional<spec::MetricReading> difference;
-  // The difference's interval excludes 0.
-  bool significant = false;
-  // Significant and up: every metric is one where higher means more leakage.
-  bool worse = false;
-};
-
-// The interval of a - b from a's and b's (Zou & Donner's MOVER, "Construction
-// of confidence limits about effect measures", 2008): a - b minus
-// sqrt((a - a_low)^2 + (b_high - b)^2), plus sqrt((a_high - a)^2 + (b - b_low)^2).
-spec::MetricReading DifferenceOf(const spec::MetricReading& a, const spec::MetricReading& b);
-
-// Every metric of either audit's spec, in the old one's order then the new
-// one's own. INVALID_ARGUMENT when the results are of different kinds, lack
-// their spec, or are not complete.
-absl::StatusOr<std::vector<MetricChange>> DiffResults(const v1::AuditResults& old_results,
-                                                      const v1::AuditResults& new_results);
-
-// The terminal table, a line per metric.
-std::string DiffTable(const std::vector<MetricChange>& changes, const std::string& old_name,
+// A line per metric, then how many changed significantly.
+std::string DiffTable(const std::vector<spec::MetricChange>& changes, const std::string& old_name,
                       const std::string& new_name);
 
 }  // namespace memaudit::cli

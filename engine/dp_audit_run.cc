@@ -252,9 +252,11 @@ absl::StatusOr<DpAuditRunResult> RunDpAudit(const data::LabeledExamples& data,
   const int64_t m = static_cast<int64_t>(spec.canary_rows.size());
   const torch::Tensor z = trained.Forward(all.x().narrow(0, n_train, m).to(trainer->device()))
                               .to(torch::kCPU, torch::kFloat64);
-  const torch::Tensor loss = CrossEntropyPerExample(z, all.y().narrow(0, n_train, m)).contiguous();
-  result.scores.resize(static_cast<size_t>(m));
-  for (int64_t i = 0; i < m; ++i) result.scores[i] = -loss.data_ptr<double>()[i];
+  const torch::Tensor labels = all.y().narrow(0, n_train, m);
+  const torch::Tensor score = spec.scaled_logit_score
+                                  ? LogitScaledConfidence(z, labels).contiguous()
+                                  : (-CrossEntropyPerExample(z, labels)).contiguous();
+  result.scores.assign(score.data_ptr<double>(), score.data_ptr<double>() + m);
   return result;
 }
 

@@ -33,6 +33,9 @@ struct DpAuditRunSpec {
   // with (a mislabelled copy). Empty for gradient canaries.
   std::vector<uint32_t> canary_rows;
   std::vector<int64_t> canary_labels;
+  // Input canaries' score: minus the loss (false) or LiRA's logit-scaled
+  // confidence of the canary's label (true).
+  bool scaled_logit_score = false;
   // Gradient canaries (needs dp): this many Dirac gradients C e_j on
   // distinct parameter coordinates j drawn from canary_seed.
   bool gradient_canaries = false;
@@ -48,9 +51,9 @@ struct DpAuditRunSpec {
 
 struct DpAuditRunResult {
   // Per canary, float64, higher = more likely included: input canaries minus
-  // their loss under the trained model; gradient canaries the privatised
-  // gradient's coordinate j less the data's part, summed over the steps, in
-  // units of C (the canary's contributions and the noise).
+  // their loss (or their logit-scaled confidence) under the trained model; gradient canaries the
+  // privatised gradient's coordinate j less the data's part, summed over the steps, in units of C
+  // (the canary's contributions and the noise).
   std::vector<double> scores;
   double train_accuracy = 0;  // on train_rows
   // DP-SGD: the RDP accountant's epsilon at dp_delta for the run's sampling

@@ -173,6 +173,20 @@ TEST(DpAuditRunTest, IncludedInputCanariesScoreHigher) {
   EXPECT_GT(in / n_in, out / (200 - n_in) + 0.25);
   EXPECT_EQ(run->dp_epsilon, 0);
   EXPECT_GT(run->train_accuracy, 0.8);
+
+  // The same run scored by the logit-scaled confidence (the same bits
+  // trained): phi = log(p / (1 - p)) >= log p = -loss for every canary, and
+  // it separates the included ones too.
+  spec.scaled_logit_score = true;
+  auto scaled = RunDpAudit(data, spec, nullptr);
+  ASSERT_TRUE(scaled.ok()) << scaled.status();
+  double in_phi = 0, out_phi = 0;
+  for (size_t i = 0; i < spec.included.size(); ++i) {
+    (spec.included[i] ? in_phi : out_phi) += scaled->scores[i];
+    // phi >= log p = -loss, with equality only when p_y -> 0.
+    EXPECT_GE(scaled->scores[i], run->scores[i] - 1e-12) << i;
+  }
+  EXPECT_GT(in_phi / n_in, out_phi / (200 - n_in) + 0.25);
 }
 
 TEST(DpAuditRunTest, BadSpecsAreRefusedByField) {

@@ -39,4 +39,15 @@ double LogNormalCdf(double z) {
   return LogNormalPdf(z) - std::log(-z) + std::log1p(sum);
 }
 
+double NormalQuantile(double p) {
+  double low = -40, high = 40;
+  // Φ(z) = erfc(-z / √2) / 2; 200 halvings reach adjacent doubles.
+  for (int i = 0; i < 200 && low < high; ++i) {
+    const double mid = low + (high - low) / 2;
+    if (mid == low || mid == high) break;
+    (0.5 * std::erfc(-mid * kInvSqrt2) < p ? low : high) = mid;
+  }
+  return low + (high - low) / 2;
+}
+
 }  // namespace memaudit::scoring

@@ -8,6 +8,16 @@
 namespace memaudit::scoring {
 namespace {
 
+TEST(NormalQuantileTest, MatchesTabulatedQuantiles) {
+  // Phi^-1(0.975) = 1.959963984540054 (kZ95), Phi^-1(0.95) = 1.644853626951473,
+  // Phi^-1(0.995) = 2.575829303548901; symmetric about 0.5.
+  EXPECT_NEAR(NormalQuantile(0.975), 1.959963984540054, 1e-12);
+  EXPECT_NEAR(NormalQuantile(0.95), 1.644853626951473, 1e-12);
+  EXPECT_NEAR(NormalQuantile(0.995), 2.575829303548901, 1e-12);
+  EXPECT_NEAR(NormalQuantile(0.025), -1.959963984540054, 1e-12);
+  EXPECT_NEAR(NormalQuantile(0.5), 0.0, 1e-15);
+}
+
 TEST(LogNormalCdfTest, MatchesBoostAcrossTheRange) {
   const boost::math::normal_distribution<double> n01;
   for (double z = -30.0; z <= 8.0; z += 0.37) {

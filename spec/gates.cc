@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "scoring/intervals.h"
+#include "scoring/normal.h"
 #include "spec/kind_handler.h"
 
 namespace memaudit::spec {
@@ -33,6 +35,15 @@ std::string WhatWouldDecide(const MetricReading& r, double limit, const std::str
   const double factor = std::pow(half_width / distance, 2);
   return absl::StrFormat("needs ~%.2g x the %s to decide, if the estimate holds", factor,
                          scales_with);
+}
+
+// The reading's interval at `confidence`: each side's distance from the
+// value scaled by z_{(1+c)/2} / z_{0.975} (exact for a normal interval, a
+// normal approximation for the exact-binomial and bootstrap ones).
+MetricReading AtConfidence(const MetricReading& r, double confidence) {
+  if (confidence == 0 || confidence == kGateConfidence) return r;
+  const double scale = scoring::NormalQuantile((1 + confidence) / 2) / scoring::kZ95;
+  return {r.value, r.value - (r.value - r.low) * scale, r.value + (r.high - r.value) * scale};
 }
 
 }  // namespace
@@ -70,15 +81,24 @@ void ValidateGates(const v1::AuditSpec& spec, const std::vector<GateMetric>* met
     } else if (!std::isfinite(g.has_max() ? g.max() : g.min())) {
       problems->push_back({field + (g.has_max() ? ".max" : ".min"), "must be finite"});
     }
-    if (g.confidence() != 0 && g.confidence() != kGateConfidence) {
+    if (g.confidence() != 0 &&
+        !(g.confidence() >= kMinGateConfidence && g.confidence() <= kMaxGateConfidence)) {
       problems->push_back({field + ".confidence",
-                           absl::StrCat("must be 0.95, the level of the results' intervals (got ",
-                                        g.confidence(), ")")});
+                           absl::StrCat("must be in [", kMinGateConfidence, ", ",
+                                        kMaxGateConfidence, "] (got ", g.confidence(), ")")});
+    } else if (const GateMetric* m = metrics == nullptr ? nullptr : Find(*metrics, g.metric());
+               m != nullptr && !m->interval && g.confidence() != 0 &&
+               g.confidence() != kGateConfidence) {
+      problems->push_back(
+          {field + ".confidence",
+           absl::StrCat("\"", g.metric(),
+                        "\" is a bound that holds at the "
+                        "audit's own confidence, not an interval: leave it unset")});
     }
   }
 }
 
-v1::GateVerdict Judge(const v1::Gate& gate, const std::optional<MetricReading>& reading,
+v1::GateVerdict Judge(const v1::Gate& gate, std::optional<MetricReading> reading,
                       const std::string& scales_with) {
   v1::GateVerdict v;
   v.set_metric(gate.metric());
@@ -91,6 +111,7 @@ v1::GateVerdict Judge(const v1::Gate& gate, const std::optional<MetricReading>& 
     v.set_reason("the results do not have this metric");
     return v;
   }
+  reading = AtConfidence(*reading, gate.confidence());
   v.set_value(reading->value);
   v.set_low(reading->low);
   v.set_high(reading->high);

@@ -16,8 +16,12 @@
 namespace memaudit::spec {
 
 inline constexpr int kMaxGates = 32;
-// The level of every interval in the results, so of every gate.
+// The level of every interval in the results, so of a gate by default. A
+// gate may ask for another level in [0.5, 0.999]: the interval it reads is
+// rescaled to it (docs/gates.md, "Confidence").
 inline constexpr double kGateConfidence = 0.95;
+inline constexpr double kMinGateConfidence = 0.5;
+inline constexpr double kMaxGateConfidence = 0.999;
 
 // A metric's value and the interval a verdict reads.
 struct MetricReading {
@@ -65,12 +69,14 @@ GateMetric RecordMetric(std::string name, std::string scales_with,
 // One problem per bad field of spec.gates: a metric the kind does not
 // report (naming the ones it does; not checked when `metrics` is null, as
 // for a kind spec with problems of its own), not exactly one of max and
-// min, a limit that is not finite, a confidence other than 0.95.
+// min, a limit that is not finite, a confidence outside [0.5, 0.999] or,
+// on a bound without an interval, other than 0.95.
 void ValidateGates(const v1::AuditSpec& spec, const std::vector<GateMetric>* metrics,
                    std::vector<SpecProblem>* problems);
 
-// The verdict of one gate from a reading (nullopt: the metric is missing).
-v1::GateVerdict Judge(const v1::Gate& gate, const std::optional<MetricReading>& reading,
+// The verdict of one gate from a reading at 95% (nullopt: the metric is
+// missing), its interval rescaled to the gate's confidence.
+v1::GateVerdict Judge(const v1::Gate& gate, std::optional<MetricReading> reading,
                       const std::string& scales_with);
 
 // Every gate of `spec` judged on `results` (complete), in the spec's order.

@@ -78,15 +78,37 @@ TEST(GatesTest, GatesNameTheKindsMetricsAndOneLimit) {
   both.set_min(0.1);
   *spec.add_gates() = both;
   v1::Gate odd = Max("rmia.auc", 0.9);
-  odd.set_confidence(0.99);
+  odd.set_confidence(0.9999);
   *spec.add_gates() = odd;
+  v1::Gate stricter = Max("rmia.auc", 0.9);
+  stricter.set_confidence(0.99);
+  *spec.add_gates() = stricter;
   const std::string problems(ValidateSpec(spec).message());
   EXPECT_THAT(problems, HasSubstr("gates[2].metric: \"lira_online.tpr_at_fpr_0.5\" is not a "
                                   "metric of this membership audit; it reports: "
                                   "lira_online.auc, lira_online.balanced_accuracy, "
                                   "lira_online.tpr_at_fpr_0.01, lira_online.tpr_at_fpr_0.001"));
   EXPECT_THAT(problems, HasSubstr("gates[3]: set exactly one of max and min"));
-  EXPECT_THAT(problems, HasSubstr("gates[4].confidence: must be 0.95"));
+  EXPECT_THAT(problems, HasSubstr("gates[4].confidence: must be in [0.5, 0.999] (got 0.9999)"));
+  EXPECT_THAT(problems, ::testing::Not(HasSubstr("gates[5]")));
+}
+
+TEST(GatesTest, AnotherConfidenceRescalesTheIntervalsSides) {
+  // 0.70 [0.65, 0.76] at 95%: at 99% each side grows by z_0.995 / z_0.975 =
+  // 2.575829 / 1.959964 = 1.314222, to [0.634289, 0.778853]; at 80% it
+  // shrinks by 1.281552 / 1.959964 = 0.653865.
+  const MetricReading r{0.70, 0.65, 0.76};
+  v1::Gate gate = Max("m", 0.77);
+  EXPECT_EQ(Judge(gate, r, "x").outcome(), v1::GATE_PASS);
+  gate.set_confidence(0.99);
+  const v1::GateVerdict strict = Judge(gate, r, "x");
+  EXPECT_EQ(strict.outcome(), v1::GATE_INCONCLUSIVE);
+  EXPECT_NEAR(strict.low(), 0.70 - 0.05 * 1.3142218, 1e-7);
+  EXPECT_NEAR(strict.high(), 0.70 + 0.06 * 1.3142218, 1e-7);
+  gate = Max("m", 0.66);
+  EXPECT_EQ(Judge(gate, r, "x").outcome(), v1::GATE_INCONCLUSIVE);
+  gate.set_confidence(0.8);
+  EXPECT_EQ(Judge(gate, r, "x").outcome(), v1::GATE_FAIL);  // low 0.70 - 0.0327 > 0.66
 }
 
 TEST(GatesTest, VerdictsAreReadFromTheResults) {
@@ -125,6 +147,10 @@ TEST(GatesTest, ADpAuditGateReadsTheLowerBoundItself) {
   const std::vector<v1::GateVerdict> v = JudgeGates(spec, results);
   EXPECT_EQ(v[0].outcome(), v1::GATE_PASS);
   EXPECT_EQ(v[1].outcome(), v1::GATE_FAIL);
+  // The bound holds at the audit's confidence: a gate cannot ask for another.
+  spec.mutable_gates(0)->set_confidence(0.99);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("gates[0].confidence: \"epsilon_lower\" is a bound"));
 }
 
 // Every kind with results a gate can read declares its metrics; a gate on

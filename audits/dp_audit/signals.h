@@ -32,7 +32,16 @@ inline constexpr char kGradientCanaries[] = "gradient";
 
 inline bool UsesInputCanaries(const v1::DpAudit& d) { return d.canary_type() != kGradientCanaries; }
 
-// Audit-pool positions: input canaries take the first `canaries`, the
+// Input canaries' scores, and where the canaries come from.
+inline constexpr char kLossScore[] = "loss";
+inline constexpr char kScaledLogitScore[] = "scaled_logit";
+inline constexpr char kMislabelledCanaries[] = "mislabelled";
+inline constexpr char kFirstRowsCanaries[] = "first_rows";
+// The team's own canaries: the dataset's first `canaries` rows, as labelled.
+inline bool TeamCanaries(const v1::DpAudit& d) { return d.canary_source() == kFirstRowsCanaries; }
+
+// Audit-pool positions: input canaries take the first `canaries` (the
+// team's own: the dataset's first rows, outside the drawn pool), the
 // training set the rest; gradient canaries need no rows.
 inline uint32_t FirstTrainingPosition(const v1::DpAudit& d) {
   return UsesInputCanaries(d) ? d.canaries() : 0;

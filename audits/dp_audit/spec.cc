@@ -54,6 +54,15 @@ void ValidateCanaries(const v1::DpAudit& d, const AddProblem& add) {
         "\"gradient\" canaries enter DP-SGD's clipped sum: set dp_sgd (noise_multiplier 0 "
         "trains without noise)");
   }
+  if (dp_audit::UsesInputCanaries(d)) {
+    CheckOneOf("input_score", d.input_score(), {dp_audit::kLossScore, dp_audit::kScaledLogitScore},
+               add);
+    CheckOneOf("canary_source", d.canary_source(),
+               {dp_audit::kMislabelledCanaries, dp_audit::kFirstRowsCanaries}, add);
+  } else {
+    if (!d.input_score().empty()) add("input_score", "applies to input canaries only");
+    if (!d.canary_source().empty()) add("canary_source", "applies to input canaries only");
+  }
   if (d.runs() < 1 || d.runs() > kMaxRuns) {
     add("runs", absl::StrCat("must be in [1, ", kMaxRuns, "] (got ", d.runs(), ")"));
   }
@@ -70,6 +79,10 @@ void ValidateCanaries(const v1::DpAudit& d, const AddProblem& add) {
 void ApplyDpAuditDefaults(v1::DpAudit* d) {
   if (d->canaries() == 0) d->set_canaries(1000);
   if (d->canary_type().empty()) d->set_canary_type(dp_audit::kInputCanaries);
+  if (dp_audit::UsesInputCanaries(*d)) {
+    if (d->input_score().empty()) d->set_input_score(dp_audit::kLossScore);
+    if (d->canary_source().empty()) d->set_canary_source(dp_audit::kMislabelledCanaries);
+  }
   v1::DatasetSpec* data = d->mutable_dataset();
   // 10,000 rows, or all of a smaller dataset.
   if (data->pool_size() == 0) data->set_pool_size(std::min<uint32_t>(10000, DatasetRows(*data)));

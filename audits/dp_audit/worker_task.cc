@@ -51,14 +51,30 @@ absl::StatusOr<engine::DpAuditRunSpec> DpAuditRunSpecFor(const v1::Task& task,
     out.target_epsilon = d.dp_sgd().target_epsilon();
   }
   // The pool, canaries first (audits/dp_audit/signals.h); every run shares
-  // the canaries and the training set and draws its own inclusion.
-  const std::vector<uint32_t> pool =
-      AuditPool(DeriveSeed(spec.seed(), "dp_audit/pool", 0), data.count, d.dataset().pool_size());
+  // the canaries and the training set and draws its own inclusion. The
+  // team's own canaries are the dataset's first rows, as labelled, and the
+  // pool's other positions are drawn from the rows after them.
   const uint32_t first = dp_audit::FirstTrainingPosition(d);
+  const bool team = dp_audit::UsesInputCanaries(d) && dp_audit::TeamCanaries(d);
+  const uint32_t offset = team ? first : 0;
+  std::vector<uint32_t> pool = AuditPool(DeriveSeed(spec.seed(), "dp_audit/pool", 0),
+                                         data.count - offset, d.dataset().pool_size() - offset);
+  if (team) {
+    for (uint32_t& row : pool) row += offset;
+    std::vector<uint32_t> own(first);
+    for (uint32_t i = 0; i < first; ++i) own[i] = i;
+    pool.insert(pool.begin(), own.begin(), own.end());
+  }
   out.train_rows.assign(pool.begin() + first, pool.end());
   out.included = dp_audit::Included(spec, run);
   out.gradient_canaries = !dp_audit::UsesInputCanaries(d);
-  if (!out.gradient_canaries) {
+  out.scaled_logit_score = d.input_score() == dp_audit::kScaledLogitScore;
+  if (team) {
+    for (uint32_t i = 0; i < first; ++i) {
+      out.canary_rows.push_back(i);
+      out.canary_labels.push_back(data.labels[i]);
+    }
+  } else if (!out.gradient_canaries) {
     // Mislabelled: each canary trains with a seeded label other than its own.
     SplitMix64 labels(DeriveSeed(spec.seed(), "dp_audit/labels", 0));
     for (uint32_t i = 0; i < first; ++i) {

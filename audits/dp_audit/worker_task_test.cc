@@ -56,6 +56,38 @@ TEST(DpAuditWorkerTest, InputCanariesAreMislabelledPoolRowsOutsideTheTrainingSet
   EXPECT_EQ(heavy_ball->optimizer.momentum, 0.9);
 }
 
+TEST(DpAuditWorkerTest, TheTeamsOwnCanariesAreTheFirstRowsAsLabelled) {
+  v1::Task task = SmallTask("input");
+  v1::DpAudit* d = task.mutable_spec()->mutable_dp_audit();
+  d->set_canary_source("first_rows");
+  d->set_input_score("scaled_logit");
+  task.mutable_spec()->set_name("own-canaries");
+  MEMAUDIT_ASSERT_OK(spec::ValidateSpec(task.spec()));
+  auto data = LoadAuditDataset(d->dataset(), "dp_audit.dataset");
+  MEMAUDIT_ASSERT_OK(data);
+  auto run = DpAuditRunSpecFor(task, **data);
+  MEMAUDIT_ASSERT_OK(run);
+  ASSERT_EQ(run->canary_rows.size(), 50u);
+  EXPECT_EQ(run->train_rows.size(), 250u);
+  EXPECT_TRUE(run->scaled_logit_score);
+  for (uint32_t i = 0; i < 50; ++i) {
+    EXPECT_EQ(run->canary_rows[i], i);
+    EXPECT_EQ(run->canary_labels[i], (*data)->labels[i]);
+  }
+  // Drawn from the rows after the canaries, all distinct.
+  std::vector<uint32_t> train = run->train_rows;
+  std::sort(train.begin(), train.end());
+  EXPECT_GE(train.front(), 50u);
+  EXPECT_EQ(std::adjacent_find(train.begin(), train.end()), train.end());
+  // Gradient canaries have no inputs to source or score.
+  v1::Task gradient = SmallTask("gradient");
+  gradient.mutable_spec()->set_name("gradient");
+  gradient.mutable_spec()->mutable_dp_audit()->set_canary_source("first_rows");
+  EXPECT_NE(std::string(spec::ValidateSpec(gradient.spec()).message())
+                .find("dp_audit.canary_source: applies to input canaries only"),
+            std::string::npos);
+}
+
 TEST(DpAuditWorkerTest, ARunSendsItsScoresAndSummaryTheSameEachTime) {
   const v1::Task task = SmallTask("gradient");
   uint64_t steps = 0;

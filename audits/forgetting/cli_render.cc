@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "audits/forgetting/cli_plots.h"
+#include "audits/forgetting/cli_render_construction.h"
 #include "cli/render.h"
 
 namespace memaudit::cli {
@@ -187,6 +188,7 @@ std::string LiraModelsNote(const v1::ForgettingResults& f) {
 
 std::string ForgettingTable(const v1::AuditResults& r) {
   const v1::ForgettingResults& f = r.forgetting();
+  if (IsConstruction(f)) return ConstructionTable(r);
   if (IsCanaryAudit(f)) return ExposureTable(r);
   std::string out = absl::StrFormat(
       "audit %s (forgetting): strategy %s, attack %s, %u trials x %u injected examples, "
@@ -223,6 +225,7 @@ std::string ForgettingTable(const v1::AuditResults& r) {
 
 std::string ForgettingHtmlSection(const v1::AuditResults& r) {
   const v1::ForgettingResults& f = r.forgetting();
+  if (IsConstruction(f)) return ConstructionHtml(r);
   if (IsCanaryAudit(f)) return ExposureHtml(r);
   std::string html = absl::StrFormat(
       "<h2>Forgetting curve</h2><p>Strategy %s, attack %s, %u trials, %u injected examples; "
@@ -268,6 +271,7 @@ std::string ForgettingHtmlSection(const v1::AuditResults& r) {
 }
 
 absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& dir) {
+  if (IsConstruction(r.forgetting())) return WriteConstructionCsv(r, dir);
   if (IsCanaryAudit(r.forgetting())) {
     std::string csv =
         "audit_id,repeats,canaries,steps_since_injection,exposure,exposure_low,exposure_high,"
@@ -327,6 +331,8 @@ class Forgetting final : public KindHandler {
   }
 
   std::string HtmlSections(const v1::AuditResults& results) const override {
+    // A construction's table is its whole story: no curve plots.
+    if (IsConstruction(results.forgetting())) return ForgettingHtmlSection(results);
     return absl::StrCat(ForgettingPlotsHtml(results), ForgettingHtmlSection(results));
   }
 };

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "audits/forgetting/attacks.h"
+#include "audits/forgetting/scorer_metrics_construction.h"
 #include "audits/forgetting/signals.h"
 #include "common/export_arrays.h"
 #include "common/status_macros.h"
@@ -231,6 +232,7 @@ absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
 
 std::vector<std::pair<std::string, std::string>> RequiredForgettingSignals(
     const v1::ForgettingAudit& f) {
+  if (forgetting::Construction(f)) return RequiredConstructionSignals(f);
   if (forgetting::Canaries(f)) {
     std::vector<std::pair<std::string, std::string>> out = {
         {forgetting::kCheckpointPoint, forgetting::kExposureCheckpoint}};
@@ -267,6 +269,7 @@ absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v
     return absl::InvalidArgumentError(absl::StrCat(
         "observation.run: ", o.run(), " is outside the audit's ", f.trials(), " trials"));
   }
+  if (forgetting::Construction(f)) return ValidateConstructionObservation(f, o);
   const bool canaries = forgetting::Canaries(f);
   if (o.point() == forgetting::kCheckpointPoint) {
     if (canaries ? o.signal() != forgetting::kExposureCheckpoint
@@ -400,6 +403,7 @@ ReachedPoints Reached(const v1::ForgettingAudit& f, const ForgettingSignals& sig
 absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
                                                  const ForgettingSignals& signals) {
   const v1::ForgettingAudit& f = spec.forgetting();
+  if (forgetting::Construction(f)) return ScoreConstruction(spec, signals);
   if (forgetting::Canaries(f)) return ScoreCanaries(spec, signals);
   auto get = [&](const std::string& point, const std::string& signal, uint32_t trial) {
     return FindSignal(signals, point, signal, trial);
@@ -566,6 +570,7 @@ absl::StatusOr<std::vector<v1::ExportArray>> ExportCanaries(const v1::Forgetting
 absl::StatusOr<std::vector<v1::ExportArray>> ForgettingExport(const v1::AuditSpec& spec,
                                                               const ForgettingSignals& signals) {
   const v1::ForgettingAudit& f = spec.forgetting();
+  if (forgetting::Construction(f)) return ConstructionExport(spec, signals);
   if (forgetting::Canaries(f)) return ExportCanaries(f, signals);
   const ReachedPoints reached = Reached(f, signals);
   if (!reached.all) return absl::FailedPreconditionError("forgetting: evaluation points missing");
@@ -612,7 +617,7 @@ absl::StatusOr<std::vector<v1::ExportArray>> ForgettingExport(const v1::AuditSpe
 
 uint64_t ForgettingProgress(const v1::AuditResults& results) {
   const v1::ForgettingResults& f = results.forgetting();
-  uint64_t points = f.curve_size();
+  uint64_t points = f.curve_size() + f.construction_curve_size();
   for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) points += c.points_size();
   return points == 0 ? 0 : points + (results.complete() ? 1 : 0);
 }
@@ -651,6 +656,18 @@ void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& re
     labels["fpr"] = fpr;
     tpr.Add(labels).Set(p.tpr().mean());
     if (std::isfinite(p.epsilon().mean())) epsilon.Add(labels).Set(p.epsilon().mean());
+  }
+  // A construction's fixed adversary, its Clopper-Pearson interval as the
+  // band; strategy is the construction's name.
+  for (const v1::ForgettingConstructionPoint& p : f.construction_curve()) {
+    const prometheus::Labels labels = {
+        {"audit", results.audit_id()},
+        {"team", team},
+        {"strategy", f.construction()},
+        {"steps_since_injection", absl::StrCat(p.steps_since_injection())}};
+    accuracy.Add(labels).Set(p.accuracy());
+    accuracy_low.Add(labels).Set(p.accuracy_low());
+    accuracy_high.Add(labels).Set(p.accuracy_high());
   }
   if (f.exposure_curves().empty()) return;
   // LM canaries: the exposure curves, labelled like the MI curve above plus
@@ -714,6 +731,17 @@ class Forgetting final : public KindHandler {
   absl::StatusOr<std::optional<v1::AuditResults>> Score(ScorerStore& store,
                                                         const std::string& audit_id,
                                                         const v1::AuditSpec& spec) const override {
+    if (forgetting::Construction(spec.forgetting())) {
+      // A construction's trial sends every point at once, in microseconds:
+      // nothing to score until the last trial's last point is in (one read,
+      // not every signal of every trial after each trial).
+      const v1::ForgettingAudit& f = spec.forgetting();
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          auto last,
+          store.LoadSignal(audit_id, absl::StrCat(f.eval_points(f.eval_points_size() - 1)),
+                           forgetting::kArmsIdentical));
+      if (last.size() < f.trials()) return std::nullopt;
+    }
     // Whatever has arrived: the curve covers every point all trials have reached.
     MEMAUDIT_ASSIGN_OR_RETURN(ForgettingSignals signals,
                               LoadForgettingSignals(store, audit_id, spec));

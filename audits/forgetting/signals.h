@@ -59,6 +59,17 @@ inline constexpr char kExposureBaseline[] = "exposure_baseline";
 inline constexpr char kExactInjected[] = "exact_injected";
 inline constexpr char kExactBaseline[] = "exact_baseline";
 
+// Constructions (`construction` set) only, at every evaluation point, one
+// value per trial: 1 when the adversary guessed IN in the IN arm
+// (guess_injected) and in the OUT arm (guess_baseline); arms_identical 1 when
+// the two arms ended on the same double (deterministic mean estimation).
+inline constexpr char kKMeansConstruction[] = "kmeans";
+inline constexpr char kMeanEstimationConstruction[] = "mean_estimation";
+inline constexpr char kGuessInjected[] = "guess_injected";
+inline constexpr char kGuessBaseline[] = "guess_baseline";
+inline constexpr char kArmsIdentical[] = "arms_identical";
+
+inline bool Construction(const v1::ForgettingAudit& f) { return f.has_construction(); }
 inline bool Canaries(const v1::ForgettingAudit& f) { return f.has_canaries(); }
 inline uint32_t InsertedCanaries(const v1::ForgettingAudit& f) {
   return f.canaries().per_group() * static_cast<uint32_t>(f.canaries().repeats_size());
@@ -100,8 +111,18 @@ inline bool SelectsByLoss(const v1::ForgettingAudit& f) {
 // 2 x last (Poison). The injection steps restate engine::InjectionSteps so
 // services stay torch-free; engine::ForgettingTrialSteps /
 // ForgettingLmTrialSteps must agree (tested end to end).
+// Constructions count per-example updates of both arms: k-means one Lloyd
+// pass over D0 u D1; mean estimation the injection and the last point's
+// steps.
 inline uint64_t TrialSteps(const v1::ForgettingAudit& f) {
   const uint64_t last = f.eval_points().empty() ? 0 : f.eval_points(f.eval_points_size() - 1);
+  if (Construction(f)) {
+    const v1::ForgettingConstruction& c = f.construction();
+    if (c.name() == kKMeansConstruction) {
+      return 2 * (2ull * c.initial_per_cluster() + 3ull * c.update_per_cluster() + 1);
+    }
+    return 2 * (1 + last);
+  }
   const uint64_t t_i = f.training().steps_before_injection();
   if (Canaries(f)) {
     if (f.strategy() == "poison") return 2 * t_i + 2 * last;

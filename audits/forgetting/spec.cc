@@ -8,6 +8,7 @@
 #include "audits/exposure/spec.h"
 #include "audits/forgetting/attacks.h"
 #include "audits/forgetting/signals.h"
+#include "audits/forgetting/spec_construction.h"
 #include "spec/dataset_facts.h"
 #include "spec/dataset_rules.h"
 #include "spec/spec_rules.h"
@@ -88,6 +89,10 @@ void ApplyCanaryDefaults(v1::ForgettingAudit* f) {
 }  // namespace
 
 void ApplyForgettingDefaults(v1::ForgettingAudit* f) {
+  if (f->has_construction()) {
+    ApplyConstructionDefaults(f);
+    return;
+  }
   if (f->has_canaries()) {
     ApplyCanaryDefaults(f);
     return;
@@ -400,15 +405,7 @@ void ValidateCommon(const v1::ForgettingAudit& f, const AddFn& add) {
   if (f.trials() == 0 || f.trials() > 100) {
     add("trials", absl::StrCat("must be in [1, 100] (got ", f.trials(), ")"));
   }
-  for (int i = 0; i < f.eval_points_size(); ++i) {
-    if (i > 0 && f.eval_points(i) <= f.eval_points(i - 1)) {
-      add(absl::StrCat("eval_points[", i, "]"), "must be strictly ascending");
-    } else if (f.eval_points(i) > t.steps_after_injection()) {
-      add(absl::StrCat("eval_points[", i, "]"),
-          absl::StrCat("must be <= training.steps_after_injection (", f.eval_points(i), " > ",
-                       t.steps_after_injection(), ")"));
-    }
-  }
+  CheckForgettingEvalPoints(f, add);
 }
 
 }  // namespace
@@ -418,7 +415,14 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
     problems->push_back({absl::StrCat("forgetting.", field), std::move(rule)});
   };
   const size_t before = problems->size();
+  // An unknown construction has no defaults to size the rest by: its name
+  // is the one problem.
+  if (f.has_construction() && !KnownConstruction(f.construction(), add)) return;
   if (!ValidateSizes(f, add)) return;
+  if (f.has_construction()) {
+    ValidateConstruction(f, add);
+    return;
+  }
   if (f.has_canaries()) {
     ValidateCanaries(f, add);
   } else {
@@ -431,13 +435,53 @@ void ValidateForgetting(const v1::ForgettingAudit& f, std::vector<SpecProblem>* 
 
 uint64_t ForgettingTrialSteps(const v1::ForgettingAudit& f) { return forgetting::TrialSteps(f); }
 
+void CheckForgettingEvalPoints(const v1::ForgettingAudit& f, const AddProblem& add) {
+  const uint64_t last = f.training().steps_after_injection();
+  for (int i = 0; i < f.eval_points_size(); ++i) {
+    if (i > 0 && f.eval_points(i) <= f.eval_points(i - 1)) {
+      add(absl::StrCat("eval_points[", i, "]"), "must be strictly ascending");
+    } else if (f.eval_points(i) > last) {
+      add(absl::StrCat("eval_points[", i, "]"),
+          absl::StrCat("must be <= training.steps_after_injection (", f.eval_points(i), " > ", last,
+                       ")"));
+    }
+  }
+}
+
 namespace {
+
+std::vector<GateMetric> ConstructionGateMetrics(const v1::ForgettingAudit& f) {
+  using Point = v1::ForgettingConstructionPoint;
+  using Field = double (Point::*)() const;
+  struct Metric {
+    const char* name;
+    Field value, low, high;
+  };
+  std::vector<GateMetric> out;
+  for (const uint64_t k : f.eval_points()) {
+    for (const Metric& m :
+         {Metric{"accuracy", &Point::accuracy, &Point::accuracy_low, &Point::accuracy_high},
+          Metric{"precision", &Point::precision, &Point::precision_low, &Point::precision_high}}) {
+      out.push_back(RecordMetric<Point>(
+          absl::StrCat(m.name, "_at_", k), "trials",
+          [k](const v1::AuditResults& r) -> const Point* {
+            for (const Point& p : r.forgetting().construction_curve()) {
+              if (p.steps_since_injection() == k) return &p;
+            }
+            return nullptr;
+          },
+          m.value, m.low, m.high, m.low, m.high));
+    }
+  }
+  return out;
+}
 
 class Forgetting final : public KindHandler {
  public:
   void ReadFiles(v1::AuditSpec* spec, std::vector<SpecProblem>* problems) const override {
-    // LM canaries train on a corpus; `dataset` is unused then.
-    if (spec->forgetting().has_canaries()) return;
+    // LM canaries train on a corpus and constructions draw their own data;
+    // `dataset` is unused then.
+    if (spec->forgetting().has_canaries() || spec->forgetting().has_construction()) return;
     ReadDatasetFiles(spec->mutable_forgetting()->mutable_dataset(), "forgetting.dataset", problems);
   }
 
@@ -452,9 +496,12 @@ class Forgetting final : public KindHandler {
   // Per evaluation point k (steps since injection): "accuracy_at_<k>",
   // "auc_at_<k>", "tpr_at_<k>" of the attack on Dp, means over trials with
   // their re-run intervals. LM-canary audits report exposures instead: none.
+  // Constructions: "accuracy_at_<k>" and "precision_at_<k>" of the fixed
+  // adversary, with their Clopper-Pearson intervals.
   std::vector<GateMetric> GateMetrics(const v1::AuditSpec& spec) const override {
     std::vector<GateMetric> out;
     if (spec.forgetting().has_canaries()) return out;
+    if (spec.forgetting().has_construction()) return ConstructionGateMetrics(spec.forgetting());
     using Field = const v1::TrialMean& (v1::ForgettingCurvePoint::*)() const;
     for (const uint64_t k : spec.forgetting().eval_points()) {
       for (const auto& [name, field] :

@@ -10,6 +10,7 @@
 
 #include "memaudit/v1/spec.pb.h"
 #include "spec/kind_handler.h"
+#include "spec/spec_rules.h"
 #include "spec/spec_validator.h"
 
 namespace memaudit::spec {
@@ -28,6 +29,10 @@ std::vector<uint64_t> DefaultForgettingEvalPoints(uint64_t steps_after);
 // steps. Matches engine::ForgettingTrialSteps (LM canaries:
 // ForgettingLmTrialSteps) exactly.
 uint64_t ForgettingTrialSteps(const v1::ForgettingAudit& f);
+
+// eval_points strictly ascending, none past training.steps_after_injection;
+// fields named as `add` prefixes them.
+void CheckForgettingEvalPoints(const v1::ForgettingAudit& f, const AddProblem& add);
 
 }  // namespace memaudit::spec
 

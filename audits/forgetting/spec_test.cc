@@ -35,6 +35,79 @@ TEST(ForgettingSpecTest, DefaultsMakeARunnableSpec) {
   EXPECT_EQ(f.eval_points(f.eval_points_size() - 1), f.training().steps_after_injection());
 }
 
+v1::AuditSpec Construction(const std::string& name) {
+  v1::AuditSpec spec;
+  spec.set_name("test");
+  spec.set_seed(9);
+  spec.mutable_forgetting()->mutable_construction()->set_name(name);
+  ApplyDefaults(&spec);
+  return spec;
+}
+
+TEST(ForgettingSpecTest, ConstructionDefaultsAreThePapersSettings) {
+  const v1::AuditSpec kmeans = Construction("kmeans");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(kmeans));
+  const v1::ForgettingConstruction& k = kmeans.forgetting().construction();
+  EXPECT_EQ(k.sigma(), 0.03);
+  EXPECT_EQ(k.middle(), 0.03);
+  EXPECT_EQ(k.outlier(), -0.01);
+  EXPECT_EQ(k.initial_per_cluster(), 10u);
+  EXPECT_EQ(k.update_per_cluster(), 100u);
+  EXPECT_EQ(kmeans.forgetting().trials(), 200u);
+  EXPECT_THAT(kmeans.forgetting().eval_points(), ElementsAre(0));
+  // Unused image fields stay unset.
+  EXPECT_FALSE(kmeans.forgetting().has_dataset());
+  EXPECT_TRUE(kmeans.forgetting().attack().empty());
+  // One task per trial, each counting a Lloyd pass of both arms.
+  const auto plan = PlanAudit(kmeans);
+  MEMAUDIT_ASSERT_OK(plan);
+  ASSERT_EQ(plan->tasks.size(), 200u);
+  EXPECT_EQ(plan->tasks[0].steps_total, 2u * (20 + 300 + 1));
+
+  const v1::AuditSpec mean = Construction("mean_estimation");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(mean));
+  EXPECT_EQ(mean.forgetting().construction().sampling(), "random");
+  EXPECT_EQ(mean.forgetting().training().learning_rate(), 0.01);
+  EXPECT_EQ(mean.forgetting().eval_points(mean.forgetting().eval_points_size() - 1), 1000u);
+}
+
+TEST(ForgettingSpecTest, ConstructionRefusesFieldsItDoesNotUseAndNamesBadOnes) {
+  v1::AuditSpec spec = Construction("kmeans");
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  f->set_attack("checkpoint_calibrated");
+  f->mutable_dataset()->set_name("fashion_mnist");
+  f->mutable_construction()->set_middle(1.5);
+  f->mutable_construction()->set_sampling("random");
+  f->mutable_training()->set_learning_rate(0.1);
+  f->set_trials(20000);
+  absl::Status status = ValidateSpec(spec);
+  ASSERT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
+  std::string message(status.message());
+  for (const char* field :
+       {"forgetting.attack", "forgetting.dataset", "forgetting.construction.middle",
+        "forgetting.construction.sampling", "forgetting.training", "forgetting.trials"}) {
+    EXPECT_THAT(message, HasSubstr(field));
+  }
+
+  spec = Construction("mean_estimation");
+  f = spec.mutable_forgetting();
+  f->mutable_training()->set_learning_rate(0.5);
+  f->mutable_training()->set_batch_size(8);
+  f->mutable_construction()->set_sampling("shuffled");
+  f->mutable_construction()->set_outlier(0);
+  status = ValidateSpec(spec);
+  ASSERT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
+  message = std::string(status.message());
+  for (const char* field :
+       {"forgetting.training.learning_rate", "forgetting.training.batch_size",
+        "forgetting.construction.sampling", "forgetting.construction.outlier"}) {
+    EXPECT_THAT(message, HasSubstr(field));
+  }
+
+  spec = Construction("gaussian_mixture");
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()), HasSubstr("forgetting.construction.name"));
+}
+
 TEST(ForgettingSpecTest, DefaultEvalPointsAreDenseThenSpaced) {
   EXPECT_THAT(DefaultForgettingEvalPoints(300), ElementsAre(0, 1, 2, 5, 10, 20, 50, 100, 200, 300));
   EXPECT_THAT(DefaultForgettingEvalPoints(1), ElementsAre(0, 1));

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/forgetting/signals.h"
+#include "audits/forgetting/worker_task_construction.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "engine/forgetting_lm_run.h"
@@ -282,6 +283,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
     const v1::Task& task, const std::function<bool(uint64_t, uint64_t)>& on_steps,
     const std::function<absl::Status(const std::vector<v1::Observation>&)>& send_early) {
   const v1::ForgettingAudit& f = task.spec().forgetting();
+  if (f.has_construction()) return RunConstructionTrial(task, on_steps);
   if (f.has_canaries()) return RunCanaryTrial(task, on_steps, send_early);
   MEMAUDIT_ASSIGN_OR_RETURN(auto data, LoadAuditDataset(f.dataset(), "forgetting.dataset"));
   const uint64_t batch = f.training().batch_size();

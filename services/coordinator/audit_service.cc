@@ -14,6 +14,7 @@
 #include "common/watch_reactor.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 #include "services/coordinator/page_token.h"
+#include "spec/diff.h"
 #include "spec/planner.h"
 #include "spec/spec_validator.h"
 
@@ -371,11 +372,16 @@ grpc::Status AuditServiceImpl::GetReport(grpc::ServerContext* ctx, const v1::Get
                                          v1::AuditResults* resp) {
   absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
   if (!caller.ok()) return Bounded(caller.status());
-  if (absl::Status s = CheckAuditId(req->audit_id()); !s.ok()) return Bounded(s);
-  auto audit = scheduler_->Get(req->audit_id(), *caller);
-  if (!audit.ok()) return Bounded(audit.status());
+  return Bounded(ResultsOf(*caller, req->audit_id(), resp));
+}
+
+grpc::Status AuditServiceImpl::ResultsOf(const Caller& caller, const std::string& audit_id,
+                                         v1::AuditResults* resp) {
+  if (absl::Status s = CheckAuditId(audit_id); !s.ok()) return ToGrpc(s);
+  auto audit = scheduler_->Get(audit_id, caller);
+  if (!audit.ok()) return ToGrpc(audit.status());
   v1::GetResultsRequest get;
-  get.set_audit_id(req->audit_id());
+  get.set_audit_id(audit_id);
   grpc::ClientContext scorer_ctx;
   SetDeadline(&scorer_ctx, kScorerDeadlineMs);
   grpc::Status got = scorer_->GetResults(&scorer_ctx, get, resp);
@@ -387,7 +393,46 @@ grpc::Status AuditServiceImpl::GetReport(grpc::ServerContext* ctx, const v1::Get
     resources->set_numeric_class(audit->spec().resources().numeric_class());
     *resources->mutable_numeric_environments() = audit->spec().resources().numeric_environments();
   }
-  return Bounded(got);
+  return got;
+}
+
+grpc::Status AuditServiceImpl::Diff(grpc::ServerContext* ctx, const v1::DiffRequest* req,
+                                    v1::DiffResponse* resp) {
+  absl::StatusOr<Caller> caller = Authorize(auth_, *ctx);
+  if (!caller.ok()) return Bounded(caller.status());
+  v1::AuditResults sides[2];
+  const std::pair<const v1::DiffSide*, const char*> requested[2] = {
+      {&req->old_audit(), "old_audit"}, {&req->new_audit(), "new_audit"}};
+  for (int i = 0; i < 2; ++i) {
+    const auto& [side, field] = requested[i];
+    if (side->has_results()) {
+      // Archived results come from the caller: their spec is checked as a
+      // submitted one is before any metric is read from it.
+      sides[i] = side->results();
+      if (absl::Status s = CheckSpecMessage(sides[i].spec()); !s.ok()) {
+        return Bounded(
+            absl::InvalidArgumentError(absl::StrCat(field, ".results.spec: ", s.message())));
+      }
+      // The environments that trained it are the record's, not the request's.
+      v1::AuditSpec checked = sides[i].spec();
+      checked.mutable_resources()->clear_numeric_environments();
+      const std::vector<spec::SpecProblem> problems = spec::FindProblems(checked);
+      if (!problems.empty()) {
+        return Bounded(absl::InvalidArgumentError(
+            absl::StrCat(field, ".results.spec.", problems[0].field, ": ", problems[0].rule)));
+      }
+    } else if (side->side_case() == v1::DiffSide::kAuditId) {
+      if (grpc::Status s = ResultsOf(*caller, side->audit_id(), &sides[i]); !s.ok()) {
+        return Bounded(grpc::Status(s.error_code(), absl::StrCat(field, ": ", s.error_message())));
+      }
+    } else {
+      return Bounded(absl::InvalidArgumentError(absl::StrCat(field, ": set audit_id or results")));
+    }
+  }
+  absl::StatusOr<std::vector<spec::MetricChange>> changes = spec::DiffResults(sides[0], sides[1]);
+  if (!changes.ok()) return Bounded(changes.status());
+  *resp = spec::DiffProto(*changes);
+  return grpc::Status::OK;
 }
 
 grpc::Status AuditServiceImpl::Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,

@@ -95,6 +95,11 @@ class AuditServiceImpl final
                       v1::Audit* resp) override;
   grpc::Status GetReport(grpc::ServerContext* ctx, const v1::GetReportRequest* req,
                          v1::AuditResults* resp) override;
+  // Two complete audits of one kind compared metric by metric (spec/diff.h):
+  // each side an audit the caller may read, or archived results whose spec
+  // is checked first. The field of a bad side is named.
+  grpc::Status Diff(grpc::ServerContext* ctx, const v1::DiffRequest* req,
+                    v1::DiffResponse* resp) override;
   // The scorer's export of the audit, piece by piece as it arrives.
   grpc::Status Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,
                       grpc::ServerWriter<v1::ExportArray>* writer) override;
@@ -108,6 +113,9 @@ class AuditServiceImpl final
   // run (a refused Submit's), or with `keep` to never reuse a cancelled
   // one's runs while its results stay readable.
   void DropAtScorer(const std::string& audit_id, bool keep = false);
+  // The results of an audit `caller` may read, from the scorer, with the
+  // numeric class the coordinator decided.
+  grpc::Status ResultsOf(const Caller& caller, const std::string& audit_id, v1::AuditResults* resp);
 
   Authenticator* auth_;
   Scheduler* scheduler_;

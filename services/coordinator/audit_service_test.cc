@@ -23,6 +23,7 @@
 #include "common/grpc_server_metrics.h"
 #include "common/metrics.h"
 #include "common/spec_yaml.h"
+#include "common/status_grpc.h"
 #include "common/testing/async_streams.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -507,6 +508,48 @@ TEST_F(AuditWatchTest, AnEmptyAuditIdIsInvalidEverywhere) {
   v1::AuditEvent event;
   EXPECT_FALSE(reader->Read(&event));
   expect_invalid(reader->Finish(), "Watch");
+}
+
+// Diff names the side that is wrong, and compares archived results without
+// the scorer.
+TEST_F(AuditWatchTest, DiffNamesTheBadSideAndComparesArchivedResults) {
+  const auto diff = [&](const v1::DiffRequest& req, v1::DiffResponse* resp) {
+    grpc::ClientContext ctx;
+    return stub_->Diff(&ctx, req, resp);
+  };
+  v1::DiffRequest req;
+  v1::DiffResponse resp;
+  grpc::Status status = diff(req, &resp);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "old_audit: set audit_id or results");
+
+  req.mutable_old_audit()->set_audit_id("");
+  status = diff(req, &resp);
+  EXPECT_EQ(status.error_message(), "old_audit: audit_id: required");
+
+  v1::AuditResults archived;
+  archived.set_audit_id("a");
+  archived.set_complete(true);
+  *archived.mutable_spec() = spec::SmallMembershipSpec();
+  archived.mutable_spec()->mutable_resources()->add_numeric_environments();  // as recorded
+  *req.mutable_old_audit()->mutable_results() = archived;
+  req.mutable_new_audit()->set_audit_id("nope");
+  status = diff(req, &resp);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), ::testing::StartsWith("new_audit: "));
+
+  v1::AuditResults bad = archived;
+  bad.mutable_spec()->mutable_membership()->set_reference_models(100000);
+  *req.mutable_new_audit()->mutable_results() = bad;
+  status = diff(req, &resp);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              ::testing::StartsWith("new_audit.results.spec.membership.reference_models: "));
+
+  *req.mutable_new_audit()->mutable_results() = archived;
+  MEMAUDIT_ASSERT_OK(FromGrpc(diff(req, &resp)));
+  ASSERT_GT(resp.changes_size(), 0);
+  for (const v1::MetricChange& c : resp.changes()) EXPECT_FALSE(c.significant()) << c.metric();
 }
 
 using AuditListTest = AuditWatchTest;

@@ -69,6 +69,8 @@ std::vector<v1::ResultWarning> MembershipWarnings(const v1::MembershipAudit& m) 
 
 std::vector<v1::ResultWarning> ForgettingWarnings(const v1::ForgettingAudit& f) {
   std::vector<v1::ResultWarning> out;
+  // A construction's intervals are exact binomial ones, valid at any count.
+  if (f.has_construction()) return out;
   if (f.trials() == 1) {
     out.push_back(Warning("few_trials", absl::StrCat("one trial: every interval is the point "
                                                      "itself; use trials >= ",

@@ -11,8 +11,9 @@
 """
 
 from .arrays import EXPORT_DTYPES, ExportedArray, RocArrays, export_dtype, roc_arrays
-from .client import FINAL_STATES, Client, Event, Validation, new_request_id
+from .client import FINAL_STATES, AuditRef, Client, Event, Validation, new_request_id
 from .convert import to_dict, to_json
+from .diff import MetricChange, Reading, regressions
 from .errors import MemauditError, SpecError
 from .gates import GateVerdict, gate_verdicts
 from .spec import SpecLike, validate_request
@@ -29,6 +30,7 @@ except ImportError as error:  # pragma: no cover - a source tree never built
     ) from error
 
 __all__ = [
+    "AuditRef",
     "Client",
     "EXPORT_DTYPES",
     "Event",
@@ -36,6 +38,8 @@ __all__ = [
     "FINAL_STATES",
     "GateVerdict",
     "MemauditError",
+    "MetricChange",
+    "Reading",
     "RocArrays",
     "SpecError",
     "SpecLike",
@@ -44,6 +48,7 @@ __all__ = [
     "export_dtype",
     "gate_verdicts",
     "new_request_id",
+    "regressions",
     "roc_arrays",
     "to_dict",
     "to_json",

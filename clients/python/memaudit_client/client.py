@@ -13,6 +13,7 @@ from typing import (
     Dict,
     Iterator,
     List,
+    Mapping,
     Optional,
     Sequence,
     Tuple,
@@ -24,8 +25,9 @@ import grpc
 from google.protobuf import json_format
 
 from . import arrays
-from ._proto import audit_pb2, audit_pb2_grpc, export_pb2, spec_pb2
+from ._proto import audit_pb2, audit_pb2_grpc, export_pb2, results_pb2, spec_pb2
 from .convert import to_dict, to_json
+from .diff import MetricChange, changes_from_proto
 from .errors import MemauditError, SpecError
 from .spec import SpecLike, validate_request
 
@@ -35,6 +37,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from google.protobuf.message import Message
 
 PathLike = Union[str, "os.PathLike[str]"]
+# One side of `Client.diff`: an audit id, an archived results.json, or the
+# results as `Client.report` returns them.
+AuditRef = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 _Response = TypeVar("_Response")
 
 # The services' message size limit (common/serving.h): an audit with its
@@ -136,6 +141,18 @@ class Validation:
     spec: "spec_pb2.AuditSpec"
     tasks: int
     steps: int
+
+
+def _diff_side(ref: AuditRef) -> "Message":
+    """An audit id, a results.json path or a report dict as a DiffSide."""
+    if isinstance(ref, Mapping):
+        results = json_format.ParseDict(ref, results_pb2.AuditResults())
+        return audit_pb2.DiffSide(results=results)
+    # As the CLI tells them apart: an audit id has no "/" and no ".".
+    if not isinstance(ref, str) or "/" in ref or "." in ref:
+        text = _read(ref, "results file").decode("utf-8")
+        return audit_pb2.DiffSide(results=json_format.Parse(text, results_pb2.AuditResults()))
+    return audit_pb2.DiffSide(audit_id=ref)
 
 
 def new_request_id() -> str:
@@ -450,6 +467,19 @@ class Client:
             with open(json_path, "w", encoding="utf-8") as f:
                 f.write(to_json(results))
         return to_dict(results)
+
+    def diff(self, old: AuditRef, new: AuditRef) -> List[MetricChange]:
+        """Two complete audits of one kind compared metric by metric, as
+        `memaudit diff` compares them: every metric a gate may name, each
+        side's value with its interval, new - old with its interval, and
+        which changes are significant (`memaudit_client.regressions` keeps
+        the worse ones). Each side is an audit id this team may read, the
+        path of an archived results.json (`memaudit run`'s, or
+        `report(json_path=...)`'s), or a report dict. Raises MemauditError
+        INVALID_ARGUMENT naming the side (old_audit, new_audit) when it is
+        not complete results of the other's kind."""
+        request = audit_pb2.DiffRequest(old_audit=_diff_side(old), new_audit=_diff_side(new))
+        return changes_from_proto(self._call(self._stub.Diff, request))
 
     def export(self, audit_id: str, timeout: Optional[float] = None) -> Dict[str, "NDArray[Any]"]:
         """The audit's per-example data (docs/export.md) as a dict from array

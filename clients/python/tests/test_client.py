@@ -328,6 +328,23 @@ class ClientTest(unittest.TestCase):
             client.export("a-00000000000000000000000000000000")
         self.assertEqual(missing.exception.code, grpc.StatusCode.NOT_FOUND)
 
+        # The audit against itself, archived and as a report dict: every
+        # metric of its spec, none changed.
+        changes = client.diff(audit_id, str(json_path))
+        self.assertGreater(len(changes), 0)
+        self.assertEqual(changes, client.diff(audit_id, report))
+        for change in changes:
+            with self.subTest(diff=change.metric):
+                self.assertIsNotNone(change.old)
+                self.assertEqual(change.old, change.new)
+                self.assertFalse(change.significant)
+        self.assertEqual(memaudit_client.regressions(changes), [])
+        partial = dict(report, complete=False)
+        with self.assertRaises(memaudit_client.MemauditError) as refused:
+            client.diff(audit_id, partial)
+        self.assertEqual(refused.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("no complete results", str(refused.exception))
+
         listed = {a["audit_id"]: a for a in client.list()}
         self.assertIn(audit_id, listed)
         self.assertEqual(listed[audit_id]["state"], "SUCCEEDED")

@@ -30,6 +30,7 @@ import memaudit_client
 from memaudit.v1 import audit_pb2, errors_pb2, export_pb2, results_pb2, spec_pb2
 from memaudit_client import Client, MemauditError, SpecError, to_dict, to_json
 from memaudit_client import arrays as arrays_module
+from memaudit_client.diff import changes_from_proto
 
 try:
     import numpy
@@ -129,6 +130,24 @@ def piece(name, shape, dtype, values, offset=0, axes=None):
         values=values,
         audit_id="a-1",
     )
+
+
+class DiffTest(unittest.TestCase):
+    def test_changes_are_values_and_regressions_the_worse_ones(self):
+        response = audit_pb2.DiffResponse()
+        worse = response.changes.add(metric="loss.auc", significant=True, worse=True)
+        worse.old_reading.value, worse.old_reading.low, worse.old_reading.high = 0.6, 0.58, 0.62
+        worse.new_reading.value, worse.new_reading.low, worse.new_reading.high = 0.7, 0.68, 0.72
+        worse.difference.value, worse.difference.low = 0.1, 0.07
+        worse.difference.high = 0.13
+        response.changes.add(metric="rmia.auc").new_reading.value = 0.5
+        changes = changes_from_proto(response)
+        self.assertEqual([c.metric for c in changes], ["loss.auc", "rmia.auc"])
+        self.assertEqual(changes[0].old, memaudit_client.Reading(0.6, 0.58, 0.62))
+        self.assertEqual(changes[0].difference.high, 0.13)
+        self.assertIsNone(changes[1].old)
+        self.assertIsNone(changes[1].difference)
+        self.assertEqual(memaudit_client.regressions(changes), changes[:1])
 
 
 class GateVerdictsTest(unittest.TestCase):
