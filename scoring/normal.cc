@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "boost/math/distributions/normal.hpp"
+
 namespace memaudit::scoring {
 namespace {
 
@@ -40,14 +42,7 @@ double LogNormalCdf(double z) {
 }
 
 double NormalQuantile(double p) {
-  double low = -40, high = 40;
-  // Φ(z) = erfc(-z / √2) / 2; 200 halvings reach adjacent doubles.
-  for (int i = 0; i < 200 && low < high; ++i) {
-    const double mid = low + (high - low) / 2;
-    if (mid == low || mid == high) break;
-    (0.5 * std::erfc(-mid * kInvSqrt2) < p ? low : high) = mid;
-  }
-  return low + (high - low) / 2;
+  return boost::math::quantile(boost::math::normal_distribution<double>(), p);
 }
 
 }  // namespace memaudit::scoring

@@ -11,8 +11,7 @@ double LogNormalPdf(double z);
 double LogNormalPdf(double x, double mean, double sd);
 // log Φ(z). Finite for every finite z; -inf at -inf, 0 at +inf, NaN at NaN.
 double LogNormalCdf(double z);
-// The standard normal's p-quantile Φ⁻¹(p), 0 < p < 1, to a few ulps: the
-// root of Φ(z) = p by bisection (a one-off, never in a loop).
+// The standard normal's p-quantile Φ⁻¹(p), 0 < p < 1 (Boost.Math).
 double NormalQuantile(double p);
 
 }  // namespace memaudit::scoring

@@ -1,6 +1,7 @@
 #include "audits/forgetting/scorer_metrics_construction.h"
 
 #include "absl/strings/str_cat.h"
+#include "audits/forgetting/constructions.h"
 #include "audits/forgetting/signals.h"
 #include "common/export_arrays.h"
 #include "common/status_macros.h"
@@ -30,15 +31,6 @@ std::optional<std::vector<std::vector<double>>> PointGuesses(const v1::Forgettin
     }
   }
   return out;
-}
-
-scoring::MeanEstimationConstruction MeanEstimationOf(const v1::ForgettingAudit& f) {
-  scoring::MeanEstimationConstruction m;
-  m.sigma = f.construction().sigma();
-  m.injected = f.construction().injected();
-  m.eta = f.training().learning_rate();
-  m.deterministic = f.construction().sampling() == "deterministic";
-  return m;
 }
 
 absl::StatusOr<v1::ForgettingConstructionPoint> PointOf(const v1::ForgettingAudit& f, uint64_t k,
@@ -74,7 +66,7 @@ absl::StatusOr<v1::ForgettingConstructionPoint> PointOf(const v1::ForgettingAudi
   }
   const v1::ForgettingConstruction& c = f.construction();
   if (c.name() == forgetting::kMeanEstimationConstruction && c.sampling() == "random") {
-    const scoring::MeanEstimationConstruction m = MeanEstimationOf(f);
+    const scoring::MeanEstimationConstruction m = forgetting::MeanEstimationOf(f);
     p.set_optimal_accuracy(scoring::MeanEstimationOptimalAccuracy(m, k));
     p.set_kl_divergence(scoring::MeanEstimationKl(m, k));
     p.set_kl_bound(scoring::MeanEstimationKlBound(m, k));

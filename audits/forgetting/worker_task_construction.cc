@@ -1,6 +1,7 @@
 #include "audits/forgetting/worker_task_construction.h"
 
 #include "absl/strings/str_cat.h"
+#include "audits/forgetting/constructions.h"
 #include "audits/forgetting/signals.h"
 #include "common/seeding.h"
 #include "scoring/forgetting_constructions.h"
@@ -14,21 +15,10 @@ std::vector<scoring::ConstructionGuesses> GuessesOf(const v1::Task& task) {
   // Each trial its own samples, from (seed, trial).
   const uint64_t seed = DeriveSeed(task.spec().seed(), "forgetting/construction", task.index());
   if (c.name() == forgetting::kKMeansConstruction) {
-    scoring::KMeansConstruction k;
-    k.sigma = c.sigma();
-    k.middle = c.middle();
-    k.outlier = c.outlier();
-    k.initial_per_cluster = c.initial_per_cluster();
-    k.update_per_cluster = c.update_per_cluster();
-    return {scoring::KMeansTrial(k, seed)};
+    return {scoring::KMeansTrial(forgetting::KMeansOf(f), seed)};
   }
-  scoring::MeanEstimationConstruction m;
-  m.sigma = c.sigma();
-  m.injected = c.injected();
-  m.eta = f.training().learning_rate();
-  m.deterministic = c.sampling() == "deterministic";
   const std::vector<uint64_t> points(f.eval_points().begin(), f.eval_points().end());
-  return scoring::MeanEstimationTrial(m, points, seed);
+  return scoring::MeanEstimationTrial(forgetting::MeanEstimationOf(f), points, seed);
 }
 
 }  // namespace
