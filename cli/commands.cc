@@ -266,8 +266,10 @@ int RunCommand(const RunOptions& options) {
   // Check offline first: a bad spec should not cost a cluster start.
   if (absl::Status s = spec::PrepareSpec(&*spec, *roots); !s.ok()) return PrintError(s);
 
-  for (const absl::Status& s : {CheckDeviceName(options.device),
-                                CheckMatmulPrecision(options.matmul_precision, options.device)}) {
+  for (const absl::Status& s :
+       {CheckDeviceName(options.device),
+        CheckMatmulPrecision(options.matmul_precision, options.device),
+        CheckDeviceServesSpec(options.device, spec->resources().gpus_per_task())}) {
     if (!s.ok()) {
       std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
       return ExitCodeFor(s);

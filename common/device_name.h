@@ -4,6 +4,7 @@
 #ifndef MEMAUDIT_COMMON_DEVICE_NAME_H_
 #define MEMAUDIT_COMMON_DEVICE_NAME_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -36,6 +37,26 @@ inline absl::Status CheckMatmulPrecision(const std::string& name, const std::str
   if (name != "fp32" && device == "cpu") {
     return absl::FailedPreconditionError(absl::StrCat(
         "--matmul-precision: \"", name, "\" needs a CUDA device; the CPU runs fp32 only"));
+  }
+  return absl::OkStatus();
+}
+
+// Whether workers started on `device` can take a task needing `gpus` GPUs:
+// a GPU task goes to CUDA workers only and a CPU task to CPU workers only
+// (worker.proto, Register), so `memaudit run` with the other kind would wait
+// forever. "auto" is let through (it is resolved by each worker).
+inline absl::Status CheckDeviceServesSpec(const std::string& device, uint32_t gpus) {
+  if (device == "cpu" && gpus > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--device: \"cpu\" starts CPU workers, which never take a task with "
+                     "resources.gpus_per_task: ",
+                     gpus, "; run with --device cuda, or set resources.gpus_per_task: 0"));
+  }
+  if (absl::StartsWith(device, "cuda") && gpus == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device: \"", device,
+        "\" starts CUDA workers, which take only GPU tasks; set resources.gpus_per_task: 1 "
+        "to train on the GPU, or run with --device cpu"));
   }
   return absl::OkStatus();
 }

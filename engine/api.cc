@@ -8,6 +8,8 @@ const EngineApi& LinkedEngineApi() {
     EngineApi a;
     a.set_default_device = SetDefaultDevice;
     a.set_matmul_precision = SetMatmulPrecision;
+    a.cuda_device_count = CudaDeviceCount;
+    a.set_thread_device = SetThreadDevice;
     a.numeric_environment = NumericEnvironment;
     a.run_classifiers = RunClassifiers;
     a.evaluate_torchscript_classifier = EvaluateTorchScriptClassifier;

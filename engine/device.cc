@@ -1,6 +1,7 @@
 #include "engine/device.h"
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/device_name.h"
@@ -20,6 +21,12 @@ std::string& DeviceName() ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu) {
 MatmulPrecision& Precision() ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu) {
   static MatmulPrecision precision = MatmulPrecision::kFp32;
   return precision;
+}
+
+// Empty: the process default.
+std::string& ThreadDevice() {
+  thread_local std::string name;
+  return name;
 }
 
 }  // namespace
@@ -46,8 +53,33 @@ absl::StatusOr<std::string> SetDefaultDevice(const std::string& name) {
 }
 
 std::string DefaultDevice() {
+  if (!ThreadDevice().empty()) return ThreadDevice();
   absl::MutexLock lock(&device_mu);
   return DeviceName();
+}
+
+int CudaDeviceCount() {
+  return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+}
+
+absl::Status SetThreadDevice(const std::string& name) {
+  if (name.empty() || name == "cpu") {
+    ThreadDevice() = name;
+    return absl::OkStatus();
+  }
+  const bool indexed = absl::StartsWith(name, "cuda:") && CheckDeviceName(name).ok();
+  if (!indexed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("thread device: \"", name, "\" is not cpu or cuda:N"));
+  }
+  const int index = torch::Device(name).index();
+  if (index >= CudaDeviceCount()) {
+    return absl::FailedPreconditionError(absl::StrCat("thread device: \"", name,
+                                                      "\" but this machine has ", CudaDeviceCount(),
+                                                      " CUDA device(s)"));
+  }
+  ThreadDevice() = name;
+  return absl::OkStatus();
 }
 
 absl::Status SetMatmulPrecision(const std::string& name) {

@@ -17,7 +17,18 @@ namespace memaudit::engine {
 // a machine without it. Returns the device chosen.
 absl::StatusOr<std::string> SetDefaultDevice(const std::string& name);
 
+// The device runs train on when they name none: the calling thread's (below)
+// where it has one, else the process default.
 std::string DefaultDevice();
+
+// The CUDA devices this machine has (0 without CUDA).
+int CudaDeviceCount();
+
+// Pins the calling thread's runs to `name` ("cpu" or "cuda:N"; "" unpins):
+// a worker offering several GPUs runs each task on a thread pinned to a GPU
+// of its own. INVALID_ARGUMENT for another name, FAILED_PRECONDITION for a
+// CUDA device the machine lacks.
+absl::Status SetThreadDevice(const std::string& name);
 
 // How CUDA runs the float32 products of training and evaluation, chosen
 // once per process (the worker's --matmul-precision). Every tensor stays

@@ -74,6 +74,7 @@ absl::StatusOr<double> Trainer::Step(const Batch& batch, bool advance_lr) {
     loss.backward();
     loss_value = loss.item<double>();
   }
+  if (gradient_reducer_) gradient_reducer_(*model_);
   if (gradient_hook_) gradient_hook_(*model_, dp_stats_, x.size(0));
   OptimizerStep(*optimizer_);
   ++step_;
@@ -81,22 +82,32 @@ absl::StatusOr<double> Trainer::Step(const Batch& batch, bool advance_lr) {
   return loss_value;
 }
 
-absl::Status Trainer::Train(const TensorDataset& data, const BatchSchedule& schedule,
-                            uint64_t until_step, const TrainStepCallback& on_step) {
-  while (step_ < until_step) {
-    BatchPlan plan = schedule.At(step_);
+absl::Status TrainOnSchedule(
+    const TensorDataset& data, const BatchSchedule& schedule, uint64_t until_step,
+    const std::function<uint64_t()>& steps_done,
+    const std::function<absl::StatusOr<double>(const Batch&, bool advance_lr)>& step,
+    const TrainStepCallback& on_step) {
+  while (steps_done() < until_step) {
+    BatchPlan plan = schedule.At(steps_done());
     for (int64_t id : plan.ids) {
       if (id < 0 || id >= data.size()) {
         return absl::InvalidArgumentError(
             absl::StrCat("schedule: row ", id, " is outside the dataset of ", data.size()));
       }
     }
-    MEMAUDIT_ASSIGN_OR_RETURN(double loss, Step(data.Gather(plan.ids), plan.advance_lr));
-    if (on_step && !on_step(step_, loss)) {
-      return absl::CancelledError(absl::StrCat("stopped after ", step_, " steps"));
+    MEMAUDIT_ASSIGN_OR_RETURN(double loss, step(data.Gather(plan.ids), plan.advance_lr));
+    if (on_step && !on_step(steps_done(), loss)) {
+      return absl::CancelledError(absl::StrCat("stopped after ", steps_done(), " steps"));
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status Trainer::Train(const TensorDataset& data, const BatchSchedule& schedule,
+                            uint64_t until_step, const TrainStepCallback& on_step) {
+  return TrainOnSchedule(
+      data, schedule, until_step, [this] { return step_; },
+      [this](const Batch& batch, bool advance_lr) { return Step(batch, advance_lr); }, on_step);
 }
 
 absl::StatusOr<std::string> Trainer::Serialize() const {

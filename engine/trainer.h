@@ -31,7 +31,20 @@ using TrainStepCallback = std::function<bool(uint64_t steps_done, double loss)>;
 using GradientHook =
     std::function<void(Model& model, const DpGradientStats& stats, int64_t batch_rows)>;
 
+// Called in each step right after the backward pass, before the gradient
+// hook and the optimizer: a data-parallel rank all-reduces its gradients
+// here (engine/data_parallel.h).
+using GradientReducer = std::function<void(Model& model)>;
+
 absl::StatusOr<torch::Device> ParseDevice(const std::string& name);
+
+// Steps `step` through `schedule`'s batches of `data` while `steps_done()`
+// is below `until_step` (Trainer::Train and DataParallelTrainer::Train).
+absl::Status TrainOnSchedule(
+    const TensorDataset& data, const BatchSchedule& schedule, uint64_t until_step,
+    const std::function<uint64_t()>& steps_done,
+    const std::function<absl::StatusOr<double>(const Batch&, bool advance_lr)>& step,
+    const TrainStepCallback& on_step);
 
 class Trainer {
  public:
@@ -55,6 +68,7 @@ class Trainer {
   // Per-example norms of the last DP-SGD step (empty without DP).
   const DpGradientStats& last_dp_stats() const { return dp_stats_; }
   void set_gradient_hook(GradientHook hook) { gradient_hook_ = std::move(hook); }
+  void set_gradient_reducer(GradientReducer reducer) { gradient_reducer_ = std::move(reducer); }
 
   // Checkpoint: weights, buffers, optimizer state, step, LR step and the
   // dropout/noise generator states. Restoring into a trainer built by the
@@ -81,6 +95,7 @@ class Trainer {
   uint64_t lr_step_ = 0;
   DpGradientStats dp_stats_;
   GradientHook gradient_hook_;
+  GradientReducer gradient_reducer_;
 };
 
 }  // namespace memaudit::engine

@@ -1,7 +1,9 @@
 #include "engine/trainer.h"
 
 #include <cstdio>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/testing/status_matchers.h"
 #include "engine/classifier_run.h"
 #include "engine/device.h"
@@ -80,6 +82,29 @@ TEST(DeviceTest, MatmulPrecisionIsCheckedAgainstTheDevice) {
 
 // The worker's --device: runs that name no device train on the process
 // default, which only a valid, present device can become.
+// A worker offering several GPUs pins each task's thread to one: the pin
+// is the thread's own and outranks the process default.
+TEST(DeviceTest, AThreadsDeviceOutranksTheDefaultOnThatThreadOnly) {
+  EXPECT_EQ(DefaultDevice(), "cpu");
+  EXPECT_THAT(SetThreadDevice("gpu"), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(SetThreadDevice("cuda"), StatusIs(absl::StatusCode::kInvalidArgument))
+      << "a pin names its device";
+  EXPECT_THAT(SetThreadDevice(absl::StrCat("cuda:", CudaDeviceCount())),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  if (CudaDeviceCount() > 0) {
+    const std::string last = absl::StrCat("cuda:", CudaDeviceCount() - 1);
+    MEMAUDIT_ASSERT_OK(SetThreadDevice(last));
+    EXPECT_EQ(DefaultDevice(), last);
+    std::string other;
+    std::thread([&other] { other = DefaultDevice(); }).join();
+    EXPECT_EQ(other, "cpu") << "another thread keeps the process default";
+  }
+  MEMAUDIT_ASSERT_OK(SetThreadDevice("cpu"));
+  EXPECT_EQ(DefaultDevice(), "cpu");
+  MEMAUDIT_ASSERT_OK(SetThreadDevice(""));
+  EXPECT_EQ(DefaultDevice(), "cpu");
+}
+
 TEST(DeviceTest, DefaultDeviceIsCheckedAndUsedByRunsThatNameNone) {
   EXPECT_EQ(DefaultDevice(), "cpu");
   EXPECT_THAT(SetDefaultDevice("gpu"), StatusIs(absl::StatusCode::kInvalidArgument));

@@ -8,20 +8,25 @@
 #   2. an audit survives the scorer stopped for 60 s, the coordinator stopped
 #      for 60 s, and worker-0 sent SIGTERM three times while it holds a task,
 #      each without an attempt spent (no task_retried event, every task
-#      succeeded at attempt 1).
+#      succeeded at attempt 1);
+#   3. the GPU bundle (scripts/gpu-bundle.sh) runs where none of the build's
+#      packages are: in a container of the bare Debian base image, with only
+#      the bundle, a LibTorch (the engine module's own libraries, standing in
+#      for a GPU machine's PyTorch) and the data mounted, `memaudit run`
+#      finishes the quickstart with the host's numbers, bit for bit.
 # Everything it writes is under build/containers/; the pod and its volumes are
 # removed on exit (MEMAUDIT_CT_KEEP=1 keeps the volumes).
 #
 #   scripts/build.sh && scripts/container-test.sh
 #
-# MEMAUDIT_CT_PHASES   which checks to run (default "quickstart scorer coordinator worker")
+# MEMAUDIT_CT_PHASES   which checks to run (default "bundle quickstart scorer coordinator worker")
 # MEMAUDIT_CT_OUTAGE_S how long the scorer and the coordinator stay stopped (default 60)
 # MEMAUDIT_CT_NO_CACHE=1 builds the image without Podman's layer cache (a cold build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 state=build/containers
-phases="${MEMAUDIT_CT_PHASES:-quickstart scorer coordinator worker}"
+phases="${MEMAUDIT_CT_PHASES:-bundle quickstart scorer coordinator worker}"
 outage_s="${MEMAUDIT_CT_OUTAGE_S:-60}"
 max_image_bytes=1500000000
 base_image=localhost/memaudit-base:bookworm
@@ -116,6 +121,90 @@ if [ "$size" -le "$max_image_bytes" ]; then
   record image PASS "$build_s" "$image ${size_mb} MB (limit 1500 MB)"
 else
   record image FAIL "$build_s" "$image ${size_mb} MB exceeds 1500 MB"
+fi
+
+# --- 0. The GPU bundle in a bare Debian container --------------------------------
+# Every number of a results JSON (ids and times aside), as IEEE doubles.
+compare_results() {  # A.json B.json -> "N numbers, M differ"; exit 1 when any differs
+  /usr/bin/python3 - "$1" "$2" <<'EOF'
+import json, struct, sys
+IGNORED = ("audit_id", "id", "created", "updated", "time", "timestamp")
+def numbers(v, path, out):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k in IGNORED or k.endswith(("_id", "_ms", "_unix_ms")):
+                continue
+            numbers(x, f"{path}.{k}", out)
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            numbers(x, f"{path}[{i}]", out)
+    elif isinstance(v, bool):
+        return
+    elif isinstance(v, (int, float)):
+        out[path] = struct.pack("<d", float(v)) if isinstance(v, float) else v
+    elif isinstance(v, str):
+        try:
+            out[path] = int(v)  # 64-bit counts are strings in proto JSON
+        except ValueError:
+            pass
+a, b = {}, {}
+numbers(json.load(open(sys.argv[1])), "", a)
+numbers(json.load(open(sys.argv[2])), "", b)
+diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+print(f"{len(b)} numbers, {len(diff)} differ" + (": " + ", ".join(diff[:5]) if diff else ""))
+sys.exit(1 if diff or not b else 0)
+EOF
+}
+host_quickstart() {  # -> $state/results/quickstart-host.json, once per run of this script
+  local t=$SECONDS
+  [ -f "$state/results/quickstart-host.json" ] && return 0
+  rm -rf "$state/host-run"
+  build/bin/memaudit run examples/quickstart.yaml --dir "$state/host-run" \
+    --json "$state/results/quickstart-host.json" >"$state/logs/host-run.log" 2>&1 \
+    || die "memaudit run on the host failed: $state/logs/host-run.log"
+  host_s=$((SECONDS - t))
+  log "quickstart on the host: $host_s s"
+}
+rm -f "$state/results/quickstart-host.json"
+host_s=0
+if [[ " $phases " == *" bundle "* ]]; then
+  t=$SECONDS
+  scripts/gpu-bundle.sh "$state/gpu-bundle.tar.xz" >"$state/logs/gpu-bundle.log" 2>&1 \
+    || die "scripts/gpu-bundle.sh failed: $state/logs/gpu-bundle.log"
+  bundle_bytes=$(stat -c %s "$state/gpu-bundle.tar.xz")
+  rm -rf "$state/bundle" "$state/torch-libs" "$state/bundle-out"
+  mkdir -p "$state/bundle" "$state/torch-libs" "$state/bundle-out"
+  tar -xJf "$state/gpu-bundle.tar.xz" -C "$state/bundle"
+  bundle_root=$(echo "$state"/bundle/memaudit-*)
+  # The engine module this machine built, and the libraries it loads that
+  # neither the bundle nor the base image's C and C++ runtimes provide:
+  # LibTorch and its own, as a PyTorch installation brings them.
+  cp "$state/bin/libmemaudit_engine.so" "$bundle_root/lib/memaudit/"
+  ldd build/bin/libmemaudit_engine.so | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
+    while read -r soname path; do
+      [[ $soname =~ ^(ld-linux-x86-64|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)\.so ]] && continue
+      [ -e "$bundle_root/lib/$soname" ] || cp -L "$path" "$state/torch-libs/$soname"
+    done
+  chmod -R a+rX "$state/bundle" "$state/torch-libs"
+  chmod a+rwx "$state/bundle-out"
+  rc=0
+  podman run --rm --network none -e LD_LIBRARY_PATH=/opt/torch/lib \
+    -v "$root/$bundle_root:/opt/memaudit:ro" -v "$root/$state/torch-libs:/opt/torch/lib:ro" \
+    -v /usr/share/datasets/fashion-mnist:/usr/share/datasets/fashion-mnist:ro \
+    -v "$root/$state/bundle-out:/out" "$base_image" \
+    /opt/memaudit/bin/memaudit run /opt/memaudit/src/examples/quickstart.yaml \
+      --dir /tmp/run --json /out/quickstart-bundle.json >"$state/logs/bundle-run.log" 2>&1 || rc=$?
+  bundle_s=$((SECONDS - t))
+  host_quickstart
+  if [ $rc -eq 0 ] && cmp=$(compare_results "$state/bundle-out/quickstart-bundle.json" \
+                                            "$state/results/quickstart-host.json"); then
+    verdict=PASS
+  else
+    verdict=FAIL
+    [ $rc -eq 0 ] || cmp="memaudit run exited $rc in the container: $state/logs/bundle-run.log"
+  fi
+  record bundle "$verdict" "$bundle_s" "bundle $((bundle_bytes / 1024 / 1024)) MiB, quickstart in bare $base_image: $cmp"
+  log "bundle: $verdict ($cmp)"
 fi
 
 # --- Certificates, keys and quotas, as the overlay's hostPath volumes expect --
@@ -289,45 +378,11 @@ if [[ " $phases " == *" quickstart "* ]]; then
   build/bin/memaudit report "$id" "${remote[@]}" --json "$state/results/quickstart-pod.json" >/dev/null \
     || die "memaudit report $id failed"
   log "quickstart in the pod: $st in $pod_s s"
-  t=$SECONDS
-  rm -rf "$state/host-run"
-  build/bin/memaudit run examples/quickstart.yaml --dir "$state/host-run" \
-    --json "$state/results/quickstart-host.json" >"$state/logs/host-run.log" 2>&1 \
-    || die "memaudit run on the host failed: $state/logs/host-run.log"
-  host_s=$((SECONDS - t))
-  log "quickstart on the host: $host_s s"
+  host_quickstart
   # Every number in the results (ROC points, AUCs, operating points, the most
-  # vulnerable examples, counts) compared as IEEE doubles, bit for bit; ids and
-  # timestamps are not numbers of the audit.
-  cmp=$(/usr/bin/python3 - "$state/results/quickstart-pod.json" "$state/results/quickstart-host.json" <<'EOF'
-import json, struct, sys
-IGNORED = ("audit_id", "id", "created", "updated", "time", "timestamp")
-def numbers(v, path, out):
-    if isinstance(v, dict):
-        for k, x in v.items():
-            if k in IGNORED or k.endswith(("_id", "_ms", "_unix_ms")):
-                continue
-            numbers(x, f"{path}.{k}", out)
-    elif isinstance(v, list):
-        for i, x in enumerate(v):
-            numbers(x, f"{path}[{i}]", out)
-    elif isinstance(v, bool):
-        return
-    elif isinstance(v, (int, float)):
-        out[path] = struct.pack("<d", float(v)) if isinstance(v, float) else v
-    elif isinstance(v, str):
-        try:
-            out[path] = int(v)  # 64-bit counts are strings in proto JSON
-        except ValueError:
-            pass
-pod, host = {}, {}
-numbers(json.load(open(sys.argv[1])), "", pod)
-numbers(json.load(open(sys.argv[2])), "", host)
-diff = sorted(k for k in set(pod) | set(host) if pod.get(k) != host.get(k))
-print(f"{len(host)} numbers, {len(diff)} differ" + (": " + ", ".join(diff[:5]) if diff else ""))
-sys.exit(1 if diff or not host else 0)
-EOF
-  ) && verdict=PASS || verdict=FAIL
+  # vulnerable examples, counts) compared as IEEE doubles, bit for bit.
+  cmp=$(compare_results "$state/results/quickstart-pod.json" "$state/results/quickstart-host.json") &&
+    verdict=PASS || verdict=FAIL
   [ "$st" = SUCCEEDED ] || verdict=FAIL
   record quickstart "$verdict" "$pod_s" "pod $st in ${pod_s} s, host ${host_s} s; $cmp"
   log "quickstart: $verdict ($cmp)"

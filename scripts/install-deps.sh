@@ -9,6 +9,8 @@ packages=(
   # scripts/sanitize.sh
   build-essential cmake ninja-build ccache pkg-config clang clang-format clang-tidy
   libclang-rt-14-dev
+  # scripts/gpu-bundle.sh: the bundled programs find their libraries beside them
+  patchelf
   # RPC
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   # TLS: memaudit run mints its certificates with libssl; tests make theirs with openssl
@@ -16,6 +18,8 @@ packages=(
   # training: LibTorch plus an optimized BLAS (reference BLAS is ~20x slower);
   # oneDNN's headers for the engine's own matrix products (engine/gemm.h)
   libtorch-dev libopenblas0-openmp libdnnl-dev zlib1g-dev libdeflate-dev
+  # Gloo's headers: data-parallel training across CPU ranks (engine/data_parallel.h)
+  libgloo-dev
   # persistence, logs, CLI, config, metrics HTTP, distributions
   libsqlite3-dev libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev
   libcivetweb-dev civetweb prometheus-cpp-dev libboost-math-dev nlohmann-json3-dev

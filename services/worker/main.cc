@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "common/task_fit.h"
 #include "common/tls.h"
+#include "services/worker/device_pool.h"
 #include "services/worker/engine_access.h"
 #include "services/worker/machine.h"
 #include "services/worker/worker_loop.h"
@@ -35,6 +36,7 @@ struct WorkerFlags {
   std::string coordinator_port_file;
   int exit_when_idle_s = 0;
   std::string device = "cpu";
+  std::string devices;
   std::string matmul_precision = "fp32";
   std::string numerics = kPortableNumerics;
   std::string metrics_listen;
@@ -80,6 +82,10 @@ void AddWorkerFlags(CLI::App* app, WorkerFlags* flags) {
   app->add_option("--device", flags->device,
                   "where tasks train: cpu, cuda, cuda:N, or auto (CUDA when present)")
       ->capture_default_str();
+  app->add_option("--devices", flags->devices,
+                  "with --device cuda: the CUDA devices to offer, as indices (e.g. 0,1); default "
+                  "every visible device. One task trains on each free device at once (give "
+                  "--threads at least as many)");
   app->add_option("--matmul-precision", flags->matmul_precision,
                   "how CUDA runs float32 products: fp32 (exact), tf32 (TensorFloat-32 tensor "
                   "cores) or bf16 (fully connected layers on bfloat16 inputs); tf32 and bf16 "
@@ -126,9 +132,23 @@ absl::Status ApplyFlags(WorkerFlags* flags) {
     chosen = *device;
     MEMAUDIT_RETURN_IF_ERROR(worker::Engine().set_matmul_precision(flags->matmul_precision));
   }
-  spdlog::info("training on {}, {} products", chosen, flags->matmul_precision);
-  // One device per process: a CUDA worker offers one GPU and takes GPU tasks only.
-  options.gpus = chosen.rfind("cuda", 0) == 0 ? 1 : 0;
+  // A CUDA worker offers its devices, one GPU each, and takes GPU tasks only.
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      options.devices,
+      worker::OfferedDevices(chosen, flags->devices,
+                             chosen == "cpu" ? 0 : worker::Engine().cuda_device_count()));
+  options.gpus = static_cast<uint32_t>(options.devices.size());
+  if (chosen != "cpu" && options.gpus == 0) {
+    return absl::FailedPreconditionError("--device: CUDA reports no device to offer");
+  }
+  spdlog::info(
+      "training on {}{}, {} products", chosen,
+      options.devices.empty() ? "" : absl::StrCat(" (", absl::StrJoin(options.devices, ", "), ")"),
+      flags->matmul_precision);
+  if (options.gpus > options.threads) {
+    spdlog::warn("--threads {} runs at most {} of the {} GPUs' tasks at once", options.threads,
+                 options.threads, options.gpus);
+  }
   options.exit_when_idle = absl::Seconds(flags->exit_when_idle_s);
   if (absl::Status s = LoadClientToken(flags->token_file, &options.credentials); !s.ok()) {
     return s;

@@ -21,6 +21,7 @@
 #include "common/sqlite.h"
 #include "common/status_grpc.h"
 #include "common/task_fit.h"
+#include "services/worker/device_pool.h"
 #include "services/worker/engine_access.h"
 #include "services/worker/failure_kind.h"
 #include "services/worker/task_runner.h"
@@ -81,10 +82,26 @@ class WorkerLoop::StoppableCall {
   grpc::ClientContext* const ctx_;
 };
 
+namespace {
+
+// A task's thread trains on its first device (gpus_per_task is at most 1;
+// engine/data_parallel.h is what several would train with).
+void PinThreadToDevices(const std::string& task_id, const std::vector<std::string>& devices) {
+  if (devices.empty()) return;
+  if (absl::Status s = Engine().set_thread_device(devices.front()); !s.ok()) {
+    spdlog::error("task {}: {}", task_id, s.ToString());
+    return;
+  }
+  spdlog::info("task {}: on {}", task_id, devices.front());
+}
+
+}  // namespace
+
 // A task on its thread. `done` is set (under WorkerLoop::mu_) as its
 // thread's last act, so Reap may join it.
 struct WorkerLoop::RunningTask {
   TaskNeeds needs;
+  std::vector<std::string> devices;  // the GPUs it holds (device_pool.h)
   bool done = false;
   std::thread thread;
 };
@@ -180,9 +197,15 @@ void WorkerLoop::Start(v1::LeaseResponse lease) {
   const uint64_t id = next_task_++;
   auto task = std::make_unique<RunningTask>();
   task->needs = NeedsOf(lease.task().spec().resources());
+  std::vector<std::string> held;
+  for (const auto& [other_id, other] : running_) {
+    if (!other->done) held.insert(held.end(), other->devices.begin(), other->devices.end());
+  }
+  task->devices = PickDevices(options_.devices, held, task->needs.gpus);
   RunningTask* raw = task.get();
   running_[id] = std::move(task);
   raw->thread = std::thread([this, raw, lease = std::move(lease)] {
+    PinThreadToDevices(lease.task().task_id(), raw->devices);
     WorkerMetrics::Task meter = metrics_.TaskStarted();
     meter.Ended(RunOneNoThrow(lease, &meter));
     absl::MutexLock done_lock(&mu_);

@@ -33,9 +33,12 @@ namespace memaudit::worker {
 struct WorkerOptions {
   std::string coordinator;  // host:port
   // What the worker offers: tasks run at once while their needs fit
-  // (task_fit.h). gpus > 0: it trains on its GPU, GPU tasks only.
+  // (task_fit.h). gpus > 0: it trains on its GPUs, GPU tasks only.
   uint32_t threads = 1;
   uint32_t gpus = 0;
+  // The CUDA devices behind `gpus` (device_pool.h), one per GPU; each task
+  // trains on devices of its own. Empty: the engine's default device.
+  std::vector<std::string> devices;
   uint64_t memory_mb = 0;  // 0 = unknown
   // How its CPU tasks compute (common/numerics.h): which CPU tasks it takes.
   std::string numeric_class = "portable";

@@ -1,0 +1,33 @@
+// The CUDA devices a worker offers and which of its running tasks holds
+// which: a task needing g GPUs gets g free devices, the lowest first, and
+// trains on them (its thread pinned, engine/device.h) until it ends.
+#ifndef MEMAUDIT_SERVICES_WORKER_DEVICE_POOL_H_
+#define MEMAUDIT_SERVICES_WORKER_DEVICE_POOL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace memaudit::worker {
+
+// The devices a worker offers ("cuda:N" each), from the device its --device
+// resolved to (`chosen`: "cpu", "cuda" or "cuda:N"), its --devices flag (a
+// comma-separated list of CUDA indices, or "") and the CUDA devices the
+// machine has: none on the CPU; "cuda:N" alone; for "cuda", every visible
+// device or those --devices lists. INVALID_ARGUMENT naming --devices for a
+// list that is not one of distinct indices below `visible`, or that is given
+// with a CPU or an indexed --device.
+absl::StatusOr<std::vector<std::string>> OfferedDevices(const std::string& chosen,
+                                                        const std::string& devices_flag,
+                                                        int visible);
+
+// The first `count` of `offered` that `held` does not name, in offered
+// order; fewer when fewer are free.
+std::vector<std::string> PickDevices(const std::vector<std::string>& offered,
+                                     const std::vector<std::string>& held, uint32_t count);
+
+}  // namespace memaudit::worker
+
+#endif  // MEMAUDIT_SERVICES_WORKER_DEVICE_POOL_H_

@@ -1,0 +1,42 @@
+#include "services/worker/device_pool.h"
+
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memaudit::worker {
+namespace {
+
+using ::memaudit::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+TEST(OfferedDevicesTest, EveryVisibleDeviceOrThoseListed) {
+  EXPECT_THAT(*OfferedDevices("cpu", "", 0), IsEmpty());
+  EXPECT_THAT(*OfferedDevices("cuda:1", "", 4), ElementsAre("cuda:1"));
+  EXPECT_THAT(*OfferedDevices("cuda", "", 3), ElementsAre("cuda:0", "cuda:1", "cuda:2"));
+  EXPECT_THAT(*OfferedDevices("cuda", "2,0", 3), ElementsAre("cuda:2", "cuda:0"));
+}
+
+TEST(OfferedDevicesTest, RefusesWhatIsNotDistinctDevicesOfThisMachine) {
+  for (const char* bad : {"3", "-1", "0,0", "a", "1,"}) {
+    absl::StatusOr<std::vector<std::string>> offered = OfferedDevices("cuda", bad, 3);
+    EXPECT_THAT(offered, StatusIs(absl::StatusCode::kInvalidArgument)) << bad;
+    EXPECT_NE(offered.status().message().find("--devices"), absl::string_view::npos) << bad;
+  }
+  EXPECT_THAT(OfferedDevices("cpu", "0", 1), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(OfferedDevices("cuda:0", "1", 2), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(PickDevicesTest, TheLowestFreeDevicesInOfferedOrder) {
+  const std::vector<std::string> offered = {"cuda:0", "cuda:1", "cuda:2"};
+  EXPECT_THAT(PickDevices(offered, {}, 1), ElementsAre("cuda:0"));
+  EXPECT_THAT(PickDevices(offered, {"cuda:0"}, 1), ElementsAre("cuda:1"));
+  EXPECT_THAT(PickDevices(offered, {"cuda:1"}, 2), ElementsAre("cuda:0", "cuda:2"));
+  EXPECT_THAT(PickDevices(offered, {"cuda:0", "cuda:1", "cuda:2"}, 1), IsEmpty());
+  EXPECT_THAT(PickDevices(offered, {"cuda:2"}, 0), IsEmpty());
+  EXPECT_THAT(PickDevices({}, {}, 1), IsEmpty()) << "a CPU worker";
+}
+
+}  // namespace
+}  // namespace memaudit::worker
