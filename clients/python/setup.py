@@ -13,6 +13,9 @@ another):
   protobuf-compiler, protobuf-compiler-grpc; PROTOC and GRPC_PYTHON_PLUGIN
   name others). Debian 12's python3-grpc-tools is not used: its protoc
   predates proto3 `optional`. Nothing generated is kept in the source tree.
+
+`python3 setup.py --generate-only DIR` writes those modules and the version
+into DIR and nothing else: what the CMake build runs for build/python.
 """
 
 import glob
@@ -20,6 +23,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -94,4 +98,9 @@ class BuildPy(build_py):
             generate(self.build_lib, self.distribution.get_version())
 
 
-setup(version=project_version(), cmdclass={"build_py": BuildPy})
+if __name__ == "__main__" and sys.argv[1:2] == ["--generate-only"]:
+    # The build (CMakeLists.txt beside this file) writes the same modules into
+    # build/python with this same code: one generator for both.
+    generate(sys.argv[2], project_version())
+else:
+    setup(version=project_version(), cmdclass={"build_py": BuildPy})
