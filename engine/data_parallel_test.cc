@@ -52,39 +52,40 @@ double Accuracy(Model& model, const TensorDataset& data) {
   return predicted.eq(data.y()).to(torch::kFloat64).mean().item<double>();
 }
 
-Trained TrainDataParallel(const std::vector<std::string>& devices, uint64_t steps,
-                          double dropout = 0) {
-  TensorDataset data = Blobs();
-  auto dp = DataParallelTrainer::Create(MlpFactory(5, dropout), MomentumOptions(), devices);
-  MEMAUDIT_EXPECT_OK(dp);
-  Trained out;
-  if (!dp.ok()) return out;
-  EpochSchedule schedule(Range(kRows), kBatch, 9);
-  MEMAUDIT_EXPECT_OK((*dp)->Train(data, schedule, steps, [&](uint64_t, double loss) {
-    out.last_loss = loss;
+// Trains `trainer` (a Trainer or a DataParallelTrainer) for `steps` steps of
+// the blobs' epochs; records the last loss and rank 0's training accuracy.
+template <typename T>
+void TrainOnBlobs(T& trainer, Model& model, uint64_t steps, Trained* out) {
+  const TensorDataset data = Blobs();
+  const EpochSchedule schedule(Range(kRows), kBatch, 9);
+  MEMAUDIT_EXPECT_OK(trainer.Train(data, schedule, steps, [&](uint64_t, double loss) {
+    out->last_loss = loss;
     return true;
   }));
-  EXPECT_EQ((*dp)->step(), steps);
+  EXPECT_EQ(trainer.step(), steps);
+  out->accuracy = Accuracy(model, data);
+}
+
+Trained TrainDataParallel(const std::vector<std::string>& devices, uint64_t steps,
+                          double dropout = 0) {
+  Trained out;
+  auto dp = DataParallelTrainer::Create(MlpFactory(5, dropout), MomentumOptions(), devices);
+  MEMAUDIT_EXPECT_OK(dp);
+  if (!dp.ok()) return out;
+  TrainOnBlobs(**dp, (*dp)->rank(0).model(), steps, &out);
   for (int r = 0; r < (*dp)->world_size(); ++r) {
     out.params.push_back(FlatParams((*dp)->rank(r).model()));
   }
-  out.accuracy = Accuracy((*dp)->rank(0).model(), data);
   return out;
 }
 
 Trained TrainOneDevice(uint64_t steps, double dropout = 0) {
-  TensorDataset data = Blobs();
+  Trained out;
   auto trainer = Trainer::Create(MlpFactory(5, dropout), MomentumOptions());
   MEMAUDIT_EXPECT_OK(trainer);
-  Trained out;
   if (!trainer.ok()) return out;
-  EpochSchedule schedule(Range(kRows), kBatch, 9);
-  MEMAUDIT_EXPECT_OK((*trainer)->Train(data, schedule, steps, [&](uint64_t, double loss) {
-    out.last_loss = loss;
-    return true;
-  }));
+  TrainOnBlobs(**trainer, (*trainer)->model(), steps, &out);
   out.params.push_back(FlatParams((*trainer)->model()));
-  out.accuracy = Accuracy((*trainer)->model(), data);
   return out;
 }
 
