@@ -21,7 +21,9 @@ inline constexpr uint32_t kMaxWorkerGpus = 64;
 inline constexpr uint64_t kMaxWorkerMemoryMb = uint64_t{1} << 24;  // 16 TiB
 inline constexpr size_t kMaxHostnameBytes = 253;                   // a DNS name's
 // What a spec may ask of one task.
-inline constexpr uint32_t kMaxGpusPerTask = 1;  // one device per worker process
+// Several GPUs train one model data-parallel across the devices of one
+// worker (engine/data_parallel.h): at most a machine's.
+inline constexpr uint32_t kMaxGpusPerTask = 8;
 inline constexpr uint64_t kMaxMemoryMbPerTask = kMaxWorkerMemoryMb;
 
 struct TaskNeeds {

@@ -9,7 +9,7 @@ const EngineApi& LinkedEngineApi() {
     a.set_default_device = SetDefaultDevice;
     a.set_matmul_precision = SetMatmulPrecision;
     a.cuda_device_count = CudaDeviceCount;
-    a.set_thread_device = SetThreadDevice;
+    a.set_thread_devices = SetThreadDevices;
     a.numeric_environment = NumericEnvironment;
     a.run_classifiers = RunClassifiers;
     a.evaluate_torchscript_classifier = EvaluateTorchScriptClassifier;

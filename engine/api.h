@@ -24,7 +24,7 @@ struct EngineApi {
   decltype(&SetDefaultDevice) set_default_device = nullptr;
   decltype(&SetMatmulPrecision) set_matmul_precision = nullptr;
   decltype(&CudaDeviceCount) cuda_device_count = nullptr;
-  decltype(&SetThreadDevice) set_thread_device = nullptr;
+  decltype(&SetThreadDevices) set_thread_devices = nullptr;
   decltype(&NumericEnvironment) numeric_environment = nullptr;
   decltype(&RunClassifiers) run_classifiers = nullptr;
   decltype(&EvaluateTorchScriptClassifier) evaluate_torchscript_classifier = nullptr;

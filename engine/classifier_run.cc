@@ -8,7 +8,9 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/steps.h"
+#include "engine/data_parallel.h"
 #include "engine/dataset.h"
+#include "engine/device.h"
 #include "engine/ensemble.h"
 #include "engine/linear.h"
 #include "engine/schedule.h"
@@ -123,29 +125,41 @@ absl::StatusOr<ClassifierRunResult> RunOneModel(const data::LabeledExamples& dat
   options.optimizer.momentum = spec.momentum;
   options.optimizer.weight_decay = spec.weight_decay;
   const uint64_t init = spec.init_seed;
-  MEMAUDIT_ASSIGN_OR_RETURN(
-      auto trainer, Trainer::Create([model, init] { return BuildModel(model, init); }, options));
+  const ModelFactory factory = [model, init] { return BuildModel(model, init); };
+  // On the devices the calling thread is pinned to: several (a task holding
+  // several GPUs) train the model data-parallel, rank 0's replica evaluated.
+  const std::vector<std::string> devices = ThreadDevices();
+  std::unique_ptr<Trainer> one;
+  std::unique_ptr<DataParallelTrainer> ranks;
+  if (devices.size() > 1) {
+    MEMAUDIT_ASSIGN_OR_RETURN(ranks, DataParallelTrainer::Create(factory, options, devices));
+  } else {
+    MEMAUDIT_ASSIGN_OR_RETURN(one, Trainer::Create(factory, options));
+  }
+  Trainer& trainer = ranks != nullptr ? ranks->rank(0) : *one;
   // The training rows in train_indices order, indexed 0..n-1 by the schedule.
   const TensorDataset train = FromLabeledExamples(data, spec.train_indices);
   std::vector<int64_t> positions(spec.train_indices.size());
   for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int64_t>(i);
   const EpochSchedule schedule(std::move(positions), spec.batch_size, spec.order_seed);
   const uint64_t steps = schedule.steps_per_epoch() * spec.epochs;
+  const TrainStepCallback step_done = [&](uint64_t done, double /*loss*/) {
+    return !on_step || on_step(done);
+  };
   absl::Status trained;
   try {
-    trained = trainer->Train(train, schedule, steps, [&](uint64_t done, double /*loss*/) {
-      return !on_step || on_step(done);
-    });
+    trained = ranks != nullptr ? ranks->Train(train, schedule, steps, step_done)
+                               : one->Train(train, schedule, steps, step_done);
   } catch (const c10::Error& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("model: training failed: ", e.what_without_backtrace()));
   }
   MEMAUDIT_RETURN_IF_ERROR(trained);
 
-  Model& trained_model = trainer->model();
+  Model& trained_model = trainer.model();
   trained_model.eval();
   torch::NoGradGuard no_grad;
-  const torch::Device device = trainer->device();
+  const torch::Device device = trainer.device();
   auto logits_of = [&](const TensorDataset& rows) -> absl::StatusOr<torch::Tensor> {
     std::vector<torch::Tensor> parts;
     for (int64_t begin = 0; begin < rows.size(); begin += kEvalBatch) {
@@ -209,6 +223,11 @@ absl::StatusOr<std::vector<ClassifierRunResult>> RunClassifiers(
     return results;
   }
 
+  if (ThreadDevices().size() > 1) {
+    return absl::InvalidArgumentError(
+        "devices: logistic regression and MLPs train as one batched ensemble on one device; "
+        "data-parallel training across several is for cnn and torchscript models");
+  }
   // One tensor holds the union of the members' training rows; each member's
   // pool lists its rows in train_indices order, the order EpochSchedule
   // permutes (as the single-model trainer always did).

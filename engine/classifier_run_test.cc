@@ -1,8 +1,11 @@
 #include "engine/classifier_run.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
 #include "common/testing/status_matchers.h"
+#include "engine/device.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::engine {
@@ -39,6 +42,39 @@ ClassifierRunSpec SmallSpec() {
   for (uint32_t i = 0; i < 100; ++i) spec.train_indices.push_back(i);
   for (uint32_t i = 0; i < 200; ++i) spec.eval_indices.push_back(i);
   return spec;
+}
+
+// A task holding several devices (the worker pins its thread to them)
+// trains a CNN data-parallel across them: repeatable bit for bit, and one
+// device's training up to rounding. Two CPU ranks here (Gloo).
+TEST(ClassifierRunTest, ACnnTrainsDataParallelOnTheThreadsDevices) {
+  data::LabeledExamples data = SyntheticBlobs(200);
+  ClassifierRunSpec spec = SmallSpec();
+  ModelSpec cnn;
+  cnn.kind = ModelKind::kCnn;
+  cnn.hidden = {2, 4, 8};
+  spec.model = cnn;  // the 16 features as one 4x4 channel
+  auto one = RunClassifier(data, spec, nullptr);
+  MEMAUDIT_ASSERT_OK(one);
+  MEMAUDIT_ASSERT_OK(SetThreadDevices({"cpu", "cpu"}));
+  auto a = RunClassifier(data, spec, nullptr);
+  auto b = RunClassifier(data, spec, nullptr);
+  ClassifierRunSpec mlp = SmallSpec();
+  absl::Status refused = RunClassifier(data, mlp, nullptr).status();
+  MEMAUDIT_ASSERT_OK(SetThreadDevices({}));
+  if (a.status().code() == absl::StatusCode::kUnimplemented) GTEST_SKIP() << a.status();
+  MEMAUDIT_ASSERT_OK(a);
+  MEMAUDIT_ASSERT_OK(b);
+  EXPECT_EQ(a->phi, b->phi) << "two ranks repeat bit for bit";
+  EXPECT_EQ(a->steps, one->steps);
+  double worst = 0;
+  for (size_t i = 0; i < one->phi.size(); ++i) {
+    worst = std::max(worst, std::abs(a->phi[i] - one->phi[i]));
+  }
+  EXPECT_LT(worst, 1e-3) << "data-parallel training is one device's up to rounding";
+  EXPECT_EQ(a->train_accuracy, one->train_accuracy);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument))
+      << "an MLP ensemble trains on one device";
 }
 
 TEST(ClassifierRunTest, LearnsSeparableData) {

@@ -23,10 +23,10 @@ MatmulPrecision& Precision() ABSL_EXCLUSIVE_LOCKS_REQUIRED(device_mu) {
   return precision;
 }
 
-// Empty: the process default.
-std::string& ThreadDevice() {
-  thread_local std::string name;
-  return name;
+// The calling thread's pin (SetThreadDevices); empty: the process default.
+std::vector<std::string>& PinnedDevices() {
+  thread_local std::vector<std::string> devices;
+  return devices;
 }
 
 }  // namespace
@@ -53,7 +53,7 @@ absl::StatusOr<std::string> SetDefaultDevice(const std::string& name) {
 }
 
 std::string DefaultDevice() {
-  if (!ThreadDevice().empty()) return ThreadDevice();
+  if (!PinnedDevices().empty()) return PinnedDevices().front();
   absl::MutexLock lock(&device_mu);
   return DeviceName();
 }
@@ -62,24 +62,26 @@ int CudaDeviceCount() {
   return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
 }
 
-absl::Status SetThreadDevice(const std::string& name) {
-  if (name.empty() || name == "cpu") {
-    ThreadDevice() = name;
-    return absl::OkStatus();
+absl::Status SetThreadDevices(const std::vector<std::string>& devices) {
+  for (const std::string& name : devices) {
+    if (name == "cpu") continue;
+    if (!absl::StartsWith(name, "cuda:") || !CheckDeviceName(name).ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("thread devices: \"", name, "\" is not cpu or cuda:N"));
+    }
+    if (torch::Device(name).index() >= CudaDeviceCount()) {
+      return absl::FailedPreconditionError(absl::StrCat("thread devices: \"", name,
+                                                        "\" but this machine has ",
+                                                        CudaDeviceCount(), " CUDA device(s)"));
+    }
   }
-  const bool indexed = absl::StartsWith(name, "cuda:") && CheckDeviceName(name).ok();
-  if (!indexed) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("thread device: \"", name, "\" is not cpu or cuda:N"));
-  }
-  const int index = torch::Device(name).index();
-  if (index >= CudaDeviceCount()) {
-    return absl::FailedPreconditionError(absl::StrCat("thread device: \"", name,
-                                                      "\" but this machine has ", CudaDeviceCount(),
-                                                      " CUDA device(s)"));
-  }
-  ThreadDevice() = name;
+  PinnedDevices() = devices;
   return absl::OkStatus();
+}
+
+std::vector<std::string> ThreadDevices() {
+  if (!PinnedDevices().empty()) return PinnedDevices();
+  return {DefaultDevice()};
 }
 
 absl::Status SetMatmulPrecision(const std::string& name) {

@@ -6,6 +6,7 @@
 #define MEMAUDIT_ENGINE_DEVICE_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,11 +25,16 @@ std::string DefaultDevice();
 // The CUDA devices this machine has (0 without CUDA).
 int CudaDeviceCount();
 
-// Pins the calling thread's runs to `name` ("cpu" or "cuda:N"; "" unpins):
-// a worker offering several GPUs runs each task on a thread pinned to a GPU
-// of its own. INVALID_ARGUMENT for another name, FAILED_PRECONDITION for a
-// CUDA device the machine lacks.
-absl::Status SetThreadDevice(const std::string& name);
+// Pins the calling thread's runs to `devices` (each "cpu" or "cuda:N"; none
+// unpins): a worker offering several GPUs runs each task on a thread pinned
+// to GPUs of its own. A run that trains one model trains it on the first,
+// or data-parallel across all of them where there are several
+// (engine/data_parallel.h). INVALID_ARGUMENT for another name,
+// FAILED_PRECONDITION for a CUDA device the machine lacks.
+absl::Status SetThreadDevices(const std::vector<std::string>& devices);
+
+// The calling thread's devices; without a pin, the default device alone.
+std::vector<std::string> ThreadDevices();
 
 // How CUDA runs the float32 products of training and evaluation, chosen
 // once per process (the worker's --matmul-precision). Every tensor stays

@@ -82,27 +82,29 @@ TEST(DeviceTest, MatmulPrecisionIsCheckedAgainstTheDevice) {
 
 // The worker's --device: runs that name no device train on the process
 // default, which only a valid, present device can become.
-// A worker offering several GPUs pins each task's thread to one: the pin
-// is the thread's own and outranks the process default.
-TEST(DeviceTest, AThreadsDeviceOutranksTheDefaultOnThatThreadOnly) {
+// A worker offering several GPUs pins each task's thread to its own: the
+// pin is the thread's own and outranks the process default.
+TEST(DeviceTest, AThreadsDevicesOutrankTheDefaultOnThatThreadOnly) {
   EXPECT_EQ(DefaultDevice(), "cpu");
-  EXPECT_THAT(SetThreadDevice("gpu"), StatusIs(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(SetThreadDevice("cuda"), StatusIs(absl::StatusCode::kInvalidArgument))
+  EXPECT_EQ(ThreadDevices(), std::vector<std::string>{"cpu"});
+  EXPECT_THAT(SetThreadDevices({"gpu"}), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(SetThreadDevices({"cpu", "cuda"}), StatusIs(absl::StatusCode::kInvalidArgument))
       << "a pin names its device";
-  EXPECT_THAT(SetThreadDevice(absl::StrCat("cuda:", CudaDeviceCount())),
+  EXPECT_THAT(SetThreadDevices({absl::StrCat("cuda:", CudaDeviceCount())}),
               StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(ThreadDevices(), std::vector<std::string>{"cpu"}) << "a refused pin changes nothing";
+  MEMAUDIT_ASSERT_OK(SetThreadDevices({"cpu", "cpu"}));
+  EXPECT_EQ(ThreadDevices(), (std::vector<std::string>{"cpu", "cpu"}));
+  std::vector<std::string> other;
+  std::thread([&other] { other = ThreadDevices(); }).join();
+  EXPECT_EQ(other, std::vector<std::string>{"cpu"}) << "another thread keeps the default";
   if (CudaDeviceCount() > 0) {
     const std::string last = absl::StrCat("cuda:", CudaDeviceCount() - 1);
-    MEMAUDIT_ASSERT_OK(SetThreadDevice(last));
+    MEMAUDIT_ASSERT_OK(SetThreadDevices({last}));
     EXPECT_EQ(DefaultDevice(), last);
-    std::string other;
-    std::thread([&other] { other = DefaultDevice(); }).join();
-    EXPECT_EQ(other, "cpu") << "another thread keeps the process default";
   }
-  MEMAUDIT_ASSERT_OK(SetThreadDevice("cpu"));
-  EXPECT_EQ(DefaultDevice(), "cpu");
-  MEMAUDIT_ASSERT_OK(SetThreadDevice(""));
-  EXPECT_EQ(DefaultDevice(), "cpu");
+  MEMAUDIT_ASSERT_OK(SetThreadDevices({}));
+  EXPECT_EQ(ThreadDevices(), std::vector<std::string>{"cpu"});
 }
 
 TEST(DeviceTest, DefaultDeviceIsCheckedAndUsedByRunsThatNameNone) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/membership_tasks.h"
+#include "common/model_spec.h"
 #include "common/numerics.h"
 #include "common/spec_paths.h"
 #include "common/status_grpc.h"
@@ -30,6 +31,19 @@ void ApplyDefaults(v1::AuditSpec* spec) {
   if (const KindHandler* kind = HandlerFor(spec->kind_case())) kind->ApplyDefaults(spec);
 }
 
+namespace {
+
+// Whether the spec's models train with the generic trainer, one at a time,
+// which is what trains data-parallel (engine/classifier_run.cc).
+bool TrainsDataParallel(const v1::AuditSpec& spec) {
+  if (!spec.has_membership()) return false;
+  const std::string& arch = spec.membership().model().architecture();
+  return arch == engine::ModelKindName(engine::ModelKind::kCnn) ||
+         arch == engine::ModelKindName(engine::ModelKind::kTorchScript);
+}
+
+}  // namespace
+
 std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
   std::vector<SpecProblem> problems;
   CheckAuditName(spec.name(), [&](std::string field, std::string rule) {
@@ -43,9 +57,16 @@ std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec) {
   }
   if (spec.resources().gpus_per_task() > kMaxGpusPerTask) {
     problems.push_back(
-        {"resources.gpus_per_task", absl::StrCat("must be in [0, ", kMaxGpusPerTask,
-                                                 "]: a worker process trains on one device (got ",
-                                                 spec.resources().gpus_per_task(), ")")});
+        {"resources.gpus_per_task",
+         absl::StrCat("must be in [0, ", kMaxGpusPerTask, "]: the GPUs of one worker (got ",
+                      spec.resources().gpus_per_task(), ")")});
+  } else if (spec.resources().gpus_per_task() > 1 && !TrainsDataParallel(spec)) {
+    problems.push_back(
+        {"resources.gpus_per_task",
+         absl::StrCat("more than 1 trains each model data-parallel across the GPUs, which "
+                      "membership audits of cnn and torchscript models do; this spec trains "
+                      "on one device (got ",
+                      spec.resources().gpus_per_task(), ")")});
   }
   if (spec.resources().memory_mb_per_task() > kMaxMemoryMbPerTask) {
     problems.push_back(

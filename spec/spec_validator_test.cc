@@ -93,6 +93,23 @@ TEST(SpecValidatorTest, PriorityIsBounded) {
               HasSubstr("resources.priority: must be in [-100, 100] (got -101)"));
 }
 
+// Several GPUs per task train each model data-parallel: membership audits
+// of cnn and torchscript models only, at most 8.
+TEST(SpecValidatorTest, SeveralGpusPerTaskAreForModelsThatTrainDataParallel) {
+  v1::AuditSpec spec = SmallMembershipSpec();
+  spec.mutable_resources()->set_gpus_per_task(2);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("resources.gpus_per_task: more than 1 trains each model data-parallel"));
+  spec.mutable_membership()->mutable_model()->set_architecture("cnn");
+  spec.mutable_membership()->mutable_model()->clear_hidden();
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  spec.mutable_resources()->set_gpus_per_task(9);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("resources.gpus_per_task: must be in [0, 8]"));
+  spec.mutable_resources()->set_gpus_per_task(1);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+}
+
 TEST(SpecValidatorTest, NumericsArePortableByDefaultAndANativeClassNeedsNativeMode) {
   v1::AuditSpec spec = SmallMembershipSpec();
   ApplyDefaults(&spec);

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -84,15 +85,15 @@ class WorkerLoop::StoppableCall {
 
 namespace {
 
-// A task's thread trains on its first device (gpus_per_task is at most 1;
-// engine/data_parallel.h is what several would train with).
+// A task's thread trains on its devices (a model of a task needing several
+// GPUs trains data-parallel across them, engine/data_parallel.h).
 void PinThreadToDevices(const std::string& task_id, const std::vector<std::string>& devices) {
   if (devices.empty()) return;
-  if (absl::Status s = Engine().set_thread_device(devices.front()); !s.ok()) {
+  if (absl::Status s = Engine().set_thread_devices(devices); !s.ok()) {
     spdlog::error("task {}: {}", task_id, s.ToString());
     return;
   }
-  spdlog::info("task {}: on {}", task_id, devices.front());
+  spdlog::info("task {}: on {}", task_id, absl::StrJoin(devices, ", "));
 }
 
 }  // namespace
@@ -202,6 +203,11 @@ void WorkerLoop::Start(v1::LeaseResponse lease) {
     if (!other->done) held.insert(held.end(), other->devices.begin(), other->devices.end());
   }
   task->devices = PickDevices(options_.devices, held, task->needs.gpus);
+  // Leased against Free(), which counts the same tasks: never short.
+  if (task->devices.size() < task->needs.gpus && !options_.devices.empty()) {
+    spdlog::error("task {}: {} GPU(s) free of the {} it needs", lease.task().task_id(),
+                  task->devices.size(), task->needs.gpus);
+  }
   RunningTask* raw = task.get();
   running_[id] = std::move(task);
   raw->thread = std::thread([this, raw, lease = std::move(lease)] {
