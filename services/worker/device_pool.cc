@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -49,14 +50,23 @@ absl::StatusOr<std::vector<std::string>> OfferedDevices(const std::string& chose
   return offered;
 }
 
-std::vector<std::string> PickDevices(const std::vector<std::string>& offered,
-                                     const std::vector<std::string>& held, uint32_t count) {
-  std::vector<std::string> picked;
-  for (const std::string& device : offered) {
-    if (picked.size() == count) break;
-    if (std::find(held.begin(), held.end(), device) == held.end()) picked.push_back(device);
+std::vector<size_t> PickDevices(size_t offered, const std::vector<size_t>& held, uint32_t count) {
+  std::vector<size_t> picked;
+  for (size_t slot = 0; slot < offered && picked.size() < count; ++slot) {
+    if (std::find(held.begin(), held.end(), slot) == held.end()) picked.push_back(slot);
   }
   return picked;
 }
+
+namespace {
+std::vector<size_t>& ThreadSlots() {
+  thread_local std::vector<size_t> slots;
+  return slots;
+}
+}  // namespace
+
+const std::vector<size_t>& TaskDeviceSlots() { return ThreadSlots(); }
+
+void SetTaskDeviceSlots(std::vector<size_t> slots) { ThreadSlots() = std::move(slots); }
 
 }  // namespace memaudit::worker

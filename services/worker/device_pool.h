@@ -23,10 +23,15 @@ absl::StatusOr<std::vector<std::string>> OfferedDevices(const std::string& chose
                                                         const std::string& devices_flag,
                                                         int visible);
 
-// The first `count` of `offered` that `held` does not name, in offered
-// order; fewer when fewer are free.
-std::vector<std::string> PickDevices(const std::vector<std::string>& offered,
-                                     const std::vector<std::string>& held, uint32_t count);
+// Which of `offered` devices (their indices: a worker may offer one name
+// twice, as tests offer "cpu") a task needing `count` gets: the first
+// `count` indices that `held` lacks, in order; fewer when fewer are free.
+std::vector<size_t> PickDevices(size_t offered, const std::vector<size_t>& held, uint32_t count);
+
+// The device indices of the task running on the calling thread (set by the
+// worker as the task's thread starts); empty elsewhere and on a CPU worker.
+const std::vector<size_t>& TaskDeviceSlots();
+void SetTaskDeviceSlots(std::vector<size_t> slots);
 
 }  // namespace memaudit::worker
 

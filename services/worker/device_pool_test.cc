@@ -29,13 +29,12 @@ TEST(OfferedDevicesTest, RefusesWhatIsNotDistinctDevicesOfThisMachine) {
 }
 
 TEST(PickDevicesTest, TheLowestFreeDevicesInOfferedOrder) {
-  const std::vector<std::string> offered = {"cuda:0", "cuda:1", "cuda:2"};
-  EXPECT_THAT(PickDevices(offered, {}, 1), ElementsAre("cuda:0"));
-  EXPECT_THAT(PickDevices(offered, {"cuda:0"}, 1), ElementsAre("cuda:1"));
-  EXPECT_THAT(PickDevices(offered, {"cuda:1"}, 2), ElementsAre("cuda:0", "cuda:2"));
-  EXPECT_THAT(PickDevices(offered, {"cuda:0", "cuda:1", "cuda:2"}, 1), IsEmpty());
-  EXPECT_THAT(PickDevices(offered, {"cuda:2"}, 0), IsEmpty());
-  EXPECT_THAT(PickDevices({}, {}, 1), IsEmpty()) << "a CPU worker";
+  EXPECT_THAT(PickDevices(3, {}, 1), ElementsAre(0u));
+  EXPECT_THAT(PickDevices(3, {0}, 1), ElementsAre(1u));
+  EXPECT_THAT(PickDevices(3, {1}, 2), ElementsAre(0u, 2u));
+  EXPECT_THAT(PickDevices(3, {0, 1, 2}, 1), IsEmpty());
+  EXPECT_THAT(PickDevices(3, {2}, 0), IsEmpty());
+  EXPECT_THAT(PickDevices(0, {}, 1), IsEmpty()) << "a CPU worker";
 }
 
 }  // namespace

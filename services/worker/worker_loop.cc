@@ -102,7 +102,7 @@ void PinThreadToDevices(const std::string& task_id, const std::vector<std::strin
 // thread's last act, so Reap may join it.
 struct WorkerLoop::RunningTask {
   TaskNeeds needs;
-  std::vector<std::string> devices;  // the GPUs it holds (device_pool.h)
+  std::vector<size_t> device_slots;  // the GPUs it holds: indices into devices
   bool done = false;
   std::thread thread;
 };
@@ -198,20 +198,25 @@ void WorkerLoop::Start(v1::LeaseResponse lease) {
   const uint64_t id = next_task_++;
   auto task = std::make_unique<RunningTask>();
   task->needs = NeedsOf(lease.task().spec().resources());
-  std::vector<std::string> held;
+  std::vector<size_t> held;
   for (const auto& [other_id, other] : running_) {
-    if (!other->done) held.insert(held.end(), other->devices.begin(), other->devices.end());
+    if (!other->done) {
+      held.insert(held.end(), other->device_slots.begin(), other->device_slots.end());
+    }
   }
-  task->devices = PickDevices(options_.devices, held, task->needs.gpus);
+  task->device_slots = PickDevices(options_.devices.size(), held, task->needs.gpus);
   // Leased against Free(), which counts the same tasks: never short.
-  if (task->devices.size() < task->needs.gpus && !options_.devices.empty()) {
+  if (task->device_slots.size() < task->needs.gpus && !options_.devices.empty()) {
     spdlog::error("task {}: {} GPU(s) free of the {} it needs", lease.task().task_id(),
-                  task->devices.size(), task->needs.gpus);
+                  task->device_slots.size(), task->needs.gpus);
   }
+  std::vector<std::string> devices;
+  for (size_t slot : task->device_slots) devices.push_back(options_.devices[slot]);
   RunningTask* raw = task.get();
   running_[id] = std::move(task);
-  raw->thread = std::thread([this, raw, lease = std::move(lease)] {
-    PinThreadToDevices(lease.task().task_id(), raw->devices);
+  raw->thread = std::thread([this, raw, devices, lease = std::move(lease)] {
+    SetTaskDeviceSlots(raw->device_slots);
+    PinThreadToDevices(lease.task().task_id(), devices);
     WorkerMetrics::Task meter = metrics_.TaskStarted();
     meter.Ended(RunOneNoThrow(lease, &meter));
     absl::MutexLock done_lock(&mu_);

@@ -36,8 +36,9 @@ struct WorkerOptions {
   // (task_fit.h). gpus > 0: it trains on its GPUs, GPU tasks only.
   uint32_t threads = 1;
   uint32_t gpus = 0;
-  // The CUDA devices behind `gpus` (device_pool.h), one per GPU; each task
-  // trains on devices of its own. Empty: the engine's default device.
+  // The devices behind `gpus` (device_pool.h), one per GPU: "cuda:N", or
+  // "cpu" repeated where tests simulate GPUs. Each task trains on devices of
+  // its own. Empty: the engine's default device.
   std::vector<std::string> devices;
   uint64_t memory_mb = 0;  // 0 = unknown
   // How its CPU tasks compute (common/numerics.h): which CPU tasks it takes.

@@ -6,6 +6,7 @@
 // waits for a coordinator that is not there yet instead of giving up.
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "absl/time/time.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
+#include "services/worker/device_pool.h"
 #include "services/worker/kind_handler.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/in_process_worker.h"
@@ -48,6 +50,52 @@ class CountingEngine : public worker::KindHandler {
   mutable absl::Mutex mu_;
   mutable int running_ ABSL_GUARDED_BY(mu_) = 0;
   mutable int most_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The real handlers, recording which devices (worker::TaskDeviceSlots) each
+// task held and whether two tasks running at once ever shared one.
+class DeviceRecordingEngine : public worker::KindHandler {
+ public:
+  absl::StatusOr<std::vector<v1::Observation>> Run(
+      const v1::Task& task, const worker::StepCallback& on_steps,
+      const worker::ObservationSink& send_early) const override {
+    const std::vector<size_t> slots = worker::TaskDeviceSlots();
+    {
+      absl::MutexLock lock(&mu_);
+      for (size_t slot : slots) {
+        seen_.insert(slot);
+        shared_ = shared_ || !held_.insert(slot).second;
+      }
+      ++running_;
+      most_ = std::max(most_, running_);
+    }
+    auto out = worker::HandlerFor(task.spec().kind_case())->Run(task, on_steps, send_early);
+    absl::MutexLock lock(&mu_);
+    for (size_t slot : slots) held_.erase(slot);
+    --running_;
+    return out;
+  }
+
+  int most_at_once() const {
+    absl::MutexLock lock(&mu_);
+    return most_;
+  }
+  std::set<size_t> seen() const {
+    absl::MutexLock lock(&mu_);
+    return seen_;
+  }
+  bool shared() const {
+    absl::MutexLock lock(&mu_);
+    return shared_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  mutable int running_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable int most_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable std::set<size_t> held_ ABSL_GUARDED_BY(mu_);
+  mutable std::set<size_t> seen_ ABSL_GUARDED_BY(mu_);
+  mutable bool shared_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Four models, one per task.
@@ -95,6 +143,24 @@ TEST_F(WorkerCapacityTest, TasksRunAtOnceWithinTheThreadsWithTheNumbersOfOneAtAT
   ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &finished));
   EXPECT_EQ(engine.most_at_once(), 2);
   EXPECT_EQ(Numbers(finished.results), Numbers(baseline_));
+}
+
+// A worker offering two devices (simulated: the CPU twice) runs a GPU task
+// on each at once, each on its own.
+TEST_F(WorkerCapacityTest, AWorkerOfferingTwoDevicesRunsATaskOnEachAtOnce) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
+  v1::AuditSpec spec = FourTaskSpec();
+  spec.mutable_resources()->set_gpus_per_task(1);
+  DeviceRecordingEngine engine;
+  worker::WorkerOptions options = Options(/*threads=*/4);
+  options.devices = {"cpu", "cpu"};
+  options.gpus = 2;
+  InProcessWorker worker(options, &engine);
+  Finished finished;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &finished));
+  EXPECT_EQ(engine.most_at_once(), 2) << "two GPUs, two tasks at once (threads allow 4)";
+  EXPECT_EQ(engine.seen(), (std::set<size_t>{0, 1}));
+  EXPECT_FALSE(engine.shared()) << "two tasks at once on one device";
 }
 
 TEST_F(WorkerCapacityTest, ATaskWaitsForAWorkerItFits) {
