@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -30,11 +31,15 @@ namespace memaudit::engine {
 namespace {
 
 constexpr size_t kMaxRanks = 64;
-// A rank that fails mid-step leaves the others waiting in the all-reduce;
-// they give up after this long instead of hanging the task.
-constexpr std::chrono::milliseconds kCollectiveTimeout{120000};
 
 using AllReduce = std::function<void(std::vector<at::Tensor>&)>;
+
+// An all-reduce that failed: on its own rank a symptom (a peer stopped, or
+// the collective timed out waiting for it), not the cause.
+class CollectiveFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Rank r's gradients, weighted by its share of the batch, summed over the
 // ranks in one flat buffer (one collective per step).
@@ -50,7 +55,13 @@ void ReduceGradients(Model& model, double weight, const AllReduce& all_reduce) {
   }
   if (params.empty()) return;
   std::vector<at::Tensor> flat{torch::cat(parts).mul_(weight)};
-  all_reduce(flat);
+  try {
+    all_reduce(flat);
+  } catch (const c10::Error& e) {
+    throw CollectiveFailure(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw CollectiveFailure(e.what());
+  }
   int64_t offset = 0;
   for (torch::Tensor& p : params) {
     p.mutable_grad().copy_(flat[0].narrow(0, offset, p.numel()).view_as(p));
@@ -58,7 +69,12 @@ void ReduceGradients(Model& model, double weight, const AllReduce& all_reduce) {
   }
 }
 
-// Runs fn(r) for every rank on a thread of its own; the first error wins.
+// Runs fn(r) for every rank on a thread of its own. The error returned is a
+// rank's own (the first in rank order), before the all-reduce failures it
+// caused on the others: a device that fails gives its own error (a CUDA
+// error is retried elsewhere, services/worker/failure_kind.h), and only when
+// every failure is a collective's is the step UNAVAILABLE (the task is
+// released, no attempt spent).
 absl::Status OnEveryRank(int ranks, const std::function<absl::Status(int)>& fn) {
   std::vector<absl::Status> status(ranks);
   std::vector<std::thread> threads;
@@ -67,6 +83,9 @@ absl::Status OnEveryRank(int ranks, const std::function<absl::Status(int)>& fn) 
     threads.emplace_back([&, r] {
       try {
         status[r] = fn(r);
+      } catch (const CollectiveFailure& e) {
+        status[r] = absl::UnavailableError(absl::StrCat(
+            "rank ", r, ": the all-reduce failed (another rank stopped?): ", e.what()));
       } catch (const c10::Error& e) {
         status[r] = absl::InternalError(absl::StrCat("rank ", r, ": ", e.what_without_backtrace()));
       } catch (const std::exception& e) {
@@ -75,6 +94,9 @@ absl::Status OnEveryRank(int ranks, const std::function<absl::Status(int)>& fn) 
     });
   }
   for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : status) {
+    if (!s.ok() && s.code() != absl::StatusCode::kUnavailable) return s;
+  }
   for (const absl::Status& s : status) MEMAUDIT_RETURN_IF_ERROR(s);
   return absl::OkStatus();
 }
@@ -94,14 +116,14 @@ struct DataParallelGroups {
 
 namespace {
 
-absl::Status JoinGloo(int ranks, DataParallelGroups& groups) {
+absl::Status JoinGloo(int ranks, std::chrono::milliseconds timeout, DataParallelGroups& groups) {
 #ifdef MEMAUDIT_HAVE_GLOO
   auto& gloo = groups.gloo;
   gloo.resize(ranks);
   auto store = c10::make_intrusive<c10d::HashStore>();
   // Each constructor waits for every rank to connect: all at once.
   MEMAUDIT_RETURN_IF_ERROR(OnEveryRank(ranks, [&](int r) {
-    auto options = c10d::ProcessGroupGloo::Options::create(kCollectiveTimeout);
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     gloo[r] = c10::make_intrusive<c10d::ProcessGroupGloo>(store, r, ranks, options);
     return absl::OkStatus();
@@ -112,27 +134,27 @@ absl::Status JoinGloo(int ranks, DataParallelGroups& groups) {
   }
   return absl::OkStatus();
 #else
-  (void)ranks, (void)groups;
+  (void)ranks, (void)timeout, (void)groups;
   return absl::UnimplementedError(
       "devices: data-parallel CPU ranks need LibTorch with Gloo and Gloo's headers");
 #endif
 }
 
-absl::Status JoinNccl(int ranks, DataParallelGroups& groups) {
+absl::Status JoinNccl(int ranks, std::chrono::milliseconds timeout, DataParallelGroups& groups) {
 #ifdef MEMAUDIT_HAVE_NCCL
   auto& nccl = groups.nccl;
   nccl.resize(ranks);
   auto store = c10::make_intrusive<c10d::HashStore>();
   for (int r = 0; r < ranks; ++r) {
     auto options = c10d::ProcessGroupNCCL::Options::create();
-    options->timeout = kCollectiveTimeout;
+    options->timeout = timeout;
     nccl[r] = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, r, ranks, options);
     c10d::ProcessGroupNCCL* group = nccl[r].get();
     groups.all_reduce[r] = [group](std::vector<at::Tensor>& t) { group->allreduce(t)->wait(); };
   }
   return absl::OkStatus();
 #else
-  (void)ranks, (void)groups;
+  (void)ranks, (void)timeout, (void)groups;
   return absl::UnimplementedError("devices: data-parallel CUDA ranks need LibTorch with NCCL");
 #endif
 }
@@ -143,7 +165,7 @@ DataParallelTrainer::~DataParallelTrainer() = default;
 
 absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create(
     const ModelFactory& factory, const TrainerOptions& options,
-    const std::vector<std::string>& devices) {
+    const std::vector<std::string>& devices, std::chrono::milliseconds collective_timeout) {
   if (devices.empty() || devices.size() > kMaxRanks) {
     return absl::InvalidArgumentError(
         absl::StrCat("devices: 1 to ", kMaxRanks, " ranks (got ", devices.size(), ")"));
@@ -187,8 +209,8 @@ absl::StatusOr<std::unique_ptr<DataParallelTrainer>> DataParallelTrainer::Create
   t->groups_ = std::make_unique<DataParallelGroups>();
   t->groups_->all_reduce.resize(ranks);
   try {
-    MEMAUDIT_RETURN_IF_ERROR(cpu != 0 ? JoinGloo(ranks, *t->groups_)
-                                      : JoinNccl(ranks, *t->groups_));
+    MEMAUDIT_RETURN_IF_ERROR(cpu != 0 ? JoinGloo(ranks, collective_timeout, *t->groups_)
+                                      : JoinNccl(ranks, collective_timeout, *t->groups_));
   } catch (const c10::Error& e) {
     return absl::UnavailableError(
         absl::StrCat("devices: the ranks could not connect: ", e.what_without_backtrace()));

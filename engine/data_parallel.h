@@ -14,6 +14,7 @@
 #ifndef MEMAUDIT_ENGINE_DATA_PARALLEL_H_
 #define MEMAUDIT_ENGINE_DATA_PARALLEL_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,15 +26,22 @@ namespace memaudit::engine {
 
 struct DataParallelGroups;
 
+inline constexpr std::chrono::milliseconds kDataParallelTimeout{120000};
+
 class DataParallelTrainer {
  public:
   // `devices`: one per rank, all CPU ("cpu" repeated: Gloo over loopback)
   // or all distinct CUDA devices (NCCL). DP-SGD is refused (each rank would
   // add its own noise); dropout masks are drawn per rank from
   // DeriveSeed(options.dropout_seed, "rank", r) (rank 0: the seed itself).
+  //
+  // A rank that fails mid-step leaves the others waiting in the all-reduce;
+  // they give up after `collective_timeout` instead of hanging the task, and
+  // the step returns the failed rank's own error.
   static absl::StatusOr<std::unique_ptr<DataParallelTrainer>> Create(
       const ModelFactory& factory, const TrainerOptions& options,
-      const std::vector<std::string>& devices);
+      const std::vector<std::string>& devices,
+      std::chrono::milliseconds collective_timeout = kDataParallelTimeout);
   ~DataParallelTrainer();
 
   // One optimizer step on `batch` (at least one row per rank); returns the

@@ -1,9 +1,13 @@
 #include "engine/data_parallel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <stdexcept>
 
+#include "absl/time/clock.h"
 #include "common/testing/status_matchers.h"
+#include "engine/classifier_models.h"
 #include "engine/model.h"
 #include "engine/test_util.h"
 #include "gtest/gtest.h"
@@ -144,6 +148,44 @@ TEST_F(DataParallelTest, TwoRanksTrainAsOneDeviceUpToRounding) {
   EXPECT_NEAR(four.last_loss, one.last_loss, 1e-5);
   EXPECT_EQ(two.accuracy, one.accuracy);
   EXPECT_GT(one.accuracy, 0.5) << "the model learned something to compare";
+}
+
+// A model whose batch loss throws on its `fail_at`-th call: a rank whose
+// device fails mid-training.
+class FailingMlp : public MlpModel {
+ public:
+  explicit FailingMlp(int fail_at) : MlpModel(8, {32}, 4, 0), fail_at_(fail_at) {}
+  torch::Tensor BatchLoss(const torch::Tensor& x, const torch::Tensor& y) override {
+    if (++calls_ == fail_at_) throw std::runtime_error("device lost");
+    return Model::BatchLoss(x, y);
+  }
+
+ private:
+  const int fail_at_;
+  int calls_ = 0;
+};
+
+// Its peer waits in the all-reduce, gives up after the timeout, and the
+// step returns the failed rank's own error, not the peer's timeout (which
+// alone would be UNAVAILABLE: released, no attempt spent).
+TEST_F(DataParallelTest, ARankThatFailsMidStepGivesItsOwnErrorNotItsPeersTimeout) {
+  int built = 0;
+  const ModelFactory base = MlpFactory(5);
+  const ModelFactory factory = [&built, base]() -> absl::StatusOr<std::shared_ptr<Model>> {
+    if (built++ == 1) return std::shared_ptr<Model>(std::make_shared<FailingMlp>(3));
+    return base();
+  };
+  auto dp = DataParallelTrainer::Create(factory, MomentumOptions(), {"cpu", "cpu"},
+                                        std::chrono::milliseconds(1000));
+  MEMAUDIT_ASSERT_OK(dp);
+  const TensorDataset data = Blobs();
+  const EpochSchedule schedule(Range(kRows), kBatch, 9);
+  const absl::Time start = absl::Now();
+  const absl::Status s = (*dp)->Train(data, schedule, 10);
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kInternal));
+  EXPECT_NE(s.message().find("rank 1: device lost"), absl::string_view::npos) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(60)) << "the peer gave up waiting";
+  EXPECT_EQ((*dp)->step(), 2u) << "the steps before the failure stand";
 }
 
 TEST_F(DataParallelTest, RefusesWhatItCannotTrain) {
