@@ -24,37 +24,10 @@
 namespace memaudit::testing {
 namespace {
 
-// The real handlers, counting how many tasks run at once.
-class CountingEngine : public worker::KindHandler {
- public:
-  absl::StatusOr<std::vector<v1::Observation>> Run(
-      const v1::Task& task, const worker::StepCallback& on_steps,
-      const worker::ObservationSink& send_early) const override {
-    {
-      absl::MutexLock lock(&mu_);
-      ++running_;
-      most_ = std::max(most_, running_);
-    }
-    auto out = worker::HandlerFor(task.spec().kind_case())->Run(task, on_steps, send_early);
-    absl::MutexLock lock(&mu_);
-    --running_;
-    return out;
-  }
-
-  int most_at_once() const {
-    absl::MutexLock lock(&mu_);
-    return most_;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  mutable int running_ ABSL_GUARDED_BY(mu_) = 0;
-  mutable int most_ ABSL_GUARDED_BY(mu_) = 0;
-};
-
-// The real handlers, recording which devices (worker::TaskDeviceSlots) each
-// task held and whether two tasks running at once ever shared one.
-class DeviceRecordingEngine : public worker::KindHandler {
+// The real handlers, counting how many tasks run at once and recording which
+// devices (worker::TaskDeviceSlots) each held and whether two tasks running
+// at once ever shared one.
+class RecordingEngine : public worker::KindHandler {
  public:
   absl::StatusOr<std::vector<v1::Observation>> Run(
       const v1::Task& task, const worker::StepCallback& on_steps,
@@ -137,7 +110,7 @@ TEST_F(WorkerCapacityTest, TasksRunAtOnceWithinTheThreadsWithTheNumbersOfOneAtAT
   const v1::AuditSpec spec = FourTaskSpec();
   ASSERT_NO_FATAL_FAILURE(RunBaseline(spec));  // one single-threaded worker process
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
-  CountingEngine engine;
+  RecordingEngine engine;
   InProcessWorker worker(Options(/*threads=*/2), &engine);
   Finished finished;
   ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &finished));
@@ -151,7 +124,7 @@ TEST_F(WorkerCapacityTest, AWorkerOfferingTwoDevicesRunsATaskOnEachAtOnce) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0));
   v1::AuditSpec spec = FourTaskSpec();
   spec.mutable_resources()->set_gpus_per_task(1);
-  DeviceRecordingEngine engine;
+  RecordingEngine engine;
   worker::WorkerOptions options = Options(/*threads=*/4);
   options.devices = {"cpu", "cpu"};
   options.gpus = 2;
