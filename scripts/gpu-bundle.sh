@@ -74,10 +74,10 @@ for f in "$root"/deps/lib/x86_64-linux-gnu/libabsl_*.so.*.*; do
 done
 
 cp -a /usr/share/games/fortunes "$root/data/fortunes"
-# The working tree as committed plus what is not yet (new files included),
-# without what git ignores.
+# The working tree: tracked files and new ones, without what git ignores (a
+# tracked file deleted in the tree is left out).
 git ls-files -z --cached --others --exclude-standard |
-  tar --null -T - -cf - 2>/dev/null | tar -xf - -C "$root/src"
+  tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$root/src"
 
 # The newest GLIBC_ symbol version any bundled file asks for.
 glibc=$(objdump -T "$root"/bin/* "$root"/lib/*.so* 2>/dev/null |
