@@ -20,8 +20,9 @@
 # each, so the bundled programs use them too. That works wherever the host's
 # are at least as new as the ones the programs were built against (glibc
 # 2.36 and GCC 12 on Debian 12; BUNDLE-INFO names the oldest glibc the
-# programs' symbols need): every current PyTorch CUDA image (Ubuntu 22.04 and
-# 24.04, RHEL 9). Bundling Debian's instead would break the other direction:
+# programs' symbols need, 2.35): Ubuntu 22.04 and 24.04, the base of NVIDIA's
+# CUDA images (not RHEL 9, whose glibc is 2.34). Bundling Debian's instead
+# would break the other direction:
 # a host compiler newer than GCC 12 emits symbols Debian's libstdc++ lacks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
