@@ -127,16 +127,10 @@ absl::StatusOr<ClassifierRunResult> RunOneModel(const data::LabeledExamples& dat
   const uint64_t init = spec.init_seed;
   const ModelFactory factory = [model, init] { return BuildModel(model, init); };
   // On the devices the calling thread is pinned to: several (a task holding
-  // several GPUs) train the model data-parallel, rank 0's replica evaluated.
-  const std::vector<std::string> devices = ThreadDevices();
-  std::unique_ptr<Trainer> one;
-  std::unique_ptr<DataParallelTrainer> ranks;
-  if (devices.size() > 1) {
-    MEMAUDIT_ASSIGN_OR_RETURN(ranks, DataParallelTrainer::Create(factory, options, devices));
-  } else {
-    MEMAUDIT_ASSIGN_OR_RETURN(one, Trainer::Create(factory, options));
-  }
-  Trainer& trainer = ranks != nullptr ? ranks->rank(0) : *one;
+  // several GPUs) train the model data-parallel, rank 0's replica evaluated;
+  // one is the plain Trainer, bit for bit.
+  MEMAUDIT_ASSIGN_OR_RETURN(std::unique_ptr<DataParallelTrainer> ranks,
+                            DataParallelTrainer::Create(factory, options, ThreadDevices()));
   // The training rows in train_indices order, indexed 0..n-1 by the schedule.
   const TensorDataset train = FromLabeledExamples(data, spec.train_indices);
   std::vector<int64_t> positions(spec.train_indices.size());
@@ -148,14 +142,14 @@ absl::StatusOr<ClassifierRunResult> RunOneModel(const data::LabeledExamples& dat
   };
   absl::Status trained;
   try {
-    trained = ranks != nullptr ? ranks->Train(train, schedule, steps, step_done)
-                               : one->Train(train, schedule, steps, step_done);
+    trained = ranks->Train(train, schedule, steps, step_done);
   } catch (const c10::Error& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("model: training failed: ", e.what_without_backtrace()));
   }
   MEMAUDIT_RETURN_IF_ERROR(trained);
 
+  Trainer& trainer = ranks->rank(0);
   Model& trained_model = trainer.model();
   trained_model.eval();
   torch::NoGradGuard no_grad;
