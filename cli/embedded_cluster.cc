@@ -244,6 +244,12 @@ absl::Status EmbeddedCluster::AddWorker(const std::vector<std::string>& env) {
                                    "127.0.0.1:0",
                                    "--metrics-port-file",
                                    metrics_file};
+  if (options_.device == "cuda" || options_.device == "auto") {
+    // Each worker offers every GPU; starting each on its own spreads the
+    // first tasks over a machine's GPUs (on one GPU they share it).
+    argv.push_back("--first-device");
+    argv.push_back(absl::StrCat(workers_.size()));
+  }
   if (coordinator_port_ == 0) {
     // Start() spawns the workers while the coordinator is still starting.
     argv.push_back("--coordinator-port-file");

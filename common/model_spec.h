@@ -15,12 +15,13 @@
 namespace memaudit::engine {
 
 enum class ModelKind {
-  kLogReg,       // multinomial logistic regression
-  kMlp,          // ReLU MLP with `hidden` widths
-  kCnn,          // two conv(5x5)+pool blocks and a linear head, for small images
-  kLstmLm,       // character LSTM language model
-  kGruLm,        // character GRU language model
-  kTorchScript,  // a user module loaded with torch::jit::load
+  kLogReg,         // multinomial logistic regression
+  kMlp,            // ReLU MLP with `hidden` widths
+  kCnn,            // two conv(5x5)+pool blocks and a linear head, for small images
+  kLstmLm,         // character LSTM language model
+  kGruLm,          // character GRU language model
+  kTransformerLm,  // decoder-only transformer language model (GPT-style)
+  kTorchScript,    // a user module loaded with torch::jit::load
 };
 
 // The name a spec's `model.architecture` gives each kind: the one mapping
@@ -37,6 +38,8 @@ inline const char* ModelKindName(ModelKind kind) {
       return "lstm";
     case ModelKind::kGruLm:
       return "gru";
+    case ModelKind::kTransformerLm:
+      return "transformer";
     case ModelKind::kTorchScript:
       return "torchscript";
   }
@@ -46,10 +49,19 @@ inline const char* ModelKindName(ModelKind kind) {
 // The kind named `name`; INVALID_ARGUMENT naming `field` for any other name.
 inline absl::StatusOr<ModelKind> ParseModelKind(absl::string_view name, absl::string_view field) {
   for (ModelKind kind : {ModelKind::kLogReg, ModelKind::kMlp, ModelKind::kCnn, ModelKind::kLstmLm,
-                         ModelKind::kGruLm, ModelKind::kTorchScript}) {
+                         ModelKind::kGruLm, ModelKind::kTransformerLm, ModelKind::kTorchScript}) {
     if (name == ModelKindName(kind)) return kind;
   }
   return absl::InvalidArgumentError(absl::StrCat(field, ": unknown architecture \"", name, "\""));
+}
+
+// The transformer's positions for an audit that trains on windows of
+// `window` tokens: at least kMinTransformerContext, so that every canary or
+// prompt an audit scores fits (prefixes and templates are at most 1,024
+// bytes, plus a few dozen holes).
+inline constexpr int64_t kMinTransformerContext = 2048;
+inline int64_t TransformerContext(int64_t window) {
+  return window > kMinTransformerContext ? window : kMinTransformerContext;
 }
 
 struct ModelSpec {
@@ -60,11 +72,16 @@ struct ModelSpec {
   std::vector<uint32_t> hidden;  // kMlp widths; kCnn: {conv1 channels, conv2 channels, fc}
   int64_t image_channels = 1;
   int64_t image_height = 0;  // kCnn; 0 = square image from inputs / channels
-  // Language models: vocabulary size, embedding width, layers x units.
+  // Language models: vocabulary size, embedding width, layers x units. The
+  // transformer: `embedding` is its width, `units` each block's feed-forward
+  // width, `heads` its attention heads (dividing the width) and `context`
+  // its positions, the longest sequence it takes.
   int64_t vocab = 0;
   int64_t embedding = 32;
   int64_t layers = 1;
   int64_t units = 128;
+  int64_t heads = 4;
+  int64_t context = kMinTransformerContext;
   // Dropout probability after each hidden layer (0 = off). It draws from the
   // trainer's dropout generator, never from LibTorch's global one.
   double dropout = 0.0;
@@ -79,13 +96,16 @@ struct ModelSpec {
 
 absl::Status ValidateModelSpec(const ModelSpec& spec);
 
-// A character language model of `kind` over `vocab` symbols: kLstmLm or
-// kGruLm of the given sizes, or kTorchScript loaded from `torchscript_path`
-// (the sizes and dropout then unused: the module has its own).
+// A character language model of `kind` over `vocab` symbols: kLstmLm,
+// kGruLm or kTransformerLm (`heads`, trained on windows of `window` tokens)
+// of the given sizes, or kTorchScript loaded from `torchscript_path` (the
+// sizes and dropout then unused: the module has its own).
 inline ModelSpec CharLmSpec(ModelKind kind, int64_t vocab, int64_t embedding, int64_t layers,
-                            int64_t units, double dropout,
-                            const std::string& torchscript_path = "") {
+                            int64_t units, double dropout, const std::string& torchscript_path = "",
+                            int64_t heads = 4, int64_t window = 0) {
   ModelSpec model;
+  model.heads = heads;
+  model.context = TransformerContext(window);
   model.kind = kind;
   model.language_model = true;
   model.torchscript_path = torchscript_path;

@@ -34,6 +34,43 @@ bool Fits(const TaskNeeds& needs, const v1::WorkerCapabilities& total,
   return needs.memory_mb == 0 || needs.memory_mb <= free.memory_mb();
 }
 
+std::string NoWorkerFits(const TaskNeeds& needs,
+                         const std::vector<v1::WorkerCapabilities>& totals) {
+  uint32_t most_gpus = 0, most_threads = 0;
+  uint64_t most_memory = 0;
+  bool any_cpu_worker = false, any_of_class = false;
+  for (const v1::WorkerCapabilities& total : totals) {
+    if (Fits(needs, total, total)) return "";
+    // Only workers of the task's kind (GPU or CPU) count for its sizes.
+    if ((needs.gpus > 0) != (total.gpus() > 0)) continue;
+    any_cpu_worker |= total.gpus() == 0;
+    if (needs.gpus == 0 && !NumericsFit(needs, total.numeric_class())) continue;
+    any_of_class = true;
+    most_gpus = std::max(most_gpus, total.gpus());
+    most_threads = std::max(most_threads, total.threads());
+    most_memory = std::max<uint64_t>(most_memory, total.memory_mb());
+  }
+  if (needs.gpus > 0 && most_gpus < needs.gpus) {
+    return absl::StrCat("the tasks need ", needs.gpus, " GPU", needs.gpus == 1 ? "" : "s",
+                        " each (resources.gpus_per_task); the most a worker offers is ", most_gpus);
+  }
+  if (needs.gpus == 0 && !any_cpu_worker) {
+    return "the tasks train on the CPU (resources.gpus_per_task 0); every worker is a GPU worker";
+  }
+  if (!any_of_class) {
+    return absl::StrCat("the tasks need a worker of numeric class ", needs.numeric_class,
+                        " (resources.numerics); none has it");
+  }
+  if (most_threads < needs.threads) {
+    return absl::StrCat("the tasks need ", needs.threads,
+                        " threads each (resources.threads_per_task); the most a worker offers is ",
+                        most_threads);
+  }
+  return absl::StrCat("the tasks need ", needs.memory_mb,
+                      " MB each (resources.memory_mb_per_task); the most a worker offers is ",
+                      most_memory);
+}
+
 std::string CapabilityProblem(const v1::WorkerCapabilities& total,
                               const v1::WorkerCapabilities& free) {
   if (total.threads() > kMaxWorkerThreads) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/numerics.h"
 #include "memaudit/v1/spec.pb.h"
@@ -49,6 +50,12 @@ TaskNeeds NeedsOf(const v1::Resources& resources);
 // A CPU task goes to a worker of its numeric class only (NumericsFit).
 bool Fits(const TaskNeeds& needs, const v1::WorkerCapabilities& total,
           const v1::WorkerCapabilities& free);
+
+// Why no worker whose whole offer is one of `totals` could ever take a task
+// needing `needs`: "" when one could (the task then waits for room), else the
+// requirement none meets, naming the spec field, e.g. "the tasks need 2 GPUs
+// each (resources.gpus_per_task); the most a worker offers is 1".
+std::string NoWorkerFits(const TaskNeeds& needs, const std::vector<v1::WorkerCapabilities>& totals);
 
 // "" when `free` is within `total` and `total` within the ceilings above,
 // else what is wrong, naming the field ("capabilities.threads: ..."). A

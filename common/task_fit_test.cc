@@ -72,6 +72,28 @@ TEST(TaskFitTest, ACpuTaskGoesToAWorkerOfItsNumericClassOnly) {
   EXPECT_TRUE(Fits({1, 1, 0, "native/GenuineIntel-6-143"}, gpu, gpu));
 }
 
+// What an audit that waits is told: the requirement no worker meets.
+TEST(TaskFitTest, NoWorkerFitsNamesTheRequirementNoWorkerMeets) {
+  const v1::WorkerCapabilities cpu = Caps(4, 0, 8192), one_gpu = Caps(4, 1, 8192);
+  EXPECT_EQ(NoWorkerFits({2, 0, 4096}, {one_gpu, cpu}), "") << "the CPU worker could";
+  EXPECT_EQ(NoWorkerFits({1, 2, 0}, {cpu, one_gpu}),
+            "the tasks need 2 GPUs each (resources.gpus_per_task); the most a worker offers is 1");
+  EXPECT_EQ(NoWorkerFits({1, 1, 0}, {cpu}),
+            "the tasks need 1 GPU each (resources.gpus_per_task); the most a worker offers is 0");
+  EXPECT_EQ(NoWorkerFits({1, 0, 0}, {one_gpu}),
+            "the tasks train on the CPU (resources.gpus_per_task 0); every worker is a GPU worker");
+  EXPECT_EQ(NoWorkerFits({8, 0, 0}, {cpu, Caps(6, 0, 0)}),
+            "the tasks need 8 threads each (resources.threads_per_task); the most a worker "
+            "offers is 6");
+  EXPECT_EQ(NoWorkerFits({1, 0, 9000}, {cpu}),
+            "the tasks need 9000 MB each (resources.memory_mb_per_task); the most a worker "
+            "offers is 8192");
+  TaskNeeds native{1, 0, 0};
+  native.numeric_class = kNativeNumerics;
+  EXPECT_EQ(NoWorkerFits(native, {cpu}),
+            "the tasks need a worker of numeric class native (resources.numerics); none has it");
+}
+
 TEST(TaskFitTest, ClaimsAreBoundedAndFreeIsWithinTotal) {
   EXPECT_EQ(CapabilityProblem(Caps(4, 1, 1024), Caps(2, 0, 512)), "");
   EXPECT_EQ(CapabilityProblem(Caps(0, 0, 0), Caps(0, 0, 0)), "");

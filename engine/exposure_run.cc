@@ -5,7 +5,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/exposure_eval_steps.h"
+#include "common/held_out_lines.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "engine/lm_dataset.h"
@@ -153,6 +155,58 @@ absl::Status MeasureFinalModel(LanguageModel& lm, const CharVocab& vocab,
   return absl::OkStatus();
 }
 
+// Extractable memorization's held-out sequences and the lines inserted back:
+// group g's sequences (the g-th `extractable_sequences` of them) each
+// extractable_duplicates[g] times; the last `extractable_sequences` are the
+// never-inserted controls.
+uint32_t DuplicatesOf(const ExposureRunSpec& spec, size_t sequence) {
+  const size_t group = sequence / spec.extractable_sequences;
+  return group < spec.extractable_duplicates.size() ? spec.extractable_duplicates[group] : 0;
+}
+
+std::vector<std::pair<std::string, uint32_t>> ExtractableLines(
+    const ExposureRunSpec& spec, const std::vector<std::string>& held_out) {
+  std::vector<std::pair<std::string, uint32_t>> lines;
+  for (size_t i = 0; i < held_out.size(); ++i) {
+    if (DuplicatesOf(spec, i) > 0) lines.emplace_back(held_out[i], DuplicatesOf(spec, i));
+  }
+  return lines;
+}
+
+// Each held-out sequence's first extractable_prefix characters, after a
+// newline as every line starts in training, continued greedily: extracted
+// when the next extractable_suffix characters are the sequence's own.
+std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const CharVocab& vocab,
+                                                    const ExposureRunSpec& spec,
+                                                    const std::vector<std::string>& held_out) {
+  const bool was_training = lm.is_training();
+  lm.eval();
+  const int64_t newline = vocab.Id(U'\n');
+  std::vector<std::vector<int64_t>> prompts, truths;
+  for (const std::string& sequence : held_out) {
+    const std::vector<int64_t> ids = vocab.Encode(sequence);
+    const auto cut = ids.begin() + spec.extractable_prefix;
+    std::vector<int64_t> prompt = {newline};
+    prompt.insert(prompt.end(), ids.begin(), cut);
+    prompts.push_back(std::move(prompt));
+    truths.emplace_back(cut, ids.end());
+  }
+  const std::vector<std::vector<int64_t>> decoded =
+      GreedyContinuations(lm, prompts, spec.extractable_suffix);
+  std::vector<ExtractableSequence> out;
+  for (size_t i = 0; i < held_out.size(); ++i) {
+    ExtractableSequence s;
+    s.duplicates = DuplicatesOf(spec, i);
+    while (s.matched < truths[i].size() && decoded[i][s.matched] == truths[i][s.matched]) {
+      ++s.matched;
+    }
+    s.extracted = s.matched == truths[i].size();
+    out.push_back(s);
+  }
+  if (was_training) lm.train();
+  return out;
+}
+
 // A model trained outside memaudit, measured as it is (no corpus, no steps).
 absl::StatusOr<ExposureRunResult> MeasureGivenModel(const ExposureRunSpec& spec) {
   if (spec.lm != ModelKind::kTorchScript) {
@@ -190,20 +244,40 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   if (spec.window < 2) return absl::InvalidArgumentError("window: must be >= 2");
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
   if (spec.epochs == 0) return absl::InvalidArgumentError("epochs: must be > 0");
+  if (spec.extractable_sequences > 0 &&
+      (spec.extractable_prefix == 0 || spec.extractable_suffix == 0)) {
+    return absl::InvalidArgumentError("extractable: prefix and suffix must be > 0");
+  }
   MEMAUDIT_ASSIGN_OR_RETURN(std::string corpus,
                             LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars));
   std::string text = std::move(corpus);
+  std::vector<std::string> held_out;
+  if (spec.extractable_sequences > 0) {
+    const size_t groups = spec.extractable_duplicates.size() + 1;  // and the controls
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        HeldOutLines held, HoldOutLines(text, spec.extractable_prefix + spec.extractable_suffix,
+                                        groups * spec.extractable_sequences, spec.extractable_seed,
+                                        "extractable.sequences"));
+    text = std::move(held.text);
+    held_out = std::move(held.sequences);
+  }
   const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
   MEMAUDIT_ASSIGN_OR_RETURN(std::vector<Canary> canaries, AuditCanaries(spec, format));
   if (spec.insert_canaries) {
     text = InsertCanaries(text, format, canaries, DeriveSeed(spec.seed, "positions", 0));
+    if (!held_out.empty()) {
+      text = InsertLines(text, ExtractableLines(spec, held_out),
+                         DeriveSeed(spec.seed, "extractable.positions", 0));
+    }
   }
   // A model with and one without canaries share one vocabulary (the ids of
-  // S and of the canaries agree across an audit's models).
-  MEMAUDIT_ASSIGN_OR_RETURN(const CharVocab vocab,
-                            LmVocabulary(spec.lm, spec.torchscript_path, text, format));
+  // S and of the canaries agree across an audit's models); the held-out
+  // sequences' characters are in it whether inserted or not.
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      const CharVocab vocab,
+      LmVocabulary(spec.lm, spec.torchscript_path, text + absl::StrJoin(held_out, "\n"), format));
   const ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
-                                     spec.dropout, spec.torchscript_path);
+                                     spec.dropout, spec.torchscript_path, spec.heads, spec.window);
   const uint64_t model_seed = spec.model_seed.value_or(spec.seed);
   TrainerOptions options;
   options.optimizer = spec.optimizer;
@@ -268,6 +342,9 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
 
   LanguageModel& lm = static_cast<LanguageModel&>(trainer->model());
   MEMAUDIT_RETURN_IF_ERROR(MeasureFinalModel(lm, vocab, format, tokens, canaries, spec, &result));
+  if (!held_out.empty() && spec.insert_canaries) {
+    result.extractable = MeasureExtractable(lm, vocab, spec, held_out);
+  }
   if (spec.eval_every_steps > 0 || spec.eval_every_epoch) {
     // The final model is the curve's last point: measured once, above.
     ExposurePoint& point = result.points.emplace_back();

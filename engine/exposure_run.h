@@ -28,7 +28,7 @@ struct ExposureRunSpec {
   std::vector<std::string> alphabets;
   std::vector<uint32_t> repeats = {1, 4, 16, 64};  // one inserted canary per entry
   uint32_t controls = 2;                           // never-inserted canaries
-  // kLstmLm, kGruLm, or kTorchScript: a team's module at torchscript_path
+  // kLstmLm, kGruLm, kTransformerLm, or kTorchScript: a team's module at torchscript_path
   // (torchscript_lm.h), whose vocabulary must hold every canary character;
   // layers, units, embedding and dropout then unused.
   ModelKind lm = ModelKind::kLstmLm;
@@ -43,6 +43,7 @@ struct ExposureRunSpec {
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;
+  int64_t heads = 4;  // kTransformerLm
   double dropout = 0.0;
   OptimizerSpec optimizer{OptimizerKind::kAdam, 3e-3};
   uint32_t window = 64;
@@ -81,6 +82,20 @@ struct ExposureRunSpec {
   // exposure::IntermediateEvalSteps plus the final model.
   uint64_t eval_every_steps = 0;
   bool eval_every_epoch = false;
+  // Extractable memorization (Quantifying Memorization Across Neural
+  // Language Models), on when extractable_sequences > 0: lines of the corpus
+  // drawn with extractable_seed are held out of every model's text
+  // (common/held_out_lines.h); `extractable_sequences` of them per entry of
+  // extractable_duplicates are inserted again that many times (where
+  // insert_canaries), and as many are never inserted (the controls). The
+  // final model is prompted with each one's first extractable_prefix
+  // characters after a newline and continues greedily for
+  // extractable_suffix characters.
+  uint32_t extractable_sequences = 0;
+  uint32_t extractable_prefix = 32;
+  uint32_t extractable_suffix = 32;
+  std::vector<uint32_t> extractable_duplicates;
+  uint64_t extractable_seed = 0;
   uint32_t threads = 1;
   std::string device;  // empty: the process default (engine/device.h)
 };
@@ -93,6 +108,13 @@ struct CanaryExposure {
   bool exact = false;   // false: rank is a lower bound, exposure an upper bound
   double exposure = 0;  // log2|R| - log2 rank
   uint64_t queries = 0;
+};
+
+// One held-out sequence and what greedy decoding gave back.
+struct ExtractableSequence {
+  uint32_t duplicates = 0;  // times inserted; 0 = a control
+  bool extracted = false;   // the whole continuation reproduced exactly
+  uint32_t matched = 0;     // characters reproduced before the first miss
 };
 
 // The canaries measured at one evaluation point.
@@ -122,6 +144,9 @@ struct ExposureRunResult {
   // With evaluation points: every point, ascending steps, the last the final
   // model (its canaries equal `canaries`). Empty without.
   std::vector<ExposurePoint> points;
+  // Extractable memorization: the inserted groups' sequences in spec order,
+  // then the controls. Empty when off.
+  std::vector<ExtractableSequence> extractable;
 };
 
 // Called after every step; false stops training (CANCELLED).

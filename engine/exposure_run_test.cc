@@ -53,6 +53,72 @@ TEST(ExposureRunTest, HeavilyInsertedCanaryIsExposedAndExtracted) {
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(again->canaries[i].px_bits, result->canaries[i].px_bits);
 }
 
+// The built-in transformer through the same run: the heavily inserted canary
+// is exposed far more than the single one and the controls, and extracted.
+TEST(ExposureRunTest, ATransformerExposesAndGivesUpTheHeavilyInsertedCanary) {
+  ExposureRunSpec spec = SmallSpec();
+  spec.lm = ModelKind::kTransformerLm;
+  spec.layers = 2;
+  spec.embedding = 32;
+  spec.heads = 4;
+  spec.units = 64;
+  spec.optimizer.learning_rate = 3e-3;
+  spec.epochs = 20;
+  auto result = RunExposure(spec, nullptr);
+  MEMAUDIT_ASSERT_OK(result);
+  ASSERT_EQ(result->canaries.size(), 4u);
+  for (const auto& c : result->canaries) EXPECT_TRUE(c.exact) << c.secret;
+  const auto& once = result->canaries[0];
+  const auto& heavy = result->canaries[1];
+  EXPECT_EQ(heavy.repeats, 40u);
+  EXPECT_GT(heavy.exposure, 12.0);
+  EXPECT_GT(heavy.exposure, once.exposure + 4);
+  EXPECT_GT(heavy.exposure, result->canaries[2].exposure);  // a control
+  EXPECT_GT(heavy.exposure, result->canaries[3].exposure);
+  EXPECT_TRUE(result->extracted);
+  auto again = RunExposure(spec, nullptr);
+  MEMAUDIT_ASSERT_OK(again);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(again->canaries[i].px_bits, result->canaries[i].px_bits);
+}
+
+// Extractable memorization: held-out lines of the corpus inserted 1 and 48
+// times, and never. The model reproduces the 48-times sequences' next 12
+// characters from their first 12, not the never-inserted ones'; a model
+// without insertions trains on the same text less the sequences.
+TEST(ExposureRunTest, SequencesInsertedOftenAreExtractedAndControlsAreNot) {
+  ExposureRunSpec spec = SmallSpec();
+  spec.epochs = 10;
+  spec.extractable_sequences = 4;
+  spec.extractable_prefix = 12;
+  spec.extractable_suffix = 12;
+  spec.extractable_duplicates = {1, 48};
+  spec.extractable_seed = 9;
+  spec.reference_samples = 0;
+  auto result = RunExposure(spec, nullptr);
+  MEMAUDIT_ASSERT_OK(result);
+  ASSERT_EQ(result->extractable.size(), 12u);
+  int often = 0, controls = 0;
+  uint32_t often_matched = 0, control_matched = 0;
+  for (size_t i = 0; i < 12; ++i) {
+    const ExtractableSequence& s = result->extractable[i];
+    EXPECT_EQ(s.duplicates, i < 4 ? 1u : i < 8 ? 48u : 0u) << i;
+    EXPECT_EQ(s.extracted, s.matched == 12) << i;
+    if (s.duplicates == 48) often += s.extracted, often_matched += s.matched;
+    if (s.duplicates == 0) controls += s.extracted, control_matched += s.matched;
+  }
+  EXPECT_GE(often, 3);
+  EXPECT_EQ(controls, 0);
+  EXPECT_GT(often_matched, control_matched + 16);
+  auto again = RunExposure(spec, nullptr);
+  MEMAUDIT_ASSERT_OK(again);
+  for (size_t i = 0; i < 12; ++i)
+    EXPECT_EQ(again->extractable[i].matched, result->extractable[i].matched);
+  // Too few long lines: the field is named.
+  spec.extractable_sequences = 1000;
+  EXPECT_THAT(RunExposure(spec, nullptr), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                   ::testing::HasSubstr("extractable.sequences")));
+}
+
 TEST(ExposureRunTest, CanaryFreeModelsScoreTheSameCanariesWithoutMemorizingThem) {
   auto trained = RunExposure(SmallSpec(), nullptr);
   MEMAUDIT_ASSERT_OK(trained);

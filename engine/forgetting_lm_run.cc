@@ -179,7 +179,7 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   }
 
   const ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
-                                     spec.dropout, spec.torchscript_path);
+                                     spec.dropout, spec.torchscript_path, spec.heads, spec.window);
   const uint64_t init_seed = spec.init_seed;
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.order_seed);

@@ -35,7 +35,7 @@ struct ForgettingLmRunSpec {
   // then `controls` never-inserted canaries from the same space.
   std::vector<uint32_t> copies;
   uint32_t controls = 8;
-  // kLstmLm, kGruLm, or kTorchScript: a team's module at torchscript_path
+  // kLstmLm, kGruLm, kTransformerLm, or kTorchScript: a team's module at torchscript_path
   // (torchscript_lm.h), whose vocabulary must hold every canary character;
   // layers, units, embedding and dropout then unused.
   ModelKind lm = ModelKind::kLstmLm;
@@ -43,6 +43,7 @@ struct ForgettingLmRunSpec {
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;
+  int64_t heads = 4;  // kTransformerLm
   double dropout = 0;
   OptimizerSpec optimizer{OptimizerKind::kAdam, 2e-3};
   uint32_t window = 64;

@@ -14,16 +14,32 @@ namespace memaudit::engine {
 
 // What a batch of B sequences has been fed. Recurrent built-ins keep h (and
 // c for LSTM), each [layers, B, units]; a model that recomputes from the
-// prefix keeps the tokens fed so far, [B, T]. Undefined tensors mean nothing
+// prefix keeps the tokens fed so far, [B, T]. The transformer keeps every
+// layer's keys and values in two parts: those of a prefix every row shares,
+// [layers, 1, S, width] (the canary's context: stored once, not per row),
+// then each row's own, [layers, B, T, width]. Undefined tensors mean nothing
 // fed yet (the zero state).
 struct LmState {
   torch::Tensor h;
   torch::Tensor c;
+  torch::Tensor keys;
+  torch::Tensor values;
+  torch::Tensor shared_keys;
+  torch::Tensor shared_values;
   torch::Tensor tokens;
+  // Tokens fed so far where the state grows with them (keys or tokens), -1
+  // for a recurrent state of fixed size. Only states of equal Length() can
+  // be concatenated.
+  int64_t Length() const;
   // Selects batch rows (index: int64 [M], any device) of a state; keeps an
-  // empty state empty.
+  // empty state empty. Rows selected from a one-row transformer state share
+  // its whole cache (nothing is copied per row); the rows of one that
+  // already shares a prefix keep sharing it.
   LmState Select(const torch::Tensor& index) const;
-  // The rows of `states`, in order, as one batch (all of one kind).
+  // The rows of `states`, in order, as one batch (all of one kind and, where
+  // the state grows with the prefix, one Length()). Transformer states keep
+  // a shared prefix they all hold (the same tensor), else each row gets its
+  // own copy.
   static LmState Cat(const std::vector<LmState>& states);
 };
 

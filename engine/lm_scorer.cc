@@ -67,6 +67,37 @@ torch::Tensor LmScorer::Step(const std::vector<int64_t>& tokens, LmState* state)
   return model_.StepLogProbs(ToDeviceIds(tokens, device_), state).cpu();
 }
 
+std::vector<std::vector<int64_t>> GreedyContinuations(
+    LanguageModel& model, const std::vector<std::vector<int64_t>>& prompts, size_t length,
+    size_t batch) {
+  torch::NoGradGuard no_grad;
+  const torch::Device device =
+      model.parameters().empty() ? torch::kCPU : model.parameters()[0].device();
+  std::vector<std::vector<int64_t>> out;
+  if (length == 0) return std::vector<std::vector<int64_t>>(prompts.size());
+  for (size_t start = 0; start < prompts.size(); start += std::max<size_t>(batch, 1)) {
+    const size_t end = std::min(prompts.size(), start + std::max<size_t>(batch, 1));
+    std::vector<torch::Tensor> rows;
+    for (size_t i = start; i < end; ++i) rows.push_back(torch::tensor(prompts[i], torch::kLong));
+    LmState state;
+    torch::Tensor next = model.Run(torch::stack(rows).to(device), &state).select(1, -1).argmax(1);
+    std::vector<torch::Tensor> steps;
+    for (size_t t = 0; t < length; ++t) {
+      steps.push_back(next);
+      if (t + 1 < length) next = model.Run(next.unsqueeze(1), &state).squeeze(1).argmax(1);
+    }
+    const torch::Tensor decoded = torch::stack(steps, 1).to(torch::kCPU, torch::kLong).contiguous();
+    const auto ids = decoded.accessor<int64_t, 2>();
+    for (size_t i = 0; i < end - start; ++i) {
+      std::vector<int64_t> tokens(length);
+      for (size_t t = 0; t < length; ++t)
+        tokens[t] = ids[static_cast<int64_t>(i)][static_cast<int64_t>(t)];
+      out.push_back(std::move(tokens));
+    }
+  }
+  return out;
+}
+
 double PathPxBits(LmScorer& scorer, const TokenFormat& format, const std::vector<int64_t>& tokens) {
   LmState state;
   torch::Tensor lp = scorer.Context(format.context, &state);

@@ -70,6 +70,13 @@ struct Completion {
   double px_bits = 0;
 };
 
+// Greedy decoding of `length` tokens after each prompt (all of one length),
+// `batch` prompts at a time: the most likely token at every step, through the
+// model's state (for the transformer, its key/value cache).
+std::vector<std::vector<int64_t>> GreedyContinuations(
+    LanguageModel& model, const std::vector<std::vector<int64_t>>& prompts, size_t length,
+    size_t batch = 256);
+
 // Greedy: the most likely allowed token at each position.
 Completion GreedyComplete(LmScorer& scorer, const TokenFormat& format);
 // Beam search keeping the `width` lowest partial Px.

@@ -1,6 +1,7 @@
 #include "engine/lm_search.h"
 
 #include <cmath>
+#include <map>
 #include <queue>
 
 #include "absl/strings/str_cat.h"
@@ -288,19 +289,26 @@ ExtractionResult ShortestPathExtract(LmScorer& scorer, const TokenFormat& f, uin
     if (m > 1 && first_leaf_iteration > 0 && result.iterations >= 2 * first_leaf_iteration) break;
     if (expand.empty()) continue;
     if (scorer.queries() - start + expand.size() > max_queries) break;
-    std::vector<LmState> parents;
-    std::vector<int64_t> tokens;
-    for (int64_t id : expand) {
-      parents.push_back(nodes[nodes[id].parent].state);
-      tokens.push_back(nodes[id].token);
-    }
-    LmState state = LmState::Cat(parents);
-    torch::Tensor lp = scorer.Step(tokens, &state);
-    for (size_t k = 0; k < expand.size(); ++k) {
-      Node& n = nodes[expand[k]];
-      n.state = state.Select(torch::tensor({static_cast<int64_t>(k)}, torch::kLong));
-      n.lp = lp[k];
-      push_children(expand[k]);
+    // A popped batch mixes depths; states that grow with the prefix (keys,
+    // tokens) concatenate only at equal length, so each length steps apart.
+    // A recurrent state has one length: one step for the whole batch.
+    std::map<int64_t, std::vector<int64_t>> by_length;
+    for (int64_t id : expand) by_length[nodes[nodes[id].parent].state.Length()].push_back(id);
+    for (const auto& [length, ids] : by_length) {
+      std::vector<LmState> parents;
+      std::vector<int64_t> tokens;
+      for (int64_t id : ids) {
+        parents.push_back(nodes[nodes[id].parent].state);
+        tokens.push_back(nodes[id].token);
+      }
+      LmState state = LmState::Cat(parents);
+      torch::Tensor lp = scorer.Step(tokens, &state);
+      for (size_t k = 0; k < ids.size(); ++k) {
+        Node& n = nodes[ids[k]];
+        n.state = state.Select(torch::tensor({static_cast<int64_t>(k)}, torch::kLong));
+        n.lp = lp[k];
+        push_children(ids[k]);
+      }
     }
   }
   result.queries = scorer.queries() - start;

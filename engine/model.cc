@@ -8,6 +8,7 @@
 #include "engine/classifier_models.h"
 #include "engine/torchscript_lm.h"
 #include "engine/torchscript_model.h"
+#include "engine/transformer_lm.h"
 
 namespace memaudit::engine {
 
@@ -41,6 +42,16 @@ absl::Status ValidateModelSpec(const ModelSpec& spec) {
       if (spec.layers < 1) return absl::InvalidArgumentError("model.layers: must be >= 1");
       if (spec.units < 1) return absl::InvalidArgumentError("model.units: must be >= 1");
       if (spec.embedding < 1) return absl::InvalidArgumentError("model.embedding: must be >= 1");
+      break;
+    case ModelKind::kTransformerLm:
+      if (spec.vocab < 2) return absl::InvalidArgumentError("model.vocab: must be >= 2");
+      if (spec.layers < 1) return absl::InvalidArgumentError("model.layers: must be >= 1");
+      if (spec.units < 1) return absl::InvalidArgumentError("model.units: must be >= 1");
+      if (spec.context < 1) return absl::InvalidArgumentError("model.context: must be >= 1");
+      if (spec.heads < 1 || spec.embedding < 1 || spec.embedding % spec.heads != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "model.heads: ", spec.heads, " must divide the width (embedding) ", spec.embedding));
+      }
       break;
     case ModelKind::kTorchScript:
       if (spec.torchscript_path.empty()) {
@@ -102,6 +113,10 @@ absl::StatusOr<std::shared_ptr<Model>> BuildModel(const ModelSpec& spec, uint64_
       return std::shared_ptr<Model>(
           std::make_shared<CharLm>(spec.kind == ModelKind::kLstmLm, spec.vocab, spec.embedding,
                                    spec.layers, spec.units, spec.dropout));
+    case ModelKind::kTransformerLm:
+      return std::shared_ptr<Model>(
+          std::make_shared<TransformerLm>(spec.vocab, spec.embedding, spec.layers, spec.heads,
+                                          spec.units, spec.context, spec.dropout));
     case ModelKind::kTorchScript:
       if (spec.language_model) {
         MEMAUDIT_ASSIGN_OR_RETURN(

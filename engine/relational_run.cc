@@ -303,7 +303,7 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
   const TensorDataset validation = RecordSequences(vocab, val_text);
 
   const ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
-                                     spec.dropout, spec.torchscript_path);
+                                     spec.dropout, spec.torchscript_path, spec.heads, 0);
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.model_seed);
   const uint64_t init = DeriveSeed(spec.model_seed, "init", 0);

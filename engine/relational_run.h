@@ -57,7 +57,7 @@ struct PhoneBookRunSpec {
   uint32_t validation_records = 128;
   std::string tmpl = "{name}'s number is {number}.";
   uint32_t digits = 7;
-  // kLstmLm, kGruLm, or kTorchScript: a team's module at torchscript_path
+  // kLstmLm, kGruLm, kTransformerLm, or kTorchScript: a team's module at torchscript_path
   // (torchscript_lm.h), whose vocabulary must hold the digits, the newline
   // and the template's own characters (name letters it lacks become the
   // unknown symbol); layers, units, embedding and dropout then unused.
@@ -66,6 +66,7 @@ struct PhoneBookRunSpec {
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;
+  int64_t heads = 4;  // kTransformerLm
   double dropout = 0.0;
   OptimizerSpec optimizer{OptimizerKind::kAdam, 5e-3};  // weight decay included
   uint32_t batch_size = 16;                             // records per step

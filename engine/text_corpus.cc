@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/held_out_lines.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 
@@ -245,30 +246,9 @@ std::string CanaryText(const CanaryFormat& format, const std::string& secret) {
 
 std::string InsertCanaries(const std::string& text, const CanaryFormat& format,
                            const std::vector<Canary>& canaries, uint64_t seed) {
-  std::vector<size_t> line_starts = {0};
-  for (size_t i = 0; i + 1 < text.size(); ++i) {
-    if (text[i] == '\n') line_starts.push_back(i + 1);
-  }
-  // (position, order) -> canary line; order keeps same-position inserts stable.
-  std::vector<std::pair<size_t, std::string>> inserts;
-  SplitMix64 rng(DeriveSeed(seed, "canary.positions", 0));
-  for (const Canary& c : canaries) {
-    for (uint32_t r = 0; r < c.repeats; ++r) {
-      inserts.emplace_back(line_starts[rng.Uniform(line_starts.size())],
-                           CanaryText(format, c.secret) + "\n");
-    }
-  }
-  std::stable_sort(inserts.begin(), inserts.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::string out;
-  size_t pos = 0;
-  for (const auto& [at, line] : inserts) {
-    out.append(text, pos, at - pos);
-    out += line;
-    pos = at;
-  }
-  out.append(text, pos, std::string::npos);
-  return out;
+  std::vector<std::pair<std::string, uint32_t>> lines;
+  for (const Canary& c : canaries) lines.emplace_back(CanaryText(format, c.secret), c.repeats);
+  return InsertLines(text, lines, DeriveSeed(seed, "canary.positions", 0));
 }
 
 }  // namespace memaudit::engine

@@ -254,7 +254,7 @@ TEST(TrainerTest, OtherModelsTrain) {
 
   torch::Tensor seq = torch::arange(0, 8, torch::kLong).repeat({16, 3});  // 16 x 24
   TensorDataset lm_data(seq.slice(1, 0, 23), seq.slice(1, 1, 24));
-  for (ModelKind kind : {ModelKind::kLstmLm, ModelKind::kGruLm}) {
+  for (ModelKind kind : {ModelKind::kLstmLm, ModelKind::kGruLm, ModelKind::kTransformerLm}) {
     ModelSpec lm;
     lm.kind = kind;
     lm.vocab = 8;

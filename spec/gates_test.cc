@@ -4,6 +4,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "spec/kind_handler.h"
+#include "spec/test_specs.h"
 
 namespace memaudit::spec {
 namespace {
@@ -193,6 +194,28 @@ TEST(GatesTest, EachKindsMetricsFollowFromItsSpec) {
   ASSERT_FALSE(curve_metrics.empty());
   EXPECT_EQ(curve_metrics[0].name,
             absl::StrCat("accuracy_at_", forgetting.forgetting().eval_points(0)));
+}
+
+// An exposure audit with extractable memorization gates each group's
+// fraction extracted, judged from its Clopper-Pearson interval.
+TEST(GatesTest, ExtractableFractionsAreGatedByTheirInterval) {
+  v1::AuditSpec spec = SmallExposureSpec(/*with_defaults=*/false);
+  spec.mutable_exposure()->mutable_extractable()->add_duplicates(16);
+  ApplyDefaults(&spec);
+  *spec.add_gates() = Max("extractable_16x", 0.5);
+  const std::vector<GateMetric> metrics = HandlerFor(spec.kind_case())->GateMetrics(spec);
+  ASSERT_EQ(metrics.back().name, "extractable_16x");
+  v1::AuditResults results;
+  v1::ExtractableGroup* g = results.mutable_exposure()->add_extractable();
+  g->set_duplicates(16);
+  g->set_fraction(0.9);
+  g->set_fraction_low(0.6);
+  g->set_fraction_high(0.99);
+  std::vector<v1::GateVerdict> verdicts = JudgeGates(spec, results);
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_EQ(verdicts[0].outcome(), v1::GATE_FAIL) << "the whole interval is above 0.5";
+  g->set_fraction_low(0.3);
+  EXPECT_EQ(JudgeGates(spec, results)[0].outcome(), v1::GATE_INCONCLUSIVE);
 }
 
 }  // namespace

@@ -66,14 +66,38 @@ void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind
   }
 }
 
+void ApplyLanguageModelDefaults(v1::LanguageModelSpec* m) {
+  if (m->architecture().empty()) m->set_architecture("lstm");
+  if (m->layers() == 0) m->set_layers(1);
+  if (m->units() == 0) m->set_units(128);
+  if (m->embedding() == 0) m->set_embedding(32);
+  if (m->heads() == 0 &&
+      m->architecture() == engine::ModelKindName(engine::ModelKind::kTransformerLm)) {
+    m->set_heads(4);
+  }
+}
+
 bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& m,
                         const LmSizeLimits& limits, const AddProblem& add) {
   const std::string path_field = prefix + "torchscript_path";
   CheckLength(path_field, m.torchscript_path(), kMaxPathBytes, add);
-  const bool known = CheckArchitecture(
-      prefix + "architecture", m.architecture(),
-      {engine::ModelKind::kLstmLm, engine::ModelKind::kGruLm, engine::ModelKind::kTorchScript},
-      add);
+  const bool known =
+      CheckArchitecture(prefix + "architecture", m.architecture(),
+                        {engine::ModelKind::kLstmLm, engine::ModelKind::kGruLm,
+                         engine::ModelKind::kTransformerLm, engine::ModelKind::kTorchScript},
+                        add);
+  const bool transformer =
+      m.architecture() == engine::ModelKindName(engine::ModelKind::kTransformerLm);
+  if (transformer) {
+    if (m.heads() == 0 || m.heads() > kMaxHeads) {
+      add(prefix + "heads", absl::StrCat("must be in [1, ", kMaxHeads, "] (got ", m.heads(), ")"));
+    } else if (m.embedding() % m.heads() != 0) {
+      add(prefix + "heads", absl::StrCat("must divide embedding, the transformer's width (got ",
+                                         m.heads(), " heads for width ", m.embedding(), ")"));
+    }
+  } else if (known && m.heads() != 0) {
+    add(prefix + "heads", "applies to architecture \"transformer\" only");
+  }
   if (m.architecture() != engine::ModelKindName(engine::ModelKind::kTorchScript)) {
     if (known && !m.torchscript_path().empty()) {
       add(path_field, "applies to architecture \"torchscript\" only");
@@ -191,6 +215,15 @@ double CharLmParameters(const std::string& architecture, uint32_t layers, uint32
                         uint32_t embedding) {
   if (architecture == engine::ModelKindName(engine::ModelKind::kTorchScript)) return 0;
   constexpr double kVocab = 256;
+  if (architecture == engine::ModelKindName(engine::ModelKind::kTransformerLm)) {
+    // Tied token embedding, positions, per block two layer norms, the
+    // query/key/value and output projections and the feed-forward pair, a
+    // final layer norm (transformer_lm.h).
+    const double d = embedding, f = units;
+    const double block = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d);
+    return kVocab * d + static_cast<double>(engine::kMinTransformerContext) * d + layers * block +
+           2 * d;
+  }
   const double gates = architecture == "gru" ? 3 : 4;
   const double h = units;
   double params = kVocab * embedding + (h + 1) * kVocab;

@@ -59,15 +59,23 @@ double CharLmParameters(const std::string& architecture, uint32_t layers, uint32
                         uint32_t embedding);
 
 // The LSTM/GRU sizes a kind allows: each in [1, max].
+inline constexpr uint32_t kMaxHeads = 64;
+
 struct LmSizeLimits {
   uint32_t layers = 8;
   uint32_t units = 4096;
   uint32_t embedding = 4096;
 };
 
-// A language model's architecture ("lstm", "gru" or "torchscript"), its
+// The language-model defaults every LM kind shares: lstm, 1 layer, 128
+// units, embedding 32; a transformer 4 heads.
+void ApplyLanguageModelDefaults(v1::LanguageModelSpec* m);
+
+// A language model's architecture ("lstm", "gru", "transformer" or
+// "torchscript"), its
 // torchscript_path (required for, and only for, "torchscript") and, for
-// torchscript, dropout 0: the module's own dropout applies. `prefix` names
+// torchscript, dropout 0: the module's own dropout applies; heads (for and
+// only for "transformer") in [1, kMaxHeads] dividing embedding. `prefix` names
 // the message ("model.", "canaries.model."). For every architecture but
 // "torchscript" (which ignores them), an unknown one too, so that all of a
 // bad spec's problems are reported at once: layers, units and embedding

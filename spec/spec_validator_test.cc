@@ -237,7 +237,7 @@ TEST(SpecValidatorTest, ExposureEveryBadFieldIsNamedWithItsRule) {
   e->mutable_corpus()->set_name("wikipedia");
   e->mutable_corpus()->set_path("/tmp/x");
   e->mutable_corpus()->set_text("inline");
-  e->mutable_model()->set_architecture("transformer");
+  e->mutable_model()->set_architecture("mamba");
   e->mutable_model()->set_layers(9);
   e->mutable_model()->set_dropout(1.0);
   e->mutable_training()->set_optimizer("lion");

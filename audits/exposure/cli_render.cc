@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "audits/exposure/cli_extractable_render.h"
 #include "audits/exposure/cli_plots.h"
 #include "audits/exposure/cli_replicates_render.h"
 #include "cli/render.h"
@@ -208,7 +209,7 @@ std::string CanaryTable(const v1::ExposureResults& x) {
                                           x.extracted() ? "SUCCESS" : "failed", x.extraction(),
                                           x.extraction_queries()));
   }
-  absl::StrAppend(&out, CurveTable(x));
+  absl::StrAppend(&out, ExtractableText(x), CurveTable(x));
   return out;
 }
 
@@ -328,7 +329,7 @@ std::string HtmlCanaryTable(const v1::ExposureResults& x) {
                     " Baseline sampled / extrapolated: the baseline model's Px against its "
                     "own Px of S (the same S).");
   }
-  absl::StrAppend(&html, "</p>", ReplicatesHtml(x));
+  absl::StrAppend(&html, "</p>", ReplicatesHtml(x), ExtractableHtml(x));
   return html;
 }
 
@@ -483,6 +484,7 @@ absl::Status WriteExposureCsv(const v1::AuditResults& r, const std::string& dir)
     MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/exposure_variants.csv", variants));
   }
   MEMAUDIT_RETURN_IF_ERROR(WriteReplicatesCsv(r.audit_id(), VariantsOf(x), dir));
+  MEMAUDIT_RETURN_IF_ERROR(WriteExtractableCsv(r.audit_id(), VariantsOf(x), dir));
   return WriteFile(dir + "/exposure_by_repeats.csv", groups);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,7 @@
 #include "common/exposure_eval_steps.h"
 #include "common/status_macros.h"
 #include "scoring/exposure.h"
+#include "scoring/intervals.h"
 #include "scoring/matrix.h"
 #include "scoring/skew_normal.h"
 #include "services/scorer/result_warnings.h"
@@ -29,6 +31,11 @@ bool IsPerCanary(const std::string& signal) {
   return signal == exposure::kRepeats || signal == exposure::kPxBits || signal == exposure::kRank ||
          signal == exposure::kExact || signal == exposure::kRankQueries ||
          signal == exposure::kSpaceIndex;
+}
+
+bool IsPerExtractable(const std::string& signal) {
+  return signal == exposure::kExtractableDuplicates || signal == exposure::kExtractableExtracted ||
+         signal == exposure::kExtractableMatched;
 }
 
 bool IsBytes(double v) { return v >= 0 && v <= 255 && v == std::floor(v); }
@@ -200,6 +207,41 @@ std::optional<scoring::SkewNormalFit> FitReferences(const std::vector<double>& r
   return *std::move(f);
 }
 
+// Extractable memorization: per group of held-out sequences (ascending
+// insertions, then the never-inserted controls) the fraction the canary model
+// reproduced exactly, with its Clopper-Pearson 95% interval.
+absl::Status AddExtractable(const ModelSignals& signals, v1::ExposureResults* out) {
+  const std::vector<double>& duplicates = signals.at(exposure::kExtractableDuplicates);
+  const std::vector<double>& extracted = signals.at(exposure::kExtractableExtracted);
+  const std::vector<double>& matched = signals.at(exposure::kExtractableMatched);
+  struct Tally {
+    uint32_t sequences = 0, extracted = 0;
+    double matched = 0;
+  };
+  std::map<uint32_t, Tally> groups;
+  for (size_t i = 0; i < duplicates.size(); ++i) {
+    Tally& t = groups[static_cast<uint32_t>(duplicates[i])];
+    ++t.sequences;
+    t.extracted += extracted[i] != 0;
+    t.matched += matched[i];
+  }
+  std::vector<std::pair<uint32_t, Tally>> ordered(groups.begin(), groups.end());
+  std::rotate(ordered.begin(), ordered.begin() + (groups.count(0) > 0 ? 1 : 0), ordered.end());
+  for (const auto& [times, t] : ordered) {
+    v1::ExtractableGroup* g = out->add_extractable();
+    g->set_duplicates(times);
+    g->set_sequences(t.sequences);
+    g->set_extracted(t.extracted);
+    g->set_fraction(static_cast<double>(t.extracted) / t.sequences);
+    MEMAUDIT_ASSIGN_OR_RETURN(scoring::Interval ci,
+                              scoring::ClopperPearson(t.extracted, t.sequences));
+    g->set_fraction_low(ci.lo);
+    g->set_fraction_high(ci.hi);
+    g->set_mean_matched_chars(t.matched / t.sequences);
+  }
+  return absl::OkStatus();
+}
+
 // One variant's canary model: the pre-sweep results, without by_repeats.
 absl::StatusOr<v1::ExposureResults> ScoreCanaryModel(const v1::ExposureAudit& e,
                                                      const ModelSignals& signals,
@@ -281,6 +323,7 @@ absl::StatusOr<v1::ExposureResults> ScoreCanaryModel(const v1::ExposureAudit& e,
                                       e.repeats().begin());
     out.set_extraction_target(secrets[most]);
   }
+  if (e.has_extractable()) MEMAUDIT_RETURN_IF_ERROR(AddExtractable(signals, &out));
   return out;
 }
 
@@ -553,6 +596,8 @@ absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::O
     expected = exposure::kModelValues;
   } else if (o.signal() == exposure::kDp) {
     expected = exposure::kDpValues;
+  } else if (IsPerExtractable(o.signal())) {
+    expected = exposure::ExtractableHeldOut(e.extractable());
   }
   if (expected > 0 && n != expected) {
     return absl::InvalidArgumentError(absl::StrCat("observation.values: expected ", expected,
@@ -572,6 +617,16 @@ absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::O
     if (o.signal() == exposure::kRepeats)
       ok = v == (i < static_cast<size_t>(e.repeats_size()) ? e.repeats(static_cast<int>(i)) : 0);
     if (o.signal() == exposure::kDp) ok = i == 0 ? v >= 0 && std::isfinite(v) : v > 0 && v < 1;
+    if (o.signal() == exposure::kExtractableDuplicates) {
+      const size_t group = i / e.extractable().sequences();
+      ok = v == (group < static_cast<size_t>(e.extractable().duplicates_size())
+                     ? e.extractable().duplicates(static_cast<int>(group))
+                     : 0);
+    }
+    if (o.signal() == exposure::kExtractableExtracted) ok = v == 0 || v == 1;
+    if (o.signal() == exposure::kExtractableMatched) {
+      ok = v >= 0 && v == std::floor(v) && v <= e.extractable().suffix_chars();
+    }
     if (o.signal() == exposure::kSpaceIndex) {
       ok = v >= 0 && v == std::floor(v) && v < static_cast<double>(exposure::SpaceSize(e));
     }
@@ -790,6 +845,26 @@ void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& resu
                     {"step", absl::StrCat(p.step())}})
               .Set(value);
         }
+      }
+    }
+  }
+  // Extractable memorization: at most 16 variants x 17 groups per audit.
+  bool extractable = false;
+  for (const auto& [variant, x] : Named(top))
+    extractable = extractable || x->extractable_size() > 0;
+  if (extractable) {
+    auto& ratio = metrics::AddGauge(
+        *metrics, "memaudit_exposure_extractable_ratio",
+        "Fraction of held-out corpus sequences the canary model reproduced exactly from their "
+        "prompt by greedy decoding, by variant and the times they were inserted (0 = never).");
+    for (const auto& [variant, x] : Named(top)) {
+      for (const v1::ExtractableGroup& g : x->extractable()) {
+        ratio
+            .Add({{"audit", results.audit_id()},
+                  {"team", team},
+                  {"variant", variant},
+                  {"duplicates", absl::StrCat(g.duplicates())}})
+            .Set(g.fraction());
       }
     }
   }

@@ -86,6 +86,61 @@ class ExposureScorerTest : public ::testing::Test {
   std::unique_ptr<Scorer> scorer_;
 };
 
+// Extractable memorization: per group (ascending insertions, then the
+// controls) the fraction extracted with its Clopper-Pearson interval and the
+// mean characters matched; values that cannot be are refused.
+TEST_F(ExposureScorerTest, ExtractableGroupsCountTheExtractedWithTheirInterval) {
+  v1::AuditSpec spec = Spec();
+  v1::ExtractableSpec* extractable = spec.mutable_exposure()->mutable_extractable();
+  extractable->set_prefix_chars(4);
+  extractable->set_suffix_chars(4);
+  extractable->add_duplicates(2);
+  extractable->add_duplicates(16);
+  extractable->set_sequences(2);
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("y", spec));
+  const auto in = [&](v1::Observation o) {
+    o.set_audit_id("y");
+    return scorer_->Ingest(o);
+  };
+  EXPECT_THAT(in(Obs(exposure::kExtractableDuplicates, {2, 2, 16, 16, 0, 1})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("values[5]")));
+  EXPECT_THAT(in(Obs(exposure::kExtractableMatched, {0, 1, 4, 5, 0, 0})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("values[3]")));
+  EXPECT_THAT(in(Obs(exposure::kExtractableExtracted, {0, 1, 1})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected 6 values")));
+  for (const v1::Observation& o : Observations()) MEMAUDIT_ASSERT_OK(in(o));
+  MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableDuplicates, {2, 2, 16, 16, 0, 0})));
+  MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableExtracted, {0, 1, 1, 1, 0, 0})));
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("y"));
+  EXPECT_FALSE(scorer_->GetResults("y")->complete()) << "the matched characters are missing";
+  MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableMatched, {2, 4, 4, 4, 1, 0})));
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("y"));
+  auto results = scorer_->GetResults("y");
+  MEMAUDIT_ASSERT_OK(results);
+  ASSERT_TRUE(results->complete());
+  const auto& groups = results->exposure().extractable();
+  ASSERT_EQ(groups.size(), 3);
+  EXPECT_EQ(groups[0].duplicates(), 2u);
+  EXPECT_EQ(groups[0].sequences(), 2u);
+  EXPECT_EQ(groups[0].extracted(), 1u);
+  EXPECT_DOUBLE_EQ(groups[0].fraction(), 0.5);
+  // Clopper-Pearson of 1 in 2: 1 - sqrt(0.975) on either side.
+  EXPECT_NEAR(groups[0].fraction_low(), 1 - std::sqrt(0.975), 1e-9);
+  EXPECT_NEAR(groups[0].fraction_high(), std::sqrt(0.975), 1e-9);
+  EXPECT_DOUBLE_EQ(groups[0].mean_matched_chars(), 3.0);
+  EXPECT_EQ(groups[1].duplicates(), 16u);
+  EXPECT_DOUBLE_EQ(groups[1].fraction(), 1.0);
+  EXPECT_NEAR(groups[1].fraction_low(), std::sqrt(0.025), 1e-9);
+  EXPECT_DOUBLE_EQ(groups[1].fraction_high(), 1.0);
+  EXPECT_EQ(groups[2].duplicates(), 0u) << "the controls come last";
+  EXPECT_DOUBLE_EQ(groups[2].fraction(), 0.0);
+  EXPECT_NEAR(groups[2].fraction_high(), 1 - std::sqrt(0.025), 1e-9);
+  EXPECT_DOUBLE_EQ(groups[2].mean_matched_chars(), 0.5);
+  EXPECT_THAT(metrics::Exposition(registry_),
+              HasSubstr("memaudit_exposure_extractable_ratio{audit=\"y\",duplicates=\"16\","
+                        "team=\"\",variant=\"base\"} 1"));
+}
+
 TEST_F(ExposureScorerTest, ScoresOnceEverySignalIsIn) {
   const std::vector<v1::Observation> all = Observations();
   for (size_t i = 0; i + 1 < all.size(); ++i) {

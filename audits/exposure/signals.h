@@ -122,6 +122,22 @@ inline constexpr char kSpaceIndex[] = "space_index";
 inline constexpr uint64_t kMaxExactCalibrationSpace = uint64_t{1} << 20;
 inline constexpr uint64_t kMaxExactCalibrationValues = uint64_t{1} << 25;
 
+// Extractable memorization (spec extractable), from the canary model, one
+// value per held-out sequence (the groups' in spec order, then the
+// controls): times inserted (0 = control), 1 if the continuation was
+// reproduced exactly, characters reproduced before the first miss.
+inline constexpr char kExtractableDuplicates[] = "extractable_duplicates";
+inline constexpr char kExtractableExtracted[] = "extractable_extracted";
+inline constexpr char kExtractableMatched[] = "extractable_matched";
+inline constexpr uint32_t kMaxExtractableChars = 256;
+inline constexpr uint32_t kMaxExtractableSequences = 1000;
+inline constexpr int kMaxExtractableGroups = 16;
+inline constexpr uint32_t kMaxExtractableDuplicates = 1000;
+// Lines held out of the corpus: every group's sequences and the controls.
+inline size_t ExtractableHeldOut(const v1::ExtractableSpec& x) {
+  return static_cast<size_t>(x.duplicates_size() + 1) * x.sequences();
+}
+
 inline const std::vector<std::string>& EstimatorNames() {
   static const auto* names = new std::vector<std::string>{"exact", "sampled", "extrapolated"};
   return *names;
@@ -242,6 +258,11 @@ inline std::vector<std::string> SignalsAt(const v1::ExposureAudit& e, const std:
     if (ExactCalibration(e)) {
       out.push_back(kSpacePxBits);
       out.push_back(kSpaceIndex);
+    }
+    if (e.has_extractable()) {
+      out.push_back(kExtractableDuplicates);
+      out.push_back(kExtractableExtracted);
+      out.push_back(kExtractableMatched);
     }
     return out;
   }

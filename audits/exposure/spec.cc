@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "audits/exposure/signals.h"
 #include "common/exposure_eval_steps.h"
+#include "common/held_out_lines.h"
 #include "common/steps.h"
 #include "spec/dataset_facts.h"
 #include "spec/dataset_rules.h"
@@ -32,6 +33,16 @@ size_t CodePoints(const std::string& text) {
   size_t count = 0;
   for (unsigned char c : text) count += (c & 0xC0) != 0x80 || count == 0;
   return count;
+}
+
+// An inline corpus as the engine keeps it: up to its last line end <=
+// max_chars.
+std::string InlineCorpus(const v1::ExposureAudit& e) {
+  std::string text = e.corpus().text();
+  if (e.corpus().max_chars() > 0 && text.size() > e.corpus().max_chars()) {
+    text.resize(text.rfind('\n', e.corpus().max_chars()) + 1);
+  }
+  return text;
 }
 
 // Names become report legends, CSV cells and Prometheus label values.
@@ -153,10 +164,7 @@ void ApplyExposureDefaults(v1::ExposureAudit* e) {
   if (c->name().empty()) c->set_name("fortunes");
   if (c->text().empty() && c->max_chars() == 0) c->set_max_chars(kDefaultMaxChars);
   v1::LanguageModelSpec* m = e->mutable_model();
-  if (m->architecture().empty()) m->set_architecture("lstm");
-  if (m->layers() == 0) m->set_layers(1);
-  if (m->units() == 0) m->set_units(128);
-  if (m->embedding() == 0) m->set_embedding(32);
+  ApplyLanguageModelDefaults(m);
   v1::LanguageModelTraining* t = e->mutable_training();
   if (t->optimizer().empty()) t->set_optimizer("adam");
   if (t->learning_rate() == 0) t->set_learning_rate(3e-3);
@@ -170,6 +178,15 @@ void ApplyExposureDefaults(v1::ExposureAudit* e) {
     for (uint32_t r : {1, 4, 16, 64}) e->add_repeats(r);
   }
   if (!e->has_controls()) e->set_controls(2);
+  if (e->has_extractable()) {
+    v1::ExtractableSpec* x = e->mutable_extractable();
+    if (x->prefix_chars() == 0) x->set_prefix_chars(32);
+    if (x->suffix_chars() == 0) x->set_suffix_chars(32);
+    if (x->duplicates().empty()) {
+      for (uint32_t d : {1, 2, 4, 8, 16, 32, 64}) x->add_duplicates(d);
+    }
+    if (x->sequences() == 0) x->set_sequences(32);
+  }
   if (e->estimator().empty()) e->set_estimator("all");
   if (exposure::NeedsReferences(e->estimator()) && e->reference_samples() == 0) {
     e->set_reference_samples(kDefaultReferenceSamples);
@@ -401,6 +418,16 @@ void ValidateTarget(const v1::ExposureAudit& e, const AddProblem& add) {
   CheckLength("target.torchscript_path", t.torchscript_path(), kMaxPathBytes, add);
   if (t.torchscript_path().empty()) add("target.torchscript_path", "required with a target");
   if (t.content_hash().empty()) add("target.content_hash", kNotRecorded);
+  // Named whatever else is wrong with the target.
+  const auto refuse = [&](bool set, const char* field) {
+    if (set) add(field, "trains a model: not with a target (nothing trains)");
+  };
+  refuse(e.sweep_size() > 0, "sweep");
+  refuse(e.baseline(), "baseline");
+  refuse(e.reference_models() > 0, "reference_models");
+  refuse(e.has_replicates() && e.replicates() > 1, "replicates");
+  refuse(e.has_eval_every_steps() || e.eval_every_epoch(), "eval_every_steps");
+  refuse(e.has_extractable(), "extractable");
   if (!CheckListSize("target.secrets", t.secrets_size(), 1, 64, add)) return;
   if (t.secrets_size() != e.repeats_size()) {
     add("target.secrets", absl::StrCat("one secret per repeats entry (", e.repeats_size(),
@@ -424,14 +451,46 @@ void ValidateTarget(const v1::ExposureAudit& e, const AddProblem& add) {
       add(field, "is listed twice");
     }
   }
-  const auto refuse = [&](bool set, const char* field) {
-    if (set) add(field, "trains a model: not with a target (nothing trains)");
+}
+
+// extractable: sizes, distinct insertion counts, and lines enough to draw
+// from where the corpus is inline (a file corpus is checked when it trains).
+void ValidateExtractable(const v1::ExposureAudit& e, const AddProblem& add) {
+  if (!e.has_extractable()) return;
+  const v1::ExtractableSpec& x = e.extractable();
+  bool ok = true;
+  const auto in_range = [&](const std::string& field, uint64_t value, uint64_t max) {
+    if (value == 0 || value > max) {
+      add(absl::StrCat("extractable.", field),
+          absl::StrCat("must be in [1, ", max, "] (got ", value, ")"));
+      ok = false;
+    }
   };
-  refuse(e.sweep_size() > 0, "sweep");
-  refuse(e.baseline(), "baseline");
-  refuse(e.reference_models() > 0, "reference_models");
-  refuse(e.has_replicates() && e.replicates() > 1, "replicates");
-  refuse(e.has_eval_every_steps() || e.eval_every_epoch(), "eval_every_steps");
+  in_range("prefix_chars", x.prefix_chars(), exposure::kMaxExtractableChars);
+  in_range("suffix_chars", x.suffix_chars(), exposure::kMaxExtractableChars);
+  in_range("sequences", x.sequences(), exposure::kMaxExtractableSequences);
+  if (!CheckListSize("extractable.duplicates", x.duplicates_size(), 1,
+                     exposure::kMaxExtractableGroups, add)) {
+    return;
+  }
+  std::set<uint32_t> seen;
+  for (int i = 0; i < x.duplicates_size(); ++i) {
+    const std::string field = absl::StrCat("duplicates[", i, "]");
+    in_range(field, x.duplicates(i), exposure::kMaxExtractableDuplicates);
+    if (!seen.insert(x.duplicates(i)).second) {
+      add(absl::StrCat("extractable.", field), absl::StrCat(x.duplicates(i), " is listed twice"));
+      ok = false;
+    }
+  }
+  if (!ok || e.corpus().text().empty()) return;
+  const size_t length = x.prefix_chars() + x.suffix_chars();
+  const size_t lines = DistinctLongLines(InlineCorpus(e), length);
+  if (lines < exposure::ExtractableHeldOut(x)) {
+    add("extractable.sequences",
+        absl::StrCat("the corpus has ", lines, " distinct lines of at least ", length,
+                     " characters; ", exposure::ExtractableHeldOut(x),
+                     " are needed (sequences x (duplicates + 1 for the controls))"));
+  }
 }
 
 }  // namespace
@@ -448,6 +507,7 @@ void ValidateExposure(const v1::ExposureAudit& e, std::vector<SpecProblem>* prob
   ValidateEstimators(e, add);
   ValidateSweep(e, add);
   ValidateExactCalibration(e, add);
+  ValidateExtractable(e, add);
   ValidateEvalPoints(e, add);
   ValidateBudgets(e, add);
   ValidateReplicates(e, add);
@@ -478,13 +538,19 @@ uint64_t ExposureTaskSteps(const v1::ExposureAudit& e, uint32_t variant, bool wi
 uint64_t ExposureRecipeSteps(const v1::ExposureAudit& e, uint32_t batch_size, uint32_t epochs,
                              bool with_canaries) {
   uint64_t chars = e.corpus().max_chars();
+  const v1::ExtractableSpec& x = e.extractable();
+  const uint64_t sequence = x.prefix_chars() + x.suffix_chars();
   if (!e.corpus().text().empty()) {
-    // The engine's cut: the corpus is kept up to its last line end <= max_chars.
-    std::string text = e.corpus().text();
-    if (e.corpus().max_chars() > 0 && text.size() > e.corpus().max_chars()) {
-      text.resize(text.rfind('\n', e.corpus().max_chars()) + 1);
+    chars = CodePoints(InlineCorpus(e));
+    if (e.has_extractable()) {
+      // Every model trains without the held-out lines (the engine's draw).
+      const auto held = HoldOutLines(InlineCorpus(e), sequence, exposure::ExtractableHeldOut(x),
+                                     x.seed(), "extractable.sequences");
+      if (held.ok()) chars = CodePoints(held->text);
     }
-    chars = CodePoints(text);
+  }
+  if (with_canaries && e.has_extractable()) {
+    for (uint32_t d : x.duplicates()) chars += uint64_t{d} * x.sequences() * (sequence + 1);
   }
   const uint64_t holes =
       e.canary().alphabets().empty() ? e.canary().digits() : e.canary().alphabets_size();
@@ -546,6 +612,18 @@ class Exposure final : public KindHandler {
              return std::nullopt;
            },
            /*interval=*/replicated});
+    }
+    // Extractable memorization: the fraction extracted with its
+    // Clopper-Pearson interval over the group's sequences.
+    for (const uint32_t duplicates : spec.exposure().extractable().duplicates()) {
+      out.push_back({absl::StrCat("extractable_", duplicates, "x"), "extractable.sequences",
+                     [duplicates](const v1::AuditResults& r) -> std::optional<MetricReading> {
+                       for (const v1::ExtractableGroup& g : r.exposure().extractable()) {
+                         if (g.duplicates() != duplicates) continue;
+                         return ReadingOf(g.fraction(), 0, 0, g.fraction_low(), g.fraction_high());
+                       }
+                       return std::nullopt;
+                     }});
     }
     return out;
   }

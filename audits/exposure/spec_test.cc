@@ -245,6 +245,71 @@ TEST(ExposureSpecTest, TorchScriptModelNeedsItsPathAndTakesNoSizes) {
                         "\"torchscript\" only"));
 }
 
+// extractable: defaults, bounds, distinct insertion counts, lines enough in
+// an inline corpus, and the steps of a text less the held-out lines plus
+// the sequences inserted back.
+TEST(ExposureSpecTest, ExtractableDefaultsBoundsAndStepsOfTheHeldOutText) {
+  v1::AuditSpec spec = SmallExposureSpec(/*with_defaults=*/false);
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += absl::StrCat("line ", 10 + i, " abcdefghijkl\n");  // 21
+  spec.mutable_exposure()->mutable_corpus()->set_text(text);
+  spec.mutable_exposure()->mutable_extractable();
+  ApplyDefaults(&spec);
+  const v1::ExtractableSpec& x = spec.exposure().extractable();
+  EXPECT_EQ(x.prefix_chars(), 32u);
+  EXPECT_EQ(x.suffix_chars(), 32u);
+  EXPECT_THAT(x.duplicates(), ElementsAre(1, 2, 4, 8, 16, 32, 64));
+  EXPECT_EQ(x.sequences(), 32u);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("exposure.extractable.sequences: the corpus has 0 distinct lines of at "
+                        "least 64 characters; 256 are needed"));
+  v1::ExtractableSpec* m = spec.mutable_exposure()->mutable_extractable();
+  m->set_prefix_chars(8);
+  m->set_suffix_chars(8);
+  m->clear_duplicates();
+  m->add_duplicates(1);
+  m->add_duplicates(4);
+  m->set_sequences(2);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  // 40 lines of 21 characters, 6 held out: 714; canaries 10 x 8 = 80; the
+  // sequences inserted back (1 + 4) x 2 x 17 = 170: (964 - 1) / 16 = 60
+  // windows, 15 steps an epoch at batch 4. Without insertions: 44 windows.
+  EXPECT_EQ(ExposureTaskSteps(spec.exposure(), 0, true), 45u);
+  EXPECT_EQ(ExposureTaskSteps(spec.exposure(), 0, false), 33u);
+  m->set_prefix_chars(0);
+  m->add_duplicates(4);
+  const std::string message(ValidateSpec(spec).message());
+  EXPECT_THAT(message, HasSubstr("exposure.extractable.prefix_chars: must be in [1, 256] (got 0)"));
+  EXPECT_THAT(message, HasSubstr("exposure.extractable.duplicates[2]: 4 is listed twice"));
+  v1::AuditSpec target = spec;
+  target.mutable_exposure()->mutable_target()->set_torchscript_path("/data/lm.pt");
+  EXPECT_THAT(std::string(ValidateSpec(target).message()),
+              HasSubstr("exposure.extractable: trains a model: not with a target"));
+}
+
+// The transformer: 4 heads by default, heads dividing its width (the
+// embedding), and heads refused for every other architecture.
+TEST(ExposureSpecTest, TransformerHeadsDefaultDivideTheWidthAndApplyToItOnly) {
+  v1::AuditSpec spec = SmallExposureSpec(/*with_defaults=*/false);
+  v1::LanguageModelSpec* m = spec.mutable_exposure()->mutable_model();
+  m->set_architecture("transformer");
+  ApplyDefaults(&spec);
+  EXPECT_EQ(m->heads(), 4u);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  m->set_heads(3);  // the default width is 32
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("exposure.model.heads: must divide embedding, the transformer's width "
+                        "(got 3 heads for width 32)"));
+  m->set_heads(65);
+  EXPECT_THAT(std::string(ValidateSpec(spec).message()),
+              HasSubstr("exposure.model.heads: must be in [1, 64] (got 65)"));
+  v1::AuditSpec lstm = SmallExposureSpec();
+  EXPECT_EQ(lstm.exposure().model().heads(), 0u);
+  lstm.mutable_exposure()->mutable_model()->set_heads(4);
+  EXPECT_THAT(std::string(ValidateSpec(lstm).message()),
+              HasSubstr("exposure.model.heads: applies to architecture \"transformer\" only"));
+}
+
 }  // namespace
 }  // namespace memaudit::spec
 

@@ -99,6 +99,15 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.layers = e.model().layers();
   run.units = variant.units;
   run.embedding = e.model().embedding();
+  run.heads = e.model().heads();
+  if (e.has_extractable()) {
+    const v1::ExtractableSpec& x = e.extractable();
+    run.extractable_sequences = x.sequences();
+    run.extractable_prefix = x.prefix_chars();
+    run.extractable_suffix = x.suffix_chars();
+    run.extractable_duplicates.assign(x.duplicates().begin(), x.duplicates().end());
+    run.extractable_seed = x.seed();
+  }
   run.dropout = variant.dropout;
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =
@@ -224,6 +233,15 @@ std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
   add(exposure::kExtraction, extraction);
   add(exposure::kModel, {result.log2_space, static_cast<double>(result.steps), result.final_loss});
   add(exposure::kDp, {result.dp_epsilon, exposure::ResolveVariant(e, model.variant).delta});
+  std::vector<double> duplicates, extracted, matched;
+  for (const engine::ExtractableSequence& s : result.extractable) {
+    duplicates.push_back(s.duplicates);
+    extracted.push_back(s.extracted ? 1 : 0);
+    matched.push_back(s.matched);
+  }
+  add(exposure::kExtractableDuplicates, duplicates);
+  add(exposure::kExtractableExtracted, extracted);
+  add(exposure::kExtractableMatched, matched);
   for (const engine::ExposurePoint& p : result.points) {
     std::vector<v1::Observation> point = ExposurePointObservations(task, p);
     out.insert(out.end(), point.begin(), point.end());

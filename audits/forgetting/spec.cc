@@ -51,10 +51,7 @@ void ApplyCanaryDefaults(v1::ForgettingAudit* f) {
   }
   if (corpus->max_chars() == 0) corpus->set_max_chars(kDefaultCorpusChars);
   v1::LanguageModelSpec* m = c->mutable_model();
-  if (m->architecture().empty()) m->set_architecture("lstm");
-  if (m->layers() == 0) m->set_layers(1);
-  if (m->units() == 0) m->set_units(128);
-  if (m->embedding() == 0) m->set_embedding(32);
+  ApplyLanguageModelDefaults(m);
   v1::CanaryFormatSpec* format = c->mutable_canary();
   if (format->prefix().empty()) format->set_prefix("my secret code is ");
   if (format->alphabets().empty() && format->digits() == 0) format->set_digits(5);

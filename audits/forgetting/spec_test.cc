@@ -398,7 +398,7 @@ TEST(ForgettingSpecTest, BadCanaryFieldsAreNamed) {
   f->set_attack("checkpoint_calibrated");
   f->set_inject_mode("dup_in_batch");
   v1::ForgettingCanaries* c = f->mutable_canaries();
-  c->mutable_model()->set_architecture("transformer");
+  c->mutable_model()->set_architecture("mamba");
   c->mutable_canary()->set_digits(30);
   c->set_repeats(1, 0);
   c->set_per_group(0);

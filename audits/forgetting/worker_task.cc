@@ -210,6 +210,7 @@ absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Tas
   run.layers = c.model().layers();
   run.units = c.model().units();
   run.embedding = c.model().embedding();
+  run.heads = c.model().heads();
   run.dropout = c.model().dropout();
   MEMAUDIT_ASSIGN_OR_RETURN(engine::OptimizerSpec optimizer, OptimizerFor(f.training()));
   run.optimizer = optimizer;

@@ -185,10 +185,7 @@ void ApplyRelationalDefaults(v1::RelationalAudit* r) {
   if (p->template_().empty()) p->set_template_(relational::kDefaultTemplate);
   if (p->digits() == 0) p->set_digits(7);
   v1::LanguageModelSpec* m = p->mutable_model();
-  if (m->architecture().empty()) m->set_architecture("lstm");
-  if (m->layers() == 0) m->set_layers(1);
-  if (m->units() == 0) m->set_units(128);
-  if (m->embedding() == 0) m->set_embedding(32);
+  ApplyLanguageModelDefaults(m);
   v1::LanguageModelTraining* t = p->mutable_training();
   if (t->optimizer().empty()) t->set_optimizer("adam");
   if (t->learning_rate() == 0) t->set_learning_rate(5e-3);

@@ -62,6 +62,7 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
   run.layers = p.model().layers();
   run.units = relational::VariantUnits(p, variant);
   run.embedding = p.model().embedding();
+  run.heads = p.model().heads();
   run.dropout = p.model().dropout();
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =

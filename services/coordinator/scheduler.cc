@@ -912,6 +912,9 @@ absl::Status Scheduler::WarnWaitingAudits() {
           }
           if (now - a.created_ms < options_.waiting_warning_ms) break;
           unwarned_.pop_front();
+          std::vector<v1::WorkerCapabilities> totals;
+          for (const auto& [id, worker] : workers_) totals.push_back(worker.capabilities);
+          const std::string unfit = NoWorkerFits(NeedsOf(a.spec.resources()), totals);
           Mutation m;
           m.events.push_back(Event(
               a.audit_id, v1::AUDIT_WAITING, "",
@@ -919,8 +922,8 @@ absl::Status Scheduler::WarnWaitingAudits() {
                            absl::StrFormat("%.1f", (now - a.created_ms) / 1000.0),
                            " s; workers connected: ", workers_.size(),
                            workers_.empty() ? " (start one: memaudit-worker --coordinator ...)"
-                                            : " (none offers what the tasks need: "
-                                              "resources.threads_per_task, memory, device)")));
+                           : !unfit.empty() ? absl::StrCat(" (", unfit, ")")
+                                            : " (every one able to take them is busy)")));
           return m;
         }
         return absl::NotFoundError("");  // none due

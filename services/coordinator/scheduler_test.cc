@@ -172,6 +172,24 @@ TEST_F(SchedulerTest, AnAuditNoWorkerTakesIsWarnedOfOnce) {
   EXPECT_TRUE(EventsOfType(*scheduler_, "b", "audit_waiting").empty());
 }
 
+// A waiting audit whose tasks no connected worker could ever take is told
+// which requirement none meets.
+TEST_F(SchedulerTest, AWaitingAuditIsToldWhatNoWorkerOffers) {
+  v1::AuditSpec spec = spec::SmallMembershipSpec(4);
+  spec.mutable_resources()->set_gpus_per_task(1);
+  MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec));
+  clock_.AdvanceMs(options_.waiting_warning_ms);
+  v1::WorkerCapabilities cpu;
+  cpu.set_threads(4);
+  scheduler_->RegisterWorker(cpu);
+  MEMAUDIT_ASSERT_OK(scheduler_->ExpireLeases());
+  std::vector<EventRecord> waiting = EventsOfType(*scheduler_, "a", "audit_waiting");
+  ASSERT_EQ(waiting.size(), 1u);
+  EXPECT_THAT(waiting[0].message,
+              HasSubstr("workers connected: 1 (the tasks need 1 GPU each "
+                        "(resources.gpus_per_task); the most a worker offers is 0)"));
+}
+
 TEST_F(SchedulerTest, ExpiredLeaseIsRequeuedAndLeasedAgain) {
   MEMAUDIT_ASSERT_OK(scheduler_->Submit("a", spec::SmallMembershipSpec(4)));
   LeaseGrant first = MustLease("dead-worker");

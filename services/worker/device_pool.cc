@@ -50,6 +50,12 @@ absl::StatusOr<std::vector<std::string>> OfferedDevices(const std::string& chose
   return offered;
 }
 
+std::vector<std::string> StartingAt(std::vector<std::string> offered, uint32_t first) {
+  if (offered.empty()) return offered;
+  std::rotate(offered.begin(), offered.begin() + first % offered.size(), offered.end());
+  return offered;
+}
+
 std::vector<size_t> PickDevices(size_t offered, const std::vector<size_t>& held, uint32_t count) {
   std::vector<size_t> picked;
   for (size_t slot = 0; slot < offered && picked.size() < count; ++slot) {

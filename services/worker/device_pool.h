@@ -23,6 +23,11 @@ absl::StatusOr<std::vector<std::string>> OfferedDevices(const std::string& chose
                                                         const std::string& devices_flag,
                                                         int visible);
 
+// `offered` turned so that its entry `first` (modulo its size) comes first:
+// the worker fills its devices from there (--first-device), so that several
+// workers on one machine (`memaudit run` starts two) start on different GPUs.
+std::vector<std::string> StartingAt(std::vector<std::string> offered, uint32_t first);
+
 // Which of `offered` devices (their indices: a worker may offer one name
 // twice, as tests offer "cpu") a task needing `count` gets: the first
 // `count` indices that `held` lacks, in order; fewer when fewer are free.

@@ -37,5 +37,15 @@ TEST(PickDevicesTest, TheLowestFreeDevicesInOfferedOrder) {
   EXPECT_THAT(PickDevices(0, {}, 1), IsEmpty()) << "a CPU worker";
 }
 
+// memaudit run's workers offer the same GPUs from different first ones.
+TEST(StartingAtTest, TurnsTheOfferedDevicesToStartAtTheGivenOneModuloTheirCount) {
+  const std::vector<std::string> two = {"cuda:0", "cuda:1"};
+  EXPECT_THAT(StartingAt(two, 0), ElementsAre("cuda:0", "cuda:1"));
+  EXPECT_THAT(StartingAt(two, 1), ElementsAre("cuda:1", "cuda:0"));
+  EXPECT_THAT(StartingAt(two, 3), ElementsAre("cuda:1", "cuda:0"));
+  EXPECT_THAT(StartingAt({"cuda:0"}, 1), ElementsAre("cuda:0")) << "one GPU: shared";
+  EXPECT_THAT(StartingAt({}, 1), IsEmpty()) << "a CPU worker";
+}
+
 }  // namespace
 }  // namespace memaudit::worker

@@ -37,6 +37,7 @@ struct WorkerFlags {
   int exit_when_idle_s = 0;
   std::string device = "cpu";
   std::string devices;
+  uint32_t first_device = 0;
   std::string matmul_precision = "fp32";
   std::string numerics = kPortableNumerics;
   std::string metrics_listen;
@@ -86,6 +87,11 @@ void AddWorkerFlags(CLI::App* app, WorkerFlags* flags) {
                   "with --device cuda: the CUDA devices to offer, as indices (e.g. 0,1); default "
                   "every visible device. One task trains on each free device at once (give "
                   "--threads at least as many)");
+  app->add_option("--first-device", flags->first_device,
+                  "with --device cuda: the offered device (its position in what the worker offers, "
+                  "modulo their count) to fill first; memaudit run gives each of its workers its "
+                  "own, so that they start on different GPUs")
+      ->capture_default_str();
   app->add_option("--matmul-precision", flags->matmul_precision,
                   "how CUDA runs float32 products: fp32 (exact), tf32 (TensorFloat-32 tensor "
                   "cores) or bf16 (fully connected layers on bfloat16 inputs); tf32 and bf16 "
@@ -134,9 +140,10 @@ absl::Status ApplyFlags(WorkerFlags* flags) {
   }
   // A CUDA worker offers its devices, one GPU each, and takes GPU tasks only.
   MEMAUDIT_ASSIGN_OR_RETURN(
-      options.devices,
+      std::vector<std::string> offered,
       worker::OfferedDevices(chosen, flags->devices,
                              chosen == "cpu" ? 0 : worker::Engine().cuda_device_count()));
+  options.devices = worker::StartingAt(std::move(offered), flags->first_device);
   options.gpus = static_cast<uint32_t>(options.devices.size());
   if (chosen != "cpu" && options.gpus == 0) {
     return absl::FailedPreconditionError("--device: CUDA reports no device to offer");

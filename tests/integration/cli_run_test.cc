@@ -318,9 +318,12 @@ TEST(CliRunTest, ValidateNamesUnknownFieldsAndQuickstartIsValid) {
   EXPECT_THAT(out.text, HasSubstr("membership.refrence_models: unknown field; did you mean "
                                   "\"reference_models\"?"));
   EXPECT_THAT(out.text, HasSubstr("membership.reference_models: must be an even number"));
-  Output quickstart = Shell(
-      absl::StrCat(Memaudit(), " validate ", MEMAUDIT_SOURCE_DIR, "/examples/quickstart.yaml"));
-  EXPECT_EQ(quickstart.exit_code, 0) << quickstart.text;
+  for (const char* example :
+       {"quickstart.yaml", "secret-sharer.yaml", "secret-sharer-transformer.yaml"}) {
+    Output valid =
+        Shell(absl::StrCat(Memaudit(), " validate ", MEMAUDIT_SOURCE_DIR, "/examples/", example));
+    EXPECT_EQ(valid.exit_code, 0) << example << ": " << valid.text;
+  }
 }
 
 TEST(CliRunTest, ABadDeviceIsRefusedBeforeAnythingStarts) {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -821,9 +822,11 @@ TEST_F(DeployManifestsTest, ImagesAreFullyQualified) {
   }
 }
 
-// A worker on CUDA asks for one GPU (and tolerates and selects GPU nodes);
-// a CPU worker asks for none. The gpu set-up has GPU workers on the GPU image.
-TEST_F(DeployManifestsTest, CudaWorkersHaveOneGpuEach) {
+// A worker on CUDA asks for GPUs and has a thread for each (it runs a task
+// per GPU at once), and tolerates and selects GPU nodes; a CPU worker asks
+// for none. The gpu set-up has GPU workers of one GPU on the GPU image,
+// gpu-multi of 4.
+TEST_F(DeployManifestsTest, CudaWorkersHoldGpusAndAThreadForEach) {
   for (const Rendering& r : Renderings()) {
     for (const Container& c : r.containers) {
       if (!IsWorker(c)) continue;
@@ -833,7 +836,10 @@ TEST_F(DeployManifestsTest, CudaWorkersHaveOneGpuEach) {
         EXPECT_FALSE(IsScalar(gpus)) << "a CPU worker holding a GPU";
         continue;
       }
-      EXPECT_EQ(Str(gpus), "1");
+      const int held = std::atoi(Str(gpus).c_str());
+      EXPECT_GE(held, 1) << Str(gpus);
+      EXPECT_GE(std::atoi(FlagValue(c.args, "--threads").c_str()), held);
+      EXPECT_EQ(held, r.dir == "overlays/gpu-multi" ? 4 : 1);
       bool tolerates = false;
       for (const YAML::Node& t : Field(c.workload->pod, {"spec", "tolerations"})) {
         tolerates |= Str(t["key"]) == "nvidia.com/gpu" && Str(t["effect"]) == "NoSchedule";

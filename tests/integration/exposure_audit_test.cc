@@ -154,6 +154,87 @@ v1::AuditSpec TinySweepSpec() {
   return spec;
 }
 
+// Extractable memorization through the services: held-out lines inserted 1
+// and 40 times and never; the planner's steps are the engine's (the text
+// less the held-out lines, plus the insertions), the often-inserted ones are
+// extracted and the controls are not, and the table, CSV and gauge show it.
+TEST_F(ExposureAuditTest, ExtractableMemorizationGrowsWithInsertions) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  v1::AuditSpec spec = TinyExposureSpec();
+  v1::ExtractableSpec* x = spec.mutable_exposure()->mutable_extractable();
+  x->set_prefix_chars(12);
+  x->set_suffix_chars(12);
+  x->add_duplicates(1);
+  x->add_duplicates(40);
+  x->set_sequences(4);
+  spec.mutable_exposure()->mutable_training()->set_epochs(20);
+  auto submitted = client_->Submit(spec);
+  MEMAUDIT_ASSERT_OK(submitted);
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  MEMAUDIT_ASSERT_OK(results);
+  const v1::ExposureResults& r = results->exposure();
+  EXPECT_EQ(r.training_steps(), audit.steps_total());
+  ASSERT_EQ(r.extractable_size(), 3);
+  EXPECT_EQ(r.extractable(0).duplicates(), 1u);
+  EXPECT_EQ(r.extractable(1).duplicates(), 40u);
+  EXPECT_EQ(r.extractable(2).duplicates(), 0u);
+  for (const v1::ExtractableGroup& g : r.extractable()) EXPECT_EQ(g.sequences(), 4u);
+  // Measured: x40 4 of 4 (12 characters), x1 and the controls none (about 2).
+  EXPECT_GE(r.extractable(1).extracted(), 3u);
+  EXPECT_EQ(r.extractable(2).extracted(), 0u);
+  EXPECT_GT(r.extractable(1).mean_matched_chars(), r.extractable(2).mean_matched_chars());
+  EXPECT_LE(r.extractable(1).fraction_low(), r.extractable(1).fraction());
+  EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("extractable memorization"));
+  const std::string csv_dir = dir_ + "/extractable-csv";
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
+  EXPECT_THAT(Slurp(csv_dir + "/extractable.csv"),
+              HasSubstr(absl::StrCat(submitted->audit_id(), ",base,40,4,")));
+  EXPECT_TRUE(HasSeries(HttpGet(cluster_->scorer_metrics_port(), "/metrics"),
+                        "memaudit_exposure_extractable_ratio",
+                        {{"audit", submitted->audit_id()}, {"duplicates", "40"}}));
+}
+
+// The built-in transformer through the services: the spec's heads reach the
+// worker, the heavily inserted canary is exposed far above the controls and
+// extracted, and a re-run gives the same numbers.
+TEST_F(ExposureAuditTest, ATransformerLanguageModelIsAuditedEndToEnd) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  v1::AuditSpec spec = TinyExposureSpec();
+  v1::LanguageModelSpec* m = spec.mutable_exposure()->mutable_model();
+  m->set_architecture("transformer");
+  m->set_layers(2);
+  m->set_embedding(32);
+  m->set_heads(4);
+  m->set_units(64);
+  spec.mutable_exposure()->mutable_training()->set_learning_rate(0.003);
+  spec.mutable_exposure()->mutable_training()->set_epochs(20);
+  std::vector<v1::ExposureResults> runs;
+  for (int run = 0; run < 2; ++run) {
+    auto submitted = client_->Submit(spec);
+    MEMAUDIT_ASSERT_OK(submitted);
+    v1::Audit audit = WaitForEnd(submitted->audit_id());
+    ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+    auto results = client_->Report(submitted->audit_id());
+    MEMAUDIT_ASSERT_OK(results);
+    EXPECT_EQ(results->spec().exposure().model().heads(), 4u);
+    runs.push_back(results->exposure());
+  }
+  const v1::ExposureResults& x = runs[0];
+  ASSERT_EQ(x.canaries_size(), 5);
+  const v1::CanaryResult& heavy = x.canaries(1);
+  EXPECT_EQ(heavy.repeats(), 40u);
+  EXPECT_TRUE(heavy.exact());
+  EXPECT_GT(heavy.exposure(), x.control_median_exposure() + 5);
+  EXPECT_GT(heavy.exposure(), x.canaries(0).exposure() + 4) << "inserted once";
+  EXPECT_TRUE(x.extracted());
+  EXPECT_EQ(x.extraction(), heavy.secret());
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(runs[1].canaries(i).px_bits(), x.canaries(i).px_bits()) << i;
+  }
+}
+
 // A team's own language model: a character GRU exported as TorchScript by
 // examples/models/export_char_lm.py (Debian's python3-torch), its vocabulary
 // the corpus's characters plus the canary prefix's, audited end to end.

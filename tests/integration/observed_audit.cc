@@ -166,9 +166,15 @@ void PrometheusTest::SetUp() { CheckReady(observed_); }
 Observed* EveryKindObservedTest::observed_ = nullptr;
 
 void EveryKindObservedTest::SetUpTestSuite() {
-  // Evaluation points feed the dashboard's exposure-during-training panel.
+  // Evaluation points feed the dashboard's exposure-during-training panel,
+  // held-out sequences its extractable-memorization panel.
   v1::AuditSpec exposure = TinyExposureSpec();
   exposure.mutable_exposure()->set_eval_every_epoch(true);
+  v1::ExtractableSpec* extractable = exposure.mutable_exposure()->mutable_extractable();
+  extractable->set_prefix_chars(12);
+  extractable->set_suffix_chars(12);
+  extractable->add_duplicates(40);
+  extractable->set_sequences(2);
   observed_ = ObserveAudits("every-kind",
                             {TinyMembershipSpec(), exposure, TinyForgettingSpec(),
                              TinyUnlearningSpec(), TinyLinearRelationalSpec(), TinyDpAuditSpec()})
