@@ -20,6 +20,7 @@
 #include "bench/bench_util.h"
 #include "engine/lm_dataset.h"
 #include "engine/lm_search.h"
+#include "engine/recomputing_lm.h"
 #include "engine/text_corpus.h"
 #include "engine/trainer.h"
 #include "engine/transformer_lm.h"
@@ -28,24 +29,6 @@ using namespace memaudit;          // NOLINT
 using namespace memaudit::engine;  // NOLINT
 
 namespace {
-
-// The search without the cache: keeps the tokens fed and runs the whole
-// prefix through the transformer at every step.
-class RecomputingLm : public LanguageModel {
- public:
-  explicit RecomputingLm(TransformerLm& inner) : inner_(inner) {}
-  torch::Tensor Run(const torch::Tensor& tokens, LmState* state) override {
-    const torch::Tensor full =
-        state->tokens.defined() ? torch::cat({state->tokens, tokens}, 1) : tokens;
-    state->tokens = full;
-    LmState fresh;
-    return inner_.Run(full, &fresh).slice(1, full.size(1) - tokens.size(1));
-  }
-  int64_t vocab() const override { return inner_.vocab(); }
-
- private:
-  TransformerLm& inner_;
-};
 
 ModelSpec BenchModel(int64_t vocab) {
   ModelSpec spec;

@@ -193,10 +193,14 @@ std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const Cha
   }
   const std::vector<std::vector<int64_t>> decoded =
       GreedyContinuations(lm, prompts, spec.extractable_suffix);
+  std::vector<std::vector<int64_t>> texts;
+  for (const std::string& sequence : held_out) texts.push_back(vocab.Encode(sequence));
+  const std::vector<TokenLogProbs> log_probs = TextLogProbs(lm, texts, newline);
   std::vector<ExtractableSequence> out;
   for (size_t i = 0; i < held_out.size(); ++i) {
     ExtractableSequence s;
     s.duplicates = DuplicatesOf(spec, i);
+    s.membership = MembershipScores(log_probs[i], held_out[i]);
     while (s.matched < truths[i].size() && decoded[i][s.matched] == truths[i][s.matched]) {
       ++s.matched;
     }

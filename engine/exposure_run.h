@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/model_spec.h"
+#include "engine/lm_membership_signals.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {
@@ -115,6 +116,9 @@ struct ExtractableSequence {
   uint32_t duplicates = 0;  // times inserted; 0 = a control
   bool extracted = false;   // the whole continuation reproduced exactly
   uint32_t matched = 0;     // characters reproduced before the first miss
+  // Its membership scores (the whole sequence, after a newline): members are
+  // the inserted ones, non-members the controls.
+  LmMembershipScores membership;
 };
 
 // The canaries measured at one evaluation point.

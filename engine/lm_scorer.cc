@@ -67,6 +67,44 @@ torch::Tensor LmScorer::Step(const std::vector<int64_t>& tokens, LmState* state)
   return model_.StepLogProbs(ToDeviceIds(tokens, device_), state).cpu();
 }
 
+std::vector<TokenLogProbs> TextLogProbs(LanguageModel& model,
+                                        const std::vector<std::vector<int64_t>>& texts,
+                                        int64_t start, size_t batch) {
+  torch::NoGradGuard no_grad;
+  const torch::Device device =
+      model.parameters().empty() ? torch::kCPU : model.parameters()[0].device();
+  std::vector<TokenLogProbs> out;
+  batch = std::max<size_t>(batch, 1);
+  for (size_t first = 0; first < texts.size(); first += batch) {
+    const size_t end = std::min(texts.size(), first + batch);
+    std::vector<torch::Tensor> rows;
+    for (size_t i = first; i < end; ++i) rows.push_back(torch::tensor(texts[i], torch::kLong));
+    const torch::Tensor targets = torch::stack(rows);  // [B, L]
+    const torch::Tensor inputs = torch::cat(
+        {torch::full({targets.size(0), 1}, start, torch::kLong), targets.slice(1, 0, -1)}, 1);
+    LmState state;
+    const torch::Tensor log_p =
+        torch::log_softmax(model.Run(inputs.to(device), &state).to(torch::kFloat64), 2).cpu();
+    const torch::Tensor p = log_p.exp();
+    const torch::Tensor mean = (p * log_p).sum(2);
+    const torch::Tensor stddev = ((p * log_p * log_p).sum(2) - mean * mean).clamp_min(0).sqrt();
+    const torch::Tensor chosen = log_p.gather(2, targets.unsqueeze(2)).squeeze(2);
+    const auto lp = chosen.accessor<double, 2>();
+    const auto mu = mean.accessor<double, 2>();
+    const auto sd = stddev.accessor<double, 2>();
+    for (int64_t i = 0; i < targets.size(0); ++i) {
+      TokenLogProbs t;
+      for (int64_t j = 0; j < targets.size(1); ++j) {
+        t.log_prob.push_back(lp[i][j]);
+        t.mean.push_back(mu[i][j]);
+        t.stddev.push_back(sd[i][j]);
+      }
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
 std::vector<std::vector<int64_t>> GreedyContinuations(
     LanguageModel& model, const std::vector<std::vector<int64_t>>& prompts, size_t length,
     size_t batch) {

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/language_model.h"
+#include "engine/lm_membership_signals.h"
 #include "engine/text_corpus.h"
 #include "engine/torch_api.h"
 
@@ -69,6 +70,13 @@ struct Completion {
   std::vector<int64_t> tokens;
   double px_bits = 0;
 };
+
+// Teacher-forced log-probabilities of each text (token ids, all of one
+// length) after `start`, `batch` texts at a time: for every token its log p
+// and the mean and stddev of log p under the model's distribution there.
+std::vector<TokenLogProbs> TextLogProbs(LanguageModel& model,
+                                        const std::vector<std::vector<int64_t>>& texts,
+                                        int64_t start, size_t batch = 64);
 
 // Greedy decoding of `length` tokens after each prompt (all of one length),
 // `batch` prompts at a time: the most likely token at every step, through the

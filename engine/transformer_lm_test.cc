@@ -7,6 +7,7 @@
 #include "common/testing/status_matchers.h"
 #include "engine/lm_dataset.h"
 #include "engine/lm_search.h"
+#include "engine/recomputing_lm.h"
 #include "engine/test_util.h"
 #include "engine/trainer.h"
 #include "gtest/gtest.h"
@@ -116,24 +117,6 @@ TEST(TransformerLmTest, TheSameSeedBuildsTheSameWeights) {
   // The output layer is the token embedding (tied): no separate head.
   EXPECT_EQ((*a)->named_parameters().size(), 2u + 2 * 12 + 2);
 }
-
-// A model that keeps the tokens fed and runs the transformer on the whole
-// prefix every step: the search without the key/value cache.
-class RecomputingLm : public LanguageModel {
- public:
-  explicit RecomputingLm(TransformerLm& inner) : inner_(inner) {}
-  torch::Tensor Run(const torch::Tensor& tokens, LmState* state) override {
-    const torch::Tensor full =
-        state->tokens.defined() ? torch::cat({state->tokens, tokens}, 1) : tokens;
-    state->tokens = full;
-    LmState fresh;
-    return inner_.Run(full, &fresh).slice(1, full.size(1) - tokens.size(1));
-  }
-  int64_t vocab() const override { return inner_.vocab(); }
-
- private:
-  TransformerLm& inner_;
-};
 
 // A transformer trained on synthetic text with one 3-digit canary inserted
 // often enough to be memorised.

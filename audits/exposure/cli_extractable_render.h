@@ -17,8 +17,12 @@ namespace memaudit::cli {
 std::string ExtractableText(const v1::ExposureResults& x);
 // A table and a sentence on the method, under one model's canary table.
 std::string ExtractableHtml(const v1::ExposureResults& x);
-// extractable.csv in `dir` (one row per variant and group), when a variant
-// measured it.
+// The fraction extracted against insertions, with its interval as a band
+// (an inline <svg>); "" without extractable memorization.
+std::string ExtractableSvg(const v1::ExposureResults& x);
+// extractable.csv (one row per variant and group) and
+// extractable_membership.csv (one per variant, inserted group and attack) in
+// `dir`, when a variant measured it.
 absl::Status WriteExtractableCsv(const std::string& audit_id,
                                  const std::vector<v1::ExposureVariantResult>& variants,
                                  const std::string& dir);

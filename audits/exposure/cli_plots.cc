@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "audits/exposure/cli_extractable_render.h"
 #include "audits/exposure/cli_render.h"
 #include "cli/render.h"
 #include "cli/report_plots.h"
@@ -335,6 +336,17 @@ std::string ExposurePlotsHtml(const v1::AuditResults& r) {
         "trained without canaries, where present). Dashed red: log2|R|, the largest exact "
         "exposure; dotted orange: log2|S|, the sampled estimator's ceiling. Insertions are on a "
         "log(1 + r) axis.</p>");
+  }
+  if (std::string plot = ExtractableSvg(x); !plot.empty()) {
+    absl::StrAppend(
+        &html,
+        sweep ? absl::StrCat("<h2>Extractable memorization (variant ",
+                             svg::Escape(x.variants(0).name()), ")</h2>")
+              : "<h2>Extractable memorization</h2>",
+        plot,
+        "<p>The fraction of held-out corpus sequences the canary model reproduced exactly from "
+        "their prompt, by the times they were inserted (hollow, at 0: never inserted); band: "
+        "Clopper&ndash;Pearson 95% interval. Insertions are on a log(1 + d) axis.</p>");
   }
   if (std::string plot = ReferencePxSvg(x); !plot.empty()) {
     absl::StrAppend(

@@ -11,6 +11,7 @@
 #include "audits/exposure/signals.h"
 #include "common/exposure_eval_steps.h"
 #include "common/status_macros.h"
+#include "scoring/auc_interval.h"
 #include "scoring/exposure.h"
 #include "scoring/intervals.h"
 #include "scoring/matrix.h"
@@ -34,8 +35,14 @@ bool IsPerCanary(const std::string& signal) {
 }
 
 bool IsPerExtractable(const std::string& signal) {
-  return signal == exposure::kExtractableDuplicates || signal == exposure::kExtractableExtracted ||
-         signal == exposure::kExtractableMatched;
+  if (signal == exposure::kExtractableDuplicates || signal == exposure::kExtractableExtracted ||
+      signal == exposure::kExtractableMatched) {
+    return true;
+  }
+  for (const auto& [score, attack] : exposure::SequenceMembershipAttacks()) {
+    if (signal == score) return true;
+  }
+  return false;
 }
 
 bool IsBytes(double v) { return v >= 0 && v <= 255 && v == std::floor(v); }
@@ -207,6 +214,34 @@ std::optional<scoring::SkewNormalFit> FitReferences(const std::vector<double>& r
   return *std::move(f);
 }
 
+// How well each reference-free attack tells the sequences inserted `times`
+// times from the never-inserted controls: AUC with its 95% interval.
+absl::Status AddSequenceMembership(const ModelSignals& signals,
+                                   const std::vector<double>& duplicates, uint32_t times,
+                                   v1::ExtractableGroup* group) {
+  for (const auto& [signal, attack] : exposure::SequenceMembershipAttacks()) {
+    const std::vector<double>& all = signals.at(signal);
+    std::vector<double> scores;
+    std::vector<uint8_t> is_member;
+    for (size_t i = 0; i < duplicates.size(); ++i) {
+      if (duplicates[i] != times && duplicates[i] != 0) continue;
+      scores.push_back(all[i]);
+      is_member.push_back(duplicates[i] == times ? 1 : 0);
+    }
+    std::vector<uint32_t> own(scores.size());
+    for (size_t i = 0; i < own.size(); ++i) own[i] = static_cast<uint32_t>(i);
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        scoring::ClusteredAuc auc,
+        scoring::ClusteredAucInterval(scores, is_member, own, static_cast<uint32_t>(own.size())));
+    v1::SequenceMembership* m = group->add_membership();
+    m->set_attack(attack);
+    m->set_auc(auc.auc);
+    m->set_auc_low(auc.interval.lo);
+    m->set_auc_high(auc.interval.hi);
+  }
+  return absl::OkStatus();
+}
+
 // Extractable memorization: per group of held-out sequences (ascending
 // insertions, then the never-inserted controls) the fraction the canary model
 // reproduced exactly, with its Clopper-Pearson 95% interval.
@@ -229,6 +264,9 @@ absl::Status AddExtractable(const ModelSignals& signals, v1::ExposureResults* ou
   std::rotate(ordered.begin(), ordered.begin() + (groups.count(0) > 0 ? 1 : 0), ordered.end());
   for (const auto& [times, t] : ordered) {
     v1::ExtractableGroup* g = out->add_extractable();
+    if (times > 0 && groups.count(0) > 0) {
+      MEMAUDIT_RETURN_IF_ERROR(AddSequenceMembership(signals, duplicates, times, g));
+    }
     g->set_duplicates(times);
     g->set_sequences(t.sequences);
     g->set_extracted(t.extracted);
@@ -624,6 +662,13 @@ absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::O
                      : 0);
     }
     if (o.signal() == exposure::kExtractableExtracted) ok = v == 0 || v == 1;
+    // Scores: log-probabilities (means, ratios): finite and at most 0.
+    if (IsPerExtractable(o.signal()) && o.signal() != exposure::kExtractableDuplicates &&
+        o.signal() != exposure::kExtractableExtracted &&
+        o.signal() != exposure::kExtractableMatched &&
+        o.signal() != exposure::kExtractableMinKPlus) {
+      ok = ok && v <= 0;
+    }
     if (o.signal() == exposure::kExtractableMatched) {
       ok = v >= 0 && v == std::floor(v) && v <= e.extractable().suffix_chars();
     }
@@ -853,6 +898,23 @@ void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& resu
   for (const auto& [variant, x] : Named(top))
     extractable = extractable || x->extractable_size() > 0;
   if (extractable) {
+    auto& auc = metrics::AddGauge(
+        *metrics, "memaudit_exposure_sequence_membership_auc_ratio",
+        "AUC of a reference-free membership attack (loss, zlib, min_k, min_k_plus) telling "
+        "held-out corpus sequences inserted `duplicates` times from never-inserted ones, under "
+        "the canary model, by variant.");
+    for (const auto& [variant, x] : Named(top)) {
+      for (const v1::ExtractableGroup& g : x->extractable()) {
+        for (const v1::SequenceMembership& m : g.membership()) {
+          auc.Add({{"audit", results.audit_id()},
+                   {"team", team},
+                   {"variant", variant},
+                   {"duplicates", absl::StrCat(g.duplicates())},
+                   {"attack", m.attack()}})
+              .Set(m.auc());
+        }
+      }
+    }
     auto& ratio = metrics::AddGauge(
         *metrics, "memaudit_exposure_extractable_ratio",
         "Fraction of held-out corpus sequences the canary model reproduced exactly from their "

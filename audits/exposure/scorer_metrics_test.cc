@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -109,8 +110,15 @@ TEST_F(ExposureScorerTest, ExtractableGroupsCountTheExtractedWithTheirInterval) 
   EXPECT_THAT(in(Obs(exposure::kExtractableExtracted, {0, 1, 1})),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected 6 values")));
   for (const v1::Observation& o : Observations()) MEMAUDIT_ASSERT_OK(in(o));
+  EXPECT_THAT(in(Obs(exposure::kExtractableLoss, {-1, -0.5, 0.1, -0.2, -2, -1.5})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("values[2]")))
+      << "a mean log-probability above 0";
   MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableDuplicates, {2, 2, 16, 16, 0, 0})));
   MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableExtracted, {0, 1, 1, 1, 0, 0})));
+  MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableLoss, {-1, -0.5, -0.1, -0.2, -2, -1.5})));
+  MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableZlib, {-0.3, -0.9, -0.2, -0.1, -0.5, -0.4})));
+  MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableMinK, {-3, -3, -3, -3, -3, -3})));
+  MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableMinKPlus, {1, 2, 3, 4, 0, -1})));
   MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("y"));
   EXPECT_FALSE(scorer_->GetResults("y")->complete()) << "the matched characters are missing";
   MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableMatched, {2, 4, 4, 4, 1, 0})));
@@ -132,6 +140,23 @@ TEST_F(ExposureScorerTest, ExtractableGroupsCountTheExtractedWithTheirInterval) 
   EXPECT_DOUBLE_EQ(groups[1].fraction(), 1.0);
   EXPECT_NEAR(groups[1].fraction_low(), std::sqrt(0.025), 1e-9);
   EXPECT_DOUBLE_EQ(groups[1].fraction_high(), 1.0);
+  // Membership of each inserted group against the controls, by AUC:
+  // loss separates both; zlib orders x2 half right ({-0.3, -0.9} against
+  // {-0.5, -0.4}); equal Min-K% scores tie at 1/2.
+  const std::map<std::string, std::pair<double, double>> expected = {{"loss", {1.0, 1.0}},
+                                                                     {"zlib", {0.5, 1.0}},
+                                                                     {"min_k", {0.5, 0.5}},
+                                                                     {"min_k_plus", {1.0, 1.0}}};
+  for (int g = 0; g < 2; ++g) {
+    ASSERT_EQ(groups[g].membership_size(), 4);
+    for (const v1::SequenceMembership& m : groups[g].membership()) {
+      const double want = g == 0 ? expected.at(m.attack()).first : expected.at(m.attack()).second;
+      EXPECT_DOUBLE_EQ(m.auc(), want) << g << " " << m.attack();
+      EXPECT_LE(m.auc_low(), m.auc());
+      EXPECT_GE(m.auc_high(), m.auc());
+    }
+  }
+  EXPECT_EQ(groups[2].membership_size(), 0) << "the controls are no group of members";
   EXPECT_EQ(groups[2].duplicates(), 0u) << "the controls come last";
   EXPECT_DOUBLE_EQ(groups[2].fraction(), 0.0);
   EXPECT_NEAR(groups[2].fraction_high(), 1 - std::sqrt(0.025), 1e-9);

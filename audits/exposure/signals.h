@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -129,6 +130,22 @@ inline constexpr uint64_t kMaxExactCalibrationValues = uint64_t{1} << 25;
 inline constexpr char kExtractableDuplicates[] = "extractable_duplicates";
 inline constexpr char kExtractableExtracted[] = "extractable_extracted";
 inline constexpr char kExtractableMatched[] = "extractable_matched";
+// Each held-out sequence's reference-free membership scores under the canary
+// model (engine/lm_membership_signals.h), one value per sequence as above;
+// higher = more member-like.
+inline constexpr char kExtractableLoss[] = "extractable_loss";
+inline constexpr char kExtractableZlib[] = "extractable_zlib";
+inline constexpr char kExtractableMinK[] = "extractable_min_k";
+inline constexpr char kExtractableMinKPlus[] = "extractable_min_k_plus";
+// The attack each score signal is, as results and metrics name it.
+inline const std::vector<std::pair<const char*, const char*>>& SequenceMembershipAttacks() {
+  static const auto* attacks =
+      new std::vector<std::pair<const char*, const char*>>{{kExtractableLoss, "loss"},
+                                                           {kExtractableZlib, "zlib"},
+                                                           {kExtractableMinK, "min_k"},
+                                                           {kExtractableMinKPlus, "min_k_plus"}};
+  return *attacks;
+}
 inline constexpr uint32_t kMaxExtractableChars = 256;
 inline constexpr uint32_t kMaxExtractableSequences = 1000;
 inline constexpr int kMaxExtractableGroups = 16;
@@ -263,6 +280,7 @@ inline std::vector<std::string> SignalsAt(const v1::ExposureAudit& e, const std:
       out.push_back(kExtractableDuplicates);
       out.push_back(kExtractableExtracted);
       out.push_back(kExtractableMatched);
+      for (const auto& [signal, attack] : SequenceMembershipAttacks()) out.push_back(signal);
     }
     return out;
   }

@@ -51,6 +51,15 @@ absl::StatusOr<TaskModel> ModelOf(const v1::Task& task) {
   return m;
 }
 
+// Extractable memorization's held-out sequences (the same in every model).
+void SetExtractable(const v1::ExtractableSpec& x, engine::ExposureRunSpec* run) {
+  run->extractable_sequences = x.sequences();
+  run->extractable_prefix = x.prefix_chars();
+  run->extractable_suffix = x.suffix_chars();
+  run->extractable_duplicates.assign(x.duplicates().begin(), x.duplicates().end());
+  run->extractable_seed = x.seed();
+}
+
 }  // namespace
 
 absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task) {
@@ -100,14 +109,7 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.units = variant.units;
   run.embedding = e.model().embedding();
   run.heads = e.model().heads();
-  if (e.has_extractable()) {
-    const v1::ExtractableSpec& x = e.extractable();
-    run.extractable_sequences = x.sequences();
-    run.extractable_prefix = x.prefix_chars();
-    run.extractable_suffix = x.suffix_chars();
-    run.extractable_duplicates.assign(x.duplicates().begin(), x.duplicates().end());
-    run.extractable_seed = x.seed();
-  }
+  if (e.has_extractable()) SetExtractable(e.extractable(), &run);
   run.dropout = variant.dropout;
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =
@@ -233,15 +235,23 @@ std::vector<v1::Observation> ExposureObservations(const v1::Task& task,
   add(exposure::kExtraction, extraction);
   add(exposure::kModel, {result.log2_space, static_cast<double>(result.steps), result.final_loss});
   add(exposure::kDp, {result.dp_epsilon, exposure::ResolveVariant(e, model.variant).delta});
-  std::vector<double> duplicates, extracted, matched;
+  std::vector<double> duplicates, extracted, matched, loss, zlib, min_k, min_k_plus;
   for (const engine::ExtractableSequence& s : result.extractable) {
     duplicates.push_back(s.duplicates);
     extracted.push_back(s.extracted ? 1 : 0);
     matched.push_back(s.matched);
+    loss.push_back(s.membership.loss);
+    zlib.push_back(s.membership.zlib);
+    min_k.push_back(s.membership.min_k);
+    min_k_plus.push_back(s.membership.min_k_plus);
   }
   add(exposure::kExtractableDuplicates, duplicates);
   add(exposure::kExtractableExtracted, extracted);
   add(exposure::kExtractableMatched, matched);
+  add(exposure::kExtractableLoss, loss);
+  add(exposure::kExtractableZlib, zlib);
+  add(exposure::kExtractableMinK, min_k);
+  add(exposure::kExtractableMinKPlus, min_k_plus);
   for (const engine::ExposurePoint& p : result.points) {
     std::vector<v1::Observation> point = ExposurePointObservations(task, p);
     out.insert(out.end(), point.begin(), point.end());

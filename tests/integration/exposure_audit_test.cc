@@ -186,11 +186,24 @@ TEST_F(ExposureAuditTest, ExtractableMemorizationGrowsWithInsertions) {
   EXPECT_EQ(r.extractable(2).extracted(), 0u);
   EXPECT_GT(r.extractable(1).mean_matched_chars(), r.extractable(2).mean_matched_chars());
   EXPECT_LE(r.extractable(1).fraction_low(), r.extractable(1).fraction());
+  // The reference-free attacks tell the sequences inserted 40 times from the
+  // never-inserted ones (each scored, members above non-members).
+  ASSERT_EQ(r.extractable(1).membership_size(), 4);
+  for (const v1::SequenceMembership& m : r.extractable(1).membership()) {
+    EXPECT_GE(m.auc(), 0.9) << m.attack();
+    EXPECT_LE(m.auc_low(), m.auc()) << m.attack();
+  }
+  EXPECT_EQ(r.extractable(2).membership_size(), 0) << "the controls";
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("extractable memorization"));
+  const std::string html = cli::HtmlReport(audit, *results);
+  EXPECT_THAT(html, HasSubstr("extractable memorization against insertions")) << "the plot";
+  EXPECT_THAT(html, HasSubstr("<th>min_k_plus AUC</th>"));
   const std::string csv_dir = dir_ + "/extractable-csv";
   MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(*results, csv_dir));
   EXPECT_THAT(Slurp(csv_dir + "/extractable.csv"),
               HasSubstr(absl::StrCat(submitted->audit_id(), ",base,40,4,")));
+  EXPECT_THAT(Slurp(csv_dir + "/extractable_membership.csv"),
+              HasSubstr(absl::StrCat(submitted->audit_id(), ",base,40,min_k_plus,")));
   EXPECT_TRUE(HasSeries(HttpGet(cluster_->scorer_metrics_port(), "/metrics"),
                         "memaudit_exposure_extractable_ratio",
                         {{"audit", submitted->audit_id()}, {"duplicates", "40"}}));
