@@ -826,6 +826,48 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
   return ScoreExposure(spec, signals);
 }
 
+namespace {
+
+// Extractable memorization and the reference-free attacks on its sequences:
+// at most 16 variants x 17 groups (x 4 attacks) per audit.
+void PublishExtractable(
+    prometheus::Registry& metrics, const std::string& audit_id, const std::string& team,
+    const std::vector<std::pair<std::string, const v1::ExposureResults*>>& named) {
+  bool extractable = false;
+  for (const auto& [variant, x] : named) extractable = extractable || x->extractable_size() > 0;
+  if (!extractable) return;
+  auto& auc = metrics::AddGauge(
+      metrics, "memaudit_exposure_sequence_membership_auc_ratio",
+      "AUC of a reference-free membership attack (loss, zlib, min_k, min_k_plus) telling "
+      "held-out corpus sequences inserted `duplicates` times from never-inserted ones, under "
+      "the canary model, by variant.");
+  auto& ratio = metrics::AddGauge(
+      metrics, "memaudit_exposure_extractable_ratio",
+      "Fraction of held-out corpus sequences the canary model reproduced exactly from their "
+      "prompt by greedy decoding, by variant and the times they were inserted (0 = never).");
+  for (const auto& [variant, x] : named) {
+    for (const v1::ExtractableGroup& g : x->extractable()) {
+      const std::string duplicates = absl::StrCat(g.duplicates());
+      ratio
+          .Add({{"audit", audit_id},
+                {"team", team},
+                {"variant", variant},
+                {"duplicates", duplicates}})
+          .Set(g.fraction());
+      for (const v1::SequenceMembership& m : g.membership()) {
+        auc.Add({{"audit", audit_id},
+                 {"team", team},
+                 {"variant", variant},
+                 {"duplicates", duplicates},
+                 {"attack", m.attack()}})
+            .Set(m.auc());
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& results,
                      const std::string& team) {
   if (metrics == nullptr || !results.has_exposure()) return;
@@ -893,43 +935,7 @@ void PublishExposure(prometheus::Registry* metrics, const v1::AuditResults& resu
       }
     }
   }
-  // Extractable memorization: at most 16 variants x 17 groups per audit.
-  bool extractable = false;
-  for (const auto& [variant, x] : Named(top))
-    extractable = extractable || x->extractable_size() > 0;
-  if (extractable) {
-    auto& auc = metrics::AddGauge(
-        *metrics, "memaudit_exposure_sequence_membership_auc_ratio",
-        "AUC of a reference-free membership attack (loss, zlib, min_k, min_k_plus) telling "
-        "held-out corpus sequences inserted `duplicates` times from never-inserted ones, under "
-        "the canary model, by variant.");
-    for (const auto& [variant, x] : Named(top)) {
-      for (const v1::ExtractableGroup& g : x->extractable()) {
-        for (const v1::SequenceMembership& m : g.membership()) {
-          auc.Add({{"audit", results.audit_id()},
-                   {"team", team},
-                   {"variant", variant},
-                   {"duplicates", absl::StrCat(g.duplicates())},
-                   {"attack", m.attack()}})
-              .Set(m.auc());
-        }
-      }
-    }
-    auto& ratio = metrics::AddGauge(
-        *metrics, "memaudit_exposure_extractable_ratio",
-        "Fraction of held-out corpus sequences the canary model reproduced exactly from their "
-        "prompt by greedy decoding, by variant and the times they were inserted (0 = never).");
-    for (const auto& [variant, x] : Named(top)) {
-      for (const v1::ExtractableGroup& g : x->extractable()) {
-        ratio
-            .Add({{"audit", results.audit_id()},
-                  {"team", team},
-                  {"variant", variant},
-                  {"duplicates", absl::StrCat(g.duplicates())}})
-            .Set(g.fraction());
-      }
-    }
-  }
+  PublishExtractable(*metrics, results.audit_id(), team, Named(top));
   PublishExposureReplicates(*metrics, results.audit_id(), team, Named(top));
   metrics::AddGauge(*metrics, "memaudit_exposure_space_log2",
                     "log2|R|, the largest exposure the canary space allows.")
