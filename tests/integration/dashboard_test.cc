@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -237,6 +238,21 @@ absl::StatusOr<TrendData> QueryTrendOf(const nlohmann::json& panel, PrometheusSe
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+// Grafana keys a panel's links, edits and repeats by its id: one each.
+TEST(DashboardJsonTest, EveryPanelHasItsOwnId) {
+  const nlohmann::json dashboard = LoadDashboard();
+  ASSERT_FALSE(dashboard.is_discarded());
+  std::set<int> ids;
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& panels) {
+    for (const nlohmann::json& p : panels) {
+      EXPECT_TRUE(ids.insert(p.value("id", -1)).second)
+          << "id " << p.value("id", -1) << " again: " << p.value("title", "");
+      if (p.contains("panels")) walk(p["panels"]);
+    }
+  };
+  walk(dashboard["panels"]);
 }
 
 TEST_F(EveryKindObservedTest, EveryDashboardPanelShowsData) {
