@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/render.h"
@@ -44,19 +45,21 @@ std::string ExtractableText(const v1::ExposureResults& x) {
   if (columns == nullptr) return out;
   absl::StrAppend(&out,
                   "membership of the same sequences (AUC against the never-inserted, 95% "
-                  "interval):\ninserted   ");
+                  "interval):\n");
+  // Columns of 20; a row ends at its last value, not in padding.
+  std::string header = "inserted   ";
   for (const v1::SequenceMembership& m : *columns) {
-    absl::StrAppend(&out, absl::StrFormat("%-20s", m.attack()));
+    absl::StrAppend(&header, absl::StrFormat("%-20s", m.attack()));
   }
-  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(header), "\n");
   for (const v1::ExtractableGroup& g : x.extractable()) {
     if (g.membership_size() == 0) continue;
-    absl::StrAppend(&out, absl::StrFormat("%-10s ", GroupLabel(g)));
+    std::string row = absl::StrFormat("%-10s ", GroupLabel(g));
     for (const v1::SequenceMembership& m : g.membership()) {
-      absl::StrAppend(&out, absl::StrFormat("%-20s", absl::StrFormat("%.2f [%.2f, %.2f]", m.auc(),
+      absl::StrAppend(&row, absl::StrFormat("%-20s", absl::StrFormat("%.2f [%.2f, %.2f]", m.auc(),
                                                                      m.auc_low(), m.auc_high())));
     }
-    absl::StrAppend(&out, "\n");
+    absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(row), "\n");
   }
   return out;
 }
