@@ -119,5 +119,23 @@ TEST(ForgettingLmPoisonTest, DeterministicAndPairingMovesOnlyTheBaselineOrder) {
   EXPECT_NE(unpaired->checkpoint.exposure, a->checkpoint.exposure);
 }
 
+// The built-in transformer through Poison: both arms train, the 16-copy
+// canaries stand above the controls right after removal.
+TEST(ForgettingLmPoisonTest, ATransformerRunsBothArms) {
+  ForgettingLmRunSpec spec = PoisonSpec();
+  spec.lm = ModelKind::kTransformerLm;
+  spec.layers = 1;
+  spec.embedding = 32;
+  spec.heads = 4;
+  spec.units = 64;
+  spec.optimizer.learning_rate = 3e-3;
+  spec.eval_points = {0, 100};
+  auto result = RunForgettingLm(spec, nullptr);
+  MEMAUDIT_ASSERT_OK(result);
+  ASSERT_EQ(result->points.size(), 2u);
+  const ForgettingLmPoint& removed = result->points[0];
+  EXPECT_GT(Mean(removed.injected.exposure, 2, 4), Mean(removed.injected.exposure, 4, 8) + 3);
+}
+
 }  // namespace
 }  // namespace memaudit::engine

@@ -108,6 +108,36 @@ TEST(PhoneBookTest, TinyBookIsMemorizedDeterministicallyAndStreamedPerEpoch) {
   EXPECT_EQ(again->epochs.back().clean_val, last.clean_val);
 }
 
+// The built-in transformer trains on the phone book like the LSTM and
+// memorizes a tiny one: every training number completed, deterministically.
+TEST(PhoneBookTest, ATransformerMemorizesATinyBook) {
+  PhoneBookRunSpec spec;
+  spec.records = 8;
+  spec.validation_records = 8;
+  spec.digits = 4;
+  spec.lm = ModelKind::kTransformerLm;
+  spec.layers = 2;
+  spec.embedding = 32;
+  spec.heads = 4;
+  spec.units = 64;
+  spec.batch_size = 4;
+  spec.epochs = 80;
+  spec.optimizer.learning_rate = 5e-3;
+  spec.book_seed = 3;
+  spec.model_seed = 4;
+  auto run = RunPhoneBook(spec, nullptr);
+  MEMAUDIT_ASSERT_OK(run);
+  const PhoneBookEpoch& last = run->epochs.back();
+  int right = 0;
+  for (size_t i = 0; i < last.predicted_train.size(); ++i) {
+    right += last.predicted_train[i] == run->book.train[i].number;
+  }
+  EXPECT_GE(right, 6) << "of 8 training numbers";
+  auto again = RunPhoneBook(spec, nullptr);
+  MEMAUDIT_ASSERT_OK(again);
+  EXPECT_EQ(again->epochs.back().loss, last.loss);
+}
+
 TEST(PhoneBookTest, StopsWhenTheStepCallbackSaysSo) {
   PhoneBookRunSpec spec;
   spec.records = 4;
