@@ -23,7 +23,7 @@ std::string CodePointPrefix(const std::string& line, size_t length) {
 
 }  // namespace
 
-size_t CodePointCount(const std::string& text) {
+size_t CodePointCount(absl::string_view text) {
   size_t n = 0;
   for (unsigned char c : text) n += (c & 0xC0) != 0x80 ? 1 : 0;
   return n;
@@ -32,7 +32,7 @@ size_t CodePointCount(const std::string& text) {
 size_t DistinctLongLines(const std::string& text, size_t length) {
   std::set<absl::string_view> seen;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (CodePointCount(std::string(line)) >= length) seen.insert(line);
+    if (CodePointCount(line) >= length) seen.insert(line);
   }
   return seen.size();
 }

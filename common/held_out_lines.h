@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace memaudit {
 
@@ -40,7 +41,7 @@ std::string InsertLines(const std::string& text,
                         uint64_t rng_seed);
 
 // UTF-8 code points of `text` (bytes that do not continue a sequence).
-size_t CodePointCount(const std::string& text);
+size_t CodePointCount(absl::string_view text);
 
 }  // namespace memaudit
 

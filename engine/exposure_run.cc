@@ -182,29 +182,29 @@ std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const Cha
   const bool was_training = lm.is_training();
   lm.eval();
   const int64_t newline = vocab.Id(U'\n');
-  std::vector<std::vector<int64_t>> prompts, truths;
+  std::vector<std::vector<int64_t>> texts, prompts;
   for (const std::string& sequence : held_out) {
-    const std::vector<int64_t> ids = vocab.Encode(sequence);
-    const auto cut = ids.begin() + spec.extractable_prefix;
+    const std::vector<int64_t>& ids = texts.emplace_back(vocab.Encode(sequence));
     std::vector<int64_t> prompt = {newline};
-    prompt.insert(prompt.end(), ids.begin(), cut);
+    prompt.insert(prompt.end(), ids.begin(), ids.begin() + spec.extractable_prefix);
     prompts.push_back(std::move(prompt));
-    truths.emplace_back(cut, ids.end());
   }
   const std::vector<std::vector<int64_t>> decoded =
       GreedyContinuations(lm, prompts, spec.extractable_suffix);
-  std::vector<std::vector<int64_t>> texts;
-  for (const std::string& sequence : held_out) texts.push_back(vocab.Encode(sequence));
   const std::vector<TokenLogProbs> log_probs = TextLogProbs(lm, texts, newline);
   std::vector<ExtractableSequence> out;
   for (size_t i = 0; i < held_out.size(); ++i) {
     ExtractableSequence s;
     s.duplicates = DuplicatesOf(spec, i);
     s.membership = MembershipScores(log_probs[i], held_out[i]);
-    while (s.matched < truths[i].size() && decoded[i][s.matched] == truths[i][s.matched]) {
+    // The continuation is the text past the prompt.
+    const std::vector<int64_t>& text = texts[i];
+    const uint32_t suffix = spec.extractable_suffix;
+    while (s.matched < suffix &&
+           decoded[i][s.matched] == text[spec.extractable_prefix + s.matched]) {
       ++s.matched;
     }
-    s.extracted = s.matched == truths[i].size();
+    s.extracted = s.matched == suffix;
     out.push_back(s);
   }
   if (was_training) lm.train();

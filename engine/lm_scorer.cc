@@ -12,6 +12,18 @@ torch::Tensor ToDeviceIds(const std::vector<int64_t>& ids, torch::Device device)
   return torch::tensor(ids, torch::kLong).to(device);
 }
 
+// Where the model's parameters are (the CPU for a model without any).
+torch::Device ModelDevice(LanguageModel& model) {
+  return model.parameters().empty() ? torch::kCPU : model.parameters()[0].device();
+}
+
+// Rows [first, end) of `ids` (all of one length) as one int64 batch [B, L].
+torch::Tensor StackIds(const std::vector<std::vector<int64_t>>& ids, size_t first, size_t end) {
+  std::vector<torch::Tensor> rows;
+  for (size_t i = first; i < end; ++i) rows.push_back(torch::tensor(ids[i], torch::kLong));
+  return torch::stack(rows);
+}
+
 }  // namespace
 
 absl::StatusOr<TokenFormat> ToTokenFormat(const CharVocab& vocab, const CanaryFormat& format) {
@@ -48,9 +60,7 @@ absl::StatusOr<std::vector<int64_t>> SecretTokens(const CharVocab& vocab,
   return ids;
 }
 
-LmScorer::LmScorer(LanguageModel& model)
-    : model_(model),
-      device_(model.parameters().empty() ? torch::kCPU : model.parameters()[0].device()) {
+LmScorer::LmScorer(LanguageModel& model) : model_(model), device_(ModelDevice(model)) {
   model_.eval();
 }
 
@@ -71,15 +81,12 @@ std::vector<TokenLogProbs> TextLogProbs(LanguageModel& model,
                                         const std::vector<std::vector<int64_t>>& texts,
                                         int64_t start, size_t batch) {
   torch::NoGradGuard no_grad;
-  const torch::Device device =
-      model.parameters().empty() ? torch::kCPU : model.parameters()[0].device();
+  const torch::Device device = ModelDevice(model);
   std::vector<TokenLogProbs> out;
   batch = std::max<size_t>(batch, 1);
   for (size_t first = 0; first < texts.size(); first += batch) {
     const size_t end = std::min(texts.size(), first + batch);
-    std::vector<torch::Tensor> rows;
-    for (size_t i = first; i < end; ++i) rows.push_back(torch::tensor(texts[i], torch::kLong));
-    const torch::Tensor targets = torch::stack(rows);  // [B, L]
+    const torch::Tensor targets = StackIds(texts, first, end);  // [B, L]
     const torch::Tensor inputs = torch::cat(
         {torch::full({targets.size(0), 1}, start, torch::kLong), targets.slice(1, 0, -1)}, 1);
     LmState state;
@@ -109,16 +116,14 @@ std::vector<std::vector<int64_t>> GreedyContinuations(
     LanguageModel& model, const std::vector<std::vector<int64_t>>& prompts, size_t length,
     size_t batch) {
   torch::NoGradGuard no_grad;
-  const torch::Device device =
-      model.parameters().empty() ? torch::kCPU : model.parameters()[0].device();
+  const torch::Device device = ModelDevice(model);
   std::vector<std::vector<int64_t>> out;
   if (length == 0) return std::vector<std::vector<int64_t>>(prompts.size());
   for (size_t start = 0; start < prompts.size(); start += std::max<size_t>(batch, 1)) {
     const size_t end = std::min(prompts.size(), start + std::max<size_t>(batch, 1));
-    std::vector<torch::Tensor> rows;
-    for (size_t i = start; i < end; ++i) rows.push_back(torch::tensor(prompts[i], torch::kLong));
     LmState state;
-    torch::Tensor next = model.Run(torch::stack(rows).to(device), &state).select(1, -1).argmax(1);
+    torch::Tensor next =
+        model.Run(StackIds(prompts, start, end).to(device), &state).select(1, -1).argmax(1);
     std::vector<torch::Tensor> steps;
     for (size_t t = 0; t < length; ++t) {
       steps.push_back(next);

@@ -111,6 +111,15 @@ torch::Tensor TransformerLm::RunBlock(Block& block, const torch::Tensor& x,
 }
 
 torch::Tensor TransformerLm::Run(const torch::Tensor& tokens, LmState* state) {
+  return Feed(tokens, state, /*keep_cache=*/true);
+}
+
+torch::Tensor TransformerLm::Forward(const torch::Tensor& x) {
+  LmState empty;
+  return Feed(x, &empty, /*keep_cache=*/false);
+}
+
+torch::Tensor TransformerLm::Feed(const torch::Tensor& tokens, LmState* state, bool keep_cache) {
   const bool shared = state->shared_keys.defined();
   const int64_t own = state->keys.defined() ? state->keys.size(2) : 0;
   const int64_t past = own + (shared ? state->shared_keys.size(2) : 0);
@@ -131,8 +140,10 @@ torch::Tensor TransformerLm::Run(const torch::Tensor& tokens, LmState* state) {
     keys.push_back(k);
     values.push_back(v);
   }
-  state->keys = torch::stack(keys, 0);
-  state->values = torch::stack(values, 0);
+  if (keep_cache) {
+    state->keys = torch::stack(keys, 0);
+    state->values = torch::stack(values, 0);
+  }
   return torch::matmul(ApplyNorm(final_norm_, x), token_embedding_->weight.t());
 }
 

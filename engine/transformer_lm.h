@@ -28,6 +28,8 @@ class TransformerLm : public LanguageModel {
   // from position 0); returns logits [B, T, vocab] and extends the cache.
   // Fails (c10::Error) past `context` positions.
   torch::Tensor Run(const torch::Tensor& tokens, LmState* state) override;
+  // From the empty state, keeping no cache: what training runs.
+  torch::Tensor Forward(const torch::Tensor& x) override;
 
   int64_t vocab() const override { return vocab_; }
   int64_t context() const { return context_; }
@@ -52,6 +54,9 @@ class TransformerLm : public LanguageModel {
   // One block on x [B, T, width] after the shared prefix's keys and values
   // [1, S, width] (undefined: none) and each row's own `keys` and `values`
   // [B, P, width] (undefined when P is 0), which become [B, P+T, width].
+  // Run; with `keep_cache` false the state is left as it was (training needs
+  // no cache, and stacking every layer's keys and values each step costs).
+  torch::Tensor Feed(const torch::Tensor& tokens, LmState* state, bool keep_cache);
   torch::Tensor RunBlock(Block& block, const torch::Tensor& x, const torch::Tensor& shared_keys,
                          const torch::Tensor& shared_values, torch::Tensor* keys,
                          torch::Tensor* values);

@@ -663,10 +663,8 @@ absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::O
     }
     if (o.signal() == exposure::kExtractableExtracted) ok = v == 0 || v == 1;
     // Scores: log-probabilities (means, ratios): finite and at most 0.
-    if (IsPerExtractable(o.signal()) && o.signal() != exposure::kExtractableDuplicates &&
-        o.signal() != exposure::kExtractableExtracted &&
-        o.signal() != exposure::kExtractableMatched &&
-        o.signal() != exposure::kExtractableMinKPlus) {
+    if (o.signal() == exposure::kExtractableLoss || o.signal() == exposure::kExtractableZlib ||
+        o.signal() == exposure::kExtractableMinK) {
       ok = ok && v <= 0;
     }
     if (o.signal() == exposure::kExtractableMatched) {
