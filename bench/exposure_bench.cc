@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);
   if (fx->train_seconds > 0) std::printf("trained the LM in %.1f s\n", fx->train_seconds);
   TokenFormat full = *ToTokenFormat(fx->vocab, fx->format);
-  std::vector<int64_t> canary = *SecretTokens(fx->vocab, fx->format, fx->secret);
+  std::vector<int64_t> canary = *SecretTokens(fx->vocab, full, fx->format, fx->secret);
 
   // 1. Exact rank over 10^9 candidates by branch-and-bound.
   std::vector<double> bnb_s;

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   const CharVocab vocab = CharVocab::Build(text + canary_format.prefix + "0123456789");
   const ModelSpec spec = BenchModel(vocab.size());
   const TokenFormat format = *ToTokenFormat(vocab, canary_format);
-  const std::vector<int64_t> canary = *SecretTokens(vocab, canary_format, "281265");
+  const std::vector<int64_t> canary = *SecretTokens(vocab, format, canary_format, "281265");
 
   // 1. Search: an untrained model, so the branch-and-bound explores widely
   // and the query budget, not the model, ends the search.

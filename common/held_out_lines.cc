@@ -38,29 +38,42 @@ size_t DistinctLongLines(const std::string& text, size_t length) {
 }
 
 absl::StatusOr<HeldOutLines> HoldOutLines(const std::string& text, size_t length, size_t count,
-                                          uint64_t seed, const std::string& field) {
+                                          uint64_t seed, const std::string& field,
+                                          const LineCut& cut, const std::string& unit) {
   const std::vector<std::string> lines = absl::StrSplit(text, '\n');
   // Distinct candidates in order of first appearance: a repeated line is
   // drawn at most once, and the draw does not depend on how often it repeats.
-  std::vector<std::string> candidates;
+  // Each with its sequence, the line's first `length` units.
+  std::vector<std::pair<std::string, std::string>> candidates;
   std::set<std::string> seen;
   for (const std::string& line : lines) {
-    if (CodePointCount(line) >= length && seen.insert(line).second) candidates.push_back(line);
+    if (seen.count(line) > 0) continue;
+    std::optional<std::string> sequence;
+    if (cut) {
+      sequence = cut(line, length);
+    } else if (CodePointCount(line) >= length) {
+      sequence = CodePointPrefix(line, length);
+    }
+    if (!sequence) continue;
+    seen.insert(line);
+    candidates.emplace_back(line, *std::move(sequence));
   }
   if (candidates.size() < count) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": the corpus has ", candidates.size(),
-                                                   " distinct lines of at least ", length,
-                                                   " characters; ", count, " are needed"));
+                                                   " distinct lines of at least ", length, " ",
+                                                   unit, "; ", count, " are needed"));
   }
   // A partial Fisher-Yates shuffle: the first `count` are the draw.
   SplitMix64 rng(DeriveSeed(seed, "held_out_lines", 0));
   for (size_t i = 0; i < count; ++i) {
     std::swap(candidates[i], candidates[i + rng.Uniform(candidates.size() - i)]);
   }
-  const std::set<std::string> chosen(candidates.begin(), candidates.begin() + count);
+  std::set<std::string> chosen;
   HeldOutLines out;
-  for (size_t i = 0; i < count; ++i)
-    out.sequences.push_back(CodePointPrefix(candidates[i], length));
+  for (size_t i = 0; i < count; ++i) {
+    chosen.insert(candidates[i].first);
+    out.sequences.push_back(candidates[i].second);
+  }
   for (size_t i = 0; i < lines.size(); ++i) {
     if (chosen.count(lines[i]) > 0) continue;
     out.text += lines[i];

@@ -7,7 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,11 +30,19 @@ struct HeldOutLines {
 // HoldOutLines draws from.
 size_t DistinctLongLines(const std::string& text, size_t length);
 
+// A line's first `length` units (tokens, say) as text, or nothing when the
+// line has fewer or cannot be cut there.
+using LineCut =
+    std::function<std::optional<std::string>(std::string_view line, size_t length)>;
+
 // `count` distinct lines of at least `length` code points, drawn with `seed`
 // (uniformly among such lines, each counted once however often it repeats);
-// INVALID_ARGUMENT naming `field` when the corpus has fewer.
+// INVALID_ARGUMENT naming `field` when the corpus has fewer. With `cut`,
+// lines are measured and cut in its units (named `unit` in the error).
 absl::StatusOr<HeldOutLines> HoldOutLines(const std::string& text, size_t length, size_t count,
-                                          uint64_t seed, const std::string& field);
+                                          uint64_t seed, const std::string& field,
+                                          const LineCut& cut = nullptr,
+                                          const std::string& unit = "characters");
 
 // Inserts each line (text and times) as "text\n" that many times at line
 // starts drawn by SplitMix64(`rng_seed`), in the order given; returns the new

@@ -92,6 +92,9 @@ struct ModelSpec {
   // contract of torchscript_lm.h (docs/language-models.md), of `vocab`
   // symbols when that is > 0. The LSTM/GRU kinds are LMs regardless.
   bool language_model = false;
+  // kTorchScript LMs: the ids are a separate tokenizer's (`vocab` of them),
+  // and the module's own vocabulary attribute is not read.
+  bool token_ids = false;
 };
 
 absl::Status ValidateModelSpec(const ModelSpec& spec);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -24,11 +25,11 @@ namespace {
 // inserted or control canary so S excludes every canary (sampled exposure's
 // definition). Drawn with replacement, as the paper's sampling is.
 absl::StatusOr<std::vector<std::vector<int64_t>>> DrawReferences(
-    const CharVocab& vocab, const CanaryFormat& format, const TokenFormat& tokens,
+    const Tokenizer& vocab, const CanaryFormat& format, const TokenFormat& tokens,
     const std::vector<Canary>& canaries, uint32_t count, uint64_t seed) {
   std::set<std::vector<int64_t>> excluded;
   for (const Canary& c : canaries) {
-    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, format, c.secret));
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, tokens, format, c.secret));
     excluded.insert(std::move(ids));
   }
   const double space = std::exp2(Log2SpaceSize(format));
@@ -53,7 +54,7 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> DrawReferences(
 // under `lm`, in eval mode without gradients; the model's train/eval mode is
 // restored, so measuring between training steps leaves training unchanged.
 absl::StatusOr<std::vector<CanaryExposure>> MeasureCanaries(
-    LanguageModel& lm, const CharVocab& vocab, const CanaryFormat& format,
+    LanguageModel& lm, const Tokenizer& vocab, const CanaryFormat& format,
     const TokenFormat& tokens, const std::vector<Canary>& canaries, const ExposureRunSpec& spec,
     double log2_space) {
   torch::NoGradGuard no_grad;
@@ -61,7 +62,7 @@ absl::StatusOr<std::vector<CanaryExposure>> MeasureCanaries(
   LmScorer scorer(lm);  // switches to eval mode
   std::vector<CanaryExposure> out;
   for (const Canary& c : canaries) {
-    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, format, c.secret));
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, tokens, format, c.secret));
     if (!spec.rank_canaries) {
       // The same path scoring the exact rank starts from, so Px agrees
       // across an audit's models for calibration.
@@ -113,7 +114,7 @@ absl::StatusOr<std::vector<Canary>> AuditCanaries(const ExposureRunSpec& spec,
 
 // What is measured on a finished model: each canary's Px and rank, the
 // reference sample's Px, all of R (enumerate_space) and the extraction.
-absl::Status MeasureFinalModel(LanguageModel& lm, const CharVocab& vocab,
+absl::Status MeasureFinalModel(LanguageModel& lm, const Tokenizer& vocab,
                                const CanaryFormat& format, const TokenFormat& tokens,
                                const std::vector<Canary>& canaries, const ExposureRunSpec& spec,
                                ExposureRunResult* out) {
@@ -136,7 +137,7 @@ absl::Status MeasureFinalModel(LanguageModel& lm, const CharVocab& vocab,
     MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> space, EnumerateAllPx(scorer, tokens));
     result.space_px = std::move(space);
     for (const Canary& c : canaries) {
-      MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, format, c.secret));
+      MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, tokens, format, c.secret));
       MEMAUDIT_ASSIGN_OR_RETURN(uint64_t index, CandidateIndex(tokens, ids));
       result.space_index.push_back(index);
     }
@@ -176,12 +177,12 @@ std::vector<std::pair<std::string, uint32_t>> ExtractableLines(
 // Each held-out sequence's first extractable_prefix characters, after a
 // newline as every line starts in training, continued greedily: extracted
 // when the next extractable_suffix characters are the sequence's own.
-std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const CharVocab& vocab,
+std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const Tokenizer& vocab,
                                                     const ExposureRunSpec& spec,
                                                     const std::vector<std::string>& held_out) {
   const bool was_training = lm.is_training();
   lm.eval();
-  const int64_t newline = vocab.Id(U'\n');
+  const int64_t newline = vocab.Newline();
   std::vector<std::vector<int64_t>> texts, prompts;
   for (const std::string& sequence : held_out) {
     const std::vector<int64_t>& ids = texts.emplace_back(vocab.Encode(sequence));
@@ -211,6 +212,19 @@ std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const Cha
   return out;
 }
 
+// The text of `line`'s first `n` tokens, when it has that many and that text
+// encodes back to exactly them (a cut inside what the tokenizer would merge
+// does not, and the line is passed over).
+std::optional<std::string> FirstTokens(const Tokenizer& tokenizer, std::string_view line,
+                                       size_t n) {
+  std::vector<int64_t> ids = tokenizer.Encode(line);
+  if (ids.size() < n) return std::nullopt;
+  ids.resize(n);
+  std::string text = tokenizer.Decode(ids);
+  if (tokenizer.Encode(text) != ids) return std::nullopt;
+  return text;
+}
+
 // A model trained outside memaudit, measured as it is (no corpus, no steps).
 absl::StatusOr<ExposureRunResult> MeasureGivenModel(const ExposureRunSpec& spec) {
   if (spec.lm != ModelKind::kTorchScript) {
@@ -218,12 +232,16 @@ absl::StatusOr<ExposureRunResult> MeasureGivenModel(const ExposureRunSpec& spec)
   }
   const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
   MEMAUDIT_ASSIGN_OR_RETURN(std::vector<Canary> canaries, AuditCanaries(spec, format));
-  MEMAUDIT_ASSIGN_OR_RETURN(const CharVocab vocab,
-                            LmVocabulary(spec.lm, spec.torchscript_path, "", format));
+  // A given model's tokenizer is a file (nothing to train on).
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      const std::shared_ptr<const Tokenizer> tokenizer,
+      LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, "", "", format));
+  const Tokenizer& vocab = *tokenizer;
   if (spec.threads > 0) torch::set_num_threads(static_cast<int>(spec.threads));
   // As trained: the file's weights, in eval mode.
   MEMAUDIT_ASSIGN_OR_RETURN(std::shared_ptr<TorchScriptLm> lm,
-                            LoadTorchScriptLm(spec.torchscript_path));
+                            LoadTorchScriptLm(spec.torchscript_path, false,
+                                              spec.tokenizer ? vocab.size() : 0));
   lm->eval();
   MEMAUDIT_ASSIGN_OR_RETURN(TokenFormat tokens, ToTokenFormat(vocab, format));
   ExposureRunResult result;
@@ -252,20 +270,34 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
       (spec.extractable_prefix == 0 || spec.extractable_suffix == 0)) {
     return absl::InvalidArgumentError("extractable: prefix and suffix must be > 0");
   }
-  MEMAUDIT_ASSIGN_OR_RETURN(std::string corpus,
+  MEMAUDIT_ASSIGN_OR_RETURN(const std::string corpus,
                             LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars));
-  std::string text = std::move(corpus);
+  const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
+  // A trained tokenizer learns from the corpus as loaded, the same text for
+  // every model of the audit, before lines are held out or inserted.
+  std::shared_ptr<const Tokenizer> tokenizer;
+  if (spec.tokenizer) {
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        tokenizer, LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, corpus, "", format));
+  }
+  std::string text = corpus;
   std::vector<std::string> held_out;
   if (spec.extractable_sequences > 0) {
     const size_t groups = spec.extractable_duplicates.size() + 1;  // and the controls
+    // Prefix and suffix count the model's tokens: characters, or a trained
+    // tokenizer's (a line cut after its first n tokens).
+    LineCut cut;
+    if (tokenizer) cut = [&](std::string_view line, size_t n) {
+      return FirstTokens(*tokenizer, line, n);
+    };
     MEMAUDIT_ASSIGN_OR_RETURN(
-        HeldOutLines held, HoldOutLines(text, spec.extractable_prefix + spec.extractable_suffix,
-                                        groups * spec.extractable_sequences, spec.extractable_seed,
-                                        "extractable.sequences"));
+        HeldOutLines held,
+        HoldOutLines(text, spec.extractable_prefix + spec.extractable_suffix,
+                     groups * spec.extractable_sequences, spec.extractable_seed,
+                     "extractable.sequences", cut, "tokens"));
     text = std::move(held.text);
     held_out = std::move(held.sequences);
   }
-  const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
   MEMAUDIT_ASSIGN_OR_RETURN(std::vector<Canary> canaries, AuditCanaries(spec, format));
   if (spec.insert_canaries) {
     text = InsertCanaries(text, format, canaries, DeriveSeed(spec.seed, "positions", 0));
@@ -277,11 +309,15 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   // A model with and one without canaries share one vocabulary (the ids of
   // S and of the canaries agree across an audit's models); the held-out
   // sequences' characters are in it whether inserted or not.
-  MEMAUDIT_ASSIGN_OR_RETURN(
-      const CharVocab vocab,
-      LmVocabulary(spec.lm, spec.torchscript_path, text + absl::StrJoin(held_out, "\n"), format));
-  const ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
-                                     spec.dropout, spec.torchscript_path, spec.heads, spec.window);
+  if (!tokenizer) {
+    MEMAUDIT_ASSIGN_OR_RETURN(tokenizer,
+                              LmTokenizer(spec.lm, spec.torchscript_path, nullptr, "",
+                                          text + absl::StrJoin(held_out, "\n"), format));
+  }
+  const Tokenizer& vocab = *tokenizer;
+  ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
+                               spec.dropout, spec.torchscript_path, spec.heads, spec.window);
+  model.token_ids = spec.tokenizer != nullptr;
   const uint64_t model_seed = spec.model_seed.value_or(spec.seed);
   TrainerOptions options;
   options.optimizer = spec.optimizer;

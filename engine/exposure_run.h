@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/model_spec.h"
+#include "common/tokenizer.h"
 #include "engine/lm_membership_signals.h"
 #include "engine/optimizer_spec.h"
 
@@ -40,6 +41,9 @@ struct ExposureRunSpec {
   // was in its training data); the controls are drawn from `seed` among the
   // other fillings.
   bool given_model = false;
+  // The tokenizer (a SentencePiece model, given or trained on the corpus as
+  // loaded); empty = characters (CanaryVocab, or a TorchScript module's own).
+  TokenizerFactory tokenizer;
   std::vector<std::string> given_secrets;
   int64_t layers = 1;
   int64_t units = 128;

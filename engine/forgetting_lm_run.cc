@@ -125,15 +125,17 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   MEMAUDIT_ASSIGN_OR_RETURN(
       std::vector<std::string> secrets,
       DrawSecrets(format, spec.copies.size() + spec.controls, spec.canary_seed));
-  MEMAUDIT_ASSIGN_OR_RETURN(const CharVocab vocab,
-                            LmVocabulary(spec.lm, spec.torchscript_path, text, format));
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      const std::shared_ptr<const Tokenizer> tokenizer,
+      LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, text, text, format));
+  const Tokenizer& vocab = *tokenizer;
   const std::vector<int64_t> tokens = vocab.Encode(text);
   TensorDataset clean = LmWindows(tokens, spec.window);
   if (clean.size() == 0) return absl::InvalidArgumentError("corpus: shorter than one window");
   MEMAUDIT_ASSIGN_OR_RETURN(TokenFormat token_format, ToTokenFormat(vocab, format));
   std::vector<std::vector<int64_t>> canary_ids;
   for (const std::string& secret : secrets) {
-    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, format, secret));
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, token_format, format, secret));
     canary_ids.push_back(std::move(ids));
   }
 
@@ -141,7 +143,7 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   // "\n" then corpus text from a seeded line start (as it would sit in the
   // corpus), in one seeded order so a pass mixes the canaries.
   std::vector<size_t> line_starts;
-  const int64_t newline = vocab.Id(U'\n');
+  const int64_t newline = vocab.Newline();
   for (size_t i = 0; i + 1 < tokens.size(); ++i) {
     if (tokens[i] == newline) line_starts.push_back(i + 1);
   }
@@ -153,7 +155,7 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
     const std::vector<int64_t> line = vocab.Encode("\n" + CanaryText(format, secrets[c]) + "\n");
     if (line.size() > spec.window) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "window: ", spec.window, " characters cannot hold the canary line (", line.size(), ")"));
+          "window: ", spec.window, " tokens cannot hold the canary line (", line.size(), ")"));
     }
     for (uint32_t k = 0; k < spec.copies[c]; ++k) {
       std::vector<int64_t> w = line;
@@ -178,8 +180,9 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
     p_ids.push_back(clean.size() + static_cast<int64_t>(i));
   }
 
-  const ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
-                                     spec.dropout, spec.torchscript_path, spec.heads, spec.window);
+  ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
+                               spec.dropout, spec.torchscript_path, spec.heads, spec.window);
+  model.token_ids = spec.tokenizer != nullptr;
   const uint64_t init_seed = spec.init_seed;
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.order_seed);

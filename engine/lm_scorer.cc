@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
@@ -24,40 +25,106 @@ torch::Tensor StackIds(const std::vector<std::vector<int64_t>>& ids, size_t firs
   return torch::stack(rows);
 }
 
+// The line every canary is spelled in: after a newline, as in the corpus.
+std::vector<int64_t> CanaryLine(const Tokenizer& tokenizer, const CanaryFormat& format,
+                                const std::string& secret) {
+  return tokenizer.Encode("\n" + CanaryText(format, secret));
+}
+
 }  // namespace
 
-absl::StatusOr<TokenFormat> ToTokenFormat(const CharVocab& vocab, const CanaryFormat& format) {
-  TokenFormat out;
-  out.context.push_back(vocab.Id(U'\n'));
-  for (char32_t c : DecodeUtf8(format.prefix)) out.context.push_back(vocab.Id(c));
+absl::StatusOr<TokenFormat> ToTokenFormat(const Tokenizer& tokenizer, const CanaryFormat& format) {
+  std::vector<std::vector<char32_t>> alphabets;
   for (size_t i = 0; i < format.alphabets.size(); ++i) {
-    std::vector<int64_t> allowed;
-    for (char32_t c : DecodeUtf8(format.alphabets[i])) {
-      const int64_t id = vocab.Id(c);
-      if (id == 0) {
-        return absl::InvalidArgumentError(absl::StrCat("format.alphabets[", i, "]: character U+",
-                                                       static_cast<uint32_t>(c),
-                                                       " is not in the vocabulary"));
-      }
-      allowed.push_back(id);
-    }
-    if (allowed.empty())
+    alphabets.push_back(DecodeUtf8(format.alphabets[i]));
+    if (alphabets.back().empty()) {
       return absl::InvalidArgumentError(absl::StrCat("format.alphabets[", i, "]: empty"));
-    out.positions.push_back(allowed);
+    }
   }
-  for (char32_t c : DecodeUtf8(format.suffix)) out.positions.push_back({vocab.Id(c)});
+  std::vector<char32_t> first;  // every hole's first character
+  for (const auto& a : alphabets) first.push_back(a[0]);
+  const std::vector<int64_t> line = CanaryLine(tokenizer, format, EncodeUtf8(first));
+  // The context: the tokens the line shares with its prefix spelled alone
+  // (a tokenizer may join the prefix's last characters with what follows).
+  const std::vector<int64_t> prefix = tokenizer.Encode("\n" + format.prefix);
+  size_t context = 0;
+  while (context < prefix.size() && context < line.size() && prefix[context] == line[context]) {
+    ++context;
+  }
+  TokenFormat out;
+  out.context.assign(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(context));
+  for (size_t t = context; t < line.size(); ++t) out.positions.push_back({line[t]});
+  // Each hole character, alone in its hole, must change exactly one token
+  // past the context, the same one for the whole alphabet, in hole order:
+  // then every filling of R is spelled hole by hole and its ids enumerate.
+  std::vector<bool> claimed(out.positions.size(), false);
+  size_t last = context;
+  for (size_t i = 0; i < alphabets.size(); ++i) {
+    if (alphabets[i].size() == 1) continue;  // a fixed character
+    std::optional<size_t> at;
+    std::vector<int64_t> allowed = {0};  // the first character's, set below
+    for (size_t a = 1; a < alphabets[i].size(); ++a) {
+      std::vector<char32_t> filled = first;
+      filled[i] = alphabets[i][a];
+      const std::vector<int64_t> varied = CanaryLine(tokenizer, format, EncodeUtf8(filled));
+      std::vector<size_t> changed;
+      for (size_t t = 0; t < line.size() && varied.size() == line.size(); ++t) {
+        if (varied[t] != line[t]) changed.push_back(t);
+      }
+      if (changed.size() != 1 || changed[0] < context || (at && changed[0] != *at)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "format.alphabets[", i, "]: ", tokenizer.Describe(), " does not spell ",
+            EncodeUtf8({alphabets[i][a]}),
+            " as a token of its own in this hole, so the canary space cannot be enumerated "
+            "token by token (use digit holes: memaudit's SentencePiece tokenizers split digits)"));
+      }
+      at = changed[0];
+      allowed.push_back(varied[*at]);
+    }
+    if (*at < last || claimed[*at - context]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "format.alphabets[", i, "]: ", tokenizer.Describe(),
+          " does not give this hole a token of its own after the previous hole's"));
+    }
+    allowed[0] = line[*at];
+    for (size_t a = 0; a < allowed.size(); ++a) {
+      if (tokenizer.IsUnknown(allowed[a])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("format.alphabets[", i, "]: character U+",
+                         static_cast<uint32_t>(alphabets[i][a]), " is not in the vocabulary"));
+      }
+      for (size_t b = 0; b < a; ++b) {
+        if (allowed[a] == allowed[b]) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("format.alphabets[", i, "]: two characters share one token"));
+        }
+      }
+    }
+    claimed[*at - context] = true;
+    out.positions[*at - context] = std::move(allowed);
+    last = *at + 1;
+  }
   return out;
 }
 
-absl::StatusOr<std::vector<int64_t>> SecretTokens(const CharVocab& vocab,
+absl::StatusOr<std::vector<int64_t>> SecretTokens(const Tokenizer& tokenizer,
+                                                  const TokenFormat& tokens,
                                                   const CanaryFormat& format,
                                                   const std::string& secret) {
-  std::vector<int64_t> ids = vocab.Encode(secret + format.suffix);
-  if (ids.size() != format.alphabets.size() + DecodeUtf8(format.suffix).size()) {
+  const std::vector<int64_t> line = CanaryLine(tokenizer, format, secret);
+  const size_t context = tokens.context.size();
+  bool fits = line.size() == context + tokens.length() &&
+              std::equal(tokens.context.begin(), tokens.context.end(), line.begin()) &&
+              DecodeUtf8(secret).size() == format.alphabets.size();
+  for (size_t p = 0; fits && p < tokens.length(); ++p) {
+    const std::vector<int64_t>& allowed = tokens.positions[p];
+    fits = std::find(allowed.begin(), allowed.end(), line[context + p]) != allowed.end();
+  }
+  if (!fits) {
     return absl::InvalidArgumentError(
         absl::StrCat("secret: '", secret, "' does not fill the format's holes"));
   }
-  return ids;
+  return std::vector<int64_t>(line.begin() + static_cast<std::ptrdiff_t>(context), line.end());
 }
 
 LmScorer::LmScorer(LanguageModel& model) : model_(model), device_(ModelDevice(model)) {

@@ -25,11 +25,15 @@ struct TokenFormat {
 };
 
 // Start-of-sequence convention: every canary is scored after a newline, the
-// way it appears in the corpus (on its own line).
-absl::StatusOr<TokenFormat> ToTokenFormat(const CharVocab& vocab, const CanaryFormat& format);
+// way it appears in the corpus (on its own line). The context is the tokens
+// the line shares with "\n" + prefix spelled alone; the positions are the
+// rest of the line, each hole one token (INVALID_ARGUMENT naming the
+// alphabet where the tokenizer joins a hole character with a neighbour).
+absl::StatusOr<TokenFormat> ToTokenFormat(const Tokenizer& tokenizer, const CanaryFormat& format);
 
-// Token ids of `secret` + suffix for the format's positions.
-absl::StatusOr<std::vector<int64_t>> SecretTokens(const CharVocab& vocab,
+// Token ids of the canary line's positions (holes, then the rest) for `secret`.
+absl::StatusOr<std::vector<int64_t>> SecretTokens(const Tokenizer& tokenizer,
+                                                  const TokenFormat& tokens,
                                                   const CanaryFormat& format,
                                                   const std::string& secret);
 

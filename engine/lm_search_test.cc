@@ -44,7 +44,9 @@ class LmSearchTest : public ::testing::Test {
   }
   CharLm& lm() { return static_cast<CharLm&>(**model_); }
   TokenFormat Format() { return *ToTokenFormat(*vocab_, *format_); }
-  std::vector<int64_t> Tokens(const std::string& s) { return *SecretTokens(*vocab_, *format_, s); }
+  std::vector<int64_t> Tokens(const std::string& s) {
+    return *SecretTokens(*vocab_, Format(), *format_, s);
+  }
 
   static CanaryFormat* format_;
   static CharVocab* vocab_;
@@ -204,7 +206,7 @@ TEST(TokenFormatTest, RejectsCharactersOutsideTheVocabulary) {
   MEMAUDIT_ASSERT_OK(tf);
   EXPECT_EQ(tf->context.size(), 3u);    // newline + prefix
   EXPECT_EQ(tf->positions.size(), 3u);  // two holes + suffix
-  EXPECT_EQ(CandidateIndex(*tf, *SecretTokens(vocab, f, "bc")).value(), 1u);
+  EXPECT_EQ(CandidateIndex(*tf, *SecretTokens(vocab, *tf, f, "bc")).value(), 1u);
 }
 
 }  // namespace

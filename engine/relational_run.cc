@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "common/steps.h"
 #include "engine/language_model.h"
+#include "engine/lm_scorer.h"
 #include "engine/schedule.h"
 #include "engine/text_corpus.h"
 #include "engine/torch_api.h"
@@ -56,14 +57,14 @@ std::string RemoveDigitChars(const std::string& text) {
 // Token rows of `texts`, each "\n" + text + "\n": x = all but the last token,
 // y = all but the first, padded to the longest row (x with newlines, y with
 // ignored targets).
-TensorDataset RecordSequences(const CharVocab& vocab, const std::vector<std::string>& texts) {
+TensorDataset RecordSequences(const Tokenizer& vocab, const std::vector<std::string>& texts) {
   std::vector<std::vector<int64_t>> rows;
   size_t longest = 0;
   for (const std::string& t : texts) {
     rows.push_back(vocab.Encode("\n" + t + "\n"));
     longest = std::max(longest, rows.back().size() - 1);
   }
-  const int64_t newline = vocab.Id(U'\n');
+  const int64_t newline = vocab.Newline();
   torch::Tensor x = torch::full({static_cast<int64_t>(rows.size()), static_cast<int64_t>(longest)},
                                 newline, torch::kLong);
   torch::Tensor y = torch::full_like(x, kIgnoreTarget);
@@ -95,23 +96,69 @@ double NextCharAccuracy(LanguageModel& lm, const TensorDataset& data, torch::Dev
   return total == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(total);
 }
 
+// The prompts' tokens, the context of a digits format after each (the
+// tokens the record line shares with its prompt alone), and the ten digit
+// tokens every digit position allows, in digit order. INVALID_ARGUMENT when
+// the tokenizer does not spell each digit as a token of its own there, or
+// spells digits differently in two records.
+struct DigitPrompts {
+  std::vector<std::vector<int64_t>> tokens;
+  std::vector<int64_t> digit_ids;
+};
+
+absl::StatusOr<DigitPrompts> PromptTokens(const Tokenizer& vocab,
+                                          const std::vector<std::string>& prompts,
+                                          uint32_t digits) {
+  DigitPrompts out;
+  const std::string zeros(digits, '0');
+  for (const std::string& prompt : prompts) {
+    if (out.digit_ids.empty()) {
+      // The first record checks every digit in every position (lm_scorer.h).
+      MEMAUDIT_ASSIGN_OR_RETURN(
+          TokenFormat format, ToTokenFormat(vocab, DigitsFormat(prompt, static_cast<int>(digits))));
+      for (size_t d = 0; d < digits; ++d) {
+        if (format.positions[d] != format.positions[0]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "phone_book.model.tokenizer: ", vocab.Describe(),
+              " spells the number's digits differently by position"));
+        }
+      }
+      out.digit_ids = format.positions[0];
+      out.tokens.push_back(std::move(format.context));
+      continue;
+    }
+    // The rest: the line's tokens past its prompt's are the digits', one each.
+    const std::vector<int64_t> alone = vocab.Encode("\n" + prompt);
+    const std::vector<int64_t> line = vocab.Encode("\n" + prompt + zeros);
+    size_t context = 0;
+    while (context < alone.size() && context < line.size() && alone[context] == line[context]) {
+      ++context;
+    }
+    bool digit_tokens = line.size() == context + digits;
+    for (size_t t = context; digit_tokens && t < line.size(); ++t) {
+      digit_tokens = line[t] == out.digit_ids[0];
+    }
+    if (!digit_tokens) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "phone_book.model.tokenizer: ", vocab.Describe(),
+          " does not spell the number's digits as tokens of their own after \"", prompt, "\""));
+    }
+    out.tokens.emplace_back(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(context));
+  }
+  return out;
+}
+
 // Greedy completion of every prompt with `digits` digits: prompts of equal
 // length run as one batch from the zero state (the way records start in
 // training), then each step takes the most likely digit.
-std::vector<std::string> GreedyDigits(LanguageModel& lm, const CharVocab& vocab,
-                                      const std::vector<std::string>& prompts, uint32_t digits,
-                                      torch::Device device) {
+std::vector<std::string> GreedyDigits(LanguageModel& lm, const DigitPrompts& prompts,
+                                      uint32_t digits, torch::Device device) {
   torch::NoGradGuard no_grad;
-  std::vector<int64_t> digit_ids;
-  for (char c : std::string(kDigits)) digit_ids.push_back(vocab.Id(static_cast<char32_t>(c)));
-  const torch::Tensor allowed = torch::tensor(digit_ids, torch::kLong).to(device);
+  const torch::Tensor allowed = torch::tensor(prompts.digit_ids, torch::kLong).to(device);
   std::map<size_t, std::vector<size_t>> by_length;
-  std::vector<std::vector<int64_t>> tokens;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    tokens.push_back(vocab.Encode("\n" + prompts[i]));
-    by_length[tokens.back().size()].push_back(i);
-  }
-  std::vector<std::string> out(prompts.size());
+  const std::vector<std::vector<int64_t>>& tokens = prompts.tokens;
+  for (size_t i = 0; i < tokens.size(); ++i) by_length[tokens[i].size()].push_back(i);
+  std::vector<std::string> out(tokens.size());
   for (const auto& [length, members] : by_length) {
     std::vector<int64_t> flat;
     for (size_t i : members) flat.insert(flat.end(), tokens[i].begin(), tokens[i].end());
@@ -288,22 +335,38 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
     all += r.text;
   }
   // Held-out names share the syllable alphabet; building the vocabulary over
-  // them too only keeps rare letters from mapping to the unknown symbol.
-  CharVocab vocab = CharVocab::Build(all);
-  if (spec.lm == ModelKind::kTorchScript) {
-    MEMAUDIT_ASSIGN_OR_RETURN(vocab, TorchScriptLmVocabulary(spec.torchscript_path));
+  // them too only keeps rare letters from mapping to the unknown symbol. A
+  // trained tokenizer learns from the same text: the whole book.
+  std::shared_ptr<const Tokenizer> tokenizer;
+  if (spec.tokenizer) {
+    MEMAUDIT_ASSIGN_OR_RETURN(tokenizer, spec.tokenizer(all));
+    if (spec.lm == ModelKind::kTorchScript) {
+      MEMAUDIT_RETURN_IF_ERROR(
+          LoadTorchScriptLm(spec.torchscript_path, false, tokenizer->size()).status());
+    }
+  } else if (spec.lm == ModelKind::kTorchScript) {
+    MEMAUDIT_ASSIGN_OR_RETURN(CharVocab vocab, TorchScriptLmVocabulary(spec.torchscript_path));
     // The adversary reads digits after the template's text: those must be
     // symbols of their own, not the unknown one.
     MEMAUDIT_RETURN_IF_ERROR(RequireCharacters(
         vocab,
         absl::StrCat(kDigits, "\n", absl::StrReplaceAll(spec.tmpl, {{kName, ""}, {kNumber, ""}})),
         "model.torchscript_path", "the phone book (digits, newline, template)"));
+    tokenizer = std::make_shared<const CharVocab>(std::move(vocab));
+  } else {
+    tokenizer = std::make_shared<const CharVocab>(CharVocab::Build(all));
   }
+  const Tokenizer& vocab = *tokenizer;
   const TensorDataset train = RecordSequences(vocab, train_text);
   const TensorDataset validation = RecordSequences(vocab, val_text);
+  MEMAUDIT_ASSIGN_OR_RETURN(const DigitPrompts train_digits,
+                            PromptTokens(vocab, train_prompts, spec.digits));
+  MEMAUDIT_ASSIGN_OR_RETURN(const DigitPrompts val_digits,
+                            PromptTokens(vocab, val_prompts, spec.digits));
 
-  const ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
-                                     spec.dropout, spec.torchscript_path, spec.heads, 0);
+  ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,
+                               spec.dropout, spec.torchscript_path, spec.heads, 0);
+  model.token_ids = spec.tokenizer != nullptr;
   const TrainerOptions options =
       SeededTrainerOptions(spec.optimizer, spec.threads, spec.model_seed);
   const uint64_t init = DeriveSeed(spec.model_seed, "init", 0);
@@ -327,8 +390,8 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
     PhoneBookEpoch m;
     m.epoch = e;
     m.loss = loss_sum / static_cast<double>(per_epoch);
-    m.predicted_train = GreedyDigits(lm, vocab, train_prompts, spec.digits, device);
-    m.predicted_val = GreedyDigits(lm, vocab, val_prompts, spec.digits, device);
+    m.predicted_train = GreedyDigits(lm, train_digits, spec.digits, device);
+    m.predicted_val = GreedyDigits(lm, val_digits, spec.digits, device);
     m.clean_train = NextCharAccuracy(lm, train, device);
     m.clean_val = NextCharAccuracy(lm, validation, device);
     lm.train();

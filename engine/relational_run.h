@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "common/model_spec.h"
 #include "common/seeding.h"
+#include "common/tokenizer.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {
@@ -63,6 +64,9 @@ struct PhoneBookRunSpec {
   // unknown symbol); layers, units, embedding and dropout then unused.
   ModelKind lm = ModelKind::kLstmLm;
   std::string torchscript_path;
+  // The tokenizer (a SentencePiece model, given or trained on the book's
+  // text); empty = characters (exposure_run.h).
+  TokenizerFactory tokenizer;
   int64_t layers = 1;
   int64_t units = 128;
   int64_t embedding = 32;

@@ -27,7 +27,7 @@ std::string CodePointName(char32_t c) {
 
 }  // namespace
 
-std::vector<char32_t> DecodeUtf8(const std::string& s) {
+std::vector<char32_t> DecodeUtf8(std::string_view s) {
   std::vector<char32_t> out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
@@ -150,11 +150,13 @@ int64_t CharVocab::Id(char32_t cp) const {
   return it == ids_.end() ? 0 : it->second;
 }
 
-std::vector<int64_t> CharVocab::Encode(const std::string& utf8) const {
+std::vector<int64_t> CharVocab::Encode(std::string_view utf8) const {
   std::vector<int64_t> out;
   for (char32_t c : DecodeUtf8(utf8)) out.push_back(Id(c));
   return out;
 }
+
+std::string CharVocab::Describe() const { return absl::StrCat("characters, ", size(), " symbols"); }
 
 std::string CharVocab::Decode(const std::vector<int64_t>& ids) const {
   std::vector<char32_t> cps;

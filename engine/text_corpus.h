@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <map>
+#include <string_view>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/tokenizer.h"
 
 namespace memaudit::engine {
 
@@ -33,15 +35,18 @@ std::string SyntheticText(size_t chars, uint64_t seed);
 // Code points <-> token ids. Id 0 is the unknown symbol; the rest are the
 // distinct code points of the building text in ascending order, so the same
 // text always yields the same vocabulary.
-class CharVocab {
+class CharVocab final : public Tokenizer {
  public:
   static CharVocab Build(const std::string& utf8_text);
   // A model's own vocabulary, id i = symbols[i]: symbols[0] must be U+FFFD
   // (the unknown symbol) and no symbol may repeat; any order otherwise.
   static absl::StatusOr<CharVocab> FromSymbols(const std::vector<char32_t>& symbols);
-  int64_t size() const { return static_cast<int64_t>(symbols_.size()); }
-  std::vector<int64_t> Encode(const std::string& utf8) const;
-  std::string Decode(const std::vector<int64_t>& ids) const;
+  int64_t size() const override { return static_cast<int64_t>(symbols_.size()); }
+  std::vector<int64_t> Encode(std::string_view utf8) const override;
+  std::string Decode(const std::vector<int64_t>& ids) const override;
+  int64_t Newline() const override { return Id(U'\n'); }
+  bool IsUnknown(int64_t id) const override { return id == 0; }
+  std::string Describe() const override;
   int64_t Id(char32_t code_point) const;  // 0 if unknown
 
  private:
@@ -49,7 +54,7 @@ class CharVocab {
   std::map<char32_t, int64_t> ids_;
 };
 
-std::vector<char32_t> DecodeUtf8(const std::string& utf8);
+std::vector<char32_t> DecodeUtf8(std::string_view utf8);
 std::string EncodeUtf8(const std::vector<char32_t>& code_points);
 
 // A canary format s with holes: fixed prefix, then one hole per entry of

@@ -24,7 +24,7 @@ absl::Status ContractError(const std::string& path, const std::string& why) {
 absl::StatusOr<CharVocab> ReadVocabulary(const torch::jit::Module& module,
                                          const std::string& path) {
   if (!module.hasattr("vocabulary") || !module.attr("vocabulary").isString()) {
-    return ContractError(path, "it has no `vocabulary: str` attribute");
+    return ContractError(path, "it has no `vocabulary: str` attribute (nor a model.tokenizer)");
   }
   const std::vector<char32_t> symbols = DecodeUtf8(module.attr("vocabulary").toStringRef());
   if (symbols.size() < 2) return ContractError(path, "its vocabulary has fewer than 2 symbols");
@@ -70,8 +70,8 @@ absl::Status ProbeForward(torch::jit::Module& module, int64_t vocab, const std::
 
 }  // namespace
 
-TorchScriptLm::TorchScriptLm(torch::jit::Module module, CharVocab vocabulary)
-    : module_(std::move(module)), vocabulary_(std::move(vocabulary)) {
+TorchScriptLm::TorchScriptLm(torch::jit::Module module, CharVocab vocabulary, int64_t vocab)
+    : module_(std::move(module)), vocabulary_(std::move(vocabulary)), vocab_(vocab) {
   RegisterScriptedTensors(module_, *this);
 }
 
@@ -124,12 +124,17 @@ void TorchScriptLm::train(bool on) {
 }
 
 absl::StatusOr<std::shared_ptr<TorchScriptLm>> LoadTorchScriptLm(const std::string& path,
-                                                                 bool redraw_weights) {
+                                                                 bool redraw_weights,
+                                                                 int64_t token_vocab) {
   MEMAUDIT_ASSIGN_OR_RETURN(torch::jit::Module module, LoadBoundedModule(path));
   if (redraw_weights) MEMAUDIT_RETURN_IF_ERROR(RedrawScriptedWeights(module));
-  MEMAUDIT_ASSIGN_OR_RETURN(CharVocab vocabulary, ReadVocabulary(module, path));
-  MEMAUDIT_RETURN_IF_ERROR(ProbeForward(module, vocabulary.size(), path));
-  return std::make_shared<TorchScriptLm>(std::move(module), std::move(vocabulary));
+  CharVocab vocabulary;
+  if (token_vocab == 0) {
+    MEMAUDIT_ASSIGN_OR_RETURN(vocabulary, ReadVocabulary(module, path));
+  }
+  const int64_t vocab = token_vocab > 0 ? token_vocab : vocabulary.size();
+  MEMAUDIT_RETURN_IF_ERROR(ProbeForward(module, vocab, path));
+  return std::make_shared<TorchScriptLm>(std::move(module), std::move(vocabulary), vocab);
 }
 
 absl::StatusOr<CharVocab> TorchScriptLmVocabulary(const std::string& path) {
@@ -137,13 +142,28 @@ absl::StatusOr<CharVocab> TorchScriptLmVocabulary(const std::string& path) {
   return lm->vocabulary();
 }
 
-absl::StatusOr<CharVocab> LmVocabulary(ModelKind kind, const std::string& torchscript_path,
-                                       const std::string& text, const CanaryFormat& format) {
-  if (kind != ModelKind::kTorchScript) return CanaryVocab(text, format);
+absl::StatusOr<std::shared_ptr<const Tokenizer>> LmTokenizer(ModelKind kind,
+                                                             const std::string& torchscript_path,
+                                                             const TokenizerFactory& factory,
+                                                             const std::string& corpus,
+                                                             const std::string& text,
+                                                             const CanaryFormat& format) {
+  if (factory) {
+    MEMAUDIT_ASSIGN_OR_RETURN(std::shared_ptr<const Tokenizer> tokenizer, factory(corpus));
+    if (kind == ModelKind::kTorchScript) {
+      // Loading probes forward with the tokenizer's V.
+      MEMAUDIT_RETURN_IF_ERROR(
+          LoadTorchScriptLm(torchscript_path, false, tokenizer->size()).status());
+    }
+    return tokenizer;
+  }
+  if (kind != ModelKind::kTorchScript) {
+    return std::make_shared<const CharVocab>(CanaryVocab(text, format));
+  }
   MEMAUDIT_ASSIGN_OR_RETURN(CharVocab vocab, TorchScriptLmVocabulary(torchscript_path));
   MEMAUDIT_RETURN_IF_ERROR(
       RequireCharacters(vocab, CanaryCharacters(format), kField, "the canary format"));
-  return vocab;
+  return std::make_shared<const CharVocab>(std::move(vocab));
 }
 
 }  // namespace memaudit::engine

@@ -6,7 +6,9 @@
 //   sequence from the module's own initial state.
 // - vocabulary: str, an attribute listing the V symbols in id order (id i is
 //   its i-th code point): the first must be U+FFFD, the unknown symbol that
-//   characters outside the vocabulary map to; no repeats.
+//   characters outside the vocabulary map to; no repeats. Not read when the
+//   audit names a tokenizer (model.tokenizer): the ids are then its tokens
+//   and V its size.
 // - train()/eval() switch its dropout; every parameter is trained.
 //
 // Memaudit registers the parameters as aliases (torchscript_model.h), so
@@ -32,11 +34,13 @@ namespace memaudit::engine {
 
 class TorchScriptLm : public LanguageModel {
  public:
-  TorchScriptLm(torch::jit::Module module, CharVocab vocabulary);
+  // `vocabulary`: the module's own; `vocab`: its size, or a tokenizer's
+  // when the vocabulary is empty (not read).
+  TorchScriptLm(torch::jit::Module module, CharVocab vocabulary, int64_t vocab);
 
   // Recomputes from state->tokens + tokens and keeps both in the state.
   torch::Tensor Run(const torch::Tensor& tokens, LmState* state) override;
-  int64_t vocab() const override { return vocabulary_.size(); }
+  int64_t vocab() const override { return vocab_; }
   const CharVocab& vocabulary() const { return vocabulary_; }
   // Keeps the scripted module's own train/eval flag in step with ours.
   void train(bool on = true) override;
@@ -48,23 +52,33 @@ class TorchScriptLm : public LanguageModel {
 
   torch::jit::Module module_;
   CharVocab vocabulary_;
+  int64_t vocab_;
 };
 
 // Loads `path` and checks the contract (the vocabulary, and forward's shape
 // and causality on a two-token probe); errors name model.torchscript_path.
 // `redraw_weights`: for a model memaudit trains (RedrawScriptedWeights).
+// `token_vocab` > 0: the ids are a tokenizer's, V = token_vocab, and the
+// module's vocabulary attribute is not read.
 absl::StatusOr<std::shared_ptr<TorchScriptLm>> LoadTorchScriptLm(const std::string& path,
-                                                                 bool redraw_weights = false);
+                                                                 bool redraw_weights = false,
+                                                                 int64_t token_vocab = 0);
 
 // The vocabulary of the module at `path` (loaded and checked as above).
 absl::StatusOr<CharVocab> TorchScriptLmVocabulary(const std::string& path);
 
-// The vocabulary a canary audit encodes its text with: for the built-in
-// kinds CanaryVocab(text, format); for kTorchScript the module's own,
-// refused when it lacks a character the canaries are spelled with (corpus
-// characters it lacks become the unknown symbol).
-absl::StatusOr<CharVocab> LmVocabulary(ModelKind kind, const std::string& torchscript_path,
-                                       const std::string& text, const CanaryFormat& format);
+// The tokenizer a canary audit encodes its text with: `factory`'s when set
+// (built from `corpus`; a TorchScript module's V must then equal its size);
+// else for the built-in kinds CanaryVocab(text, format), for kTorchScript
+// the module's own vocabulary, refused when it lacks a character the
+// canaries are spelled with (corpus characters it lacks become the unknown
+// symbol).
+absl::StatusOr<std::shared_ptr<const Tokenizer>> LmTokenizer(ModelKind kind,
+                                                             const std::string& torchscript_path,
+                                                             const TokenizerFactory& factory,
+                                                             const std::string& corpus,
+                                                             const std::string& text,
+                                                             const CanaryFormat& format);
 
 }  // namespace memaudit::engine
 

@@ -160,7 +160,7 @@ TEST_F(TorchScriptLmTest, PrefixRecomputingSearchEqualsNaiveScoring) {
   MEMAUDIT_ASSERT_OK(trie);
   std::vector<std::vector<int64_t>> all;
   for (int i = 0; i < 100; ++i) {
-    all.push_back(*SecretTokens(*vocab, format, absl::StrCat(i / 10, i % 10)));
+    all.push_back(*SecretTokens(*vocab, *tokens, format, absl::StrCat(i / 10, i % 10)));
   }
   const std::vector<double> naive = NaivePxBits(scorer, *tokens, all);
   ASSERT_EQ(trie->size(), naive.size());

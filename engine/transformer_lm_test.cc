@@ -148,7 +148,7 @@ class TransformerSearchTest : public ::testing::Test {
   std::vector<int64_t> Tokens(int i) {
     char buf[4];
     std::snprintf(buf, sizeof(buf), "%03d", i);
-    return *SecretTokens(*vocab_, *format_, buf);
+    return *SecretTokens(*vocab_, Format(), *format_, buf);
   }
 
   static CanaryFormat* format_;

@@ -33,8 +33,10 @@ base_image=localhost/memaudit-base:bookworm
 version=$(sed -n 's/^project(memaudit VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 image=localhost/memaudit:$version
 pod=memaudit-pod-0
-# The four programs and the engine module memaudit-worker loads.
-binaries=(memaudit memaudit-coordinator memaudit-scorer memaudit-worker libmemaudit_engine.so)
+# The four programs and the modules memaudit-worker loads (the engine, and
+# SentencePiece for subword tokenizers).
+binaries=(memaudit memaudit-coordinator memaudit-scorer memaudit-worker libmemaudit_engine.so
+  libmemaudit_sentencepiece.so)
 t_start=$SECONDS
 summary=()
 failed=0

@@ -4,8 +4,9 @@
 #   bin/      the four programs, stripped, finding their libraries in ../lib
 #   lib/      every shared library they load (their ldd closure, stripped)
 #             except the C and C++ runtimes, which are the host's
-#   lib/memaudit/  where scripts/gpu-check.sh puts the engine module it
-#             compiles there against that machine's LibTorch
+#   lib/memaudit/  the SentencePiece module (subword tokenizers), and where
+#             scripts/gpu-check.sh puts the engine module it compiles there
+#             against that machine's LibTorch
 #   deps/     Abseil, GoogleTest and zlib for that compile (scripts/gpu-deps.sh;
 #             Abseil's libraries are links into lib/)
 #   data/fortunes  the English corpus the language-model examples read
@@ -48,7 +49,13 @@ for p in "${programs[@]}"; do
   strip --strip-all -o "$root/bin/$p" "build/bin/$p"
   patchelf --set-rpath '$ORIGIN/../lib' "$root/bin/$p"
 done
-ldd "${programs[@]/#/build/bin/}" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+# The SentencePiece module (subword tokenizers) sits where the worker looks,
+# lib/memaudit/, finding its libraries in lib/.
+strip --strip-all -o "$root/lib/memaudit/libmemaudit_sentencepiece.so" \
+  build/bin/libmemaudit_sentencepiece.so
+patchelf --set-rpath '$ORIGIN/..' "$root/lib/memaudit/libmemaudit_sentencepiece.so"
+ldd "${programs[@]/#/build/bin/}" build/bin/libmemaudit_sentencepiece.so |
+  awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
   while read -r soname path; do
     [[ $soname =~ $host_provided ]] && continue
     cp -L "$path" "$root/lib/$soname"

@@ -17,7 +17,7 @@ packages=(
   libssl-dev openssl
   # training: LibTorch plus an optimized BLAS (reference BLAS is ~20x slower);
   # oneDNN's headers for the engine's own matrix products (engine/gemm.h)
-  libtorch-dev libopenblas0-openmp libdnnl-dev zlib1g-dev libdeflate-dev
+  libtorch-dev libopenblas0-openmp libdnnl-dev zlib1g-dev libdeflate-dev libsentencepiece-dev
   # Gloo's headers: data-parallel training across CPU ranks (engine/data_parallel.h)
   libgloo-dev
   # persistence, logs, CLI, config, metrics HTTP, distributions

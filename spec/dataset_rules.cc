@@ -125,4 +125,16 @@ void ReadDatasetFiles(v1::DatasetSpec* dataset, const std::string& field,
   if (absl::Status s = ResolveDataset(dataset, field); !s.ok()) problems->push_back(ProblemOf(s));
 }
 
+void ReadTokenizerFile(v1::TokenizerSpec* tokenizer, const std::string& field,
+                       std::vector<SpecProblem>* problems) {
+  if (tokenizer->model_path().empty()) return;
+  absl::StatusOr<std::string> hash =
+      FilesContentHash({{absl::StrCat(field, ".model_path"), tokenizer->model_path()}});
+  if (!hash.ok()) {
+    problems->push_back(ProblemOf(hash.status()));
+    return;
+  }
+  tokenizer->set_content_hash(*hash);
+}
+
 }  // namespace memaudit::spec

@@ -49,6 +49,12 @@ double ClassifierParameters(const v1::ModelSpec& model, const v1::DatasetSpec& d
 void ReadDatasetFiles(v1::DatasetSpec* dataset, const std::string& field,
                       std::vector<SpecProblem>* problems);
 
+// ReadFiles of a language model's tokenizer file (`field`:
+// "exposure.model.tokenizer"): its content_hash recorded when it names a
+// model_path, or one problem naming the field.
+void ReadTokenizerFile(v1::TokenizerSpec* tokenizer, const std::string& field,
+                       std::vector<SpecProblem>* problems);
+
 }  // namespace memaudit::spec
 
 #endif  // MEMAUDIT_SPEC_DATASET_RULES_H_

@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "spec/dataset_rules.h"
+#include "tokenizers/sentencepiece_tokenizer.h"
 
 namespace memaudit::spec {
 
@@ -67,6 +69,14 @@ void CheckImageModel(const v1::ModelSpec& m, const std::vector<engine::ModelKind
 }
 
 void ApplyLanguageModelDefaults(v1::LanguageModelSpec* m) {
+  // Unset stays unset (characters), so specs without a tokenizer keep
+  // their content keys.
+  if (m->has_tokenizer() && m->tokenizer().kind() == kSentencePieceTokens &&
+      m->tokenizer().model_path().empty()) {
+    v1::TokenizerSpec* t = m->mutable_tokenizer();
+    if (t->vocab_size() == 0) t->set_vocab_size(tokenizers::kDefaultVocabSize);
+    if (t->model_type().empty()) t->set_model_type("bpe");
+  }
   if (m->architecture().empty()) m->set_architecture("lstm");
   if (m->layers() == 0) m->set_layers(1);
   if (m->units() == 0) m->set_units(128);
@@ -77,8 +87,40 @@ void ApplyLanguageModelDefaults(v1::LanguageModelSpec* m) {
   }
 }
 
+void CheckTokenizer(const std::string& prefix, const v1::TokenizerSpec& t,
+                    const AddProblem& add) {
+  CheckLength(prefix + "model_path", t.model_path(), kMaxPathBytes, add);
+  if (!t.kind().empty()) {
+    CheckOneOf(prefix + "kind", t.kind(), {kCharacterTokens, kSentencePieceTokens}, add);
+  }
+  const bool sentencepiece = t.kind() == kSentencePieceTokens;
+  const bool trained = sentencepiece && t.model_path().empty();
+  const auto only = [&](bool set, const char* field, const char* when) {
+    if (set) add(prefix + field, absl::StrCat("applies to ", when, " only"));
+  };
+  only(!sentencepiece && !t.model_path().empty(), "model_path", "kind \"sentencepiece\"");
+  only(!trained && t.vocab_size() != 0, "vocab_size",
+       "a trained tokenizer (kind \"sentencepiece\" without model_path)");
+  only(!trained && !t.model_type().empty(), "model_type",
+       "a trained tokenizer (kind \"sentencepiece\" without model_path)");
+  if (trained) {
+    if (t.vocab_size() < tokenizers::kMinVocabSize || t.vocab_size() > tokenizers::kMaxVocabSize) {
+      add(prefix + "vocab_size", absl::StrCat("must be in [", tokenizers::kMinVocabSize, ", ",
+                                              tokenizers::kMaxVocabSize, "] (got ",
+                                              t.vocab_size(), ")"));
+    }
+    CheckOneOf(prefix + "model_type", t.model_type(), {"bpe", "unigram"}, add);
+  }
+  if (sentencepiece && !t.model_path().empty() && t.content_hash().empty()) {
+    add(prefix + "content_hash", kNotRecorded);
+  }
+  only(t.model_path().empty() && !t.content_hash().empty(), "content_hash",
+       "a tokenizer read from model_path");
+}
+
 bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& m,
                         const LmSizeLimits& limits, const AddProblem& add) {
+  CheckTokenizer(prefix + "tokenizer.", m.tokenizer(), add);
   const std::string path_field = prefix + "torchscript_path";
   CheckLength(path_field, m.torchscript_path(), kMaxPathBytes, add);
   const bool known =
@@ -211,10 +253,17 @@ void CheckAuditName(const std::string& name, const AddProblem& add) {
   }
 }
 
+double LmVocabularyBound(const v1::LanguageModelSpec& m) {
+  const v1::TokenizerSpec& t = m.tokenizer();
+  if (t.kind() != kSentencePieceTokens) return 256;
+  // Its pieces and the newline; a given file's size is known only once read.
+  return (t.model_path().empty() ? t.vocab_size() : tokenizers::kMaxVocabSize) + 1.0;
+}
+
 double CharLmParameters(const std::string& architecture, uint32_t layers, uint32_t units,
-                        uint32_t embedding) {
+                        uint32_t embedding, double vocab) {
   if (architecture == engine::ModelKindName(engine::ModelKind::kTorchScript)) return 0;
-  constexpr double kVocab = 256;
+  const double kVocab = vocab;
   if (architecture == engine::ModelKindName(engine::ModelKind::kTransformerLm)) {
     // Tied token embedding, positions, per block two layer norms, the
     // query/key/value and output projections and the feed-forward pair, a

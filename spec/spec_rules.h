@@ -53,10 +53,15 @@ bool CheckListSize(const std::string& field, int size, int min, int max, const A
 // The name: 1 … kMaxNameBytes bytes, no control characters.
 void CheckAuditName(const std::string& name, const AddProblem& add);
 
-// A character LM's parameters, with a vocabulary of 256 characters (0 for
+// A language model's parameters over a vocabulary of `vocab` tokens (0 for
 // torchscript, whose size the spec does not say; its load bounds it).
 double CharLmParameters(const std::string& architecture, uint32_t layers, uint32_t units,
-                        uint32_t embedding);
+                        uint32_t embedding, double vocab = 256);
+
+// The most tokens a language model's vocabulary can hold: 256 for
+// characters (as the cost estimate counts them), a trained tokenizer's
+// vocab_size + 1, kMaxVocabSize + 1 for a given model file.
+double LmVocabularyBound(const v1::LanguageModelSpec& m);
 
 // The LSTM/GRU sizes a kind allows: each in [1, max].
 inline constexpr uint32_t kMaxHeads = 64;
@@ -69,7 +74,16 @@ struct LmSizeLimits {
 
 // The language-model defaults every LM kind shares: lstm, 1 layer, 128
 // units, embedding 32; a transformer 4 heads.
+// model.tokenizer.kind's values.
+inline constexpr char kCharacterTokens[] = "characters";
+inline constexpr char kSentencePieceTokens[] = "sentencepiece";
+
 void ApplyLanguageModelDefaults(v1::LanguageModelSpec* m);
+
+// A tokenizer: kind "characters" or "sentencepiece"; model_path for a given
+// model (its content_hash recorded at Submit), else vocab_size and
+// model_type for one trained on the corpus; each only where it applies.
+void CheckTokenizer(const std::string& prefix, const v1::TokenizerSpec& t, const AddProblem& add);
 
 // A language model's architecture ("lstm", "gru", "transformer" or
 // "torchscript"), its

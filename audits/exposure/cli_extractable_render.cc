@@ -34,7 +34,7 @@ std::string ExtractableText(const v1::ExposureResults& x) {
   std::string out =
       "\nextractable memorization (held-out corpus sequences; extracted = the continuation "
       "reproduced exactly by greedy decoding from the prompt):\n"
-      "inserted   sequences  extracted  fraction  95% CI            mean matched chars\n";
+      "inserted   sequences  extracted  fraction  95% CI            mean matched tokens\n";
   for (const v1::ExtractableGroup& g : x.extractable()) {
     absl::StrAppend(&out,
                     absl::StrFormat("%-10s %9u  %9u  %8.3f  [%.3f, %.3f]  %18.1f\n", GroupLabel(g),
@@ -69,7 +69,7 @@ std::string ExtractableHtml(const v1::ExposureResults& x) {
   std::string html =
       "<h3>Extractable memorization</h3><table><tr><th>inserted</th><th>sequences</th>"
       "<th>extracted</th><th>fraction</th><th>95% interval</th><th>mean matched "
-      "characters</th></tr>";
+      "tokens</th></tr>";
   for (const v1::ExtractableGroup& g : x.extractable()) {
     absl::StrAppend(&html,
                     absl::StrFormat("<tr><td>%s</td><td>%u</td><td>%u</td><td>%.3f</td>"
@@ -101,7 +101,7 @@ std::string ExtractableHtml(const v1::ExposureResults& x) {
   absl::StrAppend(&html,
                   "</table><p>Reference-free membership attacks on the same sequences: how well "
                   "each score (loss, zlib ratio, Min-K%, Min-K%++) tells a group's sequences "
-                  "from the never-inserted ones, by AUC (interval: Obuchowski's variance).</p>");
+                  "from the never-inserted ones, by AUC (95% score-type interval).</p>");
   return html;
 }
 

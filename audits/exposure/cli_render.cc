@@ -15,6 +15,7 @@
 #include "audits/exposure/cli_replicates_render.h"
 #include "cli/render.h"
 #include "common/status_macros.h"
+#include "spec/spec_rules.h"
 
 namespace memaudit::cli {
 
@@ -341,6 +342,16 @@ std::string ExposureTable(const v1::AuditResults& r) {
       "audit %s (exposure): %u canaries, log2|R| = %.2f, estimators: %s, %u training steps\n\n",
       r.audit_id(), x.canaries_size(), x.log2_space(), absl::StrJoin(x.estimators(), ", "),
       x.training_steps());
+  const v1::TokenizerSpec& tokens = r.spec().exposure().model().tokenizer();
+  if (tokens.kind() == spec::kSentencePieceTokens) {
+    out.insert(out.size() - 1,
+               tokens.model_path().empty()
+                   ? absl::StrFormat("tokens: SentencePiece %s, up to %u trained on the corpus "
+                                     "(digits split)\n",
+                                     tokens.model_type(), tokens.vocab_size())
+                   : absl::StrFormat("tokens: SentencePiece model %s (%s)\n", tokens.model_path(),
+                                     tokens.content_hash()));
+  }
   if (r.spec().exposure().has_target()) {
     // Nothing trained: the canaries are the team's, in the team's model.
     const v1::ExposureTarget& t = r.spec().exposure().target();

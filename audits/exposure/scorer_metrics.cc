@@ -11,10 +11,11 @@
 #include "audits/exposure/signals.h"
 #include "common/exposure_eval_steps.h"
 #include "common/status_macros.h"
-#include "scoring/auc_interval.h"
 #include "scoring/exposure.h"
 #include "scoring/intervals.h"
+#include "scoring/mann_whitney_interval.h"
 #include "scoring/matrix.h"
+#include "scoring/roc.h"
 #include "scoring/skew_normal.h"
 #include "services/scorer/result_warnings.h"
 
@@ -215,7 +216,9 @@ std::optional<scoring::SkewNormalFit> FitReferences(const std::vector<double>& r
 }
 
 // How well each reference-free attack tells the sequences inserted `times`
-// times from the never-inserted controls: AUC with its 95% interval.
+// times from the never-inserted controls: AUC with its 95% interval. The
+// sequences are independent and few: the score-type interval, which stays
+// an interval at an AUC of 0 or 1 (scoring/mann_whitney_interval.h).
 absl::Status AddSequenceMembership(const ModelSignals& signals,
                                    const std::vector<double>& duplicates, uint32_t times,
                                    v1::ExtractableGroup* group) {
@@ -228,16 +231,16 @@ absl::Status AddSequenceMembership(const ModelSignals& signals,
       scores.push_back(all[i]);
       is_member.push_back(duplicates[i] == times ? 1 : 0);
     }
-    std::vector<uint32_t> own(scores.size());
-    for (size_t i = 0; i < own.size(); ++i) own[i] = static_cast<uint32_t>(i);
+    const uint64_t members = std::count(is_member.begin(), is_member.end(), 1);
+    MEMAUDIT_ASSIGN_OR_RETURN(const double auc, scoring::Auc(scores, is_member));
     MEMAUDIT_ASSIGN_OR_RETURN(
-        scoring::ClusteredAuc auc,
-        scoring::ClusteredAucInterval(scores, is_member, own, static_cast<uint32_t>(own.size())));
+        const scoring::Interval interval,
+        scoring::MannWhitneyScoreInterval(auc, members, is_member.size() - members));
     v1::SequenceMembership* m = group->add_membership();
     m->set_attack(attack);
-    m->set_auc(auc.auc);
-    m->set_auc_low(auc.interval.lo);
-    m->set_auc_high(auc.interval.hi);
+    m->set_auc(auc);
+    m->set_auc_low(interval.lo);
+    m->set_auc_high(interval.hi);
   }
   return absl::OkStatus();
 }

@@ -248,7 +248,8 @@ void CheckExposureCost(const v1::ExposureAudit& e, const AddProblem& add) {
   for (uint32_t v = 0; v < variants; ++v) {
     const exposure::Variant recipe = exposure::ResolveVariant(e, v);
     const double parameters =
-        CharLmParameters(m.architecture(), m.layers(), recipe.units, m.embedding());
+        CharLmParameters(m.architecture(), m.layers(), recipe.units, m.embedding(),
+                         LmVocabularyBound(m));
     const uint64_t canary_steps = ExposureTaskSteps(e, v, true);
     const double points = 1.0 + static_cast<double>(exposure::IntermediateEvalSteps(
                                                         canary_steps, recipe.epochs,
@@ -428,6 +429,11 @@ void ValidateTarget(const v1::ExposureAudit& e, const AddProblem& add) {
   refuse(e.has_replicates() && e.replicates() > 1, "replicates");
   refuse(e.has_eval_every_steps() || e.eval_every_epoch(), "eval_every_steps");
   refuse(e.has_extractable(), "extractable");
+  if (e.model().tokenizer().kind() == kSentencePieceTokens &&
+      e.model().tokenizer().model_path().empty()) {
+    add("model.tokenizer.model_path",
+        "required with a target: its tokenizer is a file (no corpus to train one on)");
+  }
   if (!CheckListSize("target.secrets", t.secrets_size(), 1, 64, add)) return;
   if (t.secrets_size() != e.repeats_size()) {
     add("target.secrets", absl::StrCat("one secret per repeats entry (", e.repeats_size(),
@@ -569,6 +575,10 @@ namespace {
 class Exposure final : public KindHandler {
  public:
   void ReadFiles(v1::AuditSpec* spec, std::vector<SpecProblem>* problems) const override {
+    if (spec->exposure().model().has_tokenizer()) {
+      ReadTokenizerFile(spec->mutable_exposure()->mutable_model()->mutable_tokenizer(),
+                        "exposure.model.tokenizer", problems);
+    }
     if (!spec->exposure().has_target()) return;
     v1::ExposureTarget* t = spec->mutable_exposure()->mutable_target();
     if (t->torchscript_path().empty()) return;  // Validate names it

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "spec/planner.h"
+#include "spec/spec_rules.h"
 #include "spec/spec_validator.h"
 #include "spec/test_specs.h"
 
@@ -308,6 +309,47 @@ TEST(ExposureSpecTest, TransformerHeadsDefaultDivideTheWidthAndApplyToItOnly) {
   lstm.mutable_exposure()->mutable_model()->set_heads(4);
   EXPECT_THAT(std::string(ValidateSpec(lstm).message()),
               HasSubstr("exposure.model.heads: applies to architecture \"transformer\" only"));
+}
+
+// A tokenizer: unset stays unset (characters; the content key of every
+// spec without one is unchanged); a trained SentencePiece model gets
+// vocab_size 1000 and "bpe"; each field is refused by name where it does
+// not apply or is out of range; a model file's hash must be recorded.
+TEST(ExposureSpecTest, TokenizerDefaultsAndProblemsNameTheirFields) {
+  v1::AuditSpec chars = SmallExposureSpec();
+  EXPECT_FALSE(chars.exposure().model().has_tokenizer());
+  v1::AuditSpec spec = SmallExposureSpec(/*with_defaults=*/false);
+  v1::TokenizerSpec* t = spec.mutable_exposure()->mutable_model()->mutable_tokenizer();
+  t->set_kind("sentencepiece");
+  ApplyDefaults(&spec);
+  EXPECT_EQ(t->vocab_size(), 1000u);
+  EXPECT_EQ(t->model_type(), "bpe");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  const auto problems = [&] { return std::string(ValidateSpec(spec).message()); };
+  t->set_vocab_size(40000);
+  t->set_model_type("wordpiece");
+  EXPECT_THAT(problems(), HasSubstr("exposure.model.tokenizer.vocab_size: must be in [64, 32000] "
+                                    "(got 40000)"));
+  EXPECT_THAT(problems(), HasSubstr("exposure.model.tokenizer.model_type: must be one of bpe, "
+                                    "unigram (got \"wordpiece\")"));
+  t->set_kind("bytes");
+  EXPECT_THAT(problems(), HasSubstr("exposure.model.tokenizer.kind: must be one of characters, "
+                                    "sentencepiece (got \"bytes\")"));
+  t->set_kind("characters");
+  EXPECT_THAT(problems(), HasSubstr("exposure.model.tokenizer.vocab_size: applies to a trained "
+                                    "tokenizer"));
+  t->Clear();
+  t->set_kind("sentencepiece");
+  t->set_model_path("/data/m.model");
+  EXPECT_THAT(problems(), HasSubstr("exposure.model.tokenizer.content_hash: not recorded"));
+  t->set_content_hash("sha256:00");
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  // The cost estimate counts a subword vocabulary's embedding.
+  v1::AuditSpec wide = SmallExposureSpec();
+  EXPECT_EQ(LmVocabularyBound(wide.exposure().model()), 256);
+  wide.mutable_exposure()->mutable_model()->mutable_tokenizer()->set_kind("sentencepiece");
+  wide.mutable_exposure()->mutable_model()->mutable_tokenizer()->set_vocab_size(32000);
+  EXPECT_EQ(LmVocabularyBound(wide.exposure().model()), 32001);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "services/worker/engine_access.h"
+#include "services/worker/lm_tokenizer.h"
 #include "spec/dataset_facts.h"
 
 namespace memaudit::worker {
@@ -109,6 +110,10 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.units = variant.units;
   run.embedding = e.model().embedding();
   run.heads = e.model().heads();
+  MEMAUDIT_ASSIGN_OR_RETURN(run.tokenizer,
+                            LmTokenizerFactory(e.model().tokenizer(),
+                                               CanaryFormatCharacters(e.canary()),
+                                               "exposure.model.tokenizer"));
   if (e.has_extractable()) SetExtractable(e.extractable(), &run);
   run.dropout = variant.dropout;
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.

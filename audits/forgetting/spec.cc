@@ -361,7 +361,8 @@ void CheckForgettingCost(const v1::ForgettingAudit& f, const AddFn& add) {
   if (f.has_canaries()) {
     const v1::ForgettingCanaries& c = f.canaries();
     const v1::LanguageModelSpec& m = c.model();
-    trials.parameters = CharLmParameters(m.architecture(), m.layers(), m.units(), m.embedding());
+    trials.parameters = CharLmParameters(m.architecture(), m.layers(), m.units(), m.embedding(),
+                                         LmVocabularyBound(m));
     // Each trial ranks every canary at the checkpoint and in both arms at
     // every evaluation point.
     const double canaries = static_cast<double>(c.repeats_size()) * c.per_group() + c.controls();
@@ -478,6 +479,11 @@ class Forgetting final : public KindHandler {
   void ReadFiles(v1::AuditSpec* spec, std::vector<SpecProblem>* problems) const override {
     // LM canaries train on a corpus and constructions draw their own data;
     // `dataset` is unused then.
+    if (spec->forgetting().canaries().model().has_tokenizer()) {
+      ReadTokenizerFile(
+          spec->mutable_forgetting()->mutable_canaries()->mutable_model()->mutable_tokenizer(),
+          "forgetting.canaries.model.tokenizer", problems);
+    }
     if (spec->forgetting().has_canaries() || spec->forgetting().has_construction()) return;
     ReadDatasetFiles(spec->mutable_forgetting()->mutable_dataset(), "forgetting.dataset", problems);
   }

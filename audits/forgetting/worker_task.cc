@@ -8,6 +8,7 @@
 #include "engine/forgetting_lm_run.h"
 #include "services/worker/classifier_model.h"
 #include "services/worker/engine_access.h"
+#include "services/worker/lm_tokenizer.h"
 #include "services/worker/task_progress.h"
 #include "spec/dataset_facts.h"
 
@@ -211,6 +212,10 @@ absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Tas
   run.units = c.model().units();
   run.embedding = c.model().embedding();
   run.heads = c.model().heads();
+  MEMAUDIT_ASSIGN_OR_RETURN(run.tokenizer,
+                            LmTokenizerFactory(c.model().tokenizer(),
+                                               CanaryFormatCharacters(c.canary()),
+                                               "forgetting.canaries.model.tokenizer"));
   run.dropout = c.model().dropout();
   MEMAUDIT_ASSIGN_OR_RETURN(engine::OptimizerSpec optimizer, OptimizerFor(f.training()));
   run.optimizer = optimizer;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/relational/signals.h"
+#include "spec/dataset_rules.h"
 #include "spec/spec_rules.h"
 
 namespace memaudit::spec {
@@ -241,6 +242,16 @@ namespace {
 
 class Relational final : public KindHandler {
  public:
+  void ReadFiles(v1::AuditSpec* spec, std::vector<SpecProblem>* problems) const override {
+    if (spec->relational().phone_book().model().has_tokenizer()) {
+      ReadTokenizerFile(spec->mutable_relational()
+                            ->mutable_phone_book()
+                            ->mutable_model()
+                            ->mutable_tokenizer(),
+                        "relational.phone_book.model.tokenizer", problems);
+    }
+  }
+
   void ApplyDefaults(v1::AuditSpec* spec) const override {
     ApplyRelationalDefaults(spec->mutable_relational());
   }

@@ -4,10 +4,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "audits/relational/signals.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "services/worker/engine_access.h"
+#include "services/worker/lm_tokenizer.h"
 #include "services/worker/task_progress.h"
 
 namespace memaudit::worker {
@@ -63,6 +65,15 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
   run.units = relational::VariantUnits(p, variant);
   run.embedding = p.model().embedding();
   run.heads = p.model().heads();
+  MEMAUDIT_ASSIGN_OR_RETURN(run.tokenizer,
+                            LmTokenizerFactory(p.model().tokenizer(),
+                                               absl::StrCat(absl::StrReplaceAll(
+                                                                p.template_(),
+                                                                {{relational::kNamePlaceholder, ""},
+                                                                 {relational::kNumberPlaceholder,
+                                                                  ""}}),
+                                                            "0123456789"),
+                                               "relational.phone_book.model.tokenizer"));
   run.dropout = p.model().dropout();
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =

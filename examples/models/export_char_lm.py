@@ -7,11 +7,15 @@ The module follows memaudit's contract (docs/language-models.md):
   forward(tokens: int64 [B, T]) -> float logits [B, T, V], causal;
   vocabulary: str, the V symbols in id order, the first U+FFFD (unknown).
 
+With --tokens V the model reads the ids of a SentencePiece tokenizer that
+the audit names (model.tokenizer.model_path): V is that model's pieces plus
+one (memaudit's newline token), and `vocabulary` is left empty (not read).
+
 Usage (Debian's python3-torch, hence /usr/bin/python3):
   /usr/bin/python3 examples/models/export_char_lm.py OUT.pt \\
       --vocabulary-from corpus.txt --extra-chars 'the random number is ' \\
       [--cell gru|lstm] [--layers 1] [--units 128] [--embedding 32] \\
-      [--dropout 0.0] [--seed 0]
+      [--dropout 0.0] [--seed 0] [--tokens V]
 
 The vocabulary is every character of --vocabulary-from (a UTF-8 file, or
 every regular file under a folder, fortune's *.dat indexes skipped, as the
@@ -33,16 +37,16 @@ UNKNOWN = "\ufffd"
 class CharLm(torch.nn.Module):
     vocabulary: str
 
-    def __init__(self, vocabulary: str, cell: str, layers: int, units: int, embedding: int,
-                 dropout: float):
+    def __init__(self, vocabulary: str, size: int, cell: str, layers: int, units: int,
+                 embedding: int, dropout: float):
         super().__init__()
         self.vocabulary = vocabulary
         rnn = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
-        self.embed = torch.nn.Embedding(len(vocabulary), embedding)
+        self.embed = torch.nn.Embedding(size, embedding)
         self.rnn = rnn(embedding, units, num_layers=layers, batch_first=True,
                        dropout=dropout if layers > 1 else 0.0)
         self.drop = torch.nn.Dropout(dropout)
-        self.head = torch.nn.Linear(units, len(vocabulary))
+        self.head = torch.nn.Linear(units, size)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         # From the zero state, left to right: logits at t see tokens[:, :t+1] only.
@@ -75,15 +79,22 @@ def main() -> int:
     parser.add_argument("--embedding", type=int, default=32)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tokens", type=int, default=0,
+                        help="ids of a SentencePiece tokenizer: its pieces + 1")
     args = parser.parse_args()
-    text = read_text(args.vocabulary_from) if args.vocabulary_from else ""
-    chars = set(text + args.extra_chars + "0123456789\n")
-    chars.discard(UNKNOWN)
-    vocabulary = UNKNOWN + "".join(sorted(chars))
+    if args.tokens > 0:
+        vocabulary, size = "", args.tokens
+    else:
+        text = read_text(args.vocabulary_from) if args.vocabulary_from else ""
+        chars = set(text + args.extra_chars + "0123456789\n")
+        chars.discard(UNKNOWN)
+        vocabulary = UNKNOWN + "".join(sorted(chars))
+        size = len(vocabulary)
     torch.manual_seed(args.seed)
-    model = CharLm(vocabulary, args.cell, args.layers, args.units, args.embedding, args.dropout)
+    model = CharLm(vocabulary, size, args.cell, args.layers, args.units, args.embedding,
+                   args.dropout)
     torch.jit.script(model).save(args.out)
-    print(f"{args.out}: {args.cell} {args.layers}x{args.units}, {len(vocabulary)} symbols")
+    print(f"{args.out}: {args.cell} {args.layers}x{args.units}, {size} symbols")
     return 0
 
 

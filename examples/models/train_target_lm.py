@@ -54,7 +54,7 @@ def main() -> int:
     x = ids[: n * args.window].reshape(n, args.window)
     y = ids[1 : n * args.window + 1].reshape(n, args.window)
 
-    model = CharLm(vocabulary, "gru", 1, args.units, 32, 0.0)
+    model = CharLm(vocabulary, len(vocabulary), "gru", 1, args.units, 32, 0.0)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
     model.train()
     for _ in range(args.epochs):

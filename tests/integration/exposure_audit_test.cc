@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/prometheus_server.h"
+#include "tokenizers/sentencepiece_tokenizer.h"
 
 namespace memaudit::testing {
 namespace {
@@ -246,6 +248,81 @@ TEST_F(ExposureAuditTest, ATransformerLanguageModelIsAuditedEndToEnd) {
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(runs[1].canaries(i).px_bits(), x.canaries(i).px_bits()) << i;
   }
+}
+
+// Subword tokens through the services: the worker trains a SentencePiece
+// tokenizer on the corpus and the transformer learns its ids; the 40-times
+// canary is exposed and extracted, and a re-run gives the same numbers. The
+// same tokenizer given as a file (its hash recorded at Submit) gives the
+// same numbers bit for bit; a file outside the data roots is refused.
+TEST_F(ExposureAuditTest, SubwordTokensFromATrainedOrAGivenSentencePieceModel) {
+  const std::string model_dir = FreshTestDir("tokenizer");
+  ASSERT_EQ(Shell(absl::StrCat("mkdir -p ", model_dir)).exit_code, 0);
+  data_roots_ = {model_dir};
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  v1::AuditSpec spec = TinyExposureSpec();
+  v1::LanguageModelSpec* m = spec.mutable_exposure()->mutable_model();
+  m->set_architecture("transformer");
+  m->set_layers(2);
+  m->set_embedding(32);
+  m->set_heads(4);
+  m->set_units(64);
+  m->mutable_tokenizer()->set_kind("sentencepiece");
+  m->mutable_tokenizer()->set_vocab_size(100);
+  spec.mutable_exposure()->mutable_training()->set_learning_rate(0.003);
+  spec.mutable_exposure()->mutable_training()->set_epochs(20);
+  spec.mutable_exposure()->mutable_training()->set_window(24);
+  const auto run = [&](const v1::AuditSpec& s) -> std::optional<v1::AuditResults> {
+    auto submitted = client_->Submit(s);
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    if (!submitted.ok()) return std::nullopt;
+    v1::Audit audit = WaitForEnd(submitted->audit_id());
+    EXPECT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+    auto results = client_->Report(submitted->audit_id());
+    EXPECT_TRUE(results.ok()) << results.status();
+    if (!results.ok()) return std::nullopt;
+    return *results;
+  };
+  const std::optional<v1::AuditResults> trained = run(spec);
+  ASSERT_TRUE(trained.has_value());
+  EXPECT_EQ(trained->spec().exposure().model().tokenizer().model_type(), "bpe");
+  const v1::ExposureResults& x = trained->exposure();
+  ASSERT_EQ(x.canaries_size(), 5);
+  const v1::CanaryResult& heavy = x.canaries(1);
+  EXPECT_EQ(heavy.repeats(), 40u);
+  EXPECT_TRUE(heavy.exact());
+  EXPECT_GT(heavy.exposure(), x.control_median_exposure() + 5);
+  EXPECT_TRUE(x.extracted());
+  EXPECT_EQ(x.extraction(), heavy.secret());
+  const std::optional<v1::AuditResults> again = run(spec);
+  ASSERT_TRUE(again.has_value());
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(again->exposure().canaries(i).px_bits(), x.canaries(i).px_bits()) << i;
+  }
+
+  // The tokenizer the worker trained, as a team would give it.
+  tokenizers::SentencePieceTraining options;
+  options.vocab_size = 100;
+  options.required_chars = spec.exposure().canary().prefix() + "0123456789";
+  auto tokenizer =
+      tokenizers::SentencePieceTokenizer::Train(spec.exposure().corpus().text(), options);
+  MEMAUDIT_ASSERT_OK(tokenizer);
+  const std::string file = model_dir + "/fortunes.model";
+  std::ofstream(file, std::ios::binary) << (*tokenizer)->serialized();
+  v1::AuditSpec given = spec;
+  v1::TokenizerSpec* t = given.mutable_exposure()->mutable_model()->mutable_tokenizer();
+  t->clear_vocab_size();
+  t->set_model_path(file);
+  const std::optional<v1::AuditResults> from_file = run(given);
+  ASSERT_TRUE(from_file.has_value());
+  EXPECT_THAT(from_file->spec().exposure().model().tokenizer().content_hash(),
+              ::testing::StartsWith("sha256:"));
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(from_file->exposure().canaries(i).px_bits(), x.canaries(i).px_bits()) << i;
+  }
+  t->set_model_path("/etc/hostname");
+  auto refused = client_->Submit(given);
+  EXPECT_THAT(refused.status().message(), HasSubstr("exposure.model.tokenizer.model_path"));
 }
 
 // A team's own language model: a character GRU exported as TorchScript by
