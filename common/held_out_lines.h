@@ -32,8 +32,7 @@ size_t DistinctLongLines(const std::string& text, size_t length);
 
 // A line's first `length` units (tokens, say) as text, or nothing when the
 // line has fewer or cannot be cut there.
-using LineCut =
-    std::function<std::optional<std::string>(std::string_view line, size_t length)>;
+using LineCut = std::function<std::optional<std::string>(std::string_view line, size_t length)>;
 
 // `count` distinct lines of at least `length` code points, drawn with `seed`
 // (uniformly among such lines, each counted once however often it repeats);

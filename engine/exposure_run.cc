@@ -29,7 +29,8 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> DrawReferences(
     const std::vector<Canary>& canaries, uint32_t count, uint64_t seed) {
   std::set<std::vector<int64_t>> excluded;
   for (const Canary& c : canaries) {
-    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, tokens, format, c.secret));
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                              SecretTokens(vocab, tokens, format, c.secret));
     excluded.insert(std::move(ids));
   }
   const double space = std::exp2(Log2SpaceSize(format));
@@ -62,7 +63,8 @@ absl::StatusOr<std::vector<CanaryExposure>> MeasureCanaries(
   LmScorer scorer(lm);  // switches to eval mode
   std::vector<CanaryExposure> out;
   for (const Canary& c : canaries) {
-    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, tokens, format, c.secret));
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                              SecretTokens(vocab, tokens, format, c.secret));
     if (!spec.rank_canaries) {
       // The same path scoring the exact rank starts from, so Px agrees
       // across an audit's models for calibration.
@@ -137,7 +139,8 @@ absl::Status MeasureFinalModel(LanguageModel& lm, const Tokenizer& vocab,
     MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> space, EnumerateAllPx(scorer, tokens));
     result.space_px = std::move(space);
     for (const Canary& c : canaries) {
-      MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, tokens, format, c.secret));
+      MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                                SecretTokens(vocab, tokens, format, c.secret));
       MEMAUDIT_ASSIGN_OR_RETURN(uint64_t index, CandidateIndex(tokens, ids));
       result.space_index.push_back(index);
     }
@@ -239,9 +242,9 @@ absl::StatusOr<ExposureRunResult> MeasureGivenModel(const ExposureRunSpec& spec)
   const Tokenizer& vocab = *tokenizer;
   if (spec.threads > 0) torch::set_num_threads(static_cast<int>(spec.threads));
   // As trained: the file's weights, in eval mode.
-  MEMAUDIT_ASSIGN_OR_RETURN(std::shared_ptr<TorchScriptLm> lm,
-                            LoadTorchScriptLm(spec.torchscript_path, false,
-                                              spec.tokenizer ? vocab.size() : 0));
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      std::shared_ptr<TorchScriptLm> lm,
+      LoadTorchScriptLm(spec.torchscript_path, false, spec.tokenizer ? vocab.size() : 0));
   lm->eval();
   MEMAUDIT_ASSIGN_OR_RETURN(TokenFormat tokens, ToTokenFormat(vocab, format));
   ExposureRunResult result;
@@ -287,14 +290,12 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
     // Prefix and suffix count the model's tokens: characters, or a trained
     // tokenizer's (a line cut after its first n tokens).
     LineCut cut;
-    if (tokenizer) cut = [&](std::string_view line, size_t n) {
-      return FirstTokens(*tokenizer, line, n);
-    };
+    if (tokenizer)
+      cut = [&](std::string_view line, size_t n) { return FirstTokens(*tokenizer, line, n); };
     MEMAUDIT_ASSIGN_OR_RETURN(
-        HeldOutLines held,
-        HoldOutLines(text, spec.extractable_prefix + spec.extractable_suffix,
-                     groups * spec.extractable_sequences, spec.extractable_seed,
-                     "extractable.sequences", cut, "tokens"));
+        HeldOutLines held, HoldOutLines(text, spec.extractable_prefix + spec.extractable_suffix,
+                                        groups * spec.extractable_sequences, spec.extractable_seed,
+                                        "extractable.sequences", cut, "tokens"));
     text = std::move(held.text);
     held_out = std::move(held.sequences);
   }
@@ -310,9 +311,8 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   // S and of the canaries agree across an audit's models); the held-out
   // sequences' characters are in it whether inserted or not.
   if (!tokenizer) {
-    MEMAUDIT_ASSIGN_OR_RETURN(tokenizer,
-                              LmTokenizer(spec.lm, spec.torchscript_path, nullptr, "",
-                                          text + absl::StrJoin(held_out, "\n"), format));
+    MEMAUDIT_ASSIGN_OR_RETURN(tokenizer, LmTokenizer(spec.lm, spec.torchscript_path, nullptr, "",
+                                                     text + absl::StrJoin(held_out, "\n"), format));
   }
   const Tokenizer& vocab = *tokenizer;
   ModelSpec model = CharLmSpec(spec.lm, vocab.size(), spec.embedding, spec.layers, spec.units,

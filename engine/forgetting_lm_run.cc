@@ -135,7 +135,8 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   MEMAUDIT_ASSIGN_OR_RETURN(TokenFormat token_format, ToTokenFormat(vocab, format));
   std::vector<std::vector<int64_t>> canary_ids;
   for (const std::string& secret : secrets) {
-    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SecretTokens(vocab, token_format, format, secret));
+    MEMAUDIT_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                              SecretTokens(vocab, token_format, format, secret));
     canary_ids.push_back(std::move(ids));
   }
 

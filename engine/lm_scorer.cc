@@ -82,16 +82,16 @@ absl::StatusOr<TokenFormat> ToTokenFormat(const Tokenizer& tokenizer, const Cana
       allowed.push_back(varied[*at]);
     }
     if (*at < last || claimed[*at - context]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "format.alphabets[", i, "]: ", tokenizer.Describe(),
-          " does not give this hole a token of its own after the previous hole's"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("format.alphabets[", i, "]: ", tokenizer.Describe(),
+                       " does not give this hole a token of its own after the previous hole's"));
     }
     allowed[0] = line[*at];
     for (size_t a = 0; a < allowed.size(); ++a) {
       if (tokenizer.IsUnknown(allowed[a])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("format.alphabets[", i, "]: character U+",
-                         static_cast<uint32_t>(alphabets[i][a]), " is not in the vocabulary"));
+        return absl::InvalidArgumentError(absl::StrCat("format.alphabets[", i, "]: character U+",
+                                                       static_cast<uint32_t>(alphabets[i][a]),
+                                                       " is not in the vocabulary"));
       }
       for (size_t b = 0; b < a; ++b) {
         if (allowed[a] == allowed[b]) {

@@ -119,10 +119,9 @@ absl::StatusOr<std::shared_ptr<Model>> BuildModel(const ModelSpec& spec, uint64_
                                           spec.units, spec.context, spec.dropout));
     case ModelKind::kTorchScript:
       if (spec.language_model) {
-        MEMAUDIT_ASSIGN_OR_RETURN(
-            std::shared_ptr<TorchScriptLm> lm,
-            LoadTorchScriptLm(spec.torchscript_path, /*redraw_weights=*/true,
-                              spec.token_ids ? spec.vocab : 0));
+        MEMAUDIT_ASSIGN_OR_RETURN(std::shared_ptr<TorchScriptLm> lm,
+                                  LoadTorchScriptLm(spec.torchscript_path, /*redraw_weights=*/true,
+                                                    spec.token_ids ? spec.vocab : 0));
         if (spec.vocab > 0 && lm->vocab() != spec.vocab) {
           return absl::InvalidArgumentError(absl::StrCat("model.torchscript_path: the module has ",
                                                          lm->vocab(), " symbols, not ",

@@ -118,9 +118,9 @@ absl::StatusOr<DigitPrompts> PromptTokens(const Tokenizer& vocab,
           TokenFormat format, ToTokenFormat(vocab, DigitsFormat(prompt, static_cast<int>(digits))));
       for (size_t d = 0; d < digits; ++d) {
         if (format.positions[d] != format.positions[0]) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "phone_book.model.tokenizer: ", vocab.Describe(),
-              " spells the number's digits differently by position"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("phone_book.model.tokenizer: ", vocab.Describe(),
+                           " spells the number's digits differently by position"));
         }
       }
       out.digit_ids = format.positions[0];

@@ -142,12 +142,9 @@ absl::StatusOr<CharVocab> TorchScriptLmVocabulary(const std::string& path) {
   return lm->vocabulary();
 }
 
-absl::StatusOr<std::shared_ptr<const Tokenizer>> LmTokenizer(ModelKind kind,
-                                                             const std::string& torchscript_path,
-                                                             const TokenizerFactory& factory,
-                                                             const std::string& corpus,
-                                                             const std::string& text,
-                                                             const CanaryFormat& format) {
+absl::StatusOr<std::shared_ptr<const Tokenizer>> LmTokenizer(
+    ModelKind kind, const std::string& torchscript_path, const TokenizerFactory& factory,
+    const std::string& corpus, const std::string& text, const CanaryFormat& format) {
   if (factory) {
     MEMAUDIT_ASSIGN_OR_RETURN(std::shared_ptr<const Tokenizer> tokenizer, factory(corpus));
     if (kind == ModelKind::kTorchScript) {

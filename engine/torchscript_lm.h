@@ -73,12 +73,9 @@ absl::StatusOr<CharVocab> TorchScriptLmVocabulary(const std::string& path);
 // the module's own vocabulary, refused when it lacks a character the
 // canaries are spelled with (corpus characters it lacks become the unknown
 // symbol).
-absl::StatusOr<std::shared_ptr<const Tokenizer>> LmTokenizer(ModelKind kind,
-                                                             const std::string& torchscript_path,
-                                                             const TokenizerFactory& factory,
-                                                             const std::string& corpus,
-                                                             const std::string& text,
-                                                             const CanaryFormat& format);
+absl::StatusOr<std::shared_ptr<const Tokenizer>> LmTokenizer(
+    ModelKind kind, const std::string& torchscript_path, const TokenizerFactory& factory,
+    const std::string& corpus, const std::string& text, const CanaryFormat& format);
 
 }  // namespace memaudit::engine
 

@@ -31,8 +31,8 @@ double HanleyMcNeilVariance(double theta, uint64_t members, uint64_t nonmembers)
          (1 + (m - 1) * (1 - theta) / (2 - theta) + (n - 1) * theta / (1 + theta)) / (m * n);
 }
 
-absl::StatusOr<Interval> MannWhitneyScoreInterval(double auc, uint64_t members,
-                                                  uint64_t nonmembers, double confidence) {
+absl::StatusOr<Interval> MannWhitneyScoreInterval(double auc, uint64_t members, uint64_t nonmembers,
+                                                  double confidence) {
   if (!(auc >= 0 && auc <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("auc: must be in [0, 1] (got ", auc, ")"));
   }

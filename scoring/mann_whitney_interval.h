@@ -26,8 +26,8 @@ double HanleyMcNeilVariance(double theta, uint64_t members, uint64_t nonmembers)
 
 // Needs 0 ≤ auc ≤ 1, members and nonmembers ≥ 1, 0 < confidence < 1. The
 // ends are found by bisection to 1e-12 (deterministic).
-absl::StatusOr<Interval> MannWhitneyScoreInterval(double auc, uint64_t members,
-                                                  uint64_t nonmembers, double confidence = 0.95);
+absl::StatusOr<Interval> MannWhitneyScoreInterval(double auc, uint64_t members, uint64_t nonmembers,
+                                                  double confidence = 0.95);
 
 }  // namespace memaudit::scoring
 

@@ -87,8 +87,7 @@ void ApplyLanguageModelDefaults(v1::LanguageModelSpec* m) {
   }
 }
 
-void CheckTokenizer(const std::string& prefix, const v1::TokenizerSpec& t,
-                    const AddProblem& add) {
+void CheckTokenizer(const std::string& prefix, const v1::TokenizerSpec& t, const AddProblem& add) {
   CheckLength(prefix + "model_path", t.model_path(), kMaxPathBytes, add);
   if (!t.kind().empty()) {
     CheckOneOf(prefix + "kind", t.kind(), {kCharacterTokens, kSentencePieceTokens}, add);
@@ -105,9 +104,9 @@ void CheckTokenizer(const std::string& prefix, const v1::TokenizerSpec& t,
        "a trained tokenizer (kind \"sentencepiece\" without model_path)");
   if (trained) {
     if (t.vocab_size() < tokenizers::kMinVocabSize || t.vocab_size() > tokenizers::kMaxVocabSize) {
-      add(prefix + "vocab_size", absl::StrCat("must be in [", tokenizers::kMinVocabSize, ", ",
-                                              tokenizers::kMaxVocabSize, "] (got ",
-                                              t.vocab_size(), ")"));
+      add(prefix + "vocab_size",
+          absl::StrCat("must be in [", tokenizers::kMinVocabSize, ", ", tokenizers::kMaxVocabSize,
+                       "] (got ", t.vocab_size(), ")"));
     }
     CheckOneOf(prefix + "model_type", t.model_type(), {"bpe", "unigram"}, add);
   }

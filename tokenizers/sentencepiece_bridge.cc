@@ -1,12 +1,12 @@
 // The libmemaudit_sentencepiece.so module (sentencepiece_bridge.h): the
 // only code that includes SentencePiece's headers.
+#include "tokenizers/sentencepiece_bridge.h"
+
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
 #include <unordered_map>
 #include <utility>
-
-#include "tokenizers/sentencepiece_bridge.h"
 
 namespace memaudit::tokenizers::bridge {
 namespace {

@@ -32,9 +32,8 @@ const Library* LoadLibrary(std::string* error) {
       return;
     }
     const std::string dir = ExecutableDir();
-    const std::vector<std::string> paths = {
-        dir + "/libmemaudit_sentencepiece.so",
-        dir + "/../lib/memaudit/libmemaudit_sentencepiece.so"};
+    const std::vector<std::string> paths = {dir + "/libmemaudit_sentencepiece.so",
+                                            dir + "/../lib/memaudit/libmemaudit_sentencepiece.so"};
     std::vector<std::string> tried;
     for (const std::string& path : paths) {
       // RTLD_DEEPBIND: the module and libsentencepiece bind to their own

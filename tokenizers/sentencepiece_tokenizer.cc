@@ -89,14 +89,14 @@ absl::StatusOr<std::shared_ptr<const SentencePieceTokenizer>> SentencePieceToken
 absl::StatusOr<std::shared_ptr<const SentencePieceTokenizer>> SentencePieceTokenizer::Train(
     const std::string& corpus, const SentencePieceTraining& options) {
   if (options.model_type != "bpe" && options.model_type != "unigram") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.tokenizer.model_type: must be \"bpe\" or \"unigram\" (got \"", options.model_type,
-        "\")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.tokenizer.model_type: must be \"bpe\" or \"unigram\" (got \"",
+                     options.model_type, "\")"));
   }
   if (options.vocab_size < kMinVocabSize || options.vocab_size > kMaxVocabSize) {
     return absl::InvalidArgumentError(absl::StrCat("model.tokenizer.vocab_size: must be in [",
-                                                   kMinVocabSize, ", ", kMaxVocabSize,
-                                                   "] (got ", options.vocab_size, ")"));
+                                                   kMinVocabSize, ", ", kMaxVocabSize, "] (got ",
+                                                   options.vocab_size, ")"));
   }
   const std::map<std::string, std::string> args = TrainingOptions(options);
   // SentencePiece's trainer and seed are process-wide: one at a time.

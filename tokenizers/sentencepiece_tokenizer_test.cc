@@ -144,8 +144,8 @@ TEST(SentencePieceExposureTest, ATokenTransformerShowsTheSecretSharersShape) {
   spec.enumerate_space = true;
   spec.seed = 11;
   spec.threads = 2;
-  spec.tokenizer = [](const std::string& corpus)
-      -> absl::StatusOr<std::shared_ptr<const Tokenizer>> {
+  spec.tokenizer =
+      [](const std::string& corpus) -> absl::StatusOr<std::shared_ptr<const Tokenizer>> {
     SentencePieceTraining options;
     options.vocab_size = 500;
     options.required_chars = "0123456789";
@@ -167,8 +167,9 @@ TEST(SentencePieceExposureTest, ATokenTransformerShowsTheSecretSharersShape) {
     EXPECT_LE(c.rank, at_most) << c.secret;
   }
   const auto exposure = [&](size_t i) { return result->canaries[i].exposure; };
-  std::printf("exposure (bits) by insertions 1/4/16/64 and controls: %.2f %.2f %.2f %.2f | %.2f %.2f\n",
-              exposure(0), exposure(1), exposure(2), exposure(3), exposure(4), exposure(5));
+  std::printf(
+      "exposure (bits) by insertions 1/4/16/64 and controls: %.2f %.2f %.2f %.2f | %.2f %.2f\n",
+      exposure(0), exposure(1), exposure(2), exposure(3), exposure(4), exposure(5));
   EXPECT_GT(exposure(3), 12.0);  // 64 times: near log2 10^4
   EXPECT_LT(exposure(0), exposure(1));
   EXPECT_LT(exposure(1), exposure(2));
@@ -193,8 +194,8 @@ TEST(SentencePiecePhoneBookTest, ATinyBookIsMemorizedOverSubwordTokens) {
   spec.book_seed = 3;
   spec.model_seed = 4;
   std::string trained_on;
-  spec.tokenizer = [&](const std::string& book)
-      -> absl::StatusOr<std::shared_ptr<const Tokenizer>> {
+  spec.tokenizer =
+      [&](const std::string& book) -> absl::StatusOr<std::shared_ptr<const Tokenizer>> {
     trained_on = book;
     SentencePieceTraining options;
     options.vocab_size = 64;
@@ -219,9 +220,10 @@ TEST(SentencePiecePhoneBookTest, ATinyBookIsMemorizedOverSubwordTokens) {
 }
 
 // A team's own LM over a SentencePiece tokenizer's ids: a GRU exported by
-// examples/models/export_char_lm.py --tokens V (no `vocabulary` attribute)
-// trains and is audited through the tokenizer; a module of another size is
-// refused naming what memaudit expected.
+// examples/models/export_char_lm.py --tokens V (no `vocabulary` attribute),
+// and a GPT by examples/models/export_gpt.py, train and are audited through
+// the tokenizer; a module of another size is refused naming what memaudit
+// expected.
 TEST(SentencePieceExposureTest, ATorchScriptLmOverTokenIds) {
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "python3-torch is not installed";
@@ -230,11 +232,12 @@ TEST(SentencePieceExposureTest, ATorchScriptLmOverTokenIds) {
   const auto tokenizer = Trained();
   const std::string dir = ::testing::TempDir() + "/sp_torchscript_" + std::to_string(getpid());
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
-  const auto exported = [&](int64_t tokens) {
-    const std::string out = dir + "/gru" + std::to_string(tokens) + ".pt";
+  const auto exported = [&](int64_t tokens, const std::string& script = "export_char_lm.py",
+                            const std::string& flags = "--units 48 --embedding 16") {
+    const std::string out = dir + "/" + script + std::to_string(tokens) + ".pt";
     const std::string cmd = std::string("/usr/bin/python3 ") + MEMAUDIT_SOURCE_DIR +
-                            "/examples/models/export_char_lm.py " + out + " --tokens " +
-                            std::to_string(tokens) + " --units 48 --embedding 16 >/dev/null";
+                            "/examples/models/" + script + " " + out + " --tokens " +
+                            std::to_string(tokens) + " " + flags + " >/dev/null";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return out;
   };
@@ -251,13 +254,22 @@ TEST(SentencePieceExposureTest, ATorchScriptLmOverTokenIds) {
   spec.epochs = 8;
   spec.optimizer.learning_rate = 0.01;
   spec.seed = 3;
-  spec.tokenizer = [tokenizer](const std::string&)
-      -> absl::StatusOr<std::shared_ptr<const Tokenizer>> { return tokenizer; };
+  spec.tokenizer =
+      [tokenizer](const std::string&) -> absl::StatusOr<std::shared_ptr<const Tokenizer>> {
+    return tokenizer;
+  };
   auto result = engine::RunExposure(spec, nullptr);
   MEMAUDIT_ASSERT_OK(result);
   ASSERT_EQ(result->canaries.size(), 4u);
   EXPECT_GT(result->canaries[1].exposure, result->canaries[2].exposure);  // vs a control
   EXPECT_GT(result->canaries[1].exposure, result->canaries[3].exposure);
+
+  // A GPT exported by examples/models/export_gpt.py trains the same way.
+  spec.torchscript_path = exported(tokenizer->size(), "export_gpt.py",
+                                   "--layers 1 --width 32 --heads 2 --ffn 64 --context 128");
+  auto gpt = engine::RunExposure(spec, nullptr);
+  MEMAUDIT_ASSERT_OK(gpt);
+  EXPECT_GT(gpt->canaries[1].exposure, gpt->canaries[0].exposure);  // 40 times vs once
 
   spec.torchscript_path = exported(tokenizer->size() + 3);
   EXPECT_THAT(engine::RunExposure(spec, nullptr).status(),

@@ -247,9 +247,8 @@ void CheckExposureCost(const v1::ExposureAudit& e, const AddProblem& add) {
   const double rank_queries = canaries * static_cast<double>(e.rank_query_budget());
   for (uint32_t v = 0; v < variants; ++v) {
     const exposure::Variant recipe = exposure::ResolveVariant(e, v);
-    const double parameters =
-        CharLmParameters(m.architecture(), m.layers(), recipe.units, m.embedding(),
-                         LmVocabularyBound(m));
+    const double parameters = CharLmParameters(m.architecture(), m.layers(), recipe.units,
+                                               m.embedding(), LmVocabularyBound(m));
     const uint64_t canary_steps = ExposureTaskSteps(e, v, true);
     const double points = 1.0 + static_cast<double>(exposure::IntermediateEvalSteps(
                                                         canary_steps, recipe.epochs,

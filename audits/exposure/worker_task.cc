@@ -94,11 +94,10 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   run.alphabets.assign(e.canary().alphabets().begin(), e.canary().alphabets().end());
   run.repeats.assign(e.repeats().begin(), e.repeats().end());
   run.controls = e.controls();
-  MEMAUDIT_ASSIGN_OR_RETURN(
-      engine::ModelKind lm,
-      engine::ParseModelKind(e.model().architecture(), "exposure.model.architecture"));
-  run.lm = lm;
-  run.torchscript_path = e.model().torchscript_path();
+  MEMAUDIT_RETURN_IF_ERROR(
+      SetLanguageModel(e.model(), "exposure.model", CanaryFormatCharacters(e.canary()), &run));
+  run.units = variant.units;
+  run.dropout = variant.dropout;
   if (e.has_target()) {
     // The model to measure is the team's, as trained.
     run.lm = engine::ModelKind::kTorchScript;
@@ -106,16 +105,7 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
     run.given_model = true;
     run.given_secrets.assign(e.target().secrets().begin(), e.target().secrets().end());
   }
-  run.layers = e.model().layers();
-  run.units = variant.units;
-  run.embedding = e.model().embedding();
-  run.heads = e.model().heads();
-  MEMAUDIT_ASSIGN_OR_RETURN(run.tokenizer,
-                            LmTokenizerFactory(e.model().tokenizer(),
-                                               CanaryFormatCharacters(e.canary()),
-                                               "exposure.model.tokenizer"));
   if (e.has_extractable()) SetExtractable(e.extractable(), &run);
-  run.dropout = variant.dropout;
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =
       engine::OptimizerFromName(e.training().optimizer(), variant.learning_rate,

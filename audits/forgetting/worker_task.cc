@@ -203,20 +203,8 @@ absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Tas
     for (uint32_t i = 0; i < c.per_group(); ++i) run.copies.push_back(r);
   }
   run.controls = c.controls();
-  MEMAUDIT_ASSIGN_OR_RETURN(
-      engine::ModelKind lm,
-      engine::ParseModelKind(c.model().architecture(), "forgetting.canaries.model.architecture"));
-  run.lm = lm;
-  run.torchscript_path = c.model().torchscript_path();
-  run.layers = c.model().layers();
-  run.units = c.model().units();
-  run.embedding = c.model().embedding();
-  run.heads = c.model().heads();
-  MEMAUDIT_ASSIGN_OR_RETURN(run.tokenizer,
-                            LmTokenizerFactory(c.model().tokenizer(),
-                                               CanaryFormatCharacters(c.canary()),
-                                               "forgetting.canaries.model.tokenizer"));
-  run.dropout = c.model().dropout();
+  MEMAUDIT_RETURN_IF_ERROR(SetLanguageModel(c.model(), "forgetting.canaries.model",
+                                            CanaryFormatCharacters(c.canary()), &run));
   MEMAUDIT_ASSIGN_OR_RETURN(engine::OptimizerSpec optimizer, OptimizerFor(f.training()));
   run.optimizer = optimizer;
   run.window = c.window();

@@ -244,11 +244,9 @@ class Relational final : public KindHandler {
  public:
   void ReadFiles(v1::AuditSpec* spec, std::vector<SpecProblem>* problems) const override {
     if (spec->relational().phone_book().model().has_tokenizer()) {
-      ReadTokenizerFile(spec->mutable_relational()
-                            ->mutable_phone_book()
-                            ->mutable_model()
-                            ->mutable_tokenizer(),
-                        "relational.phone_book.model.tokenizer", problems);
+      ReadTokenizerFile(
+          spec->mutable_relational()->mutable_phone_book()->mutable_model()->mutable_tokenizer(),
+          "relational.phone_book.model.tokenizer", problems);
     }
   }
 

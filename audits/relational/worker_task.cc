@@ -56,25 +56,14 @@ absl::StatusOr<engine::PhoneBookRunSpec> PhoneBookRunSpecFor(const v1::Task& tas
   run.validation_records = p.validation_records();
   run.tmpl = p.template_();
   run.digits = p.digits();
-  MEMAUDIT_ASSIGN_OR_RETURN(
-      engine::ModelKind lm,
-      engine::ParseModelKind(p.model().architecture(), "relational.phone_book.model.architecture"));
-  run.lm = lm;
-  run.torchscript_path = p.model().torchscript_path();
-  run.layers = p.model().layers();
+  // The records are spelled with the template's text and digits.
+  const std::string record_chars =
+      absl::StrCat(absl::StrReplaceAll(p.template_(), {{relational::kNamePlaceholder, ""},
+                                                       {relational::kNumberPlaceholder, ""}}),
+                   "0123456789");
+  MEMAUDIT_RETURN_IF_ERROR(
+      SetLanguageModel(p.model(), "relational.phone_book.model", record_chars, &run));
   run.units = relational::VariantUnits(p, variant);
-  run.embedding = p.model().embedding();
-  run.heads = p.model().heads();
-  MEMAUDIT_ASSIGN_OR_RETURN(run.tokenizer,
-                            LmTokenizerFactory(p.model().tokenizer(),
-                                               absl::StrCat(absl::StrReplaceAll(
-                                                                p.template_(),
-                                                                {{relational::kNamePlaceholder, ""},
-                                                                 {relational::kNumberPlaceholder,
-                                                                  ""}}),
-                                                            "0123456789"),
-                                               "relational.phone_book.model.tokenizer"));
-  run.dropout = p.model().dropout();
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =
       engine::OptimizerFromName(p.training().optimizer(), p.training().learning_rate(),

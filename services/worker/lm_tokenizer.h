@@ -1,14 +1,16 @@
-// An LM audit's tokenizer for the engine (common/tokenizer.h), from the
-// spec's model.tokenizer: characters (no factory), a team's SentencePiece
-// model file, or one trained on the audit's corpus. Trained tokenizers are
-// kept per process, so a worker trains an audit's once however many of its
-// models it runs.
+// An LM audit's model block for the engine: its tokenizer
+// (common/tokenizer.h), from the spec's model.tokenizer — characters (no
+// factory), a team's SentencePiece model file, or one trained on the audit's
+// corpus — and its other fields. Trained tokenizers are kept per process,
+// so a worker trains an audit's once however many of its models it runs.
 #ifndef MEMAUDIT_SERVICES_WORKER_LM_TOKENIZER_H_
 #define MEMAUDIT_SERVICES_WORKER_LM_TOKENIZER_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/model_spec.h"
+#include "common/status_macros.h"
 #include "common/tokenizer.h"
 #include "memaudit/v1/spec.pb.h"
 
@@ -25,6 +27,27 @@ absl::StatusOr<TokenizerFactory> LmTokenizerFactory(const v1::TokenizerSpec& spe
 // The characters a canary format is spelled with: prefix, then the hole
 // alphabets (or the ten digits).
 std::string CanaryFormatCharacters(const v1::CanaryFormatSpec& canary);
+
+// What an LM audit's `model` block sets on its engine run (the exposure,
+// LM-canary forgetting and phone-book runs share these field names): the
+// architecture, sizes, dropout and tokenizer. `field` names the block
+// ("exposure.model"); `required_chars` are the characters its canaries or
+// records are spelled with. A kind then overrides what its variants vary.
+template <typename LmRun>
+absl::Status SetLanguageModel(const v1::LanguageModelSpec& m, const std::string& field,
+                              const std::string& required_chars, LmRun* run) {
+  MEMAUDIT_ASSIGN_OR_RETURN(run->lm,
+                            engine::ParseModelKind(m.architecture(), field + ".architecture"));
+  run->torchscript_path = m.torchscript_path();
+  run->layers = m.layers();
+  run->units = m.units();
+  run->embedding = m.embedding();
+  run->heads = m.heads();
+  run->dropout = m.dropout();
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      run->tokenizer, LmTokenizerFactory(m.tokenizer(), required_chars, field + ".tokenizer"));
+  return absl::OkStatus();
+}
 
 }  // namespace memaudit
 

@@ -24,7 +24,8 @@ std::string Corpus() {
 }
 
 TEST(LmTokenizerFactoryTest, CharactersNeedNoFactory) {
-  auto factory = LmTokenizerFactory(v1::TokenizerSpec(), "pin 0123456789", "exposure.model.tokenizer");
+  auto factory =
+      LmTokenizerFactory(v1::TokenizerSpec(), "pin 0123456789", "exposure.model.tokenizer");
   MEMAUDIT_ASSERT_OK(factory);
   EXPECT_FALSE(*factory);
 }
@@ -59,9 +60,10 @@ TEST(LmTokenizerFactoryTest, TrainedOnceAndFilesCheckedAgainstTheirHash) {
   auto hash = FilesContentHash({{"f", file}});
   MEMAUDIT_ASSERT_OK(hash);
   given.set_content_hash(*hash);
-  EXPECT_THAT(LmTokenizerFactory(given, "", "exposure.model.tokenizer").status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("exposure.model.tokenizer.model_path: not a SentencePiece model")));
+  EXPECT_THAT(
+      LmTokenizerFactory(given, "", "exposure.model.tokenizer").status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("exposure.model.tokenizer.model_path: not a SentencePiece model")));
   { std::ofstream(file) << "changed"; }
   EXPECT_THAT(LmTokenizerFactory(given, "", "exposure.model.tokenizer").status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
