@@ -177,12 +177,15 @@ std::vector<std::pair<std::string, uint32_t>> ExtractableLines(
   return lines;
 }
 
-// Each held-out sequence's first extractable_prefix characters, after a
-// newline as every line starts in training, continued greedily: extracted
-// when the next extractable_suffix characters are the sequence's own.
+// Each held-out sequence's first extractable_prefix tokens, after a
+// newline as every line starts in training, continued greedily (`decode`):
+// extracted when the next extractable_suffix tokens are the sequence's own.
+// Its membership scores always (a model trained without any of the
+// sequences scores them for the reference attacks).
 std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const Tokenizer& vocab,
                                                     const ExposureRunSpec& spec,
-                                                    const std::vector<std::string>& held_out) {
+                                                    const std::vector<std::string>& held_out,
+                                                    bool decode) {
   const bool was_training = lm.is_training();
   lm.eval();
   const int64_t newline = vocab.Newline();
@@ -194,7 +197,8 @@ std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const Tok
     prompts.push_back(std::move(prompt));
   }
   const std::vector<std::vector<int64_t>> decoded =
-      GreedyContinuations(lm, prompts, spec.extractable_suffix);
+      decode ? GreedyContinuations(lm, prompts, spec.extractable_suffix)
+             : std::vector<std::vector<int64_t>>(prompts.size());
   const std::vector<TokenLogProbs> log_probs = TextLogProbs(lm, texts, newline);
   std::vector<ExtractableSequence> out;
   for (size_t i = 0; i < held_out.size(); ++i) {
@@ -204,11 +208,11 @@ std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const Tok
     // The continuation is the text past the prompt.
     const std::vector<int64_t>& text = texts[i];
     const uint32_t suffix = spec.extractable_suffix;
-    while (s.matched < suffix &&
+    while (decode && s.matched < suffix &&
            decoded[i][s.matched] == text[spec.extractable_prefix + s.matched]) {
       ++s.matched;
     }
-    s.extracted = s.matched == suffix;
+    s.extracted = decode && s.matched == suffix;
     out.push_back(s);
   }
   if (was_training) lm.train();
@@ -382,8 +386,8 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
 
   LanguageModel& lm = static_cast<LanguageModel&>(trainer->model());
   MEMAUDIT_RETURN_IF_ERROR(MeasureFinalModel(lm, vocab, format, tokens, canaries, spec, &result));
-  if (!held_out.empty() && spec.insert_canaries) {
-    result.extractable = MeasureExtractable(lm, vocab, spec, held_out);
+  if (!held_out.empty()) {
+    result.extractable = MeasureExtractable(lm, vocab, spec, held_out, spec.insert_canaries);
   }
   if (spec.eval_every_steps > 0 || spec.eval_every_epoch) {
     // The final model is the curve's last point: measured once, above.

@@ -93,9 +93,10 @@ struct ExposureRunSpec {
   // (common/held_out_lines.h); `extractable_sequences` of them per entry of
   // extractable_duplicates are inserted again that many times (where
   // insert_canaries), and as many are never inserted (the controls). The
-  // final model is prompted with each one's first extractable_prefix
-  // characters after a newline and continues greedily for
-  // extractable_suffix characters.
+  // final model is prompted with each one's first extractable_prefix tokens
+  // after a newline and continues greedily for extractable_suffix tokens; a
+  // model without insertions (a reference model) only scores every sequence
+  // (ExtractableSequence::membership), for the reference attacks.
   uint32_t extractable_sequences = 0;
   uint32_t extractable_prefix = 32;
   uint32_t extractable_suffix = 32;

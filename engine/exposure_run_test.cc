@@ -113,6 +113,22 @@ TEST(ExposureRunTest, SequencesInsertedOftenAreExtractedAndControlsAreNot) {
   MEMAUDIT_ASSERT_OK(again);
   for (size_t i = 0; i < 12; ++i)
     EXPECT_EQ(again->extractable[i].matched, result->extractable[i].matched);
+  // A model trained without the insertions (a reference model) scores every
+  // sequence and decodes none; the 48-times ones are likelier under the
+  // model that saw them.
+  ExposureRunSpec reference = spec;
+  reference.insert_canaries = false;
+  auto ref = RunExposure(reference, nullptr);
+  MEMAUDIT_ASSERT_OK(ref);
+  ASSERT_EQ(ref->extractable.size(), 12u);
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_FALSE(ref->extractable[i].extracted) << i;
+    EXPECT_EQ(ref->extractable[i].matched, 0u) << i;
+    EXPECT_EQ(ref->extractable[i].duplicates, result->extractable[i].duplicates) << i;
+  }
+  for (size_t i = 4; i < 8; ++i) {
+    EXPECT_GT(result->extractable[i].membership.loss, ref->extractable[i].membership.loss) << i;
+  }
   // Too few long lines: the field is named.
   spec.extractable_sequences = 1000;
   EXPECT_THAT(RunExposure(spec, nullptr), StatusIs(absl::StatusCode::kInvalidArgument,

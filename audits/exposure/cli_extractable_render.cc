@@ -99,9 +99,10 @@ std::string ExtractableHtml(const v1::ExposureResults& x) {
     absl::StrAppend(&html, "</tr>");
   }
   absl::StrAppend(&html,
-                  "</table><p>Reference-free membership attacks on the same sequences: how well "
-                  "each score (loss, zlib ratio, Min-K%, Min-K%++) tells a group's sequences "
-                  "from the never-inserted ones, by AUC (95% score-type interval).</p>");
+                  "</table><p>Membership attacks on the same sequences: how well each score "
+                  "(loss, zlib ratio, Min-K%, Min-K%++; with reference models, the "
+                  "reference-calibrated loss and offline LiRA) tells a group's sequences from "
+                  "the never-inserted ones, by AUC (95% score-type interval).</p>");
   return html;
 }
 

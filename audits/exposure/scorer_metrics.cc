@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -215,32 +216,76 @@ std::optional<scoring::SkewNormalFit> FitReferences(const std::vector<double>& r
   return *std::move(f);
 }
 
-// How well each reference-free attack tells the sequences inserted `times`
-// times from the never-inserted controls: AUC with its 95% interval. The
-// sequences are independent and few: the score-type interval, which stays
-// an interval at an AUC of 0 or 1 (scoring/mann_whitney_interval.h).
+// How well `scores` (one per held-out sequence, higher = more member-like)
+// tell the sequences inserted `times` times from the never-inserted
+// controls: the AUC with its 95% interval, as `attack`. The sequences are
+// independent and few: the score-type interval, which stays an interval at
+// an AUC of 0 or 1 (scoring/mann_whitney_interval.h).
+absl::Status AddMembershipAuc(const std::string& attack, const std::vector<double>& all,
+                              const std::vector<double>& duplicates, uint32_t times,
+                              v1::ExtractableGroup* group) {
+  std::vector<double> scores;
+  std::vector<uint8_t> is_member;
+  for (size_t i = 0; i < duplicates.size(); ++i) {
+    if (duplicates[i] != times && duplicates[i] != 0) continue;
+    scores.push_back(all[i]);
+    is_member.push_back(duplicates[i] == times ? 1 : 0);
+  }
+  const uint64_t members = std::count(is_member.begin(), is_member.end(), 1);
+  MEMAUDIT_ASSIGN_OR_RETURN(const double auc, scoring::Auc(scores, is_member));
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      const scoring::Interval interval,
+      scoring::MannWhitneyScoreInterval(auc, members, is_member.size() - members));
+  v1::SequenceMembership* m = group->add_membership();
+  m->set_attack(attack);
+  m->set_auc(auc);
+  m->set_auc_low(interval.lo);
+  m->set_auc_high(interval.hi);
+  return absl::OkStatus();
+}
+
+// The reference-free attacks under the canary model alone.
 absl::Status AddSequenceMembership(const ModelSignals& signals,
                                    const std::vector<double>& duplicates, uint32_t times,
                                    v1::ExtractableGroup* group) {
   for (const auto& [signal, attack] : exposure::SequenceMembershipAttacks()) {
-    const std::vector<double>& all = signals.at(signal);
-    std::vector<double> scores;
-    std::vector<uint8_t> is_member;
-    for (size_t i = 0; i < duplicates.size(); ++i) {
-      if (duplicates[i] != times && duplicates[i] != 0) continue;
-      scores.push_back(all[i]);
-      is_member.push_back(duplicates[i] == times ? 1 : 0);
+    MEMAUDIT_RETURN_IF_ERROR(
+        AddMembershipAuc(attack, signals.at(signal), duplicates, times, group));
+  }
+  return absl::OkStatus();
+}
+
+// The attacks that read the reference models too (trained without any
+// held-out sequence) on each sequence's loss score l (its mean
+// log-probability): `reference`, l_target - mean_j l_j (difficulty
+// calibration), and with at least 2 references `lira_offline`,
+// (l_target - mean_j l_j) / sd_j l_j (sample sd, at least kMinScoreSd), for
+// every inserted group that has controls.
+absl::Status AddReferenceSequenceMembership(const ModelSignals& canary,
+                                            const std::vector<ModelSignals>& references,
+                                            v1::ExposureResults* x) {
+  constexpr double kMinScoreSd = 1e-6;
+  const std::vector<double>& duplicates = canary.at(exposure::kExtractableDuplicates);
+  const std::vector<double>& target = canary.at(exposure::kExtractableLoss);
+  const size_t n = target.size();
+  std::vector<double> calibrated(n), lira(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<double> out;
+    for (const ModelSignals& r : references) out.push_back(r.at(exposure::kExtractableLoss).at(i));
+    const double mean = std::accumulate(out.begin(), out.end(), 0.0) / out.size();
+    calibrated[i] = target[i] - mean;
+    if (out.size() >= exposure::kLiraOfflineMinReferences) {
+      lira[i] = calibrated[i] / std::max(scoring::SampleStandardDeviation(out), kMinScoreSd);
     }
-    const uint64_t members = std::count(is_member.begin(), is_member.end(), 1);
-    MEMAUDIT_ASSIGN_OR_RETURN(const double auc, scoring::Auc(scores, is_member));
-    MEMAUDIT_ASSIGN_OR_RETURN(
-        const scoring::Interval interval,
-        scoring::MannWhitneyScoreInterval(auc, members, is_member.size() - members));
-    v1::SequenceMembership* m = group->add_membership();
-    m->set_attack(attack);
-    m->set_auc(auc);
-    m->set_auc_low(interval.lo);
-    m->set_auc_high(interval.hi);
+  }
+  for (v1::ExtractableGroup& g : *x->mutable_extractable()) {
+    if (g.duplicates() == 0 || g.membership_size() == 0) continue;
+    MEMAUDIT_RETURN_IF_ERROR(
+        AddMembershipAuc(exposure::kReferenceAttack, calibrated, duplicates, g.duplicates(), &g));
+    if (references.size() >= exposure::kLiraOfflineMinReferences) {
+      MEMAUDIT_RETURN_IF_ERROR(
+          AddMembershipAuc(exposure::kLiraOfflineAttack, lira, duplicates, g.duplicates(), &g));
+    }
   }
   return absl::OkStatus();
 }
@@ -724,6 +769,9 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpe
     if (!references.empty()) {
       MEMAUDIT_RETURN_IF_ERROR(
           AddCalibration(*canary, references, secrets, exposure::ExactCalibration(e), &x));
+      if (e.has_extractable()) {
+        MEMAUDIT_RETURN_IF_ERROR(AddReferenceSequenceMembership(*canary, references, &x));
+      }
     }
     AddByRepeats(&x);
     if (!replicates.empty()) {
@@ -829,8 +877,8 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposureFromStore(ScorerSto
 
 namespace {
 
-// Extractable memorization and the reference-free attacks on its sequences:
-// at most 16 variants x 17 groups (x 4 attacks) per audit.
+// Extractable memorization and the membership attacks on its sequences:
+// at most 16 variants x 17 groups (x 6 attacks) per audit.
 void PublishExtractable(
     prometheus::Registry& metrics, const std::string& audit_id, const std::string& team,
     const std::vector<std::pair<std::string, const v1::ExposureResults*>>& named) {
@@ -839,9 +887,9 @@ void PublishExtractable(
   if (!extractable) return;
   auto& auc = metrics::AddGauge(
       metrics, "memaudit_exposure_sequence_membership_auc_ratio",
-      "AUC of a reference-free membership attack (loss, zlib, min_k, min_k_plus) telling "
-      "held-out corpus sequences inserted `duplicates` times from never-inserted ones, under "
-      "the canary model, by variant.");
+      "AUC of a membership attack (loss, zlib, min_k, min_k_plus; with reference models "
+      "reference and lira_offline) telling held-out corpus sequences inserted `duplicates` "
+      "times from never-inserted ones, under the canary model, by variant.");
   auto& ratio = metrics::AddGauge(
       metrics, "memaudit_exposure_extractable_ratio",
       "Fraction of held-out corpus sequences the canary model reproduced exactly from their "

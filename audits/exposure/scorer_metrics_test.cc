@@ -70,6 +70,18 @@ std::vector<v1::Observation> Observations() {
           Obs(exposure::kModel, {3 * std::log2(10.0), 120, 1.25})};
 }
 
+// The held-out sequences' signals of a canary model: 2 inserted 16 times,
+// then 2 controls.
+std::vector<v1::Observation> ExtractableObservations(const std::vector<double>& loss) {
+  return {Obs(exposure::kExtractableDuplicates, {16, 16, 0, 0}),
+          Obs(exposure::kExtractableExtracted, {1, 0, 0, 0}),
+          Obs(exposure::kExtractableMatched, {4, 1, 0, 0}),
+          Obs(exposure::kExtractableLoss, loss),
+          Obs(exposure::kExtractableZlib, {-0.1, -0.2, -0.3, -0.4}),
+          Obs(exposure::kExtractableMinK, {-1, -2, -3, -4}),
+          Obs(exposure::kExtractableMinKPlus, {1, 2, 3, 4})};
+}
+
 class ExposureScorerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -87,6 +99,63 @@ class ExposureScorerTest : public ::testing::Test {
   std::unique_ptr<ScorerStore> store_;
   std::unique_ptr<Scorer> scorer_;
 };
+
+// With reference models every held-out sequence's loss score l under each
+// of them calibrates the canary model's: by hand, l_target = (-0.5, -0.6 |
+// -0.6, -0.9), the references' (-1.0, -1.1 | -0.7, -0.8) and (-1.2, -0.9 |
+// -1.5, -1.0): means (-1.1, -1.0 | -1.1, -0.9), so `reference` scores
+// (0.6, 0.4 | 0.5, 0.0), AUC 3/4; sample sds (0.2, 0.2 | 0.8, 0.2)/sqrt(2),
+// so `lira_offline` scores (4.24, 2.83 | 0.88, 0), AUC 1; the loss alone
+// ties -0.6 with -0.6: AUC 3.5/4.
+TEST_F(ExposureScorerTest, ReferenceModelsCalibrateEachSequencesLoss) {
+  v1::AuditSpec spec = Spec();
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  e->set_reference_models(2);
+  v1::ExtractableSpec* extractable = e->mutable_extractable();
+  extractable->set_prefix_chars(4);
+  extractable->set_suffix_chars(4);
+  extractable->add_duplicates(16);
+  extractable->set_sequences(2);
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("r", spec));
+  const auto in = [&](v1::Observation o, const std::string& point) {
+    o.set_audit_id("r");
+    o.set_point(point);
+    return scorer_->Ingest(o);
+  };
+  for (const v1::Observation& o : Observations()) MEMAUDIT_ASSERT_OK(in(o, "final"));
+  for (const v1::Observation& o : ExtractableObservations({-0.5, -0.6, -0.6, -0.9})) {
+    MEMAUDIT_ASSERT_OK(in(o, "final"));
+  }
+  const std::vector<std::vector<double>> reference_loss = {{-1.0, -1.1, -0.7, -0.8},
+                                                           {-1.2, -0.9, -1.5, -1.0}};
+  for (uint32_t j = 0; j < 2; ++j) {
+    const std::string point = exposure::ReferencePoint(j);
+    std::vector<double> refs;
+    for (int k = 0; k < 32; ++k) refs.push_back(20 + k + j);
+    MEMAUDIT_ASSERT_OK(in(Obs(exposure::kPxBits, {30, 31, 32, 33}), point));
+    MEMAUDIT_ASSERT_OK(in(Obs(exposure::kReferencePxBits, refs), point));
+    MEMAUDIT_ASSERT_OK(in(Obs(exposure::kSecretsUtf8, Bytes("904\n271\n118\n653\n")), point));
+    MEMAUDIT_ASSERT_OK(in(Obs(exposure::kModel, {3 * std::log2(10.0), 100, 1.5}), point));
+    MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("r"));
+    EXPECT_FALSE(scorer_->GetResults("r")->complete()) << "reference " << j << "'s loss is missing";
+    EXPECT_THAT(in(Obs(exposure::kExtractableLoss, {-1, -1, -1}), point),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected 4 values")));
+    MEMAUDIT_ASSERT_OK(in(Obs(exposure::kExtractableLoss, reference_loss[j]), point));
+  }
+  MEMAUDIT_ASSERT_OK(scorer_->ScoreIfComplete("r"));
+  auto results = scorer_->GetResults("r");
+  MEMAUDIT_ASSERT_OK(results);
+  ASSERT_TRUE(results->complete());
+  const auto& groups = results->exposure().extractable();
+  ASSERT_EQ(groups.size(), 2);
+  std::map<std::string, double> auc;
+  for (const v1::SequenceMembership& m : groups[0].membership()) auc[m.attack()] = m.auc();
+  ASSERT_EQ(auc.size(), 6u);
+  EXPECT_DOUBLE_EQ(auc["loss"], 0.875);
+  EXPECT_DOUBLE_EQ(auc["reference"], 0.75);
+  EXPECT_DOUBLE_EQ(auc["lira_offline"], 1.0);
+  EXPECT_EQ(groups[1].membership_size(), 0) << "the controls are no group of members";
+}
 
 // Extractable memorization: per group (ascending insertions, then the
 // controls) the fraction extracted with its Clopper-Pearson interval and the

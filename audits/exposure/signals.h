@@ -146,6 +146,12 @@ inline const std::vector<std::pair<const char*, const char*>>& SequenceMembershi
                                                            {kExtractableMinKPlus, "min_k_plus"}};
   return *attacks;
 }
+// The attacks on the same sequences that read the reference models too
+// (reference_models > 0): each sequence's loss score under the canary model
+// against its scores under the models trained without any of them.
+inline constexpr char kReferenceAttack[] = "reference";
+inline constexpr char kLiraOfflineAttack[] = "lira_offline";
+inline constexpr uint32_t kLiraOfflineMinReferences = 2;
 inline constexpr uint32_t kMaxExtractableChars = 256;
 inline constexpr uint32_t kMaxExtractableSequences = 1000;
 inline constexpr int kMaxExtractableGroups = 16;
@@ -303,9 +309,11 @@ inline std::vector<std::string> SignalsAt(const v1::ExposureAudit& e, const std:
     return out;
   }
   // A reference model: Px of the canaries and of S (and of all of R with
-  // exact calibration), for calibration.
+  // exact calibration), for calibration; with extractable, each held-out
+  // sequence's loss score, for the reference attacks on them.
   std::vector<std::string> out = {kPxBits, kSecretsUtf8, kReferencePxBits, kModel};
   if (ExactCalibration(e)) out.push_back(kSpacePxBits);
+  if (e.has_extractable()) out.push_back(kExtractableLoss);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -209,6 +210,36 @@ TEST_F(ExposureAuditTest, ExtractableMemorizationGrowsWithInsertions) {
   EXPECT_TRUE(HasSeries(HttpGet(cluster_->scorer_metrics_port(), "/metrics"),
                         "memaudit_exposure_extractable_ratio",
                         {{"audit", submitted->audit_id()}, {"duplicates", "40"}}));
+}
+
+// With two reference models, each scores every held-out sequence too and
+// the reference attacks calibrate the canary model's loss by theirs: both
+// tell the 40-times sequences from the never-inserted ones.
+TEST_F(ExposureAuditTest, ReferenceModelsScoreTheHeldOutSequencesForTheReferenceAttacks) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  v1::AuditSpec spec = TinyExposureSpec();
+  v1::ExtractableSpec* x = spec.mutable_exposure()->mutable_extractable();
+  x->set_prefix_chars(12);
+  x->set_suffix_chars(12);
+  x->add_duplicates(40);
+  x->set_sequences(4);
+  spec.mutable_exposure()->set_reference_models(2);
+  spec.mutable_exposure()->mutable_training()->set_epochs(20);
+  auto submitted = client_->Submit(spec);
+  MEMAUDIT_ASSERT_OK(submitted);
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  MEMAUDIT_ASSERT_OK(results);
+  const v1::ExposureResults& r = results->exposure();
+  ASSERT_EQ(r.extractable_size(), 2);
+  std::map<std::string, const v1::SequenceMembership*> by_attack;
+  for (const v1::SequenceMembership& m : r.extractable(0).membership()) by_attack[m.attack()] = &m;
+  ASSERT_EQ(by_attack.size(), 6u);
+  EXPECT_GE(by_attack.at("reference")->auc(), 0.9);
+  EXPECT_GE(by_attack.at("lira_offline")->auc(), 0.9);
+  EXPECT_LT(by_attack.at("reference")->auc_low(), by_attack.at("reference")->auc());
+  EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("<th>lira_offline AUC</th>"));
 }
 
 // The built-in transformer through the services: the spec's heads reach the
