@@ -271,6 +271,7 @@ absl::Status AddReferenceSequenceMembership(const ModelSignals& canary,
   std::vector<double> calibrated(n), lira(n);
   for (size_t i = 0; i < n; ++i) {
     std::vector<double> out;
+    out.reserve(references.size());
     for (const ModelSignals& r : references) out.push_back(r.at(exposure::kExtractableLoss).at(i));
     const double mean = std::accumulate(out.begin(), out.end(), 0.0) / out.size();
     calibrated[i] = target[i] - mean;

@@ -68,28 +68,37 @@ def read_text(path: str) -> str:
         return f.read().decode("utf-8", errors="replace")
 
 
+def add_vocabulary_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--vocabulary-from", default="", help="UTF-8 file or folder")
+    parser.add_argument("--extra-chars", default="", help="characters to add (canary prefix ...)")
+    parser.add_argument("--tokens", type=int, default=0,
+                        help="ids of a SentencePiece tokenizer: its pieces + 1")
+
+
+def vocabulary_of(args: argparse.Namespace) -> "tuple[str, int]":
+    """The module's vocabulary and size: empty and --tokens for a tokenizer's ids,
+    else U+FFFD then the sorted characters of the corpus, extras, digits, newline."""
+    if args.tokens > 0:
+        return "", args.tokens
+    text = read_text(args.vocabulary_from) if args.vocabulary_from else ""
+    chars = set(text + args.extra_chars + "0123456789\n")
+    chars.discard(UNKNOWN)
+    vocabulary = UNKNOWN + "".join(sorted(chars))
+    return vocabulary, len(vocabulary)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out")
-    parser.add_argument("--vocabulary-from", default="", help="UTF-8 file or folder")
-    parser.add_argument("--extra-chars", default="", help="characters to add (canary prefix ...)")
+    add_vocabulary_arguments(parser)
     parser.add_argument("--cell", choices=("gru", "lstm"), default="gru")
     parser.add_argument("--layers", type=int, default=1)
     parser.add_argument("--units", type=int, default=128)
     parser.add_argument("--embedding", type=int, default=32)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tokens", type=int, default=0,
-                        help="ids of a SentencePiece tokenizer: its pieces + 1")
     args = parser.parse_args()
-    if args.tokens > 0:
-        vocabulary, size = "", args.tokens
-    else:
-        text = read_text(args.vocabulary_from) if args.vocabulary_from else ""
-        chars = set(text + args.extra_chars + "0123456789\n")
-        chars.discard(UNKNOWN)
-        vocabulary = UNKNOWN + "".join(sorted(chars))
-        size = len(vocabulary)
+    vocabulary, size = vocabulary_of(args)
     torch.manual_seed(args.seed)
     model = CharLm(vocabulary, size, args.cell, args.layers, args.units, args.embedding,
                    args.dropout)

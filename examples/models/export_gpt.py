@@ -28,7 +28,7 @@ import warnings
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_char_lm import UNKNOWN, read_text  # noqa: E402
+from export_char_lm import add_vocabulary_arguments, vocabulary_of  # noqa: E402
 
 
 class Gpt(torch.nn.Module):
@@ -59,10 +59,7 @@ class Gpt(torch.nn.Module):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out")
-    parser.add_argument("--tokens", type=int, default=0,
-                        help="ids of a SentencePiece tokenizer: its pieces + 1")
-    parser.add_argument("--vocabulary-from", default="", help="UTF-8 file or folder")
-    parser.add_argument("--extra-chars", default="", help="characters to add (canary prefix ...)")
+    add_vocabulary_arguments(parser)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--heads", type=int, default=4)
@@ -71,14 +68,7 @@ def main() -> int:
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    if args.tokens > 0:
-        vocabulary, size = "", args.tokens
-    else:
-        text = read_text(args.vocabulary_from) if args.vocabulary_from else ""
-        chars = set(text + args.extra_chars + "0123456789\n")
-        chars.discard(UNKNOWN)
-        vocabulary = UNKNOWN + "".join(sorted(chars))
-        size = len(vocabulary)
+    vocabulary, size = vocabulary_of(args)
     torch.manual_seed(args.seed)
     # PyTorch's own layer trips a harmless TorchScript warning (batch_first).
     warnings.filterwarnings("ignore", message=".*ScriptModule constants.*")

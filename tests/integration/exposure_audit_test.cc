@@ -157,20 +157,26 @@ v1::AuditSpec TinySweepSpec() {
   return spec;
 }
 
+// The tiny exposure audit with 4 held-out lines per entry of `duplicates`
+// (and 4 never inserted), 12-character prompts and continuations, 20 epochs.
+v1::AuditSpec TinyExtractableSpec(const std::vector<uint32_t>& duplicates) {
+  v1::AuditSpec spec = TinyExposureSpec();
+  v1::ExtractableSpec* x = spec.mutable_exposure()->mutable_extractable();
+  x->set_prefix_chars(12);
+  x->set_suffix_chars(12);
+  for (uint32_t d : duplicates) x->add_duplicates(d);
+  x->set_sequences(4);
+  spec.mutable_exposure()->mutable_training()->set_epochs(20);
+  return spec;
+}
+
 // Extractable memorization through the services: held-out lines inserted 1
 // and 40 times and never; the planner's steps are the engine's (the text
 // less the held-out lines, plus the insertions), the often-inserted ones are
 // extracted and the controls are not, and the table, CSV and gauge show it.
 TEST_F(ExposureAuditTest, ExtractableMemorizationGrowsWithInsertions) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
-  v1::AuditSpec spec = TinyExposureSpec();
-  v1::ExtractableSpec* x = spec.mutable_exposure()->mutable_extractable();
-  x->set_prefix_chars(12);
-  x->set_suffix_chars(12);
-  x->add_duplicates(1);
-  x->add_duplicates(40);
-  x->set_sequences(4);
-  spec.mutable_exposure()->mutable_training()->set_epochs(20);
+  const v1::AuditSpec spec = TinyExtractableSpec({1, 40});
   auto submitted = client_->Submit(spec);
   MEMAUDIT_ASSERT_OK(submitted);
   v1::Audit audit = WaitForEnd(submitted->audit_id());
@@ -217,14 +223,8 @@ TEST_F(ExposureAuditTest, ExtractableMemorizationGrowsWithInsertions) {
 // tell the 40-times sequences from the never-inserted ones.
 TEST_F(ExposureAuditTest, ReferenceModelsScoreTheHeldOutSequencesForTheReferenceAttacks) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
-  v1::AuditSpec spec = TinyExposureSpec();
-  v1::ExtractableSpec* x = spec.mutable_exposure()->mutable_extractable();
-  x->set_prefix_chars(12);
-  x->set_suffix_chars(12);
-  x->add_duplicates(40);
-  x->set_sequences(4);
+  v1::AuditSpec spec = TinyExtractableSpec({40});
   spec.mutable_exposure()->set_reference_models(2);
-  spec.mutable_exposure()->mutable_training()->set_epochs(20);
   auto submitted = client_->Submit(spec);
   MEMAUDIT_ASSERT_OK(submitted);
   v1::Audit audit = WaitForEnd(submitted->audit_id());
