@@ -242,11 +242,9 @@ TEST_F(ExposureAuditTest, ReferenceModelsScoreTheHeldOutSequencesForTheReference
   EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("<th>lira_offline AUC</th>"));
 }
 
-// The built-in transformer through the services: the spec's heads reach the
-// worker, the heavily inserted canary is exposed far above the controls and
-// extracted, and a re-run gives the same numbers.
-TEST_F(ExposureAuditTest, ATransformerLanguageModelIsAuditedEndToEnd) {
-  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+// The tiny exposure audit with a transformer of 2 blocks of width 32 (4
+// heads, feed-forward 64), 20 epochs at learning rate 0.003.
+v1::AuditSpec TinyTransformerExposureSpec() {
   v1::AuditSpec spec = TinyExposureSpec();
   v1::LanguageModelSpec* m = spec.mutable_exposure()->mutable_model();
   m->set_architecture("transformer");
@@ -256,6 +254,15 @@ TEST_F(ExposureAuditTest, ATransformerLanguageModelIsAuditedEndToEnd) {
   m->set_units(64);
   spec.mutable_exposure()->mutable_training()->set_learning_rate(0.003);
   spec.mutable_exposure()->mutable_training()->set_epochs(20);
+  return spec;
+}
+
+// The built-in transformer through the services: the spec's heads reach the
+// worker, the heavily inserted canary is exposed far above the controls and
+// extracted, and a re-run gives the same numbers.
+TEST_F(ExposureAuditTest, ATransformerLanguageModelIsAuditedEndToEnd) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  const v1::AuditSpec spec = TinyTransformerExposureSpec();
   std::vector<v1::ExposureResults> runs;
   for (int run = 0; run < 2; ++run) {
     auto submitted = client_->Submit(spec);
@@ -291,17 +298,10 @@ TEST_F(ExposureAuditTest, SubwordTokensFromATrainedOrAGivenSentencePieceModel) {
   ASSERT_EQ(Shell(absl::StrCat("mkdir -p ", model_dir)).exit_code, 0);
   data_roots_ = {model_dir};
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
-  v1::AuditSpec spec = TinyExposureSpec();
-  v1::LanguageModelSpec* m = spec.mutable_exposure()->mutable_model();
-  m->set_architecture("transformer");
-  m->set_layers(2);
-  m->set_embedding(32);
-  m->set_heads(4);
-  m->set_units(64);
-  m->mutable_tokenizer()->set_kind("sentencepiece");
-  m->mutable_tokenizer()->set_vocab_size(100);
-  spec.mutable_exposure()->mutable_training()->set_learning_rate(0.003);
-  spec.mutable_exposure()->mutable_training()->set_epochs(20);
+  v1::AuditSpec spec = TinyTransformerExposureSpec();
+  v1::TokenizerSpec* tokens = spec.mutable_exposure()->mutable_model()->mutable_tokenizer();
+  tokens->set_kind("sentencepiece");
+  tokens->set_vocab_size(100);
   spec.mutable_exposure()->mutable_training()->set_window(24);
   const auto run = [&](const v1::AuditSpec& s) -> std::optional<v1::AuditResults> {
     auto submitted = client_->Submit(s);
