@@ -270,6 +270,17 @@ TEST(SentencePieceExposureTest, ATorchScriptLmOverTokenIds) {
   auto gpt = engine::RunExposure(spec, nullptr);
   MEMAUDIT_ASSERT_OK(gpt);
   EXPECT_GT(gpt->canaries[1].exposure, gpt->canaries[0].exposure);  // 40 times vs once
+  // The same file as a model trained elsewhere (an exposure `target`): its
+  // given secrets ranked exactly through the tokenizer, nothing trained.
+  engine::ExposureRunSpec given = spec;
+  given.given_model = true;
+  given.given_secrets = {"123", "907"};
+  auto measured = engine::RunExposure(given, nullptr);
+  MEMAUDIT_ASSERT_OK(measured);
+  EXPECT_EQ(measured->steps, 0u);
+  ASSERT_EQ(measured->canaries.size(), 4u);
+  EXPECT_EQ(measured->canaries[0].secret, "123");
+  for (const engine::CanaryExposure& c : measured->canaries) EXPECT_TRUE(c.exact) << c.secret;
 
   spec.torchscript_path = exported(tokenizer->size() + 3);
   EXPECT_THAT(engine::RunExposure(spec, nullptr).status(),
