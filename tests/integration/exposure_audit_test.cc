@@ -356,6 +356,53 @@ TEST_F(ExposureAuditTest, SubwordTokensFromATrainedOrAGivenSentencePieceModel) {
   EXPECT_THAT(refused.status().message(), HasSubstr("exposure.model.tokenizer.model_path"));
 }
 
+// A team's own GPT over subword tokens, trained elsewhere (an exposure
+// target): examples/models/export_gpt.py writes it over a SentencePiece
+// model's ids, and the services rank its given secrets through that model
+// file, nothing trained, both files' hashes recorded.
+TEST_F(ExposureAuditTest, AGptOverSubwordTokensIsMeasuredAsATarget) {
+  const std::string model_dir = FreshTestDir("gpt");
+  ASSERT_EQ(Shell(absl::StrCat("mkdir -p ", model_dir)).exit_code, 0);
+  v1::AuditSpec spec = TinyExposureSpec();
+  v1::ExposureAudit* e = spec.mutable_exposure();
+  tokenizers::SentencePieceTraining options;
+  options.vocab_size = 100;
+  options.required_chars = e->canary().prefix() + "0123456789";
+  auto tokenizer = tokenizers::SentencePieceTokenizer::Train(e->corpus().text(), options);
+  MEMAUDIT_ASSERT_OK(tokenizer);
+  const std::string tokenizer_file = model_dir + "/t.model";
+  std::ofstream(tokenizer_file, std::ios::binary) << (*tokenizer)->serialized();
+  const std::string gpt = model_dir + "/gpt.pt";
+  const Output exported =
+      Shell(absl::StrCat("/usr/bin/python3 ", MEMAUDIT_SOURCE_DIR,
+                         "/examples/models/export_gpt.py ", gpt, " --tokens ", (*tokenizer)->size(),
+                         " --layers 1 --width 32 --heads 2 --ffn 64 --context 64"));
+  if (exported.exit_code != 0) GTEST_SKIP() << "python3-torch: " << exported.text;
+  data_roots_ = {model_dir};
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
+  e->mutable_model()->mutable_tokenizer()->set_kind("sentencepiece");
+  e->mutable_model()->mutable_tokenizer()->set_model_path(tokenizer_file);
+  e->set_estimator("exact");
+  e->clear_reference_samples();
+  e->mutable_target()->set_torchscript_path(gpt);
+  e->mutable_target()->add_secrets("4821");
+  e->mutable_target()->add_secrets("1907");
+  auto submitted = client_->Submit(spec);
+  MEMAUDIT_ASSERT_OK(submitted);
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  auto results = client_->Report(submitted->audit_id());
+  MEMAUDIT_ASSERT_OK(results);
+  EXPECT_THAT(results->spec().exposure().target().content_hash(), ::testing::StartsWith("sha256:"));
+  EXPECT_THAT(results->spec().exposure().model().tokenizer().content_hash(),
+              ::testing::StartsWith("sha256:"));
+  const v1::ExposureResults& x = results->exposure();
+  EXPECT_EQ(x.training_steps(), 0u);
+  ASSERT_EQ(x.canaries_size(), 5);
+  EXPECT_EQ(x.canaries(0).secret(), "4821");
+  for (const v1::CanaryResult& c : x.canaries()) EXPECT_TRUE(c.exact()) << c.secret();
+}
+
 // A team's own language model: a character GRU exported as TorchScript by
 // examples/models/export_char_lm.py (Debian's python3-torch), its vocabulary
 // the corpus's characters plus the canary prefix's, audited end to end.
