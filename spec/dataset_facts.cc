@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "data/file_bytes.h"
 #include "data/sha256.h"
+#include "tokenizers/sentencepiece_tokenizer.h"
 
 namespace memaudit {
 namespace {
@@ -148,6 +149,16 @@ absl::StatusOr<std::string> FilesContentHash(
     hash.Update(bytes);
   }
   return absl::StrCat("sha256:", data::DigestHex(hash.Finish()));
+}
+
+absl::StatusOr<std::string> TokenizerFileHash(const std::string& path, const std::string& field) {
+  MEMAUDIT_ASSIGN_OR_RETURN(const data::FileStamp stamp, data::StatFile(path, field));
+  if (stamp.size > tokenizers::kMaxModelBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": a SentencePiece model of ", stamp.size,
+                                                   " bytes; at most ", tokenizers::kMaxModelBytes,
+                                                   " are read"));
+  }
+  return FilesContentHash({{field, path}});
 }
 
 absl::Status ResolveTarget(v1::TargetModelSpec* target, uint32_t rows, absl::string_view field) {

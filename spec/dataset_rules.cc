@@ -129,7 +129,7 @@ void ReadTokenizerFile(v1::TokenizerSpec* tokenizer, const std::string& field,
                        std::vector<SpecProblem>* problems) {
   if (tokenizer->model_path().empty()) return;
   absl::StatusOr<std::string> hash =
-      FilesContentHash({{absl::StrCat(field, ".model_path"), tokenizer->model_path()}});
+      TokenizerFileHash(tokenizer->model_path(), absl::StrCat(field, ".model_path"));
   if (!hash.ok()) {
     problems->push_back(ProblemOf(hash.status()));
     return;

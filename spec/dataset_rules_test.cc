@@ -216,6 +216,24 @@ TEST_F(DatasetRulesTest, ForgettingAndUnlearningReadTheirDatasetsToo) {
               Contains(Field(&SpecProblem::field, "unlearning.dataset.path")));
 }
 
+// A tokenizer's model file: hashed at Submit; one past 64 MiB is refused
+// from its size, before a byte is read.
+TEST_F(DatasetRulesTest, ATokenizerFileIsHashedAndBoundedBeforeItIsRead) {
+  std::ofstream(dir_ + "/t.model") << "bytes to hash";
+  v1::AuditSpec spec = SmallExposureSpec();
+  v1::TokenizerSpec* t = spec.mutable_exposure()->mutable_model()->mutable_tokenizer();
+  t->set_kind("sentencepiece");
+  t->set_model_path(dir_ + "/t.model");
+  v1::AuditSpec prepared = spec;
+  ASSERT_THAT(PrepareSpecProblems(&prepared, roots_), IsEmpty());
+  EXPECT_THAT(prepared.exposure().model().tokenizer().content_hash(),
+              ::testing::StartsWith("sha256:"));
+  fs::resize_file(dir_ + "/t.model", (64u << 20) + 1);
+  EXPECT_THAT(PrepareSpecProblems(&spec, roots_),
+              Contains(Problem("exposure.model.tokenizer.model_path",
+                               "a SentencePiece model of 67108865 bytes; at most 67108864")));
+}
+
 TEST_F(DatasetRulesTest, ATargetNeedsItsFilesAndOnlyTheRowsOfTheDataset) {
   std::ofstream(dir_ + "/model.pt") << "not a real module, but bytes to hash";
   std::ofstream(dir_ + "/members.txt") << "0\n3\n# a comment\n7\n";

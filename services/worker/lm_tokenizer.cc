@@ -61,7 +61,7 @@ absl::StatusOr<TokenizerFactory> LmTokenizerFactory(const v1::TokenizerSpec& spe
   }
   const std::string path_field = absl::StrCat(field, ".model_path");
   MEMAUDIT_ASSIGN_OR_RETURN(const std::string now,
-                            FilesContentHash({{path_field, spec.model_path()}}));
+                            TokenizerFileHash(spec.model_path(), path_field));
   if (now != spec.content_hash()) {
     return absl::FailedPreconditionError(
         absl::StrCat(field, ".content_hash: the model file changed since the audit was submitted (",

@@ -68,6 +68,12 @@ TEST(LmTokenizerFactoryTest, TrainedOnceAndFilesCheckedAgainstTheirHash) {
   EXPECT_THAT(LmTokenizerFactory(given, "", "exposure.model.tokenizer").status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("exposure.model.tokenizer.content_hash: the model file changed")));
+  // Past the limit: refused from its size, before it is read or hashed.
+  std::filesystem::resize_file(file, (64u << 20) + 1);
+  EXPECT_THAT(LmTokenizerFactory(given, "", "exposure.model.tokenizer").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("exposure.model.tokenizer.model_path: a SentencePiece model of "
+                                 "67108865 bytes; at most 67108864 are read")));
   std::filesystem::remove_all(dir);
 }
 
