@@ -242,7 +242,7 @@ absl::StatusOr<ExposureRunResult> MeasureGivenModel(const ExposureRunSpec& spec)
   // A given model's tokenizer is a file (nothing to train on).
   MEMAUDIT_ASSIGN_OR_RETURN(
       const std::shared_ptr<const Tokenizer> tokenizer,
-      LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, "", "", format));
+      LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, "", format));
   const Tokenizer& vocab = *tokenizer;
   if (spec.threads > 0) torch::set_num_threads(static_cast<int>(spec.threads));
   // As trained: the file's weights, in eval mode.
@@ -285,7 +285,7 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   std::shared_ptr<const Tokenizer> tokenizer;
   if (spec.tokenizer) {
     MEMAUDIT_ASSIGN_OR_RETURN(
-        tokenizer, LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, corpus, "", format));
+        tokenizer, LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, corpus, format));
   }
   std::string text = corpus;
   std::vector<std::string> held_out;
@@ -315,7 +315,7 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   // S and of the canaries agree across an audit's models); the held-out
   // sequences' characters are in it whether inserted or not.
   if (!tokenizer) {
-    MEMAUDIT_ASSIGN_OR_RETURN(tokenizer, LmTokenizer(spec.lm, spec.torchscript_path, nullptr, "",
+    MEMAUDIT_ASSIGN_OR_RETURN(tokenizer, LmTokenizer(spec.lm, spec.torchscript_path, nullptr,
                                                      text + absl::StrJoin(held_out, "\n"), format));
   }
   const Tokenizer& vocab = *tokenizer;

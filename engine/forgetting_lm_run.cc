@@ -127,7 +127,7 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
       DrawSecrets(format, spec.copies.size() + spec.controls, spec.canary_seed));
   MEMAUDIT_ASSIGN_OR_RETURN(
       const std::shared_ptr<const Tokenizer> tokenizer,
-      LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, text, text, format));
+      LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, text, format));
   const Tokenizer& vocab = *tokenizer;
   const std::vector<int64_t> tokens = vocab.Encode(text);
   TensorDataset clean = LmWindows(tokens, spec.window);

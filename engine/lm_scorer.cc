@@ -33,6 +33,11 @@ std::vector<int64_t> CanaryLine(const Tokenizer& tokenizer, const CanaryFormat& 
 
 }  // namespace
 
+size_t SharedPrefixLength(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  return static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first -
+                             a.begin());
+}
+
 absl::StatusOr<TokenFormat> ToTokenFormat(const Tokenizer& tokenizer, const CanaryFormat& format) {
   std::vector<std::vector<char32_t>> alphabets;
   for (size_t i = 0; i < format.alphabets.size(); ++i) {
@@ -46,19 +51,14 @@ absl::StatusOr<TokenFormat> ToTokenFormat(const Tokenizer& tokenizer, const Cana
   const std::vector<int64_t> line = CanaryLine(tokenizer, format, EncodeUtf8(first));
   // The context: the tokens the line shares with its prefix spelled alone
   // (a tokenizer may join the prefix's last characters with what follows).
-  const std::vector<int64_t> prefix = tokenizer.Encode("\n" + format.prefix);
-  size_t context = 0;
-  while (context < prefix.size() && context < line.size() && prefix[context] == line[context]) {
-    ++context;
-  }
+  const size_t context = SharedPrefixLength(tokenizer.Encode("\n" + format.prefix), line);
   TokenFormat out;
   out.context.assign(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(context));
   for (size_t t = context; t < line.size(); ++t) out.positions.push_back({line[t]});
   // Each hole character, alone in its hole, must change exactly one token
   // past the context, the same one for the whole alphabet, in hole order:
   // then every filling of R is spelled hole by hole and its ids enumerate.
-  std::vector<bool> claimed(out.positions.size(), false);
-  size_t last = context;
+  size_t last = context;  // the first position the next hole may take
   for (size_t i = 0; i < alphabets.size(); ++i) {
     if (alphabets[i].size() == 1) continue;  // a fixed character
     std::optional<size_t> at;
@@ -81,7 +81,7 @@ absl::StatusOr<TokenFormat> ToTokenFormat(const Tokenizer& tokenizer, const Cana
       at = changed[0];
       allowed.push_back(varied[*at]);
     }
-    if (*at < last || claimed[*at - context]) {
+    if (*at < last) {
       return absl::InvalidArgumentError(
           absl::StrCat("format.alphabets[", i, "]: ", tokenizer.Describe(),
                        " does not give this hole a token of its own after the previous hole's"));
@@ -100,7 +100,6 @@ absl::StatusOr<TokenFormat> ToTokenFormat(const Tokenizer& tokenizer, const Cana
         }
       }
     }
-    claimed[*at - context] = true;
     out.positions[*at - context] = std::move(allowed);
     last = *at + 1;
   }

@@ -24,6 +24,9 @@ struct TokenFormat {
   size_t length() const { return positions.size(); }
 };
 
+// How many leading tokens `a` and `b` share.
+size_t SharedPrefixLength(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
 // Start-of-sequence convention: every canary is scored after a newline, the
 // way it appears in the corpus (on its own line). The context is the tokens
 // the line shares with "\n" + prefix spelled alone; the positions are the

@@ -128,12 +128,8 @@ absl::StatusOr<DigitPrompts> PromptTokens(const Tokenizer& vocab,
       continue;
     }
     // The rest: the line's tokens past its prompt's are the digits', one each.
-    const std::vector<int64_t> alone = vocab.Encode("\n" + prompt);
     const std::vector<int64_t> line = vocab.Encode("\n" + prompt + zeros);
-    size_t context = 0;
-    while (context < alone.size() && context < line.size() && alone[context] == line[context]) {
-      ++context;
-    }
+    const size_t context = SharedPrefixLength(vocab.Encode("\n" + prompt), line);
     bool digit_tokens = line.size() == context + digits;
     for (size_t t = context; digit_tokens && t < line.size(); ++t) {
       digit_tokens = line[t] == out.digit_ids[0];
@@ -337,25 +333,15 @@ absl::StatusOr<PhoneBookRunResult> RunPhoneBook(const PhoneBookRunSpec& spec,
   // Held-out names share the syllable alphabet; building the vocabulary over
   // them too only keeps rare letters from mapping to the unknown symbol. A
   // trained tokenizer learns from the same text: the whole book.
-  std::shared_ptr<const Tokenizer> tokenizer;
-  if (spec.tokenizer) {
-    MEMAUDIT_ASSIGN_OR_RETURN(tokenizer, spec.tokenizer(all));
-    if (spec.lm == ModelKind::kTorchScript) {
-      MEMAUDIT_RETURN_IF_ERROR(
-          LoadTorchScriptLm(spec.torchscript_path, false, tokenizer->size()).status());
-    }
-  } else if (spec.lm == ModelKind::kTorchScript) {
-    MEMAUDIT_ASSIGN_OR_RETURN(CharVocab vocab, TorchScriptLmVocabulary(spec.torchscript_path));
-    // The adversary reads digits after the template's text: those must be
-    // symbols of their own, not the unknown one.
-    MEMAUDIT_RETURN_IF_ERROR(RequireCharacters(
-        vocab,
-        absl::StrCat(kDigits, "\n", absl::StrReplaceAll(spec.tmpl, {{kName, ""}, {kNumber, ""}})),
-        "model.torchscript_path", "the phone book (digits, newline, template)"));
-    tokenizer = std::make_shared<const CharVocab>(std::move(vocab));
-  } else {
-    tokenizer = std::make_shared<const CharVocab>(CharVocab::Build(all));
-  }
+  // The adversary reads digits after the template's text: a record spells
+  // like a canary of the template's text and the number's digits (`all`
+  // holds both already, so its characters are the vocabulary).
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      const std::shared_ptr<const Tokenizer> tokenizer,
+      LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, all,
+                  DigitsFormat(absl::StrReplaceAll(spec.tmpl, {{kName, ""}, {kNumber, ""}}),
+                               static_cast<int>(spec.digits)),
+                  "the phone book (digits, newline, template)"));
   const Tokenizer& vocab = *tokenizer;
   const TensorDataset train = RecordSequences(vocab, train_text);
   const TensorDataset validation = RecordSequences(vocab, val_text);

@@ -144,22 +144,13 @@ absl::StatusOr<CharVocab> TorchScriptLmVocabulary(const std::string& path) {
 
 absl::StatusOr<std::shared_ptr<const Tokenizer>> LmTokenizer(
     ModelKind kind, const std::string& torchscript_path, const TokenizerFactory& factory,
-    const std::string& corpus, const std::string& text, const CanaryFormat& format) {
-  if (factory) {
-    MEMAUDIT_ASSIGN_OR_RETURN(std::shared_ptr<const Tokenizer> tokenizer, factory(corpus));
-    if (kind == ModelKind::kTorchScript) {
-      // Loading probes forward with the tokenizer's V.
-      MEMAUDIT_RETURN_IF_ERROR(
-          LoadTorchScriptLm(torchscript_path, false, tokenizer->size()).status());
-    }
-    return tokenizer;
-  }
+    const std::string& text, const CanaryFormat& format, const std::string& what) {
+  if (factory) return factory(text);
   if (kind != ModelKind::kTorchScript) {
     return std::make_shared<const CharVocab>(CanaryVocab(text, format));
   }
   MEMAUDIT_ASSIGN_OR_RETURN(CharVocab vocab, TorchScriptLmVocabulary(torchscript_path));
-  MEMAUDIT_RETURN_IF_ERROR(
-      RequireCharacters(vocab, CanaryCharacters(format), kField, "the canary format"));
+  MEMAUDIT_RETURN_IF_ERROR(RequireCharacters(vocab, CanaryCharacters(format), kField, what));
   return std::make_shared<const CharVocab>(std::move(vocab));
 }
 

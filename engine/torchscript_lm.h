@@ -67,15 +67,16 @@ absl::StatusOr<std::shared_ptr<TorchScriptLm>> LoadTorchScriptLm(const std::stri
 // The vocabulary of the module at `path` (loaded and checked as above).
 absl::StatusOr<CharVocab> TorchScriptLmVocabulary(const std::string& path);
 
-// The tokenizer a canary audit encodes its text with: `factory`'s when set
-// (built from `corpus`; a TorchScript module's V must then equal its size);
-// else for the built-in kinds CanaryVocab(text, format), for kTorchScript
-// the module's own vocabulary, refused when it lacks a character the
-// canaries are spelled with (corpus characters it lacks become the unknown
-// symbol).
+// The tokenizer an LM audit encodes its text with: `factory`'s when set
+// (built from `text`; a TorchScript module's V is checked against its size
+// when the module loads); else for the built-in kinds CanaryVocab(text,
+// format), for kTorchScript the module's own vocabulary, refused when it
+// lacks a character the canaries are spelled with (`what` names them in the
+// error; corpus characters it lacks become the unknown symbol).
 absl::StatusOr<std::shared_ptr<const Tokenizer>> LmTokenizer(
     ModelKind kind, const std::string& torchscript_path, const TokenizerFactory& factory,
-    const std::string& corpus, const std::string& text, const CanaryFormat& format);
+    const std::string& text, const CanaryFormat& format,
+    const std::string& what = "the canary format");
 
 }  // namespace memaudit::engine
 

@@ -135,30 +135,48 @@ absl::StatusOr<std::vector<uint32_t>> ReadMemberRows(const std::string& path, ui
   return members;
 }
 
+namespace {
+
+// A file's bytes into a content hash: its length first, so no two lists of
+// files hash alike by moving bytes from one file to the next.
+void HashFile(const std::string& bytes, data::Sha256* hash) {
+  const uint64_t size = bytes.size();
+  char length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((size >> (8 * i)) & 0xff);
+  hash->Update(length, 8);
+  hash->Update(bytes);
+}
+
+std::string ContentHash(data::Sha256* hash) {
+  return absl::StrCat("sha256:", data::DigestHex(hash->Finish()));
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> FilesContentHash(
     const std::vector<std::pair<std::string, std::string>>& field_paths) {
-  // Each file's length first: no two pairs of files hash alike by moving
-  // bytes from one to the other.
   data::Sha256 hash;
   for (const auto& [field, path] : field_paths) {
     MEMAUDIT_ASSIGN_OR_RETURN(const std::string bytes, data::ReadFileBytes(path, field));
-    const uint64_t size = bytes.size();
-    char length[8];
-    for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((size >> (8 * i)) & 0xff);
-    hash.Update(length, 8);
-    hash.Update(bytes);
+    HashFile(bytes, &hash);
   }
-  return absl::StrCat("sha256:", data::DigestHex(hash.Finish()));
+  return ContentHash(&hash);
 }
 
-absl::StatusOr<std::string> TokenizerFileHash(const std::string& path, const std::string& field) {
+absl::StatusOr<TokenizerFile> ReadTokenizerModel(const std::string& path,
+                                                 const std::string& field) {
   MEMAUDIT_ASSIGN_OR_RETURN(const data::FileStamp stamp, data::StatFile(path, field));
   if (stamp.size > tokenizers::kMaxModelBytes) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": a SentencePiece model of ", stamp.size,
                                                    " bytes; at most ", tokenizers::kMaxModelBytes,
                                                    " are read"));
   }
-  return FilesContentHash({{field, path}});
+  TokenizerFile file;
+  MEMAUDIT_ASSIGN_OR_RETURN(file.bytes, data::ReadFileBytes(path, field));
+  data::Sha256 hash;
+  HashFile(file.bytes, &hash);
+  file.content_hash = ContentHash(&hash);
+  return file;
 }
 
 absl::Status ResolveTarget(v1::TargetModelSpec* target, uint32_t rows, absl::string_view field) {

@@ -55,10 +55,14 @@ absl::StatusOr<std::vector<uint32_t>> ReadMemberRows(const std::string& path, ui
 absl::StatusOr<std::string> FilesContentHash(
     const std::vector<std::pair<std::string, std::string>>& field_paths);
 
-// FilesContentHash of a tokenizer's model file (`field`:
-// "exposure.model.tokenizer.model_path"), refused past
+// A tokenizer's model file (`field`: "exposure.model.tokenizer.model_path"),
+// read once: its bytes and its FilesContentHash. Refused past
 // tokenizers::kMaxModelBytes before a byte of it is read.
-absl::StatusOr<std::string> TokenizerFileHash(const std::string& path, const std::string& field);
+struct TokenizerFile {
+  std::string bytes;
+  std::string content_hash;
+};
+absl::StatusOr<TokenizerFile> ReadTokenizerModel(const std::string& path, const std::string& field);
 
 // Records the target's member count and the content hash of its model file
 // then its members file. `field` is the target's ("membership.target").

@@ -128,13 +128,13 @@ void ReadDatasetFiles(v1::DatasetSpec* dataset, const std::string& field,
 void ReadTokenizerFile(v1::TokenizerSpec* tokenizer, const std::string& field,
                        std::vector<SpecProblem>* problems) {
   if (tokenizer->model_path().empty()) return;
-  absl::StatusOr<std::string> hash =
-      TokenizerFileHash(tokenizer->model_path(), absl::StrCat(field, ".model_path"));
-  if (!hash.ok()) {
-    problems->push_back(ProblemOf(hash.status()));
+  absl::StatusOr<TokenizerFile> file =
+      ReadTokenizerModel(tokenizer->model_path(), absl::StrCat(field, ".model_path"));
+  if (!file.ok()) {
+    problems->push_back(ProblemOf(file.status()));
     return;
   }
-  tokenizer->set_content_hash(*hash);
+  tokenizer->set_content_hash(file->content_hash);
 }
 
 }  // namespace memaudit::spec

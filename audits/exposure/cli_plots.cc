@@ -97,6 +97,14 @@ std::string SweepVsInsertionsSvg(const v1::ExposureResults& x) {
   return plot.Finish();
 }
 
+// A plot's heading; with a sweep it names the variant the plot shows (the
+// first, whose numbers are the top level's).
+std::string FirstVariantHeading(const v1::ExposureResults& x, const std::string& title) {
+  return x.variants_size() > 1 ? absl::StrCat("<h2>", title, " (variant ",
+                                              svg::Escape(x.variants(0).name()), ")</h2>")
+                               : absl::StrCat("<h2>", title, "</h2>");
+}
+
 }  // namespace
 
 std::string ExposureVsInsertionsSvg(const v1::ExposureResults& x) {
@@ -310,11 +318,7 @@ std::string ExposurePlotsHtml(const v1::AuditResults& r) {
   std::string html;
   if (std::string plot = ExposureCurveSvg(x); !plot.empty()) {
     absl::StrAppend(
-        &html,
-        x.variants_size() > 1 ? absl::StrCat("<h2>Exposure during training (variant ",
-                                             svg::Escape(x.variants(0).name()), ")</h2>")
-                              : "<h2>Exposure during training</h2>",
-        plot,
+        &html, FirstVariantHeading(x, "Exposure during training"), plot,
         "<p>Exact exposure of the canary model at each evaluation point (spec eval_every_steps "
         "or eval_every_epoch; the last is the final model): the mean over the canaries of each "
         "insertion count, and the controls' median (dotted, hollow). Dashed red: log2|R|.</p>");
@@ -339,22 +343,14 @@ std::string ExposurePlotsHtml(const v1::AuditResults& r) {
   }
   if (std::string plot = ExtractableSvg(x); !plot.empty()) {
     absl::StrAppend(
-        &html,
-        sweep ? absl::StrCat("<h2>Extractable memorization (variant ",
-                             svg::Escape(x.variants(0).name()), ")</h2>")
-              : "<h2>Extractable memorization</h2>",
-        plot,
+        &html, FirstVariantHeading(x, "Extractable memorization"), plot,
         "<p>The fraction of held-out corpus sequences the canary model reproduced exactly from "
         "their prompt, by the times they were inserted (hollow, at 0: never inserted); band: "
         "Clopper&ndash;Pearson 95% interval. Insertions are on a log(1 + d) axis.</p>");
   }
   if (std::string plot = ReferencePxSvg(x); !plot.empty()) {
     absl::StrAppend(
-        &html,
-        sweep ? absl::StrCat("<h2>Reference Px and the skew-normal fit (variant ",
-                             svg::Escape(x.variants(0).name()), ")</h2>")
-              : "<h2>Reference Px and the skew-normal fit</h2>",
-        plot,
+        &html, FirstVariantHeading(x, "Reference Px and the skew-normal fit"), plot,
         "<p>Histogram of the reference sample's Px; red: the fitted skew-normal density, scaled "
         "to references per bin, whose left tail gives the extrapolated exposure. Ticks along the "
         "bottom: each canary's Px (inserted canaries labelled).</p>");

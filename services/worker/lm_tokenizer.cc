@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "data/file_bytes.h"
 #include "spec/dataset_facts.h"
 #include "tokenizers/sentencepiece_tokenizer.h"
 
@@ -60,17 +59,16 @@ absl::StatusOr<TokenizerFactory> LmTokenizerFactory(const v1::TokenizerSpec& spe
         [options](const std::string& corpus) { return TrainedOnce(corpus, options); });
   }
   const std::string path_field = absl::StrCat(field, ".model_path");
-  MEMAUDIT_ASSIGN_OR_RETURN(const std::string now,
-                            TokenizerFileHash(spec.model_path(), path_field));
-  if (now != spec.content_hash()) {
+  // Read once: the bytes checked against Submit's hash are the ones loaded.
+  MEMAUDIT_ASSIGN_OR_RETURN(const TokenizerFile file,
+                            ReadTokenizerModel(spec.model_path(), path_field));
+  if (file.content_hash != spec.content_hash()) {
     return absl::FailedPreconditionError(
         absl::StrCat(field, ".content_hash: the model file changed since the audit was submitted (",
-                     spec.content_hash(), " then, ", now, " now)"));
+                     spec.content_hash(), " then, ", file.content_hash, " now)"));
   }
-  MEMAUDIT_ASSIGN_OR_RETURN(const std::string bytes,
-                            data::ReadFileBytes(spec.model_path(), path_field));
   MEMAUDIT_ASSIGN_OR_RETURN(std::shared_ptr<const Tokenizer> loaded,
-                            tokenizers::SentencePieceTokenizer::FromModel(bytes, path_field));
+                            tokenizers::SentencePieceTokenizer::FromModel(file.bytes, path_field));
   return TokenizerFactory(
       [loaded](const std::string&) -> absl::StatusOr<std::shared_ptr<const Tokenizer>> {
         return loaded;
