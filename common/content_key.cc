@@ -38,6 +38,8 @@ std::string MembershipModelKey(const v1::AuditSpec& spec, uint32_t index) {
   *d->mutable_model() = m.model();
   *d->mutable_training() = m.training();
   d->set_population_size(m.population_size());
+  // Set only with documents, so a dataset audit's keys stay as they were.
+  if (m.has_documents()) *d->mutable_documents() = m.documents();
   return absl::StrCat("membership/", index, "/",
                       absl::BytesToHexString(DeterministicBytes(decisive)), "/", CodeVersion());
 }

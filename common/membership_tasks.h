@@ -35,6 +35,20 @@ inline uint32_t MembershipModels(const v1::MembershipAudit& m) {
   return m.reference_models() + (m.has_target() ? 1 : 0);
 }
 
+// The examples every model is scored on: a dataset's pool rows, or
+// documents' pool sequences.
+inline uint32_t PoolSize(const v1::MembershipAudit& m) {
+  return m.has_documents() ? m.documents().pool_size() : m.dataset().pool_size();
+}
+
+// The recipe's batch size and epochs, for either kind of example.
+inline uint32_t BatchSize(const v1::MembershipAudit& m) {
+  return m.has_documents() ? m.documents().training().batch_size() : m.training().batch_size();
+}
+inline uint32_t Epochs(const v1::MembershipAudit& m) {
+  return m.has_documents() ? m.documents().training().epochs() : m.training().epochs();
+}
+
 // The given target's model index (its observations' run).
 inline uint32_t TargetRun(const v1::MembershipAudit& m) { return m.reference_models(); }
 

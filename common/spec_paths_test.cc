@@ -52,19 +52,21 @@ TEST(SpecPathsTest, ThePathFieldsOfSpecProto) {
   }
   EXPECT_THAT(
       paths,
-      ElementsAre("dp_audit.dataset.labels_path", "dp_audit.dataset.path",
-                  "dp_audit.model.torchscript_path", "exposure.corpus.path",
-                  "exposure.model.tokenizer.model_path", "exposure.model.torchscript_path",
-                  "exposure.target.torchscript_path", "forgetting.canaries.corpus.path",
-                  "forgetting.canaries.model.tokenizer.model_path",
-                  "forgetting.canaries.model.torchscript_path", "forgetting.dataset.labels_path",
-                  "forgetting.dataset.path", "forgetting.model.torchscript_path",
-                  "membership.dataset.labels_path", "membership.dataset.path",
-                  "membership.model.torchscript_path", "membership.target.members_path",
-                  "membership.target.torchscript_path",
-                  "relational.phone_book.model.tokenizer.model_path",
-                  "relational.phone_book.model.torchscript_path", "unlearning.dataset.labels_path",
-                  "unlearning.dataset.path", "unlearning.model.torchscript_path"));
+      ElementsAre(
+          "dp_audit.dataset.labels_path", "dp_audit.dataset.path",
+          "dp_audit.model.torchscript_path", "exposure.corpus.path",
+          "exposure.model.tokenizer.model_path", "exposure.model.torchscript_path",
+          "exposure.target.torchscript_path", "forgetting.canaries.corpus.path",
+          "forgetting.canaries.model.tokenizer.model_path",
+          "forgetting.canaries.model.torchscript_path", "forgetting.dataset.labels_path",
+          "forgetting.dataset.path", "forgetting.model.torchscript_path",
+          "membership.dataset.labels_path", "membership.dataset.path",
+          "membership.documents.corpus.path", "membership.documents.model.tokenizer.model_path",
+          "membership.documents.model.torchscript_path", "membership.model.torchscript_path",
+          "membership.target.members_path", "membership.target.torchscript_path",
+          "relational.phone_book.model.tokenizer.model_path",
+          "relational.phone_book.model.torchscript_path", "unlearning.dataset.labels_path",
+          "unlearning.dataset.path", "unlearning.model.torchscript_path"));
 }
 
 TEST(SpecPathsTest, ListsEachSetPathByField) {

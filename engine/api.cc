@@ -22,6 +22,7 @@ const EngineApi& LinkedEngineApi() {
     a.run_phone_book = RunPhoneBook;
     a.run_linear_relational = RunLinearRelational;
     a.run_dp_audit = RunDpAudit;
+    a.run_lm_documents = RunLmDocuments;
     return a;
   }();
   return api;

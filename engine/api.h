@@ -14,6 +14,7 @@
 #include "engine/exposure_run.h"
 #include "engine/forgetting_lm_run.h"
 #include "engine/forgetting_run.h"
+#include "engine/lm_documents_run.h"
 #include "engine/numeric_environment.h"
 #include "engine/relational_run.h"
 #include "engine/unlearning_run.h"
@@ -37,6 +38,7 @@ struct EngineApi {
   decltype(&RunPhoneBook) run_phone_book = nullptr;
   decltype(&RunLinearRelational) run_linear_relational = nullptr;
   decltype(&RunDpAudit) run_dp_audit = nullptr;
+  decltype(&RunLmDocuments) run_lm_documents = nullptr;
 };
 
 // The table of the engine linked into this program.

@@ -159,79 +159,6 @@ absl::Status MeasureFinalModel(LanguageModel& lm, const Tokenizer& vocab,
   return absl::OkStatus();
 }
 
-// Extractable memorization's held-out sequences and the lines inserted back:
-// group g's sequences (the g-th `extractable_sequences` of them) each
-// extractable_duplicates[g] times; the last `extractable_sequences` are the
-// never-inserted controls.
-uint32_t DuplicatesOf(const ExposureRunSpec& spec, size_t sequence) {
-  const size_t group = sequence / spec.extractable_sequences;
-  return group < spec.extractable_duplicates.size() ? spec.extractable_duplicates[group] : 0;
-}
-
-std::vector<std::pair<std::string, uint32_t>> ExtractableLines(
-    const ExposureRunSpec& spec, const std::vector<std::string>& held_out) {
-  std::vector<std::pair<std::string, uint32_t>> lines;
-  for (size_t i = 0; i < held_out.size(); ++i) {
-    if (DuplicatesOf(spec, i) > 0) lines.emplace_back(held_out[i], DuplicatesOf(spec, i));
-  }
-  return lines;
-}
-
-// Each held-out sequence's first extractable_prefix tokens, after a
-// newline as every line starts in training, continued greedily (`decode`):
-// extracted when the next extractable_suffix tokens are the sequence's own.
-// Its membership scores always (a model trained without any of the
-// sequences scores them for the reference attacks).
-std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const Tokenizer& vocab,
-                                                    const ExposureRunSpec& spec,
-                                                    const std::vector<std::string>& held_out,
-                                                    bool decode) {
-  const bool was_training = lm.is_training();
-  lm.eval();
-  const int64_t newline = vocab.Newline();
-  std::vector<std::vector<int64_t>> texts, prompts;
-  for (const std::string& sequence : held_out) {
-    const std::vector<int64_t>& ids = texts.emplace_back(vocab.Encode(sequence));
-    std::vector<int64_t> prompt = {newline};
-    prompt.insert(prompt.end(), ids.begin(), ids.begin() + spec.extractable_prefix);
-    prompts.push_back(std::move(prompt));
-  }
-  const std::vector<std::vector<int64_t>> decoded =
-      decode ? GreedyContinuations(lm, prompts, spec.extractable_suffix)
-             : std::vector<std::vector<int64_t>>(prompts.size());
-  const std::vector<TokenLogProbs> log_probs = TextLogProbs(lm, texts, newline);
-  std::vector<ExtractableSequence> out;
-  for (size_t i = 0; i < held_out.size(); ++i) {
-    ExtractableSequence s;
-    s.duplicates = DuplicatesOf(spec, i);
-    s.membership = MembershipScores(log_probs[i], held_out[i]);
-    // The continuation is the text past the prompt.
-    const std::vector<int64_t>& text = texts[i];
-    const uint32_t suffix = spec.extractable_suffix;
-    while (decode && s.matched < suffix &&
-           decoded[i][s.matched] == text[spec.extractable_prefix + s.matched]) {
-      ++s.matched;
-    }
-    s.extracted = decode && s.matched == suffix;
-    out.push_back(s);
-  }
-  if (was_training) lm.train();
-  return out;
-}
-
-// The text of `line`'s first `n` tokens, when it has that many and that text
-// encodes back to exactly them (a cut inside what the tokenizer would merge
-// does not, and the line is passed over).
-std::optional<std::string> FirstTokens(const Tokenizer& tokenizer, std::string_view line,
-                                       size_t n) {
-  std::vector<int64_t> ids = tokenizer.Encode(line);
-  if (ids.size() < n) return std::nullopt;
-  ids.resize(n);
-  std::string text = tokenizer.Decode(ids);
-  if (tokenizer.Encode(text) != ids) return std::nullopt;
-  return text;
-}
-
 // A model trained outside memaudit, measured as it is (no corpus, no steps).
 absl::StatusOr<ExposureRunResult> MeasureGivenModel(const ExposureRunSpec& spec) {
   if (spec.lm != ModelKind::kTorchScript) {
@@ -273,8 +200,8 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   if (spec.window < 2) return absl::InvalidArgumentError("window: must be >= 2");
   if (spec.batch_size == 0) return absl::InvalidArgumentError("batch_size: must be > 0");
   if (spec.epochs == 0) return absl::InvalidArgumentError("epochs: must be > 0");
-  if (spec.extractable_sequences > 0 &&
-      (spec.extractable_prefix == 0 || spec.extractable_suffix == 0)) {
+  if (spec.extractable.sequences > 0 &&
+      (spec.extractable.prefix == 0 || spec.extractable.suffix == 0)) {
     return absl::InvalidArgumentError("extractable: prefix and suffix must be > 0");
   }
   MEMAUDIT_ASSIGN_OR_RETURN(const std::string corpus,
@@ -289,17 +216,11 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   }
   std::string text = corpus;
   std::vector<std::string> held_out;
-  if (spec.extractable_sequences > 0) {
-    const size_t groups = spec.extractable_duplicates.size() + 1;  // and the controls
+  if (spec.extractable.sequences > 0) {
     // Prefix and suffix count the model's tokens: characters, or a trained
     // tokenizer's (a line cut after its first n tokens).
-    LineCut cut;
-    if (tokenizer)
-      cut = [&](std::string_view line, size_t n) { return FirstTokens(*tokenizer, line, n); };
-    MEMAUDIT_ASSIGN_OR_RETURN(
-        HeldOutLines held, HoldOutLines(text, spec.extractable_prefix + spec.extractable_suffix,
-                                        groups * spec.extractable_sequences, spec.extractable_seed,
-                                        "extractable.sequences", cut, "tokens"));
+    MEMAUDIT_ASSIGN_OR_RETURN(HeldOutLines held,
+                              HoldOutExtractable(text, spec.extractable, tokenizer.get()));
     text = std::move(held.text);
     held_out = std::move(held.sequences);
   }
@@ -307,7 +228,7 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   if (spec.insert_canaries) {
     text = InsertCanaries(text, format, canaries, DeriveSeed(spec.seed, "positions", 0));
     if (!held_out.empty()) {
-      text = InsertLines(text, ExtractableLines(spec, held_out),
+      text = InsertLines(text, ExtractableLines(spec.extractable, held_out),
                          DeriveSeed(spec.seed, "extractable.positions", 0));
     }
   }
@@ -387,7 +308,8 @@ absl::StatusOr<ExposureRunResult> RunExposure(const ExposureRunSpec& spec,
   LanguageModel& lm = static_cast<LanguageModel&>(trainer->model());
   MEMAUDIT_RETURN_IF_ERROR(MeasureFinalModel(lm, vocab, format, tokens, canaries, spec, &result));
   if (!held_out.empty()) {
-    result.extractable = MeasureExtractable(lm, vocab, spec, held_out, spec.insert_canaries);
+    result.extractable =
+        MeasureExtractable(lm, vocab, spec.extractable, held_out, spec.insert_canaries);
   }
   if (spec.eval_every_steps > 0 || spec.eval_every_epoch) {
     // The final model is the curve's last point: measured once, above.

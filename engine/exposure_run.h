@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "common/model_spec.h"
 #include "common/tokenizer.h"
-#include "engine/lm_membership_signals.h"
+#include "engine/extractable.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {
@@ -88,20 +88,14 @@ struct ExposureRunSpec {
   uint64_t eval_every_steps = 0;
   bool eval_every_epoch = false;
   // Extractable memorization (Quantifying Memorization Across Neural
-  // Language Models), on when extractable_sequences > 0: lines of the corpus
-  // drawn with extractable_seed are held out of every model's text
-  // (common/held_out_lines.h); `extractable_sequences` of them per entry of
-  // extractable_duplicates are inserted again that many times (where
-  // insert_canaries), and as many are never inserted (the controls). The
-  // final model is prompted with each one's first extractable_prefix tokens
-  // after a newline and continues greedily for extractable_suffix tokens; a
-  // model without insertions (a reference model) only scores every sequence
+  // Language Models), on when extractable.sequences > 0: corpus lines held
+  // out of every model's text (extractable.h), group g's inserted again
+  // duplicates[g] times (where insert_canaries), the controls never. The
+  // final model is prompted with each one's first `prefix` tokens after a
+  // newline and continues greedily for `suffix` tokens; a model without
+  // insertions (a reference model) only scores every sequence
   // (ExtractableSequence::membership), for the reference attacks.
-  uint32_t extractable_sequences = 0;
-  uint32_t extractable_prefix = 32;
-  uint32_t extractable_suffix = 32;
-  std::vector<uint32_t> extractable_duplicates;
-  uint64_t extractable_seed = 0;
+  ExtractableSetup extractable;
   uint32_t threads = 1;
   std::string device;  // empty: the process default (engine/device.h)
 };
@@ -114,16 +108,6 @@ struct CanaryExposure {
   bool exact = false;   // false: rank is a lower bound, exposure an upper bound
   double exposure = 0;  // log2|R| - log2 rank
   uint64_t queries = 0;
-};
-
-// One held-out sequence and what greedy decoding gave back.
-struct ExtractableSequence {
-  uint32_t duplicates = 0;  // times inserted; 0 = a control
-  bool extracted = false;   // the whole continuation reproduced exactly
-  uint32_t matched = 0;     // characters reproduced before the first miss
-  // Its membership scores (the whole sequence, after a newline): members are
-  // the inserted ones, non-members the controls.
-  LmMembershipScores membership;
 };
 
 // The canaries measured at one evaluation point.

@@ -88,11 +88,7 @@ TEST(ExposureRunTest, ATransformerExposesAndGivesUpTheHeavilyInsertedCanary) {
 TEST(ExposureRunTest, SequencesInsertedOftenAreExtractedAndControlsAreNot) {
   ExposureRunSpec spec = SmallSpec();
   spec.epochs = 10;
-  spec.extractable_sequences = 4;
-  spec.extractable_prefix = 12;
-  spec.extractable_suffix = 12;
-  spec.extractable_duplicates = {1, 48};
-  spec.extractable_seed = 9;
+  spec.extractable = {4, 12, 12, {1, 48}, 9};
   spec.reference_samples = 0;
   auto result = RunExposure(spec, nullptr);
   MEMAUDIT_ASSERT_OK(result);
@@ -130,7 +126,7 @@ TEST(ExposureRunTest, SequencesInsertedOftenAreExtractedAndControlsAreNot) {
     EXPECT_GT(result->extractable[i].membership.loss, ref->extractable[i].membership.loss) << i;
   }
   // Too few long lines: the field is named.
-  spec.extractable_sequences = 1000;
+  spec.extractable.sequences = 1000;
   EXPECT_THAT(RunExposure(spec, nullptr), StatusIs(absl::StatusCode::kInvalidArgument,
                                                    ::testing::HasSubstr("extractable.sequences")));
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
+#include "engine/extractable.h"
 #include "engine/language_model.h"
 #include "engine/lm_dataset.h"
 #include "engine/lm_scorer.h"
@@ -31,8 +32,28 @@ InjectOptions InjectOptionsFor(const ForgettingLmRunSpec& spec) {
   return o;
 }
 
+// Windows of the canary batch: the canaries' copies and the inserted
+// extractable sequences'.
 uint64_t TotalCopies(const ForgettingLmRunSpec& spec) {
-  return std::accumulate(spec.copies.begin(), spec.copies.end(), uint64_t{0});
+  uint64_t copies = std::accumulate(spec.copies.begin(), spec.copies.end(), uint64_t{0});
+  for (uint32_t d : spec.extractable.duplicates) {
+    copies += uint64_t{d} * spec.extractable.sequences;
+  }
+  return copies;
+}
+
+// Whether greedy decoding gives each held-out sequence back, under `trainer`'s
+// model (its mode restored).
+std::vector<uint8_t> Extracted(Trainer& trainer, const Tokenizer& vocab,
+                               const ExtractableSetup& setup,
+                               const std::vector<std::string>& held_out) {
+  std::vector<uint8_t> out;
+  if (held_out.empty()) return out;
+  for (const ExtractableSequence& s : MeasureExtractable(
+           static_cast<LanguageModel&>(trainer.model()), vocab, setup, held_out, true)) {
+    out.push_back(s.extracted ? 1 : 0);
+  }
+  return out;
 }
 
 absl::Status CheckSpec(const ForgettingLmRunSpec& spec) {
@@ -118,17 +139,27 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
                                                       const ForgettingLmStepCallback& on_step,
                                                       const ForgettingLmPointCallback& on_point) {
   MEMAUDIT_RETURN_IF_ERROR(CheckSpec(spec));
-  MEMAUDIT_ASSIGN_OR_RETURN(std::string corpus,
+  MEMAUDIT_ASSIGN_OR_RETURN(const std::string corpus,
                             LoadCorpus(spec.corpus_text, spec.corpus_path, spec.max_corpus_chars));
-  const std::string text = std::move(corpus);
+  std::string text = corpus;
   const CanaryFormat format = FormatFor(spec.prefix, spec.digits, spec.alphabets);
   MEMAUDIT_ASSIGN_OR_RETURN(
       std::vector<std::string> secrets,
       DrawSecrets(format, spec.copies.size() + spec.controls, spec.canary_seed));
+  // The tokenizer learns from (or the vocabulary holds) the corpus as
+  // loaded, held-out lines included.
   MEMAUDIT_ASSIGN_OR_RETURN(
       const std::shared_ptr<const Tokenizer> tokenizer,
-      LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, text, format));
+      LmTokenizer(spec.lm, spec.torchscript_path, spec.tokenizer, corpus, format));
   const Tokenizer& vocab = *tokenizer;
+  std::vector<std::string> held_out;
+  if (spec.extractable.sequences > 0) {
+    MEMAUDIT_ASSIGN_OR_RETURN(
+        HeldOutLines held,
+        HoldOutExtractable(corpus, spec.extractable, spec.tokenizer ? &vocab : nullptr));
+    text = std::move(held.text);
+    held_out = std::move(held.sequences);
+  }
   const std::vector<int64_t> tokens = vocab.Encode(text);
   TensorDataset clean = LmWindows(tokens, spec.window);
   if (clean.size() == 0) return absl::InvalidArgumentError("corpus: shorter than one window");
@@ -152,13 +183,14 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
   SplitMix64 fill(DeriveSeed(spec.canary_seed, "fill", 0));
   std::vector<int64_t> xs, ys;
   uint64_t windows = 0;
-  for (size_t c = 0; c < spec.copies.size(); ++c) {
-    const std::vector<int64_t> line = vocab.Encode("\n" + CanaryText(format, secrets[c]) + "\n");
+  const auto add_windows = [&](const std::string& text_line, uint32_t copies,
+                               const char* what) -> absl::Status {
+    const std::vector<int64_t> line = vocab.Encode("\n" + text_line + "\n");
     if (line.size() > spec.window) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "window: ", spec.window, " tokens cannot hold the canary line (", line.size(), ")"));
+          "window: ", spec.window, " tokens cannot hold the ", what, " (", line.size(), ")"));
     }
-    for (uint32_t k = 0; k < spec.copies[c]; ++k) {
+    for (uint32_t k = 0; k < copies; ++k) {
       std::vector<int64_t> w = line;
       size_t at = line_starts[fill.Uniform(line_starts.size())];
       while (w.size() < spec.window + 1) {
@@ -169,6 +201,16 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
       ys.insert(ys.end(), w.begin() + 1, w.end());
       ++windows;
     }
+    return absl::OkStatus();
+  };
+  for (size_t c = 0; c < spec.copies.size(); ++c) {
+    MEMAUDIT_RETURN_IF_ERROR(
+        add_windows(CanaryText(format, secrets[c]), spec.copies[c], "canary line"));
+  }
+  // The extractable sequences join the batch after the canaries, so the
+  // canaries' windows are the same with or without them.
+  for (const auto& [line, copies] : ExtractableLines(spec.extractable, held_out)) {
+    MEMAUDIT_RETURN_IF_ERROR(add_windows(line, copies, "extractable sequence"));
   }
   const int64_t n = static_cast<int64_t>(windows), wlen = spec.window;
   TensorDataset injected(torch::tensor(xs, torch::kLong).reshape({n, wlen}),
@@ -244,6 +286,8 @@ absl::StatusOr<ForgettingLmRunResult> RunForgettingLm(const ForgettingLmRunSpec&
     MEMAUDIT_ASSIGN_OR_RETURN(auto inj, Measure(*injected_arm, token_format, canary_ids,
                                                 result.log2_space, spec.rank_query_budget));
     point.injected = std::move(inj);
+    point.extracted_injected = Extracted(*injected_arm, vocab, spec.extractable, held_out);
+    point.extracted_baseline = Extracted(*baseline_arm, vocab, spec.extractable, held_out);
     // At k = 0 the baseline is the checkpoint (Inject: the shared state at
     // T_I; Poison: the baseline at T_I): no need to rank again.
     if (k == 0) {

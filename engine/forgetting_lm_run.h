@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "common/model_spec.h"
 #include "common/tokenizer.h"
+#include "engine/extractable.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {
@@ -63,6 +64,11 @@ struct ForgettingLmRunSpec {
   // trie needs at most this many, else each canary is ranked by
   // branch-and-bound within it (a lower bound on the rank when it runs out).
   uint64_t rank_query_budget = 2'000'000;
+  // Extractable memorization as a forgetting curve (sequences > 0): corpus
+  // lines held out of the text, group g's inserted duplicates[g] times into
+  // the canary batch beside the canaries, each measured at every point in
+  // both arms (extractable.h).
+  ExtractableSetup extractable;
   uint64_t canary_seed = 0;  // secrets and canary-batch windows: same every trial
   uint64_t init_seed = 0;
   uint64_t order_seed = 0;
@@ -78,6 +84,9 @@ struct CanaryExposures {
 struct ForgettingLmPoint {
   uint64_t steps_since_injection = 0;
   CanaryExposures injected, baseline;
+  // Per held-out sequence (groups in order, then the controls): 1 when greedy
+  // decoding from its prefix gives its suffix back, in each arm.
+  std::vector<uint8_t> extracted_injected, extracted_baseline;
 };
 
 struct ForgettingLmRunResult {

@@ -286,4 +286,40 @@ Completion BeamComplete(LmScorer& scorer, const TokenFormat& format, size_t widt
   return {beam[0].tokens, beam[0].px};
 }
 
+std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const Tokenizer& vocab,
+                                                    const ExtractableSetup& setup,
+                                                    const std::vector<std::string>& held_out,
+                                                    bool decode) {
+  const bool was_training = lm.is_training();
+  lm.eval();
+  const int64_t newline = vocab.Newline();
+  std::vector<std::vector<int64_t>> texts, prompts;
+  for (const std::string& sequence : held_out) {
+    const std::vector<int64_t>& ids = texts.emplace_back(vocab.Encode(sequence));
+    std::vector<int64_t> prompt = {newline};
+    prompt.insert(prompt.end(), ids.begin(), ids.begin() + setup.prefix);
+    prompts.push_back(std::move(prompt));
+  }
+  const std::vector<std::vector<int64_t>> decoded =
+      decode ? GreedyContinuations(lm, prompts, setup.suffix)
+             : std::vector<std::vector<int64_t>>(prompts.size());
+  const std::vector<TokenLogProbs> log_probs = TextLogProbs(lm, texts, newline);
+  std::vector<ExtractableSequence> out;
+  for (size_t i = 0; i < held_out.size(); ++i) {
+    ExtractableSequence s;
+    s.duplicates = DuplicatesOf(setup, i);
+    s.membership = MembershipScores(log_probs[i], held_out[i]);
+    // The continuation is the text past the prompt.
+    const std::vector<int64_t>& text = texts[i];
+    while (decode && s.matched < setup.suffix &&
+           decoded[i][s.matched] == text[setup.prefix + s.matched]) {
+      ++s.matched;
+    }
+    s.extracted = decode && s.matched == setup.suffix;
+    out.push_back(s);
+  }
+  if (was_training) lm.train();
+  return out;
+}
+
 }  // namespace memaudit::engine

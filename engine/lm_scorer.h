@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/extractable.h"
 #include "engine/language_model.h"
 #include "engine/lm_membership_signals.h"
 #include "engine/text_corpus.h"
@@ -84,6 +85,16 @@ struct Completion {
 std::vector<TokenLogProbs> TextLogProbs(LanguageModel& model,
                                         const std::vector<std::vector<int64_t>>& texts,
                                         int64_t start, size_t batch = 64);
+
+// Each held-out sequence's first setup.prefix tokens, after a newline as
+// every line starts in training, continued greedily (`decode`): extracted
+// when the next setup.suffix tokens are the sequence's own. Its membership
+// scores always (a model trained without any of the sequences scores them
+// for the reference attacks). Eval mode, restored after.
+std::vector<ExtractableSequence> MeasureExtractable(LanguageModel& lm, const Tokenizer& vocab,
+                                                    const ExtractableSetup& setup,
+                                                    const std::vector<std::string>& held_out,
+                                                    bool decode);
 
 // Greedy decoding of `length` tokens after each prompt (all of one length),
 // `batch` prompts at a time: the most likely token at every step, through the

@@ -42,7 +42,10 @@ v1::AuditSpec Spec() {
   m->set_population_size(kPopulation);
   m->mutable_training()->set_learning_rate(0.1);
   m->mutable_training()->set_epochs(1);
-  for (const std::string& attack : memaudit::membership::AttackNames()) m->add_attacks(attack);
+  // Every attack a dataset can name (the text attacks score documents only).
+  for (const memaudit::membership::Attack& a : memaudit::membership::Attacks()) {
+    if (!a.needs_documents) m->add_attacks(memaudit::membership::AttackName(a.id));
+  }
   m->add_fpr_points(0.001);
   m->add_fpr_points(0.1);
   memaudit::spec::ApplyDefaults(&spec);

@@ -179,15 +179,26 @@ absl::StatusOr<TokenizerFile> ReadTokenizerModel(const std::string& path,
   return file;
 }
 
+namespace {
+
+// A target names both its files.
+absl::Status RequireTargetFiles(const v1::TargetModelSpec& target, const std::string& model_field,
+                                const std::string& members_field) {
+  if (target.torchscript_path().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(model_field, ": required"));
+  }
+  if (target.members_path().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(members_field, ": required"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ResolveTarget(v1::TargetModelSpec* target, uint32_t rows, absl::string_view field) {
   const std::string model_field = absl::StrCat(field, ".torchscript_path");
   const std::string members_field = absl::StrCat(field, ".members_path");
-  if (target->torchscript_path().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(model_field, ": required"));
-  }
-  if (target->members_path().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(members_field, ": required"));
-  }
+  MEMAUDIT_RETURN_IF_ERROR(RequireTargetFiles(*target, model_field, members_field));
   MEMAUDIT_ASSIGN_OR_RETURN(std::vector<uint32_t> members,
                             ReadMemberRows(target->members_path(), rows, members_field));
   MEMAUDIT_ASSIGN_OR_RETURN(std::string hash,
@@ -196,6 +207,31 @@ absl::Status ResolveTarget(v1::TargetModelSpec* target, uint32_t rows, absl::str
   target->set_members(static_cast<uint32_t>(members.size()));
   target->set_content_hash(hash);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ResolveDocumentsTarget(v1::TargetModelSpec* target,
+                                                   absl::string_view field) {
+  const std::string model_field = absl::StrCat(field, ".torchscript_path");
+  const std::string members_field = absl::StrCat(field, ".members_path");
+  MEMAUDIT_RETURN_IF_ERROR(RequireTargetFiles(*target, model_field, members_field));
+  MEMAUDIT_ASSIGN_OR_RETURN(const data::FileStamp stamp,
+                            data::StatFile(target->members_path(), members_field));
+  if (stamp.size > kMaxMembersTextBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(members_field, ": a text of ", stamp.size,
+                                                   " bytes; at most ", kMaxMembersTextBytes,
+                                                   " are read"));
+  }
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string text,
+                            data::ReadFileBytes(target->members_path(), members_field));
+  MEMAUDIT_ASSIGN_OR_RETURN(std::string hash,
+                            FilesContentHash({{model_field, target->torchscript_path()},
+                                              {members_field, target->members_path()}}));
+  // Lines, the last one counted without its newline; an empty text has none.
+  const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) +
+                       (!text.empty() && text.back() != '\n' ? 1 : 0);
+  target->set_members(static_cast<uint32_t>(std::min<size_t>(lines, UINT32_MAX)));
+  target->set_content_hash(hash);
+  return text;
 }
 
 }  // namespace memaudit

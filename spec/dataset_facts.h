@@ -68,6 +68,14 @@ absl::StatusOr<TokenizerFile> ReadTokenizerModel(const std::string& path, const 
 // then its members file. `field` is the target's ("membership.target").
 absl::Status ResolveTarget(v1::TargetModelSpec* target, uint32_t rows, absl::string_view field);
 
+// A language model's target over documents: its module and the text it
+// trained on (members_path, at most kMaxMembersTextBytes, refused from its
+// size before a byte is read). Records the content hash of both and, as
+// `members`, the text's lines; returns the text.
+inline constexpr uint64_t kMaxMembersTextBytes = uint64_t{16} << 20;
+absl::StatusOr<std::string> ResolveDocumentsTarget(v1::TargetModelSpec* target,
+                                                   absl::string_view field);
+
 }  // namespace memaudit
 
 #endif  // MEMAUDIT_SPEC_DATASET_FACTS_H_

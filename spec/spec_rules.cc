@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -115,6 +116,64 @@ void CheckTokenizer(const std::string& prefix, const v1::TokenizerSpec& t, const
   }
   only(t.model_path().empty() && !t.content_hash().empty(), "content_hash",
        "a tokenizer read from model_path");
+}
+
+void ApplyExtractableDefaults(v1::ExtractableSpec* x, uint32_t chars) {
+  if (x->prefix_chars() == 0) x->set_prefix_chars(chars);
+  if (x->suffix_chars() == 0) x->set_suffix_chars(chars);
+  if (x->duplicates().empty()) {
+    for (uint32_t d : {1, 2, 4, 8, 16, 32, 64}) x->add_duplicates(d);
+  }
+  if (x->sequences() == 0) x->set_sequences(32);
+}
+
+bool CheckExtractable(const v1::ExtractableSpec& x, const AddProblem& add) {
+  bool ok = true;
+  const auto in_range = [&](const std::string& field, uint64_t value, uint64_t max) {
+    if (value == 0 || value > max) {
+      add(absl::StrCat("extractable.", field),
+          absl::StrCat("must be in [1, ", max, "] (got ", value, ")"));
+      ok = false;
+    }
+  };
+  in_range("prefix_chars", x.prefix_chars(), kMaxExtractableChars);
+  in_range("suffix_chars", x.suffix_chars(), kMaxExtractableChars);
+  in_range("sequences", x.sequences(), kMaxExtractableSequences);
+  if (!CheckListSize("extractable.duplicates", x.duplicates_size(), 1, kMaxExtractableGroups,
+                     add)) {
+    return false;
+  }
+  std::set<uint32_t> seen;
+  for (int i = 0; i < x.duplicates_size(); ++i) {
+    const std::string field = absl::StrCat("duplicates[", i, "]");
+    in_range(field, x.duplicates(i), kMaxExtractableDuplicates);
+    if (!seen.insert(x.duplicates(i)).second) {
+      add(absl::StrCat("extractable.", field), absl::StrCat(x.duplicates(i), " is listed twice"));
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+void CheckCorpus(const v1::CorpusSpec& c, const AddProblem& add) {
+  if (c.name() != "fortunes") {
+    add("corpus.name", absl::StrCat("must be \"fortunes\" (got ", QuoteValue(c.name()),
+                                    "); use corpus.path or corpus.text for other text"));
+  }
+  if (!c.path().empty() && !c.text().empty()) {
+    add("corpus.text", "set at most one of corpus.path and corpus.text");
+  }
+  if (c.max_chars() > 1'000'000'000) {
+    add("corpus.max_chars", absl::StrCat("must be <= 1000000000 (got ", c.max_chars(), ")"));
+  }
+}
+
+void CheckLmTraining(const v1::LanguageModelTraining& t, const AddProblem& add) {
+  CheckOneOf("training.optimizer", t.optimizer(), {"adam", "sgd", "momentum", "rmsprop"}, add);
+  CheckLearningRate(t.learning_rate(), add);
+  CheckWeightDecay(t.weight_decay(), add);
+  CheckEpochs(t.epochs(), add);
+  CheckBatchSize(t.batch_size(), add);
 }
 
 bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& m,

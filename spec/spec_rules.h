@@ -97,6 +97,30 @@ void CheckTokenizer(const std::string& prefix, const v1::TokenizerSpec& t, const
 bool CheckLanguageModel(const std::string& prefix, const v1::LanguageModelSpec& m,
                         const LmSizeLimits& limits, const AddProblem& add);
 
+// A corpus block ("corpus.*"): the name "fortunes" (path or text replace
+// it), at most one of path and text, max_chars <= 10^9. Their byte lengths
+// are the caller's to check first.
+void CheckCorpus(const v1::CorpusSpec& c, const AddProblem& add);
+
+// An LM recipe ("training.*"): optimizer, learning rate, weight decay,
+// epochs and batch size; the window is the kind's to check.
+void CheckLmTraining(const v1::LanguageModelTraining& t, const AddProblem& add);
+
+// Extractable memorization's block (exposure.extractable,
+// forgetting.canaries.extractable): its limits, the lines it holds out of the
+// corpus (every group's sequences and the controls), its defaults (`chars`
+// + `chars` tokens, duplicates 1, 2, 4, … 64, 32 sequences) and its rules
+// ("extractable.*": sizes, distinct duplicates; returns whether they hold).
+inline constexpr uint32_t kMaxExtractableChars = 256;
+inline constexpr uint32_t kMaxExtractableSequences = 1000;
+inline constexpr int kMaxExtractableGroups = 16;
+inline constexpr uint32_t kMaxExtractableDuplicates = 1000;
+inline size_t ExtractableHeldOut(const v1::ExtractableSpec& x) {
+  return static_cast<size_t>(x.duplicates_size() + 1) * x.sequences();
+}
+void ApplyExtractableDefaults(v1::ExtractableSpec* x, uint32_t chars);
+bool CheckExtractable(const v1::ExtractableSpec& x, const AddProblem& add);
+
 // One group of identical models for the cost estimate.
 struct ModelGroup {
   double models = 0;

@@ -19,6 +19,7 @@
 #include "scoring/roc.h"
 #include "scoring/skew_normal.h"
 #include "services/scorer/result_warnings.h"
+#include "spec/spec_rules.h"
 
 namespace memaudit::scorer {
 namespace {
@@ -684,7 +685,7 @@ absl::Status ValidateExposureObservation(const v1::ExposureAudit& e, const v1::O
   } else if (o.signal() == exposure::kDp) {
     expected = exposure::kDpValues;
   } else if (IsPerExtractable(o.signal())) {
-    expected = exposure::ExtractableHeldOut(e.extractable());
+    expected = spec::ExtractableHeldOut(e.extractable());
   }
   if (expected > 0 && n != expected) {
     return absl::InvalidArgumentError(absl::StrCat("observation.values: expected ", expected,

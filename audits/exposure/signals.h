@@ -152,14 +152,6 @@ inline const std::vector<std::pair<const char*, const char*>>& SequenceMembershi
 inline constexpr char kReferenceAttack[] = "reference";
 inline constexpr char kLiraOfflineAttack[] = "lira_offline";
 inline constexpr uint32_t kLiraOfflineMinReferences = 2;
-inline constexpr uint32_t kMaxExtractableChars = 256;
-inline constexpr uint32_t kMaxExtractableSequences = 1000;
-inline constexpr int kMaxExtractableGroups = 16;
-inline constexpr uint32_t kMaxExtractableDuplicates = 1000;
-// Lines held out of the corpus: every group's sequences and the controls.
-inline size_t ExtractableHeldOut(const v1::ExtractableSpec& x) {
-  return static_cast<size_t>(x.duplicates_size() + 1) * x.sequences();
-}
 
 inline const std::vector<std::string>& EstimatorNames() {
   static const auto* names = new std::vector<std::string>{"exact", "sampled", "extrapolated"};

@@ -178,15 +178,7 @@ void ApplyExposureDefaults(v1::ExposureAudit* e) {
     for (uint32_t r : {1, 4, 16, 64}) e->add_repeats(r);
   }
   if (!e->has_controls()) e->set_controls(2);
-  if (e->has_extractable()) {
-    v1::ExtractableSpec* x = e->mutable_extractable();
-    if (x->prefix_chars() == 0) x->set_prefix_chars(32);
-    if (x->suffix_chars() == 0) x->set_suffix_chars(32);
-    if (x->duplicates().empty()) {
-      for (uint32_t d : {1, 2, 4, 8, 16, 32, 64}) x->add_duplicates(d);
-    }
-    if (x->sequences() == 0) x->set_sequences(32);
-  }
+  if (e->has_extractable()) ApplyExtractableDefaults(e->mutable_extractable(), 32);
   if (e->estimator().empty()) e->set_estimator("all");
   if (exposure::NeedsReferences(e->estimator()) && e->reference_samples() == 0) {
     e->set_reference_samples(kDefaultReferenceSamples);
@@ -274,27 +266,13 @@ void CheckExposureCost(const v1::ExposureAudit& e, const AddProblem& add) {
 
 // corpus, model and training: the recipe the canary models train with.
 void ValidateRecipe(const v1::ExposureAudit& e, const AddProblem& add) {
-  const v1::CorpusSpec& c = e.corpus();
-  if (c.name() != "fortunes") {
-    add("corpus.name", absl::StrCat("must be \"fortunes\" (got ", QuoteValue(c.name()),
-                                    "); use corpus.path or corpus.text for other text"));
-  }
-  if (!c.path().empty() && !c.text().empty()) {
-    add("corpus.text", "set at most one of corpus.path and corpus.text");
-  }
-  if (c.max_chars() > 1'000'000'000) {
-    add("corpus.max_chars", absl::StrCat("must be <= 1000000000 (got ", c.max_chars(), ")"));
-  }
+  CheckCorpus(e.corpus(), add);
   const v1::LanguageModelSpec& m = e.model();
   // A TorchScript module has its own sizes: layers, units and embedding are
   // not checked (nor used) for it.
   CheckLanguageModel("model.", m, {}, add);
   const v1::LanguageModelTraining& t = e.training();
-  CheckOneOf("training.optimizer", t.optimizer(), {"adam", "sgd", "momentum", "rmsprop"}, add);
-  CheckLearningRate(t.learning_rate(), add);
-  CheckWeightDecay(t.weight_decay(), add);
-  CheckEpochs(t.epochs(), add);
-  CheckBatchSize(t.batch_size(), add);
+  CheckLmTraining(t, add);
   if (t.window() < 2 || t.window() > 4096) {
     add("training.window", absl::StrCat("must be in [2, 4096] (got ", t.window(), ")"));
   }
@@ -463,37 +441,14 @@ void ValidateTarget(const v1::ExposureAudit& e, const AddProblem& add) {
 void ValidateExtractable(const v1::ExposureAudit& e, const AddProblem& add) {
   if (!e.has_extractable()) return;
   const v1::ExtractableSpec& x = e.extractable();
-  bool ok = true;
-  const auto in_range = [&](const std::string& field, uint64_t value, uint64_t max) {
-    if (value == 0 || value > max) {
-      add(absl::StrCat("extractable.", field),
-          absl::StrCat("must be in [1, ", max, "] (got ", value, ")"));
-      ok = false;
-    }
-  };
-  in_range("prefix_chars", x.prefix_chars(), exposure::kMaxExtractableChars);
-  in_range("suffix_chars", x.suffix_chars(), exposure::kMaxExtractableChars);
-  in_range("sequences", x.sequences(), exposure::kMaxExtractableSequences);
-  if (!CheckListSize("extractable.duplicates", x.duplicates_size(), 1,
-                     exposure::kMaxExtractableGroups, add)) {
-    return;
-  }
-  std::set<uint32_t> seen;
-  for (int i = 0; i < x.duplicates_size(); ++i) {
-    const std::string field = absl::StrCat("duplicates[", i, "]");
-    in_range(field, x.duplicates(i), exposure::kMaxExtractableDuplicates);
-    if (!seen.insert(x.duplicates(i)).second) {
-      add(absl::StrCat("extractable.", field), absl::StrCat(x.duplicates(i), " is listed twice"));
-      ok = false;
-    }
-  }
+  const bool ok = CheckExtractable(x, add);
   if (!ok || e.corpus().text().empty()) return;
   const size_t length = x.prefix_chars() + x.suffix_chars();
   const size_t lines = DistinctLongLines(InlineCorpus(e), length);
-  if (lines < exposure::ExtractableHeldOut(x)) {
+  if (lines < ExtractableHeldOut(x)) {
     add("extractable.sequences",
         absl::StrCat("the corpus has ", lines, " distinct lines of at least ", length,
-                     " characters; ", exposure::ExtractableHeldOut(x),
+                     " characters; ", ExtractableHeldOut(x),
                      " are needed (sequences x (duplicates + 1 for the controls))"));
   }
 }
@@ -549,8 +504,8 @@ uint64_t ExposureRecipeSteps(const v1::ExposureAudit& e, uint32_t batch_size, ui
     chars = CodePoints(InlineCorpus(e));
     if (e.has_extractable()) {
       // Every model trains without the held-out lines (the engine's draw).
-      const auto held = HoldOutLines(InlineCorpus(e), sequence, exposure::ExtractableHeldOut(x),
-                                     x.seed(), "extractable.sequences");
+      const auto held = HoldOutLines(InlineCorpus(e), sequence, ExtractableHeldOut(x), x.seed(),
+                                     "extractable.sequences");
       if (held.ok()) chars = CodePoints(held->text);
     }
   }

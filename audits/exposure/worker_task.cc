@@ -52,15 +52,6 @@ absl::StatusOr<TaskModel> ModelOf(const v1::Task& task) {
   return m;
 }
 
-// Extractable memorization's held-out sequences (the same in every model).
-void SetExtractable(const v1::ExtractableSpec& x, engine::ExposureRunSpec* run) {
-  run->extractable_sequences = x.sequences();
-  run->extractable_prefix = x.prefix_chars();
-  run->extractable_suffix = x.suffix_chars();
-  run->extractable_duplicates.assign(x.duplicates().begin(), x.duplicates().end());
-  run->extractable_seed = x.seed();
-}
-
 }  // namespace
 
 absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task) {
@@ -105,7 +96,8 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
     run.given_model = true;
     run.given_secrets.assign(e.target().secrets().begin(), e.target().secrets().end());
   }
-  if (e.has_extractable()) SetExtractable(e.extractable(), &run);
+  // The held-out sequences are the same in every model.
+  if (e.has_extractable()) run.extractable = ExtractableSetupOf(e.extractable());
   // The LM recipes carry no momentum field: "momentum" keeps the engine's 0.9.
   auto optimizer =
       engine::OptimizerFromName(e.training().optimizer(), variant.learning_rate,

@@ -143,9 +143,65 @@ std::string ForgettingExposureSvg(const v1::ForgettingResults& f) {
   return plot.Finish();
 }
 
+// Extractable memorization: the fraction of each group's held-out sequences
+// extracted against steps since injection, injected arm solid, baseline
+// dotted.
+std::string ForgettingExtractableSvg(const v1::ForgettingResults& f) {
+  double max_step = 1;
+  bool any = false;
+  for (const v1::ForgettingExtractableCurve& c : f.extractable_curves()) {
+    for (const v1::ForgettingExtractablePoint& p : c.points()) {
+      any = true;
+      max_step = std::max(max_step, static_cast<double>(p.steps_since_injection()));
+    }
+  }
+  if (!any) return "";
+  const svg::Frame frame = PageFrame();
+  Plot plot(frame, Plot::XAxisFor(frame, Scale::kLog1p, 0, max_step),
+            Plot::YAxisFor(frame, Scale::kLinear, 0, 1.05),
+            "extractable memorization against steps since injection", "forgetting-extractable");
+  plot.XTicks(svg::Log1pTicks(max_step), "steps since injection (log scale, 0 kept)");
+  plot.YTicks(svg::LinearTicks(0, 1, 5), "fraction extracted");
+  std::vector<LegendEntry> legend;
+  for (int i = 0; i < f.extractable_curves_size(); ++i) {
+    const v1::ForgettingExtractableCurve& c = f.extractable_curves(i);
+    const std::string name = InsertedLabel(c.duplicates());
+    std::vector<double> steps, low, high;
+    std::vector<Point> injected, baseline;
+    for (const v1::ForgettingExtractablePoint& p : c.points()) {
+      const double k = static_cast<double>(p.steps_since_injection());
+      steps.push_back(k);
+      low.push_back(std::clamp(p.fraction().rerun_low(), 0.0, 1.0));
+      high.push_back(std::clamp(p.fraction().rerun_high(), 0.0, 1.0));
+      injected.push_back({k, p.fraction().mean()});
+      baseline.push_back({k, p.baseline_fraction().mean()});
+    }
+    plot.Band(steps, low, high, svg::Color(i), "band", absl::StrCat(name, ", 95% re-run interval"),
+              /*opacity=*/0.12);
+    plot.Line(injected, {svg::Color(i)}, "curve injected", absl::StrCat(name, ", injected arm"));
+    plot.Line(baseline, {svg::Color(i), 1, "2 3"}, "curve baseline",
+              absl::StrCat(name, ", baseline arm"));
+    legend.push_back({name, svg::Color(i)});
+  }
+  legend.push_back({"baseline arm", kGrey, LegendEntry::Kind::kLine, "2 3"});
+  plot.Legend(legend, Corner::kOutsideRight);
+  return plot.Finish();
+}
+
 std::string ForgettingPlotsHtml(const v1::AuditResults& r) {
   const v1::ForgettingResults& f = r.forgetting();
   if (const std::string exposure = ForgettingExposureSvg(f); !exposure.empty()) {
+    std::string extractable = ForgettingExtractableSvg(f);
+    if (!extractable.empty()) {
+      extractable = absl::StrCat(
+          "<h2>Extractable memorization over steps since injection</h2>", extractable,
+          absl::StrFormat("<p>Fraction of the held-out sequences of each group (xN: inserted N "
+                          "times in the canary batch; control: never) that greedy decoding "
+                          "continues exactly from their prefix, under the injected arm, mean "
+                          "across %u trials; shaded: the 95%% re-run interval; dotted: the "
+                          "baseline arm.</p>",
+                          f.trials()));
+    }
     return absl::StrCat(
         "<h2>Canary exposure over steps since injection</h2>", exposure,
         absl::StrFormat(
@@ -154,7 +210,8 @@ std::string ForgettingPlotsHtml(const v1::AuditResults& r) {
             "trials; shaded: the 95%% interval across trials; dotted: the same canaries under "
             "the baseline arm. Dashed red: log2|R|, the largest exposure (bands are cut to "
             "[0, log2|R|]). Steps are on a log(1 + steps) axis.</p>",
-            f.trials()));
+            f.trials()),
+        extractable);
   }
   const std::string curves = ForgettingCurvesSvg(f);
   if (curves.empty()) return "";

@@ -7,6 +7,7 @@
 #include "audits/forgetting/cli_plots.h"
 #include "audits/forgetting/cli_render_construction.h"
 #include "cli/render.h"
+#include "common/status_macros.h"
 
 namespace memaudit::cli {
 namespace {
@@ -171,6 +172,66 @@ std::string ExposureHtml(const v1::AuditResults& r) {
 
 bool IsCanaryAudit(const v1::ForgettingResults& f) { return f.exposure_curves_size() > 0; }
 
+std::string ExtractableGroupName(const v1::ForgettingExtractableCurve& c) {
+  return c.duplicates() == 0 ? "controls" : absl::StrCat("x", c.duplicates());
+}
+
+// Extractable memorization as a forgetting curve: one row per evaluation
+// point, one "injected / baseline" fraction column per group.
+std::string ExtractableTable(const v1::ForgettingResults& f) {
+  if (f.extractable_curves().empty()) return "";
+  std::string out =
+      "\nextractable memorization: fraction of held-out sequences continued exactly from their "
+      "prefix, injected arm / baseline arm (means across trials)\n";
+  std::string header = absl::StrFormat("%-12s", "steps_since");
+  for (const v1::ForgettingExtractableCurve& c : f.extractable_curves()) {
+    absl::StrAppend(&header, absl::StrFormat(" %-15s", absl::StrCat(ExtractableGroupName(c), " (",
+                                                                    c.sequences(), ")")));
+  }
+  absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
+  for (int i = 0; i < f.extractable_curves(0).points_size(); ++i) {
+    absl::StrAppend(
+        &out, absl::StrFormat("%-12d", f.extractable_curves(0).points(i).steps_since_injection()));
+    for (const v1::ForgettingExtractableCurve& c : f.extractable_curves()) {
+      const v1::ForgettingExtractablePoint& p = c.points(i);
+      absl::StrAppend(&out,
+                      absl::StrFormat(" %-15s", absl::StrFormat("%.3f / %.3f", p.fraction().mean(),
+                                                                p.baseline_fraction().mean())));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+std::string ExtractableHtml(const v1::ForgettingResults& f) {
+  if (f.extractable_curves().empty()) return "";
+  std::string html =
+      "<h2>Extractable memorization over steps since injection</h2><p>Fraction of held-out "
+      "sequences that greedy decoding continues exactly from their prefix, mean across trials "
+      "[95% re-run interval], under the injected arm and the baseline arm.</p><table "
+      "class=\"numbers\"><tr><th>steps since injection</th>";
+  for (const v1::ForgettingExtractableCurve& c : f.extractable_curves()) {
+    absl::StrAppend(&html, "<th>", ExtractableGroupName(c), " injected</th><th>",
+                    ExtractableGroupName(c), " baseline</th>");
+  }
+  absl::StrAppend(&html, "</tr>");
+  for (int i = 0; i < f.extractable_curves(0).points_size(); ++i) {
+    absl::StrAppend(&html,
+                    absl::StrFormat("<tr><td>%d</td>",
+                                    f.extractable_curves(0).points(i).steps_since_injection()));
+    for (const v1::ForgettingExtractableCurve& c : f.extractable_curves()) {
+      const v1::ForgettingExtractablePoint& p = c.points(i);
+      absl::StrAppend(
+          &html, absl::StrFormat("<td>%.3f [%.3f, %.3f]</td><td>%.3f</td>", p.fraction().mean(),
+                                 p.fraction().rerun_low(), p.fraction().rerun_high(),
+                                 p.baseline_fraction().mean()));
+    }
+    absl::StrAppend(&html, "</tr>");
+  }
+  absl::StrAppend(&html, "</table>");
+  return html;
+}
+
 std::string SigmaNote(const v1::ForgettingResults& f) {
   return f.lira_per_example_variance() ? "sigma per example" : "sigma pooled over Dp";
 }
@@ -189,7 +250,7 @@ std::string LiraModelsNote(const v1::ForgettingResults& f) {
 std::string ForgettingTable(const v1::AuditResults& r) {
   const v1::ForgettingResults& f = r.forgetting();
   if (IsConstruction(f)) return ConstructionTable(r);
-  if (IsCanaryAudit(f)) return ExposureTable(r);
+  if (IsCanaryAudit(f)) return ExposureTable(r) + ExtractableTable(f);
   std::string out = absl::StrFormat(
       "audit %s (forgetting): strategy %s, attack %s, %u trials x %u injected examples, "
       "%u steps per trial%s\n",
@@ -226,7 +287,7 @@ std::string ForgettingTable(const v1::AuditResults& r) {
 std::string ForgettingHtmlSection(const v1::AuditResults& r) {
   const v1::ForgettingResults& f = r.forgetting();
   if (IsConstruction(f)) return ConstructionHtml(r);
-  if (IsCanaryAudit(f)) return ExposureHtml(r);
+  if (IsCanaryAudit(f)) return ExposureHtml(r) + ExtractableHtml(f);
   std::string html = absl::StrFormat(
       "<h2>Forgetting curve</h2><p>Strategy %s, attack %s, %u trials, %u injected examples; "
       "membership inference of the injected arm against the baseline arm.</p>",
@@ -287,7 +348,25 @@ absl::Status WriteForgettingCsv(const v1::AuditResults& r, const std::string& di
                       r.forgetting().log2_space()));
       }
     }
-    return WriteFile(dir + "/forgetting_exposure.csv", csv);
+    MEMAUDIT_RETURN_IF_ERROR(WriteFile(dir + "/forgetting_exposure.csv", csv));
+    if (r.forgetting().extractable_curves().empty()) return absl::OkStatus();
+    std::string extractable =
+        "audit_id,duplicates,sequences,steps_since_injection,fraction,fraction_low,"
+        "fraction_high,fraction_rerun_low,fraction_rerun_high,baseline_fraction,baseline_low,"
+        "baseline_high\n";
+    for (const v1::ForgettingExtractableCurve& c : r.forgetting().extractable_curves()) {
+      for (const v1::ForgettingExtractablePoint& p : c.points()) {
+        absl::StrAppend(
+            &extractable,
+            absl::StrFormat("%s,%u,%u,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n",
+                            r.audit_id(), c.duplicates(), c.sequences(), p.steps_since_injection(),
+                            p.fraction().mean(), p.fraction().low(), p.fraction().high(),
+                            p.fraction().rerun_low(), p.fraction().rerun_high(),
+                            p.baseline_fraction().mean(), p.baseline_fraction().low(),
+                            p.baseline_fraction().high()));
+      }
+    }
+    return WriteFile(dir + "/forgetting_extractable.csv", extractable);
   }
   std::string csv =
       "audit_id,strategy,attack,steps_since_injection,accuracy,accuracy_low,accuracy_high,auc,"

@@ -16,7 +16,7 @@ std::string ForgettingTable(const v1::AuditResults& results);
 // The body of the report for complete forgetting results (no <html> wrapper).
 std::string ForgettingHtmlSection(const v1::AuditResults& results);
 // forgetting_curve.csv in `dir` (which exists); LM canaries:
-// forgetting_exposure.csv.
+// forgetting_exposure.csv, and with extractable forgetting_extractable.csv.
 absl::Status WriteForgettingCsv(const v1::AuditResults& results, const std::string& dir);
 
 }  // namespace memaudit::cli

@@ -127,6 +127,64 @@ void AddCurve(const std::vector<scoring::ForgettingCurvePoint>& curve,
 const char* const kCanaryPointSignals[] = {forgetting::kExposureInjected,
                                            forgetting::kExposureBaseline,
                                            forgetting::kExactInjected, forgetting::kExactBaseline};
+const char* const kExtractedSignals[] = {forgetting::kExtractedInjected,
+                                         forgetting::kExtractedBaseline};
+
+// Extractable memorization as a forgetting curve: per group of held-out
+// sequences (duplicates in order, then the controls), each trial's fraction
+// extracted in each arm, and their mean over trials with its intervals, at
+// the first `points` evaluation points. Returns false when a trial's signals
+// are missing there (the curves then stop before that point).
+absl::StatusOr<bool> AddExtractableCurves(const v1::ForgettingAudit& f,
+                                          const ForgettingSignals& signals, size_t points,
+                                          v1::ForgettingResults* out) {
+  const v1::ExtractableSpec& x = f.canaries().extractable();
+  const uint32_t per = x.sequences();
+  std::vector<uint32_t> groups(x.duplicates().begin(), x.duplicates().end());
+  groups.push_back(0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    out->add_extractable_curves()->set_duplicates(groups[g]);
+    out->mutable_extractable_curves(static_cast<int>(g))->set_sequences(per);
+  }
+  const auto get = [&](uint64_t point, const char* signal,
+                       uint32_t trial) -> const std::vector<double>* {
+    auto it = signals.find({absl::StrCat(point), signal});
+    if (it == signals.end()) return nullptr;
+    auto t = it->second.find(trial);
+    return t == it->second.end() ? nullptr : &t->second;
+  };
+  for (size_t i = 0; i < points; ++i) {
+    const uint64_t p = f.eval_points(static_cast<int>(i));
+    std::vector<std::pair<const std::vector<double>*, const std::vector<double>*>> trials;
+    for (uint32_t t = 0; t < f.trials(); ++t) {
+      const std::vector<double>* inj = get(p, forgetting::kExtractedInjected, t);
+      const std::vector<double>* base = get(p, forgetting::kExtractedBaseline, t);
+      if (inj == nullptr || base == nullptr) return false;
+      trials.emplace_back(inj, base);
+    }
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const auto fraction = [&](const std::vector<double>& v) {
+        double sum = 0;
+        for (uint32_t k = 0; k < per; ++k) sum += v[g * per + k];
+        return sum / per;
+      };
+      std::vector<double> injected, baseline;
+      for (const auto& [inj, base] : trials) {
+        injected.push_back(fraction(*inj));
+        baseline.push_back(fraction(*base));
+      }
+      const scoring::Interval range{0.0, 1.0};
+      MEMAUDIT_ASSIGN_OR_RETURN(auto inj, scoring::SummarizeMean(injected, 0.95, range));
+      MEMAUDIT_ASSIGN_OR_RETURN(auto base, scoring::SummarizeMean(baseline, 0.95, range));
+      v1::ForgettingExtractablePoint* point =
+          out->mutable_extractable_curves(static_cast<int>(g))->add_points();
+      point->set_steps_since_injection(p);
+      *point->mutable_fraction() = TrialMeanOf(inj);
+      *point->mutable_baseline_fraction() = TrialMeanOf(base);
+    }
+  }
+  return true;
+}
 
 // LM canaries: mean exposure per repeat group (controls last, repeats 0)
 // against steps since injection, over the longest prefix of points every
@@ -224,6 +282,12 @@ absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
       point->set_bounded(bounded);
     }
   }
+  if (forgetting::ExtractableSequences(f) > 0) {
+    const size_t points =
+        out->exposure_curves().empty() ? 0 : out->exposure_curves(0).points_size();
+    MEMAUDIT_ASSIGN_OR_RETURN(const bool all, AddExtractableCurves(f, signals, points, out));
+    complete = complete && all;
+  }
   results.set_complete(complete);
   return results;
 }
@@ -238,6 +302,9 @@ std::vector<std::pair<std::string, std::string>> RequiredForgettingSignals(
         {forgetting::kCheckpointPoint, forgetting::kExposureCheckpoint}};
     for (uint64_t p : f.eval_points()) {
       for (const char* s : kCanaryPointSignals) out.emplace_back(absl::StrCat(p), s);
+      if (forgetting::ExtractableSequences(f) > 0) {
+        for (const char* s : kExtractedSignals) out.emplace_back(absl::StrCat(p), s);
+      }
     }
     return out;
   }
@@ -271,6 +338,9 @@ absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v
   }
   if (forgetting::Construction(f)) return ValidateConstructionObservation(f, o);
   const bool canaries = forgetting::Canaries(f);
+  const bool extracted =
+      canaries && std::find(std::begin(kExtractedSignals), std::end(kExtractedSignals),
+                            o.signal()) != std::end(kExtractedSignals);
   if (o.point() == forgetting::kCheckpointPoint) {
     if (canaries ? o.signal() != forgetting::kExposureCheckpoint
                  : !IsCheckpointSignal(f, o.signal())) {
@@ -286,14 +356,27 @@ absl::Status ValidateForgettingObservation(const v1::ForgettingAudit& f, const v
     }
     const bool known_signal =
         canaries ? std::find(std::begin(kCanaryPointSignals), std::end(kCanaryPointSignals),
-                             o.signal()) != std::end(kCanaryPointSignals)
+                             o.signal()) != std::end(kCanaryPointSignals) ||
+                       (extracted && forgetting::ExtractableSequences(f) > 0)
                  : IsPointSignal(f, o.signal());
     if (!known_signal) {
       return absl::InvalidArgumentError(
           absl::StrCat("observation.signal: \"", o.signal(), "\" is not a signal of this audit"));
     }
   }
-  if (canaries) {
+  if (extracted) {
+    if (static_cast<uint32_t>(o.values_size()) != forgetting::ExtractableSequences(f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.values: expected ", forgetting::ExtractableSequences(f),
+                       " values (one per held-out sequence), got ", o.values_size()));
+    }
+    for (int i = 0; i < o.values_size(); ++i) {
+      if (o.values(i) != 0 && o.values(i) != 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("observation.values[", i, "]: must be 0 or 1 (got ", o.values(i), ")"));
+      }
+    }
+  } else if (canaries) {
     if (static_cast<uint32_t>(o.values_size()) != forgetting::CanaryCount(f)) {
       return absl::InvalidArgumentError(
           absl::StrCat("observation.values: expected ", forgetting::CanaryCount(f),
@@ -622,6 +705,76 @@ uint64_t ForgettingProgress(const v1::AuditResults& results) {
   return points == 0 ? 0 : points + (results.complete() ? 1 : 0);
 }
 
+namespace {
+
+// LM canaries: the exposure curves, and with extractable the fractions
+// extracted.
+void PublishCanaryCurves(prometheus::Registry* metrics, const v1::AuditResults& results,
+                         const std::string& team) {
+  const v1::ForgettingResults& f = results.forgetting();
+  if (f.exposure_curves().empty()) return;
+  // LM canaries: the exposure curves, labelled like the MI curve above plus
+  // the group (repeats, 0 = controls) and the arm: at most 17 groups x 64
+  // points x 2 arms per audit.
+  auto& exposure = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_canary_exposure_log2",
+      "Mean canary exposure log2|R| - log2 rank (bits) of the canaries inserted `repeats` "
+      "times (0 = never-inserted controls), by arm and steps since injection, mean over "
+      "trials.");
+  metrics::AddGauge(*metrics, "memaudit_forgetting_canary_space_log2",
+                    "log2|R|, the largest exposure the canary space allows.")
+      .Add({{"audit", results.audit_id()}, {"team", team}})
+      .Set(f.log2_space());
+  auto& exposure_low = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_canary_exposure_low_log2",
+      "Low end of the 95% interval over trials of memaudit_forgetting_canary_exposure_log2.");
+  auto& exposure_high = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_canary_exposure_high_log2",
+      "High end of the 95% interval over trials of memaudit_forgetting_canary_exposure_log2.");
+  for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
+    for (const v1::ForgettingExposurePoint& p : c.points()) {
+      prometheus::Labels labels = {
+          {"audit", results.audit_id()},
+          {"team", team},
+          {"strategy", f.strategy()},
+          {"repeats", absl::StrCat(c.repeats())},
+          {"steps_since_injection", absl::StrCat(p.steps_since_injection())},
+          {"arm", "injected"}};
+      exposure.Add(labels).Set(p.exposure().mean());
+      exposure_low.Add(labels).Set(p.exposure().low());
+      exposure_high.Add(labels).Set(p.exposure().high());
+      labels["arm"] = "baseline";
+      exposure.Add(labels).Set(p.baseline_exposure().mean());
+      exposure_low.Add(labels).Set(p.baseline_exposure().low());
+      exposure_high.Add(labels).Set(p.baseline_exposure().high());
+    }
+  }
+  if (f.extractable_curves().empty()) return;
+  // Extractable memorization, labelled like the exposure curves with the
+  // group (duplicates, 0 = controls): at most 17 groups x 64 points x 2 arms.
+  auto& extractable = metrics::AddGauge(
+      *metrics, "memaudit_forgetting_extractable_ratio",
+      "Fraction of the held-out sequences inserted `duplicates` times (0 = never-inserted "
+      "controls) that greedy decoding continues exactly from their prefix, by arm and steps "
+      "since injection, mean over trials.");
+  for (const v1::ForgettingExtractableCurve& c : f.extractable_curves()) {
+    for (const v1::ForgettingExtractablePoint& p : c.points()) {
+      prometheus::Labels labels = {
+          {"audit", results.audit_id()},
+          {"team", team},
+          {"strategy", f.strategy()},
+          {"duplicates", absl::StrCat(c.duplicates())},
+          {"steps_since_injection", absl::StrCat(p.steps_since_injection())},
+          {"arm", "injected"}};
+      extractable.Add(labels).Set(p.fraction().mean());
+      labels["arm"] = "baseline";
+      extractable.Add(labels).Set(p.baseline_fraction().mean());
+    }
+  }
+}
+
+}  // namespace
+
 void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& results,
                        const std::string& team) {
   if (metrics == nullptr || !results.has_forgetting()) return;
@@ -669,43 +822,7 @@ void PublishForgetting(prometheus::Registry* metrics, const v1::AuditResults& re
     accuracy_low.Add(labels).Set(p.accuracy_low());
     accuracy_high.Add(labels).Set(p.accuracy_high());
   }
-  if (f.exposure_curves().empty()) return;
-  // LM canaries: the exposure curves, labelled like the MI curve above plus
-  // the group (repeats, 0 = controls) and the arm: at most 17 groups x 64
-  // points x 2 arms per audit.
-  auto& exposure = metrics::AddGauge(
-      *metrics, "memaudit_forgetting_canary_exposure_log2",
-      "Mean canary exposure log2|R| - log2 rank (bits) of the canaries inserted `repeats` "
-      "times (0 = never-inserted controls), by arm and steps since injection, mean over "
-      "trials.");
-  metrics::AddGauge(*metrics, "memaudit_forgetting_canary_space_log2",
-                    "log2|R|, the largest exposure the canary space allows.")
-      .Add({{"audit", results.audit_id()}, {"team", team}})
-      .Set(f.log2_space());
-  auto& exposure_low = metrics::AddGauge(
-      *metrics, "memaudit_forgetting_canary_exposure_low_log2",
-      "Low end of the 95% interval over trials of memaudit_forgetting_canary_exposure_log2.");
-  auto& exposure_high = metrics::AddGauge(
-      *metrics, "memaudit_forgetting_canary_exposure_high_log2",
-      "High end of the 95% interval over trials of memaudit_forgetting_canary_exposure_log2.");
-  for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
-    for (const v1::ForgettingExposurePoint& p : c.points()) {
-      prometheus::Labels labels = {
-          {"audit", results.audit_id()},
-          {"team", team},
-          {"strategy", f.strategy()},
-          {"repeats", absl::StrCat(c.repeats())},
-          {"steps_since_injection", absl::StrCat(p.steps_since_injection())},
-          {"arm", "injected"}};
-      exposure.Add(labels).Set(p.exposure().mean());
-      exposure_low.Add(labels).Set(p.exposure().low());
-      exposure_high.Add(labels).Set(p.exposure().high());
-      labels["arm"] = "baseline";
-      exposure.Add(labels).Set(p.baseline_exposure().mean());
-      exposure_low.Add(labels).Set(p.baseline_exposure().low());
-      exposure_high.Add(labels).Set(p.baseline_exposure().high());
-    }
-  }
+  PublishCanaryCurves(metrics, results, team);
 }
 
 namespace {

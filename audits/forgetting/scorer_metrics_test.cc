@@ -618,6 +618,69 @@ TEST(ForgettingMetricsTest, CanaryExposureCurvesByRepeatCount) {
   EXPECT_THAT(ValidateForgettingObservation(*f, o).message(), HasSubstr("observation.signal"));
 }
 
+// Extractable memorization as a forgetting curve, by hand: 2 sequences per
+// group, groups x1 and x8, then the controls; two trials.
+TEST(ForgettingMetricsTest, ExtractableCurvesAreTheFractionsExtractedByGroup) {
+  v1::AuditSpec spec = CanarySpec();
+  v1::ExtractableSpec* x = spec.mutable_forgetting()->mutable_canaries()->mutable_extractable();
+  x->set_sequences(2);
+  x->add_duplicates(1);
+  x->add_duplicates(8);
+  const v1::ForgettingAudit& f = spec.forgetting();
+  EXPECT_EQ(forgetting::ExtractableSequences(f), 6u);
+  ForgettingSignals s = CanarySignals();
+  // Sequences: x1 (0, 1), x8 (2, 3), controls (4, 5).
+  s[{"0", forgetting::kExtractedInjected}][0] = {1, 0, 1, 1, 0, 0};
+  s[{"0", forgetting::kExtractedInjected}][1] = {0, 0, 1, 1, 0, 0};
+  s[{"0", forgetting::kExtractedBaseline}][0] = {0, 0, 0, 0, 0, 0};
+  s[{"0", forgetting::kExtractedBaseline}][1] = {0, 0, 0, 0, 0, 0};
+  s[{"100", forgetting::kExtractedInjected}][0] = {0, 0, 1, 0, 0, 0};
+  s[{"100", forgetting::kExtractedInjected}][1] = {0, 0, 0, 0, 0, 0};
+  s[{"100", forgetting::kExtractedBaseline}][0] = {0, 0, 0, 0, 0, 1};
+  s[{"100", forgetting::kExtractedBaseline}][1] = {0, 0, 0, 0, 0, 0};
+  auto results = ScoreForgetting(spec, s);
+  MEMAUDIT_ASSERT_OK(results);
+  EXPECT_TRUE(results->complete());
+  const v1::ForgettingResults& r = results->forgetting();
+  ASSERT_EQ(r.extractable_curves_size(), 3);
+  EXPECT_EQ(r.extractable_curves(0).duplicates(), 1u);
+  EXPECT_EQ(r.extractable_curves(1).duplicates(), 8u);
+  EXPECT_EQ(r.extractable_curves(2).duplicates(), 0u);
+  EXPECT_EQ(r.extractable_curves(2).sequences(), 2u);
+  ASSERT_EQ(r.extractable_curves(1).points_size(), 2);
+  // x1 at 0 steps: trial fractions 1/2 and 0; x8: 1 and 1, then 1/2 and 0.
+  EXPECT_DOUBLE_EQ(r.extractable_curves(0).points(0).fraction().mean(), 0.25);
+  EXPECT_DOUBLE_EQ(r.extractable_curves(1).points(0).fraction().mean(), 1.0);
+  EXPECT_DOUBLE_EQ(r.extractable_curves(1).points(1).fraction().mean(), 0.25);
+  EXPECT_EQ(r.extractable_curves(1).points(1).steps_since_injection(), 100u);
+  EXPECT_DOUBLE_EQ(r.extractable_curves(2).points(1).baseline_fraction().mean(), 0.25);
+  for (const v1::ForgettingExtractableCurve& c : r.extractable_curves()) {
+    for (const v1::ForgettingExtractablePoint& p : c.points()) {
+      EXPECT_GE(p.fraction().low(), 0.0);
+      EXPECT_LE(p.fraction().high(), 1.0);
+    }
+  }
+  // The extracted signals are required, 0/1, one per held-out sequence.
+  EXPECT_EQ(RequiredForgettingSignals(f).size(), 1u + 2u * 6u);
+  v1::Observation o;
+  o.set_run(0);
+  o.set_point("100");
+  o.set_signal(forgetting::kExtractedInjected);
+  for (int i = 0; i < 6; ++i) o.add_values(i % 2);
+  MEMAUDIT_EXPECT_OK(ValidateForgettingObservation(f, o));
+  o.set_values(0, 0.5);
+  EXPECT_THAT(ValidateForgettingObservation(f, o).message(), HasSubstr("must be 0 or 1"));
+  o.add_values(1);
+  EXPECT_THAT(ValidateForgettingObservation(f, o).message(), HasSubstr("one per held-out"));
+  // A missing trial stops the curve there.
+  ForgettingSignals partial = s;
+  partial[{"100", forgetting::kExtractedBaseline}].erase(1);
+  auto half = ScoreForgetting(spec, partial);
+  MEMAUDIT_ASSERT_OK(half);
+  EXPECT_FALSE(half->complete());
+  EXPECT_EQ(half->forgetting().extractable_curves(0).points_size(), 1);
+}
+
 TEST(ForgettingMetricsTest, CanaryExposureGaugesByRepeatsArmAndSteps) {
   v1::AuditSpec spec = CanarySpec();
   spec.mutable_forgetting()->set_strategy("poison");

@@ -8,6 +8,7 @@
 
 #include "common/steps.h"
 #include "memaudit/v1/spec.pb.h"
+#include "spec/spec_rules.h"
 
 namespace memaudit::forgetting {
 
@@ -58,6 +59,11 @@ inline constexpr char kExposureInjected[] = "exposure_injected";
 inline constexpr char kExposureBaseline[] = "exposure_baseline";
 inline constexpr char kExactInjected[] = "exact_injected";
 inline constexpr char kExactBaseline[] = "exact_baseline";
+// With canaries.extractable, at every evaluation point: one value per held-out
+// sequence (groups in duplicates order, then the controls), 1 when it was
+// extracted in the injected / the baseline arm.
+inline constexpr char kExtractedInjected[] = "extracted_injected";
+inline constexpr char kExtractedBaseline[] = "extracted_baseline";
 
 // Constructions (`construction` set) only, at every evaluation point, one
 // value per trial: 1 when the adversary guessed IN in the IN arm
@@ -77,11 +83,25 @@ inline uint32_t InsertedCanaries(const v1::ForgettingAudit& f) {
 inline uint32_t CanaryCount(const v1::ForgettingAudit& f) {
   return InsertedCanaries(f) + f.canaries().controls();
 }
-// Windows in the canary batch: each canary of group g appears repeats[g] times.
+// Held-out sequences of canaries.extractable: sequences per group and per
+// the controls (0 without it).
+inline uint32_t ExtractableSequences(const v1::ForgettingAudit& f) {
+  return f.canaries().has_extractable()
+             ? static_cast<uint32_t>(spec::ExtractableHeldOut(f.canaries().extractable()))
+             : 0;
+}
+// Windows in the canary batch: each canary of group g appears repeats[g]
+// times, each extractable sequence of group g duplicates[g] times.
 inline uint64_t CanaryCopies(const v1::ForgettingAudit& f) {
   uint64_t copies = 0;
   for (uint32_t r : f.canaries().repeats()) copies += r;
-  return copies * f.canaries().per_group();
+  copies *= f.canaries().per_group();
+  if (f.canaries().has_extractable()) {
+    for (uint32_t d : f.canaries().extractable().duplicates()) {
+      copies += uint64_t{d} * f.canaries().extractable().sequences();
+    }
+  }
+  return copies;
 }
 
 inline bool Replays(const v1::ForgettingAudit& f) { return f.attack() == kReplayAttack; }

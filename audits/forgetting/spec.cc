@@ -58,6 +58,8 @@ void ApplyCanaryDefaults(v1::ForgettingAudit* f) {
   if (c->repeats().empty()) {
     for (uint32_t r : {1, 4, 16, 64}) c->add_repeats(r);
   }
+  // 16 + 16 tokens and the newlines fit the default window of 64.
+  if (c->has_extractable()) ApplyExtractableDefaults(c->mutable_extractable(), 16);
   if (c->per_group() == 0) c->set_per_group(4);
   if (!c->has_controls()) c->set_controls(8);
   if (c->window() == 0) c->set_window(64);
@@ -292,6 +294,20 @@ void ValidateCanaries(const v1::ForgettingAudit& f, const AddFn& add) {
   if (c.rank_query_budget() == 0 || c.rank_query_budget() > kMaxQueryBudget) {
     add("canaries.rank_query_budget",
         absl::StrCat("must be in [1, ", kMaxQueryBudget, "] (got ", c.rank_query_budget(), ")"));
+  }
+  if (c.has_extractable()) {
+    const v1::ExtractableSpec& x = c.extractable();
+    const AddProblem in_canaries = [&](const std::string& field, std::string rule) {
+      add("canaries." + field, std::move(rule));
+    };
+    // A sequence and the newlines around it fit one window (in the model's
+    // tokens: at most as many as characters).
+    if (CheckExtractable(x, in_canaries) &&
+        uint64_t{x.prefix_chars()} + x.suffix_chars() + 2 > c.window()) {
+      add("canaries.extractable.suffix_chars",
+          absl::StrCat("prefix_chars + suffix_chars + 2 (the newlines) must fit canaries.window = ",
+                       c.window(), " (got ", x.prefix_chars() + x.suffix_chars() + 2, ")"));
+    }
   }
   const v1::ForgettingTraining& t = f.training();
   if (!OneOf(t.optimizer(), {"sgd", "momentum", "adam"})) {

@@ -359,6 +359,36 @@ TEST(ForgettingSpecTest, CanaryDefaultsValidationAndSteps) {
   EXPECT_EQ(PlanAudit(spec)->tasks.size(), f.trials());
 }
 
+TEST(ForgettingSpecTest, ExtractableSequencesJoinTheCanaryBatch) {
+  v1::AuditSpec spec;
+  spec.set_name("test");
+  spec.set_seed(9);
+  spec.mutable_forgetting()->mutable_canaries()->mutable_extractable();
+  ApplyDefaults(&spec);
+  MEMAUDIT_EXPECT_OK(ValidateSpec(spec));
+  const v1::ExtractableSpec& x = spec.forgetting().canaries().extractable();
+  EXPECT_EQ(x.prefix_chars(), 16u) << "16 + 16 and the newlines fit the window";
+  EXPECT_EQ(x.sequences(), 32u);
+  EXPECT_EQ(x.duplicates_size(), 7);
+  // 340 canary windows and 32 x (1 + 2 + ... + 64) = 4064 sequence windows:
+  // 138 batches of 32 per pass, 4 passes.
+  EXPECT_EQ(PlanAudit(spec)->tasks[0].steps_total, 1000u + 4u * 138u + 4000u);
+  v1::AuditSpec small = spec;
+  small.mutable_forgetting()->mutable_canaries()->set_window(30);
+  small.mutable_forgetting()->mutable_canaries()->mutable_extractable()->add_duplicates(64);
+  const std::string problems(ValidateSpec(small).message());
+  EXPECT_THAT(problems, HasSubstr("forgetting.canaries.extractable.duplicates[7]: 64 is listed "
+                                  "twice"));
+  small.mutable_forgetting()
+      ->mutable_canaries()
+      ->mutable_extractable()
+      ->mutable_duplicates()
+      ->RemoveLast();
+  EXPECT_THAT(std::string(ValidateSpec(small).message()),
+              HasSubstr("forgetting.canaries.extractable.suffix_chars: prefix_chars + "
+                        "suffix_chars + 2 (the newlines) must fit canaries.window = 30"));
+}
+
 TEST(ForgettingSpecTest, CanaryPoisonDefaultsValidationAndSteps) {
   v1::AuditSpec spec;
   spec.set_name("test");

@@ -219,6 +219,7 @@ absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Tas
   run.paired = f.paired();
   run.eval_points.assign(f.eval_points().begin(), f.eval_points().end());
   run.rank_query_budget = c.rank_query_budget();
+  if (c.has_extractable()) run.extractable = ExtractableSetupOf(c.extractable());
   // The canaries and their batch depend on the audit seed only (the same Dp
   // in every trial); init and order on (seed, trial), as for images.
   run.canary_seed = DeriveSeed(spec.seed(), "forgetting/canaries", 0);
@@ -246,6 +247,10 @@ std::vector<v1::Observation> ForgettingCanaryObservations(
     add(point, forgetting::kExposureBaseline, p.baseline.exposure);
     add(point, forgetting::kExactInjected, p.injected.exact);
     add(point, forgetting::kExactBaseline, p.baseline.exact);
+    if (!p.extracted_injected.empty()) {
+      add(point, forgetting::kExtractedInjected, p.extracted_injected);
+      add(point, forgetting::kExtractedBaseline, p.extracted_baseline);
+    }
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "memaudit/v1/results.pb.h"
+#include "memaudit/v1/spec.pb.h"
 #include "scoring/matrix.h"
 
 namespace memaudit::membership {
@@ -31,6 +32,11 @@ struct AttackInputs {
   // may be left 0.
   size_t first_target = 0;
   size_t targets = 0;
+  // Documents' text signals (engine/lm_membership_signals.h), one row per
+  // model like `loss`; null for a dataset.
+  const scoring::Matrix* zlib = nullptr;
+  const scoring::Matrix* min_k = nullptr;
+  const scoring::Matrix* min_k_plus = nullptr;
 };
 
 // rows x cols scores, higher = more likely a member.
@@ -39,8 +45,12 @@ using AttackScoreFn = absl::StatusOr<std::vector<double>> (*)(const AttackInputs
 struct Attack {
   v1::MembershipAttack id;
   // A spec that names no attacks gets every default one, in table order
-  // (those undefined at its reference_models left out).
+  // (those undefined at its reference_models left out): is_default for a
+  // dataset, documents_default for documents (IsDefault).
   bool is_default;
+  bool documents_default;
+  // Scores documents' text signals: refused for a dataset.
+  bool needs_documents;
   // The fewest reference_models under which the attack is defined. Every
   // example is in exactly half of the N models, so a target's references hold
   // N/2 - 1 models on one side of an example and N/2 on the other: fitting a
@@ -55,6 +65,9 @@ struct Attack {
   // One line for docs/audits/membership.md (a test checks it is there).
   const char* doc;
 };
+
+// Whether a spec `m` that names no attacks gets `attack`.
+bool IsDefault(const Attack& attack, const v1::MembershipAudit& m);
 
 // Every attack, one per MembershipAttack value but UNSPECIFIED, in the
 // enum's order: the defaults, then the LiRA reference code's variants.

@@ -43,13 +43,58 @@ TEST(MembershipAttacksTest, DefaultsAndTheirNeeds) {
   EXPECT_FALSE(FindAttack("loss")->needs_population);
   EXPECT_FALSE(FindAttack("loss")->uses_reference_models) << "it scores the target alone";
   for (const Attack& a : Attacks()) {
-    if (a.id != v1::LOSS) {
-      EXPECT_TRUE(a.uses_reference_models) << AttackName(a.id);
-    }
+    // The loss and the text attacks score the target alone.
+    EXPECT_EQ(a.uses_reference_models, a.id != v1::LOSS && !a.needs_documents) << AttackName(a.id);
   }
   EXPECT_EQ(FindAttack("lira"), nullptr);
   EXPECT_EQ(FindAttack(""), nullptr);
   EXPECT_EQ(FindAttack("membership_attack_unspecified"), nullptr);
+}
+
+TEST(MembershipAttacksTest, DocumentsGetTheTextAttacksAndTheReferenceRatioToo) {
+  v1::MembershipAudit documents;
+  documents.mutable_documents();
+  std::vector<std::string> defaults, text;
+  for (const Attack& a : Attacks()) {
+    if (IsDefault(a, documents)) defaults.push_back(AttackName(a.id));
+    if (a.needs_documents) text.push_back(AttackName(a.id));
+    EXPECT_TRUE(!a.needs_documents || !IsDefault(a, v1::MembershipAudit()));
+  }
+  EXPECT_EQ(defaults,
+            (std::vector<std::string>{"lira_online", "lira_offline", "lira_online_fixed_variance",
+                                      "lira_offline_fixed_variance", "rmia", "loss", "zlib",
+                                      "min_k", "min_k_plus", "reference"}));
+  EXPECT_EQ(text, (std::vector<std::string>{"zlib", "min_k", "min_k_plus"}));
+}
+
+// The text attacks are the worker's per-sequence scores as they are; the
+// reference ratio is φ minus the mean φ of the target's OUT references, by
+// hand: 3 models, 2 examples.
+TEST(MembershipAttacksTest, TextAttacksAndTheReferenceRatioByHand) {
+  scoring::Matrix phi(3, 2), loss(3, 2), population(3, 0), zlib(3, 2), min_k(3, 2), plus(3, 2);
+  phi.data = {-1.0, -2.0,   // model 0: trained on example 0
+              -3.0, -1.5,   // model 1: on example 1
+              -2.5, -4.0};  // model 2: on neither
+  scoring::KeepMatrix keep(3, 2);
+  keep.data = {1, 0, 0, 1, 0, 0};
+  zlib.data = {-0.1, -0.2, -0.3, -0.4, -0.5, -0.6};
+  min_k.data = {-1, -2, -3, -4, -5, -6};
+  plus.data = {1, 2, 3, 4, 5, 6};
+  AttackInputs in{phi, keep, loss, population, 0, 3};
+  EXPECT_FALSE(FindAttack("zlib")->score(in).ok()) << "a dataset has no text";
+  in.zlib = &zlib;
+  in.min_k = &min_k;
+  in.min_k_plus = &plus;
+  EXPECT_EQ(*FindAttack("zlib")->score(in), zlib.data);
+  EXPECT_EQ(*FindAttack("min_k")->score(in), min_k.data);
+  EXPECT_EQ(*FindAttack("min_k_plus")->score(in), plus.data);
+  // Target 0, example 0: OUT references 1 and 2, mean −2.75: −1 + 2.75.
+  // Target 0, example 1: OUT reference 2 only (model 1 trained on it): −2 + 4.
+  // Target 1, example 0: OUT reference 2 only (model 0 trained on it): −3 + 2.5.
+  // Target 1, example 1: OUT references 0 and 2, mean −3: −1.5 + 3.
+  // Target 2, example 0: OUT reference 1: −2.5 + 3; example 1: OUT 0: −4 + 2.
+  EXPECT_EQ(*FindAttack("reference")->score(in),
+            (std::vector<double>{1.75, 2.0, -0.5, 1.5, 0.5, -2.0}));
 }
 
 TEST(MembershipAttacksTest, NamesRoundTrip) {
@@ -101,7 +146,8 @@ TEST(MembershipAttacksTest, TheDocsTableIsThisTable) {
   docs << file.rdbuf();
   for (const Attack& a : Attacks()) {
     const std::string row = absl::StrCat(
-        "| `", AttackName(a.id), "` | ", a.is_default ? "yes" : "no", " | ≥ ",
+        "| `", AttackName(a.id), "` | ",
+        a.is_default ? "yes" : (a.documents_default ? "documents" : "no"), " | ≥ ",
         a.min_reference_models, " | ", absl::StrReplaceAll(a.doc, {{"|", "\\|"}}), " |\n");
     EXPECT_NE(docs.str().find(row), std::string::npos) << "docs/audits/membership.md lacks\n"
                                                        << row;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/render.h"
+#include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -57,8 +58,12 @@ absl::Status WritePrivacyMeterExport(const v1::Audit& audit, const v1::AuditResu
   }
   const v1::AuditSpec& spec = audit.spec();
   const v1::MembershipAudit& m = spec.membership();
+  if (m.has_documents()) {
+    return absl::FailedPreconditionError(
+        "the ML Privacy Meter export holds membership audits of a dataset, not of documents");
+  }
   const uint32_t models = m.reference_models();
-  const uint32_t examples = m.dataset().pool_size();
+  const uint32_t examples = membership::PoolSize(m);
   const KeepMatrix keep = BuildKeepMatrix(spec.seed(), models, examples);
 
   std::error_code error;

@@ -80,10 +80,14 @@ class Membership final : public KindHandler {
     if (r.spec().membership().has_target()) {
       // The models above are the references; the scores are the given model's.
       const v1::TargetModelSpec& t = r.spec().membership().target();
-      out.insert(
-          out.size() - 1,
-          absl::StrFormat("target: %s, trained on %u rows listed in %s (%s)\n",
-                          t.torchscript_path(), t.members(), t.members_path(), t.content_hash()));
+      out.insert(out.size() - 1,
+                 r.spec().membership().has_documents()
+                     ? absl::StrFormat("target: %s, trained on the %u lines of %s (%s)\n",
+                                       t.torchscript_path(), t.members(), t.members_path(),
+                                       t.content_hash())
+                     : absl::StrFormat("target: %s, trained on %u rows listed in %s (%s)\n",
+                                       t.torchscript_path(), t.members(), t.members_path(),
+                                       t.content_hash()));
     }
     // Each number with the interval a re-run would fall in (scoring/rerun_interval.h).
     std::string header = absl::StrFormat("%-28s %7s %-14s %7s %-14s", "attack", "AUC",

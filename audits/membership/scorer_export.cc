@@ -33,11 +33,15 @@ absl::StatusOr<std::vector<v1::ExportArray>> MembershipExport(ScorerStore& store
   out.push_back(MakeExportArray("keep", {"model", "example"}, {models, examples}, v1::UINT8,
                                 "1 when the model trained on the pool example",
                                 AsDoubles(m.keep.data)));
+  const bool documents = spec.membership().has_documents();
   out.push_back(MakeExportArray("phi", {"model", "example"}, {models, examples}, v1::FLOAT64,
-                                "logit-scaled confidence in the true label, log(p / (1 - p))",
+                                documents
+                                    ? "mean log-probability of the sequence's tokens, nats"
+                                    : "logit-scaled confidence in the true label, log(p / (1 - p))",
                                 m.phi.data));
-  out.push_back(MakeExportArray("loss", {"model", "example"}, {models, examples}, v1::FLOAT64,
-                                "cross-entropy loss, nats", m.loss.data));
+  out.push_back(MakeExportArray(
+      "loss", {"model", "example"}, {models, examples}, v1::FLOAT64,
+      documents ? "mean cross-entropy per token, nats" : "cross-entropy loss, nats", m.loss.data));
   if (m.population_loss.cols > 0) {
     out.push_back(MakeExportArray(
         "loss_population", {"model", "population_example"}, {models, m.population_loss.cols},
@@ -63,6 +67,8 @@ absl::StatusOr<std::vector<v1::ExportArray>> MembershipExport(ScorerStore& store
                      "keep[target_model[target], example]"),
         std::move(scores)));
   }
+  // A sequence's place among the corpus's is the engine's (after tokenizing).
+  if (documents) return out;
   const v1::DatasetSpec& dataset = spec.membership().dataset();
   const std::vector<uint32_t> pool =
       AuditPool(spec.seed(), DatasetRows(dataset), dataset.pool_size());

@@ -191,6 +191,9 @@ absl::StatusOr<scoring::SubsetScores> HalfAuditScores(const std::string& attack,
   sub.phi = RowsOf(all.phi, half);
   sub.loss = RowsOf(all.loss, half);
   sub.population_loss = RowsOf(all.population_loss, half);
+  sub.zlib = RowsOf(all.zlib, half);
+  sub.min_k = RowsOf(all.min_k, half);
+  sub.min_k_plus = RowsOf(all.min_k_plus, half);
   sub.keep = RowsOf(all.keep, half);
   sub.first_target = 0;
   sub.targets = half.size();
@@ -209,7 +212,7 @@ absl::StatusOr<MembershipMatrices> BuildMembershipMatrices(
     const std::vector<double>& target_members) {
   const v1::MembershipAudit& m = spec.membership();
   const uint32_t runs = membership::MembershipModels(m);
-  const uint32_t examples = m.dataset().pool_size();
+  const uint32_t examples = membership::PoolSize(m);
   MembershipMatrices out;
   MEMAUDIT_ASSIGN_OR_RETURN(out.phi, ToMatrix(phi_by_run, runs, examples, kPhiSignal));
   MEMAUDIT_ASSIGN_OR_RETURN(out.loss, ToMatrix(loss_by_run, runs, examples, kLossSignal));
@@ -253,8 +256,13 @@ absl::StatusOr<std::vector<double>> MembershipTargetScores(const std::string& at
   // the keep-matrix, flattened the same way, holds the truth.
   const membership::Attack* a = membership::FindAttack(attack);
   if (a == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown attack ", attack));
-  MEMAUDIT_ASSIGN_OR_RETURN(
-      auto all, a->score({m.phi, m.keep, m.loss, m.population_loss, m.first_target, m.targets}));
+  membership::AttackInputs in{m.phi, m.keep, m.loss, m.population_loss, m.first_target, m.targets};
+  if (m.zlib.cols > 0) {
+    in.zlib = &m.zlib;
+    in.min_k = &m.min_k;
+    in.min_k_plus = &m.min_k_plus;
+  }
+  MEMAUDIT_ASSIGN_OR_RETURN(auto all, a->score(in));
   const size_t cols = m.keep.cols;
   return std::vector<double>(all.begin() + m.first_target * cols,
                              all.begin() + (m.first_target + m.targets) * cols);
@@ -285,13 +293,29 @@ absl::StatusOr<std::optional<MembershipMatrices>> LoadMembershipMatrices(
     if (it == runs.end()) return std::nullopt;
     target_members = std::move(it->second);
   }
-  return BuildMembershipMatrices(spec, signals[kPhiSignal], signals[kLossSignal],
-                                 signals[kPopulationLossSignal], target_members);
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      MembershipMatrices out,
+      BuildMembershipMatrices(spec, signals[kPhiSignal], signals[kLossSignal],
+                              signals[kPopulationLossSignal], target_members));
+  if (m.has_documents()) {
+    const uint32_t examples = membership::PoolSize(m);
+    MEMAUDIT_ASSIGN_OR_RETURN(out.zlib, ToMatrix(signals[membership::kZlibSignal], models, examples,
+                                                 membership::kZlibSignal));
+    MEMAUDIT_ASSIGN_OR_RETURN(out.min_k, ToMatrix(signals[membership::kMinKSignal], models,
+                                                  examples, membership::kMinKSignal));
+    MEMAUDIT_ASSIGN_OR_RETURN(out.min_k_plus, ToMatrix(signals[membership::kMinKPlusSignal], models,
+                                                       examples, membership::kMinKPlusSignal));
+  }
+  return out;
 }
 
 std::vector<std::string> RequiredMembershipSignals(const v1::MembershipAudit& m) {
   std::vector<std::string> signals = {kPhiSignal, kLossSignal};
   if (m.population_size() > 0) signals.push_back(kPopulationLossSignal);
+  if (m.has_documents()) {
+    signals.insert(signals.end(),
+                   {membership::kZlibSignal, membership::kMinKSignal, membership::kMinKPlusSignal});
+  }
   return signals;
 }
 
@@ -339,7 +363,7 @@ absl::StatusOr<v1::AuditResults> ScoreMembership(const v1::AuditSpec& spec,
                                                  const MembershipMatrices& matrices) {
   const v1::MembershipAudit& m = spec.membership();
   const uint32_t runs = m.reference_models();
-  const uint32_t examples = m.dataset().pool_size();
+  const uint32_t examples = membership::PoolSize(m);
   const scoring::KeepMatrix truth = TargetTruth(matrices);
 
   v1::AuditResults results;
@@ -449,7 +473,7 @@ class Membership final : public KindHandler {
                                                      absl::StrJoin(signals, ", "), ")"));
     }
     const bool population = o.signal() == kPopulationLossSignal;
-    const uint32_t expected = population ? m.population_size() : m.dataset().pool_size();
+    const uint32_t expected = population ? m.population_size() : membership::PoolSize(m);
     if (static_cast<uint32_t>(o.values_size()) != expected) {
       return absl::InvalidArgumentError(
           absl::StrCat("observation.values: expected ", expected, " values (one per ",
@@ -467,14 +491,15 @@ class Membership final : public KindHandler {
       }
       return absl::OkStatus();
     }
-    const bool loss = o.signal() != kPhiSignal;
+    // The text signals are log-probability scores, of either sign like phi.
+    const bool loss = o.signal() == kLossSignal || population;
     const double low = loss ? 0 : -kMaxSignalMagnitude;
     for (int i = 0; i < o.values_size(); ++i) {
       const double v = o.values(i);
       if (!(v >= low && v <= kMaxSignalMagnitude)) {  // NaN fails too
         return absl::InvalidArgumentError(
-            absl::StrCat("observation.values[", i, "]: ", loss ? "a loss" : "phi", " must be in [",
-                         low, ", ", kMaxSignalMagnitude, "] (got ", v, ")"));
+            absl::StrCat("observation.values[", i, "]: ", loss ? "a loss" : o.signal(),
+                         " must be in [", low, ", ", kMaxSignalMagnitude, "] (got ", v, ")"));
       }
     }
     return absl::OkStatus();
@@ -498,7 +523,7 @@ class Membership final : public KindHandler {
     v1::AuditResults partial;
     partial.set_kind(v1::MEMBERSHIP);
     partial.set_models(spec.membership().reference_models());
-    partial.set_examples(spec.membership().dataset().pool_size());
+    partial.set_examples(membership::PoolSize(spec.membership()));
     return partial;
   }
 

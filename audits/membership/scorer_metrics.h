@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "audits/membership/signals.h"
 #include "memaudit/v1/export.pb.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -20,11 +21,10 @@
 namespace memaudit::scorer {
 
 // The evaluation point and signals a membership audit needs from each model.
-inline constexpr char kFinalPoint[] = "final";
-inline constexpr char kPhiSignal[] = "phi";
-inline constexpr char kLossSignal[] = "loss";
-// Loss on RMIA's population (population_size values), when it has one.
-inline constexpr char kPopulationLossSignal[] = "loss_population";
+using membership::kFinalPoint;
+using membership::kLossSignal;
+using membership::kPhiSignal;
+using membership::kPopulationLossSignal;
 // The largest |phi| and loss Ingest accepts.
 inline constexpr double kMaxSignalMagnitude = 1e6;
 
@@ -39,6 +39,10 @@ struct MembershipMatrices {
   scoring::Matrix phi;
   scoring::Matrix loss;
   scoring::Matrix population_loss;  // 0 columns without a population
+  // Documents only (0 columns for a dataset): the text signals.
+  scoring::Matrix zlib;
+  scoring::Matrix min_k;
+  scoring::Matrix min_k_plus;
   scoring::KeepMatrix keep;
   size_t first_target = 0;
   size_t targets = 0;

@@ -25,12 +25,69 @@ constexpr int kMaxFprPoints = 64;
 void CheckMembershipCost(const v1::MembershipAudit& m, const AddProblem& add) {
   ModelGroup models;
   models.models = m.reference_models();
-  models.parameters = ClassifierParameters(m.model(), m.dataset());
   models.steps = static_cast<double>(
-                     StepsPerEpoch((m.dataset().pool_size() + 1) / 2, m.training().batch_size())) *
-                 m.training().epochs();
+                     StepsPerEpoch((membership::PoolSize(m) + 1) / 2, membership::BatchSize(m))) *
+                 membership::Epochs(m);
+  if (m.has_documents()) {
+    const v1::LanguageModelSpec& lm = m.documents().model();
+    // A step trains on batch x sequence_tokens tokens: weigh it as that many
+    // rows of a model of this size.
+    models.parameters = CharLmParameters(lm.architecture(), lm.layers(), lm.units(), lm.embedding(),
+                                         LmVocabularyBound(lm)) *
+                        m.documents().sequence_tokens();
+    CheckCost({models}, "documents.model.units",
+              "reference_models, documents.model, documents.training.epochs, "
+              "documents.sequence_tokens or documents.pool_size",
+              add);
+    return;
+  }
+  models.parameters = ClassifierParameters(m.model(), m.dataset());
   CheckCost({models}, "model.hidden",
             "reference_models, model.hidden, training.epochs or dataset.pool_size", add);
+}
+
+constexpr uint32_t kMaxSequenceTokens = 1024;
+constexpr uint32_t kMaxDocumentPool = 1'000'000;
+
+// Membership of documents: the corpus, the language model and its recipe;
+// the dataset's fields do not apply.
+void ValidateDocuments(const v1::MembershipAudit& m, const AddProblem& add) {
+  if (m.has_dataset()) add("dataset", "not used with documents (set documents.corpus)");
+  if (m.has_model()) add("model", "not used with documents (set documents.model)");
+  if (m.has_training()) add("training", "not used with documents (set documents.training)");
+  const v1::MembershipDocuments& d = m.documents();
+  const v1::TokenizerSpec& tokens = d.model().tokenizer();
+  if (m.has_target() && tokens.kind() == kSentencePieceTokens && tokens.model_path().empty()) {
+    add("documents.model.tokenizer.model_path",
+        "required with a target: the team's model reads its tokenizer's file");
+  }
+  const AddProblem in_documents = [&](const std::string& field, std::string rule) {
+    add("documents." + field, std::move(rule));
+  };
+  bool ok = CheckLength("corpus.path", d.corpus().path(), kMaxPathBytes, in_documents);
+  ok &= CheckLength("corpus.text", d.corpus().text(), kMaxTextBytes, in_documents);
+  ok &= CheckLength("model.torchscript_path", d.model().torchscript_path(), kMaxPathBytes,
+                    in_documents);
+  if (!ok) return;
+  CheckCorpus(d.corpus(), in_documents);
+  CheckLanguageModel("model.", d.model(), {}, in_documents);
+  CheckLmTraining(d.training(), in_documents);
+  if (d.training().window() != 0) {
+    in_documents("training.window",
+                 "must be unset: each sequence is one training row (set sequence_tokens)");
+  }
+  if (d.sequence_tokens() < 2 || d.sequence_tokens() > kMaxSequenceTokens) {
+    in_documents("sequence_tokens", absl::StrCat("must be in [2, ", kMaxSequenceTokens, "] (got ",
+                                                 d.sequence_tokens(), ")"));
+  }
+  if (d.pool_size() < 8 || d.pool_size() > kMaxDocumentPool) {
+    in_documents("pool_size",
+                 absl::StrCat("must be in [8, ", kMaxDocumentPool, "] (got ", d.pool_size(), ")"));
+  }
+  if (m.population_size() > kMaxDocumentPool) {
+    add("population_size",
+        absl::StrCat("must be <= ", kMaxDocumentPool, " (got ", m.population_size(), ")"));
+  }
 }
 
 // An already-trained target: its files recorded by ReadFiles, and scored as
@@ -49,11 +106,9 @@ void ValidateTarget(const v1::MembershipAudit& m, const AddProblem& add) {
   }
 }
 
-void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* problems) {
-  const size_t before = problems->size();
-  const AddProblem add = [&](const std::string& field, std::string rule) {
-    problems->push_back({absl::StrCat("membership.", field), std::move(rule)});
-  };
+// A dataset, a classifier and its SGD recipe. Returns the dataset's rows
+// (0 when unknown).
+uint32_t ValidateDatasetRecipe(const v1::MembershipAudit& m, const AddProblem& add) {
   const uint32_t rows = CheckDataset(m.dataset(), add);
   if (rows > 0 && (m.dataset().pool_size() < 8 || m.dataset().pool_size() > rows)) {
     add("dataset.pool_size", absl::StrCat("must be in [8, ", rows, "], the dataset's rows (got ",
@@ -78,6 +133,20 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
   CheckWeightDecay(t.weight_decay(), add);
   CheckEpochs(t.epochs(), add);
   CheckBatchSize(t.batch_size(), add);
+  return rows;
+}
+
+void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* problems) {
+  const size_t before = problems->size();
+  const AddProblem add = [&](const std::string& field, std::string rule) {
+    problems->push_back({absl::StrCat("membership.", field), std::move(rule)});
+  };
+  uint32_t rows = 0;  // the dataset's, when known
+  if (m.has_documents()) {
+    ValidateDocuments(m, add);
+  } else {
+    rows = ValidateDatasetRecipe(m, add);
+  }
   const uint32_t n = m.reference_models();
   if (n < 4 || n % 2 != 0 || n > kMaxReferenceModels) {
     add("reference_models",
@@ -92,6 +161,10 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
           absl::StrCat("unknown attack ", QuoteValue(m.attacks(i)),
                        "; known: ", absl::StrJoin(membership::AttackNames(), ", ")));
       continue;
+    }
+    if (attack->needs_documents && !m.has_documents()) {
+      add(absl::StrCat("attacks[", i, "]"),
+          absl::StrCat(QuoteValue(m.attacks(i)), " scores documents only (set documents)"));
     }
     if (attack->needs_population && population_attack.empty()) population_attack = m.attacks(i);
     if (const uint32_t needs = attack->min_reference_models; n >= 4 && n < needs) {
@@ -129,10 +202,40 @@ void ValidateMembership(const v1::MembershipAudit& m, std::vector<SpecProblem>* 
   if (problems->size() == before) CheckMembershipCost(m, add);
 }
 
+void ApplyDocumentDefaults(v1::MembershipDocuments* d) {
+  v1::CorpusSpec* c = d->mutable_corpus();
+  if (c->name().empty()) c->set_name("fortunes");
+  if (c->text().empty() && c->max_chars() == 0) c->set_max_chars(1'000'000);
+  v1::LanguageModelSpec* model = d->mutable_model();
+  if (model->architecture().empty()) model->set_architecture("transformer");
+  ApplyLanguageModelDefaults(model);
+  v1::LanguageModelTraining* t = d->mutable_training();
+  if (t->optimizer().empty()) t->set_optimizer("adam");
+  if (t->learning_rate() == 0) t->set_learning_rate(3e-3);
+  if (t->epochs() == 0) t->set_epochs(1);
+  if (t->batch_size() == 0) t->set_batch_size(32);
+  if (d->sequence_tokens() == 0) d->set_sequence_tokens(64);
+  if (d->pool_size() == 0) d->set_pool_size(1000);
+}
+
 class Membership final : public KindHandler {
  public:
   void ReadFiles(v1::AuditSpec* spec, std::vector<SpecProblem>* problems) const override {
     v1::MembershipAudit* m = spec->mutable_membership();
+    if (m->has_documents()) {
+      if (m->documents().model().has_tokenizer()) {
+        ReadTokenizerFile(m->mutable_documents()->mutable_model()->mutable_tokenizer(),
+                          "membership.documents.model.tokenizer", problems);
+      }
+      if (problems->empty() && m->has_target()) {
+        if (absl::Status s =
+                ResolveDocumentsTarget(m->mutable_target(), "membership.target").status();
+            !s.ok()) {
+          problems->push_back(ProblemOf(s));
+        }
+      }
+      return;
+    }
     ReadDatasetFiles(m->mutable_dataset(), "membership.dataset", problems);
     if (problems->empty() && m->has_target()) {
       if (absl::Status s =
@@ -145,19 +248,23 @@ class Membership final : public KindHandler {
 
   void ApplyDefaults(v1::AuditSpec* spec) const override {
     v1::MembershipAudit* m = spec->mutable_membership();
-    if (m->model().architecture().empty()) m->mutable_model()->set_architecture("mlp");
-    v1::TrainingSpec* t = m->mutable_training();
-    if (t->optimizer().empty()) t->set_optimizer("sgd");
-    if (t->batch_size() == 0) t->set_batch_size(64);
+    if (m->has_documents()) {
+      ApplyDocumentDefaults(m->mutable_documents());
+    } else {
+      if (m->model().architecture().empty()) m->mutable_model()->set_architecture("mlp");
+      v1::TrainingSpec* t = m->mutable_training();
+      if (t->optimizer().empty()) t->set_optimizer("sgd");
+      if (t->batch_size() == 0) t->set_batch_size(64);
+    }
     // Rows outside the pool: RMIA's population comes from them.
     const uint32_t rows = DatasetRows(m->dataset());
-    const uint32_t left = rows > m->dataset().pool_size() ? rows - m->dataset().pool_size() : 0;
+    const uint32_t left = rows > membership::PoolSize(*m) ? rows - membership::PoolSize(*m) : 0;
     if (m->attacks().empty()) {
       // An attack undefined at this many reference models, or RMIA where
       // the pool takes every row, is left out; the results' warnings name it.
       for (const membership::Attack& a : membership::Attacks()) {
-        if (a.is_default &&
-            membership::FitOfDefault(a, m->reference_models(), rows, m->dataset().pool_size()) ==
+        if (membership::IsDefault(a, *m) &&
+            membership::FitOfDefault(a, m->reference_models(), rows, membership::PoolSize(*m)) ==
                 membership::DefaultFit::kRuns) {
           m->add_attacks(membership::AttackName(a.id));
         }
@@ -230,15 +337,15 @@ class Membership final : public KindHandler {
     // steps are its models' steps summed (a packed step of K models counts K),
     // so the audit's total does not depend on models_per_task.
     const KeepMatrix keep =
-        BuildKeepMatrix(spec.seed(), m.reference_models(), m.dataset().pool_size());
-    const uint64_t batch = m.training().batch_size();
+        BuildKeepMatrix(spec.seed(), m.reference_models(), membership::PoolSize(m));
+    const uint64_t batch = membership::BatchSize(m);
     for (uint32_t t = 0; t < membership::TaskCount(spec); ++t) {
       const membership::ModelRange models = membership::TaskModels(spec, t);
       PlannedTask task{membership::kModelRole, t, 0, models.first, models.count};
       for (uint32_t i = models.first; i < models.end(); ++i) {
         uint64_t train_size = 0;
         for (uint32_t j = 0; j < keep.examples; ++j) train_size += keep.in(i, j);
-        task.steps_total += StepsPerEpoch(train_size, batch) * m.training().epochs();
+        task.steps_total += StepsPerEpoch(train_size, batch) * membership::Epochs(m);
       }
       tasks.push_back(std::move(task));
     }

@@ -11,6 +11,8 @@ namespace memaudit::spec {
 uint32_t AutoModelsPerTask(const v1::AuditSpec& spec) {
   const v1::MembershipAudit& m = spec.membership();
   const uint32_t models = std::clamp<uint32_t>(m.reference_models(), 1, kAutoPackMembers);
+  // Language models train one after another: nothing to pack.
+  if (m.has_documents()) return 1;
   // Only logreg and MLPs train as one batched ensemble; other models of a
   // task train one after another, which packing cannot speed up.
   const std::string& arch = m.model().architecture();

@@ -1,6 +1,7 @@
 #include "audits/membership/worker_target.h"
 
 #include "absl/strings/str_cat.h"
+#include "audits/membership/signals.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
 #include "common/status_macros.h"
@@ -49,16 +50,16 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipTarget(const v1::Task&
   for (v1::Observation& o : out) {
     o.set_audit_id(task.audit_id());
     o.set_run(membership::TargetRun(m));
-    o.set_point("final");
+    o.set_point(membership::kFinalPoint);
   }
-  out[0].set_signal("phi");
+  out[0].set_signal(membership::kPhiSignal);
   out[0].mutable_values()->Add(signals.phi.begin(), signals.phi.begin() + pool_end);
-  out[1].set_signal("loss");
+  out[1].set_signal(membership::kLossSignal);
   out[1].mutable_values()->Add(signals.loss.begin(), signals.loss.begin() + pool_end);
   out[2].set_signal(membership::kMemberSignal);
   for (uint32_t row : pool) out[2].add_values(is_member[row] ? 1.0 : 0.0);
   if (!population.empty()) {
-    out[3].set_signal("loss_population");
+    out[3].set_signal(membership::kPopulationLossSignal);
     out[3].mutable_values()->Add(signals.loss.begin() + pool_end, signals.loss.end());
   }
   return out;

@@ -1,6 +1,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "audits/membership/signals.h"
+#include "audits/membership/worker_documents.h"
 #include "audits/membership/worker_target.h"
 #include "common/membership_tasks.h"
 #include "common/seeding.h"
@@ -113,15 +115,15 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(const v1::Task&
       for (size_t o = first; o < out.size(); ++o) {
         out[o].set_audit_id(task.audit_id());
         out[o].set_run(group_models[g][k]);
-        out[o].set_point("final");
+        out[o].set_point(membership::kFinalPoint);
       }
       const auto pool_end = static_cast<std::ptrdiff_t>(pool.size());
-      out[first].set_signal("phi");
+      out[first].set_signal(membership::kPhiSignal);
       out[first].mutable_values()->Add(result.phi.begin(), result.phi.begin() + pool_end);
-      out[first + 1].set_signal("loss");
+      out[first + 1].set_signal(membership::kLossSignal);
       out[first + 1].mutable_values()->Add(result.loss.begin(), result.loss.begin() + pool_end);
       if (!population.empty()) {
-        out[first + 2].set_signal("loss_population");
+        out[first + 2].set_signal(membership::kPopulationLossSignal);
         out[first + 2].mutable_values()->Add(result.loss.begin() + pool_end, result.loss.end());
       }
     }
@@ -134,8 +136,12 @@ class Membership final : public KindHandler {
   absl::StatusOr<std::vector<v1::Observation>> Run(const v1::Task& task,
                                                    const StepCallback& on_steps,
                                                    const ObservationSink&) const override {
-    if (task.role() == membership::kTargetRole) return RunMembershipTarget(task, on_steps);
+    const bool documents = task.spec().membership().has_documents();
+    if (task.role() == membership::kTargetRole) {
+      return documents ? RunDocumentsTarget(task, on_steps) : RunMembershipTarget(task, on_steps);
+    }
     if (task.role() != membership::kModelRole) return UnknownRole(task);
+    if (documents) return RunDocumentModels(task, on_steps);
     return RunMembershipModels(task, on_steps);
   }
 };

@@ -8,6 +8,7 @@
 #include "audits/exposure/signals.h"
 #include "audits/membership/attacks.h"
 #include "audits/relational/signals.h"
+#include "common/membership_tasks.h"
 #include "spec/dataset_facts.h"
 
 namespace memaudit::scorer {
@@ -43,9 +44,9 @@ std::vector<v1::ResultWarning> MembershipWarnings(const v1::MembershipAudit& m) 
   uint32_t left_out_needs = 0;
   for (const membership::Attack& a : membership::Attacks()) {
     const std::string name = membership::AttackName(a.id);
-    if (!a.is_default || named(name)) continue;
+    if (!membership::IsDefault(a, m) || named(name)) continue;
     const membership::DefaultFit fit =
-        membership::FitOfDefault(a, n, rows, m.dataset().pool_size());
+        membership::FitOfDefault(a, n, rows, membership::PoolSize(m));
     if (fit == membership::DefaultFit::kNoPopulation) {
       out.push_back(Warning("no_population",
                             absl::StrCat(name, " not run: the pool takes all ", rows,

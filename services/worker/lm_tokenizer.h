@@ -12,6 +12,7 @@
 #include "common/model_spec.h"
 #include "common/status_macros.h"
 #include "common/tokenizer.h"
+#include "engine/extractable.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit {
@@ -47,6 +48,16 @@ absl::Status SetLanguageModel(const v1::LanguageModelSpec& m, const std::string&
   MEMAUDIT_ASSIGN_OR_RETURN(
       run->tokenizer, LmTokenizerFactory(m.tokenizer(), required_chars, field + ".tokenizer"));
   return absl::OkStatus();
+}
+
+// A spec's extractable block as the engine's setup (prefix_chars and
+// suffix_chars count the model's tokens).
+inline engine::ExtractableSetup ExtractableSetupOf(const v1::ExtractableSpec& x) {
+  return {x.sequences(),
+          x.prefix_chars(),
+          x.suffix_chars(),
+          {x.duplicates().begin(), x.duplicates().end()},
+          x.seed()};
 }
 
 }  // namespace memaudit

@@ -276,6 +276,73 @@ TEST_F(ForgettingAuditTest, OnlineLiraTrainsInAndOutReferencesAndReportsBothCurv
   EXPECT_GT(f.curve(1).accuracy().mean(), 0.5);
 }
 
+// Extractable memorization as a forgetting curve: held-out lines inserted
+// 32 times into the canary batch are continued exactly from their prefix
+// right after the injection, then less and less as training goes on; the
+// controls and the baseline arm never.
+TEST_F(ForgettingAuditTest, ExtractableSequencesAreExtractedThenForgotten) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  v1::AuditSpec spec;
+  spec.set_name("tiny-extractable");
+  spec.set_seed(21);
+  v1::ForgettingAudit* f = spec.mutable_forgetting();
+  v1::ForgettingCanaries* c = f->mutable_canaries();
+  c->mutable_corpus()->set_max_chars(30000);
+  c->mutable_model()->set_units(128);
+  c->mutable_model()->set_embedding(32);
+  c->mutable_canary()->set_prefix("pin ");
+  c->mutable_canary()->set_digits(3);
+  c->add_repeats(1);
+  c->set_per_group(1);
+  c->set_controls(1);
+  c->set_window(32);
+  v1::ExtractableSpec* x = c->mutable_extractable();
+  x->set_prefix_chars(8);
+  x->set_suffix_chars(12);
+  x->add_duplicates(4);
+  x->add_duplicates(64);
+  x->set_sequences(8);
+  f->mutable_training()->set_learning_rate(0.01);
+  f->mutable_training()->set_batch_size(16);
+  f->mutable_training()->set_steps_before_injection(100);
+  f->mutable_training()->set_steps_after_injection(100);
+  f->set_repeats(3);
+  f->set_trials(2);
+  for (uint64_t p : {0, 20, 100}) f->add_eval_points(p);
+  Finished run;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &run));
+  const v1::ForgettingResults& r = run.results.forgetting();
+  // 1 canary window and 8 x (4 + 64) sequence windows: 35 batches of 16, 3
+  // passes.
+  EXPECT_EQ(r.training_steps(), 100u + 3u * 35u + 2u * 100u);
+  EXPECT_EQ(run.audit.steps_done(), run.audit.steps_total());
+  ASSERT_EQ(r.extractable_curves_size(), 3);
+  const v1::ForgettingExtractableCurve& few = r.extractable_curves(0);
+  const v1::ForgettingExtractableCurve& many = r.extractable_curves(1);
+  const v1::ForgettingExtractableCurve& controls = r.extractable_curves(2);
+  EXPECT_EQ(many.duplicates(), 64u);
+  ASSERT_EQ(many.points_size(), 3);
+  // (Seed 21: all 8 of the 64-times sequences at k = 0, none of the
+  // 4-times ones; none 100 steps later.)
+  const double many0 = many.points(0).fraction().mean();
+  EXPECT_GE(many0, 0.75);
+  EXPECT_LT(few.points(0).fraction().mean(), many0);
+  EXPECT_LT(many.points(2).fraction().mean(), many0);
+  EXPECT_EQ(many.points(0).baseline_fraction().mean(), 0.0) << "the baseline arm never saw them";
+  for (const v1::ForgettingExtractablePoint& p : controls.points()) {
+    EXPECT_EQ(p.fraction().mean(), 0.0);
+  }
+  EXPECT_THAT(cli::ResultsTable(run.results), HasSubstr("extractable memorization"));
+  EXPECT_THAT(cli::HtmlReport(run.audit, run.results),
+              HasSubstr("extractable memorization against steps since injection"));
+  const std::string csv_dir = dir_ + "/extractable-csv";
+  MEMAUDIT_ASSERT_OK(cli::WriteResultsCsv(run.results, csv_dir));
+  EXPECT_THAT(Slurp(csv_dir + "/forgetting_extractable.csv"),
+              HasSubstr(absl::StrCat(run.results.audit_id(), ",64,8,0,")));
+  EXPECT_THAT(HttpGet(cluster_->scorer_metrics_port(), "/metrics"),
+              HasSubstr("memaudit_forgetting_extractable_ratio{"));
+}
+
 TEST_F(ForgettingAuditTest, CanariesInjectedMoreOftenAreExposedMoreThenFade) {
   // The paper's LM setup in miniature: canaries injected 1 or 32 times in one
   // canary batch, exposure against steps since injection.

@@ -1,9 +1,13 @@
 // A membership audit through real coordinator, scorer and worker processes.
 #include <signal.h>
 
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "audits/membership/attacks.h"
+#include "cli/html_report.h"
+#include "cli/render.h"
 #include "common/status_grpc.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -217,6 +221,99 @@ TEST_F(MembershipAuditTest, CancelStopsTheWorkers) {
   auto after = client_->Get(submitted->audit_id());
   EXPECT_EQ(after->tasks().running(), 0u);
   EXPECT_LT(after->steps_done(), after->steps_total());
+}
+
+// The TPR at `fpr` of an attack's results.
+double TprAt(const v1::AttackResult& a, double fpr) {
+  for (const v1::OperatingPoint& p : a.operating_points()) {
+    if (p.fpr_target() == fpr) return p.tpr();
+  }
+  ADD_FAILURE() << "no operating point at " << fpr;
+  return -1;
+}
+
+// Membership of documents in a language model through the services: with
+// reference models on random halves, LiRA and RMIA find far more of an
+// overfit transformer's training sequences at 1% FPR than the loss
+// (perplexity) attack, and every attack of documents is scored with its
+// intervals.
+TEST_F(MembershipAuditTest, LiraBeatsTheLossAttackOnTheDocumentsOfAnOverfitTransformer) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  auto submitted = client_->Submit(TinyDocumentsSpec());
+  MEMAUDIT_ASSERT_OK(submitted);
+  EXPECT_EQ(submitted->tasks(), 16u);
+  v1::Audit audit = WaitForEnd(submitted->audit_id());
+  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  EXPECT_EQ(audit.steps_done(), audit.steps_total()) << "the plan counts each model's steps";
+  auto results = client_->Report(submitted->audit_id());
+  MEMAUDIT_ASSERT_OK(results);
+  ASSERT_TRUE(results->complete());
+  std::map<std::string, const v1::AttackResult*> by_name;
+  for (const v1::AttackResult& a : results->attacks()) {
+    by_name[membership::AttackName(a.attack())] = &a;
+    EXPECT_LE(a.auc_low(), a.auc()) << a.attack();
+    EXPECT_GE(a.auc_high(), a.auc()) << a.attack();
+    EXPECT_LE(a.auc_rerun_low(), a.auc()) << a.attack();
+    EXPECT_GE(a.auc_rerun_high(), a.auc()) << a.attack();
+  }
+  EXPECT_THAT(results->spec().membership().attacks(),
+              ::testing::ElementsAre("lira_online", "lira_offline", "lira_online_fixed_variance",
+                                     "lira_offline_fixed_variance", "rmia", "loss", "zlib", "min_k",
+                                     "min_k_plus", "reference"));
+  ASSERT_EQ(by_name.size(), 10u);
+  const double loss = TprAt(*by_name.at("loss"), 0.01);
+  EXPECT_GT(TprAt(*by_name.at("lira_online"), 0.01), loss + 0.2);
+  EXPECT_GT(TprAt(*by_name.at("rmia"), 0.01), loss + 0.2);
+  EXPECT_GT(by_name.at("reference")->auc(), by_name.at("loss")->auc());
+  EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("min_k_plus"));
+
+  // A text attack needs documents.
+  v1::AuditSpec dataset = TinyMembershipSpec();
+  dataset.mutable_membership()->add_attacks("zlib");
+  auto refused = client_->Submit(dataset);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("membership.attacks[0]: \"zlib\" scores documents only"));
+}
+
+// A team's own language model as the target: a GPT that
+// examples/models/train_target_documents.py trains on alternate blocks of a
+// text's lines, scored as model N against reference transformers trained on
+// halves of the pool; a pool sequence is its member when it occurs in the
+// text it trained on.
+TEST_F(MembershipAuditTest, ATeamsGptIsAuditedForTheSequencesItTrainedOn) {
+  const std::string dir = FreshTestDir("documents-target");
+  ASSERT_EQ(Shell(absl::StrCat("mkdir -p ", dir)).exit_code, 0);
+  const Output trained = Shell(absl::StrCat(
+      "/usr/bin/python3 ", MEMAUDIT_SOURCE_DIR,
+      "/examples/models/train_target_documents.py --corpus /usr/share/games/fortunes "
+      "--max-chars 12000 --epochs 120 --width 64 --ffn 128 --learning-rate 0.005 --corpus-out ",
+      dir, "/corpus.txt --members-out ", dir, "/members.txt --out ", dir, "/gpt.pt"));
+  if (trained.exit_code != 0) GTEST_SKIP() << "python3-torch: " << trained.text;
+  data_roots_ = {dir};
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
+  v1::AuditSpec spec = TinyDocumentsSpec();
+  v1::MembershipAudit* m = spec.mutable_membership();
+  m->set_reference_models(8);
+  m->mutable_documents()->mutable_corpus()->set_path(dir + "/corpus.txt");
+  m->mutable_target()->set_torchscript_path(dir + "/gpt.pt");
+  m->mutable_target()->set_members_path(dir + "/members.txt");
+  Finished run;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &run));
+  EXPECT_EQ(run.audit.tasks().total(), 9u) << "8 reference models and the target";
+  const v1::AuditResults* results = &run.results;
+  const v1::TargetModelSpec& target = results->spec().membership().target();
+  EXPECT_THAT(target.content_hash(), ::testing::StartsWith("sha256:"));
+  EXPECT_GT(target.members(), 100u) << "the lines of the text it trained on";
+  EXPECT_EQ(results->members() + results->non_members(), 240u) << "one target, the pool";
+  EXPECT_GT(results->members(), 60u);
+  EXPECT_GT(results->non_members(), 60u);
+  ASSERT_EQ(results->attacks_size(), 10);
+  for (const v1::AttackResult& a : results->attacks()) {
+    EXPECT_GT(a.auc(), 0.75) << membership::AttackName(a.attack());
+  }
+  EXPECT_THAT(cli::RenderResults(*results, cli::OutputFormat::kTable),
+              HasSubstr("trained on the "));
 }
 
 TEST_F(MembershipAuditTest, MalformedSpecIsRefusedWithTheFieldNamed) {

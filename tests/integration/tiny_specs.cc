@@ -24,6 +24,29 @@ v1::AuditSpec TinyMembershipSpec(uint32_t models, uint32_t epochs) {
   return spec;
 }
 
+v1::AuditSpec TinyDocumentsSpec() {
+  v1::AuditSpec spec;
+  spec.set_name("tiny-documents");
+  spec.set_seed(3);
+  v1::MembershipAudit* m = spec.mutable_membership();
+  m->set_reference_models(16);
+  m->set_population_size(120);
+  v1::MembershipDocuments* d = m->mutable_documents();
+  d->mutable_corpus()->set_max_chars(40000);
+  d->set_sequence_tokens(24);
+  d->set_pool_size(240);
+  v1::LanguageModelSpec* model = d->mutable_model();
+  model->set_architecture("transformer");
+  model->set_layers(2);
+  model->set_embedding(32);
+  model->set_units(64);
+  model->set_heads(4);
+  d->mutable_training()->set_epochs(30);
+  d->mutable_training()->set_batch_size(16);
+  d->mutable_training()->set_learning_rate(0.003);
+  return spec;
+}
+
 v1::AuditSpec TinyUnlearningSpec() {
   v1::AuditSpec spec;
   spec.set_name("tiny-unlearning");

@@ -25,6 +25,11 @@ std::string WordText(size_t chars);
 // in 8 KB of word salad, inserted 1 and 40 times, 3 controls, 200 references.
 v1::AuditSpec TinyExposureSpec();
 
+// Membership of documents: 16 transformers (2 blocks of width 32, 4 heads),
+// each trained 30 epochs on a random half of 240 sequences of 24 characters
+// of fortunes (population 120): overfit, so members stand out.
+v1::AuditSpec TinyDocumentsSpec();
+
 // A forgetting audit (Inject, r = 1) of two trials, 50 injected examples,
 // evaluated 0, 10, 50 and 400 steps after injection.
 v1::AuditSpec TinyForgettingSpec();
