@@ -60,7 +60,10 @@ void CollectPanels(const nlohmann::json& panels, std::vector<nlohmann::json>* ou
 // cluster-health and per-audit queries belong to no kind and are checked
 // against the membership audit's selection.
 std::string KeyOf(const std::string& expr) {
-  if (expr.find("memaudit_forgetting_canary_") != std::string::npos) return kCanaries;
+  if (expr.find("memaudit_forgetting_canary_") != std::string::npos ||
+      expr.find("memaudit_forgetting_extractable_") != std::string::npos) {
+    return kCanaries;
+  }
   // The observed dp_audit is the audit with a gate (TinyDpAuditSpec).
   if (expr.find("memaudit_gate_") != std::string::npos) return "dp_audit";
   for (AuditKind kind : AllAuditKinds()) {
@@ -105,7 +108,8 @@ std::string NameLabel(const std::string& name) {
 }
 
 // A forgetting audit with LM canaries in a character LM, small enough to
-// train in seconds: canaries injected once or 16 times, and controls.
+// train in seconds: canaries injected once or 16 times, and controls; and
+// held-out sequences inserted 16 times (extractable memorization).
 v1::AuditSpec TinyCanarySpec() {
   v1::AuditSpec spec;
   spec.set_name(kCanaryName);
@@ -122,6 +126,11 @@ v1::AuditSpec TinyCanarySpec() {
   c->set_per_group(2);
   c->set_controls(2);
   c->set_window(24);
+  v1::ExtractableSpec* x = c->mutable_extractable();
+  x->set_prefix_chars(8);
+  x->set_suffix_chars(8);
+  x->add_duplicates(16);
+  x->set_sequences(2);
   f->mutable_training()->set_learning_rate(0.01);
   f->mutable_training()->set_batch_size(16);
   f->mutable_training()->set_steps_before_injection(50);
