@@ -645,6 +645,37 @@ absl::StatusOr<std::vector<v1::ExportArray>> ExportCanaries(const v1::Forgetting
     out.push_back(MakeExportArray(a.name, {"point", "trial", "canary"}, {points, trials, canaries},
                                   a.dtype, a.description, std::move(values)));
   }
+  const uint64_t sequences = forgetting::ExtractableSequences(f);
+  if (sequences == 0) return out;
+  // Extractable memorization: each held-out sequence's group and whether it
+  // came back, per point, trial and arm.
+  std::vector<double> duplicates;
+  const v1::ExtractableSpec& x = c.extractable();
+  for (uint32_t d : x.duplicates()) duplicates.insert(duplicates.end(), x.sequences(), d);
+  duplicates.resize(sequences, 0);  // the controls
+  out.push_back(MakeExportArray("sequence_duplicates", {"sequence"}, {sequences}, v1::INT64,
+                                "times the held-out sequence was inserted; 0 = a control",
+                                std::move(duplicates)));
+  for (const char* signal : kExtractedSignals) {
+    std::vector<double> values;
+    values.reserve(points * trials * sequences);
+    for (uint64_t p : f.eval_points()) {
+      for (uint32_t t = 0; t < trials; ++t) {
+        MEMAUDIT_ASSIGN_OR_RETURN(const std::vector<double>* v,
+                                  FindSignal(signals, absl::StrCat(p), signal, t));
+        if (v->size() != sequences) {
+          return absl::FailedPreconditionError(absl::StrCat(signal, " has the wrong length"));
+        }
+        values.insert(values.end(), v->begin(), v->end());
+      }
+    }
+    const bool injected = std::string(signal) == forgetting::kExtractedInjected;
+    out.push_back(MakeExportArray(
+        signal, {"point", "trial", "sequence"}, {points, trials, sequences}, v1::UINT8,
+        injected ? "1 when greedy decoding gave the sequence back in the injected arm"
+                 : "1 when greedy decoding gave the sequence back in the baseline arm",
+        std::move(values)));
+  }
   return out;
 }
 

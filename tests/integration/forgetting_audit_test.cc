@@ -341,6 +341,14 @@ TEST_F(ForgettingAuditTest, ExtractableSequencesAreExtractedThenForgotten) {
               HasSubstr(absl::StrCat(run.results.audit_id(), ",64,8,0,")));
   EXPECT_THAT(HttpGet(cluster_->scorer_metrics_port(), "/metrics"),
               HasSubstr("memaudit_forgetting_extractable_ratio{"));
+  // The per-sequence outcomes the curves are means of.
+  auto exported = client_->Export(run.audit_id);
+  MEMAUDIT_ASSERT_OK(exported);
+  std::map<std::string, const v1::ExportArray*> arrays;
+  for (const v1::ExportArray& a : *exported) arrays[a.name()] = &a;
+  ASSERT_TRUE(arrays.count("extracted_injected"));
+  EXPECT_THAT(arrays.at("extracted_injected")->shape(), ::testing::ElementsAre(3, 2, 24));
+  EXPECT_EQ(arrays.at("sequence_duplicates")->values(8), 64);
 }
 
 TEST_F(ForgettingAuditTest, CanariesInjectedMoreOftenAreExposedMoreThenFade) {
