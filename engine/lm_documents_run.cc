@@ -170,9 +170,9 @@ absl::StatusOr<LmDocumentsRunResult> RunLmDocuments(const LmDocumentsRunSpec& sp
   for (uint32_t i : pool) pool_texts.push_back(sequences[i]);
   for (uint32_t i : population) population_texts.push_back(sequences[i]);
   LmDocumentsRunResult result;
-  result.sequences = count;
-  if (spec.threads > 0) torch::set_num_threads(static_cast<int>(spec.threads));
   if (!spec.given_model_path.empty()) {
+    // No trainer sets the threads for a model scored as it is.
+    if (spec.threads > 0) torch::set_num_threads(static_cast<int>(spec.threads));
     MEMAUDIT_RETURN_IF_ERROR(ScoreGivenModel(spec, vocab, pool_texts, population_texts, &result));
     return result;
   }
@@ -199,18 +199,12 @@ absl::StatusOr<LmDocumentsRunResult> RunLmDocuments(const LmDocumentsRunSpec& sp
     if (members.empty()) return absl::InvalidArgumentError("models: a model trains on nothing");
     EpochSchedule schedule(members, spec.batch_size, m.order_seed);
     const uint64_t steps = uint64_t{spec.epochs} * schedule.steps_per_epoch();
-    double epoch_loss = 0;
-    MEMAUDIT_RETURN_IF_ERROR(trainer->Train(rows, schedule, steps, [&](uint64_t done, double loss) {
-      if ((done - 1) % schedule.steps_per_epoch() == 0) epoch_loss = 0;
-      epoch_loss += loss;
+    MEMAUDIT_RETURN_IF_ERROR(trainer->Train(rows, schedule, steps, [&](uint64_t done, double) {
       return !on_step || on_step(steps_before + done);
     }));
     steps_before += steps;
     LanguageModel& lm = static_cast<LanguageModel&>(trainer->model());
     LmDocumentScores& scores = result.models.emplace_back();
-    scores.steps = steps;
-    scores.final_loss =
-        epoch_loss / static_cast<double>((steps - 1) % schedule.steps_per_epoch() + 1);
     scores.pool = ScoreSequences(lm, vocab, pool_texts);
     scores.population = ScoreSequences(lm, vocab, population_texts);
   }

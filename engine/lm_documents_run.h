@@ -71,12 +71,9 @@ struct LmDocumentsRunSpec {
 struct LmDocumentScores {
   std::vector<LmMembershipScores> pool;
   std::vector<LmMembershipScores> population;
-  uint64_t steps = 0;
-  double final_loss = 0;  // mean training loss of the last epoch, nats/token
 };
 
 struct LmDocumentsRunResult {
-  uint64_t sequences = 0;                // distinct sequences the corpus gave
   std::vector<LmDocumentScores> models;  // one per spec model, or the given one
   std::vector<uint8_t> members;          // given model: per pool sequence, 1 = in its text
 };

@@ -223,9 +223,13 @@ absl::StatusOr<std::string> ResolveDocumentsTarget(v1::TargetModelSpec* target,
   }
   MEMAUDIT_ASSIGN_OR_RETURN(std::string text,
                             data::ReadFileBytes(target->members_path(), members_field));
-  MEMAUDIT_ASSIGN_OR_RETURN(std::string hash,
-                            FilesContentHash({{model_field, target->torchscript_path()},
-                                              {members_field, target->members_path()}}));
+  // FilesContentHash of the model then the text, without reading the text twice.
+  MEMAUDIT_ASSIGN_OR_RETURN(const std::string model,
+                            data::ReadFileBytes(target->torchscript_path(), model_field));
+  data::Sha256 sha;
+  HashFile(model, &sha);
+  HashFile(text, &sha);
+  const std::string hash = ContentHash(&sha);
   // Lines, the last one counted without its newline; an empty text has none.
   const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) +
                        (!text.empty() && text.back() != '\n' ? 1 : 0);

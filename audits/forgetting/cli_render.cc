@@ -100,8 +100,10 @@ std::string SelectionLine(const v1::ForgettingResults& f) {
 
 bool IsReplay(const v1::ForgettingResults& f) { return f.attack() == "deterministic_replay"; }
 
-std::string GroupName(const v1::ForgettingExposureCurve& c) {
-  return c.repeats() == 0 ? "controls" : absl::StrCat("x", c.repeats());
+// A group of inserted canaries or sequences by its copies: "x16", or
+// "controls" for 0.
+std::string GroupName(uint32_t copies) {
+  return copies == 0 ? "controls" : absl::StrCat("x", copies);
 }
 
 // LM canaries: one row per evaluation point, one "injected / baseline" mean
@@ -115,8 +117,8 @@ std::string ExposureTable(const v1::AuditResults& r) {
       r.audit_id(), f.trials(), f.injected_examples(), f.log2_space(), f.training_steps());
   std::string header = absl::StrFormat("%-12s", "steps_since");
   for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
-    absl::StrAppend(&header,
-                    absl::StrFormat(" %-15s", absl::StrCat(GroupName(c), " (", c.canaries(), ")")));
+    absl::StrAppend(&header, absl::StrFormat(" %-15s", absl::StrCat(GroupName(c.repeats()), " (",
+                                                                    c.canaries(), ")")));
   }
   absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
   const int points = f.exposure_curves().empty() ? 0 : f.exposure_curves(0).points_size();
@@ -150,8 +152,8 @@ std::string ExposureHtml(const v1::AuditResults& r) {
       "baseline arm.</p><table class=\"numbers\"><tr><th>steps since injection</th>",
       f.trials(), f.injected_examples(), f.log2_space());
   for (const v1::ForgettingExposureCurve& c : f.exposure_curves()) {
-    absl::StrAppend(&html, "<th>", GroupName(c), " injected</th><th>", GroupName(c),
-                    " baseline</th>");
+    absl::StrAppend(&html, "<th>", GroupName(c.repeats()), " injected</th><th>",
+                    GroupName(c.repeats()), " baseline</th>");
   }
   absl::StrAppend(&html, "</tr>");
   const int points = f.exposure_curves().empty() ? 0 : f.exposure_curves(0).points_size();
@@ -172,10 +174,6 @@ std::string ExposureHtml(const v1::AuditResults& r) {
 
 bool IsCanaryAudit(const v1::ForgettingResults& f) { return f.exposure_curves_size() > 0; }
 
-std::string ExtractableGroupName(const v1::ForgettingExtractableCurve& c) {
-  return c.duplicates() == 0 ? "controls" : absl::StrCat("x", c.duplicates());
-}
-
 // Extractable memorization as a forgetting curve: one row per evaluation
 // point, one "injected / baseline" fraction column per group.
 std::string ExtractableTable(const v1::ForgettingResults& f) {
@@ -185,7 +183,7 @@ std::string ExtractableTable(const v1::ForgettingResults& f) {
       "prefix, injected arm / baseline arm (means across trials)\n";
   std::string header = absl::StrFormat("%-12s", "steps_since");
   for (const v1::ForgettingExtractableCurve& c : f.extractable_curves()) {
-    absl::StrAppend(&header, absl::StrFormat(" %-15s", absl::StrCat(ExtractableGroupName(c), " (",
+    absl::StrAppend(&header, absl::StrFormat(" %-15s", absl::StrCat(GroupName(c.duplicates()), " (",
                                                                     c.sequences(), ")")));
   }
   absl::StrAppend(&out, header, "\n", std::string(header.size(), '-'), "\n");
@@ -211,8 +209,8 @@ std::string ExtractableHtml(const v1::ForgettingResults& f) {
       "[95% re-run interval], under the injected arm and the baseline arm.</p><table "
       "class=\"numbers\"><tr><th>steps since injection</th>";
   for (const v1::ForgettingExtractableCurve& c : f.extractable_curves()) {
-    absl::StrAppend(&html, "<th>", ExtractableGroupName(c), " injected</th><th>",
-                    ExtractableGroupName(c), " baseline</th>");
+    absl::StrAppend(&html, "<th>", GroupName(c.duplicates()), " injected</th><th>",
+                    GroupName(c.duplicates()), " baseline</th>");
   }
   absl::StrAppend(&html, "</tr>");
   for (int i = 0; i < f.extractable_curves(0).points_size(); ++i) {

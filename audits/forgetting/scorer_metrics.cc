@@ -130,6 +130,16 @@ const char* const kCanaryPointSignals[] = {forgetting::kExposureInjected,
 const char* const kExtractedSignals[] = {forgetting::kExtractedInjected,
                                          forgetting::kExtractedBaseline};
 
+// The values of `signal` at `point` for `trial`; null while they have not
+// arrived.
+const std::vector<double>* SignalOf(const ForgettingSignals& signals, const std::string& point,
+                                    const std::string& signal, uint32_t trial) {
+  auto it = signals.find({point, signal});
+  if (it == signals.end()) return nullptr;
+  auto t = it->second.find(trial);
+  return t == it->second.end() ? nullptr : &t->second;
+}
+
 // Extractable memorization as a forgetting curve: per group of held-out
 // sequences (duplicates in order, then the controls), each trial's fraction
 // extracted in each arm, and their mean over trials with its intervals, at
@@ -146,19 +156,13 @@ absl::StatusOr<bool> AddExtractableCurves(const v1::ForgettingAudit& f,
     out->add_extractable_curves()->set_duplicates(groups[g]);
     out->mutable_extractable_curves(static_cast<int>(g))->set_sequences(per);
   }
-  const auto get = [&](uint64_t point, const char* signal,
-                       uint32_t trial) -> const std::vector<double>* {
-    auto it = signals.find({absl::StrCat(point), signal});
-    if (it == signals.end()) return nullptr;
-    auto t = it->second.find(trial);
-    return t == it->second.end() ? nullptr : &t->second;
-  };
   for (size_t i = 0; i < points; ++i) {
     const uint64_t p = f.eval_points(static_cast<int>(i));
     std::vector<std::pair<const std::vector<double>*, const std::vector<double>*>> trials;
     for (uint32_t t = 0; t < f.trials(); ++t) {
-      const std::vector<double>* inj = get(p, forgetting::kExtractedInjected, t);
-      const std::vector<double>* base = get(p, forgetting::kExtractedBaseline, t);
+      const std::string key = absl::StrCat(p);
+      const std::vector<double>* inj = SignalOf(signals, key, forgetting::kExtractedInjected, t);
+      const std::vector<double>* base = SignalOf(signals, key, forgetting::kExtractedBaseline, t);
       if (inj == nullptr || base == nullptr) return false;
       trials.emplace_back(inj, base);
     }
@@ -193,12 +197,8 @@ absl::StatusOr<v1::AuditResults> ScoreCanaries(const v1::AuditSpec& spec,
                                                const ForgettingSignals& signals) {
   const v1::ForgettingAudit& f = spec.forgetting();
   const v1::ForgettingCanaries& c = f.canaries();
-  auto get = [&](const std::string& point, const char* signal,
-                 uint32_t trial) -> const std::vector<double>* {
-    auto it = signals.find({point, signal});
-    if (it == signals.end()) return nullptr;
-    auto t = it->second.find(trial);
-    return t == it->second.end() ? nullptr : &t->second;
+  const auto get = [&](const std::string& point, const char* signal, uint32_t trial) {
+    return SignalOf(signals, point, signal, trial);
   };
   struct Group {
     uint32_t repeats, begin, end;
@@ -408,12 +408,12 @@ namespace {
 absl::StatusOr<const std::vector<double>*> FindSignal(const ForgettingSignals& signals,
                                                       const std::string& point,
                                                       const std::string& signal, uint32_t trial) {
-  auto it = signals.find({point, signal});
-  if (it == signals.end() || !it->second.count(trial)) {
+  const std::vector<double>* values = SignalOf(signals, point, signal, trial);
+  if (values == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("missing ", signal, " at point ", point, " of trial ", trial));
   }
-  return &it->second.at(trial);
+  return values;
 }
 
 // Every signal trial `t` sends at evaluation point `key`; nullopt while any

@@ -225,13 +225,9 @@ TEST_F(ExposureAuditTest, ReferenceModelsScoreTheHeldOutSequencesForTheReference
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/1));
   v1::AuditSpec spec = TinyExtractableSpec({40});
   spec.mutable_exposure()->set_reference_models(2);
-  auto submitted = client_->Submit(spec);
-  MEMAUDIT_ASSERT_OK(submitted);
-  v1::Audit audit = WaitForEnd(submitted->audit_id());
-  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
-  auto results = client_->Report(submitted->audit_id());
-  MEMAUDIT_ASSERT_OK(results);
-  const v1::ExposureResults& r = results->exposure();
+  Finished run;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &run));
+  const v1::ExposureResults& r = run.results.exposure();
   ASSERT_EQ(r.extractable_size(), 2);
   std::map<std::string, const v1::SequenceMembership*> by_attack;
   for (const v1::SequenceMembership& m : r.extractable(0).membership()) by_attack[m.attack()] = &m;
@@ -239,7 +235,7 @@ TEST_F(ExposureAuditTest, ReferenceModelsScoreTheHeldOutSequencesForTheReference
   EXPECT_GE(by_attack.at("reference")->auc(), 0.9);
   EXPECT_GE(by_attack.at("lira_offline")->auc(), 0.9);
   EXPECT_LT(by_attack.at("reference")->auc_low(), by_attack.at("reference")->auc());
-  EXPECT_THAT(cli::HtmlReport(audit, *results), HasSubstr("<th>lira_offline AUC</th>"));
+  EXPECT_THAT(cli::HtmlReport(run.audit, run.results), HasSubstr("<th>lira_offline AUC</th>"));
 }
 
 // The tiny exposure audit with a transformer of 2 blocks of width 32 (4
@@ -303,19 +299,9 @@ TEST_F(ExposureAuditTest, SubwordTokensFromATrainedOrAGivenSentencePieceModel) {
   tokens->set_kind("sentencepiece");
   tokens->set_vocab_size(100);
   spec.mutable_exposure()->mutable_training()->set_window(24);
-  const auto run = [&](const v1::AuditSpec& s) -> std::optional<v1::AuditResults> {
-    auto submitted = client_->Submit(s);
-    EXPECT_TRUE(submitted.ok()) << submitted.status();
-    if (!submitted.ok()) return std::nullopt;
-    v1::Audit audit = WaitForEnd(submitted->audit_id());
-    EXPECT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
-    auto results = client_->Report(submitted->audit_id());
-    EXPECT_TRUE(results.ok()) << results.status();
-    if (!results.ok()) return std::nullopt;
-    return *results;
-  };
-  const std::optional<v1::AuditResults> trained = run(spec);
-  ASSERT_TRUE(trained.has_value());
+  Finished first, second, third;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &first));
+  const v1::AuditResults* trained = &first.results;
   EXPECT_EQ(trained->spec().exposure().model().tokenizer().model_type(), "bpe");
   const v1::ExposureResults& x = trained->exposure();
   ASSERT_EQ(x.canaries_size(), 5);
@@ -325,8 +311,8 @@ TEST_F(ExposureAuditTest, SubwordTokensFromATrainedOrAGivenSentencePieceModel) {
   EXPECT_GT(heavy.exposure(), x.control_median_exposure() + 5);
   EXPECT_TRUE(x.extracted());
   EXPECT_EQ(x.extraction(), heavy.secret());
-  const std::optional<v1::AuditResults> again = run(spec);
-  ASSERT_TRUE(again.has_value());
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &second));
+  const v1::AuditResults* again = &second.results;
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(again->exposure().canaries(i).px_bits(), x.canaries(i).px_bits()) << i;
   }
@@ -344,8 +330,8 @@ TEST_F(ExposureAuditTest, SubwordTokensFromATrainedOrAGivenSentencePieceModel) {
   v1::TokenizerSpec* t = given.mutable_exposure()->mutable_model()->mutable_tokenizer();
   t->clear_vocab_size();
   t->set_model_path(file);
-  const std::optional<v1::AuditResults> from_file = run(given);
-  ASSERT_TRUE(from_file.has_value());
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(given, &third));
+  const v1::AuditResults* from_file = &third.results;
   EXPECT_THAT(from_file->spec().exposure().model().tokenizer().content_hash(),
               ::testing::StartsWith("sha256:"));
   for (int i = 0; i < 5; ++i) {
@@ -387,12 +373,9 @@ TEST_F(ExposureAuditTest, AGptOverSubwordTokensIsMeasuredAsATarget) {
   e->mutable_target()->set_torchscript_path(gpt);
   e->mutable_target()->add_secrets("4821");
   e->mutable_target()->add_secrets("1907");
-  auto submitted = client_->Submit(spec);
-  MEMAUDIT_ASSERT_OK(submitted);
-  v1::Audit audit = WaitForEnd(submitted->audit_id());
-  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
-  auto results = client_->Report(submitted->audit_id());
-  MEMAUDIT_ASSERT_OK(results);
+  Finished run;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(spec, &run));
+  const v1::AuditResults* results = &run.results;
   EXPECT_THAT(results->spec().exposure().target().content_hash(), ::testing::StartsWith("sha256:"));
   EXPECT_THAT(results->spec().exposure().model().tokenizer().content_hash(),
               ::testing::StartsWith("sha256:"));

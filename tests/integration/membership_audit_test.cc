@@ -239,15 +239,12 @@ double TprAt(const v1::AttackResult& a, double fpr) {
 // intervals.
 TEST_F(MembershipAuditTest, LiraBeatsTheLossAttackOnTheDocumentsOfAnOverfitTransformer) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/2));
-  auto submitted = client_->Submit(TinyDocumentsSpec());
-  MEMAUDIT_ASSERT_OK(submitted);
-  EXPECT_EQ(submitted->tasks(), 16u);
-  v1::Audit audit = WaitForEnd(submitted->audit_id());
-  ASSERT_EQ(audit.state(), v1::SUCCEEDED) << audit.error();
+  Finished run;
+  ASSERT_NO_FATAL_FAILURE(RunToCompletion(TinyDocumentsSpec(), &run));
+  const v1::Audit& audit = run.audit;
+  EXPECT_EQ(audit.tasks().total(), 16u);
   EXPECT_EQ(audit.steps_done(), audit.steps_total()) << "the plan counts each model's steps";
-  auto results = client_->Report(submitted->audit_id());
-  MEMAUDIT_ASSERT_OK(results);
-  ASSERT_TRUE(results->complete());
+  const v1::AuditResults* results = &run.results;
   std::map<std::string, const v1::AttackResult*> by_name;
   for (const v1::AttackResult& a : results->attacks()) {
     by_name[membership::AttackName(a.attack())] = &a;
