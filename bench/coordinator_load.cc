@@ -82,8 +82,8 @@
 #include "bench/metrics_scrape.h"
 #include "bench/proc_stats.h"
 #include "cli/embedded_cluster.h"
-#include "common/process.h"
-#include "common/tls.h"
+#include "common/base/process.h"
+#include "common/security/tls.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 

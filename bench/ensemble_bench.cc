@@ -22,8 +22,8 @@
 #include <string_view>
 
 #include "bench/bench_util.h"
-#include "common/seeding.h"
-#include "common/steps.h"
+#include "common/base/seeding.h"
+#include "common/base/steps.h"
 #include "data/labeled_examples.h"
 #include "engine/device.h"
 #include "engine/ensemble.h"

@@ -12,7 +12,7 @@
 // and loss,
 // --pool values each, and loss_population, the spec's default 1000 values,
 // for each of the task's --models-per-task models), with the capability the
-// coordinator would hand out with the lease (common/capability.h, made here
+// coordinator would hand out with the lease (common/security/capability.h, made here
 // from the cluster's key file), then closes the stream and takes the next
 // task. Every observation is a new (audit, run, signal) and is stored; the
 // last task of each audit is never sent, so no audit completes and no scoring
@@ -48,14 +48,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "audits/membership/scorer_metrics.h"
+#include "audits/membership/tasks.h"
 #include "bench/bench_util.h"
 #include "bench/proc_stats.h"
 #include "cli/embedded_cluster.h"
-#include "common/capability.h"
-#include "common/membership_tasks.h"
-#include "common/process.h"
-#include "common/seeding.h"
-#include "common/tls.h"
+#include "common/base/process.h"
+#include "common/base/seeding.h"
+#include "common/security/capability.h"
+#include "common/security/tls.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 

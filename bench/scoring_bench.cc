@@ -23,8 +23,8 @@
 #include <numeric>
 #include <vector>
 
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "scoring/auc_interval.h"
 #include "scoring/balanced_accuracy_interval.h"
 #include "scoring/fixed_bound_uniform.h"

@@ -9,9 +9,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "common/export_arrays.h"
-#include "common/serving.h"
-#include "common/status_grpc.h"
+#include "common/messages/export_arrays.h"
+#include "common/rpc/status_grpc.h"
 
 namespace memaudit::cli {
 namespace {

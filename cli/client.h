@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/tls.h"
+#include "common/security/tls.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 
 namespace memaudit::cli {
@@ -20,7 +20,7 @@ absl::StatusOr<std::string> NewRequestId();
 
 class Client {
  public:
-  // `channel` from MakeChannel (common/tls.h); `address` names it in errors.
+  // `channel` from MakeChannel (common/security/tls.h); `address` names it in errors.
   Client(std::string address, const std::shared_ptr<grpc::Channel>& channel);
   // A client of the coordinator at `address` presenting `credentials`.
   static absl::StatusOr<Client> Connect(const std::string& address,
@@ -41,7 +41,7 @@ class Client {
   absl::StatusOr<v1::RevokeWorkerResponse> RevokeWorker(const std::string& worker);
   absl::StatusOr<v1::AuditResults> Report(const std::string& audit_id);
   // The audit's per-example arrays (docs/export.md), put back together from
-  // their pieces (common/export_arrays.h checks each before it allocates).
+  // their pieces (common/messages/export_arrays.h checks each before it allocates).
   absl::StatusOr<std::vector<v1::ExportArray>> Export(const std::string& audit_id);
   // Streams events until the audit ends; `on_event` returning false stops early.
   absl::Status Watch(const std::string& audit_id,

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_join.h"
-#include "common/nearest_name.h"
+#include "common/base/nearest_name.h"
 
 namespace memaudit::cli {
 

@@ -1,6 +1,6 @@
 #include "cli/command_line.h"
 
-#include "common/nearest_name.h"
+#include "common/base/nearest_name.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::cli {

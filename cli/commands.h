@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/data_roots.h"
-#include "common/tls.h"
+#include "common/messages/data_roots.h"
+#include "common/security/tls.h"
 
 namespace memaudit::cli {
 

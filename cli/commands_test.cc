@@ -1,6 +1,6 @@
 #include "cli/commands.h"
 
-#include "common/device_name.h"
+#include "common/training/device_name.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::cli {

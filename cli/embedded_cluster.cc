@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "common/capability.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/security/capability.h"
 
 namespace memaudit::cli {
 namespace {

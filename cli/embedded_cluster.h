@@ -10,9 +10,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "common/certificate_authority.h"
-#include "common/process.h"
-#include "common/tls.h"
+#include "common/base/process.h"
+#include "common/security/certificate_authority.h"
+#include "common/security/tls.h"
 
 namespace memaudit::cli {
 
@@ -24,7 +24,7 @@ struct ClusterOptions {
   std::string device = "cpu";             // the workers' --device
   std::string matmul_precision = "fp32";  // the workers' --matmul-precision
   // The coordinator's and each worker's --data-root, one flag per entry;
-  // empty = their defaults (common/data_roots.h's kDefaultDataRoots).
+  // empty = their defaults (common/messages/data_roots.h's kDefaultDataRoots).
   std::vector<std::string> data_roots;
   // Where memaudit-coordinator, -scorer and -worker live; empty = beside
   // the running executable.

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "common/export_arrays.h"
+#include "common/messages/export_arrays.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -11,7 +11,7 @@
 #include "cli/gates.h"
 #include "cli/kind_handler.h"
 #include "cli/render.h"
-#include "common/version.h"
+#include "common/base/version.h"
 
 namespace memaudit::cli {
 namespace {

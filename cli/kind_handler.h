@@ -1,14 +1,14 @@
 // How the CLI shows each audit kind's results. Each kind implements
 // KindHandler in its folder (audits/<kind>/cli_render.cc) and binds it to its kind there
-// (HandlerOfKind, common/kind_table.h); HandlerFor is the one dispatch on the kind.
+// (HandlerOfKind, common/messages/kind_table.h); HandlerFor is the one dispatch on the kind.
 #ifndef MEMAUDIT_CLI_KIND_HANDLER_H_
 #define MEMAUDIT_CLI_KIND_HANDLER_H_
 
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/audit_kinds.h"
-#include "common/kind_table.h"
+#include "common/messages/audit_kinds.h"
+#include "common/messages/kind_table.h"
 #include "memaudit/v1/results.pb.h"
 
 namespace memaudit::cli {
@@ -37,7 +37,7 @@ const KindHandler* HandlerFor(AuditKind kind);
 }  // namespace memaudit::cli
 
 namespace memaudit {
-// Each kind's file of this layer binds its handler (common/kind_table.h).
+// Each kind's file of this layer binds its handler (common/messages/kind_table.h).
 MEMAUDIT_DECLARE_KIND_HANDLERS(cli::KindHandler);
 }  // namespace memaudit
 

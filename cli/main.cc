@@ -10,8 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
-#include "common/data_roots.h"
-#include "common/version.h"
+#include "common/base/version.h"
+#include "common/messages/data_roots.h"
 
 namespace {
 

@@ -14,9 +14,9 @@
 #include "absl/strings/str_replace.h"
 #include "cli/gates.h"
 #include "cli/kind_handler.h"
-#include "common/audit_kinds.h"
-#include "common/event_types.h"
-#include "common/numerics.h"
+#include "common/messages/audit_kinds.h"
+#include "common/messages/event_types.h"
+#include "common/training/numerics.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit::cli {

@@ -28,7 +28,7 @@ std::string HtmlEscape(absl::string_view text);
 absl::Status WriteFile(const std::string& path, const std::string& text);
 
 std::string ResultsTable(const v1::AuditResults& results);
-// How the audit's models computed (resources.numerics, common/numerics.h).
+// How the audit's models computed (resources.numerics, common/training/numerics.h).
 std::string NumericsLine(const v1::Resources& resources);
 std::string RenderResults(const v1::AuditResults& results, OutputFormat format);
 std::string RenderAudits(const std::vector<v1::Audit>& audits, OutputFormat format);

@@ -16,7 +16,7 @@
 #include "audits/relational/cli_plots.h"
 #include "audits/unlearning/cli_plots.h"
 #include "cli/html_report.h"
-#include "common/audit_kinds.h"
+#include "common/messages/audit_kinds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

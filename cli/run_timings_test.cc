@@ -1,6 +1,6 @@
 #include "cli/run_timings.h"
 
-#include "common/event_types.h"
+#include "common/messages/event_types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

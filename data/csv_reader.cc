@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace memaudit::data {
 namespace {

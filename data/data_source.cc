@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "data/csv_reader.h"
 #include "data/file_bytes.h"
 #include "data/npy_reader.h"

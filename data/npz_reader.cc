@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "data/npy_reader.h"
 #include "data/zip_reader.h"
 

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "engine/dataset.h"
 #include "engine/signals.h"
 #include "engine/torch_api.h"

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
-#include "common/steps.h"
+#include "common/base/steps.h"
+#include "common/training/model_spec.h"
 #include "data/labeled_examples.h"
 
 namespace memaudit::engine {

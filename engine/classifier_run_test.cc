@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "engine/device.h"
 #include "gtest/gtest.h"

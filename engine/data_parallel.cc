@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 
 // Gloo's headers come with LibTorch's (PyTorch's wheels) or as Debian's
 // libgloo-dev; NCCL's process group exists where LibTorch was built with it

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 
 namespace memaudit::engine {
 

@@ -4,8 +4,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/device_name.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/training/device_name.h"
 #include "engine/torch_api.h"
 
 namespace memaudit::engine {

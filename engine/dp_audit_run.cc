@@ -6,9 +6,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
-#include "common/steps.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
+#include "common/base/steps.h"
 #include "engine/dataset.h"
 #include "engine/model.h"
 #include "engine/rdp_accountant.h"

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "engine/test_images.h"
 #include "gtest/gtest.h"

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "engine/classifier_models.h"
 #include "engine/linear.h"
 #include "engine/model.h"

@@ -1,6 +1,6 @@
 #include "engine/ensemble.h"
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "engine/test_util.h"
 #include "engine/trainer.h"

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
-#include "common/tokenizer.h"
+#include "common/training/model_spec.h"
+#include "common/training/tokenizer.h"
 #include "engine/extractable.h"
 #include "engine/optimizer_spec.h"
 

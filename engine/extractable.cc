@@ -29,12 +29,12 @@ uint32_t DuplicatesOf(const ExtractableSetup& setup, size_t sequence) {
 absl::StatusOr<HeldOutLines> HoldOutExtractable(const std::string& text,
                                                 const ExtractableSetup& setup,
                                                 const Tokenizer* tokenizer) {
-  const size_t groups = setup.duplicates.size() + 1;  // and the controls
   LineCut cut;
   if (tokenizer != nullptr) {
     cut = [tokenizer](std::string_view line, size_t n) { return FirstTokens(*tokenizer, line, n); };
   }
-  return HoldOutLines(text, setup.prefix + setup.suffix, groups * setup.sequences, setup.seed,
+  return HoldOutLines(text, setup.prefix + setup.suffix,
+                      ExtractableHeldOut(setup.duplicates.size(), setup.sequences), setup.seed,
                       "extractable.sequences", cut, "tokens");
 }
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/held_out_lines.h"
-#include "common/tokenizer.h"
+#include "common/training/held_out_lines.h"
+#include "common/training/tokenizer.h"
 #include "engine/lm_membership_signals.h"
 
 namespace memaudit::engine {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/random_text.h"
 #include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"

@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "engine/dataset.h"
 #include "engine/ensemble.h"
 #include "engine/model.h"

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
+#include "common/training/model_spec.h"
 #include "data/labeled_examples.h"
 #include "engine/optimizer_spec.h"
 

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "engine/language_model.h"
 #include "engine/lm_scorer.h"
 #include "engine/schedule.h"

@@ -1,7 +1,7 @@
 // Torch-free facade for membership of documents in a language model: the
 // corpus's tokens cut into consecutive sequences of `sequence_tokens` (each
 // distinct sequence one example), the audit's pool and population drawn
-// from them as a dataset's rows are (common/seeding.h), and each model
+// from them as a dataset's rows are (common/base/seeding.h), and each model
 // trained on its half of the pool, one training row per sequence, then
 // scoring every pool and population sequence (docs/scoring.md, "Membership
 // of documents").
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
-#include "common/tokenizer.h"
+#include "common/training/model_spec.h"
+#include "common/training/tokenizer.h"
 #include "engine/lm_membership_signals.h"
 #include "engine/optimizer_spec.h"
 

@@ -3,7 +3,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "engine/char_lm.h"
 #include "engine/classifier_models.h"
 #include "engine/torchscript_lm.h"

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
+#include "common/training/model_spec.h"
 #include "engine/torch_api.h"
 
 namespace memaudit::engine {

@@ -1,6 +1,6 @@
 // What decides the bits this process trains: the device, the LibTorch
 // release, and the CPU kernels ATen, oneDNN and OpenBLAS dispatch to (pinned
-// in portable mode, common/numerics.h). A worker sends it with each task it
+// in portable mode, common/training/numerics.h). A worker sends it with each task it
 // completes; the audit's results list the environments that trained it
 // (docs/engine.md, "Numerics"). Torch-free header.
 #ifndef MEMAUDIT_ENGINE_NUMERIC_ENVIRONMENT_H_

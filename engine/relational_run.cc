@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/status_macros.h"
-#include "common/steps.h"
+#include "common/base/status_macros.h"
+#include "common/base/steps.h"
 #include "engine/language_model.h"
 #include "engine/lm_scorer.h"
 #include "engine/schedule.h"

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
-#include "common/seeding.h"
-#include "common/tokenizer.h"
+#include "common/base/seeding.h"
+#include "common/training/model_spec.h"
+#include "common/training/tokenizer.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <set>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 

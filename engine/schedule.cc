@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/steps.h"
+#include "common/base/seeding.h"
+#include "common/base/steps.h"
 
 namespace memaudit::engine {
 

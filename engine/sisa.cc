@@ -4,10 +4,10 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/sisa_layout.h"
-#include "common/status_macros.h"
-#include "common/steps.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
+#include "common/base/steps.h"
+#include "common/training/sisa_layout.h"
 
 namespace memaudit::engine {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
+#include "common/training/model_spec.h"
 #include "engine/dataset.h"
 #include "engine/torch_api.h"
 #include "engine/trainer.h"

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "engine/release.h"
 #include "engine/sisa.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "data/labeled_examples.h"
 
 namespace memaudit::engine {

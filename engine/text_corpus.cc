@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/held_out_lines.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
+#include "common/training/held_out_lines.h"
 
 namespace memaudit::engine {
 namespace fs = std::filesystem;

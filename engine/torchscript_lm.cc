@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "engine/torchscript_model.h"
 
 namespace memaudit::engine {

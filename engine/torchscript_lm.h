@@ -25,7 +25,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
+#include "common/training/model_spec.h"
 #include "engine/language_model.h"
 #include "engine/text_corpus.h"
 #include "engine/torch_api.h"

@@ -5,8 +5,8 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
-#include "common/model_limits.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/training/model_limits.h"
 
 namespace memaudit::engine {
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <string>
 
-#include "common/model_limits.h"
 #include "common/testing/status_matchers.h"
+#include "common/training/model_limits.h"
 #include "engine/signals.h"
 #include "engine/test_util.h"
 #include "engine/trainer.h"

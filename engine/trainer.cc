@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "engine/device.h"
 #include "engine/optimizer.h"
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "engine/optimizer_spec.h"
 
 namespace memaudit::engine {

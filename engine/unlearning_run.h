@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
+#include "common/training/model_spec.h"
 #include "data/labeled_examples.h"
 #include "engine/optimizer_spec.h"
 #include "engine/release_policy.h"

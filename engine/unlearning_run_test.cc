@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "engine/rdp_accountant.h"
 #include "engine/test_images.h"

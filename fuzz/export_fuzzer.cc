@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cli/export_files.h"
-#include "common/export_arrays.h"
+#include "common/messages/export_arrays.h"
 #include "google/protobuf/stubs/logging.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "common/audit_kinds.h"
-#include "common/spec_yaml.h"
+#include "common/messages/audit_kinds.h"
+#include "common/messages/spec_yaml.h"
 #include "google/protobuf/stubs/logging.h"
 #include "prometheus/registry.h"
 #include "services/scorer/scorer.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/spec_yaml.h"
+#include "common/messages/spec_yaml.h"
 #include "spec/spec_validator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scoring/roc.h"

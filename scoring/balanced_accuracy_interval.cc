@@ -9,9 +9,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/parallel_for.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/parallel_for.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "scoring/fixed_bound_uniform.h"
 #include "scoring/validation.h"
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scoring/roc.h"

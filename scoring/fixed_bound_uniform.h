@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 
 namespace memaudit::scoring {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::scoring {

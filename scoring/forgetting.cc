@@ -5,8 +5,8 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "scoring/privacy_bounds.h"
 #include "scoring/roc.h"
 

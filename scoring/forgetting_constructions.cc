@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 
 namespace memaudit::scoring {
 namespace {

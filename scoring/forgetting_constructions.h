@@ -1,7 +1,7 @@
 // The closed-form learners of "Measuring Forgetting of Memorized Training
 // Examples", Section 5 and Appendix D, their fixed-rule adversaries, and the
 // mean-estimation closed forms (docs/audits/forgetting.md, "Constructions").
-// Plain C++ on doubles with the portable generator of common/seeding.h: a
+// Plain C++ on doubles with the portable generator of common/base/seeding.h: a
 // trial is a pure function of its seed.
 #ifndef MEMAUDIT_SCORING_FORGETTING_CONSTRUCTIONS_H_
 #define MEMAUDIT_SCORING_FORGETTING_CONSTRUCTIONS_H_

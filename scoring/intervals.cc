@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/math/distributions/beta.hpp"
 #include "boost/math/distributions/students_t.hpp"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "scoring/validation.h"
 
 namespace memaudit::scoring {

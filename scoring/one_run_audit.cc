@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/math/distributions/binomial.hpp"
 #include "boost/math/distributions/normal.hpp"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "scoring/normal.h"
 #include "scoring/validation.h"
 

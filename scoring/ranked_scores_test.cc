@@ -8,7 +8,7 @@
 #include <numeric>
 #include <vector>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "gtest/gtest.h"
 #include "scoring/auc_interval.h"
 #include "scoring/balanced_accuracy_interval.h"

@@ -6,8 +6,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 
 namespace memaudit::scoring {
 namespace {

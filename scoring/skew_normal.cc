@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/math/distributions/skew_normal.hpp"
 #include "boost/math/quadrature/gauss_kronrod.hpp"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "scoring/nelder_mead.h"
 #include "scoring/normal.h"
 #include "scoring/validation.h"

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "scoring/attack_classifier.h"
 
 namespace memaudit::scoring {

@@ -3,15 +3,16 @@
 #   1. clang-format: every C++ file is formatted with the repository's .clang-format;
 #   2. clang -Wthread-safety -Werror: every ABSL_GUARDED_BY is respected (outside
 #      engine/, by tidy's parse when tidy runs too);
-#   3. clang-tidy (.clang-tidy): bug-prone and performance patterns, function size.
-# Usage: scripts/check.sh [format|thread-safety|tidy]...   (default: all three)
+#   3. clang-tidy (.clang-tidy): bug-prone and performance patterns, function size;
+#   4. layers: every library source includes only lower layers (check-layers.sh).
+# Usage: scripts/check.sh [format|thread-safety|tidy|layers]...   (default: all four)
 # The clang build lives in build-check/ (MEMAUDIT_CHECK_BUILD_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check_dir="${MEMAUDIT_CHECK_BUILD_DIR:-build-check}"
 jobs="${MEMAUDIT_JOBS:-$(nproc)}"
 steps=("$@")
-[ "${#steps[@]}" -gt 0 ] || steps=(format thread-safety tidy)
+[ "${#steps[@]}" -gt 0 ] || steps=(format layers thread-safety tidy)
 
 # The project's own C++ sources (generated protobuf code lives in build dirs).
 sources() { git ls-files -- '*.cc' '*.h'; }
@@ -73,8 +74,9 @@ for step in "${steps[@]}"; do
     format) check_format ;;
     thread-safety) check_thread_safety ;;
     tidy) check_tidy ;;
+    layers) echo "check: layers" && scripts/check-layers.sh ;;
     *)
-      echo "unknown check: $step (format, thread-safety, tidy)" >&2
+      echo "unknown check: $step (format, thread-safety, tidy, layers)" >&2
       exit 2
       ;;
   esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # AddressSanitizer + UndefinedBehaviorSanitizer (clang) over what parses
-# untrusted input and holds state: the unit tests of common/, data/, scoring/,
+# untrusted input and holds state: the unit tests of common/ (all but metrics/), data/, scoring/,
 # the coordinator and the scorer, then each libFuzzer harness of fuzz/ for a
 # bounded time on its seed corpus. Any sanitizer report fails the run.
 # The engine (LibTorch) and the worker are not built here.
@@ -25,7 +25,7 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMEMAUDIT_SANITIZE="$sanitizers" -DMEMAUDIT_FUZZ="$fuzz" -DMEMAUDIT_BUILD_BENCH=OFF >/dev/null
 
 # One test binary per layer; each holds every kind's tests of that layer (audits/<kind>/<layer>*_test.cc).
-tests=(common_test data_test security_test scoring_test attacks_test spec_test coordinator_test worker_service_test scorer_test)
+tests=(base_test training_test messages_test rpc_test data_test security_test scoring_test attacks_test spec_test coordinator_test worker_service_test scorer_test)
 fuzzers=()
 [ "$fuzz" = ON ] && fuzzers=(spec_fuzzer observation_fuzzer scoring_fuzzer report_fuzzer export_fuzzer
   data_source_fuzzer)

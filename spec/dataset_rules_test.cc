@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/content_key.h"
-#include "common/data_roots.h"
+#include "common/messages/content_key.h"
+#include "common/messages/data_roots.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "spec/spec_validator.h"

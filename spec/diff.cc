@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "common/audit_kinds.h"
+#include "common/messages/audit_kinds.h"
 #include "spec/kind_handler.h"
 
 namespace memaudit::spec {

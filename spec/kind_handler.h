@@ -1,13 +1,13 @@
 // What the coordinator does differently for each audit kind. Each kind
 // implements KindHandler in its folder (audits/<kind>/spec.cc) and binds it to its kind there
-// (HandlerOfKind, common/kind_table.h); HandlerFor is the one dispatch on the kind.
+// (HandlerOfKind, common/messages/kind_table.h); HandlerFor is the one dispatch on the kind.
 #ifndef MEMAUDIT_SPEC_KIND_HANDLER_H_
 #define MEMAUDIT_SPEC_KIND_HANDLER_H_
 
 #include <vector>
 
-#include "common/audit_kinds.h"
-#include "common/kind_table.h"
+#include "common/messages/audit_kinds.h"
+#include "common/messages/kind_table.h"
 #include "memaudit/v1/spec.pb.h"
 #include "spec/gates.h"
 #include "spec/planner.h"
@@ -49,7 +49,7 @@ const KindHandler* HandlerFor(AuditKind kind);
 }  // namespace memaudit::spec
 
 namespace memaudit {
-// Each kind's file of this layer binds its handler (common/kind_table.h).
+// Each kind's file of this layer binds its handler (common/messages/kind_table.h).
 MEMAUDIT_DECLARE_KIND_HANDLERS(spec::KindHandler);
 }  // namespace memaudit
 

@@ -1,6 +1,6 @@
 #include "spec/planner.h"
 
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "spec/kind_handler.h"
 #include "spec/spec_validator.h"
 

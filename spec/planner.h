@@ -17,7 +17,7 @@ struct PlannedTask {
   uint32_t index = 0;
   uint64_t steps_total = 0;
   // Membership: the models [first_model, first_model + models) it trains
-  // (common/membership_tasks.h); other kinds leave the defaults.
+  // (audits/membership/tasks.h); other kinds leave the defaults.
   uint32_t first_model = 0;
   uint32_t models = 1;
 };

@@ -1,7 +1,7 @@
 #include "spec/planner.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "common/model_limits.h"
-#include "common/model_spec.h"
-#include "common/spec_yaml.h"
+#include "common/messages/spec_yaml.h"
+#include "common/training/held_out_lines.h"
+#include "common/training/model_limits.h"
+#include "common/training/model_spec.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::spec {
@@ -116,7 +117,7 @@ inline constexpr uint32_t kMaxExtractableSequences = 1000;
 inline constexpr int kMaxExtractableGroups = 16;
 inline constexpr uint32_t kMaxExtractableDuplicates = 1000;
 inline size_t ExtractableHeldOut(const v1::ExtractableSpec& x) {
-  return static_cast<size_t>(x.duplicates_size() + 1) * x.sequences();
+  return memaudit::ExtractableHeldOut(static_cast<size_t>(x.duplicates_size()), x.sequences());
 }
 void ApplyExtractableDefaults(v1::ExtractableSpec* x, uint32_t chars);
 bool CheckExtractable(const v1::ExtractableSpec& x, const AddProblem& add);

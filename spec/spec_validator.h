@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "common/data_roots.h"
+#include "common/messages/data_roots.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::spec {
@@ -21,7 +21,7 @@ struct SpecProblem {
 
 // Whether the spec names a kind this build can run (one with a handler).
 bool KindImplemented(const v1::AuditSpec& spec);
-// The spec's kind by name (common/audit_kinds.h); "" when it names none.
+// The spec's kind by name (common/messages/audit_kinds.h); "" when it names none.
 std::string KindName(const v1::AuditSpec& spec);
 
 // Fills every unset field that has a documented default.
@@ -29,7 +29,7 @@ void ApplyDefaults(v1::AuditSpec* spec);
 
 // Every problem in a spec (after defaults); empty when the spec is runnable.
 std::vector<SpecProblem> FindProblems(const v1::AuditSpec& spec);
-// The same, plus one problem per file path (common/spec_paths.h) that is not
+// The same, plus one problem per file path (common/messages/spec_paths.h) that is not
 // under `roots` (DataRoots::Problem): what Submit and the CLI check. The spec
 // alone, without roots, is what the planner and the scorer check: an audit
 // once accepted stays valid whatever the roots become.

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/process.h"
+#include "common/base/process.h"
 #include "tokenizers/sentencepiece_bridge.h"
 
 namespace memaudit::tokenizers::bridge {

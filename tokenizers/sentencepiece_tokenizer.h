@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/tokenizer.h"
+#include "common/training/tokenizer.h"
 
 namespace memaudit::tokenizers {
 namespace bridge {

@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/dp_audit/signals.h"
-#include "common/export_arrays.h"
-#include "common/metrics.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/messages/export_arrays.h"
+#include "common/metrics/metrics.h"
 #include "scoring/one_run_audit.h"
 #include "scoring/roc.h"
 #include "services/scorer/scorer_store.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::dp_audit {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/dp_audit/signals.h"
-#include "common/steps.h"
+#include "common/base/steps.h"
 #include "spec/dataset_facts.h"
 #include "spec/dataset_rules.h"
 #include "spec/spec_rules.h"

@@ -8,7 +8,7 @@
 #include "cli/render.h"
 #include "cli/report_plots.h"
 #include "cli/svg_plot.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace memaudit::cli {
 namespace {

@@ -14,7 +14,7 @@
 #include "audits/exposure/cli_plots.h"
 #include "audits/exposure/cli_replicates_render.h"
 #include "cli/render.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "spec/spec_rules.h"
 
 namespace memaudit::cli {

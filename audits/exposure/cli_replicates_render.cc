@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "audits/exposure/cli_render.h"
 #include "cli/render.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace memaudit::cli {
 namespace {

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "audits/exposure/scorer_metrics.h"
 #include "audits/exposure/signals.h"
-#include "common/export_arrays.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/messages/export_arrays.h"
 
 namespace memaudit::scorer {
 namespace {

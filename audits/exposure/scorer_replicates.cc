@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "scoring/intervals.h"
 #include "services/scorer/trial_mean.h"
 

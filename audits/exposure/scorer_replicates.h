@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/metrics.h"
+#include "common/metrics/metrics.h"
 #include "memaudit/v1/results.pb.h"
 
 namespace memaudit::scorer {

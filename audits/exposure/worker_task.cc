@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/exposure/signals.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "services/worker/engine_access.h"
 #include "services/worker/lm_tokenizer.h"
 #include "spec/dataset_facts.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "audits/exposure/signals.h"
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "engine/text_corpus.h"
 #include "gmock/gmock.h"

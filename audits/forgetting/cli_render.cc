@@ -7,7 +7,7 @@
 #include "audits/forgetting/cli_plots.h"
 #include "audits/forgetting/cli_render_construction.h"
 #include "cli/render.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace memaudit::cli {
 namespace {

@@ -3,8 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "audits/forgetting/constructions.h"
 #include "audits/forgetting/signals.h"
-#include "common/export_arrays.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/messages/export_arrays.h"
 #include "scoring/forgetting_constructions.h"
 #include "scoring/intervals.h"
 

@@ -3,12 +3,13 @@
 #define MEMAUDIT_AUDITS_FORGETTING_SIGNALS_H_
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "common/steps.h"
+#include "common/base/steps.h"
+#include "common/training/held_out_lines.h"
 #include "memaudit/v1/spec.pb.h"
-#include "spec/spec_rules.h"
 
 namespace memaudit::forgetting {
 
@@ -87,7 +88,9 @@ inline uint32_t CanaryCount(const v1::ForgettingAudit& f) {
 // the controls (0 without it).
 inline uint32_t ExtractableSequences(const v1::ForgettingAudit& f) {
   return f.canaries().has_extractable()
-             ? static_cast<uint32_t>(spec::ExtractableHeldOut(f.canaries().extractable()))
+             ? static_cast<uint32_t>(ExtractableHeldOut(
+                   static_cast<size_t>(f.canaries().extractable().duplicates_size()),
+                   f.canaries().extractable().sequences()))
              : 0;
 }
 // Windows in the canary batch: each canary of group g appears repeats[g]

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "audits/forgetting/constructions.h"
 #include "audits/forgetting/signals.h"
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "scoring/forgetting_constructions.h"
 
 namespace memaudit::worker {

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "common/enum_names.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/messages/enum_names.h"
 #include "scoring/lira.h"
 #include "scoring/rmia.h"
 

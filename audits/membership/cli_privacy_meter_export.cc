@@ -4,10 +4,10 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "audits/membership/tasks.h"
 #include "cli/render.h"
-#include "common/membership_tasks.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "spec/dataset_facts.h"
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

@@ -2,11 +2,11 @@
 #include "absl/strings/str_format.h"
 #include "audits/membership/attacks.h"
 #include "audits/membership/cli_plots.h"
+#include "audits/membership/tasks.h"
 #include "cli/kind_handler.h"
 #include "cli/render.h"
-#include "common/audit_kinds.h"
-#include "common/membership_tasks.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/messages/audit_kinds.h"
 
 namespace memaudit::cli {
 namespace {

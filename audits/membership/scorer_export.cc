@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/membership/scorer_metrics.h"
-#include "common/export_arrays.h"
-#include "common/parallel_for.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/parallel_for.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
+#include "common/messages/export_arrays.h"
 #include "spec/dataset_facts.h"
 
 namespace memaudit::scorer {

@@ -8,12 +8,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "audits/membership/attacks.h"
-#include "common/content_key.h"
-#include "common/membership_tasks.h"
-#include "common/numerics.h"
-#include "common/parallel_for.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "audits/membership/tasks.h"
+#include "common/base/parallel_for.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
+#include "common/messages/content_key.h"
+#include "common/training/numerics.h"
 #include "scoring/auc_interval.h"
 #include "scoring/balanced_accuracy_interval.h"
 #include "scoring/intervals.h"
@@ -560,7 +560,7 @@ class Membership final : public KindHandler {
   }
 
   // Run r is model r, trained by task r / models_per_task
-  // (common/membership_tasks.h).
+  // (audits/membership/tasks.h).
   absl::StatusOr<TaskRef> TaskOf(const v1::AuditSpec& spec,
                                  const v1::Observation& o) const override {
     const v1::MembershipAudit& m = spec.membership();
@@ -601,7 +601,7 @@ class Membership final : public KindHandler {
     return out;
   }
 
-  // Each model's content key (common/content_key.h) decides whether an
+  // Each model's content key (common/messages/content_key.h) decides whether an
   // earlier audit trained the same model.
   absl::StatusOr<std::vector<v1::ReusedRun>> ReuseStoredRuns(ScorerStore& store,
                                                              const std::string& audit_id,

@@ -50,7 +50,7 @@ struct MembershipMatrices {
 
 // `phi` and `loss` map run -> one value per pool example, `population_loss`
 // run -> one per population example (empty without a population); each must
-// hold every model (common/membership_tasks.h: MembershipModels). With a
+// hold every model (audits/membership/tasks.h: MembershipModels). With a
 // given target, `target_members` is its kMemberSignal (0/1 per pool example),
 // its keep-matrix row.
 absl::StatusOr<MembershipMatrices> BuildMembershipMatrices(

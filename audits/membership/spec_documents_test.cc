@@ -1,5 +1,5 @@
 // The spec rules of membership of documents.
-#include "common/content_key.h"
+#include "common/messages/content_key.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "spec/planner.h"

@@ -2,9 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/membership/signals.h"
-#include "common/membership_tasks.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "audits/membership/tasks.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "engine/classifier_eval.h"
 #include "services/worker/engine_access.h"
 #include "spec/dataset_facts.h"

@@ -2,11 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/membership/signals.h"
+#include "audits/membership/tasks.h"
 #include "audits/membership/worker_documents.h"
 #include "audits/membership/worker_target.h"
-#include "common/membership_tasks.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "engine/classifier_run.h"
 #include "services/worker/classifier_model.h"
 #include "services/worker/engine_access.h"
@@ -32,7 +32,7 @@ absl::StatusOr<engine::ClassifierRunSpec> RecipeOf(const v1::MembershipAudit& m)
   return recipe;
 }
 
-// Trains the task's models (common/membership_tasks.h) in ensembles of
+// Trains the task's models (audits/membership/tasks.h) in ensembles of
 // equal-size training sets: with an odd pool, even and odd models' halves
 // differ by one row, and only unpadded members are exact. Each model's
 // observations have run = its index, whatever the packing.

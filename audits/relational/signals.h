@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
-#include "common/steps.h"
+#include "common/base/seeding.h"
+#include "common/base/steps.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::relational {

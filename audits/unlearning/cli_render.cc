@@ -7,7 +7,7 @@
 #include "absl/strings/str_replace.h"
 #include "audits/unlearning/cli_plots.h"
 #include "cli/render.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace memaudit::cli {
 namespace {

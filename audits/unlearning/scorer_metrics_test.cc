@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/unlearning/signals.h"
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -18,9 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
-#include "common/seeding.h"
-#include "common/sisa_layout.h"
-#include "common/steps.h"
+#include "common/base/seeding.h"
+#include "common/base/steps.h"
+#include "common/training/sisa_layout.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::unlearning {

@@ -2,8 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "audits/unlearning/signals.h"
-#include "common/seeding.h"
-#include "common/status_macros.h"
+#include "common/base/seeding.h"
+#include "common/base/status_macros.h"
 #include "services/worker/classifier_model.h"
 #include "services/worker/engine_access.h"
 #include "spec/dataset_facts.h"

@@ -3,7 +3,7 @@
 #ifndef MEMAUDIT_COMMON_TESTING_KIND_HANDLERS_H_
 #define MEMAUDIT_COMMON_TESTING_KIND_HANDLERS_H_
 
-#include "common/audit_kinds.h"
+#include "common/messages/audit_kinds.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::testing {

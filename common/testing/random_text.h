@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 
 namespace memaudit::testing {
 

@@ -12,7 +12,7 @@
 // The code and message arguments of StatusIs are matchers or values (the
 // message is matched as a std::string). Failures print the status.
 // MEMAUDIT_ASSERT_OK_AND_ASSIGN's lhs follows MEMAUDIT_ASSIGN_OR_RETURN
-// (common/status_macros.h): a variable or declaration without unparenthesised
+// (common/base/status_macros.h): a variable or declaration without unparenthesised
 // commas; it expands to several statements.
 #ifndef MEMAUDIT_COMMON_TESTING_STATUS_MATCHERS_H_
 #define MEMAUDIT_COMMON_TESTING_STATUS_MATCHERS_H_
@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

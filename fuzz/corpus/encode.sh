@@ -7,7 +7,7 @@
 # scoring/*.bin need no encoding: big-endian doubles, the values of a
 # complete audit in scoring_fuzzer.cc's order (phi, loss, population loss per model).
 # export/*.pb need none either: per-example archives as `memaudit run` writes
-# them (length-delimited v1::ExportArray pieces, common/export_arrays.h).
+# them (length-delimited v1::ExportArray pieces, common/messages/export_arrays.h).
 set -euo pipefail
 cd "$(dirname "$0")"
 proto=../../proto

@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "common/call_gate.h"
-#include "common/capability.h"
-#include "common/data_roots.h"
-#include "common/identity.h"
+#include "common/messages/data_roots.h"
+#include "common/rpc/call_gate.h"
+#include "common/security/capability.h"
+#include "common/security/identity.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "services/coordinator/revoked_workers.h"
@@ -55,13 +55,13 @@ absl::StatusOr<Scheduler::AuditQuery> ListQuery(const v1::ListRequest& req,
 // id that does not exist. An administrator sees every audit; its own
 // submissions are owned by its name.
 //
-// Watch runs on gRPC's callback API (common/watch_reactor.h): a stream waiting for
+// Watch runs on gRPC's callback API (common/rpc/watch_reactor.h): a stream waiting for
 // the audit to change holds no server thread. The other methods are
 // synchronous.
 class AuditServiceImpl final
     : public v1::AuditService::WithCallbackMethod_Watch<v1::AuditService::Service> {
  public:
-  // `auth` identifies each caller (common/identity.h). Submit refuses a spec
+  // `auth` identifies each caller (common/security/identity.h). Submit refuses a spec
   // naming a file outside `data_roots` (data_roots.h). A Submit with a
   // request_id its owner sent before answers that request's audit; quotas
   // are the scheduler's (SchedulerOptions::quotas).

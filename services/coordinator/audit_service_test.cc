@@ -20,10 +20,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/grpc_server_metrics.h"
-#include "common/metrics.h"
-#include "common/spec_yaml.h"
-#include "common/status_grpc.h"
+#include "common/messages/spec_yaml.h"
+#include "common/metrics/metrics.h"
+#include "common/rpc/grpc_server_metrics.h"
+#include "common/rpc/status_grpc.h"
 #include "common/testing/async_streams.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -325,7 +325,7 @@ class AuditWatchTest : public SchedulerFixture {
                                                   /*scorer=*/nullptr, DataRoots());
     grpc::ServerBuilder builder;
     builder.RegisterService(service_.get());
-    // As StartServing counts every call (common/serving.cc).
+    // As StartServing counts every call (common/rpc/serving.cc).
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counted;
     counted.push_back(GrpcServerMetrics(&grpc_metrics_));
     builder.experimental().SetInterceptorCreators(std::move(counted));

@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/capability.h"
+#include "common/security/capability.h"
 
 namespace memaudit::coordinator {
 

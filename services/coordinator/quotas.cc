@@ -9,8 +9,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/identity.h"
-#include "common/spec_yaml.h"
+#include "common/messages/spec_yaml.h"
+#include "common/security/identity.h"
 
 namespace memaudit::coordinator {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "common/identity.h"
+#include "common/security/identity.h"
 #include "services/coordinator/store.h"
 
 namespace memaudit::coordinator {

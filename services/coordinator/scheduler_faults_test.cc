@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/event_types.h"
+#include "common/messages/event_types.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/fault_injecting_store.h"
 #include "services/coordinator/scheduler.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/utf8.h"
+#include "common/base/utf8.h"
 #include "services/coordinator/quotas.h"
 
 namespace memaudit::coordinator {

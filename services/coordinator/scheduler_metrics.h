@@ -28,7 +28,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "common/metrics.h"
+#include "common/metrics/metrics.h"
 #include "services/coordinator/records.h"
 #include "services/coordinator/task_index.h"
 

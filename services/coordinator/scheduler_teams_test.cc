@@ -4,8 +4,8 @@
 #include <string>
 
 #include "absl/strings/str_replace.h"
-#include "common/event_types.h"
-#include "common/metrics.h"
+#include "common/messages/event_types.h"
+#include "common/metrics/metrics.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "common/event_types.h"
-#include "common/numerics.h"
+#include "common/messages/event_types.h"
 #include "common/testing/status_matchers.h"
+#include "common/training/numerics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/coordinator/scheduler_fixture.h"

@@ -1,8 +1,8 @@
 #include "services/coordinator/sqlite_store.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/event_types.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/messages/event_types.h"
 
 namespace memaudit::coordinator {
 namespace {

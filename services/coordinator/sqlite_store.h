@@ -8,7 +8,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/sqlite.h"
+#include "common/base/sqlite.h"
 #include "services/coordinator/store.h"
 
 namespace memaudit::coordinator {

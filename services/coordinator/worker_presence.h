@@ -14,8 +14,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "common/clock.h"
-#include "common/metrics.h"
+#include "common/base/clock.h"
+#include "common/metrics/metrics.h"
 
 namespace memaudit::coordinator {
 

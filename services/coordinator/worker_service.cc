@@ -12,10 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/numerics.h"
-#include "common/status_grpc.h"
-#include "common/status_macros.h"
-#include "common/task_fit.h"
+#include "common/base/status_macros.h"
+#include "common/messages/task_fit.h"
+#include "common/rpc/status_grpc.h"
+#include "common/training/numerics.h"
 
 namespace memaudit::coordinator {
 namespace {

@@ -2,7 +2,7 @@
 // who calls. Every call needs the worker role (an administrator passes). The
 // ids it hands out are bound to the caller without any state to lose in a
 // restart: a worker id carries an HMAC (the capability key,
-// common/capability.h) over the scheduler's id and the identity that
+// common/security/capability.h) over the scheduler's id and the identity that
 // registered it; a lease id one over the scheduler's lease, its task and the
 // identity that leased it. Lease, Heartbeat, Complete and Fail from another
 // identity, or with an id this coordinator's key did not sign, answer
@@ -15,8 +15,8 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
-#include "common/capability.h"
-#include "common/identity.h"
+#include "common/security/capability.h"
+#include "common/security/identity.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 #include "services/coordinator/revoked_workers.h"

@@ -1,6 +1,6 @@
 // What the scorer does differently for each audit kind. Each kind implements
 // KindHandler in its folder (audits/<kind>/scorer_metrics.cc) and binds it to its kind there
-// (HandlerOfKind, common/kind_table.h); HandlerFor is the one dispatch on the kind.
+// (HandlerOfKind, common/messages/kind_table.h); HandlerFor is the one dispatch on the kind.
 #ifndef MEMAUDIT_SERVICES_SCORER_KIND_HANDLER_H_
 #define MEMAUDIT_SERVICES_SCORER_KIND_HANDLER_H_
 
@@ -10,10 +10,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/audit_kinds.h"
-#include "common/capability.h"
-#include "common/kind_table.h"
-#include "common/metrics.h"
+#include "common/messages/audit_kinds.h"
+#include "common/messages/kind_table.h"
+#include "common/metrics/metrics.h"
+#include "common/security/capability.h"
 #include "memaudit/v1/export.pb.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
@@ -98,7 +98,7 @@ const KindHandler* HandlerFor(AuditKind kind);
 }  // namespace memaudit::scorer
 
 namespace memaudit {
-// Each kind's file of this layer binds its handler (common/kind_table.h).
+// Each kind's file of this layer binds its handler (common/messages/kind_table.h).
 MEMAUDIT_DECLARE_KIND_HANDLERS(scorer::KindHandler);
 }  // namespace memaudit
 

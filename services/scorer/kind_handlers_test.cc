@@ -5,8 +5,8 @@
 #include <set>
 #include <string>
 
-#include "common/data_roots.h"
-#include "common/spec_yaml.h"
+#include "common/messages/data_roots.h"
+#include "common/messages/spec_yaml.h"
 #include "common/testing/example_data.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"

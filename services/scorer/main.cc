@@ -4,9 +4,9 @@
 #include <chrono>
 
 #include "CLI/CLI.hpp"
-#include "common/capability.h"
-#include "common/process.h"
-#include "common/serving.h"
+#include "common/base/process.h"
+#include "common/rpc/serving.h"
+#include "common/security/capability.h"
 #include "services/scorer/scorer.h"
 #include "services/scorer/scorer_service.h"
 #include "services/scorer/scorer_store.h"

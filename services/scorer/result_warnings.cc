@@ -7,8 +7,8 @@
 #include "absl/strings/str_join.h"
 #include "audits/exposure/signals.h"
 #include "audits/membership/attacks.h"
+#include "audits/membership/tasks.h"
 #include "audits/relational/signals.h"
-#include "common/membership_tasks.h"
 #include "spec/dataset_facts.h"
 
 namespace memaudit::scorer {

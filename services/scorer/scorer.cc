@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/audit_kinds.h"
-#include "common/identity.h"
-#include "common/sqlite.h"
-#include "common/status_macros.h"
-#include "common/version.h"
+#include "common/base/sqlite.h"
+#include "common/base/status_macros.h"
+#include "common/base/version.h"
+#include "common/messages/audit_kinds.h"
+#include "common/security/identity.h"
 #include "spec/gates.h"
 
 namespace memaudit::scorer {

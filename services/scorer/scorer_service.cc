@@ -6,10 +6,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/export_arrays.h"
-#include "common/spec_message_bounds.h"
-#include "common/status_grpc.h"
-#include "common/watch_reactor.h"
+#include "common/messages/export_arrays.h"
+#include "common/messages/spec_message_bounds.h"
+#include "common/rpc/status_grpc.h"
+#include "common/rpc/watch_reactor.h"
 #include "spec/spec_validator.h"
 
 namespace memaudit::scorer {

@@ -1,12 +1,12 @@
 // ScorerService: translates RPCs to Scorer calls, after checking who calls
-// (common/identity.h) and, for Ingest, each observation's capability
-// (common/capability.h).
+// (common/security/identity.h) and, for Ingest, each observation's capability
+// (common/security/capability.h).
 #ifndef MEMAUDIT_SERVICES_SCORER_SCORER_SERVICE_H_
 #define MEMAUDIT_SERVICES_SCORER_SCORER_SERVICE_H_
 
-#include "common/call_gate.h"
-#include "common/capability.h"
-#include "common/identity.h"
+#include "common/rpc/call_gate.h"
+#include "common/security/capability.h"
+#include "common/security/identity.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "services/scorer/scorer.h"
 
@@ -16,7 +16,7 @@ namespace memaudit::scorer {
 // the coordinator everything else (and the health service both).
 CallPolicy ScorerCallPolicy();
 
-// WatchResults runs on gRPC's callback API (common/watch_reactor.h): a
+// WatchResults runs on gRPC's callback API (common/rpc/watch_reactor.h): a
 // stream waiting for results holds no server thread. The other methods are
 // synchronous.
 class ScorerServiceImpl final
@@ -54,7 +54,7 @@ class ScorerServiceImpl final
   grpc::Status DropAudit(grpc::ServerContext* ctx, const v1::DropAuditRequest* req,
                          v1::DropAuditResponse* resp) override;
   // The coordinator (or an administrator) only: the audit's per-example
-  // arrays, in pieces (common/export_arrays.h).
+  // arrays, in pieces (common/messages/export_arrays.h).
   grpc::Status Export(grpc::ServerContext* ctx, const v1::ExportRequest* req,
                       grpc::ServerWriter<v1::ExportArray>* writer) override;
 

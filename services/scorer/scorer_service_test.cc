@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 #include "common/testing/async_streams.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"

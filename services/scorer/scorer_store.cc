@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/capability.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/security/capability.h"
 
 namespace memaudit::scorer {
 namespace {

@@ -13,7 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "common/sqlite.h"
+#include "common/base/sqlite.h"
 #include "memaudit/v1/results.pb.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/spec.pb.h"
@@ -107,7 +107,7 @@ class ScorerStore {
   absl::StatusOr<std::map<uint32_t, std::vector<double>>> LoadSignal(const std::string& audit_id,
                                                                      const std::string& point,
                                                                      const std::string& signal);
-  // Content keys (common/content_key.h) of an audit's runs.
+  // Content keys (common/messages/content_key.h) of an audit's runs.
   absl::Status PutModelKey(const std::string& audit_id, uint32_t run, const std::string& key);
   // The oldest run with this key and all of `signals` stored at `point`, of
   // another audit than `for_audit_id` that is reusable, was scored complete

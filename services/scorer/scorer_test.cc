@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/content_key.h"
-#include "common/seeding.h"
-#include "common/sqlite.h"
+#include "common/base/seeding.h"
+#include "common/base/sqlite.h"
+#include "common/messages/content_key.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

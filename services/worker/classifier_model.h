@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
+#include "common/training/model_spec.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::worker {

@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/task_fit.h"
+#include "common/messages/task_fit.h"
 
 namespace memaudit::worker {
 

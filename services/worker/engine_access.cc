@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "common/numerics.h"
-#include "common/process.h"
+#include "common/base/process.h"
+#include "common/training/numerics.h"
 
 namespace memaudit::worker {
 namespace {

@@ -1,6 +1,6 @@
 // How a worker trains one task of each audit kind. Each kind implements
 // KindHandler in its folder (audits/<kind>/worker_task.cc) and binds it to its kind there
-// (HandlerOfKind, common/kind_table.h); HandlerFor is the one dispatch on the kind.
+// (HandlerOfKind, common/messages/kind_table.h); HandlerFor is the one dispatch on the kind.
 #ifndef MEMAUDIT_SERVICES_WORKER_KIND_HANDLER_H_
 #define MEMAUDIT_SERVICES_WORKER_KIND_HANDLER_H_
 
@@ -10,8 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/audit_kinds.h"
-#include "common/kind_table.h"
+#include "common/messages/audit_kinds.h"
+#include "common/messages/kind_table.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/worker.pb.h"
 #include "services/worker/task_runner.h"
@@ -44,7 +44,7 @@ absl::Status UnknownRole(const v1::Task& task);
 }  // namespace memaudit::worker
 
 namespace memaudit {
-// Each kind's file of this layer binds its handler (common/kind_table.h).
+// Each kind's file of this layer binds its handler (common/messages/kind_table.h).
 MEMAUDIT_DECLARE_KIND_HANDLERS(worker::KindHandler);
 }  // namespace memaudit
 

@@ -2,8 +2,8 @@
 // the tasks call it directly, nothing is loaded. They compute in portable
 // numerics as memaudit-worker does by default, so their numbers equal a
 // worker process's (the program restarts itself with the environment that
-// pins the libraries' kernels, common/numerics.h).
-#include "common/numerics.h"
+// pins the libraries' kernels, common/training/numerics.h).
+#include "common/training/numerics.h"
 #include "engine/api.h"
 #include "services/worker/engine_access.h"
 

@@ -1,5 +1,5 @@
 // An LM audit's model block for the engine: its tokenizer
-// (common/tokenizer.h), from the spec's model.tokenizer — characters (no
+// (common/training/tokenizer.h), from the spec's model.tokenizer — characters (no
 // factory), a team's SentencePiece model file, or one trained on the audit's
 // corpus — and its other fields. Trained tokenizers are kept per process,
 // so a worker trains an audit's once however many of its models it runs.
@@ -9,9 +9,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/model_spec.h"
-#include "common/status_macros.h"
-#include "common/tokenizer.h"
+#include "common/base/status_macros.h"
+#include "common/training/model_spec.h"
+#include "common/training/tokenizer.h"
 #include "engine/extractable.h"
 #include "memaudit/v1/spec.pb.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/steps.h"
+#include "common/base/steps.h"
 #include "memaudit/v1/scorer.pb.h"
 
 namespace memaudit::worker {

@@ -12,8 +12,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/audit_kinds.h"
-#include "common/data_roots.h"
+#include "common/messages/audit_kinds.h"
+#include "common/messages/data_roots.h"
 #include "engine/classifier_run.h"
 #include "memaudit/v1/scorer.pb.h"
 #include "memaudit/v1/worker.pb.h"
@@ -43,7 +43,7 @@ using ObservationSink = std::function<absl::Status(const std::vector<v1::Observa
 using HandlerLookup = std::function<const KindHandler*(AuditKind kind)>;
 
 // Trains `task` with `handlers`' handler once every file the task's spec
-// names (common/spec_paths.h) is found under `roots`, resolved on this host
+// names (common/messages/spec_paths.h) is found under `roots`, resolved on this host
 // now: the worker reads the files, so it checks them itself whatever the
 // coordinator checked at Submit. A path outside is INVALID_ARGUMENT naming
 // the field, and the handler is not called. Never throws: an exception out of

@@ -19,8 +19,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/metrics.h"
-#include "common/tls.h"
+#include "common/metrics/metrics.h"
+#include "common/security/tls.h"
 #include "memaudit/v1/scorer.grpc.pb.h"
 #include "memaudit/v1/worker.grpc.pb.h"
 #include "services/worker/heartbeats.h"
@@ -41,7 +41,7 @@ struct WorkerOptions {
   // its own. Empty: the engine's default device.
   std::vector<std::string> devices;
   uint64_t memory_mb = 0;  // 0 = unknown
-  // How its CPU tasks compute (common/numerics.h): which CPU tasks it takes.
+  // How its CPU tasks compute (common/training/numerics.h): which CPU tasks it takes.
   std::string numeric_class = "portable";
   uint32_t lease_wait_ms = 2000;
   // Exit (Run returns OK) once no task has been running or offered for this

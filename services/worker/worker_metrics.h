@@ -19,8 +19,8 @@
 
 #include <cstdint>
 
-#include "common/clock.h"
-#include "common/metrics.h"
+#include "common/base/clock.h"
+#include "common/metrics/metrics.h"
 #include "services/worker/task_runner.h"
 
 namespace memaudit::worker {

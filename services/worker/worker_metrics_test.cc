@@ -4,7 +4,7 @@
 
 #include <cerrno>
 
-#include "common/metrics_endpoint.h"
+#include "common/metrics/metrics_endpoint.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -61,7 +61,7 @@ TEST(WorkerMetricsTest, WithoutARegistryEveryCallIsANoOp) {
 
 // This binary loads LibTorch, as the worker does. Its static TLS leaves no
 // room in the 100 KiB stacks Debian's civetweb asks for; if this ever stops
-// failing, common/civetweb_thread_stacks.* can go.
+// failing, common/metrics/civetweb_thread_stacks.* can go.
 TEST(WorkerMetricsEndpointTest, LibTorchLeavesNoRoomInCivetwebsStacks) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);

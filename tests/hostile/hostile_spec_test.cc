@@ -23,7 +23,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "common/data_roots.h"
+#include "common/messages/data_roots.h"
 #include "common/testing/example_data.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/export_arrays.h"
-#include "common/tls.h"
+#include "common/messages/export_arrays.h"
+#include "common/security/tls.h"
 #include "gmock/gmock.h"
 #include "memaudit/v1/audit.grpc.pb.h"
 #include "nlohmann/json.hpp"

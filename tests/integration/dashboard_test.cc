@@ -20,7 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/audit_kinds.h"
+#include "common/messages/audit_kinds.h"
 #include "common/testing/random_text.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"

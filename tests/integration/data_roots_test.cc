@@ -1,4 +1,4 @@
-// Data roots (common/data_roots.h) through the real services and CLI: the
+// Data roots (common/messages/data_roots.h) through the real services and CLI: the
 // coordinator refuses a spec naming a file outside its --data-root at
 // Submit, a worker refuses it again on its own host before reading it, and
 // `memaudit run` passes its roots (by default including the spec file's

@@ -8,7 +8,7 @@
 #include "audits/membership/attacks.h"
 #include "cli/html_report.h"
 #include "cli/render.h"
-#include "common/status_grpc.h"
+#include "common/rpc/status_grpc.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "memaudit/v1/errors.pb.h"

@@ -1,14 +1,14 @@
-// Portable and native numerics through real processes (common/numerics.h):
+// Portable and native numerics through real processes (common/training/numerics.h):
 // a portable audit computes the same bits whatever kernels the environment
 // asks the libraries for, and a native audit stays within one numeric class.
-#include "common/numerics.h"
+#include "common/training/numerics.h"
 
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "audits/membership/attacks.h"
-#include "common/spec_yaml.h"
+#include "common/messages/spec_yaml.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "tests/integration/cluster_fixture.h"

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/audit_kinds.h"
+#include "common/messages/audit_kinds.h"
 #include "tests/integration/cluster_fixture.h"
 
 namespace memaudit::testing {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/process.h"
+#include "common/base/process.h"
 #include "nlohmann/json.hpp"
 
 namespace memaudit::testing {

@@ -12,10 +12,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/event_types.h"
-#include "common/identity.h"
+#include "common/messages/event_types.h"
+#include "common/security/identity.h"
+#include "common/security/tls.h"
 #include "common/testing/status_matchers.h"
-#include "common/tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "memaudit/v1/scorer.grpc.pb.h"

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "common/seeding.h"
+#include "common/base/seeding.h"
 
 namespace memaudit::testing {
 

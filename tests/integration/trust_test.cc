@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/capability.h"
+#include "common/security/capability.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "memaudit/v1/scorer.grpc.pb.h"

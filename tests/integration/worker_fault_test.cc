@@ -31,7 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "common/event_types.h"
+#include "common/messages/event_types.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "services/worker/kind_handler.h"

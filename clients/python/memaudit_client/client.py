@@ -42,7 +42,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 AuditRef = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 _Response = TypeVar("_Response")
 
-# The services' message size limit (common/serving.h): an audit with its
+# The services' message size limit (common/security/tls.h): an audit with its
 # results can be larger than gRPC's default 4 MiB.
 MAX_MESSAGE_BYTES = 256 << 20
 # Deadline of one unary call, as the CLI's.

@@ -3,7 +3,7 @@ request that carries it to the coordinator.
 
 The client does not read specs itself: YAML goes to the coordinator's
 `Validate` (proto/memaudit/v1/audit.proto), which reads it exactly as
-`memaudit submit` reads a spec file (common/spec_yaml.h) and checks it as
+`memaudit submit` reads a spec file (common/messages/spec_yaml.h) and checks it as
 Submit does, so a spec means the same from Python as from the CLI. Here a
 spec only becomes a `ValidateRequest`:
 
