@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/parallel_for.h"
 #include "common/base/seeding.h"
 #include "common/base/status_macros.h"
 
@@ -185,26 +186,32 @@ Interval RerunAround(double estimate, double se, Interval range) {
 absl::StatusOr<std::vector<double>> ClusterBootstrapErrors(absl::Span<const uint32_t> cluster_of,
                                                            uint32_t clusters,
                                                            const WeightedStatisticsFn& statistics,
-                                                           uint64_t seed, uint32_t resamples) {
+                                                           uint64_t seed, uint32_t resamples,
+                                                           uint32_t threads) {
   if (clusters < 2 || resamples < 2) {
     return absl::InvalidArgumentError("needs 2 or more clusters and resamples");
   }
   for (uint32_t c : cluster_of) {
     if (c >= clusters) return absl::InvalidArgumentError("a cluster index is out of range");
   }
-  std::vector<std::vector<double>> values;  // values[statistic][kept resample]
+  // Every resample's draw first, in order, so the threads change no bit.
   SplitMix64 rng(seed);
-  std::vector<double> cluster_count, weights(cluster_of.size());
-  for (uint32_t r = 0; r < resamples; ++r) {
-    Multiplicities(rng, clusters, &cluster_count);
-    for (size_t i = 0; i < cluster_of.size(); ++i) weights[i] = cluster_count[cluster_of[i]];
-    absl::StatusOr<std::vector<double>> resampled = statistics(weights);
-    if (!resampled.ok()) continue;
-    if (values.empty()) values.resize(resampled->size());
-    if (resampled->size() != values.size()) {
+  std::vector<std::vector<double>> cluster_counts(resamples);
+  for (std::vector<double>& counts : cluster_counts) Multiplicities(rng, clusters, &counts);
+  std::vector<absl::StatusOr<std::vector<double>>> resampled(resamples);
+  ParallelFor(resamples, std::max(threads, 1u), [&](size_t r) {
+    std::vector<double> weights(cluster_of.size());
+    for (size_t i = 0; i < cluster_of.size(); ++i) weights[i] = cluster_counts[r][cluster_of[i]];
+    resampled[r] = statistics(weights);
+  });
+  std::vector<std::vector<double>> values;  // values[statistic][kept resample]
+  for (const absl::StatusOr<std::vector<double>>& one : resampled) {
+    if (!one.ok()) continue;
+    if (values.empty()) values.resize(one->size());
+    if (one->size() != values.size()) {
       return absl::InternalError("the statistics changed in number between resamples");
     }
-    for (size_t i = 0; i < values.size(); ++i) values[i].push_back((*resampled)[i]);
+    for (size_t i = 0; i < values.size(); ++i) values[i].push_back((*one)[i]);
   }
   if (values.empty() || values[0].size() < 2) {
     return absl::InvalidArgumentError("fewer than 2 resamples could be scored");

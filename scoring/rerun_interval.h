@@ -116,14 +116,17 @@ RerunIntervals UnionOf(const RerunIntervals& a, const RerunIntervals& b);
 // weighting (all 1: the estimates); a resample it refuses (e.g. one class
 // left without weight) is skipped. Returns each statistic's standard error
 // over the resamples. Needs clusters >= 2, every cluster_of[i] < clusters,
-// resamples >= 2 and 2 or more resamples kept. Seeded.
+// resamples >= 2 and 2 or more resamples kept. Seeded; the resamples run on
+// up to `threads` threads (then `statistics` must be safe to call
+// concurrently) with the same result for any number.
 using WeightedStatisticsFn =
     std::function<absl::StatusOr<std::vector<double>>(absl::Span<const double> weights)>;
 absl::StatusOr<std::vector<double>> ClusterBootstrapErrors(absl::Span<const uint32_t> cluster_of,
                                                            uint32_t clusters,
                                                            const WeightedStatisticsFn& statistics,
                                                            uint64_t seed,
-                                                           uint32_t resamples = kRerunResamples);
+                                                           uint32_t resamples = kRerunResamples,
+                                                           uint32_t threads = 1);
 
 // The re-run interval of an estimate with bootstrap standard error `se`:
 // estimate ± z · √2 · se (z = 1.96), cut to `range`.

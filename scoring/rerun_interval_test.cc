@@ -351,6 +351,10 @@ TEST(ClusterBootstrapTest, IsSeededAndRefusesTooFewClusters) {
   MEMAUDIT_ASSERT_OK_AND_ASSIGN(auto a, ClusterBootstrapErrors(cluster_of, 3, mean, 9));
   MEMAUDIT_ASSERT_OK_AND_ASSIGN(auto b, ClusterBootstrapErrors(cluster_of, 3, mean, 9));
   EXPECT_EQ(a, b);
+  // The same bits on any number of threads.
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(auto threaded,
+                                ClusterBootstrapErrors(cluster_of, 3, mean, 9, kRerunResamples, 4));
+  EXPECT_EQ(threaded, a);
   EXPECT_GT(a[1], 0.0) << "the rows' total weight varies with the clusters drawn";
   EXPECT_FALSE(ClusterBootstrapErrors({0, 0}, 1, mean, 9).ok());
   EXPECT_FALSE(ClusterBootstrapErrors({0, 3}, 3, mean, 9).ok());

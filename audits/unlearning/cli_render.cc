@@ -60,9 +60,9 @@ std::string UnlearningTable(const v1::AuditResults& r) {
                   "attack trained on shadow rows; baseline = classical membership inference on the "
                   "original model's posterior alone. DegCount / DegRate compare with the baseline "
                   "of the same defense and classifier (> 0.5 / > 0: unlearning leaks more). "
-                  "re-run 95%: where a re-run with other seeds would fall (a bootstrap over the "
-                  "target original models; the results JSON also holds the intervals over the "
-                  "target rows alone).\n");
+                  "re-run 95%: where a re-run with other seeds would fall (bootstraps over the "
+                  "target original models and over the shadow ones, refitting the attacks; the "
+                  "results JSON also holds the intervals over the target rows alone).\n");
   return out;
 }
 
@@ -94,7 +94,8 @@ std::string UnlearningHtmlSection(const v1::AuditResults& r) {
                   "classical membership inference on the original model alone; DegCount and "
                   "DegRate compare each attack with the baseline of the same defense and "
                   "classifier. In brackets, the 95% interval a re-run with other seeds would fall "
-                  "in (a bootstrap over the target original models).</p>");
+                  "in (bootstraps over the target and the shadow original models, the attacks "
+                  "refitted on each shadow resample).</p>");
   return html;
 }
 

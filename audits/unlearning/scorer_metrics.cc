@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -21,6 +22,11 @@
 
 namespace memaudit::scorer {
 namespace {
+
+// Refits of every attack per defense for the shadow side's part of the
+// re-run intervals (ShadowRefitErrors): each refits all the defense's
+// classifiers, so fewer than the target side's kRerunResamples.
+constexpr uint32_t kShadowRefitResamples = 32;
 
 bool IsDefense(const v1::UnlearningAudit& u, absl::string_view defense) {
   return std::find(u.defenses().begin(), u.defenses().end(), defense) != u.defenses().end();
@@ -81,13 +87,17 @@ absl::StatusOr<SideRows> BuildSide(const v1::UnlearningAudit& u, bool target,
   return out;
 }
 
-// The re-run intervals of one target-side attack result: a cluster
-// bootstrap over the target originals, whose rows a re-run redraws with
-// them (scoring/rerun_interval.h). The shadow side, on which the attack
-// classifier was fitted, is not redrawn. `deg` null for the baseline.
+// The re-run intervals of one target-side attack result. A re-run redraws
+// both sides: a cluster bootstrap over the target originals gives the part
+// of the target rows (scoring/rerun_interval.h), `shadow_se` the part of
+// the attack classifier fitted on the shadow side (ShadowRefitErrors, in
+// the statistics' order: AUC, then DegCount and DegRate; empty with one
+// shadow original); independent, they add in quadrature. `deg` null for
+// the baseline.
 absl::Status SetRerunIntervals(const v1::UnlearningAudit& u, uint64_t seed, const SideRows& target,
                                const scoring::AttackEvaluation& eval,
-                               const scoring::Degradation* deg, v1::UnlearningAttackResult* a) {
+                               const scoring::Degradation* deg, absl::Span<const double> shadow_se,
+                               v1::UnlearningAttackResult* a) {
   const uint32_t originals = u.target().originals();
   if (originals < 2) return absl::OkStatus();
   MEMAUDIT_ASSIGN_OR_RETURN(const scoring::RankedScores ranked,
@@ -109,10 +119,12 @@ absl::Status SetRerunIntervals(const v1::UnlearningAudit& u, uint64_t seed, cons
     }
     return out;
   };
-  MEMAUDIT_ASSIGN_OR_RETURN(
-      const std::vector<double> se,
-      scoring::ClusterBootstrapErrors(target.original_of, originals, statistics,
-                                      DeriveSeed(seed, "unlearning_rerun", 0)));
+  MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> se, scoring::ClusterBootstrapErrors(
+                                                        target.original_of, originals, statistics,
+                                                        DeriveSeed(seed, "unlearning_rerun", 0)));
+  for (size_t i = 0; i < se.size() && i < shadow_se.size(); ++i) {
+    se[i] = std::hypot(se[i], shadow_se[i]);
+  }
   const scoring::Interval auc = scoring::RerunAround(eval.auc, se[0], scoring::kUnitInterval);
   a->set_auc_rerun_low(auc.lo);
   a->set_auc_rerun_high(auc.hi);
@@ -135,35 +147,41 @@ struct DefenseCell {
   scoring::AttackEvaluation evaluation;
 };
 
-// Every attack of one defense, the baseline feature first: its target
-// rows, and shadow rows counted.
+// One feature's rows of both sides.
+struct FeatureRows {
+  std::string feature;
+  scoring::Matrix shadow, target;
+};
+
+// Every attack of one defense, the baseline feature first (cells: each
+// feature's classifiers in order), with both sides' rows.
 struct DefenseEvaluation {
-  SideRows target;
-  size_t shadow_rows = 0;
+  SideRows shadow, target;
+  std::vector<FeatureRows> features;
   std::vector<DefenseCell> cells;
 };
 
 absl::StatusOr<DefenseEvaluation> EvaluateDefense(const v1::UnlearningAudit& u,
                                                   const std::string& defense,
                                                   const UnlearningSignals& signals) {
-  MEMAUDIT_ASSIGN_OR_RETURN(SideRows shadow, BuildSide(u, false, defense, signals));
   DefenseEvaluation out;
+  MEMAUDIT_ASSIGN_OR_RETURN(out.shadow, BuildSide(u, false, defense, signals));
   MEMAUDIT_ASSIGN_OR_RETURN(out.target, BuildSide(u, true, defense, signals));
-  if (shadow.original.cols != out.target.original.cols) {
+  if (out.shadow.original.cols != out.target.original.cols) {
     return absl::InvalidArgumentError("shadow and target posteriors have different classes");
   }
-  out.shadow_rows = shadow.labels.size();
   std::vector<std::string> features = {unlearning::kBaselineFeature};
   features.insert(features.end(), u.features().begin(), u.features().end());
   for (const std::string& feature : features) {
     MEMAUDIT_ASSIGN_OR_RETURN(scoring::UnlearningFeature kind, FeatureKind(feature));
-    MEMAUDIT_ASSIGN_OR_RETURN(
-        auto shadow_x, scoring::UnlearningFeatureMatrix(shadow.original, shadow.unlearned, kind));
-    MEMAUDIT_ASSIGN_OR_RETURN(auto target_x, scoring::UnlearningFeatureMatrix(
-                                                 out.target.original, out.target.unlearned, kind));
+    FeatureRows rows{feature, {}, {}};
+    MEMAUDIT_ASSIGN_OR_RETURN(rows.shadow, scoring::UnlearningFeatureMatrix(
+                                               out.shadow.original, out.shadow.unlearned, kind));
+    MEMAUDIT_ASSIGN_OR_RETURN(rows.target, scoring::UnlearningFeatureMatrix(
+                                               out.target.original, out.target.unlearned, kind));
     for (const std::string& classifier : u.attack_classifiers()) {
-      auto eval =
-          scoring::EvaluateAttack(classifier, shadow_x, shadow.labels, target_x, out.target.labels);
+      auto eval = scoring::EvaluateAttack(classifier, rows.shadow, out.shadow.labels, rows.target,
+                                          out.target.labels);
       if (!eval.ok()) {
         return absl::Status(
             eval.status().code(),
@@ -171,8 +189,80 @@ absl::StatusOr<DefenseEvaluation> EvaluateDefense(const v1::UnlearningAudit& u,
       }
       out.cells.push_back({feature, classifier, *std::move(eval)});
     }
+    out.features.push_back(std::move(rows));
   }
   return out;
+}
+
+// The rows of `m` each repeated weights[i] times (a bootstrap resample).
+scoring::Matrix RepeatRows(const scoring::Matrix& m, absl::Span<const double> weights) {
+  scoring::Matrix out;
+  out.cols = m.cols;
+  for (size_t i = 0; i < m.rows; ++i) {
+    for (double k = 0; k < weights[i]; k += 1) {
+      out.data.insert(out.data.end(), m.row(i), m.row(i) + m.cols);
+      ++out.rows;
+    }
+  }
+  return out;
+}
+
+// The shadow side's part of a re-run's spread: a cluster bootstrap over the
+// shadow originals refits every attack classifier (the baseline's too) on
+// the resampled shadow rows and rescores the same target rows. Returns, per
+// cell of `evaluation` in order, the standard errors of its AUC and (all
+// but the baseline) DegCount and DegRate against the refitted baseline of
+// its classifier; empty with fewer than 2 shadow originals.
+absl::StatusOr<std::vector<std::vector<double>>> ShadowRefitErrors(
+    const v1::UnlearningAudit& u, uint64_t seed, const std::string& defense,
+    const DefenseEvaluation& evaluation) {
+  const uint32_t originals = u.shadow().originals();
+  if (originals < 2) return std::vector<std::vector<double>>();
+  const SideRows& shadow = evaluation.shadow;
+  const SideRows& target = evaluation.target;
+  const scoring::WeightedStatisticsFn statistics =
+      [&](absl::Span<const double> w) -> absl::StatusOr<std::vector<double>> {
+    std::vector<uint8_t> labels;
+    for (size_t i = 0; i < shadow.labels.size(); ++i) {
+      labels.insert(labels.end(), static_cast<size_t>(w[i]), shadow.labels[i]);
+    }
+    std::vector<double> out;
+    std::map<std::string, std::vector<double>> baseline;  // per classifier
+    for (const FeatureRows& rows : evaluation.features) {
+      const scoring::Matrix resampled = RepeatRows(rows.shadow, w);
+      for (const std::string& classifier : u.attack_classifiers()) {
+        MEMAUDIT_ASSIGN_OR_RETURN(
+            scoring::AttackEvaluation eval,
+            scoring::EvaluateAttack(classifier, resampled, labels, rows.target, target.labels));
+        out.push_back(eval.auc);
+        if (rows.feature == unlearning::kBaselineFeature) {
+          baseline[classifier] = std::move(eval.target_probabilities);
+          continue;
+        }
+        MEMAUDIT_ASSIGN_OR_RETURN(
+            const scoring::Degradation deg,
+            scoring::ComputeDegradation(target.labels, eval.target_probabilities,
+                                        baseline.at(classifier)));
+        out.push_back(deg.deg_count);
+        out.push_back(deg.deg_rate);
+      }
+    }
+    return out;
+  };
+  MEMAUDIT_ASSIGN_OR_RETURN(
+      const std::vector<double> se,
+      scoring::ClusterBootstrapErrors(
+          shadow.original_of, originals, statistics,
+          DeriveSeed(seed, absl::StrCat("unlearning_shadow/", defense), 0), kShadowRefitResamples,
+          std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<std::vector<double>> per_cell;
+  size_t next = 0;
+  for (const DefenseCell& cell : evaluation.cells) {
+    const size_t n = cell.feature == unlearning::kBaselineFeature ? 1 : 3;
+    per_cell.emplace_back(se.begin() + next, se.begin() + next + n);
+    next += n;
+  }
+  return per_cell;
 }
 
 double Value(const std::map<uint32_t, std::vector<double>>& runs, uint32_t run, int index) {
@@ -310,13 +400,18 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
   for (const std::string& defense : u.defenses()) {
     MEMAUDIT_ASSIGN_OR_RETURN(DefenseEvaluation evaluation, EvaluateDefense(u, defense, signals));
     const SideRows& target = evaluation.target;
-    out->set_shadow_rows(static_cast<uint32_t>(evaluation.shadow_rows));
+    MEMAUDIT_ASSIGN_OR_RETURN(const std::vector<std::vector<double>> shadow_se,
+                              ShadowRefitErrors(u, spec.seed(), defense, evaluation));
+    out->set_shadow_rows(static_cast<uint32_t>(evaluation.shadow.labels.size()));
     out->set_target_rows(static_cast<uint32_t>(target.labels.size()));
     std::vector<uint32_t> row_clusters(target.labels.size());
     std::iota(row_clusters.begin(), row_clusters.end(), 0u);
     // The baseline's target confidences per classifier, for DegCount/DegRate.
     std::map<std::string, std::vector<double>> baseline;
-    for (const DefenseCell& cell : evaluation.cells) {
+    for (size_t c = 0; c < evaluation.cells.size(); ++c) {
+      const DefenseCell& cell = evaluation.cells[c];
+      const absl::Span<const double> cell_shadow_se =
+          shadow_se.empty() ? absl::Span<const double>() : absl::MakeConstSpan(shadow_se[c]);
       const std::string& feature = cell.feature;
       const std::string& classifier = cell.classifier;
       const scoring::AttackEvaluation* eval = &cell.evaluation;
@@ -334,7 +429,8 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
       a->set_auc_high(interval.interval.hi);
       if (feature == unlearning::kBaselineFeature) {
         baseline[classifier] = eval->target_probabilities;
-        MEMAUDIT_RETURN_IF_ERROR(SetRerunIntervals(u, spec.seed(), target, *eval, nullptr, a));
+        MEMAUDIT_RETURN_IF_ERROR(
+            SetRerunIntervals(u, spec.seed(), target, *eval, nullptr, cell_shadow_se, a));
         continue;
       }
       MEMAUDIT_ASSIGN_OR_RETURN(
@@ -346,7 +442,8 @@ absl::StatusOr<v1::AuditResults> ScoreUnlearning(const v1::AuditSpec& spec,
       a->set_deg_count_high(deg.deg_count_interval.hi);
       a->set_deg_rate_low(deg.deg_rate_interval.lo);
       a->set_deg_rate_high(deg.deg_rate_interval.hi);
-      MEMAUDIT_RETURN_IF_ERROR(SetRerunIntervals(u, spec.seed(), target, *eval, &deg, a));
+      MEMAUDIT_RETURN_IF_ERROR(
+          SetRerunIntervals(u, spec.seed(), target, *eval, &deg, cell_shadow_se, a));
     }
   }
   results.set_models(static_cast<uint32_t>(std::min<uint64_t>(models, UINT32_MAX)));

@@ -80,7 +80,10 @@ std::vector<double> OneHot(const std::vector<double>& p) {
   return out;
 }
 
-std::vector<v1::Observation> HandBuilt(const std::string& audit_id) {
+// `mislabelled_shadow`: shadow original 1 swaps its members and
+// non-members, so it teaches an attack the opposite of original 0.
+std::vector<v1::Observation> HandBuilt(const std::string& audit_id,
+                                       bool mislabelled_shadow = false) {
   SplitMix64 rng(11);
   std::vector<v1::Observation> out;
   auto add = [&](const std::string& point, const std::string& signal, uint32_t run,
@@ -98,8 +101,9 @@ std::vector<v1::Observation> HandBuilt(const std::string& audit_id) {
       add(side, "original", i, {0.9 + 0.05 * i, 0.8, 41, 1.5 + i});
       for (uint32_t j = 0; j < 40; ++j) {
         std::vector<double> po, pu;
-        Row(rng, true, &po, &pu);
-        Row(rng, false, &po, &pu);
+        const bool swap = mislabelled_shadow && side == std::string("shadow") && i == 1;
+        Row(rng, !swap, &po, &pu);
+        Row(rng, swap, &po, &pu);
         std::vector<double> full = po;
         full.insert(full.end(), pu.begin(), pu.end());
         std::vector<double> label = OneHot(po);
@@ -223,6 +227,28 @@ TEST(UnlearningMetricsTest, ReRunIntervalsResampleTheTargetOriginals) {
   for (const v1::UnlearningAttackResult& a : single->unlearning().attacks()) {
     EXPECT_EQ(a.auc_rerun_low(), 0);
     EXPECT_EQ(a.auc_rerun_high(), 0);
+  }
+}
+
+// A re-run also redraws the shadow originals the attack learns from: the
+// re-run interval refits the attack on resampled shadow sides. When one
+// shadow original teaches the opposite of the other, a resample of either
+// alone flips the attack, and the interval spans most of [0, 1]; when
+// both agree it stays narrow.
+TEST(UnlearningMetricsTest, ReRunIntervalsRefitTheAttackOnResampledShadowSides) {
+  auto agreeing = ScoreUnlearning(Spec(), ToSignals(HandBuilt("u")));
+  auto opposed = ScoreUnlearning(Spec(), ToSignals(HandBuilt("u", /*mislabelled_shadow=*/true)));
+  MEMAUDIT_ASSERT_OK(agreeing);
+  MEMAUDIT_ASSERT_OK(opposed);
+  for (const char* classifier : {"logistic_regression", "gradient_boosting"}) {
+    SCOPED_TRACE(classifier);
+    const auto* narrow = Find(*agreeing, "none", "sorted_diff", classifier);
+    const auto* wide = Find(*opposed, "none", "sorted_diff", classifier);
+    ASSERT_TRUE(narrow && wide);
+    EXPECT_LT(narrow->auc_rerun_high() - narrow->auc_rerun_low(), 0.2);
+    EXPECT_GT(wide->auc_rerun_high() - wide->auc_rerun_low(), 0.6);
+    EXPECT_LE(wide->auc_rerun_low(), wide->auc());
+    EXPECT_GE(wide->auc_rerun_high(), wide->auc());
   }
 }
 
