@@ -25,8 +25,10 @@ namespace {
 
 // Refits of every attack per defense for the shadow side's part of the
 // re-run intervals (ShadowRefitErrors): each refits all the defense's
-// classifiers, so fewer than the target side's kRerunResamples.
-constexpr uint32_t kShadowRefitResamples = 32;
+// classifiers, so far fewer than the target side's kRerunResamples. On
+// unlearning-scratch 16 cover >= 90% for 100 of 108 metrics, 32 for 103 at
+// twice the scoring time (docs/scoring.md).
+constexpr uint32_t kShadowRefitResamples = 16;
 
 bool IsDefense(const v1::UnlearningAudit& u, absl::string_view defense) {
   return std::find(u.defenses().begin(), u.defenses().end(), defense) != u.defenses().end();
