@@ -20,7 +20,8 @@ std::vector<std::pair<const char*, const v1::TrialMean*>> Columns(
           {"extrapolated", a.has_extrapolated_exposure() ? &a.extrapolated_exposure() : nullptr}};
 }
 
-// The mean with the interval a re-run with other seeds would fall in.
+// The mean with the interval a re-run of these canaries on other training
+// seeds would fall in (not one with other canaries: docs/scoring.md).
 std::string WithInterval(const v1::TrialMean* m) {
   return m == nullptr
              ? "-"
@@ -33,7 +34,8 @@ std::string ReplicatesText(const v1::ExposureResults& x) {
   if (!x.has_replicates()) return "";
   std::string out = absl::StrFormat(
       "exposure across %u replicates (mean over the canary models trained on %u seeds, "
-      "[95%% interval of a re-run with other seeds]; the rows above are replicate 0):\n",
+      "[95%% interval of a re-run of these canaries on other training seeds]; the rows above "
+      "are replicate 0):\n",
       x.replicates().count(), x.replicates().count());
   absl::StrAppend(&out, absl::StrFormat("  %-8s %-22s %-22s %s\n", "inserted", "exact", "sampled",
                                         "extrapolated"));
