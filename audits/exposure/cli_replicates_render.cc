@@ -20,8 +20,8 @@ std::vector<std::pair<const char*, const v1::TrialMean*>> Columns(
           {"extrapolated", a.has_extrapolated_exposure() ? &a.extrapolated_exposure() : nullptr}};
 }
 
-// The mean with the interval a re-run of these canaries on other training
-// seeds would fall in (not one with other canaries: docs/scoring.md).
+// The mean with the interval a re-run with other seeds (other canaries
+// too) would fall in.
 std::string WithInterval(const v1::TrialMean* m) {
   return m == nullptr
              ? "-"
@@ -33,9 +33,9 @@ std::string WithInterval(const v1::TrialMean* m) {
 std::string ReplicatesText(const v1::ExposureResults& x) {
   if (!x.has_replicates()) return "";
   std::string out = absl::StrFormat(
-      "exposure across %u replicates (mean over the canary models trained on %u seeds, "
-      "[95%% interval of a re-run of these canaries on other training seeds]; the rows above "
-      "are replicate 0):\n",
+      "exposure across %u replicates (mean over %u canary models, each with its own seed and "
+      "canaries, [95%% interval of a re-run with other seeds]; the rows above are replicate "
+      "0):\n",
       x.replicates().count(), x.replicates().count());
   absl::StrAppend(&out, absl::StrFormat("  %-8s %-22s %-22s %s\n", "inserted", "exact", "sampled",
                                         "extrapolated"));
@@ -96,6 +96,8 @@ absl::Status WriteReplicatesCsv(const std::string& audit_id,
       }
     }
     for (const v1::ExposureReplicate& model : x.replicates().models()) {
+      // Replicates r >= 1 draw canaries of their own, which the results do not
+      // hold: their secret column is empty.
       for (int i = 0; i < x.canaries_size() && i < model.exposure_size(); ++i) {
         const bool sampled = i < model.sampled_exposure_size();
         const bool extrapolated = i < model.extrapolated_exposure_size();
@@ -103,8 +105,9 @@ absl::Status WriteReplicatesCsv(const std::string& audit_id,
             &canaries,
             absl::StrFormat(
                 "%s,%s,%u,%s,%u,%.17g,%u,%d,%.17g,%s,%s,%s\n", audit_id, v.name(),
-                model.replicate(), x.canaries(i).secret(), x.canaries(i).repeats(),
-                model.px_bits(i), model.rank(i), model.exact(i), model.exposure(i),
+                model.replicate(), model.replicate() == 0 ? x.canaries(i).secret() : "",
+                x.canaries(i).repeats(), model.px_bits(i), model.rank(i), model.exact(i),
+                model.exposure(i),
                 sampled ? absl::StrFormat("%.17g", model.sampled_exposure(i)) : "",
                 sampled ? absl::StrCat(model.sampled_lower_bound(i) ? 1 : 0) : "",
                 extrapolated ? absl::StrFormat("%.17g", model.extrapolated_exposure(i)) : ""));

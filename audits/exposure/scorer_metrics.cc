@@ -606,17 +606,16 @@ void AddByRepeats(v1::ExposureResults* out) {
   }
 }
 
-// Replicate canary models 1 ... k-1 (spec replicates), each scored as the
-// canary model is, on the canary model's repeats and extraction (they insert
-// the same canaries and extract nothing); then the interval across all k.
+// Replicate canary models 1 ... k-1 (spec replicates), each the canary model
+// of another seed with canaries of its own, scored as the canary model is
+// (its own secrets, Px of S) on the canary model's repeats and extraction
+// (the same insertion counts; replicates extract nothing); then the
+// interval across all k.
 absl::Status AddReplicates(const v1::ExposureAudit& e, const ModelSignals& canary_model,
-                           const std::vector<ModelSignals>& replicates,
-                           const std::vector<std::string>& secrets, v1::ExposureResults* x) {
+                           const std::vector<ModelSignals>& replicates, v1::ExposureResults* x) {
   std::vector<v1::ExposureResults> scored = {*x};
-  for (size_t r = 0; r < replicates.size(); ++r) {
-    const std::string model = absl::StrCat("replicate model ", r + 1);
-    MEMAUDIT_RETURN_IF_ERROR(SameSecrets(replicates[r], secrets, model));
-    ModelSignals m = replicates[r];
+  for (const ModelSignals& replicate : replicates) {
+    ModelSignals m = replicate;
     m[exposure::kRepeats] = canary_model.at(exposure::kRepeats);
     m[exposure::kExtraction] = canary_model.at(exposure::kExtraction);
     std::vector<std::string> own;
@@ -777,7 +776,7 @@ absl::StatusOr<std::optional<v1::AuditResults>> ScoreExposure(const v1::AuditSpe
     }
     AddByRepeats(&x);
     if (!replicates.empty()) {
-      MEMAUDIT_RETURN_IF_ERROR(AddReplicates(e, *canary, replicates, secrets, &x));
+      MEMAUDIT_RETURN_IF_ERROR(AddReplicates(e, *canary, replicates, &x));
     }
     if (exposure::HasEvalPoints(e)) {
       MEMAUDIT_ASSIGN_OR_RETURN(bool curve, AddCurve(e, signals, v, &x));

@@ -121,14 +121,17 @@ absl::StatusOr<engine::ExposureRunSpec> ExposureRunSpecFor(const v1::Task& task)
   // and baseline model trains from that same seed, and reference model j of
   // every variant from its own, so two models differ only in what the spec
   // varies (recipe, canaries) and not in init, order, dropout or DP noise.
-  // Replicate r >= 1 of the canary model changes only the model seed, the
-  // same for replicate r of every variant.
-  run.seed = DeriveSeed(spec.seed(), exposure::kCanaryRole, 0);
+  // Replicate r >= 1 of the canary model is the canary model of another
+  // seed, DeriveSeed(seed, kReplicateRole, r): its own canaries, positions,
+  // S and model seed, as a re-run of the audit with another seed would draw
+  // (the same for replicate r of every variant, which stay paired).
+  run.seed = model.replicate > 0
+                 ? DeriveSeed(spec.seed(), exposure::kReplicateRole, model.replicate)
+                 : DeriveSeed(spec.seed(), exposure::kCanaryRole, 0);
   run.model_seed =
       task.role() == exposure::kReferenceRole
           ? DeriveSeed(spec.seed(), exposure::kReferenceRole, task.index() % e.reference_models())
-      : model.replicate > 0 ? DeriveSeed(spec.seed(), exposure::kReplicateRole, model.replicate)
-                            : run.seed;
+          : run.seed;
   const bool canary_model = task.role() == exposure::kCanaryRole;
   const bool reference_model = task.role() == exposure::kReferenceRole;
   run.insert_canaries = canary_model || model.replicate > 0;

@@ -121,9 +121,9 @@ TEST(ExposureTaskTest, EachVariantTrainsItsOwnEpochsAndLearningRate) {
   EXPECT_EQ(models[4][1], 2 * models[3][1]);
 }
 
-// Replicate r of a canary model: the canaries, their positions and S of the
-// audit, its own model seed (shared by replicate r of every variant), no
-// extraction; it reports at "replicate/<r>" of its variant's run.
+// Replicate r of a canary model: the canary model of another seed (its own
+// canaries, positions, S and model seed, shared by replicate r of every
+// variant), no extraction; it reports at "replicate/<r>" of its variant's run.
 TEST(ExposureTaskTest, ReplicatesTrainTheCanaryModelOnTheirOwnSeeds) {
   v1::AuditSpec spec = SweepSpec();
   spec.mutable_exposure()->set_extraction(true);
@@ -138,7 +138,9 @@ TEST(ExposureTaskTest, ReplicatesTrainTheCanaryModelOnTheirOwnSeeds) {
   MEMAUDIT_ASSERT_OK(second);
   MEMAUDIT_ASSERT_OK(base_first);
   EXPECT_EQ(first->epochs, 4u) << "variant 1's recipe";
-  EXPECT_EQ(first->seed, canary->seed) << "the same canaries, positions and S";
+  EXPECT_NE(first->seed, canary->seed) << "other canaries, positions and S";
+  EXPECT_EQ(first->seed, base_first->seed) << "paired across variants";
+  EXPECT_EQ(first->model_seed, first->seed);
   EXPECT_NE(first->model_seed, canary->model_seed);
   EXPECT_NE(second->model_seed, first->model_seed);
   EXPECT_EQ(base_first->model_seed, first->model_seed) << "paired across variants";
