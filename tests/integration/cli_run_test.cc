@@ -318,8 +318,9 @@ TEST(CliRunTest, ValidateNamesUnknownFieldsAndQuickstartIsValid) {
   EXPECT_THAT(out.text, HasSubstr("membership.refrence_models: unknown field; did you mean "
                                   "\"reference_models\"?"));
   EXPECT_THAT(out.text, HasSubstr("membership.reference_models: must be an even number"));
-  for (const char* example : {"quickstart.yaml", "secret-sharer.yaml",
-                              "secret-sharer-transformer.yaml", "secret-sharer-tokens.yaml"}) {
+  for (const char* example :
+       {"quickstart.yaml", "secret-sharer.yaml", "secret-sharer-transformer.yaml",
+        "secret-sharer-tokens.yaml", "secret-sharer-replicates.yaml"}) {
     Output valid =
         Shell(absl::StrCat(Memaudit(), " validate ", MEMAUDIT_SOURCE_DIR, "/examples/", example));
     EXPECT_EQ(valid.exit_code, 0) << example << ": " << valid.text;
