@@ -117,7 +117,7 @@ inline constexpr uint32_t kMaxExtractableSequences = 1000;
 inline constexpr int kMaxExtractableGroups = 16;
 inline constexpr uint32_t kMaxExtractableDuplicates = 1000;
 inline size_t ExtractableHeldOut(const v1::ExtractableSpec& x) {
-  return memaudit::ExtractableHeldOut(static_cast<size_t>(x.duplicates_size()), x.sequences());
+  return memaudit::ExtractableHeldOut(x.duplicates_size(), x.sequences());
 }
 void ApplyExtractableDefaults(v1::ExtractableSpec* x, uint32_t chars);
 bool CheckExtractable(const v1::ExtractableSpec& x, const AddProblem& add);

@@ -158,9 +158,9 @@ absl::StatusOr<bool> AddExtractableCurves(const v1::ForgettingAudit& f,
   }
   for (size_t i = 0; i < points; ++i) {
     const uint64_t p = f.eval_points(static_cast<int>(i));
+    const std::string key = absl::StrCat(p);
     std::vector<std::pair<const std::vector<double>*, const std::vector<double>*>> trials;
     for (uint32_t t = 0; t < f.trials(); ++t) {
-      const std::string key = absl::StrCat(p);
       const std::vector<double>* inj = SignalOf(signals, key, forgetting::kExtractedInjected, t);
       const std::vector<double>* base = SignalOf(signals, key, forgetting::kExtractedBaseline, t);
       if (inj == nullptr || base == nullptr) return false;

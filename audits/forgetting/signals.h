@@ -87,11 +87,10 @@ inline uint32_t CanaryCount(const v1::ForgettingAudit& f) {
 // Held-out sequences of canaries.extractable: sequences per group and per
 // the controls (0 without it).
 inline uint32_t ExtractableSequences(const v1::ForgettingAudit& f) {
-  return f.canaries().has_extractable()
-             ? static_cast<uint32_t>(ExtractableHeldOut(
-                   static_cast<size_t>(f.canaries().extractable().duplicates_size()),
-                   f.canaries().extractable().sequences()))
-             : 0;
+  return f.canaries().has_extractable() ? static_cast<uint32_t>(ExtractableHeldOut(
+                                              f.canaries().extractable().duplicates_size(),
+                                              f.canaries().extractable().sequences()))
+                                        : 0;
 }
 // Windows in the canary batch: each canary of group g appears repeats[g]
 // times, each extractable sequence of group g duplicates[g] times.

@@ -13,11 +13,20 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/base/seeding.h"
 #include "memaudit/v1/spec.pb.h"
 
 namespace memaudit::membership {
 
 inline constexpr char kModelRole[] = "reference_model";
+// Seed `what` ("init", "order", "dropout") of model `model`: from the model
+// index alone, so packing, the task that trains it and the data's form
+// (dataset rows or documents) leave each model's bits as they are.
+inline uint64_t ModelSeed(uint64_t audit_seed, absl::string_view what, uint32_t model) {
+  return DeriveSeed(audit_seed, absl::StrCat(kModelRole, "/", what), model);
+}
 inline constexpr char kTargetRole[] = "target_model";
 // Per pool example of the target: 1 when the target trained on it, else 0.
 inline constexpr char kMemberSignal[] = "member";

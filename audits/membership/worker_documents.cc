@@ -46,12 +46,11 @@ absl::StatusOr<engine::LmDocumentsRunSpec> RunSpecOf(const v1::AuditSpec& spec,
   // Seeds derive from the model index, as for a dataset's models, so a
   // model's bits do not depend on which task trains it.
   const KeepMatrix keep = BuildKeepMatrix(spec.seed(), m.reference_models(), d.pool_size());
-  const std::string role = membership::kModelRole;
   for (uint32_t i = models.first; i < models.end(); ++i) {
     engine::LmDocumentModel& model = run.models.emplace_back();
-    model.init_seed = DeriveSeed(spec.seed(), role + "/init", i);
-    model.order_seed = DeriveSeed(spec.seed(), role + "/order", i);
-    model.dropout_seed = DeriveSeed(spec.seed(), role + "/dropout", i);
+    model.init_seed = membership::ModelSeed(spec.seed(), "init", i);
+    model.order_seed = membership::ModelSeed(spec.seed(), "order", i);
+    model.dropout_seed = membership::ModelSeed(spec.seed(), "dropout", i);
     for (uint32_t j = 0; j < d.pool_size(); ++j) model.in_pool.push_back(keep.in(i, j) ? 1 : 0);
   }
   return run;

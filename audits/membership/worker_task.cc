@@ -74,8 +74,8 @@ absl::StatusOr<std::vector<v1::Observation>> RunMembershipModels(const v1::Task&
   std::vector<std::vector<uint32_t>> group_models;
   for (uint32_t i = models.first; i < models.end(); ++i) {
     engine::ClassifierRunSpec run = recipe;
-    run.init_seed = DeriveSeed(spec.seed(), std::string(membership::kModelRole) + "/init", i);
-    run.order_seed = DeriveSeed(spec.seed(), std::string(membership::kModelRole) + "/order", i);
+    run.init_seed = membership::ModelSeed(spec.seed(), "init", i);
+    run.order_seed = membership::ModelSeed(spec.seed(), "order", i);
     for (uint32_t j = 0; j < pool.size(); ++j) {
       if (keep.in(i, j)) run.train_indices.push_back(pool[j]);
     }
