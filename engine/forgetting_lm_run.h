@@ -69,7 +69,7 @@ struct ForgettingLmRunSpec {
   // the canary batch beside the canaries, each measured at every point in
   // both arms (extractable.h).
   ExtractableSetup extractable;
-  uint64_t canary_seed = 0;  // secrets and canary-batch windows: same every trial
+  uint64_t canary_seed = 0;  // secrets and canary-batch windows: the trial's own
   uint64_t init_seed = 0;
   uint64_t order_seed = 0;
   uint32_t threads = 1;

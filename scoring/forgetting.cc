@@ -1,11 +1,8 @@
 #include "scoring/forgetting.h"
 
 #include <algorithm>
-#include <cmath>
-#include <iterator>
 
 #include "absl/strings/str_cat.h"
-#include "common/base/seeding.h"
 #include "common/base/status_macros.h"
 #include "scoring/privacy_bounds.h"
 #include "scoring/roc.h"
@@ -37,62 +34,6 @@ absl::StatusOr<TrialMetrics> ForgettingTrialMetrics(const TrialScores& trial, do
   m.epsilon_fpr_zero = eps.fpr_zero;
   return m;
 }
-
-namespace {
-
-// The trial means' standard errors (accuracy, AUC, TPR, precision, epsilon)
-// from the injected examples alone: a bootstrap over them, the same draw in
-// every trial of point `p`, seeded per point. Injected and baseline scores
-// of one example move together when they pair (same size); otherwise each
-// arm draws its own, and so does a trial of another size.
-absl::StatusOr<std::vector<double>> ExampleErrors(const ForgettingEvalPoint& p,
-                                                  const ForgettingOptions& options, size_t point) {
-  std::vector<std::vector<double>> values(5);
-  SplitMix64 rng(options.rerun_seed + point);
-  for (uint32_t b = 0; b < options.rerun_resamples; ++b) {
-    const size_t n = p.trials.front().injected.size();
-    const size_t m = p.trials.front().baseline.size();
-    std::vector<uint32_t> injected_draw, baseline_draw;
-    injected_draw.reserve(n);
-    baseline_draw.reserve(m);
-    for (size_t i = 0; i < n; ++i) injected_draw.push_back(static_cast<uint32_t>(rng.Uniform(n)));
-    if (m == n) {
-      baseline_draw = injected_draw;
-    } else {
-      for (size_t i = 0; i < m; ++i) baseline_draw.push_back(static_cast<uint32_t>(rng.Uniform(m)));
-    }
-    double sums[5] = {0, 0, 0, 0, 0};
-    for (const TrialScores& trial : p.trials) {
-      TrialScores drawn;
-      if (trial.injected.size() == n && trial.baseline.size() == m) {
-        drawn.injected.reserve(n);
-        drawn.baseline.reserve(m);
-        for (uint32_t i : injected_draw) drawn.injected.push_back(trial.injected[i]);
-        for (uint32_t i : baseline_draw) drawn.baseline.push_back(trial.baseline[i]);
-      } else {
-        // A trial of other examples (hand-built inputs): its own draw.
-        for (size_t i = 0; i < trial.injected.size(); ++i) {
-          drawn.injected.push_back(trial.injected[rng.Uniform(trial.injected.size())]);
-        }
-        for (size_t i = 0; i < trial.baseline.size(); ++i) {
-          drawn.baseline.push_back(trial.baseline[rng.Uniform(trial.baseline.size())]);
-        }
-      }
-      MEMAUDIT_ASSIGN_OR_RETURN(const TrialMetrics t,
-                                ForgettingTrialMetrics(drawn, options.fpr_target));
-      const double metrics[5] = {t.accuracy, t.auc, t.tpr, t.precision, t.epsilon_clamped};
-      for (size_t k = 0; k < 5; ++k) sums[k] += metrics[k];
-    }
-    for (size_t k = 0; k < 5; ++k)
-      values[k].push_back(sums[k] / static_cast<double>(p.trials.size()));
-  }
-  std::vector<double> se(5, 0.0);
-  if (options.rerun_resamples < 2) return se;
-  for (size_t k = 0; k < 5; ++k) se[k] = SampleStandardDeviation(values[k]);
-  return se;
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<ForgettingCurvePoint>> ForgettingCurve(
     absl::Span<const ForgettingEvalPoint> points, const ForgettingOptions& options) {
@@ -146,10 +87,6 @@ absl::StatusOr<std::vector<ForgettingCurvePoint>> ForgettingCurve(
     for (auto& f : fields) {
       MEMAUDIT_ASSIGN_OR_RETURN(auto s, SummarizeMean(*f.values, options.confidence, f.range));
       *f.into = s;
-    }
-    MEMAUDIT_ASSIGN_OR_RETURN(const std::vector<double> shared_se, ExampleErrors(p, options, i));
-    for (size_t k = 0; k < std::size(fields); ++k) {
-      fields[k].into->rerun = RerunWithSharedPart(*fields[k].into, shared_se[k], fields[k].range);
     }
     curve.push_back(std::move(out));
   }

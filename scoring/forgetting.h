@@ -30,9 +30,6 @@ struct ForgettingEvalPoint {
 struct ForgettingOptions {
   double fpr_target = 0.1;  // the paper's "precision at FPR 10%"
   double confidence = 0.95;
-  // The re-run intervals' bootstrap over the injected examples (below).
-  uint64_t rerun_seed = 0;
-  uint32_t rerun_resamples = 200;
 };
 
 struct TrialMetrics {
@@ -51,15 +48,10 @@ struct TrialMetrics {
 struct ForgettingCurvePoint {
   int64_t steps_since_seen = 0;
   std::vector<TrialMetrics> trials;
-  // Mean across trials with a Student-t interval (see SummarizeMean). Their
-  // `rerun` intervals add what the trials share: every trial of a run is
-  // measured on the same injected examples, and a re-run draws others. A
-  // bootstrap over those examples (each resample draws |Dp| of them with
-  // replacement, the same draw in every trial, an example's injected and
-  // baseline scores together, and recomputes each trial's metric) gives the
-  // mean's standard error from them, added in quadrature to the trials'
-  // t interval (RerunWithSharedPart). Without it the interval held another
-  // seed's value in 61-80% of pairs (forgetting-inject, 8 seeds).
+  // Mean across trials with a Student-t interval and the prediction interval
+  // for another run's mean (see SummarizeMean). Each trial draws its own D,
+  // Dp, label flips, init and order, as a re-run with another seed does, so
+  // the trials' spread is a re-run's and needs nothing added.
   MeanSummary accuracy, auc, tpr, precision;
   MeanSummary epsilon;  // of epsilon_clamped, so one FPR = 0 trial stays finite
   size_t epsilon_clamped_trials = 0;

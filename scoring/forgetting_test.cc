@@ -27,27 +27,24 @@ TEST(ForgettingTest, TrialMetricsHandComputed) {
   EXPECT_DOUBLE_EQ(m->accuracy, 0.9);
 }
 
-// Three identical trials vary nothing between trials, yet a re-run draws
-// other injected examples: the re-run interval keeps their part (a
-// bootstrap over the examples), where the trials' t interval is a point.
-TEST(ForgettingTest, TheReRunIntervalKeepsTheExamplesTheTrialsShare) {
-  TrialScores trial;
-  for (int i = 0; i < 40; ++i) {
-    trial.injected.push_back(0.05 * i + (i % 3 == 0 ? 1.0 : 0.0));
-    trial.baseline.push_back(0.05 * i);
-  }
-  const ForgettingEvalPoint point{0, {trial, trial, trial}};
-  auto curve = ForgettingCurve({point});
-  ASSERT_TRUE(curve.ok()) << curve.status();
-  const ForgettingCurvePoint& p = (*curve)[0];
-  EXPECT_EQ(p.auc.stddev, 0.0);
-  EXPECT_EQ(p.auc.interval.lo, p.auc.interval.hi) << "no spread between trials";
-  EXPECT_LT(p.auc.rerun.lo, p.auc.mean);
-  EXPECT_GT(p.auc.rerun.hi, p.auc.mean);
-  EXPECT_LE(p.auc.rerun.hi, 1.0);
-  auto again = ForgettingCurve({point});
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ((*again)[0].auc.rerun.lo, p.auc.rerun.lo) << "seeded";
+// Each trial draws its own D, Dp, init and order, as a re-run does, so a
+// point's re-run interval is the prediction interval of its trials' values
+// (SummarizeMean), nothing added: identical trials give the mean itself.
+TEST(ForgettingTest, TheReRunIntervalIsThePredictionIntervalOfTheTrials) {
+  const TrialScores perfect = {{5, 6}, {1, 2}};
+  const TrialScores chance = {{1, 2}, {1, 2}};
+  auto same = ForgettingCurve({ForgettingEvalPoint{0, {perfect, perfect, perfect}}});
+  MEMAUDIT_ASSERT_OK(same);
+  EXPECT_EQ((*same)[0].auc.rerun.lo, 1.0);
+  EXPECT_EQ((*same)[0].auc.rerun.hi, 1.0);
+  auto mixed = ForgettingCurve({ForgettingEvalPoint{0, {perfect, HandTrial(), chance}}});
+  MEMAUDIT_ASSERT_OK(mixed);
+  const ForgettingCurvePoint& p = (*mixed)[0];
+  auto expected = SummarizeMean({1.0, 37.0 / 40.0, 0.5}, 0.95, kUnitInterval);
+  MEMAUDIT_ASSERT_OK(expected);
+  EXPECT_DOUBLE_EQ(p.auc.rerun.lo, expected->rerun.lo);
+  EXPECT_DOUBLE_EQ(p.auc.rerun.hi, expected->rerun.hi);
+  EXPECT_LT(p.auc.rerun.lo, p.auc.interval.lo) << "wider than the mean's own interval";
 }
 
 TEST(ForgettingTest, CurveIsSortedAndAveragedAcrossTrials) {

@@ -62,16 +62,4 @@ double SampleStandardDeviation(absl::Span<const double> values) {
   return std::sqrt(ss / static_cast<double>(values.size() - 1));
 }
 
-Interval RerunWithSharedPart(const MeanSummary& m, double shared_se, Interval range) {
-  double trials = 0.0;
-  if (m.n > 1) {
-    const double n = static_cast<double>(m.n);
-    trials = boost::math::quantile(boost::math::students_t_distribution<double>(n - 1.0), 0.975) *
-             m.stddev * std::sqrt(2.0 / n);
-  }
-  const double shared = kZ95 * std::sqrt(2.0) * shared_se;
-  const double half = std::sqrt(trials * trials + shared * shared);
-  return {std::max(range.lo, m.mean - half), std::min(range.hi, m.mean + half)};
-}
-
 }  // namespace memaudit::scoring

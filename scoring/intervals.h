@@ -56,13 +56,6 @@ struct MeanSummary {
 absl::StatusOr<MeanSummary> SummarizeMean(absl::Span<const double> values, double confidence = 0.95,
                                           Interval range = kWholeLine);
 
-// `m.rerun` widened by a component the trials share and a re-run redraws
-// (e.g. the examples every trial of a run is measured on), whose standard
-// error of the mean is `shared_se`: the two half-widths add in quadrature,
-// t_{n−1} · sd · √(2/n) for the trials and 1.96 · √2 · shared_se for the
-// shared part, around the mean, cut to `range`.
-Interval RerunWithSharedPart(const MeanSummary& m, double shared_se, Interval range);
-
 }  // namespace memaudit::scoring
 
 #endif  // MEMAUDIT_SCORING_INTERVALS_H_

@@ -56,20 +56,6 @@ TEST(SummarizeMeanTest, StudentTInterval) {
   EXPECT_FALSE(SummarizeMean(std::vector<double>{INFINITY}).ok());
 }
 
-// A part the trials share adds in quadrature: t(2) · sd · √(2/3) for the
-// trials, 1.96 · √2 · se for the shared part.
-TEST(SummarizeMeanTest, ASharedPartWidensTheReRunIntervalInQuadrature) {
-  auto s = SummarizeMean(std::vector<double>{1.0, 2.0, 3.0});
-  ASSERT_TRUE(s.ok());
-  const double trials = s->rerun.hi - 2.0;
-  const double shared = 1.959963984540054 * std::sqrt(2.0) * 0.5;
-  const Interval both = RerunWithSharedPart(*s, 0.5, kWholeLine);
-  EXPECT_NEAR(both.hi - 2.0, std::sqrt(trials * trials + shared * shared), 1e-12);
-  EXPECT_NEAR(2.0 - both.lo, std::sqrt(trials * trials + shared * shared), 1e-12);
-  EXPECT_DOUBLE_EQ(RerunWithSharedPart(*s, 0.0, kWholeLine).hi, s->rerun.hi);
-  EXPECT_EQ(RerunWithSharedPart(*s, 10.0, {0.0, 5.0}).hi, 5.0);
-}
-
 // The re-run interval holds the mean of another run of 3 trials in 95% of
 // pairs (normal trials, 20,000 pairs: 95% ± 0.5%); the interval of the
 // expectation holds it less often (about 91% at 3 trials).

@@ -94,7 +94,8 @@ std::pair<uint64_t, uint64_t> ReplayExact(const v1::ForgettingResults& f) {
 std::string SelectionLine(const v1::ForgettingResults& f) {
   if (f.selection().empty() || f.selection() == "random") return "";
   return absl::StrFormat(
-      "Dp selection %s: mean loss %.3f under the selection reference model (candidates: %.3f)\n",
+      "Dp selection %s: mean loss %.3f under the trials' selection reference models (candidates: "
+      "%.3f)\n",
       f.selection(), f.selection_loss_mean(), f.candidate_loss_mean());
 }
 

@@ -524,15 +524,22 @@ absl::StatusOr<v1::AuditResults> ScoreForgetting(const v1::AuditSpec& spec,
   out->set_in_reference_models(forgetting::InReferenceModels(f));
   out->set_lira_per_example_variance(forgetting::LiraAttack(f) && f.lira_per_example_variance());
   if (forgetting::SelectsByLoss(f)) {
-    // Every trial picks the same Dp (the selection depends on the audit seed
-    // only), so trial 0's values stand for all.
-    auto selected = get(forgetting::kCheckpointPoint, forgetting::kSelectionLoss, 0);
-    auto candidates = get(forgetting::kCheckpointPoint, forgetting::kCandidateLossMean, 0);
-    if (selected.ok() && candidates.ok() && !(*selected)->empty()) {
-      double sum = 0;
-      for (double l : **selected) sum += l;
-      out->set_selection_loss_mean(sum / static_cast<double>((*selected)->size()));
-      out->set_candidate_loss_mean((**candidates)[0]);
+    // Each trial picks its own Dp: the means over every trial's selection.
+    double selected_sum = 0, candidate_sum = 0;
+    size_t selected_count = 0;
+    uint32_t trials_in = 0;
+    for (uint32_t t = 0; t < f.trials(); ++t) {
+      auto selected = get(forgetting::kCheckpointPoint, forgetting::kSelectionLoss, t);
+      auto candidates = get(forgetting::kCheckpointPoint, forgetting::kCandidateLossMean, t);
+      if (!selected.ok() || !candidates.ok() || (*selected)->empty()) continue;
+      for (double l : **selected) selected_sum += l;
+      selected_count += (*selected)->size();
+      candidate_sum += (**candidates)[0];
+      ++trials_in;
+    }
+    if (trials_in > 0) {
+      out->set_selection_loss_mean(selected_sum / static_cast<double>(selected_count));
+      out->set_candidate_loss_mean(candidate_sum / trials_in);
     }
   }
   AddCurve(curve, out->mutable_curve());

@@ -497,16 +497,18 @@ TEST(ForgettingMetricsTest, SelectionLossesReachTheResults) {
   MEMAUDIT_ASSERT_OK(without);
   EXPECT_EQ(without->forgetting().curve_size(), 2) << "the curve does not wait for them";
   EXPECT_FALSE(without->complete()) << "but the audit is not complete without them";
+  // Each trial selects its own Dp: the results hold the means over trials.
   for (uint32_t t = 0; t < 2; ++t) {
-    s[{forgetting::kCheckpointPoint, forgetting::kSelectionLoss}][t] = std::vector<double>(10, 2.5);
-    s[{forgetting::kCheckpointPoint, forgetting::kCandidateLossMean}][t] = {0.75};
+    s[{forgetting::kCheckpointPoint, forgetting::kSelectionLoss}][t] =
+        std::vector<double>(10, 2.5 + t);
+    s[{forgetting::kCheckpointPoint, forgetting::kCandidateLossMean}][t] = {0.75 + 0.5 * t};
   }
   auto results = ScoreForgetting(spec, s);
   MEMAUDIT_ASSERT_OK(results);
   const v1::ForgettingResults& f = results->forgetting();
   EXPECT_EQ(f.selection(), "hard");
-  EXPECT_DOUBLE_EQ(f.selection_loss_mean(), 2.5);
-  EXPECT_DOUBLE_EQ(f.candidate_loss_mean(), 0.75);
+  EXPECT_DOUBLE_EQ(f.selection_loss_mean(), 3.0);
+  EXPECT_DOUBLE_EQ(f.candidate_loss_mean(), 1.0);
   EXPECT_EQ(ScoreForgetting(Spec(), HandBuilt())->forgetting().selection(), "random");
   // candidate_loss_mean holds one value; both are unknown to random selection.
   v1::Observation o;

@@ -52,7 +52,7 @@ absl::StatusOr<engine::ForgettingSelection> SelectionFor(const std::string& s) {
 
 }  // namespace
 
-absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
+absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec, uint32_t trial,
                                                  const data::LabeledExamples& data,
                                                  const std::function<bool(uint64_t)>& on_step) {
   const v1::ForgettingAudit& f = spec.forgetting();
@@ -72,7 +72,7 @@ absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
   }
   // A prefix of one seeded permutation: D, then the candidates (random: Dp),
   // so random selection draws exactly the rows it always did.
-  const std::vector<uint32_t> pool = AuditPool(DeriveSeed(spec.seed(), "forgetting/pool", 0),
+  const std::vector<uint32_t> pool = AuditPool(DeriveSeed(spec.seed(), "forgetting/pool", trial),
                                                data.count, static_cast<uint32_t>(drawn));
   ForgettingData out;
   out.clean_rows.assign(pool.begin(), pool.begin() + f.dataset().pool_size());
@@ -88,9 +88,8 @@ absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
     ref.optimizer = optimizer;
     ref.batch_size = f.training().batch_size();
     ref.steps = f.injected().selection_steps();
-    // From the audit seed, not the trial: every trial picks the same Dp.
-    ref.init_seed = DeriveSeed(spec.seed(), "forgetting/selection/init", 0);
-    ref.order_seed = DeriveSeed(spec.seed(), "forgetting/selection/order", 0);
+    ref.init_seed = DeriveSeed(spec.seed(), "forgetting/selection/init", trial);
+    ref.order_seed = DeriveSeed(spec.seed(), "forgetting/selection/order", trial);
     ref.threads = spec.resources().threads_per_task();
     MEMAUDIT_ASSIGN_OR_RETURN(std::vector<double> losses,
                               Engine().forgetting_candidate_losses(data, ref, on_step));
@@ -102,7 +101,7 @@ absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
       out.selection_loss.push_back(losses[i]);
     }
   }
-  SplitMix64 rng(DeriveSeed(spec.seed(), "forgetting/flip", 0));
+  SplitMix64 rng(DeriveSeed(spec.seed(), "forgetting/flip", trial));
   for (uint32_t row : out.injected_rows) {
     uint8_t label = data.labels[row];
     if (f.injected().flip_labels() && data.classes > 1) {
@@ -220,9 +219,9 @@ absl::StatusOr<engine::ForgettingLmRunSpec> ForgettingLmRunSpecFor(const v1::Tas
   run.eval_points.assign(f.eval_points().begin(), f.eval_points().end());
   run.rank_query_budget = c.rank_query_budget();
   if (c.has_extractable()) run.extractable = ExtractableSetupOf(c.extractable());
-  // The canaries and their batch depend on the audit seed only (the same Dp
-  // in every trial); init and order on (seed, trial), as for images.
-  run.canary_seed = DeriveSeed(spec.seed(), "forgetting/canaries", 0);
+  // Each trial draws its own canaries and batch, as for images (a re-run
+  // with another seed would), and its own init and order.
+  run.canary_seed = DeriveSeed(spec.seed(), "forgetting/canaries", task.index());
   run.init_seed = DeriveSeed(spec.seed(), task.role() + "/init", task.index());
   run.order_seed = DeriveSeed(spec.seed(), task.role() + "/order", task.index());
   run.threads = spec.resources().threads_per_task();
@@ -289,7 +288,7 @@ absl::StatusOr<std::vector<v1::Observation>> RunForgettingTrial(
   // The selection reference model's steps come first; the trial's follow.
   uint64_t selection_steps = 0;
   MEMAUDIT_ASSIGN_OR_RETURN(ForgettingData sets,
-                            ForgettingDataFor(task.spec(), *data, [&](uint64_t s) {
+                            ForgettingDataFor(task.spec(), task.index(), *data, [&](uint64_t s) {
                               selection_steps = s;
                               return on_steps(s, s * batch);
                             }));

@@ -17,12 +17,13 @@
 
 namespace memaudit::worker {
 
-// D (first pool_size rows) and Dp of the audit, both drawn from the training
-// split by the audit seed, and Dp's labels (seeded flips when
+// D (first pool_size rows) and Dp of one trial, both drawn from the training
+// split by (audit seed, trial), and Dp's labels (seeded flips when
 // injected.flip_labels). Random selection: Dp = the next injected.size rows.
 // Otherwise the next injected.candidates rows are scored by one reference
-// model trained on D (seeds derived from the audit seed alone, so every trial
-// picks the same Dp) and Dp is the easy / medium / hard injected.size of them.
+// model trained on D (seeds from (audit seed, trial)) and Dp is the easy /
+// medium / hard injected.size of them. Each trial draws its own, as a re-run
+// with another seed would, so the spread across trials is a re-run's.
 struct ForgettingData {
   std::vector<uint32_t> clean_rows, injected_rows;
   std::vector<uint8_t> injected_labels;
@@ -32,7 +33,7 @@ struct ForgettingData {
   double candidate_loss_mean = 0;
 };
 // `on_step` (may be null) counts the reference model's steps; false stops.
-absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec,
+absl::StatusOr<ForgettingData> ForgettingDataFor(const v1::AuditSpec& spec, uint32_t trial,
                                                  const data::LabeledExamples& data,
                                                  const std::function<bool(uint64_t)>& on_step);
 

@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "audits/forgetting/signals.h"
+#include "common/base/seeding.h"
 #include "common/testing/status_matchers.h"
+#include "data/labeled_examples.h"
 #include "gtest/gtest.h"
 
 namespace memaudit::worker {
@@ -53,6 +55,32 @@ ForgettingData Sets(uint32_t clean, uint32_t injected) {
     sets.injected_labels.push_back(static_cast<uint8_t>(i % 10));
   }
   return sets;
+}
+
+// Each trial draws its own D, Dp and flips from (seed, trial), as a re-run
+// with another seed would; trial 0 keeps the rows of DeriveSeed(seed,
+// "forgetting/pool", 0), and a trial drawn again gets the same rows.
+TEST(ForgettingTaskTest, EachTrialDrawsItsOwnCleanAndInjectedSets) {
+  data::LabeledExamples data;
+  data.count = 1000;
+  data.classes = 10;
+  for (uint32_t i = 0; i < data.count; ++i) data.labels.push_back(static_cast<uint8_t>(i % 10));
+  v1::AuditSpec spec = ImageTask("inject", "k_steps", 1, "checkpoint_calibrated").spec();
+  spec.mutable_forgetting()->mutable_injected()->set_flip_labels(true);
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(const ForgettingData first, ForgettingDataFor(spec, 0, data, {}));
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(const ForgettingData second, ForgettingDataFor(spec, 1, data, {}));
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(const ForgettingData again, ForgettingDataFor(spec, 1, data, {}));
+  const std::vector<uint32_t> pool = AuditPool(DeriveSeed(5, "forgetting/pool", 0), 1000, 345);
+  EXPECT_EQ(first.clean_rows, std::vector<uint32_t>(pool.begin(), pool.begin() + 300));
+  EXPECT_EQ(first.injected_rows, std::vector<uint32_t>(pool.begin() + 300, pool.end()));
+  EXPECT_NE(second.clean_rows, first.clean_rows);
+  EXPECT_NE(second.injected_rows, first.injected_rows);
+  EXPECT_EQ(again.clean_rows, second.clean_rows);
+  EXPECT_EQ(again.injected_rows, second.injected_rows);
+  EXPECT_EQ(again.injected_labels, second.injected_labels);
+  for (size_t i = 0; i < second.injected_rows.size(); ++i) {
+    EXPECT_NE(second.injected_labels[i], data.labels[second.injected_rows[i]]) << "flipped";
+  }
 }
 
 TEST(ForgettingTaskTest, PlannerStepsEqualTheEngineRunsSteps) {

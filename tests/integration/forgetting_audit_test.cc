@@ -200,14 +200,15 @@ TEST_F(ForgettingAuditTest, HardExamplesAreForgottenMoreSlowlyThanEasyOnes) {
   }
   const v1::ForgettingResults& hard = by_selection["hard"].forgetting();
   const v1::ForgettingResults& easy = by_selection["easy"].forgetting();
-  // One reference model per audit seed: both audits scored the same
-  // candidates alike, then took opposite ends.
+  // One reference model per (audit seed, trial): both audits scored the
+  // same candidates alike, then took opposite ends.
   EXPECT_EQ(hard.candidate_loss_mean(), easy.candidate_loss_mean());
   EXPECT_GT(hard.selection_loss_mean(), 2 * hard.candidate_loss_mean());
   EXPECT_LT(easy.selection_loss_mean(), 0.1 * easy.candidate_loss_mean());
   // After the first few steps the hard set stays further from chance. (At
-  // k = 0 the baseline is the checkpoint itself, a degenerate point.) Over
-  // seeds 21-25 the margin was >= 0.035 at k = 50 and 400.
+  // k = 0 the baseline is the checkpoint itself, a degenerate point.) Seed
+  // 21: 0.07 and 0.04; over seeds 21-30 at least 0.04 at k = 50 and 0.015 at
+  // k = 400, hard ahead at all 30 later points.
   for (int i : {2, 3}) {
     EXPECT_GT(hard.curve(i).accuracy().mean(), easy.curve(i).accuracy().mean() + 0.02)
         << hard.curve(i).steps_since_injection();
@@ -238,10 +239,11 @@ TEST_F(ForgettingAuditTest, LiraReferencesDetectLongerThanTheCheckpointAttack) {
   // At k = 0 every reference is the checkpoint: the same ranking.
   EXPECT_DOUBLE_EQ(f.curve(0).accuracy().mean(), f.standard_curve(0).accuracy().mean());
   // Later the references see the same drift as the arms. (Seed 21: margins
-  // 0.095, 0.095 and 0.07; over seeds 21-25 LiRA led at 13 of 15 later
-  // points, tied at one and trailed by 0.025 at one.)
+  // 0.06, 0.035 and 0.03; over seeds 21-30 LiRA led at 26 of 30 later
+  // points, mean margins 0.048, 0.023 and 0.069, tied at one and trailed by
+  // 0.005 at three.)
   for (int i : {1, 2, 3}) {
-    EXPECT_GT(f.curve(i).accuracy().mean(), f.standard_curve(i).accuracy().mean() + 0.05)
+    EXPECT_GT(f.curve(i).accuracy().mean(), f.standard_curve(i).accuracy().mean() + 0.02)
         << f.curve(i).steps_since_injection();
   }
   EXPECT_THAT(cli::ResultsTable(*results), HasSubstr("4 LiRA reference models per trial"));
