@@ -96,8 +96,7 @@ absl::Status WriteReplicatesCsv(const std::string& audit_id,
       }
     }
     for (const v1::ExposureReplicate& model : x.replicates().models()) {
-      // Replicates r >= 1 draw canaries of their own, which the results do not
-      // hold: their secret column is empty.
+      // Replicates r >= 1 draw canaries of their own: each row names its own.
       for (int i = 0; i < x.canaries_size() && i < model.exposure_size(); ++i) {
         const bool sampled = i < model.sampled_exposure_size();
         const bool extrapolated = i < model.extrapolated_exposure_size();
@@ -105,7 +104,7 @@ absl::Status WriteReplicatesCsv(const std::string& audit_id,
             &canaries,
             absl::StrFormat(
                 "%s,%s,%u,%s,%u,%.17g,%u,%d,%.17g,%s,%s,%s\n", audit_id, v.name(),
-                model.replicate(), model.replicate() == 0 ? x.canaries(i).secret() : "",
+                model.replicate(), i < model.secret_size() ? model.secret(i) : "",
                 x.canaries(i).repeats(), model.px_bits(i), model.rank(i), model.exact(i),
                 model.exposure(i),
                 sampled ? absl::StrFormat("%.17g", model.sampled_exposure(i)) : "",

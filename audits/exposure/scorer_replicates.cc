@@ -57,6 +57,7 @@ void AddModel(uint32_t index, const v1::ExposureResults& r, bool sampled, bool e
     m->add_rank(c.rank());
     m->add_exact(c.exact());
     m->add_exposure(c.exposure());
+    m->add_secret(c.secret());
     if (sampled) {
       m->add_sampled_exposure(c.sampled_exposure());
       m->add_sampled_lower_bound(c.sampled_lower_bound());

@@ -63,7 +63,8 @@ std::vector<double> Bytes(const std::string& s) {
 // canary at rank `x8_rank`, the controls at ranks 500 and 250 in every
 // replicate. References: Px 20 ... 51.
 std::vector<v1::Observation> Model(const std::string& point, double x1_px, double x1_rank,
-                                   double x8_rank) {
+                                   double x8_rank,
+                                   const std::string& secrets = "904\n271\n118\n653\n") {
   std::vector<double> refs;
   for (int i = 0; i < 32; ++i) refs.push_back(20 + i);
   std::vector<v1::Observation> out = {
@@ -71,7 +72,7 @@ std::vector<v1::Observation> Model(const std::string& point, double x1_px, doubl
       Obs(point, exposure::kRank, {x1_rank, x8_rank, 500, 250}),
       Obs(point, exposure::kExact, {1, 1, 1, 1}),
       Obs(point, exposure::kRankQueries, {900, 40, 5000, 2000}),
-      Obs(point, exposure::kSecretsUtf8, Bytes("904\n271\n118\n653\n")),
+      Obs(point, exposure::kSecretsUtf8, Bytes(secrets)),
       Obs(point, exposure::kReferencePxBits, refs),
       Obs(point, exposure::kModel, {3 * std::log2(10.0), 120, 1.25})};
   if (point == exposure::kCanaryPoint) {
@@ -85,12 +86,14 @@ std::vector<v1::Observation> Model(const std::string& point, double x1_px, doubl
 
 // Replicate 0 (the canary model) and replicates 1 and 2: the x1 canary at
 // ranks 100, 200, 50 and Px 27.5, 23.5, 30.5; the x8 canary at ranks 1, 2, 4.
+// Replicate 2 drew other canaries, as a replicate of its own seed does.
 std::vector<v1::Observation> AllReplicates() {
   std::vector<v1::Observation> out = Model(exposure::kCanaryPoint, 27.5, 100, 1);
   for (const v1::Observation& o : Model(exposure::ReplicatePoint(1), 23.5, 200, 2)) {
     out.push_back(o);
   }
-  for (const v1::Observation& o : Model(exposure::ReplicatePoint(2), 30.5, 50, 4)) {
+  for (const v1::Observation& o :
+       Model(exposure::ReplicatePoint(2), 30.5, 50, 4, "111\n222\n333\n444\n")) {
     out.push_back(o);
   }
   return out;
@@ -147,6 +150,11 @@ TEST_F(ExposureReplicatesTest, ThreeReplicatesGiveTheMeanAndStudentTIntervalPerG
   EXPECT_EQ(x.replicates().models(1).rank(0), 200u);
   EXPECT_NEAR(x.replicates().models(2).exposure(1), log2_r - 2, 1e-12);
   EXPECT_EQ(x.replicates().models(2).sampled_exposure_size(), 4);
+  // Each replicate names its own canaries.
+  EXPECT_EQ(x.replicates().models(0).secret(1), "271");
+  EXPECT_EQ(x.replicates().models(1).secret(1), "271");
+  EXPECT_EQ(x.replicates().models(2).secret(0), "111");
+  EXPECT_EQ(x.replicates().models(2).secret_size(), 4);
 
   ASSERT_EQ(x.by_repeats_size(), 3);  // controls, x1, x8
   // x1: exposures log2|R| - log2 {100, 200, 50}: mean log2|R| - log2 100,

@@ -627,6 +627,10 @@ TEST_F(ExposureReplicatesAuditTest, ReplicateZeroIsTheSingleRunAndTheIntervalHol
     differ = differ || x.replicates().models(1).px_bits(i) != x.canaries(i).px_bits();
   }
   EXPECT_TRUE(differ) << "replicate 1 trains from another seed";
+  ASSERT_EQ(x.replicates().models(1).secret_size(), x.canaries_size());
+  EXPECT_EQ(x.replicates().models(0).secret(0), x.canaries(0).secret());
+  EXPECT_NE(x.replicates().models(1).secret(0), x.canaries(0).secret())
+      << "replicate 1 draws canaries of its own";
   for (const v1::ExposureByRepeats& g : x.by_repeats()) {
     SCOPED_TRACE(absl::StrCat("x", g.repeats()));
     const v1::ExposureAcrossReplicates& a = g.across_replicates();
@@ -664,6 +668,8 @@ TEST_F(ExposureReplicatesAuditTest, ReplicateZeroIsTheSingleRunAndTheIntervalHol
   EXPECT_THAT(csv, HasSubstr(",base,40,exact,3,"));
   const std::string per_model = Slurp(csv_dir + "/exposure_replicate_canaries.csv");
   EXPECT_EQ(std::count(per_model.begin(), per_model.end(), '\n'), 1 + 3 * x.canaries_size());
+  EXPECT_THAT(per_model,
+              HasSubstr(absl::StrCat(",base,1,", x.replicates().models(1).secret(0), ",")));
   const std::string metrics = HttpGet(cluster_->scorer_metrics_port(), "/metrics");
   for (const char* family :
        {"memaudit_exposure_replicated_log2", "memaudit_exposure_replicated_low_log2",
