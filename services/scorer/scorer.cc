@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <iterator>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -52,7 +54,7 @@ constexpr size_t kMaxErrorBytes = 2000;
 absl::StatusOr<std::unique_ptr<Scorer>> Scorer::Create(ScorerStore* store,
                                                        prometheus::Registry* metrics,
                                                        ScorerOptions options) {
-  std::unique_ptr<Scorer> scorer(new Scorer(store, metrics, options));
+  std::unique_ptr<Scorer> scorer(new Scorer(store, metrics, std::move(options)));
   if (metrics != nullptr) UnscorableCounter(*metrics);  // at 0 from the start
   auto audits = store->ListAudits();
   if (!audits.ok()) return audits.status();
@@ -203,8 +205,23 @@ bool Scorer::Streams(const std::string& audit_id) {
   return kind.ok() && (*kind)->Streams();
 }
 
+std::shared_ptr<absl::Mutex> Scorer::ScoringLockOf(const std::string& audit_id) {
+  absl::MutexLock lock(&scoring_locks_mu_);
+  std::shared_ptr<absl::Mutex> mu = scoring_locks_[audit_id].lock();
+  if (mu == nullptr) {
+    mu = std::make_shared<absl::Mutex>();
+    scoring_locks_[audit_id] = mu;
+  }
+  // Locks nobody holds go: the map is as large as the scorings under way.
+  for (auto it = scoring_locks_.begin(); it != scoring_locks_.end();) {
+    it = it->second.expired() ? scoring_locks_.erase(it) : std::next(it);
+  }
+  return mu;
+}
+
 absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
-  absl::MutexLock lock(&scoring_mu_);
+  const std::shared_ptr<absl::Mutex> scoring = ScoringLockOf(audit_id);
+  absl::MutexLock lock(scoring.get());
   auto existing = store_->GetResults(audit_id);
   if (!existing.ok()) return existing.status();
   // Complete results are final; partial ones (a forgetting curve filling in)
@@ -220,6 +237,7 @@ absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
   // or ended. Until then only a streaming kind publishes, partially.
   MEMAUDIT_ASSIGN_OR_RETURN(const bool unsealed, store_->HasOpenLeases(audit_id));
   if (unsealed && !(*kind)->Streams()) return absl::OkStatus();
+  if (options_.before_scoring) options_.before_scoring(audit_id);
   const auto scoring_started = std::chrono::steady_clock::now();
   absl::StatusOr<std::optional<v1::AuditResults>> results = std::nullopt;
   try {

@@ -4,8 +4,11 @@
 #ifndef MEMAUDIT_SERVICES_SCORER_SCORER_H_
 #define MEMAUDIT_SERVICES_SCORER_SCORER_H_
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -26,6 +29,9 @@ struct ScorerOptions {
   // Content-keyed reuse may copy another team's runs (--cross-team-reuse);
   // by default only the same team's.
   bool cross_team_reuse = false;
+  // Tests: called with an audit's scoring lock held, just before its kind
+  // scores it (a test holds one audit's scoring there).
+  std::function<void(const std::string& audit_id)> before_scoring;
 };
 
 // What CheckTask finds.
@@ -110,11 +116,11 @@ class Scorer {
 
  private:
   Scorer(ScorerStore* store, prometheus::Registry* metrics, ScorerOptions options)
-      : store_(store), metrics_(metrics), options_(options) {}
+      : store_(store), metrics_(metrics), options_(std::move(options)) {}
   void Publish(const v1::AuditResults& results);
-  // Records that `audit_id` cannot be scored, for `reason`.
-  absl::Status MarkUnscorable(const std::string& audit_id, const absl::Status& reason)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(scoring_mu_);
+  // Records that `audit_id` cannot be scored, for `reason`; with the audit's
+  // scoring lock held.
+  absl::Status MarkUnscorable(const std::string& audit_id, const absl::Status& reason);
   void ResultsChanged();
   // The stored spec of `audit_id` and its kind's handler; NOT_FOUND for an
   // audit never opened.
@@ -122,13 +128,20 @@ class Scorer {
   // HandlerOf the observation's audit; NOT_FOUND names observation.audit_id.
   absl::StatusOr<const KindHandler*> HandlerOfObservation(const v1::Observation& o,
                                                           v1::AuditSpec* spec);
-  absl::Status Finish(const std::string& audit_id, v1::AuditResults results)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(scoring_mu_);
+  // Stores and publishes `results`; with the audit's scoring lock held.
+  absl::Status Finish(const std::string& audit_id, v1::AuditResults results);
+  // The lock that scores `audit_id`: one per audit, so an audit is never
+  // scored twice at once and a long scoring (an unlearning audit's shadow
+  // refits) holds no other audit's, whose CheckTask answers meanwhile.
+  std::shared_ptr<absl::Mutex> ScoringLockOf(const std::string& audit_id);
 
   ScorerStore* store_;
   prometheus::Registry* metrics_;
   const ScorerOptions options_;
-  absl::Mutex scoring_mu_;  // one audit scored at a time, never twice
+  absl::Mutex scoring_locks_mu_;
+  // The locks of the audits being scored (or waited for) now.
+  std::map<std::string, std::weak_ptr<absl::Mutex>> scoring_locks_
+      ABSL_GUARDED_BY(scoring_locks_mu_);
   absl::Mutex exports_mu_;
   int exports_running_ ABSL_GUARDED_BY(exports_mu_) = 0;
   // Runs the callbacks of results_changes_'s subscribers. Last, with it: the

@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/base/seeding.h"
 #include "common/base/sqlite.h"
 #include "common/messages/content_key.h"
@@ -100,6 +103,53 @@ class ScorerTest : public ::testing::Test {
   std::unique_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Scorer> scorer_;
 };
+
+// One audit's long scoring holds that audit only: another is scored (and
+// its CheckTask answered) meanwhile, and the same audit waits its turn.
+TEST_F(ScorerTest, AnAuditBeingScoredHoldsNoOtherAudit) {
+  std::atomic<bool> hold{false};
+  absl::Notification inside, release;
+  options_.before_scoring = [&](const std::string& audit_id) {
+    if (audit_id != "a" || !hold.exchange(false)) return;
+    inside.Notify();
+    release.WaitForNotification();
+  };
+  Restart();
+  MEMAUDIT_ASSERT_OK(scorer_->OpenAudit("b", Spec()));
+  for (uint32_t r = 0; r < kModels; ++r) {
+    for (const char* signal : {"phi", "loss"}) {
+      v1::Observation o = Observe(r, signal);
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
+      o.set_audit_id("b");
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o));
+    }
+  }
+  hold = true;
+  std::thread scoring_a([&] { EXPECT_TRUE(scorer_->ScoreIfComplete("a").ok()); });
+  inside.WaitForNotification();
+  absl::Notification a_again_done, b_done;
+  std::thread a_again([&] {
+    EXPECT_TRUE(scorer_->ScoreIfComplete("a").ok());
+    a_again_done.Notify();
+  });
+  std::thread scoring_b([&] {
+    EXPECT_TRUE(scorer_->ScoreIfComplete("b").ok());
+    b_done.Notify();
+  });
+  EXPECT_TRUE(b_done.WaitForNotificationWithTimeout(absl::Seconds(60)))
+      << "audit b waited for audit a's scoring";
+  EXPECT_TRUE(scorer_->GetResults("b")->complete());
+  EXPECT_FALSE(a_again_done.WaitForNotificationWithTimeout(absl::Milliseconds(200)))
+      << "audit a was scored twice at once";
+  EXPECT_FALSE(scorer_->GetResults("a")->complete());
+  release.Notify();
+  scoring_a.join();
+  a_again.join();
+  scoring_b.join();
+  EXPECT_TRUE(scorer_->GetResults("a")->complete());
+  EXPECT_EQ(scorer_->GetResults("a")->attacks(0).auc(), scorer_->GetResults("b")->attacks(0).auc())
+      << "the same observations, the same numbers";
+}
 
 TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
   for (uint32_t r = 0; r + 1 < kModels; ++r) {
