@@ -105,26 +105,19 @@ def calibrated_reference(runs, per_run, benches=4000):
     return float((cover >= TARGET).mean()), float(cover.mean())
 
 
+def replicates_of(node):
+    """The first `across_replicates.replicates` in a results JSON; None without one."""
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else []
+    if isinstance(node, dict) and isinstance(node.get("across_replicates"), dict):
+        return node["across_replicates"].get("replicates")
+    return next((n for n in map(replicates_of, children) if n), None)
+
+
 def per_run_count(results):
-    """The trials or replicates a t interval runs across; None for bootstrap intervals."""
+    """The trials or replicates (>= 2) a t interval runs across; None for a bootstrap interval."""
     f = results.get("forgetting") or {}
-    if f.get("trials") and not f.get("construction"):
-        return int(f["trials"])
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            across = node.get("across_replicates")
-            if isinstance(across, dict) and across.get("replicates"):
-                found.append(int(across["replicates"]))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(results)
-    return found[0] if found else None
+    n = f["trials"] if f.get("trials") and not f.get("construction") else replicates_of(results)
+    return int(n) if n and int(n) > 1 else None
 
 
 def main():
@@ -148,7 +141,8 @@ def main():
                             "--json", out], check=True, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
             results = json.load(open(out))
-            per_run = per_run_count(results)
+            if k == 0:
+                per_run = per_run_count(results)  # the spec's, the same in every run
             runs.append(metrics(results))
             print(f"run {k + 1}/{a.runs} (seed {1000 + k}) done", file=sys.stderr)
     finally:
@@ -172,9 +166,8 @@ def main():
               f"{'' if rerun >= TARGET else '  < target'}")
     print(f"{below} of {len(names)} metrics' re-run intervals below the target; mean coverage "
           f"{covered / len(names):.1%}")
-    across = per_run if per_run and per_run > 1 else None
-    share, mean = calibrated_reference(a.runs, across)
-    shape = f"Student's t across {across}" if across else "fixed width"
+    share, mean = calibrated_reference(a.runs, per_run)
+    shape = f"Student's t across {per_run}" if per_run else "fixed width"
     print(f"for comparison, an exactly calibrated 95% interval ({shape}, simulated) shows "
           f">= {TARGET:.0%} for about {share:.0%} of metrics in {a.runs} runs, mean coverage "
           f"{mean:.1%}")

@@ -207,10 +207,11 @@ bool Scorer::Streams(const std::string& audit_id) {
 
 std::shared_ptr<absl::Mutex> Scorer::ScoringLockOf(const std::string& audit_id) {
   absl::MutexLock lock(&scoring_locks_mu_);
-  std::shared_ptr<absl::Mutex> mu = scoring_locks_[audit_id].lock();
+  std::weak_ptr<absl::Mutex>& slot = scoring_locks_[audit_id];
+  std::shared_ptr<absl::Mutex> mu = slot.lock();
   if (mu == nullptr) {
     mu = std::make_shared<absl::Mutex>();
-    scoring_locks_[audit_id] = mu;
+    slot = mu;
   }
   // Locks nobody holds go: the map is as large as the scorings under way.
   for (auto it = scoring_locks_.begin(); it != scoring_locks_.end();) {
