@@ -13,18 +13,22 @@
 // Gloo's headers come with LibTorch's (PyTorch's wheels) or as Debian's
 // libgloo-dev; NCCL's process group exists where LibTorch was built with it
 // and NCCL's header is on the include path (PyTorch's wheels keep it in
-// another package). Without them the engine builds and refuses those ranks.
+// another package: engine/CMakeLists.txt finds it). Without them the engine
+// builds and refuses those ranks.
 #if defined(USE_C10D_GLOO) && __has_include(<gloo/algorithm.h>) && \
     __has_include(<torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>)
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #define MEMAUDIT_HAVE_GLOO 1
 #endif
-#if defined(USE_C10D_NCCL) && __has_include(<nccl.h>) && \
+#if defined(USE_C10D_NCCL) && !defined(MEMAUDIT_WITHOUT_NCCL) && __has_include(<nccl.h>) && \
     __has_include(<torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>)
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #define MEMAUDIT_HAVE_NCCL 1
+#endif
+#if defined(MEMAUDIT_EXPECT_NCCL) && !defined(MEMAUDIT_HAVE_NCCL)
+#error "NCCL's process group is not compiled (scripts/check.sh nccl asked for it)"
 #endif
 
 namespace memaudit::engine {

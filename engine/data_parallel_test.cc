@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "absl/time/clock.h"
 #include "common/testing/status_matchers.h"
 #include "engine/classifier_models.h"
+#include "engine/collective_environment.h"
 #include "engine/model.h"
 #include "engine/test_util.h"
 #include "gtest/gtest.h"
@@ -210,10 +212,24 @@ TEST_F(DataParallelTest, RefusesWhatItCannotTrain) {
   EXPECT_EQ((*two)->step(), 1u);
 }
 
+// What memaudit-worker sets before its first thread: a collective that times
+// out throws on the waiting rank instead of aborting the process.
+TEST(CollectiveEnvironmentTest, SetsBlockingWaitsAndKeepsAnOperatorsOwnChoice) {
+  for (const auto& [name, value] : kCollectiveEnvironment) unsetenv(name);
+  setenv("NCCL_ASYNC_ERROR_HANDLING", "3", 1);
+  SetCollectiveEnvironmentDefaults();
+  EXPECT_STREQ(getenv("TORCH_NCCL_BLOCKING_WAIT"), "1");
+  EXPECT_STREQ(getenv("NCCL_BLOCKING_WAIT"), "1");
+  EXPECT_STREQ(getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING"), "0");
+  EXPECT_STREQ(getenv("NCCL_ASYNC_ERROR_HANDLING"), "3") << "set by the operator: kept";
+  for (const auto& [name, value] : kCollectiveEnvironment) unsetenv(name);
+}
+
 // NCCL between two CUDA devices (a machine with one GPU skips it: NCCL
 // refuses two ranks on one device).
 TEST(DataParallelCudaTest, TwoDevicesRepeatBitForBitWithIdenticalReplicas) {
   if (torch::cuda::device_count() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  SetCollectiveEnvironmentDefaults();  // as memaudit-worker does
   const Trained a = TrainDataParallel({"cuda:0", "cuda:1"}, 40);
   const Trained b = TrainDataParallel({"cuda:0", "cuda:1"}, 40);
   ASSERT_EQ(a.params.size(), 2u);

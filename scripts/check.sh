@@ -4,15 +4,18 @@
 #   2. clang -Wthread-safety -Werror: every ABSL_GUARDED_BY is respected (outside
 #      engine/, by tidy's parse when tidy runs too);
 #   3. clang-tidy (.clang-tidy): bug-prone and performance patterns, function size;
-#   4. layers: every library source includes only lower layers (check-layers.sh).
-# Usage: scripts/check.sh [format|thread-safety|tidy|layers]...   (default: all four)
+#   4. layers: every library source includes only lower layers (check-layers.sh);
+#   5. nccl: the engine's NCCL branch (compiled only against a CUDA LibTorch, on a
+#      GPU machine) type-checks against this LibTorch's c10d headers, where CUDA's
+#      headers and nccl.h are installed (else it says so and passes).
+# Usage: scripts/check.sh [format|thread-safety|tidy|layers|nccl]...   (default: all five)
 # The clang build lives in build-check/ (MEMAUDIT_CHECK_BUILD_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check_dir="${MEMAUDIT_CHECK_BUILD_DIR:-build-check}"
 jobs="${MEMAUDIT_JOBS:-$(nproc)}"
 steps=("$@")
-[ "${#steps[@]}" -gt 0 ] || steps=(format layers thread-safety tidy)
+[ "${#steps[@]}" -gt 0 ] || steps=(format layers nccl thread-safety tidy)
 
 # The project's own C++ sources (generated protobuf code lives in build dirs).
 sources() { git ls-files -- '*.cc' '*.h'; }
@@ -69,14 +72,43 @@ check_tidy() {
   tidy_sources | xargs -P "$jobs" -n 4 clang-tidy -p "$check_dir" --quiet 2>/dev/null
 }
 
+# data_parallel.cc as a CUDA LibTorch compiles it (USE_C10D_NCCL), syntax
+# only: a CPU LibTorch's headers lack the one file its CUDA build generates
+# (c10/cuda/impl/cuda_cmake_macros.h), written here as that build writes it.
+check_nccl() {
+  echo "check: NCCL branch"
+  local cuda nccl_include
+  for cuda in "${CUDA_HOME:-}" /usr/local/cuda /usr/local/cuda-*; do
+    [ -n "$cuda" ] && [ -f "$cuda/include/nccl.h" ] && [ -f "$cuda/include/cuda_runtime_api.h" ] &&
+      nccl_include="$cuda/include" && break
+  done
+  if [ -z "${nccl_include:-}" ] || [ ! -f /usr/include/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp ]; then
+    echo "check: NCCL branch skipped: no CUDA headers with nccl.h, or no c10d NCCL header"
+    return 0
+  fi
+  local generated
+  generated=$(mktemp -d)
+  mkdir -p "$generated/c10/cuda/impl"
+  printf '#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n' \
+    >"$generated/c10/cuda/impl/cuda_cmake_macros.h"
+  local ok=0
+  g++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -D_GLIBCXX_USE_CXX11_ABI=1 \
+    -DUSE_DISTRIBUTED -DUSE_C10D_GLOO -DUSE_C10D_NCCL -I. \
+    -isystem /usr/include/torch/csrc/api/include -isystem "$generated" -isystem "$nccl_include" \
+    -DMEMAUDIT_EXPECT_NCCL engine/data_parallel.cc || ok=1
+  rm -rf "$generated"
+  return $ok
+}
+
 for step in "${steps[@]}"; do
   case "$step" in
     format) check_format ;;
     thread-safety) check_thread_safety ;;
     tidy) check_tidy ;;
     layers) echo "check: layers" && scripts/check-layers.sh ;;
+    nccl) check_nccl ;;
     *)
-      echo "unknown check: $step (format, thread-safety, tidy, layers)" >&2
+      echo "unknown check: $step (format, thread-safety, tidy, layers, nccl)" >&2
       exit 2
       ;;
   esac

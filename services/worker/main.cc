@@ -18,6 +18,7 @@
 #include "common/security/tls.h"
 #include "common/training/device_name.h"
 #include "common/training/numerics.h"
+#include "engine/collective_environment.h"
 #include "services/worker/device_pool.h"
 #include "services/worker/engine_access.h"
 #include "services/worker/machine.h"
@@ -213,6 +214,8 @@ absl::Status ResolveCoordinatorPort(const std::string& port_file, worker::Worker
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread: the engine's data-parallel CUDA ranks read it.
+  engine::SetCollectiveEnvironmentDefaults();
   BlockShutdownSignals();
   CLI::App app{
       "memaudit worker: leases training tasks from a coordinator, trains them with "
