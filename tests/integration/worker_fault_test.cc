@@ -9,7 +9,8 @@
 //
 // Failures that are not the task's own cost no attempt: a worker stopped
 // mid-task releases its task (trained again without an attempt counted, so
-// an audit allowed one attempt per task still succeeds); a scorer or
+// an audit allowed one attempt per task still succeeds), a data-parallel
+// task across two devices too, with an undisturbed run's numbers; a scorer or
 // coordinator outage is waited out without retraining. A CUDA error is reported, then the worker
 // stops leasing and its Run() fails (memaudit-worker exits 1 on that). A final failure reported
 // while the coordinator does not answer is reported again until it does, rather than lost to a
@@ -33,6 +34,7 @@
 #include "absl/time/time.h"
 #include "common/messages/event_types.h"
 #include "common/testing/status_matchers.h"
+#include "engine/device.h"
 #include "gmock/gmock.h"
 #include "services/worker/kind_handler.h"
 #include "services/worker/worker_loop.h"
@@ -134,6 +136,60 @@ class VictimEngine : public worker::KindHandler {
   mutable int victim_runs_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// The real handlers, recording the devices each run's thread is pinned to.
+// With `hold_first`, the first run, once it has trained a step, notifies
+// `training` and holds there, mid-training, until its worker says stop
+// (on_steps answers false).
+class DevicesRecordingEngine : public worker::KindHandler {
+ public:
+  explicit DevicesRecordingEngine(bool hold_first) : hold_first_(hold_first) {}
+
+  absl::StatusOr<std::vector<v1::Observation>> Run(
+      const v1::Task& task, const worker::StepCallback& on_steps,
+      const worker::ObservationSink& send_early) const override {
+    bool first = false;
+    {
+      absl::MutexLock lock(&mu_);
+      first = hold_first_ && runs_.empty();
+      runs_.push_back(engine::ThreadDevices());
+    }
+    const worker::StepCallback notifying = [&](uint64_t steps, uint64_t examples) {
+      if (!first || steps == 0) return on_steps(steps, examples);
+      if (!training.HasBeenNotified()) training.Notify();
+      const absl::Time end = absl::Now() + absl::Seconds(60);
+      while (on_steps(steps, examples) && absl::Now() < end) {
+        absl::SleepFor(absl::Milliseconds(20));
+      }
+      return false;
+    };
+    return worker::HandlerFor(task.spec().kind_case())->Run(task, notifying, send_early);
+  }
+
+  std::vector<std::vector<std::string>> runs() const {
+    absl::MutexLock lock(&mu_);
+    return runs_;
+  }
+  mutable absl::Notification training;
+
+ private:
+  const bool hold_first_;
+  mutable absl::Mutex mu_;
+  mutable std::vector<std::vector<std::string>> runs_ ABSL_GUARDED_BY(mu_);
+};
+
+// Membership of a small CNN whose every model trains data-parallel across
+// two devices of one worker, with one attempt per task.
+v1::AuditSpec DataParallelSpec() {
+  v1::AuditSpec spec = TinyMembershipSpec(/*models=*/4, /*epochs=*/4);
+  v1::ModelSpec* model = spec.mutable_membership()->mutable_model();
+  model->set_architecture("cnn");
+  model->clear_hidden();
+  for (uint32_t width : {4, 8, 16}) model->add_hidden(width);
+  spec.mutable_resources()->set_gpus_per_task(2);
+  spec.mutable_resources()->set_max_attempts(1);
+  return spec;
+}
+
 class WorkerFaultTest : public ClusterTest {
  protected:
   // A cluster without worker processes, and one in-process worker loop
@@ -144,11 +200,15 @@ class WorkerFaultTest : public ClusterTest {
     loop_ = StartLoop(engine_.get());
   }
 
-  InProcessWorker* StartLoop(const worker::KindHandler* engine) {
+  // `devices`: the devices it offers, one GPU each (none: a CPU worker).
+  InProcessWorker* StartLoop(const worker::KindHandler* engine,
+                             const std::vector<std::string>& devices = {}) {
     worker::WorkerOptions options;
     options.coordinator = cluster_->coordinator_address();
     options.credentials = cluster_->worker_credentials();
     options.lease_wait_ms = 200;
+    options.devices = devices;
+    options.gpus = static_cast<uint32_t>(devices.size());
     loops_.push_back(std::make_unique<InProcessWorker>(options, engine));
     return loops_.back().get();
   }
@@ -349,6 +409,52 @@ TEST_F(WorkerFaultTest, ASigtermedWorkerProcessReleasesItsTaskAndExitsCleanly) {
   EXPECT_TRUE(OfType(outcome, "task_retried").empty());
   ExpectOnlyFirstAttempts(outcome, released[0].task_id());
   ExpectCompleteResults(outcome);
+}
+
+// A task holding two devices of its worker (simulated: the CPU twice, Gloo
+// between the ranks) trains each model data-parallel across them. A worker
+// stopped mid-step (SIGTERM, a pod evicted) releases the task without an
+// attempt spent, another worker trains it again, and the audit's numbers are
+// an undisturbed run's bit for bit.
+TEST_F(WorkerFaultTest, ADataParallelTaskStoppedMidStepCostsNoAttemptAndRepeatsBitForBit) {
+  const std::vector<std::string> two = {"cpu", "cpu"};
+  const v1::AuditSpec spec = DataParallelSpec();
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0, /*lease_ttl_ms=*/10000, "-baseline"));
+  DevicesRecordingEngine undisturbed(/*hold_first=*/false);
+  StartLoop(&undisturbed, two);
+  const Outcome baseline = RunAudit(spec);
+  ASSERT_EQ(baseline.audit.state(), v1::SUCCEEDED) << baseline.audit.error();
+  auto baseline_results = client_->Report(baseline.audit.audit_id());
+  MEMAUDIT_ASSERT_OK(baseline_results);
+  for (const std::vector<std::string>& devices : undisturbed.runs()) EXPECT_EQ(devices, two);
+  for (auto& l : loops_) l->Stop();
+  loops_.clear();
+  cluster_->Stop();
+
+  ASSERT_NO_FATAL_FAILURE(StartCluster(/*workers=*/0, /*lease_ttl_ms=*/10000, "-stopped"));
+  DevicesRecordingEngine engine(/*hold_first=*/true);
+  InProcessWorker* first = StartLoop(&engine, two);
+  const Outcome outcome = RunAudit(spec, [&](const v1::AuditEvent& e) {
+    if (e.type() != v1::TASK_LEASED || loops_.size() > 1) return;
+    ASSERT_TRUE(engine.training.WaitForNotificationWithTimeout(absl::Seconds(60)));
+    first->Stop();
+    StartLoop(&engine, two);
+  });
+
+  ASSERT_EQ(outcome.audit.state(), v1::SUCCEEDED) << outcome.audit.error();
+  const std::vector<v1::AuditEvent> released = OfType(outcome, "task_released");
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_THAT(released[0].message(),
+              AllOf(HasSubstr("shutting down"), HasSubstr("attempt not counted")));
+  EXPECT_TRUE(OfType(outcome, "task_retried").empty());
+  EXPECT_TRUE(OfType(outcome, "task_failed").empty());
+  ExpectOnlyFirstAttempts(outcome, released[0].task_id());
+  for (const std::vector<std::string>& devices : engine.runs()) EXPECT_EQ(devices, two);
+  EXPECT_GT(engine.runs().size(), undisturbed.runs().size()) << "the stopped task ran again";
+  auto results = client_->Report(outcome.audit.audit_id());
+  MEMAUDIT_ASSERT_OK(results);
+  EXPECT_TRUE(results->complete());
+  EXPECT_EQ(Numbers(*results), Numbers(*baseline_results));
 }
 
 // The scorer down while a task trains and when its signals are sent (a
