@@ -1,9 +1,11 @@
 #include "engine/text_corpus.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -14,7 +16,6 @@
 #include "common/training/held_out_lines.h"
 
 namespace memaudit::engine {
-namespace fs = std::filesystem;
 namespace {
 
 // "'x' (U+0078)", the newline shown as '\n', for messages.
@@ -73,17 +74,56 @@ std::string EncodeUtf8(const std::vector<char32_t>& cps) {
   return out;
 }
 
+namespace {
+
+// Every regular file under `dir` (symbolic links not followed), appended to
+// `files`. POSIX rather than std::filesystem's directory iterator, which
+// crashed in the engine module a GPU host's compiler built (docs/gpu.md).
+absl::Status ListFiles(const std::string& dir, std::vector<std::string>& files) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return absl::UnavailableError(absl::StrCat("corpus.path: cannot list ", dir));
+  std::vector<std::string> subdirs;
+  while (const dirent* entry = readdir(d)) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    std::string child = absl::StrCat(dir, "/", name);
+    struct stat st;
+    if (lstat(child.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) subdirs.push_back(std::move(child));
+    if (S_ISREG(st.st_mode)) files.push_back(std::move(child));
+  }
+  closedir(d);
+  for (const std::string& sub : subdirs) MEMAUDIT_RETURN_IF_ERROR(ListFiles(sub, files));
+  return absl::OkStatus();
+}
+
+// Path order, component by component ("a/z" before "a-b"): '/' sorts first.
+bool PathLess(const std::string& a, const std::string& b) {
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    const int kx = x == '/' ? -1 : static_cast<unsigned char>(x);
+    const int ky = y == '/' ? -1 : static_cast<unsigned char>(y);
+    return kx < ky;
+  });
+}
+
+// strfile's index files ("x.dat"; a file named ".dat" has no extension).
+bool IsFortuneIndex(const std::string& file) {
+  const std::string name = file.substr(file.rfind('/') + 1);
+  return name.size() > 4 && name.compare(name.size() - 4, 4, ".dat") == 0;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> ReadTextCorpus(const std::string& path) {
-  std::error_code ec;
-  std::vector<fs::path> files;
-  if (fs::is_directory(path, ec)) {
-    for (const auto& entry : fs::recursive_directory_iterator(path, ec)) {
-      if (entry.is_symlink() || !entry.is_regular_file()) continue;
-      if (entry.path().extension() == ".dat") continue;
-      files.push_back(entry.path());
-    }
-    std::sort(files.begin(), files.end());
-  } else if (fs::is_regular_file(path, ec)) {
+  std::vector<std::string> files;
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::string root = path;
+    while (root.size() > 1 && root.back() == '/') root.pop_back();
+    MEMAUDIT_RETURN_IF_ERROR(ListFiles(root, files));
+    files.erase(std::remove_if(files.begin(), files.end(), IsFortuneIndex), files.end());
+    std::sort(files.begin(), files.end(), PathLess);
+  } else if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
     files.push_back(path);
   } else {
     return absl::NotFoundError(absl::StrCat("corpus.path: ", path, " is not a file or folder"));
@@ -92,7 +132,7 @@ absl::StatusOr<std::string> ReadTextCorpus(const std::string& path) {
   std::string text;
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
-    if (!in) return absl::UnavailableError(absl::StrCat("corpus.path: cannot read ", f.string()));
+    if (!in) return absl::UnavailableError(absl::StrCat("corpus.path: cannot read ", f));
     std::ostringstream buf;
     buf << in.rdbuf();
     text += buf.str();

@@ -25,14 +25,25 @@ TEST(TextCorpusTest, Utf8RoundTripAndVocabulary) {
 
 TEST(TextCorpusTest, ReadsFilesAndFolders) {
   const auto dir = std::filesystem::temp_directory_path() / "memaudit_corpus_test";
+  std::filesystem::remove_all(dir);  // what a run stopped midway left
   std::filesystem::create_directories(dir / "sub");
   std::ofstream(dir / "b.txt") << "second";
   std::ofstream(dir / "sub" / "a.txt") << "third\n";
   std::ofstream(dir / "a.txt") << "first\n";
   std::ofstream(dir / "a.dat") << "\x01\x02";
+  // Path order, folder by folder: sub/a.txt before sub-b.txt (as strings the
+  // other way round); a symbolic link is not read.
+  std::ofstream(dir / "sub-b.txt") << "fourth\n";
+  std::filesystem::create_symlink(dir / "a.txt", dir / "link.txt");
   auto text = ReadTextCorpus(dir.string());
   MEMAUDIT_ASSERT_OK(text);
-  EXPECT_EQ(*text, "first\nsecond\nthird\n");
+  EXPECT_EQ(*text, "first\nsecond\nthird\nfourth\n");
+  auto trailing = ReadTextCorpus(dir.string() + "/");
+  MEMAUDIT_ASSERT_OK(trailing);
+  EXPECT_EQ(*trailing, *text);
+  auto one = ReadTextCorpus((dir / "b.txt").string());
+  MEMAUDIT_ASSERT_OK(one);
+  EXPECT_EQ(*one, "second\n");
   EXPECT_THAT(ReadTextCorpus((dir / "missing").string()), StatusIs(absl::StatusCode::kNotFound));
   std::filesystem::remove_all(dir);
   if (std::filesystem::exists(kFortunesDir)) {
