@@ -4,7 +4,8 @@
 # the coordinator and the scorer, then each libFuzzer harness of fuzz/ for a
 # bounded time on its seed corpus. Any sanitizer report fails the run.
 # The engine (LibTorch) and the worker are not built here.
-#   MEMAUDIT_FUZZ_SECONDS  seconds per harness (default 60; 0 skips fuzzing)
+#   MEMAUDIT_FUZZ_SECONDS  seconds per harness (default 60; 0 skips fuzzing); the
+#                          harnesses run MEMAUDIT_JOBS (default: the cores) at a time
 #   MEMAUDIT_SANITIZE      sanitizers (default address,undefined; "thread" for TSan,
 #                          which cannot see Debian's Abseil (built without TSan): it
 #                          reports every absl::Mutex-guarded access as a race, even
@@ -51,23 +52,45 @@ seeds_of() {
     data_source_fuzzer) echo fuzz/corpus/data_source ;;
   esac
 }
+# One harness for fuzz_seconds; its summary (or its failure) on stdout.
+fuzz_one() {
+  local f=$1 scratch="$build_dir/corpus/$1" log="$build_dir/$1.log"
+  echo "fuzz: $f for ${fuzz_seconds}s"
+  # New inputs go to a scratch corpus; the committed seeds stay as they are.
+  mkdir -p "$scratch"
+  # shellcheck disable=SC2046
+  if ! "$build_dir/bin/$f" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$build_dir/" "$scratch" $(seeds_of "$f") \
+    >"$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "fuzz: $f failed; the input is in $build_dir/ (crash-*, leak-*, timeout-*)"
+    return 1
+  fi
+  grep -E "^stat::(number_of_executed_units|peak_rss_mb)" "$log"
+}
 if [ "$fuzz_seconds" -gt 0 ]; then
+  # libFuzzer runs on one core: the harnesses run `jobs` at a time, each for
+  # its whole time, and report in order once all are done.
+  running=0
   for f in "${fuzzers[@]}"; do
-    echo "fuzz: $f for ${fuzz_seconds}s"
-    # New inputs go to a scratch corpus; the committed seeds stay as they are.
-    scratch="$build_dir/corpus/$f"
-    mkdir -p "$scratch"
-    log="$build_dir/$f.log"
-    # shellcheck disable=SC2046
-    if ! "$build_dir/bin/$f" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$build_dir/" "$scratch" $(seeds_of "$f") \
-      >"$log" 2>&1; then
-      tail -n 60 "$log"
-      echo "fuzz: $f failed; the input is in $build_dir/ (crash-*, leak-*, timeout-*)" >&2
-      exit 1
+    if [ "$running" -ge "$jobs" ]; then
+      wait -n || true
+      running=$((running - 1))
     fi
-    grep -E "^stat::(number_of_executed_units|peak_rss_mb)" "$log"
-    passed=$((passed + 1))
+    rm -f "$build_dir/$f.passed"
+    (fuzz_one "$f" >"$build_dir/$f.summary" 2>&1 && touch "$build_dir/$f.passed") &
+    running=$((running + 1))
   done
+  wait
+  fuzz_failed=0
+  for f in "${fuzzers[@]}"; do
+    cat "$build_dir/$f.summary"
+    if [ -f "$build_dir/$f.passed" ]; then
+      passed=$((passed + 1))
+    else
+      fuzz_failed=1
+    fi
+  done
+  [ "$fuzz_failed" -eq 0 ] || exit 1
 fi
 echo "sanitize: $passed passed, 0 failed"

@@ -45,6 +45,15 @@ TEST(TaskFitTest, GpuTasksAndCpuTasksNeverCross) {
   EXPECT_FALSE(Fits({1, 1, 0}, Caps(4, 1, 0), Caps(4, 0, 0)));  // its GPU is busy
 }
 
+// resources.gpus_per_task: N > 1 trains data-parallel across N GPUs of one
+// worker: never split across workers, never on fewer.
+TEST(TaskFitTest, AMultiGpuTaskNeedsThatManyFreeGpusOfOneWorker) {
+  EXPECT_TRUE(Fits({1, 2, 0}, Caps(4, 2, 0), Caps(4, 2, 0)));
+  EXPECT_FALSE(Fits({1, 2, 0}, Caps(4, 2, 0), Caps(4, 1, 0)));  // one of its two busy
+  EXPECT_FALSE(Fits({1, 2, 0}, Caps(4, 1, 0), Caps(4, 1, 0)));  // a one-GPU worker
+  EXPECT_TRUE(Fits({1, 2, 0}, Caps(8, 8, 0), Caps(1, 3, 0)));
+}
+
 TEST(TaskFitTest, ACpuTaskGoesToAWorkerOfItsNumericClassOnly) {
   v1::Resources r;
   EXPECT_EQ(NeedsOf(r).numeric_class, "portable");  // the default
