@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/sqlite.h"
 #include "common/base/status_macros.h"
@@ -173,7 +174,7 @@ absl::StatusOr<TaskCheck> Scorer::CheckTask(const std::string& audit_id, const T
     // (scored now, so that an unscorable one fails with this Complete) and
     // be reused once it is scored.
     MEMAUDIT_RETURN_IF_ERROR(store_->SealLease(audit_id, task.ToString(), lease));
-    MEMAUDIT_RETURN_IF_ERROR(ScoreIfComplete(audit_id));
+    MEMAUDIT_RETURN_IF_ERROR(ScoreIfComplete(audit_id, kCheckTaskScoringWait));
   }
   MEMAUDIT_ASSIGN_OR_RETURN(AuditInfo info, store_->GetAuditInfo(audit_id));
   check.audit_error = std::move(info.error);
@@ -205,24 +206,39 @@ bool Scorer::Streams(const std::string& audit_id) {
   return kind.ok() && (*kind)->Streams();
 }
 
-std::shared_ptr<absl::Mutex> Scorer::ScoringLockOf(const std::string& audit_id) {
-  absl::MutexLock lock(&scoring_locks_mu_);
-  std::weak_ptr<absl::Mutex>& slot = scoring_locks_[audit_id];
-  std::shared_ptr<absl::Mutex> mu = slot.lock();
-  if (mu == nullptr) {
-    mu = std::make_shared<absl::Mutex>();
-    slot = mu;
+std::shared_ptr<Scorer::ScoringTurn> Scorer::ScoringTurnOf(const std::string& audit_id) {
+  absl::MutexLock lock(&scoring_turns_mu_);
+  std::weak_ptr<ScoringTurn>& slot = scoring_turns_[audit_id];
+  std::shared_ptr<ScoringTurn> turn = slot.lock();
+  if (turn == nullptr) {
+    turn = std::make_shared<ScoringTurn>();
+    slot = turn;
   }
-  // Locks nobody holds go: the map is as large as the scorings under way.
-  for (auto it = scoring_locks_.begin(); it != scoring_locks_.end();) {
-    it = it->second.expired() ? scoring_locks_.erase(it) : std::next(it);
+  // Turns nobody holds go: the map is as large as the scorings under way.
+  for (auto it = scoring_turns_.begin(); it != scoring_turns_.end();) {
+    it = it->second.expired() ? scoring_turns_.erase(it) : std::next(it);
   }
-  return mu;
+  return turn;
 }
 
-absl::Status Scorer::ScoreIfComplete(const std::string& audit_id) {
-  const std::shared_ptr<absl::Mutex> scoring = ScoringLockOf(audit_id);
-  absl::MutexLock lock(scoring.get());
+absl::Status Scorer::ScoreIfComplete(const std::string& audit_id, absl::Duration wait) {
+  const std::shared_ptr<ScoringTurn> turn = ScoringTurnOf(audit_id);
+  {
+    absl::MutexLock lock(&turn->mu);
+    const bool free =
+        turn->mu.AwaitWithTimeout(absl::Condition(
+                                      +[](bool* taken) { return !*taken; }, &turn->taken),
+                                  wait);
+    if (!free) {
+      return absl::UnavailableError(
+          absl::StrCat("audit ", audit_id, " is being scored by another call; ask again"));
+    }
+    turn->taken = true;
+  }
+  const absl::Cleanup give_back = [&turn] {
+    absl::MutexLock lock(&turn->mu);
+    turn->taken = false;
+  };
   auto existing = store_->GetResults(audit_id);
   if (!existing.ok()) return existing.status();
   // Complete results are final; partial ones (a forgetting curve filling in)

@@ -29,7 +29,7 @@ struct ScorerOptions {
   // Content-keyed reuse may copy another team's runs (--cross-team-reuse);
   // by default only the same team's.
   bool cross_team_reuse = false;
-  // Tests: called with an audit's scoring lock held, just before its kind
+  // Tests: called with an audit's scoring turn taken, just before its kind
   // scores it (a test holds one audit's scoring there).
   std::function<void(const std::string& audit_id)> before_scoring;
 };
@@ -93,7 +93,14 @@ class Scorer {
   // Scores `audit_id` if all its inputs are in and it is not scored yet. When
   // the stored values cannot be scored, marks the audit failed with the
   // reason and returns OK; errors are the store's (UNAVAILABLE, DATA_LOSS).
-  absl::Status ScoreIfComplete(const std::string& audit_id);
+  // An audit is scored by one call at a time: another call's scoring is
+  // waited for up to `wait`, then UNAVAILABLE ("ask again").
+  absl::Status ScoreIfComplete(const std::string& audit_id,
+                               absl::Duration wait = absl::InfiniteDuration());
+  // How long CheckTask waits for another call's scoring of its audit (the
+  // coordinator's Complete waits 5 s, and the worker asks again): a long
+  // final scoring holds the thread that scores, not one more per retry.
+  static constexpr absl::Duration kCheckTaskScoringWait = absl::Seconds(3);
   // The stored results, or the placeholder before scoring; `error` set for an
   // audit that cannot be scored.
   absl::StatusOr<v1::AuditResults> GetResults(const std::string& audit_id);
@@ -119,7 +126,7 @@ class Scorer {
       : store_(store), metrics_(metrics), options_(std::move(options)) {}
   void Publish(const v1::AuditResults& results);
   // Records that `audit_id` cannot be scored, for `reason`; with the audit's
-  // scoring lock held.
+  // scoring turn taken.
   absl::Status MarkUnscorable(const std::string& audit_id, const absl::Status& reason);
   void ResultsChanged();
   // The stored spec of `audit_id` and its kind's handler; NOT_FOUND for an
@@ -128,20 +135,26 @@ class Scorer {
   // HandlerOf the observation's audit; NOT_FOUND names observation.audit_id.
   absl::StatusOr<const KindHandler*> HandlerOfObservation(const v1::Observation& o,
                                                           v1::AuditSpec* spec);
-  // Stores and publishes `results`; with the audit's scoring lock held.
+  // Stores and publishes `results`; with the audit's scoring turn taken.
   absl::Status Finish(const std::string& audit_id, v1::AuditResults results);
-  // The lock that scores `audit_id`: one per audit, so an audit is never
+  // An audit's turn to be scored: one per audit, so an audit is never
   // scored twice at once and a long scoring (an unlearning audit's shadow
-  // refits) holds no other audit's, whose CheckTask answers meanwhile.
-  std::shared_ptr<absl::Mutex> ScoringLockOf(const std::string& audit_id);
+  // refits) holds no other audit's, whose CheckTask answers meanwhile. The
+  // scoring runs with the turn taken, not with `mu` held, so that a caller
+  // can wait for it with a time limit.
+  struct ScoringTurn {
+    absl::Mutex mu;
+    bool taken ABSL_GUARDED_BY(mu) = false;
+  };
+  std::shared_ptr<ScoringTurn> ScoringTurnOf(const std::string& audit_id);
 
   ScorerStore* store_;
   prometheus::Registry* metrics_;
   const ScorerOptions options_;
-  absl::Mutex scoring_locks_mu_;
-  // The locks of the audits being scored (or waited for) now.
-  std::map<std::string, std::weak_ptr<absl::Mutex>> scoring_locks_
-      ABSL_GUARDED_BY(scoring_locks_mu_);
+  absl::Mutex scoring_turns_mu_;
+  // The turns of the audits being scored (or waited for) now.
+  std::map<std::string, std::weak_ptr<ScoringTurn>> scoring_turns_
+      ABSL_GUARDED_BY(scoring_turns_mu_);
   absl::Mutex exports_mu_;
   int exports_running_ ABSL_GUARDED_BY(exports_mu_) = 0;
   // Runs the callbacks of results_changes_'s subscribers. Last, with it: the

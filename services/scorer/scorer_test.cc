@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "common/base/seeding.h"
 #include "common/base/sqlite.h"
 #include "common/messages/content_key.h"
@@ -149,6 +150,49 @@ TEST_F(ScorerTest, AnAuditBeingScoredHoldsNoOtherAudit) {
   EXPECT_TRUE(scorer_->GetResults("a")->complete());
   EXPECT_EQ(scorer_->GetResults("a")->attacks(0).auc(), scorer_->GetResults("b")->attacks(0).auc())
       << "the same observations, the same numbers";
+}
+
+// A CheckTask that would score an audit another call is scoring waits for
+// it kCheckTaskScoringWait at most, then answers UNAVAILABLE (the worker's
+// Complete asks again): a long final scoring holds the thread that scores,
+// not one more per retry. Asked again once the scoring is done, it answers.
+TEST_F(ScorerTest, ACheckTaskWaitsForAnotherCallsScoringOnlySoLong) {
+  std::atomic<bool> hold{false};
+  absl::Notification inside, release;
+  options_.before_scoring = [&](const std::string&) {
+    if (!hold.exchange(false)) return;
+    inside.Notify();
+    release.WaitForNotification();
+  };
+  Restart();
+  std::vector<TaskRef> tasks;
+  for (uint32_t r = 0; r < kModels; ++r) {
+    for (const char* signal : {"phi", "loss"}) {
+      const v1::Observation o = Observe(r, signal);
+      MEMAUDIT_ASSERT_OK_AND_ASSIGN(const TaskRef task, scorer_->TaskOf(o));
+      MEMAUDIT_ASSERT_OK(scorer_->Ingest(o, {task.ToString(), 1, "worker w-0"}));
+      if (tasks.empty() || tasks.back().ToString() != task.ToString()) tasks.push_back(task);
+    }
+  }
+  for (size_t t = 0; t + 1 < tasks.size(); ++t) {
+    MEMAUDIT_ASSERT_OK(scorer_->CheckTask("a", tasks[t], 1).status());
+  }
+  // The last task's Complete seals the last lease and scores the audit: held.
+  hold = true;
+  std::thread first([&] { MEMAUDIT_EXPECT_OK(scorer_->CheckTask("a", tasks.back(), 1).status()); });
+  inside.WaitForNotification();
+  const absl::Time asked = absl::Now();
+  const absl::Status again = scorer_->CheckTask("a", tasks.back(), 1).status();
+  const absl::Duration waited = absl::Now() - asked;
+  EXPECT_THAT(again, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("being scored")));
+  EXPECT_GE(waited, Scorer::kCheckTaskScoringWait - absl::Milliseconds(50));
+  EXPECT_LT(waited, Scorer::kCheckTaskScoringWait + absl::Seconds(5));
+  EXPECT_FALSE(scorer_->GetResults("a")->complete());
+  release.Notify();
+  first.join();
+  MEMAUDIT_ASSERT_OK_AND_ASSIGN(const TaskCheck check, scorer_->CheckTask("a", tasks.back(), 1));
+  EXPECT_TRUE(check.missing.empty());
+  EXPECT_TRUE(scorer_->GetResults("a")->complete());
 }
 
 TEST_F(ScorerTest, ScoresOnceEveryModelIsIn) {
