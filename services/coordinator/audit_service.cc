@@ -6,8 +6,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/base/status_macros.h"
 #include "common/messages/audit_kinds.h"
+#include "common/messages/event_types.h"
 #include "common/messages/spec_message_bounds.h"
 #include "common/messages/spec_yaml.h"
 #include "common/rpc/status_grpc.h"
@@ -66,6 +68,12 @@ class AuditWatch final : public WatchReactor<v1::AuditEvent> {
  public:
   static constexpr int kWatchBatch = 100;
   static constexpr absl::Duration kWatchRecheck = absl::Milliseconds(500);
+  // An audit's state changes in memory when a decision is made, its events
+  // reach the store when the decision is durable (group commit), a moment
+  // later. A stream ends with the event that ends the audit; one that began
+  // after that event (resumed past it) ends once the audit has been
+  // terminal this long with nothing new.
+  static constexpr absl::Duration kEndEventGrace = absl::Seconds(5);
 
   AuditWatch(Scheduler* scheduler, Caller caller, const v1::WatchRequest& req)
       : WatchReactor(&scheduler->changes(), kWatchRecheck),
@@ -94,6 +102,7 @@ class AuditWatch final : public WatchReactor<v1::AuditEvent> {
       out.set_message(e.message);
       *out.mutable_audit() = *audit;
       after_ = e.sequence;
+      ended_ = ended_ || EndsTheAudit(e.type);
     }
     if (events->empty() && audit->steps_done() != last_steps_) {
       // Progress without a logged event: a snapshot carrying the last sequence.
@@ -106,8 +115,13 @@ class AuditWatch final : public WatchReactor<v1::AuditEvent> {
     last_steps_ = audit->steps_done();
     if (events->size() == kWatchBatch) {
       step.then = Step::Then::kPollAgain;
-    } else if (IsTerminal(audit->state()) && events->empty()) {
+    } else if (ended_) {
       step.then = Step::Then::kFinish;
+    } else if (IsTerminal(audit->state()) && events->empty()) {
+      // Terminal in memory, its last event perhaps not yet in the store.
+      const absl::Time now = absl::Now();
+      if (terminal_since_ == absl::InfiniteFuture()) terminal_since_ = now;
+      if (now - terminal_since_ >= kEndEventGrace) step.then = Step::Then::kFinish;
     }
     return step;
   }
@@ -117,6 +131,8 @@ class AuditWatch final : public WatchReactor<v1::AuditEvent> {
   const std::string audit_id_;
   uint64_t after_;
   uint64_t last_steps_ = ~uint64_t{0};
+  bool ended_ = false;  // the event that ends the audit was written
+  absl::Time terminal_since_ = absl::InfiniteFuture();
 };
 
 }  // namespace
