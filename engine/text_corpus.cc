@@ -117,13 +117,14 @@ bool IsFortuneIndex(const std::string& file) {
 absl::StatusOr<std::string> ReadTextCorpus(const std::string& path) {
   std::vector<std::string> files;
   struct stat st;
-  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  const bool found = stat(path.c_str(), &st) == 0;
+  if (found && S_ISDIR(st.st_mode)) {
     std::string root = path;
     while (root.size() > 1 && root.back() == '/') root.pop_back();
     MEMAUDIT_RETURN_IF_ERROR(ListFiles(root, files));
     files.erase(std::remove_if(files.begin(), files.end(), IsFortuneIndex), files.end());
     std::sort(files.begin(), files.end(), PathLess);
-  } else if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+  } else if (found && S_ISREG(st.st_mode)) {
     files.push_back(path);
   } else {
     return absl::NotFoundError(absl::StrCat("corpus.path: ", path, " is not a file or folder"));
